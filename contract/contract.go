@@ -1,0 +1,324 @@
+package contract
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"unicode/utf8"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+)
+
+// Contract is one event type: a message descriptor from the set and the
+// rules on it. It is immutable and safe for concurrent use.
+type Contract struct {
+	typ         string
+	desc        protoreflect.MessageDescriptor
+	msgType     protoreflect.MessageType
+	fingerprint string
+	maxDepth    int
+	// hasRequired says whether the message has proto2 required fields at
+	// any depth. Decoders run with AllowPartial, which skips a costly walk
+	// of the message, and only such contracts pay for proto.CheckInitialized.
+	hasRequired bool
+	// mapEntries is nil unless the message can hold a map.
+	mapEntries *mapEntryChecker
+	binary     proto.UnmarshalOptions
+	json       protojson.UnmarshalOptions
+	registry   *Registry
+}
+
+// Type returns the event type: the message's full name.
+func (c *Contract) Type() string { return c.typ }
+
+// Descriptor returns the message descriptor, built from the descriptor set.
+func (c *Contract) Descriptor() protoreflect.MessageDescriptor { return c.desc }
+
+// Fingerprint identifies the contract's schema: "sha256:" and 32 hex
+// digits. It changes when the message or anything it imports changes, not
+// when only comments do. Computed once at load.
+func (c *Contract) Fingerprint() string { return c.fingerprint }
+
+// CheckBinary decodes b as the contract's message in protobuf binary,
+// rejects unknown fields, invalid UTF-8 in strings and nesting deeper than
+// the limit, and runs the contract's rules. It returns b itself, unchanged,
+// as the bytes to publish; the caller must not modify b afterwards.
+func (c *Contract) CheckBinary(b []byte) ([]byte, error) {
+	if c.mapEntries != nil {
+		if p := c.mapEntries.check(b, c.desc, 1); p != nil {
+			return nil, p.malformed(c.typ)
+		}
+	}
+	m := c.msgType.New()
+	if err := c.unmarshal(b, m); err != nil {
+		return nil, &MalformedError{Msg: "decode " + c.typ + " from protobuf binary", Err: err}
+	}
+	if err := c.checkInitialized(m); err != nil {
+		return nil, err
+	}
+	if p := scanMessage(m); p != nil {
+		return nil, p.malformed(c.typ)
+	}
+	if err := c.registry.Validate(m.Interface()); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// unmarshal decodes b into m. The decoder has panicked on input before (see
+// mapEntryChecker); should it again, the panic is this input's refusal, not
+// the gateway's crash.
+func (c *Contract) unmarshal(b []byte, m protoreflect.Message) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("contract: decoder panic: %v", r)
+		}
+	}()
+	return c.binary.Unmarshal(b, m.Interface())
+}
+
+// CheckJSON decodes b as the contract's message in its protojson form
+// (proto field names and lowerCamelCase names both accepted, unknown fields
+// rejected), enforces the depth limit, runs the contract's rules and returns
+// the message's deterministic protobuf binary, to publish.
+func (c *Contract) CheckJSON(b []byte) ([]byte, error) {
+	if !isJSONObject(b) {
+		return nil, &MalformedError{Msg: c.typ + " payload is not a JSON object"}
+	}
+	if err := CheckJSONDepth(b, c.maxDepth); err != nil {
+		return nil, err
+	}
+	m := c.msgType.New()
+	if err := c.unmarshalJSON(b, m); err != nil {
+		return nil, &MalformedError{Msg: "decode " + c.typ + " from JSON", Err: err}
+	}
+	if err := c.checkInitialized(m); err != nil {
+		return nil, err
+	}
+	if err := c.registry.Validate(m.Interface()); err != nil {
+		return nil, err
+	}
+	out, err := proto.MarshalOptions{Deterministic: true, AllowPartial: true}.Marshal(m.Interface())
+	if err != nil {
+		return nil, fmt.Errorf("contract: encode %s: %w", c.typ, err)
+	}
+	return out, nil
+}
+
+// unmarshalJSON is unmarshal for JSON.
+func (c *Contract) unmarshalJSON(b []byte, m protoreflect.Message) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("contract: decoder panic: %v", r)
+		}
+	}()
+	return c.json.Unmarshal(b, m.Interface())
+}
+
+// checkInitialized refuses a message that lacks a proto2 required field.
+func (c *Contract) checkInitialized(m protoreflect.Message) error {
+	if !c.hasRequired {
+		return nil
+	}
+	if err := proto.CheckInitialized(m.Interface()); err != nil {
+		return &MalformedError{Msg: c.typ + " lacks a required field", Err: err}
+	}
+	return nil
+}
+
+// hasRequiredFields reports whether md or any message it contains has a
+// required field, or may have one through an extension.
+func hasRequiredFields(md protoreflect.MessageDescriptor) bool {
+	seen := make(map[protoreflect.FullName]bool)
+	var walk func(md protoreflect.MessageDescriptor) bool
+	walk = func(md protoreflect.MessageDescriptor) bool {
+		if seen[md.FullName()] {
+			return false
+		}
+		seen[md.FullName()] = true
+		if md.RequiredNumbers().Len() > 0 || md.ExtensionRanges().Len() > 0 {
+			return true
+		}
+		fields := md.Fields()
+		for i := range fields.Len() {
+			fd := fields.Get(i)
+			if fd.IsMap() {
+				fd = fd.MapValue()
+			}
+			if fd.Message() != nil && walk(fd.Message()) {
+				return true
+			}
+		}
+		return false
+	}
+	return walk(md)
+}
+
+// isJSONObject reports whether the first byte of b that is not JSON
+// whitespace opens an object.
+func isJSONObject(b []byte) bool {
+	for _, c := range b {
+		switch c {
+		case ' ', '\t', '\n', '\r':
+			continue
+		case '{':
+			return true
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+// problem is a decoded value the gateway refuses although the decoder took
+// it: an unknown field, a string that is not UTF-8, an out-of-range
+// timestamp or duration. where holds the path to it, innermost first.
+type problem struct {
+	what  string
+	where []string
+}
+
+func (p *problem) at(segment string) *problem {
+	p.where = append(p.where, segment)
+	return p
+}
+
+func (p *problem) malformed(typ string) *MalformedError {
+	path := slices.Clone(p.where)
+	slices.Reverse(path)
+	s := ""
+	for _, seg := range path {
+		if s != "" && seg[0] != '[' {
+			s += "."
+		}
+		s += seg
+	}
+	if s == "" {
+		return &MalformedError{Msg: p.what + " in " + typ}
+	}
+	return &MalformedError{Msg: p.what + " at " + s + " in " + typ}
+}
+
+// scanMessage looks for unknown fields, strings that are not valid UTF-8
+// and out-of-range timestamps and durations anywhere in m. Proto3 decoding
+// already rejects invalid UTF-8; this also covers proto2 and editions files
+// that do not. The range checks make binary accept what JSON accepts: the
+// JSON form of these types cannot express an out-of-range value.
+func scanMessage(m protoreflect.Message) *problem {
+	if u := m.GetUnknown(); len(u) > 0 {
+		num, typ, _ := protowire.ConsumeTag(u)
+		if fd := m.Descriptor().Fields().ByNumber(num); fd != nil {
+			// The decoder keeps a known field with the wrong wire type as unknown.
+			return &problem{what: "field " + string(fd.Name()) + " has wire type " + strconv.Itoa(int(typ)) + ", which does not match its type " + fd.Kind().String()}
+		}
+		return &problem{what: "unknown field " + strconv.Itoa(int(num))}
+	}
+	switch m.Descriptor().FullName() {
+	case "google.protobuf.Timestamp":
+		if !validTimestamp(m) {
+			return &problem{what: "google.protobuf.Timestamp out of range"}
+		}
+	case "google.protobuf.Duration":
+		if !validDuration(m) {
+			return &problem{what: "google.protobuf.Duration out of range"}
+		}
+	}
+	var p *problem
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		p = scanField(fd, v)
+		if p != nil {
+			if fd.IsExtension() {
+				p.at("[" + string(fd.FullName()) + "]")
+			} else {
+				p.at(string(fd.Name()))
+			}
+		}
+		return p == nil
+	})
+	return p
+}
+
+func scanField(fd protoreflect.FieldDescriptor, v protoreflect.Value) *problem {
+	switch {
+	case fd.IsList():
+		l := v.List()
+		for i := range l.Len() {
+			if p := scanValue(fd, l.Get(i)); p != nil {
+				return p.at("[" + strconv.Itoa(i) + "]")
+			}
+		}
+	case fd.IsMap():
+		kd, vd := fd.MapKey(), fd.MapValue()
+		var p *problem
+		v.Map().Range(func(k protoreflect.MapKey, mv protoreflect.Value) bool {
+			if p = scanValue(kd, k.Value()); p != nil {
+				p.what = "map key: " + p.what
+			} else {
+				p = scanValue(vd, mv)
+			}
+			if p != nil {
+				p.at("[" + strconv.Quote(k.String()) + "]")
+			}
+			return p == nil
+		})
+		return p
+	default:
+		return scanValue(fd, v)
+	}
+	return nil
+}
+
+func scanValue(fd protoreflect.FieldDescriptor, v protoreflect.Value) *problem {
+	switch fd.Kind() {
+	case protoreflect.StringKind:
+		if !utf8.ValidString(v.String()) {
+			return &problem{what: "invalid UTF-8"}
+		}
+	case protoreflect.MessageKind, protoreflect.GroupKind:
+		return scanMessage(v.Message())
+	}
+	return nil
+}
+
+// Limits of google.protobuf.Timestamp (0001-01-01T00:00:00Z to
+// 9999-12-31T23:59:59.999999999Z) and Duration (about ±10,000 years), as
+// documented in their .proto files.
+const (
+	minTimestampSeconds = -62135596800
+	maxTimestampSeconds = 253402300799
+	maxDurationSeconds  = 315576000000
+)
+
+// secondsNanos reads the two fields that Timestamp and Duration share. A
+// message whose fields are not numbered or typed as the well-known ones
+// (a look-alike in the set) is reported as not ok and left alone.
+func secondsNanos(m protoreflect.Message) (seconds int64, nanos int32, ok bool) {
+	fields := m.Descriptor().Fields()
+	s, n := fields.ByNumber(1), fields.ByNumber(2)
+	if s == nil || n == nil || s.Kind() != protoreflect.Int64Kind || n.Kind() != protoreflect.Int32Kind || s.IsList() || n.IsList() {
+		return 0, 0, false
+	}
+	return m.Get(s).Int(), int32(m.Get(n).Int()), true
+}
+
+func validTimestamp(m protoreflect.Message) bool {
+	s, n, ok := secondsNanos(m)
+	if !ok {
+		return true
+	}
+	return s >= minTimestampSeconds && s <= maxTimestampSeconds && n >= 0 && n < 1e9
+}
+
+func validDuration(m protoreflect.Message) bool {
+	s, n, ok := secondsNanos(m)
+	if !ok {
+		return true
+	}
+	if s < -maxDurationSeconds || s > maxDurationSeconds || n <= -1e9 || n >= 1e9 {
+		return false
+	}
+	return !(s > 0 && n < 0) && !(s < 0 && n > 0)
+}

@@ -1,0 +1,77 @@
+// Package contract is sluice's descriptor-set registry: it loads event
+// contracts at run time, decodes payloads with them and judges them against
+// their protovalidate rules.
+//
+// # Usage
+//
+//	reg, err := contract.LoadFile("contracts.binpb", []string{"examples.shop.v1.OrderPlaced"})
+//	c, ok := reg.Lookup(event.GetType())      // !ok: UNKNOWN_EVENT_TYPE
+//	value, err := c.CheckJSON(payload)        // or c.CheckBinary(payload)
+//	var m *contract.MalformedError            // errors.As: MALFORMED
+//	var v *contract.ViolationError            // errors.As: SCHEMA_VIOLATION, v.Violations
+//	// any other error is the gateway's fault (a rule that cannot be evaluated)
+//
+// # Loading
+//
+// Load takes a serialized google.protobuf.FileDescriptorSet or a buf image
+// (the same wire format) and the full names of the messages that are event
+// types. Descriptors are built from the set itself, never from the types
+// compiled into the binary, so a contract is added or changed by shipping a
+// new set, with no rebuild; a file the set imports but does not contain is
+// taken from the compiled-in descriptors, if any. Load fails, naming what is
+// wrong, when the set does not decode or build, when a type is missing or
+// not a message, when no types are given, and when a contract's rules do not
+// compile. A registry is immutable: reloading means loading a new one.
+//
+// # What is refused, and how
+//
+// Each Check either returns the bytes to publish or exactly one of:
+//
+//   - *MalformedError: the payload is not the contract's message. Protobuf
+//     that does not decode (truncated, bad wire data, a known field with the
+//     wrong wire type), an unknown field at any depth (map entries
+//     included), invalid UTF-8 in a string (proto2 files included), a missing proto2 required field, a
+//     google.protobuf.Timestamp or Duration out of its valid range; JSON
+//     that does not decode, is not an object, has an unknown or duplicate
+//     field or a value of the wrong type; and, in either form, nesting
+//     deeper than WithMaxDepth (default 32).
+//   - *ViolationError: the payload decoded but broke one or more rules; each
+//     Violation names the field path, the rule id and the rule's message.
+//     All violations are reported, in field order (entries of one map field
+//     in no set order).
+//   - another error: a rule could not be evaluated. That is not the
+//     sender's fault and should be treated as internal.
+//
+// The same input always gets the same kind of answer. No input panics:
+// map entries that crash the reflective protobuf decoder are refused before
+// decoding, and any other decoder panic is recovered as a MalformedError
+// whose cause says "decoder panic". Decoding is bounded by the input size
+// and the depth limit.
+//
+// # What is published
+//
+// CheckBinary returns its input slice unchanged once it is known valid, so
+// the published value is byte for byte what the source sent. CheckJSON
+// returns the deterministic protobuf binary of the decoded message. Either
+// output decodes, with the same contract, to the message that was validated.
+//
+// Fingerprint identifies a contract's schema: a SHA-256 over the message's
+// name and its file with all transitive imports, without source comments
+// or buf's image metadata. It is computed at load and, for files in the
+// set, does not depend on which Go types the binary links in.
+//
+// # Concurrency
+//
+// A Registry and its Contracts are safe for concurrent use. One
+// protovalidate validator per Registry is shared by all checks; it is warmed
+// with the contracts at load.
+//
+// # What it does not do
+//
+// It does not check the event envelope's own fields (id, occurred_at,
+// size limits) beyond Registry.Validate, does not deduplicate, does not
+// watch the descriptor set file for changes, and does not canonicalize
+// binary payloads: a valid binary payload is passed through as sent (for
+// example, with fields out of order), which every protobuf decoder reads
+// as the same message.
+package contract

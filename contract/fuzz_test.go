@@ -1,0 +1,144 @@
+package contract_test
+
+import (
+	"bytes"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/dynamicpb"
+
+	"github.com/sluicehq/sluice/contract"
+)
+
+// fuzzContracts returns the example contracts in a fixed order, for a fuzz
+// input to pick one by index, then test.v1.Node: recursive, with a map.
+func fuzzContracts(f *testing.F) []*contract.Contract {
+	r := loadExamples(f)
+	types := r.Types()
+	out := make([]*contract.Contract, len(types))
+	for i, typ := range types {
+		out[i] = lookup(f, r, typ)
+	}
+	nodes, err := contract.Load(setOf(f, nodeFile(nil)), []string{"test.v1.Node"})
+	if err != nil {
+		f.Fatal(err)
+	}
+	return append(out, lookup(f, nodes, "test.v1.Node"))
+}
+
+// nodeIndex is test.v1.Node's position in fuzzContracts' order.
+const nodeIndex = 3
+
+// indexOf is the position of typ in fuzzContracts' order.
+func indexOf(typ string) uint8 {
+	types := exampleTypes()
+	slices.Sort(types)
+	return uint8(slices.Index(types, typ))
+}
+
+// checkRefusal fails unless err is one of the two typed refusals: any other
+// error is an internal one, which no input should provoke.
+func checkRefusal(t *testing.T, err error) {
+	t.Helper()
+	var merr *contract.MalformedError
+	var verr *contract.ViolationError
+	if !errors.As(err, &merr) && !errors.As(err, &verr) {
+		t.Fatalf("got %T %v, want a MalformedError or a ViolationError", err, err)
+	}
+	if strings.Contains(err.Error(), "decoder panic") {
+		t.Fatalf("the decoder panicked: %v", err)
+	}
+}
+
+func FuzzCheckJSON(f *testing.F) {
+	contracts := fuzzContracts(f)
+	for typ, name := range fixtures() {
+		f.Add(indexOf(typ), fixture(f, name))
+	}
+	for typ, m := range validExamples() {
+		f.Add(indexOf(typ), toJSON(f, m))
+	}
+	for typ, cases := range violationCases() {
+		for _, tc := range cases[:3] {
+			f.Add(indexOf(typ), toJSON(f, tc.msg))
+		}
+	}
+	f.Add(indexOf(shopType), []byte(`{"customer":{"email":[[[]]]}}`))
+	f.Add(indexOf(logsType), []byte(`{"timestamp":"9999-12-31T23:59:59.999999999Z"}`))
+	f.Add(uint8(nodeIndex), []byte(`{"child":{"name":"a"},"kids":{"k":{"kids":{"j":{}}}}}`))
+	f.Fuzz(func(t *testing.T, which uint8, b []byte) {
+		c := contracts[int(which)%len(contracts)]
+		out, err := c.CheckJSON(b)
+		if err != nil {
+			checkRefusal(t, err)
+			return
+		}
+		// What CheckJSON publishes is a valid binary payload of the contract.
+		again, err := c.CheckBinary(out)
+		if err != nil {
+			t.Fatalf("CheckBinary refuses the output of CheckJSON: %v", err)
+		}
+		if !bytes.Equal(again, out) {
+			t.Fatal("CheckBinary changed a valid payload")
+		}
+	})
+}
+
+func FuzzCheckBinary(f *testing.F) {
+	contracts := fuzzContracts(f)
+	for typ, m := range validExamples() {
+		b := marshal(f, m)
+		f.Add(indexOf(typ), b)
+		f.Add(indexOf(typ), b[:len(b)/2])
+	}
+	for typ, cases := range violationCases() {
+		for _, tc := range cases[:3] {
+			f.Add(indexOf(typ), marshal(f, tc.msg))
+		}
+	}
+	f.Add(indexOf(shopType), append(marshal(f, validOrder()), unknownField()...))
+	f.Add(indexOf(logsType), labelsEntry(str(1, "k"), str(2, "v"), str(3, "x")))
+	kid := protowire.AppendBytes(protowire.AppendTag(nil, 2, protowire.BytesType), str(2, "leaf"))
+	f.Add(uint8(nodeIndex), protowire.AppendBytes(protowire.AppendTag(nil, 3, protowire.BytesType), append(str(1, "k"), kid...)))
+	f.Fuzz(func(t *testing.T, which uint8, b []byte) {
+		c := contracts[int(which)%len(contracts)]
+		in := slices.Clone(b)
+		out, err := c.CheckBinary(b)
+		if !bytes.Equal(b, in) {
+			t.Fatal("CheckBinary modified its input")
+		}
+		if err != nil {
+			checkRefusal(t, err)
+			return
+		}
+		if !bytes.Equal(out, b) {
+			t.Fatal("CheckBinary did not return its input")
+		}
+		// An event accepted as binary is accepted as JSON too, and both
+		// forms decode to the same message.
+		m := dynamicpb.NewMessage(c.Descriptor())
+		if err := proto.Unmarshal(b, m); err != nil {
+			t.Fatalf("accepted payload does not decode: %v", err)
+		}
+		js, err := protojson.Marshal(m)
+		if err != nil {
+			t.Fatalf("accepted payload has no JSON form: %v", err)
+		}
+		fromJSON, err := c.CheckJSON(js)
+		if err != nil {
+			t.Fatalf("CheckJSON refuses the JSON form of an accepted payload %s: %v", js, err)
+		}
+		m2 := dynamicpb.NewMessage(c.Descriptor())
+		if err := proto.Unmarshal(fromJSON, m2); err != nil {
+			t.Fatal(err)
+		}
+		if !proto.Equal(m, m2) {
+			t.Fatalf("binary and JSON forms differ: %v vs %v", m, m2)
+		}
+	})
+}

@@ -1,0 +1,389 @@
+package contract
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"sort"
+
+	"buf.build/go/protovalidate"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protodesc"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
+	"google.golang.org/protobuf/types/descriptorpb"
+	"google.golang.org/protobuf/types/dynamicpb"
+)
+
+// Registry holds the event contracts loaded from one descriptor set. It is
+// immutable after Load and safe for concurrent use.
+type Registry struct {
+	contracts map[string]*Contract
+	types     []string
+	validator protovalidate.Validator
+}
+
+// Load builds a registry from a serialized FileDescriptorSet or buf image.
+// types are the fully-qualified message names that are event types; a name
+// that is not a message in the set is an error naming it. An empty types
+// list is an error.
+//
+// Descriptors are built from the set itself. A file the set imports but
+// does not contain (an image built without its imports) is taken from the
+// descriptors compiled into this binary, if it has them.
+func Load(image []byte, types []string, opts ...Option) (*Registry, error) {
+	o := defaultOptions()
+	for _, opt := range opts {
+		opt.apply(&o)
+	}
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	if len(types) == 0 {
+		return nil, errors.New("contract: no event types given")
+	}
+
+	set := new(descriptorpb.FileDescriptorSet)
+	if err := proto.Unmarshal(image, set); err != nil {
+		return nil, fmt.Errorf("contract: decode descriptor set: %w", err)
+	}
+	if len(set.GetFile()) == 0 {
+		return nil, errors.New("contract: descriptor set has no files")
+	}
+	files, err := buildFiles(set)
+	if err != nil {
+		return nil, err
+	}
+	local, err := newTypes(files)
+	if err != nil {
+		return nil, err
+	}
+	fp, err := newFingerprinter(image, files)
+	if err != nil {
+		return nil, err
+	}
+
+	r := &Registry{contracts: make(map[string]*Contract, len(types))}
+	descs := make([]protoreflect.MessageDescriptor, 0, len(types))
+	for _, name := range types {
+		if _, ok := r.contracts[name]; ok {
+			continue
+		}
+		d, err := files.FindDescriptorByName(protoreflect.FullName(name))
+		if err != nil {
+			return nil, fmt.Errorf("contract: event type %q: not found in the descriptor set", name)
+		}
+		md, ok := d.(protoreflect.MessageDescriptor)
+		if !ok || md.IsMapEntry() {
+			return nil, fmt.Errorf("contract: event type %q: not a message", name)
+		}
+		r.contracts[name] = &Contract{
+			typ:         name,
+			desc:        md,
+			msgType:     dynamicpb.NewMessageType(md),
+			fingerprint: fp.fingerprint(md),
+			maxDepth:    o.maxDepth,
+			hasRequired: hasRequiredFields(md),
+			mapEntries:  newMapEntryChecker(md, local, o.maxDepth),
+			binary:      proto.UnmarshalOptions{RecursionLimit: o.maxDepth, Resolver: local, AllowPartial: true},
+			json:        protojson.UnmarshalOptions{RecursionLimit: o.maxDepth, Resolver: local, AllowPartial: true},
+			registry:    r,
+		}
+		r.types = append(r.types, name)
+		descs = append(descs, md)
+	}
+	sort.Strings(r.types)
+
+	r.validator, err = protovalidate.New(
+		protovalidate.WithExtensionTypeResolver(chainResolver{local, protoregistry.GlobalTypes}),
+		protovalidate.WithMessageDescriptors(descs...),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("contract: create validator: %w", err)
+	}
+	if err := checkRulesCompile(r.validator, descs); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// LoadFile reads a descriptor set file and calls Load.
+func LoadFile(path string, types []string, opts ...Option) (*Registry, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("contract: read descriptor set: %w", err)
+	}
+	return Load(b, types, opts...)
+}
+
+// Lookup returns the contract of an event type.
+func (r *Registry) Lookup(eventType string) (*Contract, bool) {
+	c, ok := r.contracts[eventType]
+	return c, ok
+}
+
+// Types returns the loaded event types, sorted.
+func (r *Registry) Types() []string { return slices.Clone(r.types) }
+
+// Validate runs the registry's protovalidate rules on any message, compiled
+// in or dynamic. It returns nil, a *ViolationError, or another error for a
+// rule that cannot be evaluated, which is the gateway's fault, not the
+// sender's.
+func (r *Registry) Validate(msg proto.Message) error {
+	err := r.validator.Validate(msg)
+	if err == nil {
+		return nil
+	}
+	if vs, ok := Violations(err); ok {
+		return &ViolationError{Violations: vs}
+	}
+	return fmt.Errorf("contract: evaluate rules of %s: %w", msg.ProtoReflect().Descriptor().FullName(), err)
+}
+
+// buildFiles turns the set into descriptors, dependencies first. A file the
+// set imports but lacks is taken from protoregistry.GlobalFiles; a file the
+// set has is always built from the set, even if a file of the same path is
+// compiled in, so the set's version of a contract is the one that counts.
+func buildFiles(set *descriptorpb.FileDescriptorSet) (*protoregistry.Files, error) {
+	byPath := make(map[string]*descriptorpb.FileDescriptorProto, len(set.GetFile()))
+	for _, f := range set.GetFile() {
+		if _, dup := byPath[f.GetName()]; dup {
+			return nil, fmt.Errorf("contract: descriptor set has %q twice", f.GetName())
+		}
+		byPath[f.GetName()] = f
+	}
+
+	const (
+		building = 1
+		built    = 2
+	)
+	files := new(protoregistry.Files)
+	state := make(map[string]int, len(byPath))
+	var build func(path, importedBy string) error
+	build = func(path, importedBy string) error {
+		switch state[path] {
+		case built:
+			return nil
+		case building:
+			return fmt.Errorf("contract: import cycle through %q", path)
+		}
+		state[path] = building
+		fdp, ok := byPath[path]
+		if !ok {
+			fd, err := protoregistry.GlobalFiles.FindFileByPath(path)
+			if err != nil {
+				return fmt.Errorf("contract: %q imports %q, which is neither in the descriptor set nor compiled in", importedBy, path)
+			}
+			imports := fd.Imports()
+			for i := range imports.Len() {
+				if err := build(imports.Get(i).Path(), path); err != nil {
+					return err
+				}
+			}
+			if err := files.RegisterFile(fd); err != nil {
+				return fmt.Errorf("contract: register compiled-in %q: %w", path, err)
+			}
+			state[path] = built
+			return nil
+		}
+		for _, dep := range fdp.GetDependency() {
+			if err := build(dep, path); err != nil {
+				return err
+			}
+		}
+		fd, err := protodesc.NewFile(fdp, files)
+		if err != nil {
+			return fmt.Errorf("contract: build %q: %w", path, err)
+		}
+		if err := files.RegisterFile(fd); err != nil {
+			return fmt.Errorf("contract: register %q: %w", path, err)
+		}
+		state[path] = built
+		return nil
+	}
+	for _, f := range set.GetFile() {
+		if err := build(f.GetName(), ""); err != nil {
+			return nil, err
+		}
+	}
+	return files, nil
+}
+
+// newTypes registers a dynamic type for every message, enum and extension
+// in files. Decoders resolve Any and extensions with it, and protovalidate
+// resolves predefined rules declared in the set.
+func newTypes(files *protoregistry.Files) (*protoregistry.Types, error) {
+	types := new(protoregistry.Types)
+	var err error
+	var register func(msgs protoreflect.MessageDescriptors, enums protoreflect.EnumDescriptors, exts protoreflect.ExtensionDescriptors)
+	register = func(msgs protoreflect.MessageDescriptors, enums protoreflect.EnumDescriptors, exts protoreflect.ExtensionDescriptors) {
+		for i := 0; i < enums.Len() && err == nil; i++ {
+			err = types.RegisterEnum(dynamicpb.NewEnumType(enums.Get(i)))
+		}
+		for i := 0; i < exts.Len() && err == nil; i++ {
+			err = types.RegisterExtension(dynamicpb.NewExtensionType(exts.Get(i)))
+		}
+		for i := 0; i < msgs.Len() && err == nil; i++ {
+			md := msgs.Get(i)
+			if md.IsMapEntry() {
+				continue
+			}
+			if err = types.RegisterMessage(dynamicpb.NewMessageType(md)); err == nil {
+				register(md.Messages(), md.Enums(), md.Extensions())
+			}
+		}
+	}
+	files.RangeFiles(func(fd protoreflect.FileDescriptor) bool {
+		register(fd.Messages(), fd.Enums(), fd.Extensions())
+		return err == nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("contract: register types: %w", err)
+	}
+	return types, nil
+}
+
+// chainResolver looks an extension up in each resolver in turn.
+type chainResolver []protoregistry.ExtensionTypeResolver
+
+func (c chainResolver) FindExtensionByName(field protoreflect.FullName) (protoreflect.ExtensionType, error) {
+	for _, r := range c {
+		if xt, err := r.FindExtensionByName(field); err == nil {
+			return xt, nil
+		}
+	}
+	return nil, protoregistry.NotFound
+}
+
+func (c chainResolver) FindExtensionByNumber(message protoreflect.FullName, field protoreflect.FieldNumber) (protoreflect.ExtensionType, error) {
+	for _, r := range c {
+		if xt, err := r.FindExtensionByNumber(message, field); err == nil {
+			return xt, nil
+		}
+	}
+	return nil, protoregistry.NotFound
+}
+
+// checkRulesCompile validates an empty message of every type reachable from
+// the contracts, so that a rule that does not compile fails Load instead of
+// the first event that sets the field.
+func checkRulesCompile(v protovalidate.Validator, roots []protoreflect.MessageDescriptor) error {
+	seen := make(map[protoreflect.FullName]bool)
+	var visit func(md protoreflect.MessageDescriptor) error
+	visit = func(md protoreflect.MessageDescriptor) error {
+		if seen[md.FullName()] {
+			return nil
+		}
+		seen[md.FullName()] = true
+		var cerr *protovalidate.CompilationError
+		if err := v.Validate(dynamicpb.NewMessage(md)); errors.As(err, &cerr) {
+			return fmt.Errorf("contract: rules of %s: %w", md.FullName(), err)
+		}
+		fields := md.Fields()
+		for i := range fields.Len() {
+			fd := fields.Get(i)
+			if fd.IsMap() {
+				fd = fd.MapValue()
+			}
+			if fd.Message() != nil {
+				if err := visit(fd.Message()); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	for _, md := range roots {
+		if err := visit(md); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fingerprinter hashes a contract's file and its transitive imports. Each
+// file is hashed in a normal form: the set's bytes decoded without any
+// extension resolver (so custom options keep their bytes whatever this
+// binary links in), without source code info (comments do not change a
+// schema) and without fields unknown to FileDescriptorProto (buf image
+// bookkeeping), serialized deterministically.
+type fingerprinter struct {
+	files  *protoregistry.Files
+	normal map[string][]byte // path → normal form
+}
+
+func newFingerprinter(image []byte, files *protoregistry.Files) (*fingerprinter, error) {
+	raw := new(descriptorpb.FileDescriptorSet)
+	if err := (proto.UnmarshalOptions{Resolver: new(protoregistry.Types)}).Unmarshal(image, raw); err != nil {
+		return nil, fmt.Errorf("contract: decode descriptor set: %w", err)
+	}
+	f := &fingerprinter{files: files, normal: make(map[string][]byte, len(raw.GetFile()))}
+	for _, fdp := range raw.GetFile() {
+		b, err := normalForm(fdp)
+		if err != nil {
+			return nil, err
+		}
+		f.normal[fdp.GetName()] = b
+	}
+	return f, nil
+}
+
+func normalForm(fdp *descriptorpb.FileDescriptorProto) ([]byte, error) {
+	fdp = proto.CloneOf(fdp)
+	fdp.SourceCodeInfo = nil
+	fdp.ProtoReflect().SetUnknown(nil)
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(fdp)
+	if err != nil {
+		return nil, fmt.Errorf("contract: fingerprint %q: %w", fdp.GetName(), err)
+	}
+	return b, nil
+}
+
+// fingerprint returns "sha256:" and the hex of the first 16 bytes of a
+// SHA-256 over the message's full name and the normal form of its file and
+// every file it imports transitively, sorted by path. Each part is length
+// prefixed, so no two inputs hash the same bytes.
+func (f *fingerprinter) fingerprint(md protoreflect.MessageDescriptor) string {
+	seen := make(map[string]protoreflect.FileDescriptor)
+	var walk func(fd protoreflect.FileDescriptor)
+	walk = func(fd protoreflect.FileDescriptor) {
+		if _, ok := seen[fd.Path()]; ok {
+			return
+		}
+		seen[fd.Path()] = fd
+		imports := fd.Imports()
+		for i := range imports.Len() {
+			walk(imports.Get(i).FileDescriptor)
+		}
+	}
+	walk(md.ParentFile())
+	paths := make([]string, 0, len(seen))
+	for p := range seen {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+
+	h := sha256.New()
+	var n [binary.MaxVarintLen64]byte
+	write := func(b []byte) {
+		h.Write(n[:binary.PutUvarint(n[:], uint64(len(b)))])
+		h.Write(b)
+	}
+	write([]byte(md.FullName()))
+	for _, p := range paths {
+		b, ok := f.normal[p]
+		if !ok {
+			// Compiled in, not in the set: its descriptor is the source.
+			b, _ = normalForm(protodesc.ToFileDescriptorProto(seen[p]))
+		}
+		write([]byte(p))
+		write(b)
+	}
+	sum := h.Sum(nil)
+	return "sha256:" + hex.EncodeToString(sum[:16])
+}

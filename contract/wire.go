@@ -1,0 +1,192 @@
+package contract
+
+import (
+	"fmt"
+	"strconv"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
+)
+
+// The reflective decoder that dynamic messages use drops any field of a
+// map entry other than the key and the value, and panics on some entries
+// whose key field repeats with the wrong wire type (google.golang.org/protobuf
+// v1.36.12, proto.UnmarshalOptions.unmarshalMap). mapEntryChecker walks the
+// wire bytes before decoding and refuses such entries, so that unknown
+// fields are refused inside map entries too and the decoder never sees what
+// makes it panic. It looks only into messages that can hold a map.
+
+// mapEntryChecker knows which messages reachable from a contract can hold
+// a map, directly or through their fields.
+type mapEntryChecker struct {
+	holders  map[protoreflect.FullName]bool
+	resolver protoregistry.ExtensionTypeResolver
+	maxDepth int
+}
+
+// newMapEntryChecker returns nil when no message reachable from md holds a
+// map: such contracts skip the walk.
+func newMapEntryChecker(md protoreflect.MessageDescriptor, resolver protoregistry.ExtensionTypeResolver, maxDepth int) *mapEntryChecker {
+	var reachable []protoreflect.MessageDescriptor
+	seen := make(map[protoreflect.FullName]bool)
+	var visit func(md protoreflect.MessageDescriptor)
+	visit = func(md protoreflect.MessageDescriptor) {
+		if seen[md.FullName()] {
+			return
+		}
+		seen[md.FullName()] = true
+		reachable = append(reachable, md)
+		fields := md.Fields()
+		for i := range fields.Len() {
+			if fd := fields.Get(i); fd.Message() != nil {
+				visit(fd.Message()) // a map's entry message, too
+			}
+		}
+	}
+	visit(md)
+
+	// A message holds a map if it has a map field, may have extensions
+	// (which the descriptor does not show), or has a field of a message
+	// that holds one. Repeat until nothing changes, for recursive types.
+	holders := make(map[protoreflect.FullName]bool)
+	for changed := true; changed; {
+		changed = false
+		for _, m := range reachable {
+			if holders[m.FullName()] {
+				continue
+			}
+			holds := m.ExtensionRanges().Len() > 0
+			fields := m.Fields()
+			for i := 0; i < fields.Len() && !holds; i++ {
+				fd := fields.Get(i)
+				holds = fd.IsMap() || (fd.Message() != nil && holders[fd.Message().FullName()])
+			}
+			if holds {
+				holders[m.FullName()] = true
+				changed = true
+			}
+		}
+	}
+	if !holders[md.FullName()] {
+		return nil
+	}
+	return &mapEntryChecker{holders: holders, resolver: resolver, maxDepth: maxDepth}
+}
+
+// check walks b as message md at nesting level depth (the contract message
+// is 1). It counts levels as the decoder does, a map entry being one, and
+// stops where the decoder stops. Bytes that are not valid wire data are
+// left to the decoder, which refuses them.
+func (c *mapEntryChecker) check(b []byte, md protoreflect.MessageDescriptor, depth int) *problem {
+	if depth > c.maxDepth || !c.holders[md.FullName()] {
+		return nil
+	}
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return nil
+		}
+		b = b[n:]
+		n = protowire.ConsumeFieldValue(num, typ, b)
+		if n < 0 {
+			return nil
+		}
+		val := b[:n]
+		b = b[n:]
+
+		fd := md.Fields().ByNumber(num)
+		if fd == nil && md.ExtensionRanges().Has(num) && c.resolver != nil {
+			if xt, err := c.resolver.FindExtensionByNumber(md.FullName(), num); err == nil {
+				fd = xt.TypeDescriptor()
+			}
+		}
+		if fd == nil {
+			continue
+		}
+		var p *problem
+		switch {
+		case fd.IsMap() && typ == protowire.BytesType:
+			entry, _ := protowire.ConsumeBytes(val)
+			p = c.checkEntry(entry, fd, depth+1)
+		case fd.Message() != nil && typ == protowire.BytesType:
+			inner, _ := protowire.ConsumeBytes(val)
+			p = c.check(inner, fd.Message(), depth+1)
+		case fd.Message() != nil && typ == protowire.StartGroupType:
+			// val ends with the END_GROUP tag of this field.
+			inner := val[:len(val)-protowire.SizeTag(num)]
+			p = c.check(inner, fd.Message(), depth+1)
+		}
+		if p != nil {
+			return p.at(fieldSegment(fd))
+		}
+	}
+	return nil
+}
+
+// checkEntry refuses a map entry with a field other than the key (1) and
+// the value (2), or with either of them in a wire type that does not match.
+func (c *mapEntryChecker) checkEntry(b []byte, fd protoreflect.FieldDescriptor, depth int) *problem {
+	if depth > c.maxDepth {
+		return nil
+	}
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return nil
+		}
+		b = b[n:]
+		n = protowire.ConsumeFieldValue(num, typ, b)
+		if n < 0 {
+			return nil
+		}
+		val := b[:n]
+		b = b[n:]
+
+		var want protoreflect.FieldDescriptor
+		switch num {
+		case 1:
+			want = fd.MapKey()
+		case 2:
+			want = fd.MapValue()
+		default:
+			return &problem{what: "map entry has unknown field " + strconv.Itoa(int(num))}
+		}
+		if typ != wireType(want) {
+			return &problem{what: fmt.Sprintf("map entry %s has wire type %d, which does not match its type %s", want.Name(), typ, want.Kind())}
+		}
+		if num == 2 && want.Message() != nil {
+			inner, _ := protowire.ConsumeBytes(val)
+			if p := c.check(inner, want.Message(), depth+1); p != nil {
+				return p
+			}
+		}
+	}
+	return nil
+}
+
+func fieldSegment(fd protoreflect.FieldDescriptor) string {
+	if fd.IsExtension() {
+		return "[" + string(fd.FullName()) + "]"
+	}
+	return string(fd.Name())
+}
+
+// wireType is the wire type of a map key or value: map fields are never
+// packed, and a message value is length-delimited.
+func wireType(fd protoreflect.FieldDescriptor) protowire.Type {
+	switch fd.Kind() {
+	case protoreflect.BoolKind, protoreflect.EnumKind,
+		protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Uint32Kind,
+		protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Uint64Kind:
+		return protowire.VarintType
+	case protoreflect.Fixed32Kind, protoreflect.Sfixed32Kind, protoreflect.FloatKind:
+		return protowire.Fixed32Type
+	case protoreflect.Fixed64Kind, protoreflect.Sfixed64Kind, protoreflect.DoubleKind:
+		return protowire.Fixed64Type
+	case protoreflect.GroupKind:
+		return protowire.StartGroupType
+	default: // string, bytes, message
+		return protowire.BytesType
+	}
+}
