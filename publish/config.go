@@ -1,0 +1,139 @@
+package publish
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Config is the producer's configuration block. Start from NewDefaultConfig
+// and set Brokers.
+type Config struct {
+	// Brokers are the seed brokers, host:port. Required.
+	Brokers []string `yaml:"brokers"`
+	// ClientID is the Kafka client id, visible in broker logs and quotas.
+	// Default "sluice".
+	ClientID string `yaml:"client_id"`
+	// DeliveryTimeout bounds how long a record may wait in the client before
+	// it is failed (kgo.RecordDeliveryTimeout). A record already sent in a
+	// request is not failed until the broker answers, so that idempotence
+	// holds. Default 10s; franz-go's minimum is 1s.
+	DeliveryTimeout time.Duration `yaml:"delivery_timeout"`
+	// Linger is how long a partition waits for more records before a batch
+	// is sent (kgo.ProducerLinger). Default 5ms.
+	Linger time.Duration `yaml:"linger"`
+	// MaxBufferedRecords bounds the records buffered in the client. Publish
+	// waits for room when it is reached. Default 100000.
+	MaxBufferedRecords int `yaml:"max_buffered_records"`
+	// MaxBufferedBytes bounds the bytes (keys, values and headers) buffered
+	// in the client. Publish waits for room when it is reached. Default 256 MiB.
+	MaxBufferedBytes int64 `yaml:"max_buffered_bytes"`
+	// BatchMaxBytes bounds an uncompressed record batch
+	// (kgo.ProducerBatchMaxBytes); a record larger than this fails with a
+	// permanent MESSAGE_TOO_LARGE error. It must not exceed the
+	// max.message.bytes of any topic produced to. Default 1 MiB.
+	BatchMaxBytes int32 `yaml:"batch_max_bytes"`
+	// Compression is the batch codec: "none", "snappy", "lz4", "zstd" or
+	// "gzip". Default "lz4".
+	Compression string `yaml:"compression"`
+	// DialTimeout bounds opening a connection to a broker. Default 5s.
+	DialTimeout time.Duration `yaml:"dial_timeout"`
+	// RetryAfter is the wait suggested to callers when a record failed
+	// retryably (ProduceError.RetryAfter). Default 1s.
+	RetryAfter time.Duration `yaml:"retry_after"`
+}
+
+// Limits enforced by Validate. The batch bound is franz-go's: at least 512
+// bytes, and no more than a broker request may carry (100 MiB, franz-go's
+// default BrokerMaxWriteBytes and Kafka's socket.request.max.bytes).
+const (
+	minDeliveryTimeout = time.Second
+	maxLinger          = time.Minute
+	minBatchMaxBytes   = 512
+	maxBatchMaxBytes   = 100 << 20
+)
+
+// NewDefaultConfig returns the defaults documented on Config. Brokers is empty
+// and must be set.
+func NewDefaultConfig() Config {
+	return Config{
+		ClientID:           "sluice",
+		DeliveryTimeout:    10 * time.Second,
+		Linger:             5 * time.Millisecond,
+		MaxBufferedRecords: 100_000,
+		MaxBufferedBytes:   256 << 20,
+		BatchMaxBytes:      1 << 20,
+		Compression:        "lz4",
+		DialTimeout:        5 * time.Second,
+		RetryAfter:         time.Second,
+	}
+}
+
+// Validate reports the first invalid field as "publish: <Field>: <why>".
+func (c Config) Validate() error {
+	bad := func(field, format string, args ...any) error {
+		return fmt.Errorf("publish: %s: "+format, append([]any{field}, args...)...)
+	}
+	if len(c.Brokers) == 0 {
+		return bad("Brokers", "must name at least one broker")
+	}
+	for i, b := range c.Brokers {
+		if b == "" {
+			return bad(fmt.Sprintf("Brokers[%d]", i), "must not be empty")
+		}
+	}
+	switch {
+	case c.ClientID == "":
+		return bad("ClientID", "must not be empty")
+	case c.DeliveryTimeout <= 0:
+		return bad("DeliveryTimeout", "must be > 0")
+	case c.DeliveryTimeout < minDeliveryTimeout:
+		return bad("DeliveryTimeout", "must be at least %v (franz-go's minimum), got %v", minDeliveryTimeout, c.DeliveryTimeout)
+	case c.Linger < 0:
+		return bad("Linger", "must be >= 0")
+	case c.Linger > maxLinger:
+		return bad("Linger", "must be at most %v, got %v", maxLinger, c.Linger)
+	case c.MaxBufferedRecords <= 0:
+		return bad("MaxBufferedRecords", "must be > 0")
+	case c.BatchMaxBytes < minBatchMaxBytes || c.BatchMaxBytes > maxBatchMaxBytes:
+		return bad("BatchMaxBytes", "must be between %d and %d, got %d", minBatchMaxBytes, maxBatchMaxBytes, c.BatchMaxBytes)
+	case c.MaxBufferedBytes <= 0:
+		return bad("MaxBufferedBytes", "must be > 0")
+	case c.MaxBufferedBytes < int64(c.BatchMaxBytes):
+		return bad("MaxBufferedBytes", "must be >= BatchMaxBytes (%d) so that a full batch can be buffered, got %d", c.BatchMaxBytes, c.MaxBufferedBytes)
+	case c.MaxBufferedBytes > math.MaxInt:
+		return bad("MaxBufferedBytes", "must be at most %d on this platform", math.MaxInt)
+	case c.DialTimeout <= 0:
+		return bad("DialTimeout", "must be > 0")
+	case c.RetryAfter <= 0:
+		return bad("RetryAfter", "must be > 0")
+	}
+	if _, ok := compressionCodecs(c.Compression); !ok {
+		return bad("Compression", `must be one of "none", "snappy", "lz4", "zstd", "gzip", got %q`, c.Compression)
+	}
+	return nil
+}
+
+// compressionCodecs maps Config.Compression to franz-go's preference list.
+// Every codec falls back to none for a broker that does not support it
+// (zstd needs Kafka 2.1).
+func compressionCodecs(name string) ([]kgo.CompressionCodec, bool) {
+	var c kgo.CompressionCodec
+	switch name {
+	case "none":
+		return []kgo.CompressionCodec{kgo.NoCompression()}, true
+	case "snappy":
+		c = kgo.SnappyCompression()
+	case "lz4":
+		c = kgo.Lz4Compression()
+	case "zstd":
+		c = kgo.ZstdCompression()
+	case "gzip":
+		c = kgo.GzipCompression()
+	default:
+		return nil, false
+	}
+	return []kgo.CompressionCodec{c, kgo.NoCompression()}, true
+}

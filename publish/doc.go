@@ -1,0 +1,67 @@
+// Package publish is sluice's Kafka producer: it builds records from accepted
+// events and produces them idempotently, answering every record of a batch
+// before the caller's deadline.
+//
+// # Usage
+//
+//	cfg := publish.NewDefaultConfig()
+//	cfg.Brokers = []string{"kafka-0:9092"}
+//	p, err := publish.NewProducer(cfg, publish.WithRegisterer(reg))
+//	...
+//	rec := publish.NewRecord(&publish.Event{Topic: publish.DefaultTopic("order.created"), ...})
+//	errs := p.Publish(ctx, []*kgo.Record{rec})
+//	// errs[i] == nil: acknowledged. Otherwise publish.Retryable(errs[i])
+//	// says whether sending the event again may succeed.
+//
+// # Guarantees
+//
+//   - An acknowledgement (errs[i] == nil) means Kafka wrote the record with
+//     acks=all: the partition leader and every in-sync replica have it. The
+//     producer is idempotent (franz-go's default, kept on explicitly), so the
+//     client's own internal retries never write a record twice; with
+//     min.insync.replicas >= 2 on the topic, an acknowledged record survives
+//     the loss of a broker.
+//   - Records with the same key go to the same partition while the topic's
+//     partition count is unchanged: the partitioner hashes keys with murmur2
+//     exactly like the Java client, so producers in other languages agree.
+//     Records of one partition are written in the order they were produced
+//     and a failed record fails every later buffered record of its partition,
+//     so a successor is never written past a gap. NewRecord always sets a key
+//     (the event id when the event has no partition key).
+//   - Publish never blocks past its context. A record that is not answered
+//     when the context ends gets an error wrapping ErrTimeout; it may still be
+//     written later (the idempotent producer cannot withdraw a request it has
+//     sent), so the caller may see a duplicate in Kafka after resending, but
+//     never a loss. The consumer tier deduplicates by event id.
+//   - A record that nobody waits for any more is still bounded: it is failed
+//     by the client after Config.DeliveryTimeout unless a request carrying it
+//     is already in flight, in which case the client waits for the broker's
+//     answer.
+//   - Memory is bounded: at most Config.MaxBufferedRecords records and
+//     Config.MaxBufferedBytes bytes are buffered in the client. At the bound,
+//     Publish answers the records that do not fit at once with a retryable
+//     error (kgo.ErrMaxBuffered): push-back, not a queue.
+//   - Callers do not affect each other: records are produced without the
+//     caller's context, so one caller giving up early never fails records
+//     of another caller buffered on the same partition.
+//   - Retryable is the one place where a Kafka error is judged retryable or
+//     permanent.
+//
+// Config.BatchMaxBytes must not exceed the smallest max.message.bytes of the
+// topics produced to (the default, 1 MiB, is below Kafka's default of
+// 1048588). Then a batch is never refused by the broker for its size and a
+// MESSAGE_TOO_LARGE error means that the one record is too large.
+//
+// # What it does not do
+//
+//   - It does not spool. A record that Kafka did not acknowledge is the
+//     caller's to keep: the gateway's admission and the disk spool (buffer/)
+//     decide what happens to it.
+//   - It does not create topics. Production topics are created by operators
+//     (or, for the embedded dev cluster, by the dev command); a record for a
+//     missing topic fails with a retryable UNKNOWN_TOPIC_OR_PARTITION error.
+//   - It does not deduplicate: the same event published twice is two records.
+//   - A *kgo.Record passed to Publish belongs to the producer from then on,
+//     even after Publish returned with an error: to send an event again, build
+//     a new record.
+package publish

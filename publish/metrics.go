@@ -1,0 +1,91 @@
+package publish
+
+import (
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the producer's Prometheus metrics. They are always collected;
+// they are registered only when WithRegisterer is given.
+type metrics struct {
+	latency  prometheus.Histogram
+	records  *prometheus.CounterVec
+	errors   *prometheus.CounterVec
+	buffered prometheus.GaugeFunc
+
+	acked, failed, timedOut prometheus.Counter
+	retryable, permanent    prometheus.Counter
+}
+
+func newMetrics(bufferedRecords func() float64) *metrics {
+	m := &metrics{
+		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "sluice_produce_latency_seconds",
+			Help: "Time from the Publish call to Kafka's acknowledgement (acks=all), per acknowledged record.",
+			// 1ms to ~16s: covers linger, replication and the default 10s delivery timeout.
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 15),
+		}),
+		records: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_produce_records_total",
+			Help: "Records answered by Publish, by result: acked, failed, or timeout (not acknowledged before the deadline).",
+		}, []string{"result"}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_produce_errors_total",
+			Help: "Records Publish answered with an error, by class as judged by publish.Retryable.",
+		}, []string{"class"}),
+		buffered: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "sluice_producer_buffered_records",
+			Help: "Records buffered in the Kafka client, waiting to be sent or acknowledged.",
+		}, bufferedRecords),
+	}
+	m.acked = m.records.WithLabelValues("acked")
+	m.failed = m.records.WithLabelValues("failed")
+	m.timedOut = m.records.WithLabelValues("timeout")
+	m.retryable = m.errors.WithLabelValues("retryable")
+	m.permanent = m.errors.WithLabelValues("permanent")
+	return m
+}
+
+func (m *metrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.latency, m.records, m.errors, m.buffered}
+}
+
+// register registers every collector or none.
+func (m *metrics) register(r prometheus.Registerer) error {
+	var done []prometheus.Collector
+	for _, c := range m.collectors() {
+		if err := r.Register(c); err != nil {
+			for _, d := range done {
+				r.Unregister(d)
+			}
+			return err
+		}
+		done = append(done, c)
+	}
+	return nil
+}
+
+func (m *metrics) unregister(r prometheus.Registerer) {
+	for _, c := range m.collectors() {
+		r.Unregister(c)
+	}
+}
+
+// answered counts one record's answer.
+func (m *metrics) answered(err error) {
+	switch {
+	case err == nil:
+		m.acked.Inc()
+		return
+	case errors.Is(err, ErrTimeout):
+		m.timedOut.Inc()
+	default:
+		m.failed.Inc()
+	}
+	if Retryable(err) {
+		m.retryable.Inc()
+	} else {
+		m.permanent.Inc()
+	}
+}

@@ -1,0 +1,47 @@
+package publish
+
+import (
+	"log/slog"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Option configures a Producer beyond its Config: what the caller's
+// environment provides rather than what an operator tunes.
+type Option interface{ apply(*options) }
+
+type options struct {
+	registerer prometheus.Registerer
+	logger     *slog.Logger
+	clientOpts []kgo.Opt
+}
+
+type option struct{ fn func(*options) }
+
+func (o option) apply(opts *options) { o.fn(opts) }
+
+// WithRegisterer registers the producer's metrics on r, overriding the
+// default of not registering them. Close unregisters them.
+func WithRegisterer(r prometheus.Registerer) Option {
+	return option{func(o *options) { o.registerer = r }}
+}
+
+// WithLogger sets the logger for the producer and its Kafka client,
+// overriding the default slog.Default(). A nil logger keeps the default.
+func WithLogger(l *slog.Logger) Option {
+	return option{func(o *options) {
+		if l != nil {
+			o.logger = l
+		}
+	}}
+}
+
+// WithClientOptions appends franz-go options after the ones derived from
+// Config, so they override them; by default there are none. It exists for
+// tests and for settings Config does not cover (TLS, SASL). Options that
+// weaken durability (RequiredAcks other than all, DisableIdempotentWrite)
+// void the guarantees in the package documentation.
+func WithClientOptions(opts ...kgo.Opt) Option {
+	return option{func(o *options) { o.clientOpts = append(o.clientOpts, opts...) }}
+}

@@ -1,0 +1,263 @@
+package publish
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Producer produces records to Kafka idempotently with acks=all. It is safe
+// for concurrent use.
+type Producer struct {
+	cfg        Config
+	client     *kgo.Client
+	metrics    *metrics
+	registerer prometheus.Registerer // nil when metrics are not registered
+
+	mu        sync.Mutex
+	closed    bool          // Close was called: Publish refuses new calls
+	producing int           // Publish calls still handing records to the client
+	idle      chan struct{} // made by Close; closed when producing reaches 0
+
+	// clientClosed is set just before the client is closed, so a Publish
+	// that outlived Close's context stops handing records to it.
+	clientClosed atomic.Bool
+}
+
+// NewProducer validates cfg and creates the Kafka client. It does not connect:
+// use Ping to check that a broker answers.
+func NewProducer(cfg Config, opts ...Option) (*Producer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	o := options{logger: slog.Default()}
+	for _, opt := range opts {
+		opt.apply(&o)
+	}
+	codecs, _ := compressionCodecs(cfg.Compression)
+	kopts := []kgo.Opt{
+		kgo.SeedBrokers(cfg.Brokers...),
+		kgo.ClientID(cfg.ClientID),
+		kgo.DialTimeout(cfg.DialTimeout),
+		kgo.WithLogger(newKgoLogger(o.logger)),
+		// Durability: franz-go's defaults, stated so that they cannot
+		// change under us. Idempotence is on unless DisableIdempotentWrite
+		// is given; it needs acks=all.
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		// Keyed records: murmur2 of the key modulo the partition count,
+		// like the Java client. Unkeyed records: sticky batches of 64 KiB,
+		// preferring less backed-up partitions. This is franz-go's default.
+		kgo.RecordPartitioner(kgo.UniformBytesPartitioner(64<<10, true, true, nil)),
+		kgo.RecordDeliveryTimeout(cfg.DeliveryTimeout),
+		kgo.ProducerLinger(cfg.Linger),
+		kgo.MaxBufferedRecords(cfg.MaxBufferedRecords),
+		kgo.MaxBufferedBytes(int(cfg.MaxBufferedBytes)),
+		kgo.ProducerBatchMaxBytes(cfg.BatchMaxBytes),
+		kgo.ProducerBatchCompression(codecs...),
+	}
+	client, err := kgo.NewClient(append(kopts, o.clientOpts...)...)
+	if err != nil {
+		return nil, fmt.Errorf("publish: kafka client: %w", err)
+	}
+	p := &Producer{cfg: cfg, client: client}
+	p.metrics = newMetrics(func() float64 { return float64(client.BufferedProduceRecords()) })
+	if o.registerer != nil {
+		if err := p.metrics.register(o.registerer); err != nil {
+			client.Close()
+			return nil, fmt.Errorf("publish: register metrics: %w", err)
+		}
+		p.registerer = o.registerer
+	}
+	return p, nil
+}
+
+// completion is one record's answer from the client.
+type completion struct {
+	i   int
+	err error
+}
+
+// Publish produces every record and waits until each is acknowledged by
+// Kafka or failed, or ctx is done. errs[i] is nil when records[i] was
+// acknowledged (acks=all); otherwise it is a *ProduceError, and Retryable
+// says whether sending the event again may succeed.
+//
+// When ctx ends first, the unanswered records get an error wrapping
+// ErrTimeout; records not yet handed to the client are not produced, the
+// others may still be written later. Publish never blocks past ctx, also
+// not when the client's buffer is full. A nil or topic-less record fails
+// permanently without being produced; the others are produced in order.
+//
+// The records belong to the producer once passed, also after Publish
+// returned: the client sets their partition and offset, and may still be
+// sending the unanswered ones. A record's Timestamp should be unset (the
+// client stamps it): Config.DeliveryTimeout counts from it.
+func (p *Producer) Publish(ctx context.Context, records []*kgo.Record) (errs []error) {
+	errs = make([]error, len(records))
+	if len(records) == 0 {
+		return errs
+	}
+	if !p.enter() {
+		for i, r := range records {
+			errs[i] = p.recordError(topicOf(r), ErrClosed)
+			p.metrics.answered(errs[i])
+		}
+		return errs
+	}
+
+	start := time.Now()
+	// Capacity len(records): every callback can deliver without blocking,
+	// also after Publish returned and nobody reads any more.
+	done := make(chan completion, len(records))
+	answered := make([]bool, len(records))
+	pending := 0
+	for i, r := range records {
+		if ctx.Err() != nil || p.clientClosed.Load() {
+			break
+		}
+		if r == nil || r.Topic == "" {
+			why := "no topic"
+			if r == nil {
+				why = "nil record"
+			}
+			errs[i] = p.recordError("", fmt.Errorf("%w: %s", errInvalidRecord, why))
+			answered[i] = true
+			continue
+		}
+		pending++
+		// The record gets no context of the caller's: a caller giving up
+		// must not fail the records of others buffered on the same
+		// partition (franz-go fails a partition's buffered records
+		// together to keep the idempotent sequence gapless), and a record
+		// is bounded by DeliveryTimeout anyway. A full buffer fails the
+		// record at once (kgo.ErrMaxBuffered, retryable) instead of
+		// blocking: that is the push-back a caller should see.
+		p.client.TryProduce(context.Background(), r, func(_ *kgo.Record, err error) {
+			if err == nil {
+				p.metrics.latency.Observe(time.Since(start).Seconds())
+			}
+			done <- completion{i, err}
+		})
+	}
+	p.exit()
+
+wait:
+	for pending > 0 {
+		select {
+		case c := <-done:
+			pending--
+			answered[c.i] = true
+			if c.err != nil {
+				errs[c.i] = p.recordError(records[c.i].Topic, c.err)
+			}
+		case <-ctx.Done():
+			break wait
+		}
+	}
+	for i, ok := range answered {
+		if !ok {
+			errs[i] = p.recordError(topicOf(records[i]), p.unanswered(ctx))
+		}
+	}
+	for _, err := range errs {
+		p.metrics.answered(err)
+	}
+	return errs
+}
+
+// unanswered is the cause for a record Publish stops waiting for.
+func (p *Producer) unanswered(ctx context.Context) error {
+	if ctx.Err() == nil && p.clientClosed.Load() {
+		return ErrClosed
+	}
+	return fmt.Errorf("%w: %w", ErrTimeout, context.Cause(ctx))
+}
+
+func topicOf(r *kgo.Record) string {
+	if r == nil {
+		return ""
+	}
+	return r.Topic
+}
+
+// enter registers a Publish call that will hand records to the client, or
+// reports false when the producer is closed.
+func (p *Producer) enter() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	p.producing++
+	return true
+}
+
+func (p *Producer) exit() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.producing--
+	if p.producing == 0 && p.idle != nil {
+		close(p.idle)
+	}
+}
+
+// Close stops accepting records (Publish answers ErrClosed), waits for the
+// Publish calls in progress to hand over their records, flushes what is
+// buffered until ctx is done, closes the client and unregisters the metrics.
+// Records still unacknowledged when ctx ends are failed with an error
+// wrapping ErrClosed (they may have been written). Close returns ctx's error
+// in that case, and ErrClosed when called again.
+func (p *Producer) Close(ctx context.Context) error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return ErrClosed
+	}
+	p.closed = true
+	p.idle = make(chan struct{})
+	if p.producing == 0 {
+		close(p.idle)
+	}
+	idle := p.idle
+	p.mu.Unlock()
+
+	var err error
+	select {
+	case <-idle:
+		if ferr := p.client.Flush(ctx); ferr != nil {
+			err = ferr
+		}
+	case <-ctx.Done():
+		err = context.Cause(ctx)
+	}
+	if err != nil {
+		err = fmt.Errorf("publish: close: %d records not flushed: %w", p.client.BufferedProduceRecords(), err)
+	}
+	p.clientClosed.Store(true)
+	p.client.Close()
+	if p.registerer != nil {
+		p.metrics.unregister(p.registerer)
+	}
+	return err
+}
+
+// Ping checks that a broker answers a metadata request, bounded by ctx. It
+// is meant for readiness checks.
+func (p *Producer) Ping(ctx context.Context) error {
+	p.mu.Lock()
+	closed := p.closed
+	p.mu.Unlock()
+	if closed {
+		return ErrClosed
+	}
+	if err := p.client.Ping(ctx); err != nil {
+		return fmt.Errorf("publish: ping: %w", err)
+	}
+	return nil
+}

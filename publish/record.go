@@ -1,0 +1,239 @@
+package publish
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Header names of a sluice record. Times are RFC 3339 in UTC with nine
+// fractional digits, so that they sort as strings.
+const (
+	HeaderEventID         = "sluice-event-id"
+	HeaderEventType       = "sluice-event-type"
+	HeaderSource          = "sluice-source"
+	HeaderOccurredAt      = "sluice-occurred-at"
+	HeaderIngestedAt      = "sluice-ingested-at"
+	HeaderFingerprint     = "sluice-schema-fingerprint"
+	HeaderTraceparent     = "traceparent"
+	AttributeHeaderPrefix = "sluice-attr-"
+)
+
+const timeLayout = "2006-01-02T15:04:05.000000000Z07:00"
+
+// DefaultTopic is the topic of an event type when the config names none.
+func DefaultTopic(eventType string) string { return "ingest." + eventType }
+
+// Event is what the gateway knows about an accepted event; NewRecord turns
+// it into a Kafka record.
+type Event struct {
+	Topic string
+	// Key is the partition key; when empty, the record is keyed by ID.
+	Key []byte
+	// Value is the contract message in protobuf binary.
+	Value []byte
+
+	// ID is the event's idempotency key, Type its contract's event type,
+	// Source the authenticated source or poller that sent it.
+	ID, Type, Source       string
+	OccurredAt, IngestedAt time.Time
+	// Fingerprint identifies the schema Value was validated against.
+	Fingerprint string
+	// Traceparent is the caller's W3C traceparent; no header when empty.
+	Traceparent string
+	// Attributes become headers AttributeHeaderPrefix+key, sorted by key.
+	Attributes map[string]string
+}
+
+// NewRecord builds the record for e. Headers come in a fixed order: event
+// id, type, source, occurred-at, ingested-at, schema fingerprint,
+// traceparent (when set), then the attributes sorted by key. Key and Value
+// are not copied.
+//
+// The record's timestamp is left unset: the client stamps it when Publish
+// hands the record over. franz-go measures Config.DeliveryTimeout from the
+// record's timestamp, so a record stamped with an older time (the event's
+// ingestion time, when the spool replays it) would be failed at once.
+func NewRecord(e *Event) *kgo.Record {
+	key := e.Key
+	if len(key) == 0 {
+		key = []byte(e.ID)
+	}
+
+	attrKeys := make([]string, 0, len(e.Attributes))
+	for k := range e.Attributes {
+		attrKeys = append(attrKeys, k)
+	}
+	slices.Sort(attrKeys)
+
+	// One allocation holds every header value and one every attribute
+	// header name; the three-index slices keep a value from growing into
+	// the next.
+	size := len(e.ID) + len(e.Type) + len(e.Source) + 2*len(timeLayout) + len(e.Fingerprint) + len(e.Traceparent)
+	nameSize := 0
+	for _, k := range attrKeys {
+		size += len(e.Attributes[k])
+		nameSize += len(AttributeHeaderPrefix) + len(k)
+	}
+	buf := make([]byte, 0, size)
+	value := func(s string) []byte {
+		start := len(buf)
+		buf = append(buf, s...)
+		return buf[start:len(buf):len(buf)]
+	}
+	timeValue := func(t time.Time) []byte {
+		start := len(buf)
+		buf = t.UTC().AppendFormat(buf, timeLayout)
+		return buf[start:len(buf):len(buf)]
+	}
+
+	n := 6 + len(attrKeys)
+	if e.Traceparent != "" {
+		n++
+	}
+	headers := make([]kgo.RecordHeader, 0, n)
+	headers = append(headers,
+		kgo.RecordHeader{Key: HeaderEventID, Value: value(e.ID)},
+		kgo.RecordHeader{Key: HeaderEventType, Value: value(e.Type)},
+		kgo.RecordHeader{Key: HeaderSource, Value: value(e.Source)},
+		kgo.RecordHeader{Key: HeaderOccurredAt, Value: timeValue(e.OccurredAt)},
+		kgo.RecordHeader{Key: HeaderIngestedAt, Value: timeValue(e.IngestedAt)},
+		kgo.RecordHeader{Key: HeaderFingerprint, Value: value(e.Fingerprint)},
+	)
+	if e.Traceparent != "" {
+		headers = append(headers, kgo.RecordHeader{Key: HeaderTraceparent, Value: value(e.Traceparent)})
+	}
+	if len(attrKeys) > 0 {
+		var names strings.Builder
+		names.Grow(nameSize)
+		for _, k := range attrKeys {
+			names.WriteString(AttributeHeaderPrefix)
+			names.WriteString(k)
+		}
+		all, off := names.String(), 0
+		for _, k := range attrKeys {
+			end := off + len(AttributeHeaderPrefix) + len(k)
+			headers = append(headers, kgo.RecordHeader{Key: all[off:end], Value: value(e.Attributes[k])})
+			off = end
+		}
+	}
+
+	return &kgo.Record{Topic: e.Topic, Key: key, Value: e.Value, Headers: headers}
+}
+
+// EventHeaders are the sluice headers of a record, as ParseHeaders reads them.
+type EventHeaders struct {
+	ID, Type, Source       string
+	OccurredAt, IngestedAt time.Time // in UTC
+	Fingerprint            string
+	Traceparent            string            // empty when the record has none
+	Attributes             map[string]string // nil when the record has none
+}
+
+// HeaderError is a missing, repeated or garbled sluice header.
+type HeaderError struct {
+	Header string
+	Err    error
+}
+
+func (e *HeaderError) Error() string {
+	return fmt.Sprintf("publish: header %s: %v", e.Header, e.Err)
+}
+
+func (e *HeaderError) Unwrap() error { return e.Err }
+
+var (
+	errHeaderMissing  = errors.New("missing")
+	errHeaderRepeated = errors.New("repeated")
+	errHeaderEmpty    = errors.New("empty")
+)
+
+// ParseHeaders reads the sluice headers of r, the inverse of NewRecord. The
+// event id, type, source, occurred-at, ingested-at and schema fingerprint
+// headers are required, each exactly once; id and type must not be empty
+// and the times must be RFC 3339 within the years 0000 to 9999 in UTC.
+// Other headers are ignored. The error is a *HeaderError naming the first
+// bad header.
+func ParseHeaders(r *kgo.Record) (EventHeaders, error) {
+	var (
+		h EventHeaders
+		// known are the headers ParseHeaders reads, the required ones
+		// first; seen marks the ones met, by index in known.
+		known = [...]string{HeaderEventID, HeaderEventType, HeaderSource, HeaderOccurredAt, HeaderIngestedAt, HeaderFingerprint, HeaderTraceparent}
+		seen  [len(known)]bool
+	)
+	const nRequired = len(known) - 1
+	for _, rh := range r.Headers {
+		idx := slices.Index(known[:], rh.Key)
+		if idx < 0 {
+			if attr, ok := strings.CutPrefix(rh.Key, AttributeHeaderPrefix); ok {
+				if _, dup := h.Attributes[attr]; dup {
+					return EventHeaders{}, &HeaderError{rh.Key, errHeaderRepeated}
+				}
+				if h.Attributes == nil {
+					h.Attributes = make(map[string]string)
+				}
+				h.Attributes[attr] = string(rh.Value)
+			}
+			continue
+		}
+		if seen[idx] {
+			return EventHeaders{}, &HeaderError{rh.Key, errHeaderRepeated}
+		}
+		seen[idx] = true
+		v := string(rh.Value)
+		var err error
+		switch rh.Key {
+		case HeaderEventID:
+			h.ID = v
+		case HeaderEventType:
+			h.Type = v
+		case HeaderSource:
+			h.Source = v
+		case HeaderOccurredAt:
+			h.OccurredAt, err = parseTime(v)
+		case HeaderIngestedAt:
+			h.IngestedAt, err = parseTime(v)
+		case HeaderFingerprint:
+			h.Fingerprint = v
+		case HeaderTraceparent:
+			h.Traceparent = v
+		}
+		if err != nil {
+			return EventHeaders{}, &HeaderError{rh.Key, err}
+		}
+	}
+	for i, name := range known[:nRequired] {
+		if !seen[i] {
+			return EventHeaders{}, &HeaderError{name, errHeaderMissing}
+		}
+	}
+	switch {
+	case h.ID == "":
+		return EventHeaders{}, &HeaderError{HeaderEventID, errHeaderEmpty}
+	case h.Type == "":
+		return EventHeaders{}, &HeaderError{HeaderEventType, errHeaderEmpty}
+	}
+	return h, nil
+}
+
+var errTimeRange = errors.New("outside years 0000 to 9999 in UTC")
+
+// parseTime reads an RFC 3339 time. It refuses times whose UTC form has no
+// four-digit year (RFC 3339 has none), so that what it accepts NewRecord
+// writes back unchanged.
+func parseTime(v string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return time.Time{}, err
+	}
+	t = t.UTC()
+	if y := t.Year(); y < 0 || y > 9999 {
+		return time.Time{}, errTimeRange
+	}
+	return t, nil
+}
