@@ -564,7 +564,7 @@ type EventResult struct {
 	Id      string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
 	Outcome Outcome                `protobuf:"varint,3,opt,name=outcome,proto3,enum=sluice.ingest.v1.Outcome" json:"outcome,omitempty"`
 	// Set when outcome is ACCEPTED.
-	Durability Durability `protobuf:"varint,4,opt,name=durability,proto3,enum=sluice.ingest.v1.Durability" json:"durability,omitempty"`
+	Durability *Durability `protobuf:"varint,4,opt,name=durability,proto3,enum=sluice.ingest.v1.Durability,oneof" json:"durability,omitempty"`
 	// Set when outcome is REJECTED.
 	Rejection     *Rejection `protobuf:"bytes,5,opt,name=rejection,proto3" json:"rejection,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -623,8 +623,8 @@ func (x *EventResult) GetOutcome() Outcome {
 }
 
 func (x *EventResult) GetDurability() Durability {
-	if x != nil {
-		return x.Durability
+	if x != nil && x.Durability != nil {
+		return *x.Durability
 	}
 	return Durability_DURABILITY_UNSPECIFIED
 }
@@ -888,15 +888,16 @@ const file_sluice_ingest_v1_ingest_proto_rawDesc = "" +
 	"\x06events\x18\x02 \x03(\v2\x17.sluice.ingest.v1.EventR\x06events\"k\n" +
 	"\x15PublishStreamResponse\x12\x19\n" +
 	"\bbatch_id\x18\x01 \x01(\x04R\abatchId\x127\n" +
-	"\aresults\x18\x02 \x03(\v2\x1d.sluice.ingest.v1.EventResultR\aresults\"\xe1\x01\n" +
+	"\aresults\x18\x02 \x03(\v2\x1d.sluice.ingest.v1.EventResultR\aresults\"\xf5\x01\n" +
 	"\vEventResult\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\rR\x05index\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\tR\x02id\x123\n" +
-	"\aoutcome\x18\x03 \x01(\x0e2\x19.sluice.ingest.v1.OutcomeR\aoutcome\x12<\n" +
+	"\aoutcome\x18\x03 \x01(\x0e2\x19.sluice.ingest.v1.OutcomeR\aoutcome\x12A\n" +
 	"\n" +
-	"durability\x18\x04 \x01(\x0e2\x1c.sluice.ingest.v1.DurabilityR\n" +
-	"durability\x129\n" +
-	"\trejection\x18\x05 \x01(\v2\x1b.sluice.ingest.v1.RejectionR\trejection\"\xf3\x01\n" +
+	"durability\x18\x04 \x01(\x0e2\x1c.sluice.ingest.v1.DurabilityH\x00R\n" +
+	"durability\x88\x01\x01\x129\n" +
+	"\trejection\x18\x05 \x01(\v2\x1b.sluice.ingest.v1.RejectionR\trejectionB\r\n" +
+	"\v_durability\"\xf3\x01\n" +
 	"\tRejection\x120\n" +
 	"\x06reason\x18\x01 \x01(\x0e2\x18.sluice.ingest.v1.ReasonR\x06reason\x12\x1c\n" +
 	"\tretryable\x18\x02 \x01(\bR\tretryable\x12:\n" +
@@ -1016,6 +1017,7 @@ func file_sluice_ingest_v1_ingest_proto_init() {
 		(*Event_Binary)(nil),
 		(*Event_Json)(nil),
 	}
+	file_sluice_ingest_v1_ingest_proto_msgTypes[5].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

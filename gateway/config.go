@@ -1,0 +1,215 @@
+package gateway
+
+import (
+	"fmt"
+	"time"
+)
+
+// Config is the gateway's block of the sluice config. NewDefaultConfig holds
+// every default; Validate names the first wrong field.
+type Config struct {
+	// GRPCAddr and HTTPAddr are the listen addresses.
+	GRPCAddr string `yaml:"grpc_addr"`
+	HTTPAddr string `yaml:"http_addr"`
+
+	Limits  LimitsConfig   `yaml:"limits"`
+	HTTP    HTTPConfig     `yaml:"http"`
+	Dedup   DedupConfig    `yaml:"dedup"`
+	Sources []SourceConfig `yaml:"-"`
+	// Topics maps an event type to its Kafka topic; a type not listed goes to
+	// "ingest.<type>".
+	Topics map[string]string `yaml:"topics"`
+	// PublishTimeout bounds how long an event waits for Kafka's ack before
+	// it is answered UNAVAILABLE; a caller's earlier deadline wins.
+	PublishTimeout time.Duration `yaml:"publish_timeout"`
+	// UnavailableRetryAfter is the retry_after given with UNAVAILABLE.
+	UnavailableRetryAfter time.Duration `yaml:"unavailable_retry_after"`
+}
+
+// LimitsConfig bounds what one request may carry.
+type LimitsConfig struct {
+	// MaxEventBytes bounds one event's payload (binary or JSON text).
+	MaxEventBytes int `yaml:"max_event_bytes"`
+	// MaxEventsPerRequest bounds the events of one request or stream batch.
+	MaxEventsPerRequest int `yaml:"max_events_per_request"`
+	// MaxRequestBytes bounds a request body (REST) or message (gRPC). REST
+	// bodies over it are refused without being read; gRPC messages up to
+	// twice it are read and refused as BATCH_TOO_LARGE, larger ones are cut
+	// off by the gRPC transport itself (RESOURCE_EXHAUSTED).
+	MaxRequestBytes int `yaml:"max_request_bytes"`
+	// MaxDepth bounds the nesting of a payload (JSON and protobuf).
+	MaxDepth int `yaml:"max_depth"`
+	// MaxEventAge and MaxEventFuture are the occurred_at skew window around
+	// the gateway's clock.
+	MaxEventAge    time.Duration `yaml:"max_event_age"`
+	MaxEventFuture time.Duration `yaml:"max_event_future"`
+	// MaxConcurrentStreams bounds the gRPC streams of one connection.
+	MaxConcurrentStreams uint32 `yaml:"max_concurrent_streams"`
+	// StreamWindow is how many batches of one PublishStream may be in flight
+	// before the gateway stops reading the stream.
+	StreamWindow int `yaml:"stream_window"`
+}
+
+// HTTPConfig holds the REST server's timeouts.
+type HTTPConfig struct {
+	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout"`
+	ReadTimeout       time.Duration `yaml:"read_timeout"`
+	WriteTimeout      time.Duration `yaml:"write_timeout"`
+	IdleTimeout       time.Duration `yaml:"idle_timeout"`
+	MaxHeaderBytes    int           `yaml:"max_header_bytes"`
+}
+
+// DedupConfig bounds the dedup window.
+type DedupConfig struct {
+	// Window is how long an accepted (source, event id) answers DUPLICATE.
+	// Zero turns deduplication off.
+	Window time.Duration `yaml:"window"`
+	// MaxEntries bounds the ids remembered. When it is reached the oldest id
+	// is forgotten early and counted in sluice_dedup_evictions_total.
+	MaxEntries int `yaml:"max_entries"`
+}
+
+// SourceConfig is one source that may publish.
+type SourceConfig struct {
+	Name string `yaml:"name"`
+	// KeyHashes are hex SHA-256 digests of the source's API keys; the keys
+	// themselves are never stored.
+	KeyHashes []string `yaml:"key_hashes"`
+	// EventTypes the source may publish; "*" allows every loaded type.
+	EventTypes []string `yaml:"event_types"`
+	// Rate is the source's sustained events per second; Burst its bucket.
+	// Rate 0 means unlimited.
+	Rate  float64 `yaml:"rate"`
+	Burst int     `yaml:"burst"`
+}
+
+// NewDefaultConfig returns the defaults; Sources is empty.
+func NewDefaultConfig() Config {
+	return Config{
+		GRPCAddr: "127.0.0.1:9090",
+		HTTPAddr: "127.0.0.1:8080",
+		Limits: LimitsConfig{
+			MaxEventBytes:        256 << 10,
+			MaxEventsPerRequest:  500,
+			MaxRequestBytes:      4 << 20,
+			MaxDepth:             32,
+			MaxEventAge:          7 * 24 * time.Hour,
+			MaxEventFuture:       5 * time.Minute,
+			MaxConcurrentStreams: 100,
+			StreamWindow:         4,
+		},
+		HTTP: HTTPConfig{
+			ReadHeaderTimeout: 5 * time.Second,
+			ReadTimeout:       30 * time.Second,
+			WriteTimeout:      30 * time.Second,
+			IdleTimeout:       2 * time.Minute,
+			MaxHeaderBytes:    64 << 10,
+		},
+		Dedup: DedupConfig{
+			Window:     10 * time.Minute,
+			MaxEntries: 1_000_000,
+		},
+		PublishTimeout:        10 * time.Second,
+		UnavailableRetryAfter: time.Second,
+	}
+}
+
+// Validate reports the first field that is out of range, by its name.
+func (c Config) Validate() error {
+	l := c.Limits
+	switch {
+	case c.GRPCAddr == "":
+		return fieldErr("grpc_addr", "must be set")
+	case c.HTTPAddr == "":
+		return fieldErr("http_addr", "must be set")
+	case l.MaxEventBytes <= 0:
+		return fieldErr("limits.max_event_bytes", "must be > 0")
+	case l.MaxEventsPerRequest <= 0:
+		return fieldErr("limits.max_events_per_request", "must be > 0")
+	case l.MaxRequestBytes < l.MaxEventBytes:
+		return fieldErr("limits.max_request_bytes", "must be >= limits.max_event_bytes")
+	case l.MaxDepth < 1 || l.MaxDepth > 100:
+		return fieldErr("limits.max_depth", "must be in [1, 100]")
+	case l.MaxEventAge <= 0:
+		return fieldErr("limits.max_event_age", "must be > 0")
+	case l.MaxEventFuture < 0:
+		return fieldErr("limits.max_event_future", "must be >= 0")
+	case l.MaxConcurrentStreams == 0:
+		return fieldErr("limits.max_concurrent_streams", "must be > 0")
+	case l.StreamWindow < 1 || l.StreamWindow > 64:
+		return fieldErr("limits.stream_window", "must be in [1, 64]")
+	case c.HTTP.ReadHeaderTimeout <= 0:
+		return fieldErr("http.read_header_timeout", "must be > 0")
+	case c.HTTP.ReadTimeout <= 0:
+		return fieldErr("http.read_timeout", "must be > 0")
+	case c.HTTP.WriteTimeout <= c.PublishTimeout:
+		return fieldErr("http.write_timeout", "must be > publish_timeout, or answers are cut off")
+	case c.HTTP.IdleTimeout <= 0:
+		return fieldErr("http.idle_timeout", "must be > 0")
+	case c.HTTP.MaxHeaderBytes < 4096:
+		return fieldErr("http.max_header_bytes", "must be >= 4096")
+	case c.Dedup.Window < 0:
+		return fieldErr("dedup.window", "must be >= 0 (0 turns dedup off)")
+	case c.Dedup.Window > 0 && c.Dedup.MaxEntries < dedupShards:
+		return fieldErr("dedup.max_entries", fmt.Sprintf("must be >= %d", dedupShards))
+	case c.PublishTimeout <= 0:
+		return fieldErr("publish_timeout", "must be > 0")
+	case c.UnavailableRetryAfter <= 0:
+		return fieldErr("unavailable_retry_after", "must be > 0")
+	case len(c.Sources) == 0:
+		return fieldErr("sources", "at least one source is needed")
+	}
+	names := map[string]bool{}
+	hashes := map[string]string{}
+	for i, s := range c.Sources {
+		at := fmt.Sprintf("sources[%d]", i)
+		switch {
+		case s.Name == "":
+			return fieldErr(at+".name", "must be set")
+		case names[s.Name]:
+			return fieldErr(at+".name", fmt.Sprintf("%q is used twice", s.Name))
+		case len(s.KeyHashes) == 0:
+			return fieldErr(at+".key_hashes", "at least one key hash is needed")
+		case len(s.EventTypes) == 0:
+			return fieldErr(at+".event_types", `list the types the source may publish, or "*"`)
+		case s.Rate < 0:
+			return fieldErr(at+".rate", "must be >= 0")
+		case s.Rate > 0 && s.Burst < l.MaxEventsPerRequest:
+			return fieldErr(at+".burst", "must be >= limits.max_events_per_request, or a full batch could never pass")
+		}
+		names[s.Name] = true
+		for j, h := range s.KeyHashes {
+			if !isSHA256Hex(h) {
+				return fieldErr(fmt.Sprintf("%s.key_hashes[%d]", at, j), "must be 64 lower-case hex digits (sha256 of the key)")
+			}
+			if other, ok := hashes[h]; ok {
+				return fieldErr(fmt.Sprintf("%s.key_hashes[%d]", at, j), fmt.Sprintf("the same key is also given to source %q", other))
+			}
+			hashes[h] = s.Name
+		}
+	}
+	return nil
+}
+
+// ConfigError names a config field and what is wrong with it.
+type ConfigError struct {
+	Field  string
+	Reason string
+}
+
+func (e *ConfigError) Error() string { return "gateway: " + e.Field + ": " + e.Reason }
+
+func fieldErr(field, reason string) error { return &ConfigError{Field: field, Reason: reason} }
+
+func isSHA256Hex(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,53 @@
+package gateway
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestConfigValidate(t *testing.T) {
+	valid := func() Config {
+		c := NewDefaultConfig()
+		c.Sources = []SourceConfig{{Name: "a", KeyHashes: []string{HashKey("k")}, EventTypes: []string{"*"}, Rate: 10, Burst: 1000}}
+		return c
+	}
+	if err := valid().Validate(); err != nil {
+		t.Fatalf("valid config: %v", err)
+	}
+	for _, c := range []struct {
+		field  string
+		mutate func(*Config)
+	}{
+		{"limits.max_event_bytes", func(c *Config) { c.Limits.MaxEventBytes = 0 }},
+		{"limits.max_request_bytes", func(c *Config) { c.Limits.MaxRequestBytes = c.Limits.MaxEventBytes - 1 }},
+		{"limits.max_depth", func(c *Config) { c.Limits.MaxDepth = 1000 }},
+		{"limits.stream_window", func(c *Config) { c.Limits.StreamWindow = 0 }},
+		{"http.write_timeout", func(c *Config) { c.HTTP.WriteTimeout = c.PublishTimeout }},
+		{"http.read_header_timeout", func(c *Config) { c.HTTP.ReadHeaderTimeout = 0 }},
+		{"dedup.window", func(c *Config) { c.Dedup.Window = -time.Second }},
+		{"dedup.max_entries", func(c *Config) { c.Dedup.MaxEntries = 1 }},
+		{"sources", func(c *Config) { c.Sources = nil }},
+		{"sources[0].key_hashes[0]", func(c *Config) { c.Sources[0].KeyHashes = []string{"secret-in-clear"} }},
+		{"sources[0].event_types", func(c *Config) { c.Sources[0].EventTypes = nil }},
+		{"sources[0].burst", func(c *Config) { c.Sources[0].Burst = 1 }},
+		{"sources[1].name", func(c *Config) { c.Sources = append(c.Sources, c.Sources[0]) }},
+		{"sources[1].key_hashes[0]", func(c *Config) {
+			c.Sources = append(c.Sources, SourceConfig{Name: "b", KeyHashes: c.Sources[0].KeyHashes, EventTypes: []string{"*"}})
+		}},
+	} {
+		t.Run(c.field, func(t *testing.T) {
+			cfg := valid()
+			c.mutate(&cfg)
+			err := cfg.Validate()
+			var ce *ConfigError
+			if !errors.As(err, &ce) || ce.Field != c.field {
+				t.Fatalf("got %v, want an error naming %s", err, c.field)
+			}
+			if !strings.Contains(err.Error(), c.field) {
+				t.Errorf("message %q does not name the field", err)
+			}
+		})
+	}
+}

@@ -1,0 +1,54 @@
+// Package gateway is sluice's front door: the sluice.ingest.v1 IngestService
+// over gRPC and, through grpc-gateway, over REST (POST /v1/events).
+//
+// # What happens to a request
+//
+//  1. The caller's source is found from its API key (x-api-key, or
+//     Authorization: Bearer). Keys are stored as SHA-256 digests only.
+//  2. Whole-request limits: events per request, bytes per request (a REST
+//     body over the limit is refused from its Content-Length, unread), and
+//     the source's token bucket, which is charged one token per event and
+//     answers RATE_LIMITED with the exact wait as retry_after.
+//  3. Each event on its own: envelope rules (protovalidate on Event), the
+//     source's allowed types, a loaded contract for the type, the payload
+//     size, the occurred_at skew window, then decode and protovalidate
+//     against the contract (package contract).
+//  4. The dedup window: an (source, event id) accepted within the window is
+//     answered DUPLICATE and not published again. While one attempt of an id
+//     is being published, others wait for its outcome, so concurrent retries
+//     make one record and no caller is told DUPLICATE for an event that then
+//     fails.
+//  5. The surviving events are published in request order (so one key keeps
+//     its order) and each is answered ACCEPTED only once Kafka acknowledged
+//     it with acks=all.
+//
+// # Guarantees
+//
+//   - Every event gets a result at its index: ACCEPTED (durability KAFKA),
+//     DUPLICATE, or REJECTED with a reason from the one Reason enum, its
+//     retryable flag, retry_after where one applies, and field violations
+//     where a rule failed. gRPC and REST carry the same results.
+//   - Whole-request refusals carry ErrorInfo (reason, retryable),
+//     BadRequest and RetryInfo on gRPC, and the same fields as JSON with the
+//     table's HTTP status and Retry-After on REST. Undecodable requests are
+//     MALFORMED (INVALID_ARGUMENT, 400), never a bare INTERNAL or a 5xx.
+//   - REST batch status: 200 when every event succeeded, 207 when some were
+//     rejected, and when none succeeded the status the reasons share (400,
+//     403, 413, 422, 503) or 422 when they differ; Retry-After when every
+//     event was refused retryably.
+//   - Nothing waits unbounded: an event waits for Kafka until PublishTimeout
+//     or shortly before the caller's deadline, whichever is first, and is
+//     then answered UNAVAILABLE, retryable. It may still reach Kafka later;
+//     a retry may then make a duplicate record, which the sinks absorb by
+//     event id. Nothing answered ACCEPTED exists only in memory.
+//   - Memory is bounded: request sizes, the dedup window's MaxEntries, and
+//     StreamWindow batches in flight per stream (a full window stops reading
+//     the stream, so HTTP/2 flow control slows the sender).
+//
+// # What it does not do
+//
+//   - The dedup window is per gateway process and in memory: replicas, and
+//     a restarted gateway, may publish an id again. The sinks' upsert by
+//     event id is what makes an effect happen once.
+//   - It does not spool: with Kafka down, events are refused retryably.
+package gateway

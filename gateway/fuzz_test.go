@@ -1,0 +1,126 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/sluicehq/sluice/contract"
+	"github.com/sluicehq/sluice/examples"
+	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
+)
+
+// acceptAll stands in for Kafka at the edge: every record is acknowledged.
+type acceptAll struct{}
+
+func (acceptAll) Publish(_ context.Context, recs []*kgo.Record) []error {
+	return make([]error, len(recs))
+}
+
+func restSeeds() [][]byte {
+	at := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC).Format(time.RFC3339)
+	event := func(typ string, payload []byte) string {
+		return `{"id":"e-1","type":"` + typ + `","occurred_at":"` + at + `","partition_key":"k","payload":` + string(payload) + `}`
+	}
+	return [][]byte{
+		[]byte(`{"events":[` + event("examples.shop.v1.OrderPlaced", examples.OrderPlacedJSON) + `]}`),
+		[]byte(`{"events":[` + event("examples.identity.v1.UserProfileUpdated", examples.UserProfileUpdatedJSON) + `,` +
+			event("examples.logs.v1.LogLine", examples.LogLineJSON) + `]}`),
+		[]byte(`{"events":[{"id":"x","type":"examples.logs.v1.LogLine","payload":{"labels":{"a":"b"}},"attributes":{"k":"v"}}]}`),
+		[]byte(`{"events":[]}`),
+		[]byte(`{"events":[{"id":"\u0000","type":"","occurred_at":"0000-01-01T00:00:00Z"}]}`),
+		[]byte(`{"events":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}`),
+		[]byte(`{"events":[{"id":"a","type":"examples.shop.v1.OrderPlaced","occurred_at":"` + at + `","payload":{"total_cents":"99999999999999999999"}}]}`),
+		[]byte("\xef\xbb\xbf{}"),
+	}
+}
+
+// FuzzDecodePublishRequest: the REST decoder answers every input with a
+// request or a typed MALFORMED refusal, and never panics.
+func FuzzDecodePublishRequest(f *testing.F) {
+	for _, s := range restSeeds() {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var req ingestv1.PublishRequest
+		fail := decodePublishRequest(body, 8, &req)
+		if fail != nil {
+			if fail.Reason != ingestv1.Reason_MALFORMED || fail.Message == "" {
+				t.Fatalf("refusal %+v", fail)
+			}
+			return
+		}
+		for i, ev := range req.GetEvents() {
+			if js := ev.GetJson(); js != "" && js[0] != '{' {
+				t.Fatalf("event %d: payload %q is not an object", i, js)
+			}
+		}
+	})
+}
+
+// FuzzRESTPublish sends each input through the whole REST path (grpc-
+// gateway's mux, the decoder, contracts, dedup) with a Kafka that accepts
+// everything: the answer is never a 5xx other than a typed 503, and always
+// a typed body.
+func FuzzRESTPublish(f *testing.F) {
+	for _, s := range restSeeds() {
+		f.Add(s)
+	}
+	registry, err := contract.Load(examples.Contracts, examples.Types, contract.WithMaxDepth(8))
+	if err != nil {
+		f.Fatal(err)
+	}
+	cfg := NewDefaultConfig()
+	cfg.GRPCAddr, cfg.HTTPAddr = "127.0.0.1:0", "127.0.0.1:0"
+	cfg.Limits.MaxDepth = 8
+	cfg.Limits.MaxRequestBytes = 16 << 10
+	cfg.Limits.MaxEventBytes = 4 << 10
+	cfg.Dedup.MaxEntries = dedupShards * 16
+	cfg.Sources = []SourceConfig{{Name: "fuzz", KeyHashes: []string{HashKey("k")}, EventTypes: []string{"*"}}}
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	svc, err := New(cfg, registry, acceptAll{}, WithClock(func() time.Time { return now }))
+	if err != nil {
+		f.Fatal(err)
+	}
+	srv, err := NewServer(svc)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { srv.grpcLis.Close(); srv.httpLis.Close() })
+	handler := srv.http.Handler
+
+	f.Fuzz(func(t *testing.T, body []byte) {
+		req := httptest.NewRequest(http.MethodPost, "/v1/events", bytes.NewReader(body))
+		req.Header.Set("X-Api-Key", "k")
+		rec := httptest.NewRecorder()
+		handler.ServeHTTP(rec, req)
+		code := rec.Code
+		if code >= 500 && code != http.StatusServiceUnavailable {
+			t.Fatalf("status %d for %q: %s", code, body, rec.Body)
+		}
+		out := rec.Body.Bytes()
+		switch {
+		case code == http.StatusOK || code == http.StatusMultiStatus:
+			var pr ingestv1.PublishResponse
+			if err := protojson.Unmarshal(out, &pr); err != nil {
+				t.Fatalf("status %d, body %s: %v", code, out, err)
+			}
+		default:
+			var pr ingestv1.PublishResponse
+			var eb ingestv1.ErrorBody
+			if protojson.Unmarshal(out, &pr) != nil && (protojson.Unmarshal(out, &eb) != nil || eb.GetReason() == ingestv1.Reason_REASON_UNSPECIFIED) {
+				t.Fatalf("status %d with an untyped body %s", code, out)
+			}
+		}
+		if strings.Contains(rec.Body.String(), "panic") {
+			t.Fatalf("body mentions a panic: %s", out)
+		}
+	})
+}

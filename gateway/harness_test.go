@@ -1,0 +1,330 @@
+package gateway_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/sluicehq/sluice/contract"
+	"github.com/sluicehq/sluice/examples"
+	"github.com/sluicehq/sluice/gateway"
+	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
+	"github.com/sluicehq/sluice/internal/kafkatest"
+	"github.com/sluicehq/sluice/publish"
+)
+
+// Keys of the test sources.
+const (
+	keyAll        = "key-all"        // source "all": every type, unlimited
+	keyRestricted = "key-restricted" // source "restricted": log lines only
+	keySlow       = "key-slow"       // source "slow": 1 event/s, burst 10
+)
+
+const (
+	typeOrder   = "examples.shop.v1.OrderPlaced"
+	typeProfile = "examples.identity.v1.UserProfileUpdated"
+	typeLog     = "examples.logs.v1.LogLine"
+)
+
+// clock is a settable clock for the skew window, rate limits and dedup.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// harness is a gateway on loopback ports publishing to an in-process Kafka.
+type harness struct {
+	t       *testing.T
+	cluster *kfake.Cluster
+	brokers []string
+	srv     *gateway.Server
+	client  ingestv1.IngestServiceClient
+	conn    *grpc.ClientConn
+	clock   *clock
+	reg     *prometheus.Registry
+	cfg     gateway.Config
+	topics  map[string]string // event type -> topic
+}
+
+type harnessOpts struct {
+	config    func(*gateway.Config)
+	publisher func(real gateway.Publisher) gateway.Publisher
+	brokers   []string // publish here instead of the in-process Kafka
+	// realKafka publishes to SLUICE_KAFKA_BROKERS, on topics of the test's
+	// own, and skips the test when it is not set.
+	realKafka bool
+}
+
+func testConfig() gateway.Config {
+	cfg := gateway.NewDefaultConfig()
+	cfg.GRPCAddr, cfg.HTTPAddr = "127.0.0.1:0", "127.0.0.1:0"
+	cfg.Limits.MaxEventBytes = 4096
+	cfg.Limits.MaxEventsPerRequest = 10
+	cfg.Limits.MaxRequestBytes = 64 << 10
+	cfg.Limits.MaxDepth = 8
+	cfg.Limits.StreamWindow = 2
+	cfg.PublishTimeout = 10 * time.Second
+	cfg.HTTP.WriteTimeout = 20 * time.Second
+	cfg.Dedup.MaxEntries = 64 * 100
+	cfg.Sources = []gateway.SourceConfig{
+		{Name: "all", KeyHashes: []string{gateway.HashKey(keyAll)}, EventTypes: []string{"*"}},
+		{Name: "restricted", KeyHashes: []string{gateway.HashKey(keyRestricted)}, EventTypes: []string{typeLog}},
+		{Name: "slow", KeyHashes: []string{gateway.HashKey(keySlow)}, EventTypes: []string{"*"}, Rate: 1, Burst: 10},
+	}
+	return cfg
+}
+
+func newHarness(t *testing.T, o harnessOpts) *harness {
+	t.Helper()
+	h := &harness{t: t, clock: &clock{now: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}, reg: prometheus.NewRegistry()}
+	registry, err := contract.Load(examples.Contracts, examples.Types, contract.WithMaxDepth(8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.brokers = o.brokers
+	h.topics = map[string]string{}
+	for _, typ := range examples.Types {
+		h.topics[typ] = publish.DefaultTopic(typ)
+	}
+	if o.realKafka {
+		h.brokers = kafkatest.Brokers(t)
+		for _, typ := range examples.Types {
+			h.topics[typ] = kafkatest.CreateTopic(t, h.brokers, 3, nil)
+		}
+	}
+	if h.brokers == nil {
+		var topics []string
+		for _, typ := range examples.Types {
+			topics = append(topics, publish.DefaultTopic(typ))
+		}
+		h.cluster, err = kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, topics...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(h.cluster.Close)
+		h.brokers = h.cluster.ListenAddrs()
+	}
+	pcfg := publish.NewDefaultConfig()
+	pcfg.Brokers = h.brokers
+	pcfg.DeliveryTimeout = 5 * time.Second
+	producer, err := publish.NewProducer(pcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = producer.Close(ctx)
+	})
+	var pub gateway.Publisher = producer
+	if o.publisher != nil {
+		pub = o.publisher(producer)
+	}
+	h.cfg = testConfig()
+	if o.realKafka {
+		h.cfg.Topics = h.topics
+	}
+	if o.config != nil {
+		o.config(&h.cfg)
+	}
+	svc, err := gateway.New(h.cfg, registry, pub, gateway.WithClock(h.clock.Now), gateway.WithRegisterer(h.reg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.srv, err = gateway.NewServer(svc, gateway.WithGatherer(h.reg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.srv.Start()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := h.srv.Shutdown(ctx); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+	})
+	h.conn, err = grpc.NewClient(h.srv.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.conn.Close() })
+	h.client = ingestv1.NewIngestServiceClient(h.conn)
+	return h
+}
+
+// ev is an event as a test writes it; rest and proto render it.
+type ev struct {
+	ID, Type, Key string
+	At            time.Time
+	JSON          []byte // payload as JSON; sent as "json" over gRPC
+	Binary        []byte // payload as protobuf; gRPC only
+	Attrs         map[string]string
+}
+
+func (e ev) rest() map[string]any {
+	m := map[string]any{"id": e.ID, "type": e.Type}
+	if !e.At.IsZero() {
+		m["occurred_at"] = e.At.Format(time.RFC3339Nano)
+	}
+	if e.Key != "" {
+		m["partition_key"] = e.Key
+	}
+	if e.JSON != nil {
+		m["payload"] = json.RawMessage(e.JSON)
+	}
+	if e.Attrs != nil {
+		m["attributes"] = e.Attrs
+	}
+	return m
+}
+
+func (e ev) proto() *ingestv1.Event {
+	p := &ingestv1.Event{Id: e.ID, Type: e.Type, PartitionKey: e.Key, Attributes: e.Attrs}
+	if !e.At.IsZero() {
+		p.OccurredAt = timestamppb.New(e.At)
+	}
+	switch {
+	case e.Binary != nil:
+		p.Payload = &ingestv1.Event_Binary{Binary: e.Binary}
+	case e.JSON != nil:
+		p.Payload = &ingestv1.Event_Json{Json: string(e.JSON)}
+	}
+	return p
+}
+
+func restBody(events ...ev) []byte {
+	list := make([]map[string]any, len(events))
+	for i, e := range events {
+		list[i] = e.rest()
+	}
+	b, err := json.Marshal(map[string]any{"events": list})
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// postREST sends body to POST /v1/events with the API key (none when empty).
+func (h *harness) postREST(key string, body []byte) (*http.Response, []byte) {
+	h.t.Helper()
+	req, err := http.NewRequest(http.MethodPost, "http://"+h.srv.HTTPAddr()+"/v1/events", bytes.NewReader(body))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if key != "" {
+		req.Header.Set("X-Api-Key", key)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return resp, out
+}
+
+func withKey(ctx context.Context, key string) context.Context {
+	if key == "" {
+		return ctx
+	}
+	return metadata.AppendToOutgoingContext(ctx, "x-api-key", key)
+}
+
+func (h *harness) publishGRPC(key string, events ...ev) (*ingestv1.PublishResponse, error) {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(withKey(context.Background(), key), 15*time.Second)
+	defer cancel()
+	req := &ingestv1.PublishRequest{}
+	for _, e := range events {
+		req.Events = append(req.Events, e.proto())
+	}
+	return h.client.Publish(ctx, req)
+}
+
+// consume reads records of topic from the start until want have arrived or
+// the deadline passes, and then reads briefly on to catch extra copies.
+func (h *harness) consume(topic string, want int) []*kgo.Record {
+	h.t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(h.brokers...), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200*time.Millisecond))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer cl.Close()
+	var out []*kgo.Record
+	deadline := time.Now().Add(15 * time.Second)
+	extra := time.Time{}
+	for {
+		if len(out) >= want && extra.IsZero() {
+			extra = time.Now().Add(500 * time.Millisecond)
+		}
+		if time.Now().After(deadline) || (!extra.IsZero() && time.Now().After(extra)) {
+			return out
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		fs := cl.PollFetches(ctx)
+		cancel()
+		fs.EachRecord(func(r *kgo.Record) { out = append(out, r) })
+	}
+}
+
+// header returns the value of a record header.
+func header(r *kgo.Record, key string) string {
+	for _, h := range r.Headers {
+		if h.Key == key {
+			return string(h.Value)
+		}
+	}
+	return ""
+}
+
+// setJSON returns base with the value at a dotted path replaced (or
+// deleted when value is nil).
+func setJSON(t *testing.T, base []byte, path string, value any) []byte {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(base, &m); err != nil {
+		t.Fatal(err)
+	}
+	parts := strings.Split(path, ".")
+	cur := m
+	for _, p := range parts[:len(parts)-1] {
+		cur = cur[p].(map[string]any)
+	}
+	last := parts[len(parts)-1]
+	if value == nil {
+		delete(cur, last)
+	} else {
+		cur[last] = value
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

@@ -1,0 +1,55 @@
+package gateway
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the gateway's; they are registered on the Registerer given to
+// New, never on a global one.
+type metrics struct {
+	events          *prometheus.CounterVec
+	requests        *prometheus.CounterVec
+	requestDuration *prometheus.HistogramVec
+	batchSize       prometheus.Histogram
+	dedupEvictions  prometheus.Counter
+	streamsOpen     prometheus.Gauge
+}
+
+func newMetrics(reg prometheus.Registerer, dedupLen func() float64) *metrics {
+	m := &metrics{
+		events: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_events_total",
+			Help: "Events judged by the gateway, by source, event type, outcome and rejection reason.",
+		}, []string{"source", "type", "outcome", "reason"}),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_requests_total",
+			Help: "Requests and stream batches by transport and result (ok or the whole-request failure reason).",
+		}, []string{"transport", "result"}),
+		requestDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "sluice_request_duration_seconds",
+			Help:    "Time from a request or stream batch arriving to its answer.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+		}, []string{"transport"}),
+		batchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "sluice_request_events",
+			Help:    "Events per request or stream batch.",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 11),
+		}),
+		dedupEvictions: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sluice_dedup_evictions_total",
+			Help: "Event ids forgotten before their dedup window ended because dedup.max_entries was reached.",
+		}),
+		streamsOpen: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "sluice_streams_open",
+			Help: "PublishStream streams open.",
+		}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.events, m.requests, m.requestDuration, m.batchSize, m.dedupEvictions, m.streamsOpen,
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Name: "sluice_dedup_entries",
+				Help: "Event ids remembered by the dedup window or being published.",
+			}, dedupLen))
+	}
+	return m
+}

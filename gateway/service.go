@@ -1,0 +1,516 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/sluicehq/sluice/contract"
+	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
+	"github.com/sluicehq/sluice/publish"
+)
+
+// Publisher makes records durable in Kafka. errs[i] is nil only once
+// records[i] is acknowledged; Publish returns by ctx's deadline.
+type Publisher interface {
+	Publish(ctx context.Context, records []*kgo.Record) (errs []error)
+}
+
+// Service implements sluice.ingest.v1.IngestService for gRPC and, through
+// grpc-gateway, for REST.
+type Service struct {
+	ingestv1.UnimplementedIngestServiceServer
+
+	cfg       Config
+	contracts *contract.Registry
+	pub       Publisher
+	sources   *sources
+	dedup     *dedupWindow // nil when dedup is off
+	topics    map[string]string
+	now       func() time.Time
+	log       *slog.Logger
+	metrics   *metrics
+	// decodeFailures carries gRPC decode errors from the server's codec.
+	decodeFailures *decodeFailures
+}
+
+// Option configures a Service.
+type Option interface{ apply(*options) }
+
+type options struct {
+	now func() time.Time
+	reg prometheus.Registerer
+	log *slog.Logger
+}
+
+type optionFunc func(*options)
+
+func (f optionFunc) apply(o *options) { f(o) }
+
+// WithClock replaces time.Now, for the skew window and the dedup window.
+func WithClock(now func() time.Time) Option { return optionFunc(func(o *options) { o.now = now }) }
+
+// WithRegisterer registers the gateway's metrics; by default none are.
+func WithRegisterer(r prometheus.Registerer) Option {
+	return optionFunc(func(o *options) { o.reg = r })
+}
+
+// WithLogger replaces slog.Default().
+func WithLogger(l *slog.Logger) Option { return optionFunc(func(o *options) { o.log = l }) }
+
+// New builds the service. cfg must pass Validate.
+func New(cfg Config, contracts *contract.Registry, pub Publisher, opts ...Option) (*Service, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	o := options{now: time.Now, log: slog.Default()}
+	for _, opt := range opts {
+		opt.apply(&o)
+	}
+	s := &Service{
+		cfg:       cfg,
+		contracts: contracts,
+		pub:       pub,
+		sources:   newSources(cfg.Sources),
+		topics:    map[string]string{},
+		now:       o.now,
+		log:       o.log,
+
+		decodeFailures: newDecodeFailures(),
+	}
+	for _, t := range contracts.Types() {
+		topic := cfg.Topics[t]
+		if topic == "" {
+			topic = publish.DefaultTopic(t)
+		}
+		s.topics[t] = topic
+	}
+	for t := range cfg.Topics {
+		if _, ok := s.topics[t]; !ok {
+			return nil, fieldErr("topics."+t, "no contract of that type is loaded")
+		}
+	}
+	var dedupLen func() float64
+	if cfg.Dedup.Window > 0 {
+		s.dedup = newDedupWindow(cfg.Dedup, o.now, func() { s.metrics.dedupEvictions.Inc() })
+		dedupLen = func() float64 { return float64(s.dedup.len()) }
+	} else {
+		dedupLen = func() float64 { return 0 }
+	}
+	s.metrics = newMetrics(o.reg, dedupLen)
+	return s, nil
+}
+
+// Topics maps each loaded event type to its topic.
+func (s *Service) Topics() map[string]string {
+	out := make(map[string]string, len(s.topics))
+	for k, v := range s.topics {
+		out[k] = v
+	}
+	return out
+}
+
+// Publish judges one batch. Whole-request failures are returned as errors
+// carrying a *Failure; every other outcome is a per-event result.
+func (s *Service) Publish(ctx context.Context, req *ingestv1.PublishRequest) (*ingestv1.PublishResponse, error) {
+	start := s.now()
+	transport := transportOf(ctx)
+	defer func() { s.metrics.requestDuration.WithLabelValues(transport).Observe(s.now().Sub(start).Seconds()) }()
+	src, f := s.sources.authenticate(ctx)
+	if f == nil {
+		if err := s.decodeFailures.take(req); err != nil {
+			f = malformedRequest(err)
+		}
+	}
+	if f == nil {
+		f = s.admitBatch(src, req.GetEvents(), proto.Size(req))
+	}
+	if f != nil {
+		s.metrics.requests.WithLabelValues(transport, f.Reason.String()).Inc()
+		return nil, f
+	}
+	s.metrics.requests.WithLabelValues(transport, "ok").Inc()
+	return &ingestv1.PublishResponse{Results: s.judge(ctx, src, req.GetEvents())}, nil
+}
+
+// PublishStream judges batch after batch. At most StreamWindow batches are
+// in flight; while the window is full the stream is not read, so HTTP/2
+// flow control slows the sender instead of memory growing here. Responses
+// leave in the order the batches arrived.
+func (s *Service) PublishStream(stream ingestv1.IngestService_PublishStreamServer) error {
+	ctx := stream.Context()
+	src, f := s.sources.authenticate(ctx)
+	if f != nil {
+		s.metrics.requests.WithLabelValues("grpc-stream", f.Reason.String()).Inc()
+		return f
+	}
+	s.metrics.streamsOpen.Inc()
+	defer s.metrics.streamsOpen.Dec()
+
+	type inFlight struct {
+		batchID uint64
+		results []*ingestv1.EventResult
+		done    chan struct{}
+	}
+	window := make(chan *inFlight, s.cfg.Limits.StreamWindow-1)
+	sendErr := make(chan error, 1)
+	// The sender owns the window's receive side; it keeps draining after a
+	// send fails so that no batch goroutine is left unwaited.
+	go func() {
+		var failed error
+		for b := range window {
+			<-b.done
+			if failed != nil {
+				continue
+			}
+			if err := stream.Send(&ingestv1.PublishStreamResponse{BatchId: b.batchID, Results: b.results}); err != nil {
+				failed = err
+			}
+		}
+		sendErr <- failed
+	}()
+
+	var recvErr error
+	for {
+		req, err := stream.Recv()
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				recvErr = err
+			}
+			break
+		}
+		if err := s.decodeFailures.take(req); err != nil {
+			// A batch that does not decode ends the stream with MALFORMED
+			// once the batches before it are answered.
+			recvErr = malformedRequest(err)
+			s.metrics.requests.WithLabelValues("grpc-stream", ingestv1.Reason_MALFORMED.String()).Inc()
+			break
+		}
+		b := &inFlight{batchID: req.GetBatchId(), done: make(chan struct{})}
+		start := s.now()
+		// Taking a place in the window before starting the batch bounds the
+		// batches in flight to StreamWindow: one the sender waits on, the
+		// rest queued in the channel.
+		window <- b
+		go func() {
+			defer close(b.done)
+			defer func() {
+				s.metrics.requestDuration.WithLabelValues("grpc-stream").Observe(s.now().Sub(start).Seconds())
+			}()
+			if f := s.admitBatch(src, req.GetEvents(), proto.Size(req)); f != nil {
+				s.metrics.requests.WithLabelValues("grpc-stream", f.Reason.String()).Inc()
+				b.results = s.refuseAll(src, req.GetEvents(), f)
+				return
+			}
+			s.metrics.requests.WithLabelValues("grpc-stream", "ok").Inc()
+			b.results = s.judge(ctx, src, req.GetEvents())
+		}()
+	}
+	close(window)
+	if err := <-sendErr; err != nil {
+		return err
+	}
+	return recvErr
+}
+
+// admitBatch applies the whole-request limits and the source's rate.
+func (s *Service) admitBatch(src *source, events []*ingestv1.Event, size int) *Failure {
+	l := s.cfg.Limits
+	if len(events) > l.MaxEventsPerRequest {
+		return &Failure{Reason: ingestv1.Reason_BATCH_TOO_LARGE,
+			Message: fmt.Sprintf("%d events is over the limit of %d per request", len(events), l.MaxEventsPerRequest)}
+	}
+	if size > l.MaxRequestBytes {
+		return &Failure{Reason: ingestv1.Reason_BATCH_TOO_LARGE,
+			Message: fmt.Sprintf("%d bytes is over the limit of %d per request", size, l.MaxRequestBytes)}
+	}
+	return src.admit(s.now(), len(events))
+}
+
+// refuseAll answers every event of a batch with a whole-batch failure; a
+// stream keeps going after one batch is refused.
+func (s *Service) refuseAll(src *source, events []*ingestv1.Event, f *Failure) []*ingestv1.EventResult {
+	results := make([]*ingestv1.EventResult, len(events))
+	for i, ev := range events {
+		results[i] = rejected(i, ev.GetId(), f.rejection())
+		s.count(src, ev.GetType(), results[i])
+	}
+	return results
+}
+
+// candidate is an event that passed every check and waits to be published.
+type candidate struct {
+	index    int
+	event    *ingestv1.Event
+	contract *contract.Contract
+	value    []byte
+	key      dedupKey
+	wait     <-chan struct{} // set while another publish of the id is in flight
+}
+
+// judge checks, deduplicates and publishes a batch, and answers every
+// event. It returns once every accepted event is acknowledged by Kafka and
+// every other event has its rejection.
+func (s *Service) judge(ctx context.Context, src *source, events []*ingestv1.Event) []*ingestv1.EventResult {
+	results := make([]*ingestv1.EventResult, len(events))
+	pctx, cancel := context.WithDeadline(ctx, s.publishDeadline(ctx))
+	defer cancel()
+	traceparent := first(metadataOf(ctx), traceparentMetadata)
+	ingestedAt := s.now()
+
+	var owners, waiters []*candidate
+	seen := make(map[string]bool, len(events))
+	for i, ev := range events {
+		c, rej := s.check(src, ev)
+		if rej != nil {
+			results[i] = rejected(i, ev.GetId(), rej)
+			continue
+		}
+		c.index = i
+		if seen[ev.GetId()] {
+			// The same id earlier in this batch: judged after it settles.
+			waiters = append(waiters, c)
+			continue
+		}
+		seen[ev.GetId()] = true
+		if s.dedup == nil {
+			owners = append(owners, c)
+			continue
+		}
+		switch cl := s.dedup.claim(c.key); {
+		case cl.duplicate:
+			results[i] = duplicate(i, ev.GetId())
+		case cl.owner:
+			owners = append(owners, c)
+		default:
+			c.wait = cl.wait
+			waiters = append(waiters, c)
+		}
+	}
+	s.publish(pctx, src, owners, results, traceparent, ingestedAt)
+
+	// Ids that were being published elsewhere, or repeated in this batch:
+	// wait for that attempt, then they are duplicates or ours to publish.
+	for round := 0; len(waiters) > 0 && round < 3; round++ {
+		var again []*candidate
+		owners = owners[:0]
+		for _, c := range waiters {
+			if c.wait != nil {
+				select {
+				case <-c.wait:
+				case <-pctx.Done():
+					results[c.index] = rejected(c.index, c.event.GetId(), s.unavailable("an earlier attempt of this event id is still being published"))
+					continue
+				}
+			}
+			if s.dedup == nil {
+				owners = append(owners, c) // dedup off: a repeat is published again
+				continue
+			}
+			switch cl := s.dedup.claim(c.key); {
+			case cl.duplicate:
+				results[c.index] = duplicate(c.index, c.event.GetId())
+			case cl.owner:
+				owners = append(owners, c)
+			default:
+				c.wait = cl.wait
+				again = append(again, c)
+			}
+		}
+		s.publish(pctx, src, owners, results, traceparent, ingestedAt)
+		waiters = again
+	}
+	for _, c := range waiters {
+		results[c.index] = rejected(c.index, c.event.GetId(), s.unavailable("this event id is being published by another request"))
+	}
+	for i, r := range results {
+		s.count(src, events[i].GetType(), r)
+	}
+	return results
+}
+
+// publishDeadline is when events stop waiting for Kafka: PublishTimeout
+// from now, or a little before the caller's own deadline, so the caller
+// hears UNAVAILABLE instead of its deadline passing unanswered.
+func (s *Service) publishDeadline(ctx context.Context) time.Time {
+	now := time.Now()
+	d := now.Add(s.cfg.PublishTimeout)
+	if cd, ok := ctx.Deadline(); ok {
+		margin := cd.Sub(now) / 10
+		if margin > 250*time.Millisecond {
+			margin = 250 * time.Millisecond
+		}
+		if cd = cd.Add(-margin); cd.Before(d) {
+			d = cd
+		}
+	}
+	return d
+}
+
+// check runs every per-event check short of dedup and publishing.
+func (s *Service) check(src *source, ev *ingestv1.Event) (*candidate, *ingestv1.Rejection) {
+	if err := s.contracts.Validate(ev); err != nil {
+		return nil, violationRejection(err, "")
+	}
+	typ := ev.GetType()
+	if !src.mayPublish(typ) {
+		return nil, reject(ingestv1.Reason_FORBIDDEN_EVENT_TYPE, fmt.Sprintf("source %s may not publish %s", src.name, typ))
+	}
+	c, ok := s.contracts.Lookup(typ)
+	if !ok {
+		return nil, reject(ingestv1.Reason_UNKNOWN_EVENT_TYPE, "no contract is loaded for type "+typ)
+	}
+	size := len(ev.GetBinary()) + len(ev.GetJson())
+	if size > s.cfg.Limits.MaxEventBytes {
+		return nil, reject(ingestv1.Reason_EVENT_TOO_LARGE,
+			fmt.Sprintf("payload of %d bytes is over the limit of %d", size, s.cfg.Limits.MaxEventBytes))
+	}
+	now := s.now()
+	at := ev.GetOccurredAt().AsTime()
+	if at.Before(now.Add(-s.cfg.Limits.MaxEventAge)) || at.After(now.Add(s.cfg.Limits.MaxEventFuture)) {
+		r := reject(ingestv1.Reason_EVENT_TIME_OUT_OF_RANGE, fmt.Sprintf(
+			"occurred_at %s is outside [now-%s, now+%s]", at.Format(time.RFC3339), s.cfg.Limits.MaxEventAge, s.cfg.Limits.MaxEventFuture))
+		r.Violations = []*ingestv1.FieldViolation{{Field: "occurred_at", Rule: "sluice.skew_window", Message: r.Message}}
+		return nil, r
+	}
+	var value []byte
+	var err error
+	if ev.GetJson() != "" {
+		value, err = c.CheckJSON([]byte(ev.GetJson()))
+	} else {
+		value, err = c.CheckBinary(ev.GetBinary())
+	}
+	if err != nil {
+		return nil, violationRejection(err, "payload.")
+	}
+	return &candidate{event: ev, contract: c, value: value, key: dedupKey{source: src.name, id: ev.GetId()}}, nil
+}
+
+// violationRejection maps a contract error to MALFORMED or SCHEMA_VIOLATION.
+// prefix is put before field paths into the payload.
+func violationRejection(err error, prefix string) *ingestv1.Rejection {
+	var ve *contract.ViolationError
+	if errors.As(err, &ve) {
+		r := reject(ingestv1.Reason_SCHEMA_VIOLATION, "")
+		for _, v := range ve.Violations {
+			r.Violations = append(r.Violations, &ingestv1.FieldViolation{Field: prefix + v.Field, Rule: v.Rule, Message: v.Message})
+		}
+		if len(r.Violations) > 0 {
+			r.Message = fmt.Sprintf("%d contract rule(s) failed, first: %s: %s", len(r.Violations), r.Violations[0].Field, r.Violations[0].Message)
+		}
+		return r
+	}
+	var me *contract.MalformedError
+	if errors.As(err, &me) {
+		r := reject(ingestv1.Reason_MALFORMED, me.Msg)
+		if prefix != "" {
+			r.Violations = []*ingestv1.FieldViolation{{Field: "payload", Rule: "sluice.decode", Message: me.Msg}}
+		}
+		return r
+	}
+	return reject(ingestv1.Reason_MALFORMED, err.Error())
+}
+
+// publish sends the candidates to Kafka in batch order, so events with one
+// key keep their order, and settles their dedup claims.
+func (s *Service) publish(ctx context.Context, src *source, cands []*candidate, results []*ingestv1.EventResult, traceparent string, ingestedAt time.Time) {
+	if len(cands) == 0 {
+		return
+	}
+	records := make([]*kgo.Record, len(cands))
+	for i, c := range cands {
+		ev := c.event
+		key := ev.GetPartitionKey()
+		if key == "" {
+			key = ev.GetId()
+		}
+		records[i] = publish.NewRecord(&publish.Event{
+			Topic:       s.topics[ev.GetType()],
+			Key:         []byte(key),
+			Value:       c.value,
+			ID:          ev.GetId(),
+			Type:        ev.GetType(),
+			Source:      src.name,
+			OccurredAt:  ev.GetOccurredAt().AsTime(),
+			IngestedAt:  ingestedAt,
+			Fingerprint: c.contract.Fingerprint(),
+			Traceparent: traceparent,
+			Attributes:  ev.GetAttributes(),
+		})
+	}
+	errs := s.pub.Publish(ctx, records)
+	for i, c := range cands {
+		err := errs[i]
+		if s.dedup != nil {
+			s.dedup.settle(c.key, err == nil)
+		}
+		if err == nil {
+			d := ingestv1.Durability_KAFKA
+			results[c.index] = &ingestv1.EventResult{Index: uint32(c.index), Id: c.event.GetId(), Outcome: ingestv1.Outcome_ACCEPTED, Durability: &d}
+			continue
+		}
+		results[c.index] = rejected(c.index, c.event.GetId(), s.publishRejection(err))
+	}
+}
+
+// publishRejection maps a Kafka failure: a record over the broker's size
+// limit is the event's fault; anything else is the gateway's, retryable
+// when publish.Retryable says so.
+func (s *Service) publishRejection(err error) *ingestv1.Rejection {
+	if errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.RecordListTooLarge) {
+		return reject(ingestv1.Reason_EVENT_TOO_LARGE, "Kafka refused the record as too large")
+	}
+	if publish.Retryable(err) {
+		return s.unavailable("Kafka did not acknowledge in time: " + err.Error())
+	}
+	s.log.Error("kafka refused a record permanently", "err", err)
+	r := reject(ingestv1.Reason_UNAVAILABLE, "Kafka refused the record: "+err.Error())
+	r.Retryable = false
+	return r
+}
+
+func (s *Service) unavailable(msg string) *ingestv1.Rejection {
+	return rejectRetry(ingestv1.Reason_UNAVAILABLE, s.cfg.UnavailableRetryAfter, msg)
+}
+
+func (s *Service) count(src *source, typ string, r *ingestv1.EventResult) {
+	if _, ok := s.topics[typ]; !ok {
+		typ = "unknown" // callers choose the type; only loaded ones become labels
+	}
+	reason := ""
+	if r.GetOutcome() == ingestv1.Outcome_REJECTED {
+		reason = r.GetRejection().GetReason().String()
+	}
+	s.metrics.events.WithLabelValues(src.name, typ, r.GetOutcome().String(), reason).Inc()
+}
+
+func rejected(i int, id string, r *ingestv1.Rejection) *ingestv1.EventResult {
+	return &ingestv1.EventResult{Index: uint32(i), Id: id, Outcome: ingestv1.Outcome_REJECTED, Rejection: r}
+}
+
+func duplicate(i int, id string) *ingestv1.EventResult {
+	return &ingestv1.EventResult{Index: uint32(i), Id: id, Outcome: ingestv1.Outcome_DUPLICATE}
+}
+
+func metadataOf(ctx context.Context) metadata.MD {
+	md, _ := metadata.FromIncomingContext(ctx)
+	return md
+}
+
+// transportOf tells REST calls (through grpc-gateway) from gRPC ones.
+func transportOf(ctx context.Context) string {
+	if _, ok := runtime.HTTPPathPattern(ctx); ok {
+		return "rest"
+	}
+	return "grpc"
+}

@@ -1,0 +1,215 @@
+package gateway_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/sluicehq/sluice/examples"
+	"github.com/sluicehq/sluice/gateway"
+	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
+)
+
+// gatedPublisher holds every Publish until the test lets one through, and
+// records how many were waiting at most. It stands in for a slow Kafka.
+type gatedPublisher struct {
+	next gateway.Publisher
+	gate chan struct{}
+
+	mu       sync.Mutex
+	inFlight int
+	max      int
+	changed  chan struct{}
+}
+
+func newGated(next gateway.Publisher) *gatedPublisher {
+	return &gatedPublisher{next: next, gate: make(chan struct{}), changed: make(chan struct{}, 100)}
+}
+
+func (g *gatedPublisher) Publish(ctx context.Context, recs []*kgo.Record) []error {
+	g.mu.Lock()
+	g.inFlight++
+	g.max = max(g.max, g.inFlight)
+	g.mu.Unlock()
+	g.changed <- struct{}{}
+	defer func() {
+		g.mu.Lock()
+		g.inFlight--
+		g.mu.Unlock()
+	}()
+	select {
+	case <-g.gate:
+	case <-ctx.Done():
+	}
+	return g.next.Publish(ctx, recs)
+}
+
+// waitInFlight waits until n publishes are held, or fails at the deadline.
+func (g *gatedPublisher) waitInFlight(t *testing.T, n int) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		g.mu.Lock()
+		cur := g.inFlight
+		g.mu.Unlock()
+		if cur >= n {
+			return
+		}
+		select {
+		case <-g.changed:
+		case <-deadline:
+			t.Fatalf("%d publishes in flight, waited for %d", cur, n)
+		}
+	}
+}
+
+// TestStreamWindow: a stream whose Kafka is slow stops being read once
+// StreamWindow batches are in flight, and answers in batch order.
+func TestStreamWindow(t *testing.T) {
+	var gated *gatedPublisher
+	h := newHarness(t, harnessOpts{publisher: func(p gateway.Publisher) gateway.Publisher {
+		gated = newGated(p)
+		return gated
+	}})
+	window := h.cfg.Limits.StreamWindow
+	ctx, cancel := context.WithTimeout(withKey(context.Background(), keyAll), 30*time.Second)
+	defer cancel()
+	stream, err := h.client.PublishStream(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const batches = 6
+	for i := range batches {
+		e := ev{ID: "s-" + string(rune('a'+i)), Type: typeLog, Key: "svc", At: h.clock.Now(), JSON: examples.LogLineJSON}
+		if err := stream.Send(&ingestv1.PublishStreamRequest{BatchId: uint64(100 + i), Events: []*ingestv1.Event{e.proto()}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := stream.CloseSend(); err != nil {
+		t.Fatal(err)
+	}
+	gated.waitInFlight(t, window)
+	for i := range batches {
+		select {
+		case gated.gate <- struct{}{}:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("batch %d never reached Kafka", 100+i)
+		}
+		resp, err := stream.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.GetBatchId() != uint64(100+i) {
+			t.Fatalf("response %d is for batch %d", i, resp.GetBatchId())
+		}
+		wantOutcomes(t, resp.GetResults(), ingestv1.Outcome_ACCEPTED)
+	}
+	if _, err := stream.Recv(); !errors.Is(err, io.EOF) {
+		t.Fatalf("after the last batch: %v, want EOF", err)
+	}
+	gated.mu.Lock()
+	defer gated.mu.Unlock()
+	if gated.max > window {
+		t.Errorf("%d batches were published at once; the window is %d", gated.max, window)
+	}
+}
+
+// TestStreamRefusals: a batch refused whole is answered per event and the
+// stream goes on; an undecodable batch ends the stream with MALFORMED; a
+// stream without a key is UNAUTHENTICATED.
+func TestStreamRefusals(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	ctx, cancel := context.WithTimeout(withKey(context.Background(), keyAll), 30*time.Second)
+	defer cancel()
+	stream, err := h.client.PublishStream(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := ev{ID: "st-1", Type: typeLog, Key: "svc", At: h.clock.Now(), JSON: examples.LogLineJSON}
+	var tooMany []*ingestv1.Event
+	for range h.cfg.Limits.MaxEventsPerRequest + 1 {
+		tooMany = append(tooMany, good.proto())
+	}
+	for i, events := range [][]*ingestv1.Event{tooMany, {good.proto()}} {
+		if err := stream.Send(&ingestv1.PublishStreamRequest{BatchId: uint64(i), Events: events}); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := stream.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			for _, r := range resp.GetResults() {
+				if r.GetRejection().GetReason() != ingestv1.Reason_BATCH_TOO_LARGE {
+					t.Fatalf("result %v", r)
+				}
+			}
+			if len(resp.GetResults()) != len(tooMany) {
+				t.Fatalf("%d results for %d events", len(resp.GetResults()), len(tooMany))
+			}
+			continue
+		}
+		wantOutcomes(t, resp.GetResults(), ingestv1.Outcome_ACCEPTED)
+	}
+	// Undecodable: on a stream that sends raw bytes, a good batch is
+	// answered and then field 2 (events) claiming 9 bytes and carrying 1
+	// ends the stream with MALFORMED.
+	raw, err := h.conn.NewStream(ctx, &grpc.StreamDesc{ClientStreams: true, ServerStreams: true},
+		"/sluice.ingest.v1.IngestService/PublishStream", grpc.ForceCodec(rawCodec{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	goodBatch, err := proto.Marshal(&ingestv1.PublishStreamRequest{BatchId: 7, Events: []*ingestv1.Event{good.proto()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, msg := range [][]byte{goodBatch, {0x12, 0x09, 0x01}} {
+		if err := raw.SendMsg(msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var first []byte
+	if err := raw.RecvMsg(&first); err != nil {
+		t.Fatal(err)
+	}
+	var resp ingestv1.PublishStreamResponse
+	if err := proto.Unmarshal(first, &resp); err != nil || resp.GetBatchId() != 7 {
+		t.Fatalf("first response %v %v", &resp, err)
+	}
+	wantOutcomes(t, resp.GetResults(), ingestv1.Outcome_DUPLICATE) // st-1 was accepted above
+	var second []byte
+	err = raw.RecvMsg(&second)
+	if status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("undecodable batch: %v, want INVALID_ARGUMENT", err)
+	}
+	if info := errorInfo(err); info.GetReason() != "MALFORMED" {
+		t.Fatalf("undecodable batch: ErrorInfo %v", info)
+	}
+
+	noKey, err := h.client.PublishStream(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := noKey.Recv(); status.Code(err) != codes.Unauthenticated {
+		t.Fatalf("no key: %v", err)
+	}
+}
+
+func errorInfo(err error) *errdetails.ErrorInfo {
+	for _, d := range status.Convert(err).Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok {
+			return info
+		}
+	}
+	return nil
+}
