@@ -1,0 +1,124 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/sluicehq/sluice/gateway"
+	"github.com/sluicehq/sluice/publish"
+)
+
+// fileConfig is the sluice config file. Every block starts from its
+// package's defaults; the file sets what differs.
+type fileConfig struct {
+	Gateway   gateway.Config  `yaml:"gateway"`
+	Sources   []sourceFile    `yaml:"sources"`
+	Contracts contractsConfig `yaml:"contracts"`
+	Kafka     publish.Config  `yaml:"kafka"`
+	Log       logConfig       `yaml:"log"`
+}
+
+// sourceFile is a source as the file gives it: key hashes inline, or keys
+// read from the environment at start (key_env) and hashed then.
+type sourceFile struct {
+	gateway.SourceConfig `yaml:",inline"`
+	KeyEnv               []string `yaml:"key_env"`
+}
+
+type contractsConfig struct {
+	// DescriptorSet is a buf image or FileDescriptorSet file.
+	DescriptorSet string `yaml:"descriptor_set"`
+	// Types are the message names that are event types.
+	Types []string `yaml:"types"`
+}
+
+type logConfig struct {
+	Level  string `yaml:"level"`  // debug, info, warn, error; default info
+	Format string `yaml:"format"` // json or text; default json
+}
+
+func defaultFileConfig() fileConfig {
+	return fileConfig{
+		Gateway: gateway.NewDefaultConfig(),
+		Kafka:   publish.NewDefaultConfig(),
+		Log:     logConfig{Level: "info", Format: "json"},
+	}
+}
+
+// loadConfig reads and validates a config file. Unknown keys are errors, so
+// a misspelt setting is not silently left at its default.
+func loadConfig(path string, getenv func(string) string) (fileConfig, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return fileConfig{}, err
+	}
+	return parseConfig(raw, getenv)
+}
+
+func parseConfig(raw []byte, getenv func(string) string) (fileConfig, error) {
+	cfg := defaultFileConfig()
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	dec.KnownFields(true)
+	if err := dec.Decode(&cfg); err != nil {
+		return fileConfig{}, fmt.Errorf("config: %w", err)
+	}
+	for i, s := range cfg.Sources {
+		for _, name := range s.KeyEnv {
+			key := getenv(name)
+			if key == "" {
+				return fileConfig{}, fmt.Errorf("config: sources[%d].key_env: environment variable %s is empty or unset", i, name)
+			}
+			s.KeyHashes = append(s.KeyHashes, hashKey(key))
+		}
+		cfg.Gateway.Sources = append(cfg.Gateway.Sources, s.SourceConfig)
+	}
+	return cfg, cfg.validate()
+}
+
+func (c fileConfig) validate() error {
+	if err := c.Gateway.Validate(); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	if err := c.Kafka.Validate(); err != nil {
+		return fmt.Errorf("config: kafka: %w", err)
+	}
+	if c.Contracts.DescriptorSet == "" {
+		return errors.New("config: contracts.descriptor_set: must name a buf image or descriptor set file")
+	}
+	if len(c.Contracts.Types) == 0 {
+		return errors.New("config: contracts.types: list the message names that are event types")
+	}
+	if _, err := c.Log.level(); err != nil {
+		return err
+	}
+	if c.Log.Format != "json" && c.Log.Format != "text" {
+		return fmt.Errorf("config: log.format: %q is not json or text", c.Log.Format)
+	}
+	return nil
+}
+
+func (l logConfig) level() (slog.Level, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(strings.ToUpper(l.Level))); err != nil {
+		return 0, fmt.Errorf("config: log.level: %q is not debug, info, warn or error", l.Level)
+	}
+	return lv, nil
+}
+
+func (l logConfig) logger(w io.Writer) *slog.Logger {
+	lv, _ := l.level()
+	opts := &slog.HandlerOptions{Level: lv}
+	if l.Format == "text" {
+		return slog.New(slog.NewTextHandler(w, opts))
+	}
+	return slog.New(slog.NewJSONHandler(w, opts))
+}
+
+func hashKey(key string) string { return gateway.HashKey(key) }

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestExampleConfigLoads(t *testing.T) {
+	env := map[string]string{"SLUICE_LOGS_API_KEY": "logs-key"}
+	cfg, err := loadConfig("../../deploy/sluice.example.yaml", func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Gateway.Sources[1].KeyHashes; len(got) != 1 || got[0] != hashKey("logs-key") {
+		t.Errorf("key_env not hashed into key_hashes: %v", got)
+	}
+	if cfg.Gateway.Topics["examples.shop.v1.OrderPlaced"] != "orders.placed" || cfg.Kafka.Linger != 5*time.Millisecond {
+		t.Errorf("values not read: %+v", cfg)
+	}
+}
+
+// TestConfigErrorsNameTheField: a bad config stops start-up with a message
+// that names the field.
+func TestConfigErrorsNameTheField(t *testing.T) {
+	base, err := os.ReadFile("../../deploy/sluice.example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := func(k string) string {
+		if k == "SLUICE_LOGS_API_KEY" {
+			return "x"
+		}
+		return ""
+	}
+	for _, c := range []struct{ from, to, want string }{
+		{"max_event_bytes: 262144", "max_event_bytes: 0", "limits.max_event_bytes"},
+		{"max_event_bytes: 262144", "max_event_bytez: 1", "field max_event_bytez not found"},
+		{"publish_timeout: 10s", "publish_timeout: soon", "line 8: cannot unmarshal !!str `soon` into time.Duration"},
+		{"key_env: [SLUICE_LOGS_API_KEY]", "key_env: [NOT_SET]", "sources[1].key_env"},
+		{"burst: 1000", "burst: 10", "sources[0].burst"},
+		{"compression: lz4", "compression: brotli", "Compression"},
+		{"brokers: [127.0.0.1:19092]", "brokers: []", "Brokers"},
+		{"descriptor_set: examples/contracts.binpb", "descriptor_set: ''", "contracts.descriptor_set"},
+		{"format: json", "format: xml", "log.format"},
+	} {
+		t.Run(c.want, func(t *testing.T) {
+			raw := strings.Replace(string(base), c.from, c.to, 1)
+			if raw == string(base) {
+				t.Fatalf("%q not in the example config", c.from)
+			}
+			_, err := parseConfig([]byte(raw), env)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v, want an error naming %s", err, c.want)
+			}
+		})
+	}
+}

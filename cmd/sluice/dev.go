@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluicehq/sluice/contract"
+	"github.com/sluicehq/sluice/examples"
+	"github.com/sluicehq/sluice/gateway"
+	"github.com/sluicehq/sluice/publish"
+)
+
+// DemoAPIKey is the key of the "demo" source that `sluice dev` configures.
+const DemoAPIKey = "sluice-demo-key"
+
+func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	httpAddr := fs.String("http", "127.0.0.1:8080", "REST listen address")
+	grpcAddr := fs.String("grpc", "127.0.0.1:9090", "gRPC listen address")
+	kafkaPort := fs.Int("kafka-port", 0, "port of the in-process Kafka on 127.0.0.1 (0: any free port)")
+	partitions := fs.Int("partitions", 3, "partitions per topic in the in-process Kafka")
+	tail := fs.Bool("tail", true, "print each record as it lands in Kafka")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+
+	cfg := defaultFileConfig()
+	cfg.Log = logConfig{Level: "info", Format: "text"}
+	log := cfg.Log.logger(stderr)
+	registry, err := contract.Load(examples.Contracts, examples.Types, contract.WithMaxDepth(cfg.Gateway.Limits.MaxDepth))
+	if err != nil {
+		return err
+	}
+	topics := make([]string, 0, len(examples.Types))
+	for _, t := range registry.Types() {
+		topics = append(topics, publish.DefaultTopic(t))
+	}
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(*kafkaPort),
+		kfake.SeedTopics(int32(*partitions), topics...))
+	if err != nil {
+		return fmt.Errorf("dev: in-process kafka: %w", err)
+	}
+	defer cluster.Close()
+
+	cfg.Gateway.GRPCAddr, cfg.Gateway.HTTPAddr = *grpcAddr, *httpAddr
+	cfg.Gateway.Sources = []gateway.SourceConfig{{
+		Name: "demo", KeyHashes: []string{hashKey(DemoAPIKey)}, EventTypes: []string{"*"}, Rate: 5000, Burst: 10000,
+	}}
+	cfg.Kafka.Brokers = cluster.ListenAddrs()
+	cfg.Contracts = contractsConfig{DescriptorSet: "(embedded example contracts)", Types: examples.Types}
+	if err := cfg.validate(); err != nil {
+		return err
+	}
+
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	tailCtx, stopTail := context.WithCancel(ctx)
+	defer stopTail()
+	if *tail {
+		tailer, err := kgo.NewClient(kgo.SeedBrokers(cfg.Kafka.Brokers...), kgo.ConsumeTopics(topics...),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		if err != nil {
+			return err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer tailer.Close()
+			tailRecords(tailCtx, tailer, stdout)
+		}()
+	}
+	return serve(ctx, cfg, registry, log, func(srv *gateway.Server) {
+		fmt.Fprint(stdout, devBanner(srv.HTTPAddr(), srv.GRPCAddr(), cfg.Kafka.Brokers))
+	})
+}
+
+// tailRecords prints each record that lands in the dev topics until ctx ends.
+func tailRecords(ctx context.Context, cl *kgo.Client, w io.Writer) {
+	for {
+		fetches := cl.PollRecords(ctx, 100)
+		if ctx.Err() != nil {
+			return
+		}
+		fetches.EachRecord(func(r *kgo.Record) {
+			h, err := publish.ParseHeaders(r)
+			if err != nil {
+				fmt.Fprintf(w, "kafka: %s[%d]@%d: %v\n", r.Topic, r.Partition, r.Offset, err)
+				return
+			}
+			fmt.Fprintf(w, "kafka: %s[%d]@%d key=%s id=%s source=%s bytes=%d\n",
+				r.Topic, r.Partition, r.Offset, r.Key, h.ID, h.Source, len(r.Value))
+		})
+	}
+}
+
+func devBanner(httpAddr, grpcAddr string, brokers []string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, `
+sluice dev is running: REST http://%[1]s  gRPC %[2]s  Kafka (in-process) %[3]s
+API key of the "demo" source: %[4]s
+
+Publish an event over REST:
+
+  curl -s -H 'X-Api-Key: %[4]s' http://%[1]s/v1/events -d '{"events":[{"id":"log-1","type":"examples.logs.v1.LogLine","occurred_at":"'$(date -u +%%FT%%TZ)'","partition_key":"checkout-api","payload":{"service":"checkout-api","severity":"SEVERITY_INFO","message":"hello","timestamp":"'$(date -u +%%FT%%TZ)'","host":"127.0.0.1"}}]}'
+
+Over gRPC (reflection is on; "json" carries the payload as JSON text, "binary" as protobuf):
+
+  grpcurl -plaintext -H 'x-api-key: %[4]s' -d '{"events":[{"id":"log-2","type":"examples.logs.v1.LogLine","occurred_at":"'$(date -u +%%FT%%TZ)'","json":"{\"service\":\"checkout-api\",\"severity\":\"SEVERITY_WARN\",\"message\":\"slow\",\"timestamp\":\"2026-01-01T00:00:00Z\",\"host\":\"127.0.0.1\"}"}]}' %[2]s sluice.ingest.v1.IngestService/Publish
+
+Metrics: http://%[1]s/metrics   Contracts: %[5]s
+`, httpAddr, grpcAddr, strings.Join(brokers, ","), DemoAPIKey, strings.Join(examples.Types, ", "))
+	return b.String()
+}

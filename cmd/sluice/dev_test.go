@@ -1,0 +1,91 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// syncBuffer is an io.Writer the test can read while sluice writes.
+type syncBuffer struct {
+	mu      sync.Mutex
+	b       bytes.Buffer
+	written chan struct{} // signalled after each write
+}
+
+func newSyncBuffer() *syncBuffer { return &syncBuffer{written: make(chan struct{}, 1)} }
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	select {
+	case s.written <- struct{}{}:
+	default:
+	}
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// waitFor waits until the output matches re, or fails at the deadline.
+func waitFor(t *testing.T, out *syncBuffer, re *regexp.Regexp) []string {
+	t.Helper()
+	deadline := time.After(20 * time.Second)
+	for {
+		if m := re.FindStringSubmatch(out.String()); m != nil {
+			return m
+		}
+		select {
+		case <-out.written:
+		case <-deadline:
+			t.Fatalf("output never matched %s:\n%s", re, out.String())
+		}
+	}
+}
+
+// TestDev runs `sluice dev` on free ports, publishes the README's example
+// event with the demo key, and sees it land in the in-process Kafka.
+func TestDev(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	out, logs := newSyncBuffer(), newSyncBuffer()
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"dev", "-http", "127.0.0.1:0", "-grpc", "127.0.0.1:0"}, out, logs) }()
+	defer func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("dev: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Error("dev did not stop")
+		}
+	}()
+
+	addr := waitFor(t, out, regexp.MustCompile(`REST http://(\S+)`))[1]
+	now := time.Now().UTC().Format(time.RFC3339)
+	body := `{"events":[{"id":"log-1","type":"examples.logs.v1.LogLine","occurred_at":"` + now +
+		`","partition_key":"checkout-api","payload":{"service":"checkout-api","severity":"SEVERITY_INFO","message":"hello","timestamp":"` + now + `","host":"127.0.0.1"}}]}`
+	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/v1/events", strings.NewReader(body))
+	req.Header.Set("X-Api-Key", DemoAPIKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if want := `{"results":[{"index":0,"id":"log-1","outcome":"ACCEPTED","durability":"KAFKA"}]}`; string(got) != want {
+		t.Fatalf("answer %s\nwant   %s", got, want)
+	}
+	waitFor(t, out, regexp.MustCompile(`kafka: ingest\.examples\.logs\.v1\.LogLine\[\d\]@0 key=checkout-api id=log-1 source=demo`))
+}

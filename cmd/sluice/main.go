@@ -1,0 +1,62 @@
+// Command sluice is the ingestion gateway.
+//
+//	sluice dev                       everything in one process on embedded defaults
+//	sluice gateway --config FILE     the gateway against a real Kafka cluster
+//	sluice hash-key KEY              the config form of an API key
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+const usage = `sluice: an ingestion gateway
+
+Usage:
+  sluice dev [flags]                 gateway + in-process Kafka + example contracts + demo key
+  sluice gateway --config FILE       the gateway, from one YAML config file
+  sluice hash-key KEY                print the sha256 of an API key for sources[].key_hashes
+
+Run "sluice COMMAND -h" for a command's flags.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "sluice:", err)
+		}
+		os.Exit(2)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return flag.ErrHelp
+	}
+	switch args[0] {
+	case "dev":
+		return runDev(ctx, args[1:], stdout, stderr)
+	case "gateway":
+		return runGatewayCmd(ctx, args[1:], stderr)
+	case "hash-key":
+		if len(args) != 2 {
+			return errors.New("hash-key: give exactly one key")
+		}
+		fmt.Fprintln(stdout, hashKey(args[1]))
+		return nil
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	fmt.Fprint(stderr, usage)
+	return fmt.Errorf("unknown command %q", args[0])
+}
