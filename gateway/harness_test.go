@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -128,7 +129,7 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	pcfg := publish.NewDefaultConfig()
 	pcfg.Brokers = h.brokers
 	pcfg.DeliveryTimeout = 5 * time.Second
-	producer, err := publish.NewProducer(pcfg)
+	producer, err := publish.NewProducer(pcfg, publish.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		t.Fatal(err)
 	}

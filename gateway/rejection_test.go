@@ -93,6 +93,10 @@ func TestEveryRejectionReason(t *testing.T) {
 	badEmail.JSON = setJSON(t, examples.OrderPlacedJSON, "customer.email", "not-an-email")
 	add("SCHEMA_VIOLATION payload", expect{refusal{reason: ingestv1.Reason_SCHEMA_VIOLATION, field: "payload.customer.email", rule: "string.email"}, 422, codes.OK}, keyAll, badEmail)
 
+	freeByCard := order
+	freeByCard.JSON = setJSON(t, examples.OrderPlacedJSON, "total_cents", 0)
+	add("SCHEMA_VIOLATION message rule", expect{refusal{reason: ingestv1.Reason_SCHEMA_VIOLATION, field: "payload", rule: "order_placed.free_order_needs_invoice"}, 422, codes.OK}, keyAll, freeByCard)
+
 	noID := logLine
 	noID.ID = ""
 	add("SCHEMA_VIOLATION envelope", expect{refusal{reason: ingestv1.Reason_SCHEMA_VIOLATION, field: "id", rule: "string.min_len"}, 422, codes.OK}, keyAll, noID)

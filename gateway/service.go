@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
@@ -403,7 +404,11 @@ func violationRejection(err error, prefix string) *ingestv1.Rejection {
 	if errors.As(err, &ve) {
 		r := reject(ingestv1.Reason_SCHEMA_VIOLATION, "")
 		for _, v := range ve.Violations {
-			r.Violations = append(r.Violations, &ingestv1.FieldViolation{Field: prefix + v.Field, Rule: v.Rule, Message: v.Message})
+			field := prefix + v.Field
+			if v.Field == "" { // a rule on the whole message
+				field = strings.TrimSuffix(prefix, ".")
+			}
+			r.Violations = append(r.Violations, &ingestv1.FieldViolation{Field: field, Rule: v.Rule, Message: v.Message})
 		}
 		if len(r.Violations) > 0 {
 			r.Message = fmt.Sprintf("%d contract rule(s) failed, first: %s: %s", len(r.Violations), r.Violations[0].Field, r.Violations[0].Message)
