@@ -184,7 +184,7 @@ func TestEveryRejectionReason(t *testing.T) {
 func TestUnavailableWhenKafkaIsUnreachable(t *testing.T) {
 	h := newHarness(t, harnessOpts{
 		brokers: []string{"127.0.0.1:1"},
-		config:  func(c *gateway.Config) { c.PublishTimeout = 2 * time.Second },
+		config:  func(c *gateway.Config) { c.PublishTimeout = 4 * time.Second },
 	})
 	e := ev{ID: "log-u", Type: typeLog, Key: "k", At: h.clock.Now(), JSON: examples.LogLineJSON}
 	want := expect{refusal{reason: ingestv1.Reason_UNAVAILABLE, retryable: true, retryAfter: time.Second}, 503, codes.OK}
@@ -194,7 +194,7 @@ func TestUnavailableWhenKafkaIsUnreachable(t *testing.T) {
 
 	// A caller deadline shorter than PublishTimeout is answered before it
 	// passes, not with DEADLINE_EXCEEDED.
-	ctx, cancel := context.WithTimeout(withKey(context.Background(), keyAll), time.Second)
+	ctx, cancel := context.WithTimeout(withKey(context.Background(), keyAll), 3*time.Second)
 	defer cancel()
 	out, err := h.client.Publish(ctx, &ingestv1.PublishRequest{Events: []*ingestv1.Event{e.proto()}})
 	checkGRPC(t, want, out, err)

@@ -1,0 +1,132 @@
+package publish
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// A spooled record is a Kafka record as the disk spool keeps it: what is
+// needed to produce it again, and nothing of the client's (no partition,
+// offset or timestamp: the client assigns them when the record is
+// produced from the spool).
+//
+//	version   byte (1)
+//	topic     uvarint length, bytes
+//	key       uvarint length, bytes
+//	value     uvarint length, bytes
+//	headers   uvarint count, then per header: key and value as above
+//
+// The spool frames and checksums each record; this encoding only has to
+// reject what it cannot parse.
+
+const spooledVersion = 1
+
+// maxSpooledHeaders bounds the header count read back, so a damaged count
+// cannot make the decoder allocate without limit.
+const maxSpooledHeaders = 1 << 12
+
+var errSpooled = errors.New("publish: undecodable spooled record")
+
+// AppendSpooled appends the spooled form of r to dst.
+func AppendSpooled(dst []byte, r *kgo.Record) []byte {
+	dst = append(dst, spooledVersion)
+	dst = appendBytes(dst, []byte(r.Topic))
+	dst = appendBytes(dst, r.Key)
+	dst = appendBytes(dst, r.Value)
+	dst = binary.AppendUvarint(dst, uint64(len(r.Headers)))
+	for _, h := range r.Headers {
+		dst = appendBytes(dst, []byte(h.Key))
+		dst = appendBytes(dst, h.Value)
+	}
+	return dst
+}
+
+func appendBytes(dst, b []byte) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(b)))
+	return append(dst, b...)
+}
+
+// DecodeSpooled parses a record written by AppendSpooled. The record's
+// slices are copies: b may be reused.
+func DecodeSpooled(b []byte) (*kgo.Record, error) {
+	d := spooledDecoder{b: b}
+	if v := d.byte(); v != spooledVersion {
+		return nil, fmt.Errorf("%w: version %d", errSpooled, v)
+	}
+	r := &kgo.Record{}
+	r.Topic = string(d.bytes())
+	r.Key = d.bytes()
+	r.Value = d.bytes()
+	n := d.uvarint()
+	if n > maxSpooledHeaders {
+		return nil, fmt.Errorf("%w: %d headers", errSpooled, n)
+	}
+	if n > 0 {
+		r.Headers = make([]kgo.RecordHeader, 0, n)
+	}
+	for i := uint64(0); i < n && d.err == nil; i++ {
+		k := d.bytes()
+		r.Headers = append(r.Headers, kgo.RecordHeader{Key: string(k), Value: d.bytes()})
+	}
+	if d.err != nil {
+		return nil, d.err
+	}
+	if len(d.b) != 0 {
+		return nil, fmt.Errorf("%w: %d trailing bytes", errSpooled, len(d.b))
+	}
+	if r.Topic == "" {
+		return nil, fmt.Errorf("%w: no topic", errSpooled)
+	}
+	return r, nil
+}
+
+type spooledDecoder struct {
+	b   []byte
+	err error
+}
+
+func (d *spooledDecoder) byte() byte {
+	if d.err != nil || len(d.b) == 0 {
+		d.fail("short")
+		return 0
+	}
+	c := d.b[0]
+	d.b = d.b[1:]
+	return c
+}
+
+func (d *spooledDecoder) uvarint() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 || (n > 1 && d.b[n-1] == 0) { // unparseable, or not minimal
+		d.fail("bad length")
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *spooledDecoder) bytes() []byte {
+	n := d.uvarint()
+	if d.err != nil {
+		return nil
+	}
+	if n > uint64(len(d.b)) {
+		d.fail("length past the end")
+		return nil
+	}
+	out := append([]byte(nil), d.b[:n]...)
+	d.b = d.b[n:]
+	return out
+}
+
+func (d *spooledDecoder) fail(why string) {
+	if d.err == nil {
+		d.err = fmt.Errorf("%w: %s", errSpooled, why)
+	}
+}
