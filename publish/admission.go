@@ -1,0 +1,496 @@
+package publish
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluicehq/sluice/buffer"
+)
+
+// Durability says where an admitted record was made durable.
+type Durability int
+
+const (
+	// DurabilityKafka: acknowledged by Kafka with acks=all.
+	DurabilityKafka Durability = iota + 1
+	// DurabilityLocalDisk: fsync'd in the spool; the drainer publishes it.
+	DurabilityLocalDisk
+)
+
+// Admitted is the answer for one record. Err is nil when the record is
+// durable; otherwise RetryAfter is the wait to suggest when retrying may
+// help (a full spool, Kafka unavailable without a spool).
+type Admitted struct {
+	Durability Durability
+	Err        error
+	RetryAfter time.Duration
+}
+
+// Mode is the admission mode.
+type Mode int32
+
+const (
+	// ModeDirect produces to Kafka and answers after its ack.
+	ModeDirect Mode = iota
+	// ModeSpooling appends to the spool and answers after fsync; the
+	// drainer replays the spool to Kafka in order.
+	ModeSpooling
+)
+
+func (m Mode) String() string {
+	if m == ModeSpooling {
+		return "SPOOLING"
+	}
+	return "DIRECT"
+}
+
+// AdmissionConfig is the admission block of the config.
+type AdmissionConfig struct {
+	// SpoolFirst sends every record through the spool, whatever Kafka does.
+	SpoolFirst bool `yaml:"spool_first"`
+	// LatencyThreshold bounds how long a record waits for Kafka in DIRECT
+	// mode: past it the record is spooled instead and admission switches to
+	// SPOOLING. Default 2s.
+	LatencyThreshold time.Duration `yaml:"latency_threshold"`
+	// InFlightBudget bounds the records waiting for Kafka in DIRECT mode; a
+	// request that would pass it is spooled and switches to SPOOLING.
+	// Default 20000.
+	InFlightBudget int `yaml:"in_flight_budget"`
+	// DrainBatch is how many spooled records the drainer publishes at once.
+	// Default 500.
+	DrainBatch int `yaml:"drain_batch"`
+	// DrainTimeout bounds one drain publish. Default 10s.
+	DrainTimeout time.Duration `yaml:"drain_timeout"`
+	// DrainBackoffMax caps the wait between failed drain attempts (full
+	// jitter, doubling from 100ms). Default 5s.
+	DrainBackoffMax time.Duration `yaml:"drain_backoff_max"`
+}
+
+// NewDefaultAdmissionConfig returns the defaults documented on the fields.
+func NewDefaultAdmissionConfig() AdmissionConfig {
+	return AdmissionConfig{
+		LatencyThreshold: 2 * time.Second,
+		InFlightBudget:   20000,
+		DrainBatch:       500,
+		DrainTimeout:     10 * time.Second,
+		DrainBackoffMax:  5 * time.Second,
+	}
+}
+
+// Validate names the first field out of range.
+func (c AdmissionConfig) Validate() error {
+	switch {
+	case c.LatencyThreshold <= 0:
+		return errors.New("publish: admission.latency_threshold: must be > 0")
+	case c.InFlightBudget <= 0:
+		return errors.New("publish: admission.in_flight_budget: must be > 0")
+	case c.DrainBatch <= 0 || c.DrainBatch > 100000:
+		return errors.New("publish: admission.drain_batch: must be in [1, 100000]")
+	case c.DrainTimeout <= 0:
+		return errors.New("publish: admission.drain_timeout: must be > 0")
+	case c.DrainBackoffMax < 100*time.Millisecond:
+		return errors.New("publish: admission.drain_backoff_max: must be >= 100ms")
+	}
+	return nil
+}
+
+// producer is what admission needs of Kafka; *Producer is one.
+type producer interface {
+	Publish(ctx context.Context, records []*kgo.Record) []error
+}
+
+// Admission decides, record by record, whether Kafka or the spool makes a
+// record durable, and owns the drainer that empties the spool into Kafka.
+//
+// Order: while the spool holds records, every new record goes to the spool
+// too, and the drainer publishes the spool in order, so records of one key
+// reach Kafka in the order they were admitted. The switch back to DIRECT
+// takes the mode lock exclusively, so no spool append is under way when
+// the drainer finds the spool empty.
+type Admission struct {
+	cfg   AdmissionConfig
+	kafka producer
+	spool *buffer.Spool // nil: DIRECT only, failures are answered
+	log   *slog.Logger
+
+	mu       sync.RWMutex // held shared to choose a mode and append; exclusively to return to DIRECT
+	mode     atomic.Int32
+	inFlight atomic.Int64
+
+	rateMu    sync.Mutex
+	drainRate float64 // bytes/s drained, smoothed; 0 until measured
+
+	wake    chan struct{}
+	stop    chan struct{}
+	stopped chan struct{}
+
+	metrics *admissionMetrics
+}
+
+// NewAdmission starts admission over kafka and spool (nil for no spool).
+// A spool that holds records from before a restart starts in SPOOLING and
+// is drained first.
+func NewAdmission(cfg AdmissionConfig, kafka producer, spool *buffer.Spool, opts ...Option) (*Admission, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.SpoolFirst && spool == nil {
+		return nil, errors.New("publish: admission.spool_first needs a spool")
+	}
+	o := options{logger: slog.Default()}
+	for _, opt := range opts {
+		opt.apply(&o)
+	}
+	a := &Admission{
+		cfg: cfg, kafka: kafka, spool: spool, log: o.logger,
+		wake: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{}),
+	}
+	a.metrics = newAdmissionMetrics(func() float64 { return float64(a.Mode()) }, a.rate)
+	if o.registerer != nil {
+		if err := a.metrics.register(o.registerer); err != nil {
+			return nil, err
+		}
+	}
+	if spool != nil && (!spool.Empty() || cfg.SpoolFirst) {
+		a.mode.Store(int32(ModeSpooling))
+	}
+	if spool == nil {
+		close(a.stopped)
+		return a, nil
+	}
+	go a.drain()
+	return a, nil
+}
+
+// Mode is the current admission mode.
+func (a *Admission) Mode() Mode { return Mode(a.mode.Load()) }
+
+// Admit makes each record durable in Kafka or the spool, or says why not.
+// It returns by ctx's deadline.
+func (a *Admission) Admit(ctx context.Context, records []*kgo.Record) []Admitted {
+	out := make([]Admitted, len(records))
+	if len(records) == 0 {
+		return out
+	}
+	a.mu.RLock()
+	if a.spool != nil && a.Mode() == ModeDirect && a.inFlight.Load()+int64(len(records)) > int64(a.cfg.InFlightBudget) {
+		a.enterSpooling("in_flight_budget")
+	}
+	if a.spool != nil && a.Mode() == ModeSpooling {
+		a.spoolAll(ctx, records, out, all(len(records)))
+		a.mu.RUnlock()
+		return out
+	}
+	a.inFlight.Add(int64(len(records)))
+	a.mu.RUnlock()
+
+	pctx, cancel := context.WithDeadline(ctx, a.directDeadline(ctx))
+	errs := a.kafka.Publish(pctx, records)
+	cancel()
+	a.inFlight.Add(-int64(len(records)))
+
+	var retry []int
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			out[i] = Admitted{Durability: DurabilityKafka}
+		case a.spool != nil && Retryable(err) && ctx.Err() == nil:
+			retry = append(retry, i)
+		default:
+			out[i] = Admitted{Err: err, RetryAfter: retryAfterOf(err)}
+		}
+	}
+	if len(retry) > 0 {
+		a.enterSpooling(reasonOf(errs[retry[0]]))
+		a.mu.RLock()
+		a.spoolAll(ctx, records, out, retry)
+		a.mu.RUnlock()
+	}
+	return out
+}
+
+// directDeadline: LatencyThreshold from now, but leave the caller time to
+// hear the answer and, if Kafka is slow, for the spool append.
+func (a *Admission) directDeadline(ctx context.Context) time.Time {
+	now := time.Now()
+	d := now.Add(a.cfg.LatencyThreshold)
+	if cd, ok := ctx.Deadline(); ok {
+		if cd = cd.Add(-cd.Sub(now) / 4); cd.Before(d) {
+			d = cd
+		}
+	}
+	return d
+}
+
+func all(n int) []int {
+	idx := make([]int, n)
+	for i := range idx {
+		idx[i] = i
+	}
+	return idx
+}
+
+// spoolAll appends records[idx] as one unit and answers them. The caller
+// holds a.mu shared.
+func (a *Admission) spoolAll(ctx context.Context, records []*kgo.Record, out []Admitted, idx []int) {
+	data := make([][]byte, len(idx))
+	size := 0
+	for j, i := range idx {
+		data[j] = AppendSpooled(nil, records[i])
+		size += len(data[j])
+	}
+	err := a.spool.Append(ctx, data...)
+	if err == nil {
+		a.metrics.spooled.Add(float64(len(idx)))
+		a.signal()
+		for _, i := range idx {
+			out[i] = Admitted{Durability: DurabilityLocalDisk}
+		}
+		return
+	}
+	var wait time.Duration
+	if errors.Is(err, buffer.ErrFull) {
+		wait = a.fullRetryAfter(size)
+		a.metrics.full.Add(float64(len(idx)))
+	}
+	for _, i := range idx {
+		out[i] = Admitted{Err: err, RetryAfter: wait}
+	}
+}
+
+// fullRetryAfter estimates when the drainer will have freed the bytes a
+// refused request needs: its size over the observed drain rate, at least a
+// second and at most a minute (5s while no drain rate is known).
+func (a *Admission) fullRetryAfter(need int) time.Duration {
+	rate := a.rate()
+	if rate <= 0 {
+		return 5 * time.Second
+	}
+	secs := math.Max(1, math.Min(60, math.Ceil(float64(need)/rate)))
+	return time.Duration(secs) * time.Second
+}
+
+func (a *Admission) rate() float64 {
+	a.rateMu.Lock()
+	defer a.rateMu.Unlock()
+	return a.drainRate
+}
+
+func (a *Admission) enterSpooling(reason string) {
+	if a.mode.CompareAndSwap(int32(ModeDirect), int32(ModeSpooling)) {
+		a.metrics.switches.WithLabelValues("SPOOLING", reason).Inc()
+		a.log.Warn("admission: spooling", "reason", reason)
+	}
+}
+
+func (a *Admission) signal() {
+	select {
+	case a.wake <- struct{}{}:
+	default:
+	}
+}
+
+// reasonOf labels why a record fell back to the spool.
+func reasonOf(err error) string {
+	switch {
+	case errors.Is(err, ErrTimeout):
+		return "latency"
+	case errors.Is(err, ErrBufferFull):
+		return "in_flight_budget"
+	}
+	return "kafka_error"
+}
+
+func retryAfterOf(err error) time.Duration {
+	var pe *ProduceError
+	if errors.As(err, &pe) {
+		return pe.RetryAfter
+	}
+	return 0
+}
+
+// drain replays the spool to Kafka in order until Close. A failed publish
+// acknowledges what was published before the first failure, rewinds and
+// retries after a backoff, so a record is never skipped; records after the
+// failure that did reach Kafka are published again (duplicates, absorbed by
+// event id downstream).
+func (a *Admission) drain() {
+	defer close(a.stopped)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-a.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		a.maybeDirect()
+		entries, err := a.spool.Next(ctx, a.cfg.DrainBatch)
+		if err != nil {
+			if ctx.Err() == nil {
+				a.log.Error("admission: reading the spool", "err", err)
+				a.sleep(ctx, backoff)
+			}
+			continue
+		}
+		records := make([]*kgo.Record, 0, len(entries))
+		keep := entries[:0:0]
+		bytes := 0
+		for _, e := range entries {
+			r, err := DecodeSpooled(e.Data)
+			if err != nil {
+				// The spool's checksum passed, so this is not disk damage
+				// but a record this version cannot read; it is counted and
+				// logged with its position, never silently dropped.
+				a.metrics.undecodable.Inc()
+				a.log.Error("admission: spooled record does not decode; skipped", "pos", fmt.Sprint(e.Pos), "err", err)
+				continue
+			}
+			records = append(records, r)
+			keep = append(keep, e)
+			bytes += len(e.Data)
+		}
+		start := time.Now()
+		pctx, pcancel := context.WithTimeout(ctx, a.cfg.DrainTimeout)
+		errs := a.kafka.Publish(pctx, records)
+		pcancel()
+		failed := -1
+		for i, err := range errs {
+			if err != nil {
+				failed = i
+				break
+			}
+		}
+		switch {
+		case failed < 0:
+			if err := a.spool.Ack(entries[len(entries)-1].Pos); err != nil {
+				a.log.Error("admission: acknowledging the spool", "err", err)
+			}
+			a.metrics.drained.Add(float64(len(records)))
+			a.observeRate(bytes, time.Since(start))
+			backoff = 100 * time.Millisecond
+		default:
+			if failed > 0 {
+				if err := a.spool.Ack(keep[failed-1].Pos); err != nil {
+					a.log.Error("admission: acknowledging the spool", "err", err)
+				}
+				a.metrics.drained.Add(float64(failed))
+			}
+			a.spool.Rewind()
+			a.metrics.drainErrors.Inc()
+			a.log.Warn("admission: drain publish failed; retrying", "err", errs[failed], "backoff", backoff)
+			a.sleep(ctx, time.Duration(rand.Int64N(int64(backoff))+1))
+			backoff = min(2*backoff, a.cfg.DrainBackoffMax)
+		}
+	}
+}
+
+// maybeDirect returns to DIRECT once the spool is empty. The exclusive lock
+// waits out appends under way, so none lands behind the switch.
+func (a *Admission) maybeDirect() {
+	if a.cfg.SpoolFirst || a.Mode() == ModeDirect || !a.spool.Empty() {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.spool.Empty() && a.mode.CompareAndSwap(int32(ModeSpooling), int32(ModeDirect)) {
+		a.metrics.switches.WithLabelValues("DIRECT", "drained").Inc()
+		a.log.Info("admission: spool drained; direct")
+	}
+}
+
+func (a *Admission) observeRate(bytes int, took time.Duration) {
+	if took <= 0 {
+		took = time.Millisecond
+	}
+	r := float64(bytes) / took.Seconds()
+	a.rateMu.Lock()
+	defer a.rateMu.Unlock()
+	if a.drainRate == 0 {
+		a.drainRate = r
+		return
+	}
+	a.drainRate = 0.8*a.drainRate + 0.2*r
+}
+
+func (a *Admission) sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// Close stops the drainer and waits for it. Records left in the spool stay
+// there for the next start. It does not close the producer or the spool.
+func (a *Admission) Close() {
+	select {
+	case <-a.stop:
+	default:
+		close(a.stop)
+	}
+	<-a.stopped
+}
+
+type admissionMetrics struct {
+	mode        prometheus.GaugeFunc
+	drainRate   prometheus.GaugeFunc
+	switches    *prometheus.CounterVec
+	spooled     prometheus.Counter
+	full        prometheus.Counter
+	drained     prometheus.Counter
+	drainErrors prometheus.Counter
+	undecodable prometheus.Counter
+}
+
+func newAdmissionMetrics(mode, rate func() float64) *admissionMetrics {
+	return &admissionMetrics{
+		mode: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "sluice_admission_mode", Help: "Admission mode: 0 DIRECT, 1 SPOOLING.",
+		}, mode),
+		drainRate: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "sluice_spool_drain_bytes_per_second", Help: "Smoothed rate at which the drainer publishes spooled bytes.",
+		}, rate),
+		switches: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_admission_switches_total", Help: "Admission mode switches by target mode and reason.",
+		}, []string{"to", "reason"}),
+		spooled: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sluice_admission_spooled_records_total", Help: "Records made durable in the spool.",
+		}),
+		full: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sluice_admission_buffer_full_records_total", Help: "Records refused because the spool was full.",
+		}),
+		drained: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sluice_spool_drained_records_total", Help: "Spooled records published to Kafka by the drainer.",
+		}),
+		drainErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sluice_spool_drain_errors_total", Help: "Drain publishes that failed and were retried.",
+		}),
+		undecodable: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sluice_spool_undecodable_records_total", Help: "Spooled records that passed their checksum but did not decode.",
+		}),
+	}
+}
+
+func (m *admissionMetrics) register(r prometheus.Registerer) error {
+	for _, c := range []prometheus.Collector{m.mode, m.drainRate, m.switches, m.spooled, m.full, m.drained, m.drainErrors, m.undecodable} {
+		if err := r.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,279 @@
+package publish
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicehq/sluice/buffer"
+)
+
+// outage makes a kfake cluster drop every produce request while it is on:
+// the faults are injected at the broker, the client and spool are real.
+type outage struct{ on atomic.Bool }
+
+func (o *outage) install(c *kfake.Cluster) {
+	c.ControlKey(kmsg.Produce.Int16(), func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		if o.on.Load() {
+			return nil, errors.New("injected outage"), true
+		}
+		return nil, nil, false
+	})
+}
+
+func openSpool(t *testing.T, dir string, edit func(*buffer.Config)) *buffer.Spool {
+	t.Helper()
+	cfg := buffer.NewDefaultConfig(dir)
+	cfg.MinFreeBytes = 1
+	if edit != nil {
+		edit(&cfg)
+	}
+	s, err := buffer.Open(cfg, buffer.WithLogger(discardLogger()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func newTestAdmission(t *testing.T, p *Producer, s *buffer.Spool, edit func(*AdmissionConfig), reg prometheus.Registerer) *Admission {
+	t.Helper()
+	cfg := NewDefaultAdmissionConfig()
+	cfg.LatencyThreshold = 300 * time.Millisecond
+	cfg.DrainTimeout = time.Second
+	cfg.DrainBackoffMax = 200 * time.Millisecond
+	if edit != nil {
+		edit(&cfg)
+	}
+	opts := []Option{WithLogger(discardLogger())}
+	if reg != nil {
+		opts = append(opts, WithRegisterer(reg))
+	}
+	a, err := NewAdmission(cfg, p, s, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// keyed builds n records of topic over keys k0..k(keys-1), numbered in
+// their value so order per key can be checked.
+func keyed(topic string, from, n, keys int) []*kgo.Record {
+	out := make([]*kgo.Record, n)
+	for i := range out {
+		seq := from + i
+		out[i] = NewRecord(&Event{Topic: topic, Key: []byte(fmt.Sprintf("k%d", seq%keys)), Value: []byte(fmt.Sprintf("%08d", seq)),
+			ID: fmt.Sprintf("e-%d", seq), Type: "t", Source: "s", OccurredAt: time.Unix(1, 0), IngestedAt: time.Unix(1, 0), Fingerprint: "f"})
+	}
+	return out
+}
+
+// waitMode checks the mode every few milliseconds until it is m, or fails
+// at the deadline.
+func waitMode(t *testing.T, a *Admission, m Mode) {
+	t.Helper()
+	deadline := time.After(testWait)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for a.Mode() != m {
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("admission is %v, waited for %v", a.Mode(), m)
+		}
+	}
+}
+
+// consumeAll reads topic from the start until n distinct values arrived.
+func consumeAll(t *testing.T, brokers []string, topic string, n int) []*kgo.Record {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), testWait)
+	defer cancel()
+	var out []*kgo.Record
+	distinct := map[string]bool{}
+	for len(distinct) < n {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("%d of %d records arrived", len(distinct), n)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			out = append(out, r)
+			distinct[string(r.Value)] = true
+		})
+	}
+	return out
+}
+
+// checkKeyOrder: for every key, the first copies of its records appear in
+// the order they were admitted (duplicates after a retry are allowed).
+func checkKeyOrder(t *testing.T, recs []*kgo.Record) {
+	t.Helper()
+	last := map[string]string{}
+	seen := map[string]bool{}
+	for _, r := range recs {
+		v := string(r.Value)
+		if seen[v] {
+			continue
+		}
+		seen[v] = true
+		k := string(r.Key)
+		if prev, ok := last[k]; ok && v < prev {
+			t.Fatalf("key %s: %s arrived after %s", k, v, prev)
+		}
+		last[k] = v
+	}
+}
+
+func TestAdmissionDirect(t *testing.T) {
+	const topic = "ingest.t"
+	c := newCluster(t, []string{topic})
+	p := newTestProducer(t, c.ListenAddrs(), nil)
+	s := openSpool(t, t.TempDir(), nil)
+	defer s.Close()
+	a := newTestAdmission(t, p, s, nil, nil)
+	defer a.Close()
+	for i, r := range a.Admit(context.Background(), keyed(topic, 0, 10, 3)) {
+		if r.Err != nil || r.Durability != DurabilityKafka {
+			t.Fatalf("record %d: %+v", i, r)
+		}
+	}
+	if a.Mode() != ModeDirect || !s.Empty() {
+		t.Fatalf("mode %v, spool empty %v", a.Mode(), s.Empty())
+	}
+}
+
+// TestAdmissionOutage: while Kafka refuses produce requests, records are
+// spooled and answered LOCAL_DISK; at the cap they are refused with
+// ErrFull and a retry-after; when Kafka is back the spool drains in order,
+// admission returns to DIRECT, and every spooled record is in Kafka.
+func TestAdmissionOutage(t *testing.T) {
+	const topic = "ingest.t"
+	c := newCluster(t, []string{topic})
+	var o outage
+	o.install(c)
+	p := newTestProducer(t, c.ListenAddrs(), func(c *Config) { c.DeliveryTimeout = time.Second })
+	s := openSpool(t, t.TempDir(), func(c *buffer.Config) { c.MaxBytes = 64 << 10; c.SegmentBytes = 16 << 10 })
+	defer s.Close()
+	reg := prometheus.NewRegistry()
+	a := newTestAdmission(t, p, s, nil, reg)
+	defer a.Close()
+
+	o.on.Store(true)
+	var accepted []*kgo.Record
+	full := 0
+	for batch := 0; batch < 200 && full == 0; batch++ {
+		recs := keyed(topic, batch*10, 10, 4)
+		for i, r := range a.Admit(context.Background(), recs) {
+			switch {
+			case r.Err == nil:
+				if r.Durability != DurabilityLocalDisk {
+					t.Fatalf("during the outage: %+v", r)
+				}
+				accepted = append(accepted, recs[i])
+			case errors.Is(r.Err, buffer.ErrFull):
+				if r.RetryAfter <= 0 {
+					t.Fatalf("BUFFER_FULL without a retry-after: %+v", r)
+				}
+				full++
+			default:
+				t.Fatalf("record refused: %+v", r)
+			}
+		}
+	}
+	if full == 0 || len(accepted) == 0 {
+		t.Fatalf("accepted %d, refused full %d: the cap was never reached", len(accepted), full)
+	}
+	if a.Mode() != ModeSpooling {
+		t.Fatalf("mode %v during the outage", a.Mode())
+	}
+
+	o.on.Store(false)
+	waitMode(t, a, ModeDirect)
+	got := consumeAll(t, c.ListenAddrs(), topic, len(accepted))
+	checkKeyOrder(t, got)
+	in := map[string]bool{}
+	for _, r := range got {
+		in[string(r.Value)] = true
+	}
+	for _, r := range accepted {
+		if !in[string(r.Value)] {
+			t.Fatalf("acknowledged record %s is not in Kafka", r.Value)
+		}
+	}
+	if n := testutil.ToFloat64(a.metrics.drained); int(n) < len(accepted) {
+		t.Fatalf("drained %v, spooled %d", n, len(accepted))
+	}
+}
+
+// TestAdmissionResumesAfterRestart: records spooled before a restart are
+// drained by the next admission over the same spool directory.
+func TestAdmissionResumesAfterRestart(t *testing.T) {
+	const topic = "ingest.t"
+	c := newCluster(t, []string{topic})
+	var o outage
+	o.install(c)
+	dir := t.TempDir()
+	p := newTestProducer(t, c.ListenAddrs(), func(c *Config) { c.DeliveryTimeout = time.Second })
+
+	o.on.Store(true)
+	s := openSpool(t, dir, nil)
+	a := newTestAdmission(t, p, s, func(c *AdmissionConfig) { c.SpoolFirst = true }, nil)
+	recs := keyed(topic, 0, 50, 5)
+	for i, r := range a.Admit(context.Background(), recs) {
+		if r.Err != nil || r.Durability != DurabilityLocalDisk {
+			t.Fatalf("record %d: %+v", i, r)
+		}
+	}
+	a.Close()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	o.on.Store(false)
+	s = openSpool(t, dir, nil)
+	defer s.Close()
+	a = newTestAdmission(t, p, s, nil, nil)
+	defer a.Close()
+	if a.Mode() != ModeSpooling {
+		t.Fatalf("a spool with records starts %v", a.Mode())
+	}
+	waitMode(t, a, ModeDirect)
+	checkKeyOrder(t, consumeAll(t, c.ListenAddrs(), topic, len(recs)))
+}
+
+func TestAdmissionConfigValidate(t *testing.T) {
+	if err := NewDefaultAdmissionConfig().Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		field string
+		edit  func(*AdmissionConfig)
+	}{
+		{"latency_threshold", func(c *AdmissionConfig) { c.LatencyThreshold = 0 }},
+		{"in_flight_budget", func(c *AdmissionConfig) { c.InFlightBudget = 0 }},
+		{"drain_batch", func(c *AdmissionConfig) { c.DrainBatch = 0 }},
+		{"drain_timeout", func(c *AdmissionConfig) { c.DrainTimeout = 0 }},
+		{"drain_backoff_max", func(c *AdmissionConfig) { c.DrainBackoffMax = time.Millisecond }},
+	} {
+		cfg := NewDefaultAdmissionConfig()
+		c.edit(&cfg)
+		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), c.field) {
+			t.Errorf("%s: %v", c.field, err)
+		}
+	}
+}
