@@ -18,9 +18,11 @@
 //     is being published, others wait for its outcome, so concurrent retries
 //     make one record and no caller is told DUPLICATE for an event that then
 //     fails.
-//  5. The surviving events are published in request order (so one key keeps
-//     its order) and each is answered ACCEPTED only once Kafka acknowledged
-//     it with acks=all.
+//  5. The surviving events are handed to admission (publish.Admission) in
+//     request order, so one key keeps its order, and each is answered
+//     ACCEPTED only once it is durable: acknowledged by Kafka with acks=all
+//     (durability KAFKA) or fsync'd in the local spool while Kafka pushes
+//     back (durability LOCAL_DISK).
 //
 // # Guarantees
 //
@@ -36,9 +38,10 @@
 //     rejected, and when none succeeded the status the reasons share (400,
 //     403, 413, 422, 503) or 422 when they differ; Retry-After when every
 //     event was refused retryably.
-//   - Nothing waits unbounded: an event waits for Kafka until PublishTimeout
-//     or shortly before the caller's deadline, whichever is first, and is
-//     then answered UNAVAILABLE, retryable. It may still reach Kafka later;
+//   - Nothing waits unbounded: an event waits until PublishTimeout or
+//     shortly before the caller's deadline, whichever is first, and is then
+//     answered UNAVAILABLE, retryable. A full spool answers BUFFER_FULL,
+//     retryable, with the spool's estimate of the wait. It may still reach Kafka later;
 //     a retry may then make a duplicate record, which the sinks absorb by
 //     event id. Nothing answered ACCEPTED exists only in memory.
 //   - Memory is bounded: request sizes, the dedup window's MaxEntries, and
@@ -50,5 +53,6 @@
 //   - The dedup window is per gateway process and in memory: replicas, and
 //     a restarted gateway, may publish an id again. The sinks' upsert by
 //     event id is what makes an effect happen once.
-//   - It does not spool: with Kafka down, events are refused retryably.
+//   - Without a spool configured, events are refused UNAVAILABLE while
+//     Kafka is down instead of being spooled.
 package gateway

@@ -15,13 +15,18 @@ import (
 	"github.com/sluicehq/sluice/contract"
 	"github.com/sluicehq/sluice/examples"
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
+	"github.com/sluicehq/sluice/publish"
 )
 
 // acceptAll stands in for Kafka at the edge: every record is acknowledged.
 type acceptAll struct{}
 
-func (acceptAll) Publish(_ context.Context, recs []*kgo.Record) []error {
-	return make([]error, len(recs))
+func (acceptAll) Admit(_ context.Context, recs []*kgo.Record) []publish.Admitted {
+	out := make([]publish.Admitted, len(recs))
+	for i := range out {
+		out[i].Durability = publish.DurabilityKafka
+	}
+	return out
 }
 
 func restSeeds() [][]byte {

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/sluicehq/sluice/buffer"
 	"github.com/sluicehq/sluice/contract"
 	"github.com/sluicehq/sluice/examples"
 	"github.com/sluicehq/sluice/gateway"
@@ -56,7 +57,7 @@ func (c *clock) Advance(d time.Duration) {
 
 // harness is a gateway on loopback ports publishing to an in-process Kafka.
 type harness struct {
-	t       *testing.T
+	t       testing.TB
 	cluster *kfake.Cluster
 	brokers []string
 	srv     *gateway.Server
@@ -66,11 +67,16 @@ type harness struct {
 	reg     *prometheus.Registry
 	cfg     gateway.Config
 	topics  map[string]string // event type -> topic
+
+	admission *publish.Admission
 }
 
 type harnessOpts struct {
 	config    func(*gateway.Config)
-	publisher func(real gateway.Publisher) gateway.Publisher
+	publisher func(real gateway.Admitter) gateway.Admitter
+	// spool, when set, gives admission a spool; admission tunes it.
+	spool     func(t testing.TB) *buffer.Spool
+	admission func(*publish.AdmissionConfig)
 	brokers   []string // publish here instead of the in-process Kafka
 	// realKafka publishes to SLUICE_KAFKA_BROKERS, on topics of the test's
 	// own, and skips the test when it is not set.
@@ -96,7 +102,7 @@ func testConfig() gateway.Config {
 	return cfg
 }
 
-func newHarness(t *testing.T, o harnessOpts) *harness {
+func newHarness(t testing.TB, o harnessOpts) *harness {
 	t.Helper()
 	h := &harness{t: t, clock: &clock{now: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}, reg: prometheus.NewRegistry()}
 	registry, err := contract.Load(examples.Contracts, examples.Types, contract.WithMaxDepth(8))
@@ -138,9 +144,23 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 		defer cancel()
 		_ = producer.Close(ctx)
 	})
-	var pub gateway.Publisher = producer
+	var spool *buffer.Spool
+	if o.spool != nil {
+		spool = o.spool(t)
+	}
+	acfg := publish.NewDefaultAdmissionConfig()
+	if o.admission != nil {
+		o.admission(&acfg)
+	}
+	admission, err := publish.NewAdmission(acfg, producer, spool, publish.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(admission.Close)
+	h.admission = admission
+	var pub gateway.Admitter = admission
 	if o.publisher != nil {
-		pub = o.publisher(producer)
+		pub = o.publisher(admission)
 	}
 	h.cfg = testConfig()
 	if o.realKafka {
@@ -270,6 +290,23 @@ func (h *harness) publishGRPC(key string, events ...ev) (*ingestv1.PublishRespon
 // consume reads records of topic from the start until want have arrived or
 // the deadline passes, and then reads briefly on to catch extra copies.
 func (h *harness) consume(topic string, want int) []*kgo.Record {
+	return h.consumeUntil(topic, func(recs []*kgo.Record, _ map[string]bool) bool { return len(recs) >= want })
+}
+
+// consumeIDs reads topic until every one of ids has arrived (copies and
+// other ids may come too), or the deadline passes.
+func (h *harness) consumeIDs(topic string, ids []string) []*kgo.Record {
+	return h.consumeUntil(topic, func(_ []*kgo.Record, seen map[string]bool) bool {
+		for _, id := range ids {
+			if !seen[id] {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+func (h *harness) consumeUntil(topic string, done func([]*kgo.Record, map[string]bool) bool) []*kgo.Record {
 	h.t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(h.brokers...), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200*time.Millisecond))
@@ -278,10 +315,11 @@ func (h *harness) consume(topic string, want int) []*kgo.Record {
 	}
 	defer cl.Close()
 	var out []*kgo.Record
+	ids := map[string]bool{}
 	deadline := time.Now().Add(15 * time.Second)
 	extra := time.Time{}
 	for {
-		if len(out) >= want && extra.IsZero() {
+		if extra.IsZero() && done(out, ids) {
 			extra = time.Now().Add(500 * time.Millisecond)
 		}
 		if time.Now().After(deadline) || (!extra.IsZero() && time.Now().After(extra)) {
@@ -290,7 +328,10 @@ func (h *harness) consume(topic string, want int) []*kgo.Record {
 		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 		fs := cl.PollFetches(ctx)
 		cancel()
-		fs.EachRecord(func(r *kgo.Record) { out = append(out, r) })
+		fs.EachRecord(func(r *kgo.Record) {
+			out = append(out, r)
+			ids[header(r, publish.HeaderEventID)] = true
+		})
 	}
 }
 
@@ -328,4 +369,20 @@ func setJSON(t *testing.T, base []byte, path string, value any) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// eventually checks cond every few milliseconds until it holds, or fails
+// the test at the deadline.
+func eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.After(20 * time.Second)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("waited in vain for %s", what)
+		}
+	}
 }

@@ -70,7 +70,7 @@ func TestOperability(t *testing.T) {
 // answered after Kafka acknowledges it, and new requests are refused.
 func TestShutdownDrains(t *testing.T) {
 	var gated *gatedPublisher
-	h := newHarness(t, harnessOpts{publisher: func(p gateway.Publisher) gateway.Publisher {
+	h := newHarness(t, harnessOpts{publisher: func(p gateway.Admitter) gateway.Admitter {
 		gated = newGated(p)
 		return gated
 	}})

@@ -16,15 +16,17 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/sluicehq/sluice/buffer"
 	"github.com/sluicehq/sluice/contract"
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
 	"github.com/sluicehq/sluice/publish"
 )
 
-// Publisher makes records durable in Kafka. errs[i] is nil only once
-// records[i] is acknowledged; Publish returns by ctx's deadline.
-type Publisher interface {
-	Publish(ctx context.Context, records []*kgo.Record) (errs []error)
+// Admitter makes records durable, in Kafka or in the local spool
+// (*publish.Admission). out[i].Err is nil only once records[i] is durable;
+// Admit returns by ctx's deadline.
+type Admitter interface {
+	Admit(ctx context.Context, records []*kgo.Record) (out []publish.Admitted)
 }
 
 // Service implements sluice.ingest.v1.IngestService for gRPC and, through
@@ -34,7 +36,7 @@ type Service struct {
 
 	cfg       Config
 	contracts *contract.Registry
-	pub       Publisher
+	pub       Admitter
 	sources   *sources
 	dedup     *dedupWindow // nil when dedup is off
 	topics    map[string]string
@@ -70,7 +72,7 @@ func WithRegisterer(r prometheus.Registerer) Option {
 func WithLogger(l *slog.Logger) Option { return optionFunc(func(o *options) { o.log = l }) }
 
 // New builds the service. cfg must pass Validate.
-func New(cfg Config, contracts *contract.Registry, pub Publisher, opts ...Option) (*Service, error) {
+func New(cfg Config, contracts *contract.Registry, pub Admitter, opts ...Option) (*Service, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -453,25 +455,37 @@ func (s *Service) publish(ctx context.Context, src *source, cands []*candidate, 
 			Attributes:  ev.GetAttributes(),
 		})
 	}
-	errs := s.pub.Publish(ctx, records)
+	admitted := s.pub.Admit(ctx, records)
 	for i, c := range cands {
-		err := errs[i]
+		a := admitted[i]
 		if s.dedup != nil {
-			s.dedup.settle(c.key, err == nil)
+			s.dedup.settle(c.key, a.Err == nil)
 		}
-		if err == nil {
+		if a.Err == nil {
 			d := ingestv1.Durability_KAFKA
+			if a.Durability == publish.DurabilityLocalDisk {
+				d = ingestv1.Durability_LOCAL_DISK
+			}
 			results[c.index] = &ingestv1.EventResult{Index: uint32(c.index), Id: c.event.GetId(), Outcome: ingestv1.Outcome_ACCEPTED, Durability: &d}
 			continue
 		}
-		results[c.index] = rejected(c.index, c.event.GetId(), s.publishRejection(err))
+		results[c.index] = rejected(c.index, c.event.GetId(), s.admitRejection(a))
 	}
 }
 
-// publishRejection maps a Kafka failure: a record over the broker's size
-// limit is the event's fault; anything else is the gateway's, retryable
-// when publish.Retryable says so.
-func (s *Service) publishRejection(err error) *ingestv1.Rejection {
+// admitRejection maps a record that was not made durable: a full spool is
+// BUFFER_FULL with the spool's estimate of the wait; a record over Kafka's
+// size limit is the event's fault; anything else is the gateway's,
+// retryable when publish.Retryable says so.
+func (s *Service) admitRejection(a publish.Admitted) *ingestv1.Rejection {
+	err := a.Err
+	if errors.Is(err, buffer.ErrFull) {
+		wait := a.RetryAfter
+		if wait <= 0 {
+			wait = s.cfg.UnavailableRetryAfter
+		}
+		return rejectRetry(ingestv1.Reason_BUFFER_FULL, wait, "the gateway's spool is full: "+err.Error())
+	}
 	if errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.RecordListTooLarge) {
 		return reject(ingestv1.Reason_EVENT_TOO_LARGE, "Kafka refused the record as too large")
 	}

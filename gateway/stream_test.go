@@ -18,12 +18,13 @@ import (
 	"github.com/sluicehq/sluice/examples"
 	"github.com/sluicehq/sluice/gateway"
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
+	"github.com/sluicehq/sluice/publish"
 )
 
 // gatedPublisher holds every Publish until the test lets one through, and
 // records how many were waiting at most. It stands in for a slow Kafka.
 type gatedPublisher struct {
-	next gateway.Publisher
+	next gateway.Admitter
 	gate chan struct{}
 
 	mu       sync.Mutex
@@ -32,11 +33,11 @@ type gatedPublisher struct {
 	changed  chan struct{}
 }
 
-func newGated(next gateway.Publisher) *gatedPublisher {
+func newGated(next gateway.Admitter) *gatedPublisher {
 	return &gatedPublisher{next: next, gate: make(chan struct{}), changed: make(chan struct{}, 100)}
 }
 
-func (g *gatedPublisher) Publish(ctx context.Context, recs []*kgo.Record) []error {
+func (g *gatedPublisher) Admit(ctx context.Context, recs []*kgo.Record) []publish.Admitted {
 	g.mu.Lock()
 	g.inFlight++
 	g.max = max(g.max, g.inFlight)
@@ -51,7 +52,7 @@ func (g *gatedPublisher) Publish(ctx context.Context, recs []*kgo.Record) []erro
 	case <-g.gate:
 	case <-ctx.Done():
 	}
-	return g.next.Publish(ctx, recs)
+	return g.next.Admit(ctx, recs)
 }
 
 // waitInFlight waits until n publishes are held, or fails at the deadline.
@@ -77,7 +78,7 @@ func (g *gatedPublisher) waitInFlight(t *testing.T, n int) {
 // StreamWindow batches are in flight, and answers in batch order.
 func TestStreamWindow(t *testing.T) {
 	var gated *gatedPublisher
-	h := newHarness(t, harnessOpts{publisher: func(p gateway.Publisher) gateway.Publisher {
+	h := newHarness(t, harnessOpts{publisher: func(p gateway.Admitter) gateway.Admitter {
 		gated = newGated(p)
 		return gated
 	}})

@@ -7,8 +7,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// kgoLogger writes franz-go's logs to a slog.Logger. Its level is the most
-// verbose one the handler had enabled when the producer was created.
+// kgoLogger writes franz-go's logs to a slog.Logger: its errors and
+// warnings as such, its info and debug lines at debug. Its level is the
+// most verbose one the handler had enabled when the producer was created.
 type kgoLogger struct {
 	l     *slog.Logger
 	level kgo.LogLevel
@@ -37,9 +38,9 @@ func slogLevel(l kgo.LogLevel) slog.Level {
 		return slog.LevelError
 	case kgo.LogLevelWarn:
 		return slog.LevelWarn
-	case kgo.LogLevelInfo:
-		return slog.LevelInfo
 	default:
+		// franz-go's info lines are about connections and metadata
+		// refreshes: debugging detail for sluice's operators.
 		return slog.LevelDebug
 	}
 }

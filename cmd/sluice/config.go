@@ -11,6 +11,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/sluicehq/sluice/buffer"
 	"github.com/sluicehq/sluice/gateway"
 	"github.com/sluicehq/sluice/publish"
 )
@@ -18,11 +19,42 @@ import (
 // fileConfig is the sluice config file. Every block starts from its
 // package's defaults; the file sets what differs.
 type fileConfig struct {
-	Gateway   gateway.Config  `yaml:"gateway"`
-	Sources   []sourceFile    `yaml:"sources"`
-	Contracts contractsConfig `yaml:"contracts"`
-	Kafka     publish.Config  `yaml:"kafka"`
-	Log       logConfig       `yaml:"log"`
+	Gateway   gateway.Config          `yaml:"gateway"`
+	Sources   []sourceFile            `yaml:"sources"`
+	Contracts contractsConfig         `yaml:"contracts"`
+	Kafka     publish.Config          `yaml:"kafka"`
+	Spool     spoolConfig             `yaml:"spool"`
+	Admission publish.AdmissionConfig `yaml:"admission"`
+	Log       logConfig               `yaml:"log"`
+}
+
+// spoolConfig is the disk spool block. An empty dir runs without a spool:
+// with Kafka down, events are then refused UNAVAILABLE instead of spooled.
+type spoolConfig struct {
+	Dir          string             `yaml:"dir"`
+	SegmentBytes int64              `yaml:"segment_bytes"`
+	MaxBytes     int64              `yaml:"max_bytes"`
+	MinFreeBytes int64              `yaml:"min_free_bytes"`
+	Fsync        buffer.FsyncPolicy `yaml:"fsync"`
+}
+
+// buffer returns the spool's config: the package defaults with the file's
+// values over them.
+func (s spoolConfig) buffer() buffer.Config {
+	c := buffer.NewDefaultConfig(s.Dir)
+	if s.SegmentBytes != 0 {
+		c.SegmentBytes = s.SegmentBytes
+	}
+	if s.MaxBytes != 0 {
+		c.MaxBytes = s.MaxBytes
+	}
+	if s.MinFreeBytes != 0 {
+		c.MinFreeBytes = s.MinFreeBytes
+	}
+	if s.Fsync != "" {
+		c.Fsync = s.Fsync
+	}
+	return c
 }
 
 // sourceFile is a source as the file gives it: key hashes inline, or keys
@@ -46,9 +78,10 @@ type logConfig struct {
 
 func defaultFileConfig() fileConfig {
 	return fileConfig{
-		Gateway: gateway.NewDefaultConfig(),
-		Kafka:   publish.NewDefaultConfig(),
-		Log:     logConfig{Level: "info", Format: "json"},
+		Gateway:   gateway.NewDefaultConfig(),
+		Kafka:     publish.NewDefaultConfig(),
+		Admission: publish.NewDefaultAdmissionConfig(),
+		Log:       logConfig{Level: "info", Format: "json"},
 	}
 }
 
@@ -88,6 +121,16 @@ func (c fileConfig) validate() error {
 	}
 	if err := c.Kafka.Validate(); err != nil {
 		return fmt.Errorf("config: kafka: %w", err)
+	}
+	if err := c.Admission.Validate(); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	if c.Spool.Dir != "" {
+		if err := c.Spool.buffer().Validate(); err != nil {
+			return fmt.Errorf("config: spool: %w", err)
+		}
+	} else if c.Admission.SpoolFirst {
+		return errors.New("config: admission.spool_first: needs spool.dir")
 	}
 	if c.Contracts.DescriptorSet == "" {
 		return errors.New("config: contracts.descriptor_set: must name a buf image or descriptor set file")

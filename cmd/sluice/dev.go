@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"sync"
 
@@ -28,6 +29,8 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	kafkaPort := fs.Int("kafka-port", 0, "port of the in-process Kafka on 127.0.0.1 (0: any free port)")
 	partitions := fs.Int("partitions", 3, "partitions per topic in the in-process Kafka")
 	tail := fs.Bool("tail", true, "print each record as it lands in Kafka")
+	spoolDir := fs.String("spool-dir", "", "directory of the disk spool (default: a temporary one, removed at exit)")
+	spoolFirst := fs.Bool("spool-first", false, "send every event through the spool")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -56,6 +59,18 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}}
 	cfg.Kafka.Brokers = cluster.ListenAddrs()
 	cfg.Contracts = contractsConfig{DescriptorSet: "(embedded example contracts)", Types: examples.Types}
+	cfg.Spool.Dir = *spoolDir
+	if cfg.Spool.Dir == "" {
+		dir, err := os.MkdirTemp("", "sluice-dev-spool-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		cfg.Spool.Dir = dir
+		// A scratch spool on a developer's disk needs no free-space floor.
+		cfg.Spool.MinFreeBytes = 1
+	}
+	cfg.Admission.SpoolFirst = *spoolFirst
 	if err := cfg.validate(); err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/sluicehq/sluice/buffer"
 	"github.com/sluicehq/sluice/contract"
 	"github.com/sluicehq/sluice/gateway"
 	"github.com/sluicehq/sluice/publish"
@@ -62,20 +63,42 @@ func serve(ctx context.Context, cfg fileConfig, registry *contract.Registry, log
 			log.Error("producer close", "err", err)
 		}
 	}
-	svc, err := gateway.New(cfg.Gateway, registry, producer,
-		gateway.WithRegisterer(reg), gateway.WithLogger(log))
+	var spool *buffer.Spool
+	if cfg.Spool.Dir != "" {
+		if spool, err = buffer.Open(cfg.Spool.buffer(), buffer.WithRegisterer(reg), buffer.WithLogger(log)); err != nil {
+			closeProducer()
+			return err
+		}
+	} else {
+		log.Warn("no spool.dir: with Kafka down, events are refused instead of spooled")
+	}
+	admission, err := publish.NewAdmission(cfg.Admission, producer, spool, publish.WithRegisterer(reg), publish.WithLogger(log))
 	if err != nil {
 		closeProducer()
+		closeSpool(spool, log)
+		return err
+	}
+	// In order: the drainer stops, the producer flushes what the drainer
+	// and requests handed it, then the spool closes consistent.
+	closeAll := func() {
+		admission.Close()
+		closeProducer()
+		closeSpool(spool, log)
+	}
+	svc, err := gateway.New(cfg.Gateway, registry, admission,
+		gateway.WithRegisterer(reg), gateway.WithLogger(log))
+	if err != nil {
+		closeAll()
 		return err
 	}
 	srv, err := gateway.NewServer(svc, gateway.WithGatherer(reg), gateway.WithReadiness(producer.Ping))
 	if err != nil {
-		closeProducer()
+		closeAll()
 		return err
 	}
 	srv.Start()
 	log.Info("gateway serving", "grpc", srv.GRPCAddr(), "http", srv.HTTPAddr(),
-		"types", len(registry.Types()), "sources", len(cfg.Gateway.Sources))
+		"types", len(registry.Types()), "sources", len(cfg.Gateway.Sources), "mode", admission.Mode().String())
 	if started != nil {
 		started(srv)
 	}
@@ -91,10 +114,19 @@ func serve(ctx context.Context, cfg fileConfig, registry *contract.Registry, log
 	if err := srv.Shutdown(sctx); err != nil {
 		log.Warn("shutdown cut requests off", "err", err)
 	}
-	closeProducer()
+	closeAll()
 	log.Info("gateway stopped")
 	if runErr != nil {
 		return fmt.Errorf("gateway: %w", runErr)
 	}
 	return nil
+}
+
+func closeSpool(s *buffer.Spool, log *slog.Logger) {
+	if s == nil {
+		return
+	}
+	if err := s.Close(); err != nil {
+		log.Error("spool close", "err", err)
+	}
 }

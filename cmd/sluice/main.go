@@ -3,6 +3,7 @@
 //	sluice dev                       everything in one process on embedded defaults
 //	sluice gateway --config FILE     the gateway against a real Kafka cluster
 //	sluice hash-key KEY              the config form of an API key
+//	sluice spool inspect DIR         a spool's state, read-only
 package main
 
 import (
@@ -14,6 +15,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/sluicehq/sluice/buffer"
 )
 
 const usage = `sluice: an ingestion gateway
@@ -22,6 +25,7 @@ Usage:
   sluice dev [flags]                 gateway + in-process Kafka + example contracts + demo key
   sluice gateway --config FILE       the gateway, from one YAML config file
   sluice hash-key KEY                print the sha256 of an API key for sources[].key_hashes
+  sluice spool inspect DIR           print a spool's segments, cursor, pending records and damage (read-only)
 
 Run "sluice COMMAND -h" for a command's flags.
 `
@@ -47,6 +51,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runDev(ctx, args[1:], stdout, stderr)
 	case "gateway":
 		return runGatewayCmd(ctx, args[1:], stderr)
+	case "spool":
+		if len(args) != 3 || args[1] != "inspect" {
+			return errors.New("spool: usage: sluice spool inspect DIR")
+		}
+		report, err := buffer.Inspect(args[2])
+		if err != nil {
+			return err
+		}
+		fmt.Fprint(stdout, report.String())
+		return nil
 	case "hash-key":
 		if len(args) != 2 {
 			return errors.New("hash-key: give exactly one key")
