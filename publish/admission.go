@@ -104,6 +104,13 @@ func (c AdmissionConfig) Validate() error {
 	return nil
 }
 
+// The drainer writes its cursor after ackEvery records or ackInterval,
+// whichever comes first, and whenever it has caught up with the spool.
+const (
+	ackEvery    = 4096
+	ackInterval = 200 * time.Millisecond
+)
+
 // producer is what admission needs of Kafka; *Producer is one.
 type producer interface {
 	Publish(ctx context.Context, records []*kgo.Record) []error
@@ -336,6 +343,23 @@ func (a *Admission) drain() {
 		}
 	}()
 	backoff := 100 * time.Millisecond
+	var (
+		pending     buffer.Position // published, not yet acknowledged to the spool
+		havePending bool
+		unacked     int
+		lastAck     = time.Now()
+	)
+	ack := func(pos buffer.Position) {
+		if err := a.spool.Ack(pos); err != nil {
+			a.log.Error("admission: acknowledging the spool", "err", err)
+		}
+		havePending, unacked, lastAck = false, 0, time.Now()
+	}
+	defer func() {
+		if havePending {
+			ack(pending)
+		}
+	}()
 	for ctx.Err() == nil {
 		a.maybeDirect()
 		entries, err := a.spool.Next(ctx, a.cfg.DrainBatch)
@@ -376,18 +400,27 @@ func (a *Admission) drain() {
 		}
 		switch {
 		case failed < 0:
-			if err := a.spool.Ack(entries[len(entries)-1].Pos); err != nil {
-				a.log.Error("admission: acknowledging the spool", "err", err)
+			// Every acknowledgement is a durable cursor write; they are
+			// coalesced (each costs fsyncs that would slow the appends).
+			// An unwritten acknowledgement only means records published
+			// again after a crash, never a loss.
+			pending = entries[len(entries)-1].Pos
+			havePending = true
+			unacked += len(entries)
+			caughtUp := len(entries) < a.cfg.DrainBatch
+			if caughtUp || unacked >= ackEvery || time.Since(lastAck) >= ackInterval {
+				ack(pending)
 			}
 			a.metrics.drained.Add(float64(len(records)))
 			a.observeRate(bytes, time.Since(start))
 			backoff = 100 * time.Millisecond
 		default:
 			if failed > 0 {
-				if err := a.spool.Ack(keep[failed-1].Pos); err != nil {
-					a.log.Error("admission: acknowledging the spool", "err", err)
-				}
+				pending, havePending = keep[failed-1].Pos, true
 				a.metrics.drained.Add(float64(failed))
+			}
+			if havePending {
+				ack(pending)
 			}
 			a.spool.Rewind()
 			a.metrics.drainErrors.Inc()
