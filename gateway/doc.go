@@ -30,6 +30,9 @@
 //     DUPLICATE, or REJECTED with a reason from the one Reason enum, its
 //     retryable flag, retry_after where one applies, and field violations
 //     where a rule failed. gRPC and REST carry the same results.
+//   - A gRPC request whose every event is refused for the same pressure
+//     reason (BUFFER_FULL or UNAVAILABLE) is refused whole, UNAVAILABLE
+//     with RetryInfo, so clients' retry policies see it.
 //   - Whole-request refusals carry ErrorInfo (reason, retryable),
 //     BadRequest and RetryInfo on gRPC, and the same fields as JSON with the
 //     table's HTTP status and Retry-After on REST. Undecodable requests are

@@ -192,6 +192,10 @@ func TestUnavailableWhenKafkaIsUnreachable(t *testing.T) {
 	resp, body := h.postREST(keyAll, restBody(e))
 	checkREST(t, want, resp, body)
 
+	// Over gRPC, a request refused whole for pressure is UNAVAILABLE with
+	// ErrorInfo and RetryInfo, so retry policies see it.
+	want.grpcCode = codes.Unavailable
+
 	// A caller deadline shorter than PublishTimeout is answered before it
 	// passes, not with DEADLINE_EXCEEDED.
 	ctx, cancel := context.WithTimeout(withKey(context.Background(), keyAll), 3*time.Second)

@@ -143,7 +143,37 @@ func (s *Service) Publish(ctx context.Context, req *ingestv1.PublishRequest) (*i
 		return nil, f
 	}
 	s.metrics.requests.WithLabelValues(transport, "ok").Inc()
-	return &ingestv1.PublishResponse{Results: s.judge(ctx, src, req.GetEvents())}, nil
+	results := s.judge(ctx, src, req.GetEvents())
+	if transport == "grpc" {
+		if f := pushBack(results); f != nil {
+			return nil, f
+		}
+	}
+	return &ingestv1.PublishResponse{Results: results}, nil
+}
+
+// pushBack turns a request whose every event was refused for the same
+// pressure reason (BUFFER_FULL or UNAVAILABLE) into a whole-request
+// UNAVAILABLE with ErrorInfo and RetryInfo, so a gRPC client's retry policy
+// sees it; REST says the same with 503 and Retry-After (batchHTTPStatus).
+func pushBack(results []*ingestv1.EventResult) *Failure {
+	if len(results) == 0 {
+		return nil
+	}
+	first := results[0].GetRejection()
+	var wait time.Duration
+	for _, r := range results {
+		rej := r.GetRejection()
+		if r.GetOutcome() != ingestv1.Outcome_REJECTED || rej.GetReason() != first.GetReason() || !rej.GetRetryable() {
+			return nil
+		}
+		wait = max(wait, rej.GetRetryAfter().AsDuration())
+	}
+	switch first.GetReason() {
+	case ingestv1.Reason_BUFFER_FULL, ingestv1.Reason_UNAVAILABLE:
+		return &Failure{Reason: first.GetReason(), RetryAfter: wait, Message: first.GetMessage()}
+	}
+	return nil
 }
 
 // PublishStream judges batch after batch. At most StreamWindow batches are
