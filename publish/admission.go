@@ -109,6 +109,11 @@ func (c AdmissionConfig) Validate() error {
 const (
 	ackEvery    = 4096
 	ackInterval = 200 * time.Millisecond
+	// idleCheck is how long the drainer waits for records before it checks
+	// whether it can return to DIRECT.
+	idleCheck = 500 * time.Millisecond
+	// finishBound caps how long the switch back to DIRECT holds requests.
+	finishBound = 250 * time.Millisecond
 )
 
 // producer is what admission needs of Kafka; *Producer is one.
@@ -349,97 +354,132 @@ func (a *Admission) drain() {
 		unacked     int
 		lastAck     = time.Now()
 	)
-	ack := func(pos buffer.Position) {
-		if err := a.spool.Ack(pos); err != nil {
+	ack := func() {
+		if !havePending {
+			return
+		}
+		if err := a.spool.Ack(pending); err != nil {
 			a.log.Error("admission: acknowledging the spool", "err", err)
 		}
 		havePending, unacked, lastAck = false, 0, time.Now()
 	}
-	defer func() {
-		if havePending {
-			ack(pending)
-		}
-	}()
+	defer ack()
 	for ctx.Err() == nil {
-		a.maybeDirect()
-		entries, err := a.spool.Next(ctx, a.cfg.DrainBatch)
+		// Waiting for records is bounded so that an empty spool in
+		// SPOOLING mode (an append that failed) still returns to DIRECT.
+		wait, cancelWait := context.WithTimeout(ctx, idleCheck)
+		n, last, err := a.drainBatch(wait, ctx, a.cfg.DrainTimeout)
+		idle := n == 0 && errors.Is(err, context.DeadlineExceeded) && wait.Err() != nil && ctx.Err() == nil
+		cancelWait()
+		if idle {
+			a.finishDrain(ctx)
+			continue
+		}
+		if n > 0 {
+			pending, havePending = last, true
+			unacked += n
+		}
 		if err != nil {
+			ack()
 			if ctx.Err() == nil {
-				a.log.Error("admission: reading the spool", "err", err)
-				a.sleep(ctx, backoff)
+				a.spool.Rewind()
+				a.metrics.drainErrors.Inc()
+				a.log.Warn("admission: drain failed; retrying", "err", err, "backoff", backoff)
+				a.sleep(ctx, time.Duration(rand.Int64N(int64(backoff))+1))
+				backoff = min(2*backoff, a.cfg.DrainBackoffMax)
 			}
 			continue
 		}
-		records := make([]*kgo.Record, 0, len(entries))
-		keep := entries[:0:0]
-		bytes := 0
-		for _, e := range entries {
-			r, err := DecodeSpooled(e.Data)
-			if err != nil {
-				// The spool's checksum passed, so this is not disk damage
-				// but a record this version cannot read; it is counted and
-				// logged with its position, never silently dropped.
-				a.metrics.undecodable.Inc()
-				a.log.Error("admission: spooled record does not decode; skipped", "pos", fmt.Sprint(e.Pos), "err", err)
-				continue
-			}
-			records = append(records, r)
-			keep = append(keep, e)
-			bytes += len(e.Data)
+		backoff = 100 * time.Millisecond
+		// Every acknowledgement is a durable cursor write (fsyncs that
+		// would slow the appends), so they are coalesced; an unwritten one
+		// only means records published again after a crash, never a loss.
+		caughtUp := n < a.cfg.DrainBatch
+		if caughtUp || unacked >= ackEvery || time.Since(lastAck) >= ackInterval {
+			ack()
 		}
-		start := time.Now()
-		pctx, pcancel := context.WithTimeout(ctx, a.cfg.DrainTimeout)
-		errs := a.kafka.Publish(pctx, records)
-		pcancel()
-		failed := -1
-		for i, err := range errs {
-			if err != nil {
-				failed = i
-				break
-			}
-		}
-		switch {
-		case failed < 0:
-			// Every acknowledgement is a durable cursor write; they are
-			// coalesced (each costs fsyncs that would slow the appends).
-			// An unwritten acknowledgement only means records published
-			// again after a crash, never a loss.
-			pending = entries[len(entries)-1].Pos
-			havePending = true
-			unacked += len(entries)
-			caughtUp := len(entries) < a.cfg.DrainBatch
-			if caughtUp || unacked >= ackEvery || time.Since(lastAck) >= ackInterval {
-				ack(pending)
-			}
-			a.metrics.drained.Add(float64(len(records)))
-			a.observeRate(bytes, time.Since(start))
-			backoff = 100 * time.Millisecond
-		default:
-			if failed > 0 {
-				pending, havePending = keep[failed-1].Pos, true
-				a.metrics.drained.Add(float64(failed))
-			}
-			if havePending {
-				ack(pending)
-			}
-			a.spool.Rewind()
-			a.metrics.drainErrors.Inc()
-			a.log.Warn("admission: drain publish failed; retrying", "err", errs[failed], "backoff", backoff)
-			a.sleep(ctx, time.Duration(rand.Int64N(int64(backoff))+1))
-			backoff = min(2*backoff, a.cfg.DrainBackoffMax)
+		if caughtUp {
+			a.finishDrain(ctx)
 		}
 	}
 }
 
-// maybeDirect returns to DIRECT once the spool is empty. The exclusive lock
-// waits out appends under way, so none lands behind the switch.
-func (a *Admission) maybeDirect() {
-	if a.cfg.SpoolFirst || a.Mode() == ModeDirect || !a.spool.Empty() {
+// drainBatch publishes the next records of the spool (waiting for some
+// under wait's context) and returns how many were published, in order, and
+// the position of the last; err is set when a record failed, after the
+// records before it.
+func (a *Admission) drainBatch(wait, ctx context.Context, timeout time.Duration) (int, buffer.Position, error) {
+	entries, err := a.spool.Next(wait, a.cfg.DrainBatch)
+	if err != nil {
+		return 0, buffer.Position{}, err
+	}
+	records := make([]*kgo.Record, 0, len(entries))
+	keep := entries[:0:0]
+	bytes := 0
+	for _, e := range entries {
+		r, err := DecodeSpooled(e.Data)
+		if err != nil {
+			// The spool's checksum passed, so this is not disk damage but
+			// a record this version cannot read; it is counted and logged
+			// with its position, never silently dropped.
+			a.metrics.undecodable.Inc()
+			a.log.Error("admission: spooled record does not decode; skipped", "pos", fmt.Sprint(e.Pos), "err", err)
+			continue
+		}
+		records = append(records, r)
+		keep = append(keep, e)
+		bytes += len(e.Data)
+	}
+	start := time.Now()
+	pctx, cancel := context.WithTimeout(ctx, timeout)
+	errs := a.kafka.Publish(pctx, records)
+	cancel()
+	for i, err := range errs {
+		if err != nil {
+			if i == 0 {
+				return 0, buffer.Position{}, err
+			}
+			a.metrics.drained.Add(float64(i))
+			return i, keep[i-1].Pos, err
+		}
+	}
+	a.metrics.drained.Add(float64(len(records)))
+	a.observeRate(bytes, time.Since(start))
+	return len(entries), entries[len(entries)-1].Pos, nil
+}
+
+// finishDrain returns to DIRECT once the drainer has caught up. Under
+// steady load the spool is rarely empty at any instant, so it takes the
+// mode lock exclusively (new requests wait; none is appending), publishes
+// what is left, and switches. It gives up, staying SPOOLING, if that takes
+// longer than finishBound (or LatencyThreshold, if shorter) or a publish
+// fails: requests wait at most that long.
+func (a *Admission) finishDrain(ctx context.Context) {
+	if a.cfg.SpoolFirst || a.Mode() == ModeDirect {
 		return
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.spool.Empty() && a.mode.CompareAndSwap(int32(ModeSpooling), int32(ModeDirect)) {
+	deadline := time.Now().Add(min(a.cfg.LatencyThreshold, finishBound))
+	for !a.spool.Empty() {
+		if time.Now().After(deadline) {
+			return
+		}
+		dctx, cancel := context.WithDeadline(ctx, deadline)
+		n, last, err := a.drainBatch(dctx, dctx, time.Until(deadline))
+		cancel()
+		if n > 0 {
+			if aerr := a.spool.Ack(last); aerr != nil {
+				a.log.Error("admission: acknowledging the spool", "err", aerr)
+				return
+			}
+		}
+		if err != nil {
+			a.spool.Rewind()
+			return
+		}
+	}
+	if a.mode.CompareAndSwap(int32(ModeSpooling), int32(ModeDirect)) {
 		a.metrics.switches.WithLabelValues("DIRECT", "drained").Inc()
 		a.log.Info("admission: spool drained; direct")
 	}

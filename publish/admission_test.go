@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -68,11 +69,15 @@ func newTestAdmission(t *testing.T, p *Producer, s *buffer.Spool, edit func(*Adm
 
 // keyed builds n records of topic over keys k0..k(keys-1), numbered in
 // their value so order per key can be checked.
-func keyed(topic string, from, n, keys int) []*kgo.Record {
+func keyed(topic string, from, n, keys int) []*kgo.Record { return keyedAs("", topic, from, n, keys) }
+
+// keyedAs is keyed with the keys prefixed, so that concurrent senders each
+// have keys of their own (order is only promised to one sequential sender).
+func keyedAs(prefix, topic string, from, n, keys int) []*kgo.Record {
 	out := make([]*kgo.Record, n)
 	for i := range out {
 		seq := from + i
-		out[i] = NewRecord(&Event{Topic: topic, Key: []byte(fmt.Sprintf("k%d", seq%keys)), Value: []byte(fmt.Sprintf("%08d", seq)),
+		out[i] = NewRecord(&Event{Topic: topic, Key: []byte(fmt.Sprintf("%sk%d", prefix, seq%keys)), Value: []byte(fmt.Sprintf("%08d", seq)),
 			ID: fmt.Sprintf("e-%d", seq), Type: "t", Source: "s", OccurredAt: time.Unix(1, 0), IngestedAt: time.Unix(1, 0), Fingerprint: "f"})
 	}
 	return out
@@ -276,4 +281,58 @@ func TestAdmissionConfigValidate(t *testing.T) {
 			t.Errorf("%s: %v", c.field, err)
 		}
 	}
+}
+
+// TestAdmissionReturnsToDirectUnderLoad: with records arriving all the
+// time the spool is rarely empty at any instant; admission still returns
+// to DIRECT once the drainer has caught up, and loses nothing on the way.
+func TestAdmissionReturnsToDirectUnderLoad(t *testing.T) {
+	const topic = "ingest.t"
+	c := newCluster(t, []string{topic})
+	var o outage
+	o.install(c)
+	p := newTestProducer(t, c.ListenAddrs(), func(c *Config) { c.DeliveryTimeout = time.Second; c.Linger = 0 })
+	s := openSpool(t, t.TempDir(), nil)
+	defer s.Close()
+	a := newTestAdmission(t, p, s, nil, nil)
+	defer a.Close()
+
+	o.on.Store(true)
+	for i, r := range a.Admit(context.Background(), keyed(topic, 0, 20, 4)) {
+		if r.Err != nil || r.Durability != DurabilityLocalDisk {
+			t.Fatalf("record %d during the outage: %+v", i, r)
+		}
+	}
+	o.on.Store(false)
+
+	stop := make(chan struct{})
+	var sent atomic.Int64
+	var failed atomic.Value
+	var wg sync.WaitGroup
+	for g := range 8 { // enough senders that the spool is never empty for long
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				sent.Add(10)
+				for _, r := range a.Admit(context.Background(), keyedAs(fmt.Sprintf("g%d-", g), topic, (g+1)*1_000_000+n*10, 10, 4)) {
+					if r.Err != nil {
+						failed.Store(r.Err)
+					}
+				}
+			}
+		}()
+	}
+	waitMode(t, a, ModeDirect)
+	close(stop)
+	wg.Wait()
+	if err := failed.Load(); err != nil {
+		t.Fatalf("a record was refused: %v", err)
+	}
+	checkKeyOrder(t, consumeAll(t, c.ListenAddrs(), topic, 20+int(sent.Load())))
 }
