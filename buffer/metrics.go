@@ -2,6 +2,8 @@ package buffer
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sluicehq/sluice/internal/promreg"
 )
 
 // metrics are the spool's Prometheus metrics. They are always collected;
@@ -89,21 +91,7 @@ func (m *metrics) collectors() []prometheus.Collector {
 
 // register registers every collector or none.
 func (m *metrics) register(r prometheus.Registerer) error {
-	var done []prometheus.Collector
-	for _, c := range m.collectors() {
-		if err := r.Register(c); err != nil {
-			for _, d := range done {
-				r.Unregister(d)
-			}
-			return err
-		}
-		done = append(done, c)
-	}
-	return nil
+	return promreg.Register(r, m.collectors()...)
 }
 
-func (m *metrics) unregister(r prometheus.Registerer) {
-	for _, c := range m.collectors() {
-		r.Unregister(c)
-	}
-}
+func (m *metrics) unregister(r prometheus.Registerer) { promreg.Unregister(r, m.collectors()...) }

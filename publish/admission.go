@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluicehq/sluice/buffer"
+	"github.com/sluicehq/sluice/internal/promreg"
 )
 
 // Durability says where an admitted record was made durable.
@@ -560,10 +561,5 @@ func newAdmissionMetrics(mode, rate func() float64) *admissionMetrics {
 }
 
 func (m *admissionMetrics) register(r prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.mode, m.drainRate, m.switches, m.spooled, m.full, m.drained, m.drainErrors, m.undecodable} {
-		if err := r.Register(c); err != nil {
-			return err
-		}
-	}
-	return nil
+	return promreg.Register(r, m.mode, m.drainRate, m.switches, m.spooled, m.full, m.drained, m.drainErrors, m.undecodable)
 }

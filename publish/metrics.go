@@ -4,6 +4,8 @@ import (
 	"errors"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sluicehq/sluice/internal/promreg"
 )
 
 // metrics are the producer's Prometheus metrics. They are always collected;
@@ -53,24 +55,10 @@ func (m *metrics) collectors() []prometheus.Collector {
 
 // register registers every collector or none.
 func (m *metrics) register(r prometheus.Registerer) error {
-	var done []prometheus.Collector
-	for _, c := range m.collectors() {
-		if err := r.Register(c); err != nil {
-			for _, d := range done {
-				r.Unregister(d)
-			}
-			return err
-		}
-		done = append(done, c)
-	}
-	return nil
+	return promreg.Register(r, m.collectors()...)
 }
 
-func (m *metrics) unregister(r prometheus.Registerer) {
-	for _, c := range m.collectors() {
-		r.Unregister(c)
-	}
-}
+func (m *metrics) unregister(r prometheus.Registerer) { promreg.Unregister(r, m.collectors()...) }
 
 // answered counts one record's answer.
 func (m *metrics) answered(err error) {
