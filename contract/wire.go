@@ -82,19 +82,7 @@ func (c *mapEntryChecker) check(b []byte, md protoreflect.MessageDescriptor, dep
 	if depth > c.maxDepth || !c.holders[md.FullName()] {
 		return nil
 	}
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return nil
-		}
-		b = b[n:]
-		n = protowire.ConsumeFieldValue(num, typ, b)
-		if n < 0 {
-			return nil
-		}
-		val := b[:n]
-		b = b[n:]
-
+	return eachField(b, func(num protowire.Number, typ protowire.Type, val []byte) *problem {
 		fd := md.Fields().ByNumber(num)
 		if fd == nil && md.ExtensionRanges().Has(num) && c.resolver != nil {
 			if xt, err := c.resolver.FindExtensionByNumber(md.FullName(), num); err == nil {
@@ -102,7 +90,7 @@ func (c *mapEntryChecker) check(b []byte, md protoreflect.MessageDescriptor, dep
 			}
 		}
 		if fd == nil {
-			continue
+			return nil
 		}
 		var p *problem
 		switch {
@@ -120,8 +108,8 @@ func (c *mapEntryChecker) check(b []byte, md protoreflect.MessageDescriptor, dep
 		if p != nil {
 			return p.at(fieldSegment(fd))
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // checkEntry refuses a map entry with a field other than the key (1) and
@@ -130,19 +118,7 @@ func (c *mapEntryChecker) checkEntry(b []byte, fd protoreflect.FieldDescriptor, 
 	if depth > c.maxDepth {
 		return nil
 	}
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return nil
-		}
-		b = b[n:]
-		n = protowire.ConsumeFieldValue(num, typ, b)
-		if n < 0 {
-			return nil
-		}
-		val := b[:n]
-		b = b[n:]
-
+	return eachField(b, func(num protowire.Number, typ protowire.Type, val []byte) *problem {
 		var want protoreflect.FieldDescriptor
 		switch num {
 		case 1:
@@ -157,10 +133,30 @@ func (c *mapEntryChecker) checkEntry(b []byte, fd protoreflect.FieldDescriptor, 
 		}
 		if num == 2 && want.Message() != nil {
 			inner, _ := protowire.ConsumeBytes(val)
-			if p := c.check(inner, want.Message(), depth+1); p != nil {
-				return p
-			}
+			return c.check(inner, want.Message(), depth+1)
 		}
+		return nil
+	})
+}
+
+// eachField calls fn with each field of the wire data b, in order, until fn
+// reports a problem. It stops quietly at bytes that are not valid wire
+// data: those are left to the decoder, which refuses them.
+func eachField(b []byte, fn func(num protowire.Number, typ protowire.Type, val []byte) *problem) *problem {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return nil
+		}
+		b = b[n:]
+		n = protowire.ConsumeFieldValue(num, typ, b)
+		if n < 0 {
+			return nil
+		}
+		if p := fn(num, typ, b[:n]); p != nil {
+			return p
+		}
+		b = b[n:]
 	}
 	return nil
 }
