@@ -152,6 +152,15 @@ func (s *Service) Publish(ctx context.Context, req *ingestv1.PublishRequest) (*i
 	return &ingestv1.PublishResponse{Results: results}, nil
 }
 
+// Ingest judges events that sluice pulled itself (a poller) under the
+// given source name: the same checks, dedup window and admission as pushed
+// events and a result for every event, by index. Authentication, the
+// per-request limits and a source's rate do not apply: a poller is trusted
+// and paces itself against its partner.
+func (s *Service) Ingest(ctx context.Context, sourceName string, events []*ingestv1.Event) []*ingestv1.EventResult {
+	return s.judge(ctx, &source{name: sourceName}, events)
+}
+
 // pushBack turns a request whose every event was refused for the same
 // pressure reason (BUFFER_FULL or UNAVAILABLE) into a whole-request
 // UNAVAILABLE with ErrorInfo and RetryInfo, so a gRPC client's retry policy

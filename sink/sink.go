@@ -1,0 +1,37 @@
+package sink
+
+import (
+	"context"
+	"time"
+)
+
+// Event is one Kafka record as the consumer tier hands it to a sink: the
+// envelope from the record's headers, the contract message in protobuf
+// binary as published, and its canonical JSON rendering.
+type Event struct {
+	ID                string
+	Type              string
+	Source            string
+	Key               []byte
+	Value             []byte // the contract message, protobuf binary
+	JSON              []byte // the same message as protojson, for sinks that store JSON
+	OccurredAt        time.Time
+	IngestedAt        time.Time
+	SchemaFingerprint string
+
+	Topic     string
+	Partition int32
+	Offset    int64
+}
+
+// Sink writes events somewhere, idempotently by event ID: writing an event
+// a second time, in the same batch or another, leaves the sink as after the
+// first write. Write returns nil only when every event of the batch is
+// durable in the sink. An error applies to the whole batch; the caller
+// splits a failed batch to find the event that fails alone.
+type Sink interface {
+	// Name labels the sink in metrics, logs and DLQ envelopes.
+	Name() string
+	Write(ctx context.Context, batch []Event) error
+	Close() error
+}
