@@ -77,7 +77,11 @@ type Spool struct {
 
 	// Appends go through queue to the writer goroutine. sendMu orders
 	// sending against Close closing the queue.
-	sendMu     sync.RWMutex
+	sendMu sync.RWMutex
+	// reqs recycles append requests and their frame buffers: an Append
+	// that heard its answer puts its request back. Under load this keeps
+	// the spool from doubling the garbage per event.
+	reqs       sync.Pool
 	sendClosed bool
 	queue      chan *appendReq
 	writerDone chan struct{}
@@ -212,13 +216,7 @@ func (s *Spool) Append(ctx context.Context, records ...[]byte) (err error) {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	req := &appendReq{
-		ctx:     ctx,
-		buf:     make([]byte, 0, size),
-		records: len(records),
-		ts:      s.clock().UnixNano(),
-		done:    make(chan error, 1),
-	}
+	req := s.newAppendReq(ctx, size, len(records))
 	for _, r := range records {
 		req.lastOff = int64(len(req.buf))
 		req.buf = appendFrame(req.buf, r, req.ts)
@@ -238,10 +236,41 @@ func (s *Spool) Append(ctx context.Context, records ...[]byte) (err error) {
 	}
 	select {
 	case err := <-req.done:
+		s.recycle(req)
 		return err
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// maxRecycledBuf is the largest frame buffer kept for reuse; larger appends
+// allocate their own.
+const maxRecycledBuf = 1 << 20
+
+// newAppendReq returns a request with room for size bytes of frames,
+// reusing a recycled one when it is big enough.
+func (s *Spool) newAppendReq(ctx context.Context, size int64, records int) *appendReq {
+	req, _ := s.reqs.Get().(*appendReq)
+	if req == nil {
+		req = &appendReq{done: make(chan error, 1)}
+	}
+	if int64(cap(req.buf)) < size {
+		req.buf = make([]byte, 0, size)
+	}
+	req.ctx, req.buf, req.records, req.lastOff = ctx, req.buf[:0], records, 0
+	req.ts = s.clock().UnixNano()
+	return req
+}
+
+// recycle keeps req for a later Append. Only a request whose answer was
+// received may be recycled: the writer no longer touches it and its done
+// channel is empty.
+func (s *Spool) recycle(req *appendReq) {
+	if cap(req.buf) > maxRecycledBuf {
+		return
+	}
+	req.ctx = nil
+	s.reqs.Put(req)
 }
 
 func (s *Spool) countAppend(err error) {

@@ -16,6 +16,7 @@ type writerState struct {
 	dirty     bool     // f has writes not yet synced
 	nextIndex uint64   // index of the next segment to create
 	noSpace   bool     // the last write failed with ENOSPC (for logging)
+	scratch   []byte   // reused for each batch's frames; at most batchLimit bytes
 	closeErr  error    // from closing f when the writer stops
 }
 
@@ -92,9 +93,11 @@ type batchState struct {
 // commit writes a batch of appends, syncs them and answers each.
 func (s *Spool) commit(batch []*appendReq) {
 	w := &s.w
-	b := &batchState{batch: batch, errs: make([]error, len(batch)), off: make([]int64, len(batch))}
+	b := &batchState{batch: batch, errs: make([]error, len(batch)), off: make([]int64, len(batch)), buf: w.scratch[:0]}
 	defer func() {
 		s.logNoSpace(b.errs)
+		w.scratch = b.buf[:0]
+		// After its answer is sent a request belongs to its Append again.
 		for i, r := range batch {
 			r.done <- b.errs[i]
 		}

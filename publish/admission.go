@@ -115,11 +115,16 @@ const (
 	idleCheck = 500 * time.Millisecond
 	// finishBound caps how long the switch back to DIRECT holds requests.
 	finishBound = 250 * time.Millisecond
+	// drainWindow is how many batches the drainer keeps in flight.
+	drainWindow = 4
+	// maxRecycledEncoding is the largest encoding buffer kept for reuse.
+	maxRecycledEncoding = 1 << 20
 )
 
 // producer is what admission needs of Kafka; *Producer is one.
 type producer interface {
 	Publish(ctx context.Context, records []*kgo.Record) []error
+	Send(ctx context.Context, records []*kgo.Record) *Sent
 }
 
 // Admission decides, record by record, whether Kafka or the spool makes a
@@ -148,6 +153,10 @@ type Admission struct {
 	stopped chan struct{}
 
 	metrics *admissionMetrics
+
+	// encoded recycles the buffers records are encoded into before an
+	// append (the spool copies them).
+	encoded sync.Pool
 }
 
 // NewAdmission starts admission over kafka and spool (nil for no spool).
@@ -256,13 +265,25 @@ func all(n int) []int {
 // spoolAll appends records[idx] as one unit and answers them. The caller
 // holds a.mu shared.
 func (a *Admission) spoolAll(ctx context.Context, records []*kgo.Record, out []Admitted, idx []int) {
-	data := make([][]byte, len(idx))
-	size := 0
-	for j, i := range idx {
-		data[j] = AppendSpooled(nil, records[i])
-		size += len(data[j])
+	buf, _ := a.encoded.Get().(*[]byte)
+	if buf == nil {
+		buf = new([]byte)
 	}
+	enc := (*buf)[:0]
+	data := make([][]byte, len(idx))
+	for j, i := range idx {
+		start := len(enc)
+		enc = AppendSpooled(enc, records[i])
+		// A record encoded before enc grew keeps pointing at the old array,
+		// which stays valid.
+		data[j] = enc[start:len(enc):len(enc)]
+	}
+	size := len(enc)
 	err := a.spool.Append(ctx, data...)
+	if cap(enc) <= maxRecycledEncoding {
+		*buf = enc
+		a.encoded.Put(buf)
+	}
 	if err == nil {
 		a.metrics.spooled.Add(float64(len(idx)))
 		a.signal()
@@ -354,6 +375,7 @@ func (a *Admission) drain() {
 		havePending bool
 		unacked     int
 		lastAck     = time.Now()
+		window      []*drainBatch // sent, oldest first
 	)
 	ack := func() {
 		if !havePending {
@@ -365,22 +387,67 @@ func (a *Admission) drain() {
 		havePending, unacked, lastAck = false, 0, time.Now()
 	}
 	defer ack()
+	// ready is done: Next with it returns what is there without waiting.
+	ready, notWaiting := context.WithCancel(ctx)
+	notWaiting()
 	for ctx.Err() == nil {
-		// Waiting for records is bounded so that an empty spool in
-		// SPOOLING mode (an append that failed) still returns to DIRECT.
-		wait, cancelWait := context.WithTimeout(ctx, idleCheck)
-		n, last, err := a.drainBatch(wait, ctx, a.cfg.DrainTimeout)
-		idle := n == 0 && errors.Is(err, context.DeadlineExceeded) && wait.Err() != nil && ctx.Err() == nil
-		cancelWait()
+		// Keep up to drainWindow batches in flight: reading and sending the
+		// next while Kafka acknowledges the earlier ones hides the round
+		// trip a one-at-a-time drainer waits out per batch. Wait for
+		// records only when nothing is in flight, and then bounded, so that
+		// an empty spool in SPOOLING mode (an append that failed) still
+		// returns to DIRECT.
+		idle := false
+		var readErr error
+		for len(window) < drainWindow {
+			wait, cancelWait := ready, context.CancelFunc(func() {})
+			if len(window) == 0 {
+				wait, cancelWait = context.WithTimeout(ctx, idleCheck)
+			}
+			b, err := a.sendBatch(wait, ctx)
+			idle = len(window) == 0 && errors.Is(err, context.DeadlineExceeded) && wait.Err() != nil && ctx.Err() == nil
+			cancelWait()
+			if err != nil {
+				if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+					readErr = err
+				}
+				break
+			}
+			window = append(window, b)
+			if b.short {
+				break // caught up with the appends: nothing more to read now
+			}
+		}
 		if idle {
+			ack()
 			a.finishDrain(ctx)
 			continue
+		}
+		var (
+			b    *drainBatch
+			n    int
+			last buffer.Position
+			err  = readErr
+		)
+		if len(window) > 0 {
+			// A read error waits until what was sent before it is settled.
+			b, window = window[0], window[1:]
+			n, last, err = b.wait(ctx, a.cfg.DrainTimeout)
+		} else if err == nil {
+			continue // stopping
 		}
 		if n > 0 {
 			pending, havePending = last, true
 			unacked += n
 		}
 		if err != nil {
+			// Records of later batches may reach Kafka too: they are read
+			// again after the rewind and published twice (duplicates,
+			// absorbed by event id downstream), never skipped.
+			for _, later := range window {
+				later.wait(ctx, a.cfg.DrainTimeout)
+			}
+			window = nil
 			ack()
 			if ctx.Err() == nil {
 				a.spool.Rewind()
@@ -395,28 +462,45 @@ func (a *Admission) drain() {
 		// Every acknowledgement is a durable cursor write (fsyncs that
 		// would slow the appends), so they are coalesced; an unwritten one
 		// only means records published again after a crash, never a loss.
-		caughtUp := n < a.cfg.DrainBatch
-		if caughtUp || unacked >= ackEvery || time.Since(lastAck) >= ackInterval {
+		// Catching up is worth a write only on the way back to DIRECT
+		// (finishDrain needs every record acknowledged); with spool-first
+		// the drainer catches up after nearly every batch.
+		caughtUp := b.short && len(window) == 0
+		if caughtUp && !a.cfg.SpoolFirst || unacked >= ackEvery || time.Since(lastAck) >= ackInterval {
 			ack()
 		}
 		if caughtUp {
 			a.finishDrain(ctx)
 		}
 	}
+	for _, b := range window {
+		b.wait(ctx, a.cfg.DrainTimeout)
+	}
 }
 
-// drainBatch publishes the next records of the spool (waiting for some
-// under wait's context) and returns how many were published, in order, and
-// the position of the last; err is set when a record failed, after the
-// records before it.
-func (a *Admission) drainBatch(wait, ctx context.Context, timeout time.Duration) (int, buffer.Position, error) {
+// drainBatch is one read of the spool on its way to Kafka.
+type drainBatch struct {
+	a       *Admission
+	entries []buffer.Entry // the decodable entries, one per record sent
+	read    int            // entries read, decodable or not
+	last    buffer.Position
+	short   bool // fewer entries than asked for: the reader caught up
+	bytes   int
+	sent    *Sent
+	start   time.Time
+}
+
+// sendBatch reads the next records of the spool (waiting for some under
+// wait's context) and sends them to Kafka in order; publishing stops when
+// ctx ends.
+func (a *Admission) sendBatch(wait, ctx context.Context) (*drainBatch, error) {
 	entries, err := a.spool.Next(wait, a.cfg.DrainBatch)
 	if err != nil {
-		return 0, buffer.Position{}, err
+		return nil, err
 	}
+	b := &drainBatch{a: a, read: len(entries), last: entries[len(entries)-1].Pos, short: len(entries) < a.cfg.DrainBatch}
 	records := make([]*kgo.Record, 0, len(entries))
-	keep := entries[:0:0]
-	bytes := 0
+	b.entries = entries[:0:0]
 	for _, e := range entries {
 		r, err := DecodeSpooled(e.Data)
 		if err != nil {
@@ -428,12 +512,22 @@ func (a *Admission) drainBatch(wait, ctx context.Context, timeout time.Duration)
 			continue
 		}
 		records = append(records, r)
-		keep = append(keep, e)
-		bytes += len(e.Data)
+		b.entries = append(b.entries, e)
+		b.bytes += len(e.Data)
 	}
-	start := time.Now()
-	pctx, cancel := context.WithTimeout(ctx, timeout)
-	errs := a.kafka.Publish(pctx, records)
+	b.start = time.Now()
+	b.sent = a.kafka.Send(ctx, records)
+	return b, nil
+}
+
+// wait waits for the batch's records, at most timeout from when they were
+// sent, and returns how many of the entries read were published, in order,
+// and the position of the last; err is set when a record failed, after the
+// records before it.
+func (b *drainBatch) wait(ctx context.Context, timeout time.Duration) (int, buffer.Position, error) {
+	a := b.a
+	wctx, cancel := context.WithDeadline(ctx, b.start.Add(timeout))
+	errs := b.sent.Wait(wctx)
 	cancel()
 	for i, err := range errs {
 		if err != nil {
@@ -441,12 +535,22 @@ func (a *Admission) drainBatch(wait, ctx context.Context, timeout time.Duration)
 				return 0, buffer.Position{}, err
 			}
 			a.metrics.drained.Add(float64(i))
-			return i, keep[i-1].Pos, err
+			return i, b.entries[i-1].Pos, err
 		}
 	}
-	a.metrics.drained.Add(float64(len(records)))
-	a.observeRate(bytes, time.Since(start))
-	return len(entries), entries[len(entries)-1].Pos, nil
+	a.metrics.drained.Add(float64(len(errs)))
+	a.observeRate(b.bytes, time.Since(b.start))
+	return b.read, b.last, nil
+}
+
+// drainBatch publishes the next records of the spool and waits for them:
+// see sendBatch and drainBatch.wait.
+func (a *Admission) drainBatch(wait, ctx context.Context, timeout time.Duration) (int, buffer.Position, error) {
+	b, err := a.sendBatch(wait, ctx)
+	if err != nil {
+		return 0, buffer.Position{}, err
+	}
+	return b.wait(ctx, timeout)
 }
 
 // finishDrain returns to DIRECT once the drainer has caught up. Under

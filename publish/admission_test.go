@@ -336,3 +336,49 @@ func TestAdmissionReturnsToDirectUnderLoad(t *testing.T) {
 	}
 	checkKeyOrder(t, consumeAll(t, c.ListenAddrs(), topic, 20+int(sent.Load())))
 }
+
+// TestDrainWindowFailures: the drainer keeps several small batches in
+// flight while the broker fails now and then. A failure part way through
+// the window rewinds to the last acknowledged record; every spooled record
+// reaches Kafka, and the first copy of each keeps its key's order.
+func TestDrainWindowFailures(t *testing.T) {
+	const topic = "ingest.t"
+	c := newCluster(t, []string{topic})
+	var o outage
+	o.install(c)
+	p := newTestProducer(t, c.ListenAddrs(), func(c *Config) { c.DeliveryTimeout = time.Second })
+	s := openSpool(t, t.TempDir(), nil)
+	defer s.Close()
+	a := newTestAdmission(t, p, s, func(c *AdmissionConfig) {
+		c.SpoolFirst = true
+		c.DrainBatch = 20
+		c.DrainTimeout = 200 * time.Millisecond
+	}, nil)
+	defer a.Close()
+
+	o.on.Store(true)
+	var recs []*kgo.Record
+	for batch := range 40 {
+		b := keyed(topic, batch*50, 50, 7)
+		for i, r := range a.Admit(context.Background(), b) {
+			if r.Err != nil {
+				t.Fatalf("record %d: %+v", batch*50+i, r)
+			}
+		}
+		recs = append(recs, b...)
+	}
+	// Let the drainer through in short gaps, so that some windows end
+	// part way; then for good.
+	for range 4 {
+		o.on.Store(false)
+		time.Sleep(30 * time.Millisecond)
+		o.on.Store(true)
+		time.Sleep(400 * time.Millisecond)
+	}
+	o.on.Store(false)
+	got := consumeAll(t, c.ListenAddrs(), topic, len(recs))
+	checkKeyOrder(t, got)
+	if n := testutil.ToFloat64(a.metrics.drainErrors); n == 0 {
+		t.Fatal("no drain failed: the outages missed the drainer")
+	}
+}

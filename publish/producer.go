@@ -98,39 +98,64 @@ type completion struct {
 // returned: the client sets their partition and offset, and may still be
 // sending the unanswered ones. A record's Timestamp should be unset (the
 // client stamps it): Config.DeliveryTimeout counts from it.
-func (p *Producer) Publish(ctx context.Context, records []*kgo.Record) (errs []error) {
-	errs = make([]error, len(records))
+func (p *Producer) Publish(ctx context.Context, records []*kgo.Record) []error {
+	return p.Send(ctx, records).Wait(ctx)
+}
+
+// Sent is a Send's records on their way to Kafka.
+type Sent struct {
+	p        *Producer
+	records  []*kgo.Record
+	errs     []error
+	answered []bool
+	pending  int
+	done     chan completion
+	start    time.Time
+}
+
+// Send hands records to the client, in order, and returns at once; Wait
+// answers them. Records of one Send reach each partition before those of a
+// later Send, so a caller can keep several Sends in flight and still keep
+// per-key order. Records are not handed over once ctx is done; they are
+// answered as Publish answers them.
+func (p *Producer) Send(ctx context.Context, records []*kgo.Record) *Sent {
+	s := &Sent{
+		p:        p,
+		records:  records,
+		errs:     make([]error, len(records)),
+		answered: make([]bool, len(records)),
+		// Capacity len(records): every callback can deliver without
+		// blocking, also after Wait returned and nobody reads any more.
+		done:  make(chan completion, len(records)),
+		start: time.Now(),
+	}
 	if len(records) == 0 {
-		return errs
+		return s
 	}
 	if !p.enter() {
 		for i, r := range records {
-			errs[i] = p.recordError(topicOf(r), ErrClosed)
-			p.metrics.answered(errs[i])
+			s.errs[i] = p.recordError(topicOf(r), ErrClosed)
+			s.answered[i] = true
 		}
-		return errs
+		return s
 	}
-
-	start := time.Now()
-	// Capacity len(records): every callback can deliver without blocking,
-	// also after Publish returned and nobody reads any more.
-	done := make(chan completion, len(records))
-	answered := make([]bool, len(records))
-	pending := 0
 	for i, r := range records {
 		if ctx.Err() != nil || p.clientClosed.Load() {
-			break
+			// Not handed over, so never produced.
+			s.errs[i] = p.recordError(topicOf(r), p.unanswered(ctx))
+			s.answered[i] = true
+			continue
 		}
 		if r == nil || r.Topic == "" {
 			why := "no topic"
 			if r == nil {
 				why = "nil record"
 			}
-			errs[i] = p.recordError("", fmt.Errorf("%w: %s", errInvalidRecord, why))
-			answered[i] = true
+			s.errs[i] = p.recordError("", fmt.Errorf("%w: %s", errInvalidRecord, why))
+			s.answered[i] = true
 			continue
 		}
-		pending++
+		s.pending++
 		// The record gets no context of the caller's: a caller giving up
 		// must not fail the records of others buffered on the same
 		// partition (franz-go fails a partition's buffered records
@@ -140,35 +165,41 @@ func (p *Producer) Publish(ctx context.Context, records []*kgo.Record) (errs []e
 		// blocking: that is the push-back a caller should see.
 		p.client.TryProduce(context.Background(), r, func(_ *kgo.Record, err error) {
 			if err == nil {
-				p.metrics.latency.Observe(time.Since(start).Seconds())
+				p.metrics.latency.Observe(time.Since(s.start).Seconds())
 			}
-			done <- completion{i, err}
+			s.done <- completion{i, err}
 		})
 	}
 	p.exit()
+	return s
+}
 
+// Wait waits until each record of the Send is acknowledged by Kafka or
+// failed, or ctx is done, and answers them as Publish does. Call it once.
+func (s *Sent) Wait(ctx context.Context) []error {
+	p := s.p
 wait:
-	for pending > 0 {
+	for s.pending > 0 {
 		select {
-		case c := <-done:
-			pending--
-			answered[c.i] = true
+		case c := <-s.done:
+			s.pending--
+			s.answered[c.i] = true
 			if c.err != nil {
-				errs[c.i] = p.recordError(records[c.i].Topic, c.err)
+				s.errs[c.i] = p.recordError(s.records[c.i].Topic, c.err)
 			}
 		case <-ctx.Done():
 			break wait
 		}
 	}
-	for i, ok := range answered {
+	for i, ok := range s.answered {
 		if !ok {
-			errs[i] = p.recordError(topicOf(records[i]), p.unanswered(ctx))
+			s.errs[i] = p.recordError(topicOf(s.records[i]), p.unanswered(ctx))
 		}
 	}
-	for _, err := range errs {
+	for _, err := range s.errs {
 		p.metrics.answered(err)
 	}
-	return errs
+	return s.errs
 }
 
 // unanswered is the cause for a record Publish stops waiting for.

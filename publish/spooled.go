@@ -1,6 +1,7 @@
 package publish
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -33,12 +34,12 @@ var errSpooled = errors.New("publish: undecodable spooled record")
 // AppendSpooled appends the spooled form of r to dst.
 func AppendSpooled(dst []byte, r *kgo.Record) []byte {
 	dst = append(dst, spooledVersion)
-	dst = appendBytes(dst, []byte(r.Topic))
+	dst = appendString(dst, r.Topic)
 	dst = appendBytes(dst, r.Key)
 	dst = appendBytes(dst, r.Value)
 	dst = binary.AppendUvarint(dst, uint64(len(r.Headers)))
 	for _, h := range r.Headers {
-		dst = appendBytes(dst, []byte(h.Key))
+		dst = appendString(dst, h.Key)
 		dst = appendBytes(dst, h.Value)
 	}
 	return dst
@@ -49,10 +50,15 @@ func appendBytes(dst, b []byte) []byte {
 	return append(dst, b...)
 }
 
+func appendString(dst []byte, s string) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(s)))
+	return append(dst, s...)
+}
+
 // DecodeSpooled parses a record written by AppendSpooled. The record's
-// slices are copies: b may be reused.
+// slices share one private copy of b: b may be reused.
 func DecodeSpooled(b []byte) (*kgo.Record, error) {
-	d := spooledDecoder{b: b}
+	d := spooledDecoder{b: bytes.Clone(b)}
 	if v := d.byte(); v != spooledVersion {
 		return nil, fmt.Errorf("%w: version %d", errSpooled, v)
 	}
@@ -69,7 +75,7 @@ func DecodeSpooled(b []byte) (*kgo.Record, error) {
 	}
 	for i := uint64(0); i < n && d.err == nil; i++ {
 		k := d.bytes()
-		r.Headers = append(r.Headers, kgo.RecordHeader{Key: string(k), Value: d.bytes()})
+		r.Headers = append(r.Headers, kgo.RecordHeader{Key: headerKey(k), Value: d.bytes()})
 	}
 	if d.err != nil {
 		return nil, d.err
@@ -120,9 +126,34 @@ func (d *spooledDecoder) bytes() []byte {
 		d.fail("length past the end")
 		return nil
 	}
-	out := append([]byte(nil), d.b[:n]...)
+	if n == 0 {
+		d.b = d.b[:len(d.b):len(d.b)]
+		return nil
+	}
+	out := d.b[:n:n]
 	d.b = d.b[n:]
 	return out
+}
+
+// headerKey returns sluice's own header names without allocating.
+func headerKey(k []byte) string {
+	switch string(k) {
+	case HeaderEventID:
+		return HeaderEventID
+	case HeaderEventType:
+		return HeaderEventType
+	case HeaderSource:
+		return HeaderSource
+	case HeaderOccurredAt:
+		return HeaderOccurredAt
+	case HeaderIngestedAt:
+		return HeaderIngestedAt
+	case HeaderFingerprint:
+		return HeaderFingerprint
+	case HeaderTraceparent:
+		return HeaderTraceparent
+	}
+	return string(k)
 }
 
 func (d *spooledDecoder) fail(why string) {
