@@ -1,0 +1,297 @@
+package pull
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/sluicehq/sluice/contract"
+	"github.com/sluicehq/sluice/examples"
+	"github.com/sluicehq/sluice/gateway"
+	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
+	"github.com/sluicehq/sluice/publish"
+)
+
+const typeOrder = "examples.shop.v1.OrderPlaced"
+
+// realGateway is a gateway.Service publishing to an in-process Kafka.
+type realGateway struct {
+	svc     *gateway.Service
+	brokers []string
+	cluster *kfake.Cluster
+}
+
+func newRealGateway(t testing.TB) *realGateway {
+	t.Helper()
+	registry, err := contract.Load(examples.Contracts, examples.Types)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var topics []string
+	for _, typ := range examples.Types {
+		topics = append(topics, publish.DefaultTopic(typ))
+	}
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, topics...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cluster.Close)
+	pcfg := publish.NewDefaultConfig()
+	pcfg.Brokers = cluster.ListenAddrs()
+	producer, err := publish.NewProducer(pcfg, publish.WithLogger(quietLog()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = producer.Close(ctx)
+	})
+	admission, err := publish.NewAdmission(publish.NewDefaultAdmissionConfig(), producer, nil, publish.WithLogger(quietLog()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(admission.Close)
+	cfg := gateway.NewDefaultConfig()
+	cfg.Sources = []gateway.SourceConfig{{Name: "pushers", KeyHashes: []string{gateway.HashKey("k")}, EventTypes: []string{"*"}}}
+	svc, err := gateway.New(cfg, registry, admission, gateway.WithLogger(quietLog()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &realGateway{svc: svc, brokers: cluster.ListenAddrs(), cluster: cluster}
+}
+
+// eventIDs reads the OrderPlaced topic to its end and counts records by
+// event id.
+func (g *realGateway) eventIDs(t testing.TB, want int) map[string]int {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(g.brokers...), kgo.ConsumeTopics(publish.DefaultTopic(typeOrder)),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ids := map[string]int{}
+	n := 0
+	deadline := time.Now().Add(10 * time.Second)
+	extra := time.Time{}
+	for time.Now().Before(deadline) && (extra.IsZero() || time.Now().Before(extra)) {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		fs := cl.PollFetches(ctx)
+		cancel()
+		fs.EachRecord(func(r *kgo.Record) {
+			h, err := publish.ParseHeaders(r)
+			if err != nil {
+				t.Errorf("record headers: %v", err)
+				return
+			}
+			ids[h.ID]++
+			n++
+		})
+		if n >= want && extra.IsZero() {
+			extra = time.Now().Add(300 * time.Millisecond) // catch extra copies
+		}
+	}
+	return ids
+}
+
+// order returns item i of an order feed: the example order with its own
+// id, wrapped with an id, a time and a key.
+func order(t testing.TB, i int, at time.Time, edit func(map[string]any)) map[string]any {
+	var body map[string]any
+	if err := json.Unmarshal(examples.OrderPlacedJSON, &body); err != nil {
+		t.Fatal(err)
+	}
+	id := fmt.Sprintf("7c9e6679-7425-40de-944b-%012x", i)
+	body["order_id"] = id
+	it := map[string]any{"id": id, "at": at.UTC().Format(time.RFC3339Nano), "key": "cust-1042", "body": body}
+	if edit != nil {
+		edit(it)
+	}
+	return it
+}
+
+func orderConfig(name, base string) Config {
+	c := testConfig(name, base)
+	c.Mapping.Type = typeOrder
+	return c
+}
+
+// TestInvalidItemsTypedRejections: with a real gateway, items that break
+// the contract or do not map are counted by reason and do not hold up the
+// page; the valid ones reach Kafka and the cursor advances.
+func TestInvalidItemsTypedRejections(t *testing.T) {
+	g := newRealGateway(t)
+	now := time.Now()
+	page := []map[string]any{
+		order(t, 0, now, nil),
+		order(t, 1, now, func(it map[string]any) { it["body"].(map[string]any)["currency"] = "eur" }),
+		order(t, 2, now, func(it map[string]any) { delete(it, "id") }),
+		order(t, 3, now, func(it map[string]any) { it["body"].(map[string]any)["bogus"] = 1 }),
+		order(t, 4, now, func(it map[string]any) { it["at"] = "1999-01-01T00:00:00Z" }),
+		order(t, 5, now, func(it map[string]any) { it["id"] = "bad id with spaces" }),
+		order(t, 6, now, nil),
+	}
+	srv := newPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("cursor") == "" {
+			cursorPage(w, page, "c1")
+			return
+		}
+		cursorPage(w, nil, "")
+	})
+	clk := newFakeClock()
+	store := &memStore{}
+	p, m := newTestPoller(t, orderConfig("shop", srv.URL), g.svc, store, clk)
+	stop := run(t, p)
+	eventually(t, "caught up", func() bool { return clk.Parked() > 0 })
+	stop()
+	for _, c := range []struct {
+		outcome, reason string
+		want            float64
+	}{
+		{"ACCEPTED", "", 2},
+		{"REJECTED", "SCHEMA_VIOLATION", 2}, // the currency, and the event id's pattern
+		{"REJECTED", reasonUnmappable, 1},
+		{"REJECTED", "MALFORMED", 1},
+		{"REJECTED", "EVENT_TIME_OUT_OF_RANGE", 1},
+	} {
+		if got := counter(t, m, "items", "shop", c.outcome, c.reason); got != c.want {
+			t.Errorf("items %s %s = %v, want %v", c.outcome, c.reason, got, c.want)
+		}
+	}
+	if saves := store.Saves(); len(saves) != 1 || saves[0].Cursor != "c1" {
+		t.Errorf("saves %+v", saves)
+	}
+	ids := g.eventIDs(t, 2)
+	if len(ids) != 2 || ids[page[0]["id"].(string)] != 1 || ids[page[6]["id"].(string)] != 1 {
+		t.Errorf("records in Kafka by id: %v", ids)
+	}
+}
+
+// crashingStore is a store whose process dies at one save: the items of
+// the page are acknowledged, the cursor is not saved.
+type crashingStore struct {
+	*memStore
+	mu      sync.Mutex
+	crashAt string
+	crash   func()
+}
+
+var errCrashed = errors.New("process died")
+
+func (s *crashingStore) Save(ctx context.Context, rec CursorRecord) error {
+	s.mu.Lock()
+	crash := rec.Cursor == s.crashAt && s.crash != nil
+	if crash {
+		s.crash()
+		s.crash = nil
+	}
+	s.mu.Unlock()
+	if crash {
+		return errCrashed
+	}
+	return s.memStore.Save(ctx, rec)
+}
+
+// TestCrashRepeatsOnePage: a crash after a page's items were acknowledged
+// and before its cursor was saved repeats exactly that page on restart;
+// its items come back DUPLICATE, Kafka holds every item once, and no page
+// is skipped.
+func TestCrashRepeatsOnePage(t *testing.T) {
+	g := newRealGateway(t)
+	now := time.Now()
+	var feed []map[string]any
+	for i := range 25 {
+		feed = append(feed, order(t, i, now, nil))
+	}
+	srv := newPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		var from int
+		fmt.Sscan(r.URL.Query().Get("cursor"), &from)
+		to := min(from+10, len(feed))
+		next := ""
+		if to < len(feed) {
+			next = fmt.Sprint(to)
+		}
+		cursorPage(w, feed[from:to], next)
+	})
+	store := &crashingStore{memStore: &memStore{}, crashAt: "20"}
+	ctx, cancel := context.WithCancel(context.Background())
+	store.crash = cancel
+	clk := newFakeClock()
+	first, _ := newTestPoller(t, orderConfig("shop", srv.URL), g.svc, store, clk)
+	if err := first.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(store.Saves()); got != 1 {
+		t.Fatalf("%d saves before the crash, want 1", got)
+	}
+
+	// The restarted process: same store, same gateway (its dedup window).
+	second, m := newTestPoller(t, orderConfig("shop", srv.URL), g.svc, store, clk)
+	stop := run(t, second)
+	eventually(t, "caught up", func() bool { return clk.Parked() > 0 })
+	stop()
+	cursors := srv.cursors()
+	if got := fmt.Sprint(cursors); got != "[ 10 10 20]" {
+		t.Errorf("cursors requested %s, want [ 10 10 20]: only the crashed page repeated", got)
+	}
+	if got := counter(t, m, "items", "shop", "DUPLICATE", ""); got != 10 {
+		t.Errorf("repeated page: %v duplicates, want 10", got)
+	}
+	ids := g.eventIDs(t, 25)
+	for _, it := range feed {
+		if n := ids[it["id"].(string)]; n != 1 {
+			t.Errorf("%s in Kafka %d times", it["id"], n)
+		}
+	}
+}
+
+// TestRetryableRejectionRepeatsPage: an item refused retryably holds the
+// cursor; the page is polled again after backoff (or the gateway's
+// retry_after when longer) and then advanced.
+func TestRetryableRejectionRepeatsPage(t *testing.T) {
+	srv := newPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("cursor") == "" {
+			cursorPage(w, items("a", 0, 3), "c1")
+			return
+		}
+		cursorPage(w, nil, "")
+	})
+	rec := newRecorder()
+	rec.refuse = func(call int, ev *ingestv1.Event) *ingestv1.Rejection {
+		if call == 1 && ev.GetId() == "a1" {
+			return &ingestv1.Rejection{Reason: ingestv1.Reason_BUFFER_FULL, Retryable: true, RetryAfter: durationpb.New(5 * time.Second)}
+		}
+		return nil
+	}
+	clk := newFakeClock()
+	store := &memStore{}
+	p, m := newTestPoller(t, testConfig("p", srv.URL), rec, store, clk)
+	stop := run(t, p)
+	eventually(t, "caught up", func() bool { return clk.Parked() > 0 })
+	stop()
+	if got := fmt.Sprint(srv.cursors()); got != "[  c1]" {
+		t.Errorf("cursors %s, want the first page twice", got)
+	}
+	if want := []time.Duration{5 * time.Second, time.Hour}; joinDur(clk.Sleeps()) != joinDur(want) {
+		t.Errorf("sleeps %s, want %s", joinDur(clk.Sleeps()), joinDur(want))
+	}
+	if got := counter(t, m, "pages", "p", "retried"); got != 1 {
+		t.Errorf("retried pages %v", got)
+	}
+	if got := counter(t, m, "items", "p", "DUPLICATE", ""); got != 2 {
+		t.Errorf("duplicates %v, want 2 (a0, a2 of the repeated page)", got)
+	}
+	if ids := rec.IDs(); len(ids) != 3 {
+		t.Errorf("ids %v", ids)
+	}
+}

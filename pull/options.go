@@ -1,0 +1,101 @@
+package pull
+
+import (
+	"context"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Clock is the pollers' time: every wait goes through Sleep, so tests
+// measure waits without sleeping.
+type Clock interface {
+	Now() time.Time
+	// Sleep waits d, or until ctx ends and then returns ctx's error.
+	Sleep(ctx context.Context, d time.Duration) error
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time { return time.Now() }
+
+func (realClock) Sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Option configures a Poller or a Runner.
+type Option interface{ apply(*options) }
+
+type options struct {
+	clock   Clock
+	log     *slog.Logger
+	metrics *Metrics
+	reg     prometheus.Registerer
+	client  *http.Client
+	getenv  func(string) string
+	jitter  func(time.Duration) time.Duration
+}
+
+type optionFunc func(*options)
+
+func (f optionFunc) apply(o *options) { f(o) }
+
+func defaultOptions() options {
+	return options{
+		clock:  realClock{},
+		log:    slog.Default(),
+		client: &http.Client{},
+		getenv: os.Getenv,
+		jitter: fullJitter,
+	}
+}
+
+// WithClock replaces the wall clock.
+func WithClock(c Clock) Option { return optionFunc(func(o *options) { o.clock = c }) }
+
+// WithLogger replaces slog.Default().
+func WithLogger(l *slog.Logger) Option { return optionFunc(func(o *options) { o.log = l }) }
+
+// WithMetrics shares one Metrics between pollers; by default a Poller has
+// unregistered metrics of its own and a Runner registers on
+// WithRegisterer's registerer.
+func WithMetrics(m *Metrics) Option { return optionFunc(func(o *options) { o.metrics = m }) }
+
+// WithRegisterer registers a Runner's metrics; by default none are.
+func WithRegisterer(r prometheus.Registerer) Option {
+	return optionFunc(func(o *options) { o.reg = r })
+}
+
+// WithHTTPClient replaces the HTTP client (default: a plain http.Client;
+// every request is bounded by Config.RequestTimeout anyway).
+func WithHTTPClient(c *http.Client) Option { return optionFunc(func(o *options) { o.client = c }) }
+
+// WithGetenv replaces os.Getenv for reading tokens and secrets.
+func WithGetenv(f func(string) string) Option { return optionFunc(func(o *options) { o.getenv = f }) }
+
+// WithJitter replaces full jitter: given the backoff ceiling it returns the
+// wait. The default draws uniformly from [0, ceiling].
+func WithJitter(f func(ceiling time.Duration) time.Duration) Option {
+	return optionFunc(func(o *options) { o.jitter = f })
+}
+
+func fullJitter(ceiling time.Duration) time.Duration {
+	if ceiling <= 0 {
+		return 0
+	}
+	return time.Duration(rand.Int64N(int64(ceiling) + 1))
+}

@@ -1,0 +1,683 @@
+package pull
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"golang.org/x/time/rate"
+
+	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
+)
+
+// Ingester judges pulled events under a source name and answers every
+// event by index: (*gateway.Service).Ingest.
+type Ingester interface {
+	Ingest(ctx context.Context, sourceName string, events []*ingestv1.Event) []*ingestv1.EventResult
+}
+
+// Position is where a poller stands: the next page to request.
+type Position struct {
+	// Cursor is the partner's cursor (pagination cursor).
+	Cursor string `json:"cursor,omitempty"`
+	// URL is the next page's URL from a Link header (pagination link).
+	URL string `json:"url,omitempty"`
+	// Page is the next page number (pagination page).
+	Page int `json:"page,omitempty"`
+}
+
+// CursorRecord is a saved Position, the value of a cursor record.
+type CursorRecord struct {
+	Poller string `json:"poller"`
+	Position
+	SavedAt time.Time `json:"saved_at"`
+}
+
+// CursorStore keeps a poller's position.
+type CursorStore interface {
+	// Load returns the last saved record; ok is false when none was saved.
+	Load(ctx context.Context) (rec CursorRecord, ok bool, err error)
+	// Save returns nil only once rec is durable.
+	Save(ctx context.Context, rec CursorRecord) error
+}
+
+// Poller states, in Status.State.
+const (
+	StateStarting   = "starting"
+	StatePolling    = "polling"
+	StateWaiting    = "waiting"
+	StateStopped    = "stopped"
+	StateAuthFailed = "auth_failed"
+)
+
+// Breaker states, in Status.Circuit and sluice_poller_circuit_state.
+const (
+	CircuitClosed   = "closed"
+	CircuitOpen     = "open"
+	CircuitHalfOpen = "half_open"
+)
+
+// PageFailure is a page the partner refused (a 4xx other than 401 and
+// 429) or answered with a body that is not a page.
+type PageFailure struct {
+	URL    string
+	Status int    // 0 when the body, not the status, was wrong
+	Body   string // at most bodyPrefix bytes of the answer
+	Reason string
+	At     time.Time
+}
+
+// Status is a snapshot of a poller.
+type Status struct {
+	Partner string
+	State   string
+	Position
+	// SavedAt is when the position was last saved; zero before the first.
+	SavedAt time.Time
+	Circuit string
+	// Failures counts consecutive failed attempts; 0 after a committed page.
+	Failures    int
+	LastFailure *PageFailure // the most recent failed page, if any
+	Err         string       // why the poller stopped, if it did
+}
+
+// bodyPrefix bounds the body kept in a PageFailure and logs.
+const bodyPrefix = 512
+
+// Poller pulls one partner's pages and admits their items. Run it once.
+type Poller struct {
+	cfg     Config
+	ing     Ingester
+	store   CursorStore
+	clock   Clock
+	log     *slog.Logger
+	metrics *Metrics
+	client  *http.Client
+	creds   *credentials
+	limiter *rate.Limiter // nil: no client-side limit
+	jitter  func(time.Duration) time.Duration
+	source  string
+
+	// Owned by Run.
+	failures     int       // consecutive failed attempts, for backoff
+	breakerFails int       // consecutive transient failures
+	openUntil    time.Time // while the breaker is open
+	notBefore    time.Time // the partner's rate-limit headers asked to wait until
+	authRetried  bool      // a 401 was answered by refreshing the credentials
+
+	mu     sync.Mutex // guards status
+	status Status
+}
+
+// NewPoller validates cfg and builds a poller that saves its position in
+// store.
+func NewPoller(cfg Config, ing Ingester, store CursorStore, opts ...Option) (*Poller, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	o := defaultOptions()
+	for _, opt := range opts {
+		opt.apply(&o)
+	}
+	if o.metrics == nil {
+		m, err := NewMetrics(nil)
+		if err != nil {
+			return nil, err
+		}
+		o.metrics = m
+	}
+	p := &Poller{
+		cfg: cfg, ing: ing, store: store, clock: o.clock, metrics: o.metrics, client: o.client,
+		jitter: o.jitter, source: cfg.SourceName(),
+		log: o.log.With("poller", cfg.Name),
+		creds: &credentials{cfg: cfg.Auth, partner: cfg.Name, getenv: o.getenv, client: o.client,
+			timeout: cfg.RequestTimeout, now: o.clock.Now, metrics: o.metrics},
+		status: Status{Partner: cfg.Name, State: StateStarting, Circuit: CircuitClosed,
+			Position: Position{Cursor: cfg.Pagination.StartCursor, Page: cfg.Pagination.StartPage}},
+	}
+	if cfg.RateLimit.Rate > 0 {
+		p.limiter = rate.NewLimiter(rate.Limit(cfg.RateLimit.Rate), cfg.RateLimit.Burst)
+	}
+	return p, nil
+}
+
+// Name is the poller's name.
+func (p *Poller) Name() string { return p.cfg.Name }
+
+// Status returns a snapshot.
+func (p *Poller) Status() Status {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.status
+	if s.LastFailure != nil {
+		f := *s.LastFailure
+		s.LastFailure = &f
+	}
+	return s
+}
+
+func (p *Poller) update(f func(*Status)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	f(&p.status)
+}
+
+// Run polls until ctx ends (it then returns nil) or the partner refuses the
+// credentials (it returns the *AuthError). It loads the saved position
+// first and saves a new one only after every item of a page is
+// acknowledged or refused for good.
+func (p *Poller) Run(ctx context.Context) error {
+	name := p.cfg.Name
+	p.metrics.up.WithLabelValues(name).Set(1)
+	p.metrics.circuit.WithLabelValues(name).Set(0)
+	defer func() {
+		p.metrics.up.WithLabelValues(name).Set(0)
+		p.metrics.cursorAge.forget(name)
+	}()
+	if !p.load(ctx) {
+		p.update(func(s *Status) { s.State = StateStopped })
+		return nil
+	}
+	for ctx.Err() == nil {
+		p.update(func(s *Status) { s.State = StatePolling })
+		wait, cause, err := p.poll(ctx)
+		if err != nil {
+			p.metrics.authFailures.WithLabelValues(name).Inc()
+			p.log.Error("poller stopped: the partner refused its credentials", "err", err)
+			p.update(func(s *Status) { s.State, s.Err = StateAuthFailed, err.Error() })
+			return err
+		}
+		if wait > 0 {
+			p.update(func(s *Status) { s.State = StateWaiting })
+			p.sleep(ctx, wait, cause)
+		}
+	}
+	p.update(func(s *Status) { s.State = StateStopped })
+	return nil
+}
+
+// load reads the saved position, retrying with backoff; false when ctx
+// ended first.
+func (p *Poller) load(ctx context.Context) bool {
+	for {
+		rec, ok, err := p.store.Load(ctx)
+		if err == nil {
+			p.failures = 0
+			if ok {
+				p.update(func(s *Status) { s.Position, s.SavedAt = rec.Position, rec.SavedAt })
+				p.metrics.cursorAge.set(p.cfg.Name, rec.SavedAt)
+				p.log.Info("poller resumes from its saved position", "cursor", rec.Cursor, "url", rec.URL, "page", rec.Page, "saved_at", rec.SavedAt)
+			} else {
+				p.log.Info("poller starts: no saved position")
+			}
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		p.failures++
+		wait := p.backoff()
+		p.log.Warn("load of the saved position failed; retrying", "err", err, "wait", wait)
+		if p.sleep(ctx, wait, waitBackoff) != nil {
+			return false
+		}
+	}
+}
+
+func (p *Poller) sleep(ctx context.Context, d time.Duration, cause string) error {
+	start := p.clock.Now()
+	err := p.clock.Sleep(ctx, d)
+	waited := d
+	if err != nil {
+		waited = p.clock.Now().Sub(start)
+	}
+	p.metrics.wait(p.cfg.Name, cause, waited)
+	return err
+}
+
+// backoff is the wait after the p.failures-th consecutive failure.
+func (p *Poller) backoff() time.Duration {
+	b := p.cfg.Backoff
+	ceiling := b.Max
+	if n := p.failures - 1; n < 62 {
+		if d := b.Initial << n; d > 0 && d/b.Initial == 1<<n && d < b.Max {
+			ceiling = d
+		}
+	}
+	return min(p.jitter(ceiling), ceiling)
+}
+
+// poll makes at most one request and returns how long to wait before the
+// next one, and why. The error is an *AuthError: the poller must stop.
+func (p *Poller) poll(ctx context.Context) (time.Duration, string, error) {
+	now := p.clock.Now()
+	if p.circuit() == CircuitOpen {
+		if now.Before(p.openUntil) {
+			return p.openUntil.Sub(now), waitBreaker, nil
+		}
+		p.setCircuit(CircuitHalfOpen)
+		p.log.Info("circuit half-open: probing the partner")
+	}
+	if now.Before(p.notBefore) {
+		return p.notBefore.Sub(now), waitRateHeaders, nil
+	}
+	if p.limiter != nil {
+		r := p.limiter.ReserveN(now, 1)
+		if d := r.DelayFrom(now); d > 0 {
+			if p.sleep(ctx, d, waitClientLimit) != nil {
+				return 0, "", nil
+			}
+		}
+	}
+	pos := p.Status().Position
+	pg, err := p.fetch(ctx, pos)
+	if ctx.Err() != nil {
+		return 0, "", nil
+	}
+	var ae *AuthError
+	if errors.As(err, &ae) {
+		return 0, "", ae
+	}
+	var fe *fetchError
+	if errors.As(err, &fe) {
+		return p.failed(fe)
+	}
+	p.answered()
+	p.authRetried = false
+	p.noteLimits(pg.header)
+	return p.admit(ctx, pos, pg)
+}
+
+// failed decides the wait after a failed request.
+func (p *Poller) failed(fe *fetchError) (time.Duration, string, error) {
+	now := p.clock.Now()
+	switch fe.kind {
+	case kindUnauthorized:
+		p.answered()
+		if p.authRetried {
+			return 0, "", &AuthError{Partner: p.cfg.Name, Status: fe.status, Body: fe.body}
+		}
+		p.authRetried = true
+		p.creds.invalidate()
+		p.log.Warn("partner answered 401: refreshing the credentials and retrying once", "body", fe.body)
+		return 0, "", nil
+	case kindThrottled:
+		p.answered()
+		p.failures++
+		if d, ok := parseRetryAfter(fe.header.Get("Retry-After"), now); ok {
+			return min(d, p.cfg.MaxRetryAfter), waitRetryAfter, nil
+		}
+		if a, ok := parseRateLimit(fe.header, now); ok && a.remaining <= p.cfg.RateLimit.MinRemaining {
+			return min(a.reset, p.cfg.MaxRetryAfter), waitRateHeaders, nil
+		}
+		return p.backoff(), waitBackoff, nil
+	case kindTransient:
+		p.failures++
+		p.breakerFails++
+		if p.circuit() == CircuitHalfOpen || p.breakerFails >= p.cfg.Breaker.Failures {
+			p.openUntil = now.Add(p.cfg.Breaker.Cooldown)
+			p.setCircuit(CircuitOpen)
+			p.log.Warn("circuit open: the partner keeps failing", "failures", p.breakerFails, "cooldown", p.cfg.Breaker.Cooldown, "err", fe.err)
+			return p.cfg.Breaker.Cooldown, waitBreaker, nil
+		}
+		wait := p.backoff()
+		p.log.Warn("request failed; backing off", "err", fe.err, "wait", wait)
+		return wait, waitBackoff, nil
+	default: // kindPageFailed
+		p.answered()
+		p.failures++
+		f := &PageFailure{URL: fe.url, Status: fe.status, Body: fe.body, Reason: fe.err.Error(), At: now}
+		label := "body"
+		if fe.status != 0 {
+			label = strconv.Itoa(fe.status)
+		}
+		p.metrics.pageFailures.WithLabelValues(p.cfg.Name, label).Inc()
+		wait := p.backoff()
+		p.log.Error("page failed; it will be retried, the cursor stays", "url", fe.url, "status", fe.status, "body", fe.body, "err", fe.err, "wait", wait)
+		p.update(func(s *Status) { s.LastFailure = f; s.Failures = p.failures })
+		return wait, waitBackoff, nil
+	}
+}
+
+// answered records that the partner answered: the breaker closes.
+func (p *Poller) answered() {
+	p.breakerFails = 0
+	if p.circuit() != CircuitClosed {
+		p.setCircuit(CircuitClosed)
+		p.log.Info("circuit closed: the partner answers")
+	}
+}
+
+func (p *Poller) circuit() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.status.Circuit
+}
+
+func (p *Poller) setCircuit(c string) {
+	p.update(func(s *Status) { s.Circuit = c })
+	v := map[string]float64{CircuitClosed: 0, CircuitOpen: 1, CircuitHalfOpen: 2}[c]
+	p.metrics.circuit.WithLabelValues(p.cfg.Name).Set(v)
+}
+
+// noteLimits makes the next request wait for the reset when the partner's
+// rate-limit headers say the window is (nearly) used up.
+func (p *Poller) noteLimits(h http.Header) {
+	now := p.clock.Now()
+	if a, ok := parseRateLimit(h, now); ok && a.remaining <= p.cfg.RateLimit.MinRemaining && a.reset > 0 {
+		p.notBefore = now.Add(min(a.reset, p.cfg.MaxRetryAfter))
+	}
+}
+
+// admit maps and admits a page's items and saves the next position once
+// every item is acknowledged or refused for good.
+func (p *Poller) admit(ctx context.Context, pos Position, pg *page) (time.Duration, string, error) {
+	name := p.cfg.Name
+	events := make([]*ingestv1.Event, 0, len(pg.items))
+	unmappable := 0
+	for i, item := range pg.items {
+		ev, err := mapItem(p.cfg.Mapping, i, item, pg.fetched)
+		if err != nil {
+			unmappable++
+			p.log.Warn("item does not map to an event; skipped", "err", err)
+			continue
+		}
+		events = append(events, ev)
+	}
+	var results []*ingestv1.EventResult
+	if len(events) > 0 {
+		results = p.ing.Ingest(ctx, p.source, events)
+	}
+	if ctx.Err() != nil {
+		return 0, "", nil
+	}
+	type key struct{ outcome, reason string }
+	counts := map[key]int{}
+	var retryAfter time.Duration
+	retry := len(results) != len(events)
+	for i := 0; i < len(events) && !retry; i++ {
+		r := results[i]
+		switch r.GetOutcome() {
+		case ingestv1.Outcome_ACCEPTED, ingestv1.Outcome_DUPLICATE:
+			counts[key{r.GetOutcome().String(), ""}]++
+		case ingestv1.Outcome_REJECTED:
+			rej := r.GetRejection()
+			if rej.GetRetryable() {
+				retry = true
+				retryAfter = max(retryAfter, rej.GetRetryAfter().AsDuration())
+				continue
+			}
+			counts[key{"REJECTED", rej.GetReason().String()}]++
+			p.log.Warn("item rejected; skipped", "id", events[i].GetId(), "reason", rej.GetReason().String(), "message", rej.GetMessage())
+		default:
+			retry = true
+		}
+	}
+	if retry {
+		p.failures++
+		p.metrics.pages.WithLabelValues(name, "retried").Inc()
+		wait := max(p.backoff(), min(retryAfter, p.cfg.MaxRetryAfter))
+		p.log.Warn("page not acknowledged in full; it will be polled again", "wait", wait)
+		p.update(func(s *Status) { s.Failures = p.failures })
+		return wait, waitBackoff, nil
+	}
+	if pg.next != pos {
+		rec := CursorRecord{Poller: name, Position: pg.next, SavedAt: p.clock.Now()}
+		if err := p.store.Save(ctx, rec); err != nil {
+			if ctx.Err() != nil {
+				return 0, "", nil
+			}
+			p.failures++
+			p.metrics.pages.WithLabelValues(name, "retried").Inc()
+			wait := p.backoff()
+			p.log.Warn("saving the cursor failed; the page will be polled again", "err", err, "wait", wait)
+			p.update(func(s *Status) { s.Failures = p.failures })
+			return wait, waitBackoff, nil
+		}
+		p.update(func(s *Status) { s.Position, s.SavedAt = rec.Position, rec.SavedAt })
+		p.metrics.cursorAge.set(name, rec.SavedAt)
+	}
+	p.failures = 0
+	p.update(func(s *Status) { s.Failures = 0 })
+	p.metrics.pages.WithLabelValues(name, "committed").Inc()
+	for k, n := range counts {
+		p.metrics.items.WithLabelValues(name, k.outcome, k.reason).Add(float64(n))
+	}
+	if unmappable > 0 {
+		p.metrics.items.WithLabelValues(name, "REJECTED", reasonUnmappable).Add(float64(unmappable))
+	}
+	if pg.last {
+		return p.cfg.Interval, waitInterval, nil
+	}
+	return 0, "", nil
+}
+
+// reasonUnmappable is the reason label of items that do not map to events.
+const reasonUnmappable = "UNMAPPABLE"
+
+// kind is how a partner's answer is handled.
+type kind int
+
+const (
+	kindOK           kind = iota
+	kindThrottled         // 429, 503: wait as the partner says
+	kindTransient         // other 5xx, timeouts, connection errors: backoff, breaker
+	kindUnauthorized      // 401: refresh the credentials once
+	kindPageFailed        // other 4xx and 1xx/3xx, bodies that are not a page
+)
+
+// judgeResponse is the one place where an answer of a partner, or the
+// failure to get one, is judged. err is the error of the request or of
+// reading the body.
+func judgeResponse(resp *http.Response, err error) kind {
+	if err != nil {
+		return kindTransient // timeouts, refused or reset connections, cut bodies
+	}
+	switch c := resp.StatusCode; {
+	case c >= 200 && c < 300:
+		return kindOK
+	case c == http.StatusTooManyRequests || c == http.StatusServiceUnavailable:
+		return kindThrottled
+	case c == http.StatusUnauthorized:
+		return kindUnauthorized
+	case c >= 500:
+		return kindTransient
+	default:
+		return kindPageFailed
+	}
+}
+
+// fetchError is a request that did not give a page.
+type fetchError struct {
+	kind   kind
+	url    string
+	status int
+	header http.Header
+	body   string
+	err    error
+}
+
+func (e *fetchError) Error() string { return e.err.Error() }
+func (e *fetchError) Unwrap() error { return e.err }
+
+// page is a fetched page.
+type page struct {
+	items   [][]byte
+	next    Position
+	last    bool // caught up: wait Interval before the next poll
+	header  http.Header
+	fetched time.Time
+}
+
+// pageURL builds the URL of the page at pos.
+func (p *Poller) pageURL(pos Position) string {
+	if pos.URL != "" {
+		return pos.URL
+	}
+	tmpl := p.cfg.URL
+	if p.cfg.FirstURL != "" && pos.Cursor == "" && p.cfg.Pagination.Type != PaginatePage {
+		tmpl = p.cfg.FirstURL
+	}
+	return strings.NewReplacer("{cursor}", url.QueryEscape(pos.Cursor), "{page}", strconv.Itoa(pos.Page)).Replace(tmpl)
+}
+
+// fetch requests the page at pos. The error is a *fetchError or an
+// *AuthError.
+func (p *Poller) fetch(ctx context.Context, pos Position) (*page, error) {
+	target := p.pageURL(pos)
+	fail := func(k kind, status int, h http.Header, body []byte, err error) error {
+		return &fetchError{kind: k, url: target, status: status, header: h, body: prefix(body), err: err}
+	}
+	rctx, cancel := context.WithTimeout(ctx, p.cfg.RequestTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, p.cfg.Method, target, nil)
+	if err != nil {
+		return nil, fail(kindPageFailed, 0, nil, nil, fmt.Errorf("build request: %w", err))
+	}
+	for k, v := range p.cfg.Headers {
+		req.Header.Set(k, v)
+	}
+	if req.Header.Get("Accept") == "" {
+		req.Header.Set("Accept", "application/json")
+	}
+	req.Header.Set("User-Agent", "sluice-poller")
+	if err := p.creds.authorize(ctx, req); err != nil {
+		return nil, err
+	}
+	resp, err := p.client.Do(req)
+	if err != nil {
+		p.metrics.requests.WithLabelValues(p.cfg.Name, statusLabel(0, err)).Inc()
+		return nil, fail(judgeResponse(nil, err), 0, nil, nil, err)
+	}
+	defer resp.Body.Close()
+	p.metrics.requests.WithLabelValues(p.cfg.Name, statusLabel(resp.StatusCode, nil)).Inc()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, p.cfg.MaxBodyBytes+1))
+	k := judgeResponse(resp, err)
+	if k != kindOK {
+		if err == nil {
+			err = fmt.Errorf("HTTP %d", resp.StatusCode)
+		}
+		return nil, fail(k, resp.StatusCode, resp.Header, body, err)
+	}
+	if int64(len(body)) > p.cfg.MaxBodyBytes {
+		return nil, fail(kindPageFailed, 0, resp.Header, nil, fmt.Errorf("body is over max_body_bytes (%d)", p.cfg.MaxBodyBytes))
+	}
+	pg, err := p.parsePage(body, pos, resp)
+	if err != nil {
+		return nil, fail(kindPageFailed, 0, resp.Header, body, err)
+	}
+	return pg, nil
+}
+
+// parsePage finds the items and the next position.
+func (p *Poller) parsePage(body []byte, pos Position, resp *http.Response) (*page, error) {
+	c := containers{}
+	raw, err := pageItems(c, body, p.cfg.Items)
+	if err != nil {
+		return nil, err
+	}
+	pg := &page{header: resp.Header, fetched: p.clock.Now(), next: pos}
+	pg.items = make([][]byte, len(raw))
+	for i, r := range raw {
+		pg.items[i] = r
+	}
+	switch pc := p.cfg.Pagination; pc.Type {
+	case PaginateCursor:
+		next, err := nextCursor(c, body, pc.Cursor)
+		if err != nil {
+			return nil, err
+		}
+		if next != "" {
+			pg.next = Position{Cursor: next}
+		}
+		pg.last = len(raw) == 0 || next == "" || next == pos.Cursor
+	case PaginateLink:
+		u, ok := parseLinkNext(resp.Header.Values("Link"), resp.Request.URL)
+		if ok {
+			if err := sameOrigin(resp.Request.URL, u); err != nil {
+				return nil, err
+			}
+			pg.next = Position{URL: u.String()}
+		}
+		pg.last = !ok || len(raw) == 0
+	case PaginatePage:
+		full := len(raw) > 0 && (pc.PageSize == 0 || len(raw) >= pc.PageSize)
+		if full {
+			pg.next = Position{Page: pos.Page + 1}
+		}
+		pg.last = !full
+	}
+	return pg, nil
+}
+
+// nextCursor reads the next cursor; "" when the body is empty or the
+// cursor is missing, null or empty.
+func nextCursor(c containers, body []byte, ptr string) (string, error) {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return "", nil
+	}
+	v, err := lookupIn(c, body, ptr)
+	switch {
+	case errors.Is(err, errNotFound) || (err == nil && isNull(v)):
+		return "", nil
+	case err != nil:
+		return "", fmt.Errorf("cursor at %s: %w", ptr, err)
+	}
+	next, err := scalarString(v)
+	if err != nil {
+		return "", fmt.Errorf("cursor at %s: %w", ptr, err)
+	}
+	return next, nil
+}
+
+// sameOrigin refuses a next link to another origin: the request's
+// credentials must not be sent there.
+func sameOrigin(from, to *url.URL) error {
+	if !strings.EqualFold(from.Scheme, to.Scheme) || !strings.EqualFold(from.Host, to.Host) {
+		return fmt.Errorf("next link %s leaves the partner's origin %s://%s", to.Redacted(), from.Scheme, from.Host)
+	}
+	return nil
+}
+
+func statusLabel(code int, err error) string {
+	if err != nil {
+		var ne interface{ Timeout() bool }
+		if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
+			return "timeout"
+		}
+		return "error"
+	}
+	return strconv.Itoa(code)
+}
+
+// prefix returns at most bodyPrefix bytes of b, cut at a rune boundary.
+func prefix(b []byte) string {
+	if len(b) > bodyPrefix {
+		b = b[:bodyPrefix]
+		// Drop a rune cut in half by the bound.
+		for i := 0; i < utf8.UTFMax-1 && len(b) > 0 && !utf8.FullRune(b[lastRuneStart(b):]); i++ {
+			b = b[:len(b)-1]
+		}
+	}
+	return strings.ToValidUTF8(string(b), "?")
+}
+
+// lastRuneStart is the index where the last (possibly partial) rune of b
+// starts.
+func lastRuneStart(b []byte) int {
+	i := len(b) - 1
+	for i > 0 && len(b)-i < utf8.UTFMax && !utf8.RuneStart(b[i]) {
+		i--
+	}
+	return i
+}
