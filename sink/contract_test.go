@@ -1,0 +1,253 @@
+package sink
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// implementation opens one sink under test with the clock and a reader for
+// what it stored.
+type implementation struct {
+	name   string
+	stores stores
+	open   func(t *testing.T, clock *testClock) (Sink, rowReader)
+}
+
+func sqliteImpl() implementation {
+	return implementation{
+		name:   "sqlite",
+		stores: stores{value: true, precision: time.Nanosecond},
+		open: func(t *testing.T, clock *testClock) (Sink, rowReader) {
+			s := openTestSQLite(t, t.TempDir(), clock)
+			return s, s
+		},
+	}
+}
+
+func httpImpl() implementation {
+	return implementation{
+		name:   "http",
+		stores: stores{value: false, precision: time.Nanosecond},
+		open: func(t *testing.T, clock *testClock) (Sink, rowReader) {
+			rc, srv := newReceiverServer(t)
+			return openTestHTTP(t, srv.URL, clock, nil), rc
+		},
+	}
+}
+
+func postgresImpl(dsn string) implementation {
+	return implementation{
+		name:   "postgres",
+		stores: stores{value: true, precision: time.Microsecond},
+		open: func(t *testing.T, clock *testClock) (Sink, rowReader) {
+			p := openTestPostgres(t, dsn, clock)
+			return p, p
+		},
+	}
+}
+
+// openTestPostgres migrates a table of its own for t and drops it after.
+func openTestPostgres(t testing.TB, dsn string, clock *testClock) *Postgres {
+	t.Helper()
+	table := testTableName(t)
+	ctx := context.Background()
+	if err := Migrate(ctx, dsn, table); err != nil {
+		t.Fatalf("Migrate: %v", err)
+	}
+	t.Cleanup(func() { dropTestTable(t, dsn, table) })
+	cfg := DefaultConfig().Postgres
+	cfg.DSN, cfg.Table = dsn, table
+	p, err := OpenPostgres(ctx, cfg, WithClock(clock.Now))
+	if err != nil {
+		t.Fatalf("OpenPostgres: %v", err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+func testTableName(t testing.TB) string {
+	var b [6]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		t.Fatal(err)
+	}
+	return "sink_test_" + hex.EncodeToString(b[:])
+}
+
+func dropTestTable(t testing.TB, dsn, table string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Errorf("drop %s: %v", table, err)
+		return
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `DROP TABLE IF EXISTS "`+table+`"; DELETE FROM sluice_sink_migrations WHERE table_name = '`+table+`'`); err != nil {
+		t.Errorf("drop %s: %v", table, err)
+	}
+}
+
+func TestContract(t *testing.T) {
+	for _, impl := range []implementation{sqliteImpl(), httpImpl()} {
+		t.Run(impl.name, func(t *testing.T) { runContract(t, impl) })
+	}
+}
+
+func TestIntegrationPostgresContract(t *testing.T) {
+	runContract(t, postgresImpl(postgresDSN(t)))
+}
+
+// runContract checks what the package documentation promises of every sink.
+func runContract(t *testing.T, impl implementation) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	clock := newTestClock()
+	s, rows := impl.open(t, clock)
+
+	if s.Name() != impl.name {
+		t.Errorf("Name() = %q, want %q", s.Name(), impl.name)
+	}
+	count := func(want int64) {
+		t.Helper()
+		n, err := rows.Count(ctx)
+		if err != nil {
+			t.Fatalf("Count: %v", err)
+		}
+		if n != want {
+			t.Fatalf("Count = %d, want %d", n, want)
+		}
+	}
+	check := func(events []Event, written time.Time) {
+		t.Helper()
+		for _, e := range events {
+			row, err := rows.Get(ctx, e.ID)
+			if err != nil {
+				t.Fatalf("Get(%q): %v", e.ID, err)
+			}
+			checkRow(t, impl.stores, e, row, written)
+		}
+	}
+
+	// A batch is stored, each row as its event.
+	first := testEvents(0, 5)
+	firstWritten := clock.Now()
+	wantClass(t, s.Write(ctx, first), 0)
+	count(5)
+	check(first, firstWritten)
+
+	// The same ids again, with other content and later: nothing changes.
+	clock.Advance(time.Hour)
+	again := testEvents(0, 5)
+	for i := range again {
+		again[i].Source = "someone-else"
+		again[i].JSON = []byte(`{"changed":true}`)
+		again[i].Offset += 100
+	}
+	wantClass(t, s.Write(ctx, again), 0)
+	count(5)
+	check(first, firstWritten)
+
+	// The same id twice in one batch, next to new events: the first wins.
+	dup := testEvents(5, 3)
+	twin := dup[0]
+	twin.JSON = []byte(`{"twin":true}`)
+	twin.Offset = 9999
+	dup = append(dup, twin)
+	dupWritten := clock.Now()
+	wantClass(t, s.Write(ctx, dup), 0)
+	count(8)
+	check(dup[:3], dupWritten)
+
+	// An event without a JSON rendering and with an empty value and key.
+	bare := testEvent(20)
+	bare.JSON, bare.Value, bare.Key = nil, nil, nil
+	wantClass(t, s.Write(ctx, []Event{bare}), 0)
+	count(9)
+	check([]Event{bare}, dupWritten)
+
+	// An empty batch is a no-op.
+	wantClass(t, s.Write(ctx, nil), 0)
+
+	// A batch holding an event no sink can store is refused whole.
+	bad := testEvents(30, 3)
+	bad[2].ID = ""
+	wantClass(t, s.Write(ctx, bad), Permanent)
+	count(9)
+	if _, err := rows.Get(ctx, bad[0].ID); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Get(%q) after refused batch: err = %v, want ErrNotFound", bad[0].ID, err)
+	}
+
+	// Concurrent batches over the same ids, in opposite orders, all succeed
+	// and store each id once.
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for g := range 4 {
+		batch := testEvents(100, 20)
+		if g%2 == 1 {
+			slices.Reverse(batch)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- s.Write(ctx, batch)
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		wantClass(t, err, 0)
+	}
+	count(9 + 20)
+
+	// After Close, Write fails transiently with ErrClosed.
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	err := s.Write(ctx, testEvents(40, 1))
+	wantClass(t, err, Transient)
+	if !errors.Is(err, ErrClosed) {
+		t.Fatalf("Write after Close: err = %v, want ErrClosed", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+}
+
+func TestCheckBatch(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		mod  func(*Event)
+	}{
+		{"empty id", func(e *Event) { e.ID = "" }},
+		{"long id", func(e *Event) { e.ID = string(make([]byte, maxEventIDLen+1)) }},
+		{"newline in id", func(e *Event) { e.ID = "a\nb" }},
+		{"invalid utf-8 id", func(e *Event) { e.ID = "a\xffb" }},
+		{"NUL in type", func(e *Event) { e.Type = "a\x00" }},
+		{"invalid utf-8 source", func(e *Event) { e.Source = "\xc3" }},
+		{"invalid utf-8 key", func(e *Event) { e.Key = []byte{0xff} }},
+		{"NUL in fingerprint", func(e *Event) { e.SchemaFingerprint = "\x00" }},
+		{"invalid utf-8 topic", func(e *Event) { e.Topic = "\xfe" }},
+		{"JSON not JSON", func(e *Event) { e.JSON = []byte(`{"a":`) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			batch := testEvents(0, 3)
+			tc.mod(&batch[1])
+			err := checkBatch(batch)
+			wantClass(t, err, Permanent)
+			if !errors.Is(err, ErrInvalidEvent) {
+				t.Fatalf("err = %v, want ErrInvalidEvent", err)
+			}
+		})
+	}
+	if err := checkBatch(testEvents(0, 3)); err != nil {
+		t.Fatalf("valid batch: %v", err)
+	}
+}

@@ -1,0 +1,139 @@
+package sink
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+var (
+	// ErrClosed is wrapped by the error of a Write on a closed sink. It is
+	// Transient: the sink is going away, not the event.
+	ErrClosed = errors.New("sink: closed")
+	// ErrNotFound is returned by Get for an event id the sink does not hold.
+	ErrNotFound = errors.New("sink: event not found")
+	// ErrInvalidEvent is wrapped by the Permanent error of a batch holding
+	// an event no sink can store: no id, text that is not valid UTF-8 or
+	// holds NUL or control characters where they cannot go, or a JSON
+	// rendering that is not JSON.
+	ErrInvalidEvent = errors.New("sink: invalid event")
+)
+
+// Row is an event as a table sink stores it, one column per field.
+type Row struct {
+	EventID           string
+	EventType         string
+	Source            string
+	PartitionKey      string
+	OccurredAt        time.Time
+	IngestedAt        time.Time
+	SchemaFingerprint string
+	// Payload is the event's JSON; nil when the event had none. PostgreSQL
+	// returns it re-encoded by jsonb (same value, other spacing and key
+	// order).
+	Payload []byte
+	// Value is the contract message in protobuf binary.
+	Value          []byte
+	Topic          string
+	KafkaPartition int32
+	KafkaOffset    int64
+	// WrittenAt is when the sink wrote the row, from the sink's clock.
+	WrittenAt time.Time
+}
+
+// maxEventIDLen bounds an event id: it is a primary key and an HTTP header.
+const maxEventIDLen = 512
+
+// checkBatch returns a Permanent error naming the first event of batch that
+// no sink can store, or nil. Every sink calls it before writing anything, so
+// that an event is refused the same way whatever the sink.
+func checkBatch(batch []Event) error {
+	for i := range batch {
+		if err := checkEvent(&batch[i]); err != nil {
+			return PermanentError(fmt.Errorf("event %d (id %q): %w", i, truncate(batch[i].ID, 64), err))
+		}
+	}
+	return nil
+}
+
+func checkEvent(e *Event) error {
+	switch {
+	case e.ID == "":
+		return fmt.Errorf("%w: empty id", ErrInvalidEvent)
+	case len(e.ID) > maxEventIDLen:
+		return fmt.Errorf("%w: id longer than %d bytes", ErrInvalidEvent, maxEventIDLen)
+	case !printable(e.ID):
+		// The id is also an Idempotency-Key header value.
+		return fmt.Errorf("%w: id must be valid UTF-8 without control characters", ErrInvalidEvent)
+	}
+	for _, f := range [...]struct{ name, v string }{
+		{"type", e.Type},
+		{"source", e.Source},
+		{"partition key", string(e.Key)},
+		{"schema fingerprint", e.SchemaFingerprint},
+		{"topic", e.Topic},
+	} {
+		// PostgreSQL text holds neither invalid UTF-8 nor NUL.
+		if !utf8.ValidString(f.v) || strings.IndexByte(f.v, 0) >= 0 {
+			return fmt.Errorf("%w: %s must be valid UTF-8 without NUL", ErrInvalidEvent, f.name)
+		}
+	}
+	if len(e.JSON) > 0 && !json.Valid(e.JSON) {
+		return fmt.Errorf("%w: JSON rendering is not valid JSON", ErrInvalidEvent)
+	}
+	return nil
+}
+
+func printable(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	// Cut on a rune boundary so the result stays valid UTF-8.
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// timeLayout stores times in UTC with nine fractional digits, so that
+// SQLite's text columns sort in time order.
+const timeLayout = "2006-01-02T15:04:05.000000000Z07:00"
+
+func formatTime(t time.Time) string { return t.UTC().Format(timeLayout) }
+
+// validIdentifier reports whether name is a plain table name: a lowercase
+// letter or underscore, then lowercase letters, digits or underscores, at
+// most 63 bytes (PostgreSQL's limit). Such a name means the same quoted or
+// not; the sinks always quote it, so that a keyword ("order") works too.
+func validIdentifier(name string) bool {
+	if name == "" || len(name) > 63 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case c == '_', 'a' <= c && c <= 'z':
+		case '0' <= c && c <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func quoteIdent(name string) string { return `"` + name + `"` }

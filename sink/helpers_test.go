@@ -1,0 +1,264 @@
+package sink
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+)
+
+// testClock is a clock the test moves.
+type testClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newTestClock() *testClock {
+	return &testClock{t: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)}
+}
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *testClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// testEvent returns a distinct event per n, with nanosecond times, a
+// binary value that is not UTF-8, and a JSON payload.
+func testEvent(n int) Event {
+	base := time.Date(2026, 11, 28, 12, 0, 0, 123456789, time.FixedZone("X", 3600))
+	return Event{
+		ID:                fmt.Sprintf("evt-%04d", n),
+		Type:              "orders.created",
+		Source:            "shop-" + fmt.Sprint(n%3),
+		Key:               []byte(fmt.Sprintf("customer-%d", n%5)),
+		Value:             []byte{0x0a, 0xff, byte(n), 0x00, 0x80},
+		JSON:              []byte(fmt.Sprintf(`{"orderId":"o-%d","amount":%d,"tags":["a","b"]}`, n, n*10)),
+		OccurredAt:        base.Add(time.Duration(n) * time.Second),
+		IngestedAt:        base.Add(time.Duration(n)*time.Second + 250*time.Millisecond),
+		SchemaFingerprint: "sha256:abc" + fmt.Sprint(n%2),
+		Topic:             "ingest.orders.created",
+		Partition:         int32(n % 4),
+		Offset:            int64(1000 + n),
+	}
+}
+
+func testEvents(from, n int) []Event {
+	out := make([]Event, n)
+	for i := range out {
+		out[i] = testEvent(from + i)
+	}
+	return out
+}
+
+// rowReader is what the contract test reads a sink back with.
+type rowReader interface {
+	Count(ctx context.Context) (int64, error)
+	Get(ctx context.Context, id string) (Row, error)
+}
+
+// stores says which parts of an event a sink keeps and how exactly.
+type stores struct {
+	value     bool          // Value, Topic, KafkaPartition, KafkaOffset, WrittenAt
+	precision time.Duration // of the stored times
+}
+
+// checkRow fails t unless row holds e as a sink with s stores it.
+func checkRow(t *testing.T, s stores, e Event, row Row, written time.Time) {
+	t.Helper()
+	if row.EventID != e.ID || row.EventType != e.Type || row.Source != e.Source ||
+		row.PartitionKey != string(e.Key) || row.SchemaFingerprint != e.SchemaFingerprint {
+		t.Errorf("row %q: envelope = %q %q %q %q, want %q %q %q %q", e.ID,
+			row.EventType, row.Source, row.PartitionKey, row.SchemaFingerprint,
+			e.Type, e.Source, e.Key, e.SchemaFingerprint)
+	}
+	for _, c := range [...]struct {
+		name      string
+		got, want time.Time
+	}{{"occurred_at", row.OccurredAt, e.OccurredAt}, {"ingested_at", row.IngestedAt, e.IngestedAt}} {
+		if !c.got.Equal(c.want.Truncate(s.precision)) {
+			t.Errorf("row %q: %s = %v, want %v", e.ID, c.name, c.got, c.want.Truncate(s.precision))
+		}
+	}
+	if !jsonEqual(t, row.Payload, e.JSON) {
+		t.Errorf("row %q: payload = %s, want %s", e.ID, row.Payload, e.JSON)
+	}
+	if !s.value {
+		return
+	}
+	if !bytes.Equal(row.Value, e.Value) || row.Topic != e.Topic || row.KafkaPartition != e.Partition || row.KafkaOffset != e.Offset {
+		t.Errorf("row %q: value/topic/partition/offset = %x %q %d %d, want %x %q %d %d", e.ID,
+			row.Value, row.Topic, row.KafkaPartition, row.KafkaOffset, e.Value, e.Topic, e.Partition, e.Offset)
+	}
+	if !row.WrittenAt.Equal(written.Truncate(s.precision)) {
+		t.Errorf("row %q: written_at = %v, want %v", e.ID, row.WrittenAt, written)
+	}
+}
+
+// jsonEqual compares two JSON texts by value; empty and null are equal.
+func jsonEqual(t *testing.T, a, b []byte) bool {
+	t.Helper()
+	var va, vb any
+	if len(a) > 0 {
+		if err := json.Unmarshal(a, &va); err != nil {
+			t.Fatalf("stored payload %q: %v", a, err)
+		}
+	}
+	if len(b) > 0 {
+		if err := json.Unmarshal(b, &vb); err != nil {
+			t.Fatalf("event payload %q: %v", b, err)
+		}
+	}
+	ja, _ := json.Marshal(va)
+	jb, _ := json.Marshal(vb)
+	return bytes.Equal(ja, jb)
+}
+
+func openTestSQLite(t testing.TB, dir string, clock *testClock) *SQLite {
+	t.Helper()
+	cfg := DefaultConfig().SQLite
+	cfg.Path = filepath.Join(dir, "events.db")
+	s, err := OpenSQLite(context.Background(), cfg, WithClock(clock.Now))
+	if err != nil {
+		t.Fatalf("OpenSQLite: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// receiver is an HTTP sink's receiver as the protocol asks for: it stores
+// each body under its Idempotency-Key and keeps the first.
+type receiver struct {
+	mu     sync.Mutex
+	bodies map[string]httpEnvelope
+	keys   []string // every POST's key, in arrival order
+	header []http.Header
+}
+
+func newReceiver() *receiver { return &receiver{bodies: map[string]httpEnvelope{}} }
+
+func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	key := r.Header.Get("Idempotency-Key")
+	body, err := io.ReadAll(r.Body)
+	if r.Method != http.MethodPost || key == "" || r.Header.Get("Content-Type") != "application/json" || err != nil {
+		http.Error(w, "bad request", http.StatusBadRequest)
+		return
+	}
+	var env httpEnvelope
+	if err := json.Unmarshal(body, &env); err != nil || env.ID != key {
+		http.Error(w, "bad body", http.StatusUnprocessableEntity)
+		return
+	}
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	rc.keys = append(rc.keys, key)
+	rc.header = append(rc.header, r.Header.Clone())
+	if _, dup := rc.bodies[key]; dup {
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	rc.bodies[key] = env
+	w.WriteHeader(http.StatusCreated)
+}
+
+func (rc *receiver) Keys() []string {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return append([]string(nil), rc.keys...)
+}
+
+func (rc *receiver) Count(context.Context) (int64, error) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return int64(len(rc.bodies)), nil
+}
+
+func (rc *receiver) Get(_ context.Context, id string) (Row, error) {
+	rc.mu.Lock()
+	env, ok := rc.bodies[id]
+	rc.mu.Unlock()
+	if !ok {
+		return Row{}, ErrNotFound
+	}
+	row := Row{
+		EventID:           env.ID,
+		EventType:         env.Type,
+		Source:            env.Source,
+		PartitionKey:      env.PartitionKey,
+		SchemaFingerprint: env.SchemaFingerprint,
+	}
+	if string(env.Payload) != "null" {
+		row.Payload = env.Payload
+	}
+	var err error
+	if row.OccurredAt, err = time.Parse(time.RFC3339Nano, env.OccurredAt); err != nil {
+		return Row{}, err
+	}
+	if row.IngestedAt, err = time.Parse(time.RFC3339Nano, env.IngestedAt); err != nil {
+		return Row{}, err
+	}
+	return row, nil
+}
+
+func openTestHTTP(t testing.TB, url string, clock *testClock, mod func(*HTTPConfig)) *HTTP {
+	t.Helper()
+	cfg := DefaultConfig().HTTP
+	cfg.URL = url
+	if mod != nil {
+		mod(&cfg)
+	}
+	h, err := OpenHTTP(cfg, WithClock(clock.Now))
+	if err != nil {
+		t.Fatalf("OpenHTTP: %v", err)
+	}
+	t.Cleanup(func() { h.Close() })
+	return h
+}
+
+func newReceiverServer(t testing.TB) (*receiver, *httptest.Server) {
+	rc := newReceiver()
+	srv := httptest.NewServer(rc)
+	t.Cleanup(srv.Close)
+	return rc, srv
+}
+
+// wantClass fails t unless err is classified as want (0: nil).
+func wantClass(t *testing.T, err error, want Class) {
+	t.Helper()
+	if want == 0 {
+		if err != nil {
+			t.Fatalf("err = %v, want nil", err)
+		}
+		return
+	}
+	var se *Error
+	if !errors.As(err, &se) {
+		t.Fatalf("err = %v (%T), want a classified *sink.Error", err, err)
+	}
+	if got, _ := Classify(err); got != want {
+		t.Fatalf("class = %v, want %v (err %v)", got, want, err)
+	}
+}
+
+func postgresDSN(t testing.TB) string {
+	dsn := os.Getenv("SLUICE_POSTGRES_DSN")
+	if dsn == "" {
+		t.Skip("SLUICE_POSTGRES_DSN not set (scripts/postgres.sh up prints one)")
+	}
+	return dsn
+}

@@ -1,0 +1,222 @@
+package sink
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// HTTP is the HTTP sink: one POST per event, in batch order, each carrying
+// the event id as its Idempotency-Key. The receiver is what makes a second
+// POST of the same key harmless.
+type HTTP struct {
+	url           string
+	header        http.Header
+	client        *http.Client
+	transport     *http.Transport // nil when the client came from WithHTTPClient
+	timeout       time.Duration
+	maxRetryAfter time.Duration
+	now           func() time.Time
+
+	mu     sync.RWMutex // guards closed against Close during Write
+	closed bool
+}
+
+var _ Sink = (*HTTP)(nil)
+
+// Bounds on reading a response: errPrefixLen bytes of a refused request's
+// body go into its error; at most drainLen more are read and discarded so
+// the connection can be reused. A longer body costs the connection.
+const (
+	errPrefixLen = 512
+	drainLen     = 64 << 10
+)
+
+// StatusError is a receiver's answer other than 2xx.
+type StatusError struct {
+	EventID    string
+	StatusCode int
+	// Body is a prefix of the response body, at most 512 bytes.
+	Body string
+}
+
+func (e *StatusError) Error() string {
+	if e.Body == "" {
+		return fmt.Sprintf("http: event %q: status %d", e.EventID, e.StatusCode)
+	}
+	return fmt.Sprintf("http: event %q: status %d: %s", e.EventID, e.StatusCode, e.Body)
+}
+
+// httpEnvelope is the body of one POST.
+type httpEnvelope struct {
+	ID                string          `json:"id"`
+	Type              string          `json:"type"`
+	Source            string          `json:"source"`
+	OccurredAt        string          `json:"occurred_at"`
+	IngestedAt        string          `json:"ingested_at"`
+	PartitionKey      string          `json:"partition_key"`
+	SchemaFingerprint string          `json:"schema_fingerprint"`
+	Payload           json.RawMessage `json:"payload"`
+}
+
+// OpenHTTP resolves the configured headers (reading HeadersFromEnv) and
+// returns the sink; it sends nothing.
+func OpenHTTP(cfg HTTPConfig, opts ...Option) (*HTTP, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	o := buildOptions(opts)
+	header := make(http.Header, len(cfg.Headers)+len(cfg.HeadersFromEnv)+2)
+	for name, value := range cfg.Headers {
+		header.Set(name, value)
+	}
+	for name, env := range cfg.HeadersFromEnv {
+		value, _ := o.lookupEnv(env)
+		if value == "" {
+			return nil, bad("http.headers_from_env["+name+"]", "environment variable %s is unset or empty", env)
+		}
+		if !validHeaderValue(value) {
+			return nil, bad("http.headers_from_env["+name+"]", "environment variable %s holds control characters", env)
+		}
+		header.Set(name, value)
+	}
+	header.Set("Content-Type", "application/json")
+
+	h := &HTTP{
+		url:           cfg.URL,
+		header:        header,
+		client:        o.httpClient,
+		timeout:       cfg.RequestTimeout,
+		maxRetryAfter: cfg.MaxRetryAfter,
+		now:           o.now,
+	}
+	if h.client == nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.MaxIdleConns = cfg.MaxIdleConns
+		t.MaxIdleConnsPerHost = cfg.MaxIdleConns
+		h.transport = t
+		h.client = &http.Client{Transport: t, CheckRedirect: keepPOST}
+	}
+	return h, nil
+}
+
+// keepPOST follows only 307 and 308, which resend the POST with its body;
+// after 301, 302 or 303 the client would send a GET and lose the event, so
+// the redirect itself is answered (and classified) instead.
+func keepPOST(req *http.Request, via []*http.Request) error {
+	if len(via) >= 10 {
+		return errors.New("http: stopped after 10 redirects")
+	}
+	if c := req.Response.StatusCode; c != http.StatusTemporaryRedirect && c != http.StatusPermanentRedirect {
+		return http.ErrUseLastResponse
+	}
+	return nil
+}
+
+// Name returns "http".
+func (h *HTTP) Name() string { return KindHTTP }
+
+// Write POSTs the events of batch one after another, in order, and stops at
+// the first failure. The events before it were delivered; the caller's
+// retry sends them again with the same Idempotency-Key.
+func (h *HTTP) Write(ctx context.Context, batch []Event) error {
+	if err := checkBatch(batch); err != nil {
+		return err
+	}
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	if h.closed {
+		return TransientError(ErrClosed, 0)
+	}
+	for i := range batch {
+		if err := h.post(ctx, &batch[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (h *HTTP) post(ctx context.Context, e *Event) error {
+	env := httpEnvelope{
+		ID:                e.ID,
+		Type:              e.Type,
+		Source:            e.Source,
+		OccurredAt:        formatTime(e.OccurredAt),
+		IngestedAt:        formatTime(e.IngestedAt),
+		PartitionKey:      string(e.Key),
+		SchemaFingerprint: e.SchemaFingerprint,
+		Payload:           json.RawMessage("null"),
+	}
+	if len(e.JSON) > 0 {
+		env.Payload = e.JSON
+	}
+	body, err := json.Marshal(&env)
+	if err != nil {
+		// checkBatch has vetted the JSON, so this is not the event's fault
+		// as far as this sink can tell.
+		return TransientError(fmt.Errorf("http: event %q: encode: %w", e.ID, err), 0)
+	}
+
+	ctx, cancel := context.WithTimeout(ctx, h.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.url, bytes.NewReader(body))
+	if err != nil {
+		return PermanentError(fmt.Errorf("http: event %q: %w", e.ID, err))
+	}
+	req.Header = h.header.Clone()
+	req.Header.Set("Idempotency-Key", e.ID)
+
+	resp, err := h.client.Do(req)
+	if err != nil {
+		// Refused, reset, timed out, canceled: the receiver may be back.
+		return TransientError(fmt.Errorf("http: event %q: %w", e.ID, err), 0)
+	}
+	defer resp.Body.Close()
+	var prefix []byte
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		prefix, _ = io.ReadAll(io.LimitReader(resp.Body, errPrefixLen))
+	}
+	// Read errors here only cost the connection; the status is the answer.
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, drainLen))
+	return h.classifyResponse(e.ID, resp.StatusCode, resp.Header.Get("Retry-After"), prefix)
+}
+
+// classifyResponse is the HTTP boundary's one decision on retrying. 2xx is
+// success. 408, 429 and 5xx are transient, with the receiver's Retry-After
+// (capped at MaxRetryAfter) when it gave one. Other 4xx are permanent: the
+// receiver refuses this event. Anything else (an unfollowed redirect, 1xx)
+// is a receiver that does not speak the protocol, which is transient.
+func (h *HTTP) classifyResponse(id string, status int, retryAfter string, body []byte) error {
+	if status >= 200 && status <= 299 {
+		return nil
+	}
+	err := &StatusError{EventID: id, StatusCode: status, Body: truncate(string(bytes.ToValidUTF8(body, nil)), errPrefixLen)}
+	switch {
+	case status == http.StatusRequestTimeout, status == http.StatusTooManyRequests, status >= 500 && status <= 599:
+		d, _ := ParseRetryAfter(retryAfter, h.now())
+		return TransientError(err, min(d, h.maxRetryAfter))
+	case status >= 400 && status <= 499:
+		return PermanentError(err)
+	}
+	return TransientError(err, 0)
+}
+
+// Close closes the idle connections of the sink's own transport. Writes
+// after Close fail with ErrClosed.
+func (h *HTTP) Close() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.closed {
+		h.closed = true
+		if h.transport != nil {
+			h.transport.CloseIdleConnections()
+		}
+	}
+	return nil
+}
