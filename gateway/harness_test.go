@@ -152,7 +152,7 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 	if o.admission != nil {
 		o.admission(&acfg)
 	}
-	admission, err := publish.NewAdmission(acfg, producer, spool, publish.WithLogger(slog.New(slog.DiscardHandler)))
+	admission, err := publish.NewAdmission(acfg, producer, spool, publish.WithLogger(slog.New(slog.DiscardHandler)), publish.WithRegisterer(h.reg))
 	if err != nil {
 		t.Fatal(err)
 	}
