@@ -10,27 +10,6 @@ import (
 
 var fuzzNow = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 
-// FuzzRetryAfter: any header value parses to a bounded, non-negative wait
-// or to "not understood", never a panic.
-func FuzzRetryAfter(f *testing.F) {
-	for _, s := range []string{"0", "7", "120", "-1", "1.5", "Sun, 29 Nov 2026 12:00:09 GMT",
-		"Sunday, 29-Nov-26 12:00:09 GMT", "Sun Nov 29 12:00:09 2026", "99999999999999999999999", "", " 3 ", "soon"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, v string) {
-		d, ok := parseRetryAfter(v, fuzzNow)
-		if !ok {
-			if d != 0 {
-				t.Fatalf("%q: not understood but wait %v", v, d)
-			}
-			return
-		}
-		if d < 0 || d > maxWaitSeconds*time.Second {
-			t.Fatalf("%q: wait %v out of range", v, d)
-		}
-	})
-}
-
 // FuzzRateLimit: any header values give a non-negative remaining count
 // and a bounded reset, or nothing.
 func FuzzRateLimit(f *testing.F) {

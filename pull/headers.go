@@ -8,43 +8,9 @@ import (
 	"time"
 )
 
-// parseRetryAfter reads Retry-After (RFC 9110 §10.2.3): delta seconds or
-// an HTTP date. ok is false for a missing or unparseable value; a date in
-// the past is a wait of zero.
-func parseRetryAfter(v string, now time.Time) (wait time.Duration, ok bool) {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0, false
-	}
-	if isDigits(v) {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n > int64(maxWaitSeconds) {
-			return maxWaitSeconds * time.Second, true // overflow: the cap applies
-		}
-		return time.Duration(n) * time.Second, true
-	}
-	t, err := http.ParseTime(v)
-	if err != nil {
-		return 0, false
-	}
-	return min(max(t.Sub(now), 0), maxWaitSeconds*time.Second), true
-}
-
 // maxWaitSeconds keeps parsed waits far from time.Duration's overflow; every
 // wait is capped by Config.MaxRetryAfter anyway.
 const maxWaitSeconds = 365 * 24 * 3600
-
-func isDigits(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
-}
 
 // limitAdvice is what a partner's rate-limit headers say: how many requests
 // remain in the window and when it resets.

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/time/rate"
 
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
+	"github.com/sluicehq/sluice/internal/retryafter"
 )
 
 // Ingester judges pulled events under a source name and answers every
@@ -314,7 +315,7 @@ func (p *Poller) failed(fe *fetchError) (time.Duration, string, error) {
 	case kindThrottled:
 		p.answered()
 		p.failures++
-		if d, ok := parseRetryAfter(fe.header.Get("Retry-After"), now); ok {
+		if d, ok := retryafter.Parse(fe.header.Get("Retry-After"), now); ok {
 			return min(d, p.cfg.MaxRetryAfter), waitRetryAfter, nil
 		}
 		if a, ok := parseRateLimit(fe.header, now); ok && a.remaining <= p.cfg.RateLimit.MinRemaining {

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/retryafter"
 )
 
 // HTTP is the HTTP sink: one POST per event, in batch order, each carrying
@@ -199,7 +201,7 @@ func (h *HTTP) classifyResponse(id string, status int, retryAfter string, body [
 	err := &StatusError{EventID: id, StatusCode: status, Body: truncate(string(bytes.ToValidUTF8(body, nil)), errPrefixLen)}
 	switch {
 	case status == http.StatusRequestTimeout, status == http.StatusTooManyRequests, status >= 500 && status <= 599:
-		d, _ := ParseRetryAfter(retryAfter, h.now())
+		d, _ := retryafter.Parse(retryAfter, h.now())
 		return TransientError(err, min(d, h.maxRetryAfter))
 	case status >= 400 && status <= 499:
 		return PermanentError(err)

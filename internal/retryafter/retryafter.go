@@ -1,4 +1,7 @@
-package sink
+// Package retryafter reads the HTTP Retry-After header, for every client
+// in sluice that honors it (the HTTP sink, the pollers, the load
+// generator).
+package retryafter
 
 import (
 	"net/http"
@@ -10,13 +13,13 @@ import (
 // answered as it.
 const maxDuration = time.Duration(1<<63 - 1)
 
-// ParseRetryAfter reads an HTTP Retry-After value (RFC 9110 section 10.2.3):
+// Parse reads an HTTP Retry-After value (RFC 9110 section 10.2.3):
 // delta-seconds ("120") or an HTTP-date ("Fri, 31 Dec 1999 23:59:59 GMT",
 // and the obsolete RFC 850 and asctime forms), measured from now. A date in
 // the past gives 0. ok is false for anything else (empty, negative,
 // fractional, garbage), which callers treat as no Retry-After at all. A
 // value too large for a time.Duration gives the largest one.
-func ParseRetryAfter(value string, now time.Time) (d time.Duration, ok bool) {
+func Parse(value string, now time.Time) (d time.Duration, ok bool) {
 	value = strings.Trim(value, " \t")
 	if value == "" {
 		return 0, false

@@ -1,4 +1,4 @@
-package sink
+package retryafter
 
 import (
 	"net/http"
@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-func TestParseRetryAfter(t *testing.T) {
+func TestParse(t *testing.T) {
 	now := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
 		in   string
@@ -34,17 +34,17 @@ func TestParseRetryAfter(t *testing.T) {
 		{"tomorrow", 0, false},
 		{"2026-11-29T10:01:00Z", 0, false},
 	} {
-		d, ok := ParseRetryAfter(tc.in, now)
+		d, ok := Parse(tc.in, now)
 		if d != tc.want || ok != tc.ok {
-			t.Errorf("ParseRetryAfter(%q) = %v, %v; want %v, %v", tc.in, d, ok, tc.want, tc.ok)
+			t.Errorf("Parse(%q) = %v, %v; want %v, %v", tc.in, d, ok, tc.want, tc.ok)
 		}
 	}
 }
 
-// FuzzParseRetryAfter checks ParseRetryAfter against strconv and
+// FuzzParse checks ParseRetryAfter against strconv and
 // http.ParseTime: never negative, zero when refused, and exact for what
 // either accepts.
-func FuzzParseRetryAfter(f *testing.F) {
+func FuzzParse(f *testing.F) {
 	now := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 	for _, s := range []string{"0", "120", " 3 ", "-1", "1e3", "99999999999999999999",
 		"Sun, 29 Nov 2026 10:01:30 GMT", "Sunday, 29-Nov-26 10:00:05 GMT", "Sun Nov 29 10:00:10 2026",
@@ -52,12 +52,12 @@ func FuzzParseRetryAfter(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
-		d, ok := ParseRetryAfter(in, now)
+		d, ok := Parse(in, now)
 		if d < 0 {
-			t.Fatalf("ParseRetryAfter(%q) = %v, negative", in, d)
+			t.Fatalf("Parse(%q) = %v, negative", in, d)
 		}
 		if !ok && d != 0 {
-			t.Fatalf("ParseRetryAfter(%q) = %v, false; want 0 when refused", in, d)
+			t.Fatalf("Parse(%q) = %v, false; want 0 when refused", in, d)
 		}
 		v := strings.Trim(in, " \t")
 		if v != "" && strings.Trim(v, "0123456789") == "" {
@@ -67,19 +67,19 @@ func FuzzParseRetryAfter(f *testing.F) {
 				want = time.Duration(n) * time.Second
 			}
 			if !ok || d != want {
-				t.Fatalf("ParseRetryAfter(%q) = %v, %v; want %v, true", in, d, ok, want)
+				t.Fatalf("Parse(%q) = %v, %v; want %v, true", in, d, ok, want)
 			}
 			return
 		}
 		if at, err := http.ParseTime(v); err == nil {
 			want := max(at.Sub(now), 0)
 			if !ok || d != want {
-				t.Fatalf("ParseRetryAfter(%q) = %v, %v; want %v, true", in, d, ok, want)
+				t.Fatalf("Parse(%q) = %v, %v; want %v, true", in, d, ok, want)
 			}
 			return
 		}
 		if ok {
-			t.Fatalf("ParseRetryAfter(%q) = %v, true; want it refused", in, d)
+			t.Fatalf("Parse(%q) = %v, true; want it refused", in, d)
 		}
 	})
 }
