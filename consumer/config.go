@@ -1,0 +1,214 @@
+package consumer
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/sluicehq/sluice/publish"
+)
+
+// Config is the consumer tier's config block.
+type Config struct {
+	// Group is the Kafka consumer group.
+	Group string `yaml:"group"`
+	// Topics are the source topics. EventTypes adds publish.DefaultTopic of
+	// each type; at least one of the two must name a topic.
+	Topics     []string `yaml:"topics"`
+	EventTypes []string `yaml:"event_types"`
+	// MaxInFlight bounds the records polled and not yet finished, across
+	// partitions; polling stops while it is reached.
+	MaxInFlight int `yaml:"max_in_flight"`
+	// WriteBatch is the most events one Sink.Write receives: records of
+	// different keys ready at the same time are written together.
+	WriteBatch int `yaml:"write_batch"`
+	// SinkConcurrency bounds concurrent Sink.Write calls; 0 means
+	// MaxInFlight.
+	SinkConcurrency int `yaml:"sink_concurrency"`
+	// WriteTimeout bounds one Sink.Write call.
+	WriteTimeout time.Duration `yaml:"write_timeout"`
+
+	Retry   RetryConfig   `yaml:"retry"`
+	Breaker BreakerConfig `yaml:"breaker"`
+	DLQ     DLQConfig     `yaml:"dlq"`
+
+	// CommitInterval is how often finished offsets are committed.
+	CommitInterval time.Duration `yaml:"commit_interval"`
+	// RevokeTimeout bounds the wait for in-flight work of revoked
+	// partitions; work still unfinished then is abandoned, uncommitted.
+	RevokeTimeout time.Duration `yaml:"revoke_timeout"`
+	// LagInterval is how often lag is measured and the DLQ checked for
+	// records to drain.
+	LagInterval time.Duration `yaml:"lag_interval"`
+}
+
+// RetryConfig bounds in-process retries of transient sink failures.
+type RetryConfig struct {
+	// MaxAttempts counts writes of an event, the first included.
+	MaxAttempts    int           `yaml:"max_attempts"`
+	InitialBackoff time.Duration `yaml:"initial_backoff"`
+	MaxBackoff     time.Duration `yaml:"max_backoff"`
+	// MaxElapsed bounds the time from the first failure to the last retry.
+	MaxElapsed time.Duration `yaml:"max_elapsed"`
+}
+
+// BreakerConfig is a sink's circuit breaker.
+type BreakerConfig struct {
+	// Window is the span over which the failure ratio is measured.
+	Window time.Duration `yaml:"window"`
+	// MinRequests is the fewest writes in the window that can open it.
+	MinRequests int `yaml:"min_requests"`
+	// FailureRatio opens it when transient failures / writes reaches it.
+	FailureRatio float64 `yaml:"failure_ratio"`
+	// Cooldown is how long it stays open before a half-open probe.
+	Cooldown time.Duration `yaml:"cooldown"`
+}
+
+// DLQConfig governs draining the DLQ topics.
+type DLQConfig struct {
+	// DrainRate is the most DLQ records retried per second in DRAIN_DLQ.
+	DrainRate float64 `yaml:"drain_rate"`
+	// DrainInterval is how long the sink must have been healthy, and the
+	// last drain pass over, before a drain pass starts. A pass retries the
+	// DLQ records present when it starts; what fails again is retried by
+	// the next pass, so passes space a record's retries.
+	DrainInterval time.Duration `yaml:"drain_interval"`
+	// MaxRetries is the most drains a record goes through; a record that
+	// fails with dlq_retries already at MaxRetries is parked.
+	MaxRetries int `yaml:"max_retries"`
+	// Deadline parks a record that fails later than first_failure_at +
+	// Deadline.
+	Deadline time.Duration `yaml:"deadline"`
+	// MaxErrorBytes bounds the error message kept in the envelope.
+	MaxErrorBytes int `yaml:"max_error_bytes"`
+}
+
+// DefaultConfig returns the defaults: sized for a sink with a ~100 ms round
+// trip at a few thousand events per second.
+func DefaultConfig() Config {
+	return Config{
+		Group:           "sluice-consumer",
+		MaxInFlight:     1024,
+		WriteBatch:      1,
+		SinkConcurrency: 0,
+		WriteTimeout:    10 * time.Second,
+		Retry: RetryConfig{
+			MaxAttempts:    5,
+			InitialBackoff: 100 * time.Millisecond,
+			MaxBackoff:     5 * time.Second,
+			MaxElapsed:     30 * time.Second,
+		},
+		Breaker: BreakerConfig{
+			Window:       10 * time.Second,
+			MinRequests:  20,
+			FailureRatio: 0.5,
+			Cooldown:     5 * time.Second,
+		},
+		DLQ: DLQConfig{
+			DrainRate:     50,
+			DrainInterval: time.Minute,
+			MaxRetries:    5,
+			Deadline:      72 * time.Hour,
+			MaxErrorBytes: 1024,
+		},
+		CommitInterval: time.Second,
+		RevokeTimeout:  10 * time.Second,
+		LagInterval:    5 * time.Second,
+	}
+}
+
+// ConfigError names the config field that is wrong.
+type ConfigError struct {
+	Field string
+	Err   error
+}
+
+func (e *ConfigError) Error() string { return fmt.Sprintf("consumer: config %s: %v", e.Field, e.Err) }
+
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// Validate reports the first wrong field.
+func (c *Config) Validate() error {
+	bad := func(field, msg string) error { return &ConfigError{Field: field, Err: errors.New(msg)} }
+	switch {
+	case c.Group == "":
+		return bad("group", "is empty")
+	case len(c.SourceTopics()) == 0:
+		return bad("topics", "no topics and no event_types")
+	case c.MaxInFlight < 1:
+		return bad("max_in_flight", "must be at least 1")
+	case c.WriteBatch < 1:
+		return bad("write_batch", "must be at least 1")
+	case c.WriteBatch > c.MaxInFlight:
+		return bad("write_batch", "must not exceed max_in_flight")
+	case c.SinkConcurrency < 0:
+		return bad("sink_concurrency", "must not be negative")
+	case c.WriteTimeout <= 0:
+		return bad("write_timeout", "must be positive")
+	case c.Retry.MaxAttempts < 1:
+		return bad("retry.max_attempts", "must be at least 1")
+	case c.Retry.InitialBackoff <= 0:
+		return bad("retry.initial_backoff", "must be positive")
+	case c.Retry.MaxBackoff < c.Retry.InitialBackoff:
+		return bad("retry.max_backoff", "must be at least retry.initial_backoff")
+	case c.Retry.MaxElapsed <= 0:
+		return bad("retry.max_elapsed", "must be positive")
+	case c.Breaker.Window <= 0:
+		return bad("breaker.window", "must be positive")
+	case c.Breaker.MinRequests < 1:
+		return bad("breaker.min_requests", "must be at least 1")
+	case c.Breaker.FailureRatio <= 0 || c.Breaker.FailureRatio > 1:
+		return bad("breaker.failure_ratio", "must be in (0, 1]")
+	case c.Breaker.Cooldown <= 0:
+		return bad("breaker.cooldown", "must be positive")
+	case c.DLQ.DrainRate <= 0:
+		return bad("dlq.drain_rate", "must be positive")
+	case c.DLQ.DrainInterval <= 0:
+		return bad("dlq.drain_interval", "must be positive")
+	case c.DLQ.MaxRetries < 0:
+		return bad("dlq.max_retries", "must not be negative")
+	case c.DLQ.Deadline <= 0:
+		return bad("dlq.deadline", "must be positive")
+	case c.DLQ.MaxErrorBytes < 16:
+		return bad("dlq.max_error_bytes", "must be at least 16")
+	case c.CommitInterval <= 0:
+		return bad("commit_interval", "must be positive")
+	case c.RevokeTimeout <= 0:
+		return bad("revoke_timeout", "must be positive")
+	case c.LagInterval <= 0:
+		return bad("lag_interval", "must be positive")
+	}
+	for _, t := range c.SourceTopics() {
+		if isDerivedTopic(t) {
+			return bad("topics", fmt.Sprintf("%q is a DLQ or parked topic", t))
+		}
+	}
+	return nil
+}
+
+// SourceTopics returns Topics and the topics of EventTypes, without
+// duplicates, in that order.
+func (c *Config) SourceTopics() []string {
+	seen := make(map[string]bool)
+	var out []string
+	add := func(t string) {
+		if t != "" && !seen[t] {
+			seen[t] = true
+			out = append(out, t)
+		}
+	}
+	for _, t := range c.Topics {
+		add(t)
+	}
+	for _, typ := range c.EventTypes {
+		add(publish.DefaultTopic(typ))
+	}
+	return out
+}
+
+func (c *Config) sinkConcurrency() int {
+	if c.SinkConcurrency == 0 || c.SinkConcurrency > c.MaxInFlight {
+		return c.MaxInFlight
+	}
+	return c.SinkConcurrency
+}

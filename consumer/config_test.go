@@ -1,0 +1,85 @@
+package consumer
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+func TestConfigValidate(t *testing.T) {
+	ok := testConfig("g")
+	if err := ok.Validate(); err != nil {
+		t.Fatalf("test config: %v", err)
+	}
+	def := DefaultConfig()
+	def.EventTypes = []string{testType}
+	if err := def.Validate(); err != nil {
+		t.Fatalf("defaults with event types: %v", err)
+	}
+	if got := def.SourceTopics(); len(got) != 1 || got[0] != testTopic {
+		t.Fatalf("topics of event types: %v", got)
+	}
+	tests := []struct {
+		field string
+		mod   func(*Config)
+	}{
+		{"group", func(c *Config) { c.Group = "" }},
+		{"topics", func(c *Config) { c.Topics = nil }},
+		{"topics", func(c *Config) { c.Topics = []string{DLQTopic(testTopic)} }},
+		{"max_in_flight", func(c *Config) { c.MaxInFlight = 0 }},
+		{"write_batch", func(c *Config) { c.WriteBatch = 0 }},
+		{"write_batch", func(c *Config) { c.WriteBatch = c.MaxInFlight + 1 }},
+		{"sink_concurrency", func(c *Config) { c.SinkConcurrency = -1 }},
+		{"write_timeout", func(c *Config) { c.WriteTimeout = 0 }},
+		{"retry.max_attempts", func(c *Config) { c.Retry.MaxAttempts = 0 }},
+		{"retry.initial_backoff", func(c *Config) { c.Retry.InitialBackoff = 0 }},
+		{"retry.max_backoff", func(c *Config) { c.Retry.MaxBackoff = c.Retry.InitialBackoff / 2 }},
+		{"retry.max_elapsed", func(c *Config) { c.Retry.MaxElapsed = 0 }},
+		{"breaker.window", func(c *Config) { c.Breaker.Window = 0 }},
+		{"breaker.min_requests", func(c *Config) { c.Breaker.MinRequests = 0 }},
+		{"breaker.failure_ratio", func(c *Config) { c.Breaker.FailureRatio = 1.5 }},
+		{"breaker.cooldown", func(c *Config) { c.Breaker.Cooldown = 0 }},
+		{"dlq.drain_rate", func(c *Config) { c.DLQ.DrainRate = 0 }},
+		{"dlq.drain_interval", func(c *Config) { c.DLQ.DrainInterval = 0 }},
+		{"dlq.max_retries", func(c *Config) { c.DLQ.MaxRetries = -1 }},
+		{"dlq.deadline", func(c *Config) { c.DLQ.Deadline = 0 }},
+		{"dlq.max_error_bytes", func(c *Config) { c.DLQ.MaxErrorBytes = 1 }},
+		{"commit_interval", func(c *Config) { c.CommitInterval = 0 }},
+		{"revoke_timeout", func(c *Config) { c.RevokeTimeout = 0 }},
+		{"lag_interval", func(c *Config) { c.LagInterval = 0 }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.field, func(t *testing.T) {
+			c := testConfig("g")
+			tt.mod(&c)
+			err := c.Validate()
+			var ce *ConfigError
+			if !errors.As(err, &ce) || ce.Field != tt.field {
+				t.Fatalf("Validate = %v, want a ConfigError on %s", err, tt.field)
+			}
+			if _, err := New(c, testRegistry(t), newMemSink(), []kgo.Opt{kgo.SeedBrokers("127.0.0.1:1")}); !errors.As(err, &ce) {
+				t.Fatalf("New accepted a bad config: %v", err)
+			}
+		})
+	}
+}
+
+func TestTruncateError(t *testing.T) {
+	tests := []struct {
+		in   string
+		max  int
+		want string
+	}{
+		{"short", 16, "short"},
+		{"0123456789abcdefXYZ", 16, "0123456789abc..."},
+		// A rune is never cut in half.
+		{"0123456789abcé-----", 16, "0123456789abc..."},
+		{"0123456789abcdé----", 16, "0123456789abc..."},
+	}
+	for _, tt := range tests {
+		if got := truncateError(tt.in, tt.max); got != tt.want || len(got) > tt.max {
+			t.Errorf("truncateError(%q, %d) = %q, want %q", tt.in, tt.max, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,96 @@
+// Package consumer is sluice's consumer tier: a Kafka consumer group that
+// writes the events of the ingest topics to a sink, commits only offsets
+// whose side effects finished, isolates failures in a dead-letter queue
+// (DLQ) and replays it on an operator's request.
+//
+// # Usage
+//
+//	c, err := consumer.New(cfg, registry, sink, []kgo.Opt{kgo.SeedBrokers(brokers...)},
+//		consumer.WithRegisterer(reg), consumer.WithLogger(log))
+//	err = c.Run(ctx) // until ctx ends; then drains, commits and leaves the group
+//
+//	consumer.List(ctx, kopts, "ingest.x.dlq", sel, fn)        // read a DLQ or parked topic
+//	consumer.Replay(ctx, kopts, "ingest.x.dlq", sel, opts)     // re-produce, rate limited, audited
+//
+// # Delivery
+//
+// Records of one key (per partition) are written in offset order; records
+// of different keys are written concurrently, up to Config.MaxInFlight
+// records polled and unfinished and Config.SinkConcurrency concurrent
+// writes. Polling asks for at most the free in-flight slots, so memory is
+// bounded by MaxInFlight records. Up to Config.WriteBatch ready records
+// of one partition go in one Sink.Write.
+//
+// A record is finished when the sink acknowledged its write, or when its
+// DLQ (or parked) record was acknowledged by Kafka (acks=all, idempotent
+// producer). Each partition has a Watermark; the offset committed is the
+// one after the highest offset below which every polled offset is
+// finished, so a crash at any point repeats work but never skips it.
+// Sinks are idempotent by event id, so a repeat has no effect.
+//
+// # Rebalances
+//
+// The client blocks rebalances from PollRecords until AllowRebalance
+// (kgo.BlockRebalanceOnPoll), so every polled record is registered in its
+// partition's watermark before the partition can be revoked; revocation
+// itself is handled in OnPartitionsRevoked, which waits up to
+// Config.RevokeTimeout for the partitions' in-flight work, abandons what
+// is left (never committed by this member) and commits what finished
+// before returning. OnPartitionsLost abandons at once and commits nothing.
+//
+// # Failures
+//
+// sink.Classify decides once what a failed write means. A record that
+// does not decode (bad sluice headers, unknown type, a value that breaks
+// its contract) and an event the sink refuses permanently go to the DLQ at
+// once; a failed batch is split in halves until the failing event is
+// alone. Transient failures are retried with exponential backoff and full
+// jitter (never sooner than the sink's RetryAfter), bounded by
+// Retry.MaxAttempts and Retry.MaxElapsed, then dead-lettered as
+// retryable. The attempt budget is only spent once the breaker has seen
+// Breaker.MinRequests writes in its window, so an outage starting is not
+// mistaken for a bad event.
+//
+// The sink's Breaker opens on the transient failure ratio of its window.
+// While it is not closed the consumer is PAUSED: fetching is paused
+// (resumed only when nothing is in flight, so that a record can become
+// the probe), and in-flight events wait for the breaker without spending
+// retries and without going to the DLQ. After Breaker.Cooldown one event
+// probes; success closes the breaker and resumes fetching.
+//
+// # DLQ
+//
+// The DLQ of topic T is T.dlq and its parked topic T.parked. A dead letter
+// keeps the original key, value and headers and adds the envelope
+// (Envelope, headers prefixed sluice-dlq-). The group also consumes the
+// DLQ topics; they stay paused except in DRAIN_DLQ. A drain pass starts
+// when the breaker has been closed, and the last pass over, for
+// DLQ.DrainInterval and an assigned DLQ partition has records past this
+// member's position (checked every Config.LagInterval). The pass covers
+// the records up to the end offsets found then: a record polled past them
+// is handed back (its partition paused, its offset set back), so a record
+// that fails again is retried by the next pass, not at once. Drained
+// records are retried at DLQ.DrainRate, one write each. Non-retryable
+// ones are skipped (their offset is committed; they stay in the topic for
+// a replay). One that fails again is re-produced to the DLQ with
+// dlq_retries+1 and first_failure_at kept; when dlq_retries would pass
+// DLQ.MaxRetries, or it fails after first_failure_at + DLQ.Deadline, it
+// goes to the parked topic with sluice-dlq-parked-reason instead. Nothing
+// is dropped: every record ends in the sink, the DLQ or the parked topic.
+//
+// # Replay
+//
+// List and Replay read a DLQ or parked topic with a plain client from its
+// start offsets to the end offsets found when they start (a partition
+// whose last offsets are gaps ends after 5 s without records). Selection
+// filters on last_failure_at, source, type, error class, DLQ partition and
+// DLQ offset range. Replay produces the selected records, envelope
+// removed, to their source topic at a limited rate and writes a
+// ReplayReport as JSON to sluice.audit, dry runs included.
+//
+// # What it does not do
+//
+// It does not order events across keys or across a DLQ round trip: an
+// event that went through the DLQ lands after later events of its key.
+// It does not create topics. It does not deduplicate: the sink does.
+package consumer

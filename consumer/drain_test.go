@@ -1,0 +1,207 @@
+package consumer
+
+import (
+	"bytes"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluicehq/sluice/sink"
+)
+
+// seedDLQ runs a consumer whose sink fails ids (permanent ones
+// permanently, the others transiently until budget ends) and waits until
+// they are all dead-lettered and the rest written.
+func seedDLQ(t *testing.T, addrs []string, group string, n int, transient, permanent []string, clock Clock) *memSink {
+	t.Helper()
+	ids := produceEvents(t, addrs, n, n)
+	s := newMemSink()
+	failing := map[string]error{}
+	for _, id := range transient {
+		failing[id] = sink.TransientError(errors.New("receiver 503"), 0)
+	}
+	for _, id := range permanent {
+		failing[id] = sink.PermanentError(errors.New("receiver 422"))
+	}
+	s.setFail(func(b []sink.Event) error { return failing[b[0].ID] })
+	cfg := testConfig(group)
+	cfg.Retry.MaxAttempts = 2
+	cfg.Breaker.MinRequests = 10
+	// This consumer only fills the DLQ; it must not drain it.
+	cfg.DLQ.DrainInterval = time.Hour
+	r := start(t, cfg, addrs, s, WithClock(clock))
+	waitFor(t, 20*time.Second, "dead letters", func() bool {
+		return len(readAll(t, addrs, DLQTopic(testTopic))) == len(transient)+len(permanent)
+	})
+	waitFor(t, 20*time.Second, "the rest written", func() bool { return s.count() == len(ids)-len(transient)-len(permanent) })
+	if err := r.stop(); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func drainConfig(group string) Config {
+	cfg := testConfig(group)
+	cfg.Retry.MaxAttempts = 2
+	// The failing dead letter is the only traffic: a breaker that never
+	// judges leaves it to max_elapsed to give up.
+	cfg.Breaker.MinRequests = 1000
+	cfg.Retry.MaxElapsed = 20 * time.Millisecond
+	cfg.DLQ.MaxRetries = 2
+	return cfg
+}
+
+// TestDrainDLQ: once the sink is healthy, retryable dead letters are
+// written in DRAIN_DLQ; permanent ones are skipped and stay in the DLQ.
+func TestDrainDLQ(t *testing.T) {
+	addrs := newCluster(t, 1)
+	seedDLQ(t, addrs, "drain", 20, []string{"e00004", "e00011"}, []string{"e00007"}, nil)
+
+	s := newMemSink()
+	var logs lockedBuffer
+	r := start(t, drainConfig("drain"), addrs, s, WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	waitFor(t, 20*time.Second, "retryable dead letters written", func() bool {
+		return s.hasAll([]string{"e00004", "e00011"})
+	})
+	waitFor(t, 20*time.Second, "DLQ committed to its end", func() bool {
+		return committed(t, addrs, "drain", DLQTopic(testTopic))[0] == 3
+	})
+	waitFor(t, 20*time.Second, "NORMAL", func() bool { return r.c.Mode() == ModeNormal })
+	if err := r.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), "to=DRAIN_DLQ") {
+		t.Fatal("never in DRAIN_DLQ")
+	}
+	if s.count() != 2 {
+		t.Fatalf("drain wrote %v, want the two retryable events", s.ids())
+	}
+	if n := len(readAll(t, addrs, DLQTopic(testTopic))); n != 3 {
+		t.Fatalf("DLQ holds %d records, want the 3 original ones", n)
+	}
+}
+
+// TestDrainRefailsToParked: a dead letter that keeps failing goes back to
+// the DLQ with dlq_retries growing by one each drain, first_failure_at
+// kept, and past max_retries to the parked topic.
+func TestDrainRefailsToParked(t *testing.T) {
+	addrs := newCluster(t, 1)
+	seedDLQ(t, addrs, "refail", 10, []string{"e00002"}, nil, nil)
+
+	s := newMemSink()
+	s.setFail(func(b []sink.Event) error {
+		if b[0].ID == "e00002" {
+			return sink.TransientError(errors.New("still 503"), 0)
+		}
+		return nil
+	})
+	cfg := drainConfig("refail")
+	r := start(t, cfg, addrs, s)
+	waitFor(t, 20*time.Second, "parked", func() bool { return len(readAll(t, addrs, ParkedTopic(testTopic))) == 1 })
+	if err := r.stop(); err != nil {
+		t.Fatal(err)
+	}
+	dlq := readAll(t, addrs, DLQTopic(testTopic))
+	if len(dlq) != 3 {
+		t.Fatalf("DLQ holds %d records, want 3 (dlq_retries 0, 1, 2)", len(dlq))
+	}
+	first := mustEnvelope(t, dlq[0]).FirstFailureAt
+	for i, rec := range dlq {
+		env := mustEnvelope(t, rec)
+		if env.DLQRetries != i || !env.FirstFailureAt.Equal(first) || env.SourceOffset != 2 || env.SourceTopic != testTopic || !env.Retryable {
+			t.Fatalf("DLQ record %d: %+v", i, env)
+		}
+	}
+	parked := mustEnvelope(t, readAll(t, addrs, ParkedTopic(testTopic))[0])
+	if parked.DLQRetries != 3 || parked.ParkedReason != parkedReasonMaxRetries || parked.Retryable || !parked.FirstFailureAt.Equal(first) {
+		t.Fatalf("parked envelope %+v", parked)
+	}
+}
+
+// TestDrainPastDeadlineParks: a dead letter failing again after
+// first_failure_at + deadline is parked at once.
+func TestDrainPastDeadlineParks(t *testing.T) {
+	addrs := newCluster(t, 1)
+	clock := &offsetClock{}
+	seedDLQ(t, addrs, "deadline", 10, []string{"e00005"}, nil, clock)
+	clock.Advance(2 * time.Hour)
+
+	s := newMemSink()
+	s.setFail(func(b []sink.Event) error {
+		if b[0].ID == "e00005" {
+			return sink.TransientError(errors.New("still 503"), 0)
+		}
+		return nil
+	})
+	cfg := drainConfig("deadline")
+	cfg.DLQ.MaxRetries = 100
+	cfg.DLQ.Deadline = time.Hour
+	r := start(t, cfg, addrs, s, WithClock(clock))
+	waitFor(t, 20*time.Second, "parked", func() bool { return len(readAll(t, addrs, ParkedTopic(testTopic))) == 1 })
+	if err := r.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(readAll(t, addrs, DLQTopic(testTopic))); n != 1 {
+		t.Fatalf("DLQ holds %d records, want only the original", n)
+	}
+	parked := mustEnvelope(t, readAll(t, addrs, ParkedTopic(testTopic))[0])
+	if parked.ParkedReason != parkedReasonDeadline || parked.DLQRetries != 1 {
+		t.Fatalf("parked envelope %+v", parked)
+	}
+}
+
+func mustEnvelope(t *testing.T, r *kgo.Record) Envelope {
+	t.Helper()
+	env, err := ParseEnvelope(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env
+}
+
+// TestDrainParksUnreadableEnvelope: a DLQ record sluice did not write (no
+// envelope) is parked, not retried and not dropped.
+func TestDrainParksUnreadableEnvelope(t *testing.T) {
+	addrs := newCluster(t, 1)
+	rec := eventRecord(t, DLQTopic(testTopic), "stray", "k", logLine(t))
+	produce(t, addrs, rec)
+	s := newMemSink()
+	r := start(t, drainConfig("stray"), addrs, s)
+	waitFor(t, 20*time.Second, "parked", func() bool { return len(readAll(t, addrs, ParkedTopic(testTopic))) == 1 })
+	waitFor(t, 20*time.Second, "DLQ committed", func() bool {
+		return committed(t, addrs, "stray", DLQTopic(testTopic))[0] == 1
+	})
+	if err := r.stop(); err != nil {
+		t.Fatal(err)
+	}
+	env := mustEnvelope(t, readAll(t, addrs, ParkedTopic(testTopic))[0])
+	if env.ParkedReason != parkedReasonUnreadable || env.Class != "decode" || env.SourceTopic != testTopic {
+		t.Fatalf("parked envelope %+v", env)
+	}
+	if s.count() != 0 {
+		t.Fatal("a record without envelope was written")
+	}
+}
+
+// lockedBuffer is a log destination safe for concurrent writes.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

@@ -1,0 +1,313 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluicehq/sluice/contract"
+	"github.com/sluicehq/sluice/examples"
+	"github.com/sluicehq/sluice/publish"
+	"github.com/sluicehq/sluice/sink"
+)
+
+const (
+	testTopic = "ingest.examples.logs.v1.LogLine"
+	testType  = "examples.logs.v1.LogLine"
+)
+
+var (
+	regOnce sync.Once
+	regVal  *contract.Registry
+	regErr  error
+)
+
+func testRegistry(t testing.TB) *contract.Registry {
+	t.Helper()
+	regOnce.Do(func() { regVal, regErr = contract.Load(examples.Contracts, examples.Types) })
+	if regErr != nil {
+		t.Fatal(regErr)
+	}
+	return regVal
+}
+
+// logLine returns a valid LogLine in protobuf binary.
+func logLine(t testing.TB) []byte {
+	t.Helper()
+	c, ok := testRegistry(t).Lookup(testType)
+	if !ok {
+		t.Fatal("no LogLine contract")
+	}
+	b, err := c.CheckJSON(examples.LogLineJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// eventRecord is a source record as the gateway publishes it.
+func eventRecord(t testing.TB, topic, id, key string, value []byte) *kgo.Record {
+	t.Helper()
+	c, _ := testRegistry(t).Lookup(testType)
+	now := time.Date(2026, 11, 29, 8, 0, 0, 0, time.UTC)
+	r := publish.NewRecord(&publish.Event{
+		Topic: topic, Key: []byte(key), Value: value, ID: id, Type: testType, Source: "test",
+		OccurredAt: now, IngestedAt: now, Fingerprint: c.Fingerprint(),
+	})
+	return r
+}
+
+// newCluster starts kfake with the test topic, its DLQ and parked topics.
+func newCluster(t testing.TB, partitions int32) []string {
+	t.Helper()
+	cl, err := kfake.NewCluster(kfake.NumBrokers(1),
+		kfake.SeedTopics(partitions, testTopic, DLQTopic(testTopic), ParkedTopic(testTopic), AuditTopic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl.ListenAddrs()
+}
+
+func produce(t testing.TB, addrs []string, recs ...*kgo.Record) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.DefaultProduceTopic(testTopic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// produceEvents produces n events with ids e0..e(n-1) over keys keys.
+func produceEvents(t testing.TB, addrs []string, n, keys int) []string {
+	t.Helper()
+	v := logLine(t)
+	var recs []*kgo.Record
+	var ids []string
+	for i := range n {
+		id := fmt.Sprintf("e%05d", i)
+		ids = append(ids, id)
+		recs = append(recs, eventRecord(t, testTopic, id, fmt.Sprintf("k%d", i%keys), v))
+	}
+	produce(t, addrs, recs...)
+	return ids
+}
+
+// readAll reads a topic from start to its current end with a plain client.
+func readAll(t testing.TB, addrs []string, topic string) []*kgo.Record {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	recs, err := readToEnd(ctx, []kgo.Opt{kgo.SeedBrokers(addrs...)}, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return recs
+}
+
+func readToEnd(ctx context.Context, kopts []kgo.Opt, topic string) ([]*kgo.Record, error) {
+	var out []*kgo.Record
+	err := scanTopic(ctx, kopts, topic, nil, func(r *kgo.Record) error {
+		out = append(out, r)
+		return nil
+	})
+	return out, err
+}
+
+// committed returns the group's committed offsets of topic by partition.
+func committed(t testing.TB, addrs []string, group, topic string) map[int32]int64 {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := kadm.NewClient(cl).FetchOffsets(ctx, group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int32]int64{}
+	resp.Each(func(o kadm.OffsetResponse) {
+		if o.Topic == topic && o.Err == nil {
+			out[o.Partition] = o.At
+		}
+	})
+	return out
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// memSink is a test sink keyed by event id. The test sets its latency and
+// failures; it records writes per id, the order of ids per key, and the
+// most writes that ran at once.
+type memSink struct {
+	latency time.Duration
+	// fail, when set, decides the outcome of a write.
+	fail atomic.Pointer[func([]sink.Event) error]
+	// gate, when set, blocks every write until it is closed or the write's
+	// context ends.
+	gate atomic.Pointer[chan struct{}]
+
+	mu     sync.Mutex
+	writes map[string]int
+	order  map[string][]string
+	cur    int
+	peak   int
+	calls  int
+}
+
+func newMemSink() *memSink {
+	return &memSink{writes: map[string]int{}, order: map[string][]string{}}
+}
+
+func (s *memSink) Name() string { return "mem" }
+func (s *memSink) Close() error { return nil }
+
+func (s *memSink) setFail(f func([]sink.Event) error) { s.fail.Store(&f) }
+
+func (s *memSink) Write(ctx context.Context, batch []sink.Event) error {
+	s.mu.Lock()
+	s.cur++
+	s.calls++
+	s.peak = max(s.peak, s.cur)
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.cur--
+		s.mu.Unlock()
+	}()
+	if g := s.gate.Load(); g != nil {
+		select {
+		case <-*g:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if s.latency > 0 {
+		select {
+		case <-time.After(s.latency):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if f := s.fail.Load(); f != nil && *f != nil {
+		if err := (*f)(batch); err != nil {
+			return err
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range batch {
+		s.writes[e.ID]++
+		s.order[string(e.Key)] = append(s.order[string(e.Key)], e.ID)
+	}
+	return nil
+}
+
+// ids returns the distinct ids written, sorted.
+func (s *memSink) ids() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]string, 0, len(s.writes))
+	for id := range s.writes {
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (s *memSink) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.writes)
+}
+
+func (s *memSink) hasAll(ids []string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, id := range ids {
+		if s.writes[id] == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// testConfig is a config with tiny intervals for tests.
+func testConfig(group string) Config {
+	c := DefaultConfig()
+	c.Group = group
+	c.Topics = []string{testTopic}
+	c.Retry.InitialBackoff = time.Millisecond
+	c.Retry.MaxBackoff = 5 * time.Millisecond
+	c.Retry.MaxElapsed = 5 * time.Second
+	c.Breaker.Cooldown = 50 * time.Millisecond
+	c.CommitInterval = 20 * time.Millisecond
+	c.LagInterval = 50 * time.Millisecond
+	c.RevokeTimeout = 2 * time.Second
+	c.DLQ.DrainRate = 10000
+	c.DLQ.DrainInterval = 50 * time.Millisecond
+	return c
+}
+
+type running struct {
+	c    *Consumer
+	stop func() error
+}
+
+// start runs a consumer until the test ends or stop is called.
+func start(t testing.TB, cfg Config, addrs []string, s sink.Sink, opts ...Option) running {
+	t.Helper()
+	c, err := New(cfg, testRegistry(t), s, []kgo.Opt{
+		kgo.SeedBrokers(addrs...),
+		kgo.FetchMaxWait(50 * time.Millisecond),
+		kgo.HeartbeatInterval(100 * time.Millisecond),
+	}, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	var once sync.Once
+	var runErr error
+	stop := func() error {
+		once.Do(func() {
+			cancel()
+			select {
+			case runErr = <-done:
+			case <-time.After(30 * time.Second):
+				runErr = errors.New("Run did not return")
+			}
+		})
+		return runErr
+	}
+	t.Cleanup(func() { _ = stop() })
+	return running{c: c, stop: stop}
+}

@@ -1,0 +1,102 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluicehq/sluice/internal/kafkatest"
+	"github.com/sluicehq/sluice/sink"
+)
+
+// TestIntegrationKafka runs the main path and the DLQ against the real
+// Kafka named by SLUICE_KAFKA_BROKERS: every event reaches the sink or the
+// DLQ, the offsets are committed, and the DLQ record carries its envelope.
+func TestIntegrationKafka(t *testing.T) {
+	brokers := kafkatest.Brokers(t)
+	topic := kafkatest.CreateTopic(t, brokers, 3, nil)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	adm := kadm.NewClient(cl)
+	for _, tp := range []string{DLQTopic(topic), ParkedTopic(topic)} {
+		if _, err := adm.CreateTopic(ctx, 3, -1, nil, tp); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _, _ = adm.DeleteTopic(context.Background(), tp) })
+	}
+
+	v := logLine(t)
+	var recs []*kgo.Record
+	var ids []string
+	for i := range 300 {
+		id := fmt.Sprintf("i%04d", i)
+		ids = append(ids, id)
+		recs = append(recs, eventRecord(t, topic, id, fmt.Sprintf("k%d", i%37), v))
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+
+	s := newMemSink()
+	s.setFail(func(b []sink.Event) error {
+		for _, e := range b {
+			if e.ID == "i0042" {
+				return sink.PermanentError(errors.New("refused"))
+			}
+		}
+		return nil
+	})
+	cfg := testConfig(fmt.Sprintf("%s-group", topic))
+	cfg.Topics = []string{topic}
+	cfg.WriteBatch = 16
+	c, err := New(cfg, testRegistry(t), s, []kgo.Opt{kgo.SeedBrokers(brokers...)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- c.Run(rctx) }()
+	want := append(append([]string(nil), ids[:42]...), ids[43:]...)
+	waitFor(t, time.Minute, "events written", func() bool { return s.hasAll(want) })
+	kopts := []kgo.Opt{kgo.SeedBrokers(brokers...)}
+	var dl []DeadLetter
+	waitFor(t, time.Minute, "dead letter", func() bool {
+		dl = dl[:0]
+		err := List(ctx, kopts, DLQTopic(topic), Selection{}, func(d DeadLetter) error {
+			dl = append(dl, d)
+			return nil
+		})
+		return err == nil && len(dl) == 1
+	})
+	waitFor(t, time.Minute, "offsets committed", func() bool {
+		offs, err := adm.FetchOffsets(ctx, cfg.Group)
+		if err != nil {
+			return false
+		}
+		var sum int64
+		offs.Each(func(o kadm.OffsetResponse) {
+			if o.Topic == topic {
+				sum += o.At
+			}
+		})
+		return sum == int64(len(ids))
+	})
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	env := dl[0].Envelope
+	if dl[0].EnvelopeErr != nil || env.Class != "permanent" || env.SourceTopic != topic || dl[0].Event.ID != "i0042" {
+		t.Fatalf("dead letter %+v, %v", env, dl[0].EnvelopeErr)
+	}
+}

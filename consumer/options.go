@@ -1,0 +1,65 @@
+package consumer
+
+import (
+	"log/slog"
+	"math/rand/v2"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Option changes a default of New.
+type Option interface{ apply(*options) }
+
+type options struct {
+	registerer prometheus.Registerer
+	logger     *slog.Logger
+	clock      Clock
+	rand       func() float64
+}
+
+func defaultOptions() options {
+	return options{
+		logger: slog.New(slog.DiscardHandler),
+		clock:  systemClock{},
+		rand:   rand.Float64,
+	}
+}
+
+type optionFunc func(*options)
+
+func (f optionFunc) apply(o *options) { f(o) }
+
+// WithRegisterer registers the consumer's metrics on r; by default there
+// are none.
+func WithRegisterer(r prometheus.Registerer) Option {
+	return optionFunc(func(o *options) { o.registerer = r })
+}
+
+// WithLogger logs to l; by default nothing is logged.
+func WithLogger(l *slog.Logger) Option {
+	return optionFunc(func(o *options) {
+		if l != nil {
+			o.logger = l
+		}
+	})
+}
+
+// WithClock times backoffs, the breaker and DLQ deadlines with c; by
+// default the system clock.
+func WithClock(c Clock) Option {
+	return optionFunc(func(o *options) {
+		if c != nil {
+			o.clock = c
+		}
+	})
+}
+
+// WithRand draws backoff jitter from f, which returns values in [0, 1); by
+// default math/rand/v2.
+func WithRand(f func() float64) Option {
+	return optionFunc(func(o *options) {
+		if f != nil {
+			o.rand = f
+		}
+	})
+}

@@ -1,0 +1,355 @@
+package consumer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/time/rate"
+
+	"github.com/sluicehq/sluice/publish"
+)
+
+// AuditTopic receives one JSON record per replay.
+const AuditTopic = "sluice.audit"
+
+// scanIdle ends a scan when no record arrives for this long although some
+// partition has not reached its end offset: its last offsets are then
+// gaps (compacted records or transaction markers), not records.
+const scanIdle = 5 * time.Second
+
+// adminTimeout bounds each offset listing and the audit produce.
+const adminTimeout = 30 * time.Second
+
+// Selection picks dead letters. Zero fields select everything.
+type Selection struct {
+	// From (inclusive) and To (exclusive) bound the envelope's
+	// last_failure_at: when the record last failed.
+	From, To time.Time `json:",omitzero"`
+	// Source and Type match the event's sluice-source and
+	// sluice-event-type headers.
+	Source string `json:",omitempty"`
+	Type   string `json:",omitempty"`
+	// Class matches the envelope's error class: transient, permanent,
+	// decode.
+	Class string `json:",omitempty"`
+	// Partitions, when not empty, lists the DLQ topic's partitions to read.
+	Partitions []int32 `json:",omitempty"`
+	// FromOffset (inclusive) and ToOffset (exclusive, 0 for no bound)
+	// bound the offsets in the DLQ topic.
+	FromOffset int64 `json:",omitempty"`
+	ToOffset   int64 `json:",omitempty"`
+}
+
+// DeadLetter is one record of a DLQ or parked topic.
+type DeadLetter struct {
+	Record *kgo.Record
+	// Envelope is valid when EnvelopeErr is nil.
+	Envelope    Envelope
+	EnvelopeErr error
+	// Event holds the original sluice headers; zero when EventErr is set.
+	Event    publish.EventHeaders
+	EventErr error
+}
+
+func readDeadLetter(r *kgo.Record) DeadLetter {
+	d := DeadLetter{Record: r}
+	d.Envelope, d.EnvelopeErr = ParseEnvelope(r)
+	d.Event, d.EventErr = publish.ParseHeaders(r)
+	return d
+}
+
+// Match reports whether d is selected. A record whose envelope or event
+// headers do not parse matches only a selection that does not filter on
+// what it lacks.
+func (s *Selection) Match(d *DeadLetter) bool {
+	r := d.Record
+	if len(s.Partitions) > 0 && !slices.Contains(s.Partitions, r.Partition) {
+		return false
+	}
+	if r.Offset < s.FromOffset || (s.ToOffset > 0 && r.Offset >= s.ToOffset) {
+		return false
+	}
+	if !s.From.IsZero() || !s.To.IsZero() || s.Class != "" {
+		if d.EnvelopeErr != nil {
+			return false
+		}
+		at := d.Envelope.LastFailureAt
+		if (!s.From.IsZero() && at.Before(s.From)) || (!s.To.IsZero() && !at.Before(s.To)) {
+			return false
+		}
+		if s.Class != "" && d.Envelope.Class != s.Class {
+			return false
+		}
+	}
+	if s.Source != "" || s.Type != "" {
+		if d.EventErr != nil {
+			return false
+		}
+		if (s.Source != "" && d.Event.Source != s.Source) || (s.Type != "" && d.Event.Type != s.Type) {
+			return false
+		}
+	}
+	return true
+}
+
+// scanTopic calls fn for every record of topic from its start offsets to
+// the end offsets it finds when it starts, partition by partition in
+// offset order, with a plain (non-group) client built from kopts.
+func scanTopic(ctx context.Context, kopts []kgo.Opt, topic string, partitions []int32, fn func(*kgo.Record) error) error {
+	admCl, err := kgo.NewClient(kopts...)
+	if err != nil {
+		return fmt.Errorf("consumer: kafka client: %w", err)
+	}
+	defer admCl.Close()
+	adm := kadm.NewClient(admCl)
+	actx, cancel := context.WithTimeout(ctx, adminTimeout)
+	defer cancel()
+	starts, err := adm.ListStartOffsets(actx, topic)
+	if err == nil {
+		err = starts.Error()
+	}
+	if err != nil {
+		return fmt.Errorf("consumer: list start offsets of %s: %w", topic, err)
+	}
+	ends, err := adm.ListEndOffsets(actx, topic)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		return fmt.Errorf("consumer: list end offsets of %s: %w", topic, err)
+	}
+	from := map[int32]kgo.Offset{}
+	end := map[int32]int64{}
+	starts.Each(func(o kadm.ListedOffset) {
+		if len(partitions) > 0 && !slices.Contains(partitions, o.Partition) {
+			return
+		}
+		e, ok := ends.Lookup(topic, o.Partition)
+		if ok && e.Offset > o.Offset {
+			from[o.Partition] = kgo.NewOffset().At(o.Offset)
+			end[o.Partition] = e.Offset
+		}
+	})
+	if len(from) == 0 {
+		return nil
+	}
+	cl, err := kgo.NewClient(append(slices.Clone(kopts),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: from}),
+		kgo.FetchMaxWait(time.Second),
+	)...)
+	if err != nil {
+		return fmt.Errorf("consumer: kafka client: %w", err)
+	}
+	defer cl.Close()
+	for len(end) > 0 {
+		pctx, cancel := context.WithTimeout(ctx, scanIdle)
+		fetches := cl.PollFetches(pctx)
+		cancel()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if pctx.Err() != nil && fetches.NumRecords() == 0 {
+			// Nothing more arrives: what is left are gaps.
+			return nil
+		}
+		var ferr error
+		fetches.EachError(func(t string, p int32, err error) {
+			if !errors.Is(err, context.DeadlineExceeded) && ferr == nil {
+				ferr = fmt.Errorf("consumer: fetch %s/%d: %w", t, p, err)
+			}
+		})
+		if ferr != nil {
+			return ferr
+		}
+		var stop error
+		fetches.EachRecord(func(r *kgo.Record) {
+			e, ok := end[r.Partition]
+			if stop != nil || !ok || r.Offset >= e {
+				return
+			}
+			if err := fn(r); err != nil {
+				stop = err
+				return
+			}
+			if r.Offset >= e-1 {
+				delete(end, r.Partition)
+			}
+		})
+		if stop != nil {
+			return stop
+		}
+	}
+	return nil
+}
+
+// List calls fn for each selected dead letter of topic (a DLQ or parked
+// topic), from its start to its end offsets when List starts.
+func List(ctx context.Context, kopts []kgo.Opt, topic string, sel Selection, fn func(DeadLetter) error) error {
+	return scanTopic(ctx, kopts, topic, sel.Partitions, func(r *kgo.Record) error {
+		d := readDeadLetter(r)
+		if !sel.Match(&d) {
+			return nil
+		}
+		return fn(d)
+	})
+}
+
+// ReplayOptions govern a replay.
+type ReplayOptions struct {
+	// DryRun reports what would be replayed and produces nothing but the
+	// audit record.
+	DryRun bool
+	// Rate bounds records replayed per second.
+	Rate float64
+	// Actor is who asked, for the audit record.
+	Actor string
+	// Progress, when not nil, receives a line rewritten in place (\r) as
+	// the replay goes.
+	Progress io.Writer
+	// Each, when not nil, is called with every selected dead letter
+	// before it is replayed (or, in a dry run, instead).
+	Each func(DeadLetter)
+	// Now stamps the audit record; time.Now when nil.
+	Now func() time.Time
+}
+
+// ReplayReport is what a replay did; it is also the audit record.
+type ReplayReport struct {
+	Action    string    `json:"action"`
+	Actor     string    `json:"actor"`
+	StartedAt time.Time `json:"started_at"`
+	EndedAt   time.Time `json:"ended_at"`
+	Topic     string    `json:"topic"`
+	Selection Selection `json:"selection"`
+	DryRun    bool      `json:"dry_run"`
+	Rate      float64   `json:"rate"`
+	// Scanned counts records read, Matched those selected, Replayed those
+	// produced to their source topic, Unreadable selected records whose
+	// envelope does not say where they came from (never replayed).
+	Scanned    int    `json:"scanned"`
+	Matched    int    `json:"matched"`
+	Replayed   int    `json:"replayed"`
+	Unreadable int    `json:"unreadable"`
+	Outcome    string `json:"outcome"` // "ok" or the error
+}
+
+// ErrNoActor is returned by Replay without an actor to audit.
+var ErrNoActor = errors.New("consumer: replay needs an actor for the audit record")
+
+// Replay re-produces the selected dead letters of topic to their source
+// topics (the sink deduplicates by event id), at most opts.Rate a second,
+// then writes the audit record to AuditTopic. Records are produced with
+// their original key, value and headers, envelope removed. The report is
+// returned even when the replay fails part way.
+func Replay(ctx context.Context, kopts []kgo.Opt, topic string, sel Selection, opts ReplayOptions) (ReplayReport, error) {
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	rep := ReplayReport{Action: "replay", Actor: opts.Actor, StartedAt: now().UTC(), Topic: topic,
+		Selection: sel, DryRun: opts.DryRun, Rate: opts.Rate}
+	if opts.Actor == "" {
+		return rep, ErrNoActor
+	}
+	if opts.Rate <= 0 {
+		return rep, errors.New("consumer: replay rate must be positive")
+	}
+	if !isDerivedTopic(topic) {
+		return rep, fmt.Errorf("consumer: %q is not a DLQ or parked topic", topic)
+	}
+	cl, err := kgo.NewClient(append(slices.Clone(kopts), kgo.RequiredAcks(kgo.AllISRAcks()))...)
+	if err != nil {
+		return rep, fmt.Errorf("consumer: kafka client: %w", err)
+	}
+	defer cl.Close()
+	// No replay without a place for its audit record.
+	actx, cancel := context.WithTimeout(ctx, adminTimeout)
+	ends, err := kadm.NewClient(cl).ListEndOffsets(actx, AuditTopic)
+	cancel()
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		return rep, fmt.Errorf("consumer: audit topic %s must exist before a replay: %w", AuditTopic, err)
+	}
+	lim := rate.NewLimiter(rate.Limit(opts.Rate), 1)
+	progress := func(final bool) {
+		if opts.Progress == nil {
+			return
+		}
+		verb := "replayed"
+		if opts.DryRun {
+			verb = "would replay"
+		}
+		fmt.Fprintf(opts.Progress, "\rscanned %d, matched %d, %s %d", rep.Scanned, rep.Matched, verb, rep.Replayed)
+		if final {
+			fmt.Fprintln(opts.Progress)
+		}
+	}
+	lastProgress := time.Time{}
+	runErr := scanTopic(ctx, kopts, topic, sel.Partitions, func(r *kgo.Record) error {
+		rep.Scanned++
+		d := readDeadLetter(r)
+		if !sel.Match(&d) {
+			return nil
+		}
+		rep.Matched++
+		if opts.Each != nil {
+			opts.Each(d)
+		}
+		if d.EnvelopeErr != nil {
+			rep.Unreadable++
+			return nil
+		}
+		if !opts.DryRun {
+			if err := lim.Wait(ctx); err != nil {
+				return err
+			}
+			out := &kgo.Record{Topic: d.Envelope.SourceTopic, Key: r.Key, Value: r.Value, Headers: originalHeaders(r)}
+			pctx, cancel := context.WithTimeout(ctx, adminTimeout)
+			err := cl.ProduceSync(pctx, out).FirstErr()
+			cancel()
+			if err != nil {
+				return fmt.Errorf("consumer: replay to %s: %w", out.Topic, err)
+			}
+		}
+		rep.Replayed++
+		if t := time.Now(); t.Sub(lastProgress) > 100*time.Millisecond {
+			lastProgress = t
+			progress(false)
+		}
+		return nil
+	})
+	progress(true)
+	rep.EndedAt = now().UTC()
+	rep.Outcome = "ok"
+	if runErr != nil {
+		rep.Outcome = runErr.Error()
+	}
+	if err := writeAudit(ctx, cl, &rep); err != nil {
+		return rep, errors.Join(runErr, err)
+	}
+	return rep, runErr
+}
+
+// writeAudit produces rep to AuditTopic. It uses its own deadline so that
+// a replay canceled part way is still audited.
+func writeAudit(ctx context.Context, cl *kgo.Client, rep *ReplayReport) error {
+	b, err := json.Marshal(rep)
+	if err != nil {
+		return fmt.Errorf("consumer: audit record: %w", err)
+	}
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), adminTimeout)
+	defer cancel()
+	if err := cl.ProduceSync(actx, &kgo.Record{Topic: AuditTopic, Key: []byte(rep.Topic), Value: b}).FirstErr(); err != nil {
+		return fmt.Errorf("consumer: audit record to %s: %w", AuditTopic, err)
+	}
+	return nil
+}

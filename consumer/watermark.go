@@ -1,0 +1,96 @@
+package consumer
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+)
+
+// Watermark tracks the in-flight offsets of one partition and what may be
+// committed: the offset after the highest finished offset below which
+// every offset seen is finished. Offsets never seen (compacted away,
+// transaction markers) are gaps it steps over. It is safe for concurrent
+// use.
+type Watermark struct {
+	mu sync.Mutex
+	// pending holds the offsets seen and not yet passed by the commit
+	// point, ascending; pending[head:] is live.
+	pending []mark
+	head    int
+	// commit is the offset to commit next; -1 before any offset finished.
+	commit int64
+	// last is the highest offset seen; -1 before any.
+	last int64
+}
+
+type mark struct {
+	offset int64
+	done   bool
+}
+
+// ErrOffsetOrder is returned by Add for an offset not above the last one
+// added.
+var ErrOffsetOrder = errors.New("consumer: offset not above the last one seen")
+
+// NewWatermark returns an empty watermark.
+func NewWatermark() *Watermark { return &Watermark{commit: -1, last: -1} }
+
+// Add records that offset is in flight. Offsets must be added in ascending
+// order, as a partition delivers them.
+func (w *Watermark) Add(offset int64) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if offset <= w.last {
+		return fmt.Errorf("%w: %d after %d", ErrOffsetOrder, offset, w.last)
+	}
+	w.last = offset
+	w.pending = append(w.pending, mark{offset: offset})
+	return nil
+}
+
+// Done records that offset's side effect finished. It reports false for
+// an offset not in flight (never added, or already done).
+func (w *Watermark) Done(offset int64) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	live := w.pending[w.head:]
+	i := sort.Search(len(live), func(i int) bool { return live[i].offset >= offset })
+	if i == len(live) || live[i].offset != offset || live[i].done {
+		return false
+	}
+	live[i].done = true
+	for w.head < len(w.pending) && w.pending[w.head].done {
+		w.commit = w.pending[w.head].offset + 1
+		w.head++
+	}
+	// Reclaim the passed prefix once it is the larger part, so that the
+	// slice stays within twice the in-flight count.
+	if w.head > 64 && w.head*2 >= len(w.pending) {
+		n := copy(w.pending, w.pending[w.head:])
+		w.pending = w.pending[:n]
+		w.head = 0
+	}
+	return true
+}
+
+// Committable returns the offset to commit: one past the highest offset
+// below which everything seen is done. ok is false while nothing is done.
+func (w *Watermark) Committable() (offset int64, ok bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.commit, w.commit >= 0
+}
+
+// InFlight returns how many offsets are added and not done.
+func (w *Watermark) InFlight() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, m := range w.pending[w.head:] {
+		if !m.done {
+			n++
+		}
+	}
+	return n
+}
