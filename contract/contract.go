@@ -47,6 +47,29 @@ func (c *Contract) Fingerprint() string { return c.fingerprint }
 // the limit, and runs the contract's rules. It returns b itself, unchanged,
 // as the bytes to publish; the caller must not modify b afterwards.
 func (c *Contract) CheckBinary(b []byte) ([]byte, error) {
+	m, err := c.decodeBinary(b)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.registry.Validate(m.Interface()); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// DecodeBinary is CheckBinary without the contract's rules: b must decode
+// (unknown fields, invalid UTF-8 and depth are still refused as
+// MalformedError) but protovalidate is not run. It exists to price
+// validation in benchmarks (gateway skip_validation); it returns b itself.
+func (c *Contract) DecodeBinary(b []byte) ([]byte, error) {
+	if _, err := c.decodeBinary(b); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// decodeBinary decodes b and applies every refusal short of the rules.
+func (c *Contract) decodeBinary(b []byte) (protoreflect.Message, error) {
 	if c.mapEntries != nil {
 		if p := c.mapEntries.check(b, c.desc, 1); p != nil {
 			return nil, p.malformed(c.typ)
@@ -62,10 +85,7 @@ func (c *Contract) CheckBinary(b []byte) ([]byte, error) {
 	if p := scanMessage(m); p != nil {
 		return nil, p.malformed(c.typ)
 	}
-	if err := c.registry.Validate(m.Interface()); err != nil {
-		return nil, err
-	}
-	return b, nil
+	return m, nil
 }
 
 // unmarshal decodes b into m. The decoder has panicked on input before (see
@@ -85,6 +105,29 @@ func (c *Contract) unmarshal(b []byte, m protoreflect.Message) (err error) {
 // rejected), enforces the depth limit, runs the contract's rules and returns
 // the message's deterministic protobuf binary, to publish.
 func (c *Contract) CheckJSON(b []byte) ([]byte, error) {
+	m, err := c.decodeJSON(b)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.registry.Validate(m.Interface()); err != nil {
+		return nil, err
+	}
+	return c.marshal(m)
+}
+
+// DecodeJSON is CheckJSON without the contract's rules: b must decode (as
+// CheckJSON, refusals are MalformedError) but protovalidate is not run. It
+// exists to price validation in benchmarks (gateway skip_validation).
+func (c *Contract) DecodeJSON(b []byte) ([]byte, error) {
+	m, err := c.decodeJSON(b)
+	if err != nil {
+		return nil, err
+	}
+	return c.marshal(m)
+}
+
+// decodeJSON decodes b and applies every refusal short of the rules.
+func (c *Contract) decodeJSON(b []byte) (protoreflect.Message, error) {
 	if !isJSONObject(b) {
 		return nil, &MalformedError{Msg: c.typ + " payload is not a JSON object"}
 	}
@@ -98,9 +141,11 @@ func (c *Contract) CheckJSON(b []byte) ([]byte, error) {
 	if err := c.checkInitialized(m); err != nil {
 		return nil, err
 	}
-	if err := c.registry.Validate(m.Interface()); err != nil {
-		return nil, err
-	}
+	return m, nil
+}
+
+// marshal returns m's deterministic protobuf binary, to publish.
+func (c *Contract) marshal(m protoreflect.Message) ([]byte, error) {
 	out, err := proto.MarshalOptions{Deterministic: true, AllowPartial: true}.Marshal(m.Interface())
 	if err != nil {
 		return nil, fmt.Errorf("contract: encode %s: %w", c.typ, err)

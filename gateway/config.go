@@ -24,6 +24,14 @@ type Config struct {
 	PublishTimeout time.Duration `yaml:"publish_timeout"`
 	// UnavailableRetryAfter is the retry_after given with UNAVAILABLE.
 	UnavailableRetryAfter time.Duration `yaml:"unavailable_retry_after"`
+	// SkipValidation is for benchmarking only: payloads are decoded but
+	// protovalidate rules are not evaluated. The envelope (Event) rules,
+	// the size limits and the skew window still apply.
+	SkipValidation bool `yaml:"skip_validation"`
+	// MemoryLimit is a soft bound on the process's memory in bytes, given to
+	// the Go runtime (runtime/debug.SetMemoryLimit) by the sluice binary;
+	// 0 sets none.
+	MemoryLimit int64 `yaml:"memory_limit"`
 }
 
 // LimitsConfig bounds what one request may carry.
@@ -156,6 +164,8 @@ func (c Config) Validate() error {
 		return fieldErr("publish_timeout", "must be > 0")
 	case c.UnavailableRetryAfter <= 0:
 		return fieldErr("unavailable_retry_after", "must be > 0")
+	case c.MemoryLimit < 0:
+		return fieldErr("memory_limit", "must be >= 0 (0 sets no limit)")
 	case len(c.Sources) == 0:
 		return fieldErr("sources", "at least one source is needed")
 	}

@@ -427,9 +427,14 @@ func (s *Service) check(src *source, ev *ingestv1.Event) (*candidate, *ingestv1.
 	}
 	var value []byte
 	var err error
-	if ev.GetJson() != "" {
+	switch {
+	case s.cfg.SkipValidation && ev.GetJson() != "":
+		value, err = c.DecodeJSON([]byte(ev.GetJson()))
+	case s.cfg.SkipValidation:
+		value, err = c.DecodeBinary(ev.GetBinary())
+	case ev.GetJson() != "":
 		value, err = c.CheckJSON([]byte(ev.GetJson()))
-	} else {
+	default:
 		value, err = c.CheckBinary(ev.GetBinary())
 	}
 	if err != nil {

@@ -1,0 +1,75 @@
+package gateway
+
+import (
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// BenchmarkDedup prices the dedup window per event on the gateway's path:
+// claim (and, for a new id, settle as accepted).
+//   - new: every id is new, the window full at its bound (1M ids), so each
+//     commit also forgets the oldest id; it includes making the id string.
+//   - duplicate: every id was accepted before: one lookup.
+//   - parallel_new: new ids from every CPU at once, across the shards.
+func BenchmarkDedup(b *testing.B) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	cfg := DedupConfig{Window: 10 * time.Minute, MaxEntries: 1_000_000}
+	const warm = 1_000_000
+	ids := make([]string, warm)
+	for i := range ids {
+		ids[i] = "lg0123456789ab-" + strconv.Itoa(i)
+	}
+	full := func() *dedupWindow {
+		d := newDedupWindow(cfg, clock, func() {})
+		for _, id := range ids {
+			k := dedupKey{"bench", id}
+			d.claim(k)
+			d.settle(k, true)
+		}
+		return d
+	}
+
+	b.Run("new", func(b *testing.B) {
+		d := full()
+		fresh := make([]string, 1<<16)
+		for i := range fresh {
+			fresh[i] = "lg0123456789ab-new-" + strconv.Itoa(i)
+		}
+		b.ResetTimer()
+		for i := 0; b.Loop(); i++ {
+			// A repeat after 65536 ids is still new: the oldest went first.
+			k := dedupKey{"bench", fresh[i&(1<<16-1)] + strconv.Itoa(i>>16)}
+			if c := d.claim(k); !c.owner {
+				b.Fatalf("new id %v: %+v", k, c)
+			}
+			d.settle(k, true)
+		}
+	})
+	b.Run("duplicate", func(b *testing.B) {
+		d := full()
+		b.ResetTimer()
+		for i := 0; b.Loop(); i++ {
+			if c := d.claim(dedupKey{"bench", ids[(warm-1)-i%(warm/2)]}); !c.duplicate {
+				b.Fatalf("accepted id not a duplicate: %+v", c)
+			}
+		}
+	})
+	b.Run("parallel_new", func(b *testing.B) {
+		d := newDedupWindow(cfg, clock, func() {})
+		var next atomic.Int64
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				k := dedupKey{"bench", "p-" + strconv.FormatInt(next.Add(1), 10)}
+				if c := d.claim(k); !c.owner {
+					b.Errorf("new id %v: %+v", k, c)
+					return
+				}
+				d.settle(k, true)
+			}
+		})
+	})
+}

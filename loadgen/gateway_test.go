@@ -1,0 +1,239 @@
+package loadgen_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluicehq/sluice/contract"
+	"github.com/sluicehq/sluice/examples"
+	"github.com/sluicehq/sluice/gateway"
+	"github.com/sluicehq/sluice/loadgen"
+	"github.com/sluicehq/sluice/publish"
+)
+
+const testKey = "loadgen-test-key"
+
+// gatewayUnderTest is a gateway on loopback ports publishing to an
+// in-process Kafka, built the way `sluice dev` builds one.
+type gatewayUnderTest struct {
+	srv     *gateway.Server
+	brokers []string
+}
+
+func startGateway(t *testing.T) *gatewayUnderTest {
+	t.Helper()
+	quiet := slog.New(slog.DiscardHandler)
+	registry, err := contract.Load(examples.Contracts, examples.Types)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var topics []string
+	for _, typ := range examples.Types {
+		topics = append(topics, publish.DefaultTopic(typ))
+	}
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, topics...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cluster.Close)
+	pcfg := publish.NewDefaultConfig()
+	pcfg.Brokers = cluster.ListenAddrs()
+	producer, err := publish.NewProducer(pcfg, publish.WithLogger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = producer.Close(ctx)
+	})
+	admission, err := publish.NewAdmission(publish.NewDefaultAdmissionConfig(), producer, nil, publish.WithLogger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(admission.Close)
+	cfg := gateway.NewDefaultConfig()
+	cfg.GRPCAddr, cfg.HTTPAddr = "127.0.0.1:0", "127.0.0.1:0"
+	cfg.Dedup.MaxEntries = 10_000
+	cfg.Sources = []gateway.SourceConfig{{Name: "bench", KeyHashes: []string{gateway.HashKey(testKey)}, EventTypes: []string{"*"}}}
+	svc, err := gateway.New(cfg, registry, admission, gateway.WithLogger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := gateway.NewServer(svc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Start()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	})
+	return &gatewayUnderTest{srv: srv, brokers: cluster.ListenAddrs()}
+}
+
+func ledgerLines(t *testing.T, s string) []string {
+	t.Helper()
+	var out []string
+	sc := bufio.NewScanner(strings.NewReader(s))
+	for sc.Scan() {
+		out = append(out, sc.Text())
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestLedgerHasExactlyTheAcknowledged runs against a real gateway over
+// every transport, with every 4th event breaking its contract: the ledger
+// lists exactly the accepted events, and the counts add up.
+func TestLedgerHasExactlyTheAcknowledged(t *testing.T) {
+	g := startGateway(t)
+	for _, tc := range []struct {
+		target, encoding, typ string
+	}{
+		{loadgen.TargetGRPC, loadgen.EncodingBinary, loadgen.TypeLogLine},
+		{loadgen.TargetStream, loadgen.EncodingJSON, loadgen.TypeLogLine},
+		{loadgen.TargetREST, loadgen.EncodingJSON, loadgen.TypeOrderPlaced},
+	} {
+		t.Run(tc.target, func(t *testing.T) {
+			cfg := loadgen.NewDefaultConfig()
+			cfg.Target, cfg.Encoding, cfg.EventType = tc.target, tc.encoding, tc.typ
+			cfg.Addr = g.srv.GRPCAddr()
+			if tc.target == loadgen.TargetREST {
+				cfg.Addr = g.srv.HTTPAddr()
+			}
+			cfg.APIKey = testKey
+			cfg.EventsPerRequest, cfg.Events, cfg.InvalidEvery, cfg.Concurrency = 10, 205, 4, 4
+			cfg.Duration = time.Minute
+			gen, err := loadgen.NewGenerator(cfg, time.Now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			target, err := loadgen.NewTarget(cfg, gen)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer target.Close()
+			var led strings.Builder
+			rep, err := loadgen.Run(context.Background(), cfg, gen, target, loadgen.WithLedger(&led))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []string
+			for n := range uint64(205) {
+				if !gen.IsInvalid(n) {
+					want = append(want, gen.EventID(n))
+				}
+			}
+			slices.Sort(want)
+			if got := ledgerLines(t, led.String()); !slices.Equal(got, want) {
+				t.Fatalf("ledger has %d ids, want the %d accepted ones\nreport: %+v", len(got), len(want), rep)
+			}
+			if rep.Accepted != int64(len(want)) || rep.Rejected["SCHEMA_VIOLATION"] != 205-int64(len(want)) || rep.Requests != 21 {
+				t.Fatalf("accepted %d rejected %v requests %d", rep.Accepted, rep.Rejected, rep.Requests)
+			}
+		})
+	}
+}
+
+// TestDirectProducesGatewayRecords: direct puts records with the
+// gateway's headers into Kafka and acknowledges each once it is there.
+func TestDirectProducesGatewayRecords(t *testing.T) {
+	g := startGateway(t)
+	cfg := loadgen.NewDefaultConfig()
+	cfg.Target, cfg.Addr = loadgen.TargetDirect, strings.Join(g.brokers, ",")
+	cfg.EventsPerRequest, cfg.Events, cfg.Concurrency, cfg.Duration = 10, 50, 2, time.Minute
+	gen, err := loadgen.NewGenerator(cfg, time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target, err := loadgen.NewTarget(cfg, gen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer target.Close()
+	var led strings.Builder
+	rep, err := loadgen.Run(context.Background(), cfg, gen, target, loadgen.WithLedger(&led))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Accepted != 50 || len(ledgerLines(t, led.String())) != 50 {
+		t.Fatalf("accepted %d, ledger %d lines; want 50: %+v", rep.Accepted, len(ledgerLines(t, led.String())), rep)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(g.brokers...), kgo.ConsumeTopics(publish.DefaultTopic(cfg.EventType)),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	seen := map[string]bool{}
+	for len(seen) < 50 && ctx.Err() == nil {
+		cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
+			h, err := publish.ParseHeaders(r)
+			if err != nil {
+				t.Errorf("record headers: %v", err)
+				return
+			}
+			if h.Type != cfg.EventType || !strings.HasPrefix(h.ID, gen.RunID()+"-") {
+				t.Errorf("record %s of type %s", h.ID, h.Type)
+			}
+			seen[h.ID] = true
+		})
+	}
+	if len(seen) != 50 {
+		t.Fatalf("%d distinct records in Kafka, want 50", len(seen))
+	}
+}
+
+// TestBaselines: each baseline answers every event of every request.
+func TestBaselines(t *testing.T) {
+	for _, kind := range []string{loadgen.BaselineHTTP, loadgen.BaselineGRPC} {
+		t.Run(kind, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			addrc := make(chan net.Addr, 1)
+			done := make(chan error, 1)
+			go func() { done <- loadgen.ServeBaseline(ctx, kind, "127.0.0.1:0", func(a net.Addr) { addrc <- a }) }()
+			defer func() {
+				cancel()
+				if err := <-done; err != nil {
+					t.Error(err)
+				}
+			}()
+			addr := (<-addrc).String()
+			cfg := loadgen.NewDefaultConfig()
+			cfg.Addr, cfg.Requests, cfg.Concurrency = addr, 20, 4
+			if kind == loadgen.BaselineHTTP {
+				cfg.Target, cfg.Encoding = loadgen.TargetREST, loadgen.EncodingJSON
+			}
+			gen, err := loadgen.NewGenerator(cfg, time.Now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			target, err := loadgen.NewTarget(cfg, gen)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer target.Close()
+			rep, err := loadgen.Run(context.Background(), cfg, gen, target)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Accepted != 20*int64(cfg.EventsPerRequest) || rep.Answered != 20 {
+				t.Fatal(fmt.Sprintf("accepted %d answered %d", rep.Accepted, rep.Answered))
+			}
+		})
+	}
+}
