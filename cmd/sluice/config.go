@@ -12,8 +12,11 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/sluicehq/sluice/buffer"
+	"github.com/sluicehq/sluice/consumer"
 	"github.com/sluicehq/sluice/gateway"
 	"github.com/sluicehq/sluice/publish"
+	"github.com/sluicehq/sluice/pull"
+	"github.com/sluicehq/sluice/sink"
 )
 
 // fileConfig is the sluice config file. Every block starts from its
@@ -26,6 +29,9 @@ type fileConfig struct {
 	Spool     spoolConfig             `yaml:"spool"`
 	Admission publish.AdmissionConfig `yaml:"admission"`
 	Log       logConfig               `yaml:"log"`
+	Pollers   []pull.Config           `yaml:"pollers"`
+	Consumer  consumer.Config         `yaml:"consumer"`
+	Sink      sink.Config             `yaml:"sink"`
 }
 
 // spoolConfig is the disk spool block. An empty dir runs without a spool:
@@ -82,6 +88,8 @@ func defaultFileConfig() fileConfig {
 		Kafka:     publish.NewDefaultConfig(),
 		Admission: publish.NewDefaultAdmissionConfig(),
 		Log:       logConfig{Level: "info", Format: "json"},
+		Consumer:  consumer.DefaultConfig(),
+		Sink:      sink.DefaultConfig(),
 	}
 }
 
@@ -137,6 +145,11 @@ func (c fileConfig) validate() error {
 	}
 	if len(c.Contracts.Types) == 0 {
 		return errors.New("config: contracts.types: list the message names that are event types")
+	}
+	for i, p := range c.Pollers {
+		if err := p.Validate(); err != nil {
+			return fmt.Errorf("config: pollers[%d]: %w", i, err)
+		}
 	}
 	if _, err := c.Log.level(); err != nil {
 		return err

@@ -6,16 +6,20 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluicehq/sluice/consumer"
 	"github.com/sluicehq/sluice/contract"
 	"github.com/sluicehq/sluice/examples"
 	"github.com/sluicehq/sluice/gateway"
 	"github.com/sluicehq/sluice/publish"
+	"github.com/sluicehq/sluice/sink"
 )
 
 // DemoAPIKey is the key of the "demo" source that `sluice dev` configures.
@@ -31,6 +35,8 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	tail := fs.Bool("tail", true, "print each record as it lands in Kafka")
 	spoolDir := fs.String("spool-dir", "", "directory of the disk spool (default: a temporary one, removed at exit)")
 	spoolFirst := fs.Bool("spool-first", false, "send every event through the spool")
+	demoPartner := fs.Bool("demo-partner", true, "run a demo partner API on loopback and a poller that pulls its orders")
+	sinkDB := fs.String("sink-db", "", "SQLite file the consumer tier writes events to (default: a temporary one, removed at exit)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -46,8 +52,12 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	for _, t := range registry.Types() {
 		topics = append(topics, publish.DefaultTopic(t))
 	}
+	seed := []string{consumer.AuditTopic}
+	for _, t := range topics {
+		seed = append(seed, t, consumer.DLQTopic(t), consumer.ParkedTopic(t))
+	}
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(*kafkaPort),
-		kfake.SeedTopics(int32(*partitions), topics...))
+		kfake.SeedTopics(int32(*partitions), seed...))
 	if err != nil {
 		return fmt.Errorf("dev: in-process kafka: %w", err)
 	}
@@ -71,14 +81,63 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		cfg.Spool.MinFreeBytes = 1
 	}
 	cfg.Admission.SpoolFirst = *spoolFirst
+	if *demoPartner {
+		stopDemo, err := startDemoPartner(ctx, &cfg)
+		if err != nil {
+			return err
+		}
+		defer stopDemo()
+	}
 	if err := cfg.validate(); err != nil {
 		return err
+	}
+
+	scfg := sink.DefaultConfig().SQLite
+	scfg.Path = *sinkDB
+	if scfg.Path == "" {
+		dir, err := os.MkdirTemp("", "sluice-dev-sink-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir) // after every goroutine below is waited for
+		scfg.Path = filepath.Join(dir, "events.db")
 	}
 
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	tailCtx, stopTail := context.WithCancel(ctx)
 	defer stopTail()
+
+	// The consumer tier, into SQLite. It stops after the gateway, and the
+	// sink closes after it.
+	db, err := sink.OpenSQLite(ctx, scfg)
+	if err != nil {
+		return err
+	}
+	var landed sink.Sink = db
+	if *tail {
+		landed = printingSink{Sink: db, w: stdout, where: scfg.Path}
+	}
+	ccfg := consumer.DefaultConfig()
+	ccfg.Group, ccfg.Topics = "sluice-dev", topics
+	ccfg.WriteBatch, ccfg.SinkConcurrency = 100, 1
+	ccfg.LagInterval = time.Second
+	cons, err := consumer.New(ccfg, registry, landed, []kgo.Opt{kgo.SeedBrokers(cfg.Kafka.Brokers...)},
+		consumer.WithLogger(log))
+	if err != nil {
+		db.Close()
+		return err
+	}
+	consCtx, stopConsumer := context.WithCancel(context.Background())
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer db.Close()
+		if err := cons.Run(consCtx); err != nil {
+			log.Error("consumer stopped", "err", err)
+		}
+	}()
+	defer stopConsumer()
 	if *tail {
 		tailer, err := kgo.NewClient(kgo.SeedBrokers(cfg.Kafka.Brokers...), kgo.ConsumeTopics(topics...),
 			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
@@ -93,8 +152,25 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}()
 	}
 	return serve(ctx, cfg, registry, log, func(srv *gateway.Server) {
-		fmt.Fprint(stdout, devBanner(srv.HTTPAddr(), srv.GRPCAddr(), cfg.Kafka.Brokers))
+		fmt.Fprint(stdout, devBanner(srv.HTTPAddr(), srv.GRPCAddr(), cfg.Kafka.Brokers, scfg.Path))
 	})
+}
+
+// printingSink prints each event once its write to the sink succeeded.
+type printingSink struct {
+	sink.Sink
+	w     io.Writer
+	where string
+}
+
+func (p printingSink) Write(ctx context.Context, batch []sink.Event) error {
+	if err := p.Sink.Write(ctx, batch); err != nil {
+		return err
+	}
+	for _, e := range batch {
+		fmt.Fprintf(p.w, "sink: %s %s id=%s type=%s source=%s\n", p.Name(), p.where, e.ID, e.Type, e.Source)
+	}
+	return nil
 }
 
 // tailRecords prints each record that lands in the dev topics until ctx ends.
@@ -116,7 +192,7 @@ func tailRecords(ctx context.Context, cl *kgo.Client, w io.Writer) {
 	}
 }
 
-func devBanner(httpAddr, grpcAddr string, brokers []string) string {
+func devBanner(httpAddr, grpcAddr string, brokers []string, sinkDB string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, `
 sluice dev is running: REST http://%[1]s  gRPC %[2]s  Kafka (in-process) %[3]s
@@ -130,7 +206,9 @@ Over gRPC (reflection is on; "json" carries the payload as JSON text, "binary" a
 
   grpcurl -plaintext -H 'x-api-key: %[4]s' -d '{"events":[{"id":"log-2","type":"examples.logs.v1.LogLine","occurred_at":"'$(date -u +%%FT%%TZ)'","json":"{\"service\":\"checkout-api\",\"severity\":\"SEVERITY_WARN\",\"message\":\"slow\",\"timestamp\":\"2026-01-01T00:00:00Z\",\"host\":\"127.0.0.1\"}"}]}' %[2]s sluice.ingest.v1.IngestService/Publish
 
+Events land in the SQLite sink %[6]s; the newest:  sluice sink recent --sqlite %[6]s
+
 Metrics: http://%[1]s/metrics   Contracts: %[5]s
-`, httpAddr, grpcAddr, strings.Join(brokers, ","), DemoAPIKey, strings.Join(examples.Types, ", "))
+`, httpAddr, grpcAddr, strings.Join(brokers, ","), DemoAPIKey, strings.Join(examples.Types, ", "), sinkDB)
 	return b.String()
 }

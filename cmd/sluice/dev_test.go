@@ -54,7 +54,8 @@ func waitFor(t *testing.T, out *syncBuffer, re *regexp.Regexp) []string {
 }
 
 // TestDev runs `sluice dev` on free ports, publishes the README's example
-// event with the demo key, and sees it land in the in-process Kafka.
+// event with the demo key, and sees it land in the in-process Kafka and
+// then in the SQLite sink, beside the orders the demo poller pulls.
 func TestDev(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	out, logs := newSyncBuffer(), newSyncBuffer()
@@ -88,4 +89,8 @@ func TestDev(t *testing.T) {
 		t.Fatalf("answer %s\nwant   %s", got, want)
 	}
 	waitFor(t, out, regexp.MustCompile(`kafka: ingest\.examples\.logs\.v1\.LogLine\[\d\]@0 key=checkout-api id=log-1 source=demo`))
+	// The consumer tier writes it to the SQLite sink.
+	waitFor(t, out, regexp.MustCompile(`sink: sqlite \S+ id=log-1 type=examples\.logs\.v1\.LogLine source=demo`))
+	// The demo partner's orders are pulled, admitted and land too.
+	waitFor(t, out, regexp.MustCompile(`sink: sqlite \S+ id=\S+ type=examples\.shop\.v1\.OrderPlaced source=demo`))
 }

@@ -7,6 +7,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -26,6 +31,7 @@ func runGatewayCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("gateway", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	path := fs.String("config", "", "path of the sluice YAML config (required)")
+	pprofAddr := fs.String("pprof", "", "serve /debug/pprof/ on this loopback address (for profiling; off when empty)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -38,6 +44,16 @@ func runGatewayCmd(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	log := cfg.Log.logger(stderr)
+	if cfg.Gateway.MemoryLimit > 0 {
+		debug.SetMemoryLimit(cfg.Gateway.MemoryLimit)
+	}
+	if *pprofAddr != "" {
+		stopPprof, err := servePprof(*pprofAddr, log)
+		if err != nil {
+			return err
+		}
+		defer stopPprof()
+	}
 	registry, err := contract.LoadFile(cfg.Contracts.DescriptorSet, cfg.Contracts.Types, contract.WithMaxDepth(cfg.Gateway.Limits.MaxDepth))
 	if err != nil {
 		return err
@@ -99,6 +115,14 @@ func serve(ctx context.Context, cfg fileConfig, registry *contract.Registry, log
 	srv.Start()
 	log.Info("gateway serving", "grpc", srv.GRPCAddr(), "http", srv.HTTPAddr(),
 		"types", len(registry.Types()), "sources", len(cfg.Gateway.Sources), "mode", admission.Mode().String())
+	stopPollers, err := startPollers(ctx, cfg, svc, reg, log)
+	if err != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+		closeAll()
+		return err
+	}
 	if started != nil {
 		started(srv)
 	}
@@ -109,6 +133,8 @@ func serve(ctx context.Context, cfg fileConfig, registry *contract.Registry, log
 	case runErr = <-srv.Err():
 	}
 	log.Info("gateway shutting down")
+	// Pollers first: what they admit needs admission open.
+	stopPollers()
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
@@ -129,4 +155,41 @@ func closeSpool(s *buffer.Spool, log *slog.Logger) {
 	if err := s.Close(); err != nil {
 		log.Error("spool close", "err", err)
 	}
+}
+
+// servePprof serves the runtime profiles on addr, which must be a loopback
+// address: profiles show the process's internals and cost CPU to take. The
+// returned func stops the server and waits for it.
+func servePprof(addr string, log *slog.Logger) (stop func(), err error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: --pprof: %w", err)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return nil, fmt.Errorf("gateway: --pprof: %q is not a loopback address", addr)
+	}
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: --pprof: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := srv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("pprof server", "err", err)
+		}
+	}()
+	log.Info("pprof serving", "addr", lis.Addr().String())
+	return func() {
+		srv.Close()
+		wg.Wait()
+	}, nil
 }

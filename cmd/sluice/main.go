@@ -2,8 +2,13 @@
 //
 //	sluice dev                       everything in one process on embedded defaults
 //	sluice gateway --config FILE     the gateway against a real Kafka cluster
+//	sluice consumer --config FILE    the consumer tier: Kafka to the sink, DLQ
+//	sluice dlq list|show|replay      inspect and replay a DLQ or parked topic
+//	sluice sink migrate|recent       create the PostgreSQL table; print the newest events
 //	sluice hash-key KEY              the config form of an API key
 //	sluice spool inspect DIR         a spool's state, read-only
+//	sluice loadgen [flags]           load generator and transport baselines
+//	sluice kfake --addr ADDR         in-memory Kafka on its own
 package main
 
 import (
@@ -24,8 +29,15 @@ const usage = `sluice: an ingestion gateway
 Usage:
   sluice dev [flags]                 gateway + in-process Kafka + example contracts + demo key
   sluice gateway --config FILE       the gateway, from one YAML config file
+  sluice consumer --config FILE      the consumer tier: ingest topics to the sink, with DLQ and breaker
+  sluice dlq list|show|replay        list, show or replay (rate limited, audited) a DLQ or parked topic
+  sluice sink migrate --config FILE  create or upgrade the PostgreSQL sink's table
+  sluice sink recent --sqlite PATH   print the newest events in an SQLite sink
   sluice hash-key KEY                print the sha256 of an API key for sources[].key_hashes
   sluice spool inspect DIR           print a spool's segments, cursor, pending records and damage (read-only)
+  sluice loadgen [flags]             send load to a gateway (or Kafka directly) and report throughput and latency
+  sluice loadgen serve-baseline      a plain HTTP or gRPC server to measure the transport floor against
+  sluice kfake --addr ADDR           the in-memory Kafka of "sluice dev" as a process of its own
 
 Run "sluice COMMAND -h" for a command's flags.
 `
@@ -49,8 +61,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	switch args[0] {
 	case "dev":
 		return runDev(ctx, args[1:], stdout, stderr)
+	case "consumer":
+		return runConsumerCmd(ctx, args[1:], stderr)
+	case "dlq":
+		return runDLQCmd(ctx, args[1:], stdout, stderr)
+	case "sink":
+		return runSinkCmd(ctx, args[1:], stdout, stderr)
 	case "gateway":
 		return runGatewayCmd(ctx, args[1:], stderr)
+	case "loadgen":
+		return runLoadgenCmd(ctx, args[1:], stdout, stderr)
+	case "kfake":
+		return runKfakeCmd(ctx, args[1:], stdout, stderr)
 	case "spool":
 		if len(args) != 3 || args[1] != "inspect" {
 			return errors.New("spool: usage: sluice spool inspect DIR")

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluicehq/sluice/consumer"
+	"github.com/sluicehq/sluice/contract"
+	"github.com/sluicehq/sluice/publish"
+	"github.com/sluicehq/sluice/sink"
+)
+
+// runConsumerCmd is `sluice consumer --config FILE`: the consumer tier
+// from the same config file as the gateway (blocks consumer, sink, kafka,
+// contracts, log).
+func runConsumerCmd(ctx context.Context, args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("consumer", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("config", "", "path of the sluice YAML config (required)")
+	metricsAddr := fs.String("metrics", "", "serve Prometheus /metrics on this address (off when empty)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *path == "" {
+		fs.Usage()
+		return errors.New("consumer: --config is required")
+	}
+	cfg, err := loadConfig(*path, osGetenv)
+	if err != nil {
+		return err
+	}
+	log := cfg.Log.logger(stderr)
+	ccfg := consumerConfig(cfg)
+	if err := ccfg.Validate(); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	if err := cfg.Sink.Validate(); err != nil {
+		return fmt.Errorf("config: sink: %w", err)
+	}
+	registry, err := contract.LoadFile(cfg.Contracts.DescriptorSet, cfg.Contracts.Types, contract.WithMaxDepth(cfg.Gateway.Limits.MaxDepth))
+	if err != nil {
+		return err
+	}
+	s, err := sink.Open(ctx, cfg.Sink)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := s.Close(); err != nil {
+			log.Error("sink close", "err", err)
+		}
+	}()
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if *metricsAddr != "" {
+		stop, err := serveMetrics(*metricsAddr, reg, log)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	c, err := consumer.New(ccfg, registry, s, kafkaOpts(cfg.Kafka), consumer.WithRegisterer(reg), consumer.WithLogger(log))
+	if err != nil {
+		return err
+	}
+	log.Info("consumer running", "group", ccfg.Group, "topics", ccfg.SourceTopics(), "sink", s.Name())
+	err = c.Run(ctx)
+	log.Info("consumer stopped")
+	return err
+}
+
+// consumerConfig is the file's consumer block; without topics it consumes
+// the topic of every contract type, as the gateway names them.
+func consumerConfig(cfg fileConfig) consumer.Config {
+	c := cfg.Consumer
+	if len(c.SourceTopics()) == 0 {
+		for _, typ := range cfg.Contracts.Types {
+			t := cfg.Gateway.Topics[typ]
+			if t == "" {
+				t = publish.DefaultTopic(typ)
+			}
+			c.Topics = append(c.Topics, t)
+		}
+	}
+	return c
+}
+
+// kafkaOpts are the connection options of the kafka block.
+func kafkaOpts(k publish.Config) []kgo.Opt {
+	return []kgo.Opt{
+		kgo.SeedBrokers(k.Brokers...),
+		kgo.ClientID(k.ClientID),
+		kgo.DialTimeout(k.DialTimeout),
+	}
+}
+
+// serveMetrics serves reg on addr until the returned func is called.
+func serveMetrics(addr string, reg *prometheus.Registry, log *slog.Logger) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics server", "err", err)
+		}
+	}()
+	log.Info("metrics serving", "addr", ln.Addr().String())
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		<-done
+	}, nil
+}

@@ -1,0 +1,228 @@
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/dynamicpb"
+
+	"github.com/sluicehq/sluice/consumer"
+	"github.com/sluicehq/sluice/contract"
+)
+
+const dlqUsage = `usage:
+  sluice dlq list   --config FILE --topic T.dlq [selection]
+  sluice dlq show   --config FILE --topic T.dlq --partition P --offset O
+  sluice dlq replay --config FILE --topic T.dlq [selection] [--dry-run] [--rate N] [--actor NAME]
+
+selection (all optional, combined with AND):
+  --from, --to TIME        last failure time, RFC 3339; from inclusive, to exclusive
+  --source S, --type T     the event's source and type
+  --class C                error class: transient, permanent, decode
+  --partition P[,P...]     DLQ topic partitions
+  --from-offset, --to-offset N   DLQ topic offsets; to exclusive
+`
+
+// runDLQCmd is `sluice dlq list|show|replay`: an operator's view of a DLQ
+// or parked topic, read with a plain client from start to the current end.
+func runDLQCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, dlqUsage)
+		return errors.New("dlq: give list, show or replay")
+	}
+	sub := args[0]
+	fs := flag.NewFlagSet("dlq "+sub, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, dlqUsage) }
+	path := fs.String("config", "", "path of the sluice YAML config (kafka and contracts blocks)")
+	brokers := fs.String("brokers", "", "comma-separated seed brokers, instead of the config's kafka.brokers")
+	topic := fs.String("topic", "", "DLQ or parked topic (required)")
+	from := fs.String("from", "", "")
+	to := fs.String("to", "", "")
+	source := fs.String("source", "", "")
+	typ := fs.String("type", "", "")
+	class := fs.String("class", "", "")
+	partitions := fs.String("partition", "", "")
+	fromOffset := fs.Int64("from-offset", 0, "")
+	toOffset := fs.Int64("to-offset", 0, "")
+	offset := fs.Int64("offset", -1, "show: the record's offset")
+	dryRun := fs.Bool("dry-run", false, "replay: print what would be replayed, produce nothing")
+	rate := fs.Float64("rate", 100, "replay: records per second")
+	actor := fs.String("actor", os.Getenv("USER"), "replay: who asks, for the audit record")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("dlq %s: unexpected argument %q", sub, fs.Arg(0))
+	}
+	if *topic == "" {
+		return fmt.Errorf("dlq %s: --topic is required", sub)
+	}
+	var sel consumer.Selection
+	var err error
+	if sel.From, err = parseFlagTime("from", *from); err != nil {
+		return err
+	}
+	if sel.To, err = parseFlagTime("to", *to); err != nil {
+		return err
+	}
+	sel.Source, sel.Type, sel.Class = *source, *typ, *class
+	sel.FromOffset, sel.ToOffset = *fromOffset, *toOffset
+	if *partitions != "" {
+		for _, p := range strings.Split(*partitions, ",") {
+			n, err := strconv.ParseInt(strings.TrimSpace(p), 10, 32)
+			if err != nil || n < 0 {
+				return fmt.Errorf("dlq: --partition: %q is not a partition number", p)
+			}
+			sel.Partitions = append(sel.Partitions, int32(n))
+		}
+	}
+
+	var kopts []kgo.Opt
+	var registry *contract.Registry
+	switch {
+	case *brokers != "":
+		kopts = []kgo.Opt{kgo.SeedBrokers(strings.Split(*brokers, ",")...)}
+	case *path != "":
+		cfg, err := loadConfig(*path, osGetenv)
+		if err != nil {
+			return err
+		}
+		kopts = kafkaOpts(cfg.Kafka)
+		// Contracts let show print the value as JSON; without them it
+		// prints base64.
+		registry, _ = contract.LoadFile(cfg.Contracts.DescriptorSet, cfg.Contracts.Types)
+	default:
+		return fmt.Errorf("dlq %s: give --config or --brokers", sub)
+	}
+
+	switch sub {
+	case "list":
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "PARTITION\tOFFSET\tEVENT ID\tTYPE\tSOURCE\tCLASS\tRETRYABLE\tDLQ RETRIES\tLAST FAILURE\tERROR")
+		n := 0
+		err := consumer.List(ctx, kopts, *topic, sel, func(d consumer.DeadLetter) error {
+			n++
+			e := d.Envelope
+			fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%v\t%d\t%s\t%s\n", d.Record.Partition, d.Record.Offset,
+				d.Event.ID, d.Event.Type, d.Event.Source, e.Class, e.Retryable, e.DLQRetries,
+				e.LastFailureAt.Format(time.RFC3339), oneLine(e.Error, d.EnvelopeErr))
+			return nil
+		})
+		tw.Flush()
+		fmt.Fprintf(stderr, "%d dead letters selected\n", n)
+		return err
+	case "show":
+		if len(sel.Partitions) != 1 || *offset < 0 {
+			return errors.New("dlq show: give --partition P and --offset O")
+		}
+		sel.FromOffset, sel.ToOffset = *offset, *offset+1
+		found := false
+		err := consumer.List(ctx, kopts, *topic, sel, func(d consumer.DeadLetter) error {
+			found = true
+			printDeadLetter(stdout, d, registry)
+			return nil
+		})
+		if err == nil && !found {
+			err = fmt.Errorf("dlq show: no record at %s/%d@%d", *topic, sel.Partitions[0], *offset)
+		}
+		return err
+	case "replay":
+		rep, err := consumer.Replay(ctx, kopts, *topic, sel, consumer.ReplayOptions{
+			DryRun: *dryRun, Rate: *rate, Actor: *actor, Progress: stderr,
+			Each: func(d consumer.DeadLetter) {
+				if *dryRun {
+					fmt.Fprintf(stdout, "%d\t%d\t%s\t%s -> %s\n", d.Record.Partition, d.Record.Offset, d.Event.ID, d.Envelope.Class, d.Envelope.SourceTopic)
+				}
+			},
+		})
+		fmt.Fprintf(stderr, "replay %s: scanned %d, matched %d, replayed %d, unreadable %d, dry run %v: %s\n",
+			*topic, rep.Scanned, rep.Matched, rep.Replayed, rep.Unreadable, rep.DryRun, rep.Outcome)
+		return err
+	}
+	fmt.Fprint(stderr, dlqUsage)
+	return fmt.Errorf("dlq: unknown subcommand %q", sub)
+}
+
+func parseFlagTime(name, v string) (time.Time, error) {
+	if v == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("dlq: --%s: %w", name, err)
+	}
+	return t, nil
+}
+
+func oneLine(msg string, envErr error) string {
+	if envErr != nil {
+		msg = "unreadable envelope: " + envErr.Error()
+	}
+	msg = strings.Join(strings.Fields(msg), " ")
+	if len(msg) > 120 {
+		msg = msg[:117] + "..."
+	}
+	return msg
+}
+
+func printDeadLetter(w io.Writer, d consumer.DeadLetter, reg *contract.Registry) {
+	r := d.Record
+	fmt.Fprintf(w, "record     %s/%d@%d  timestamp %s\n", r.Topic, r.Partition, r.Offset, r.Timestamp.UTC().Format(time.RFC3339Nano))
+	fmt.Fprintf(w, "key        %q\n", r.Key)
+	if d.EnvelopeErr != nil {
+		fmt.Fprintf(w, "envelope   unreadable: %v\n", d.EnvelopeErr)
+	} else {
+		e := d.Envelope
+		fmt.Fprintf(w, "class      %s (retryable %v)\n", e.Class, e.Retryable)
+		fmt.Fprintf(w, "error      %s\n", e.Error)
+		fmt.Fprintf(w, "sink       %s, %d attempts, %d DLQ retries\n", e.Sink, e.Attempts, e.DLQRetries)
+		fmt.Fprintf(w, "failures   first %s, last %s\n", e.FirstFailureAt.Format(time.RFC3339Nano), e.LastFailureAt.Format(time.RFC3339Nano))
+		fmt.Fprintf(w, "source     %s/%d@%d, group %s\n", e.SourceTopic, e.SourcePartition, e.SourceOffset, e.Group)
+		if e.ParkedReason != "" {
+			fmt.Fprintf(w, "parked     %s\n", e.ParkedReason)
+		}
+	}
+	fmt.Fprintln(w, "headers")
+	for _, h := range r.Headers {
+		fmt.Fprintf(w, "  %s: %q\n", h.Key, h.Value)
+	}
+	if js, ok := valueJSON(reg, d); ok {
+		fmt.Fprintf(w, "value      %s\n", js)
+	} else {
+		fmt.Fprintf(w, "value      base64 %s\n", base64.StdEncoding.EncodeToString(r.Value))
+	}
+}
+
+// valueJSON renders the value with its contract, when it has one that
+// decodes it.
+func valueJSON(reg *contract.Registry, d consumer.DeadLetter) (string, bool) {
+	if reg == nil || d.EventErr != nil {
+		return "", false
+	}
+	c, ok := reg.Lookup(d.Event.Type)
+	if !ok {
+		return "", false
+	}
+	m := dynamicpb.NewMessage(c.Descriptor())
+	if err := proto.Unmarshal(d.Record.Value, m); err != nil {
+		return "", false
+	}
+	b, err := protojson.Marshal(m)
+	if err != nil {
+		return "", false
+	}
+	return string(b), true
+}

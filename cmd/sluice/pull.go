@@ -1,0 +1,51 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sluicehq/sluice/gateway"
+	"github.com/sluicehq/sluice/pull"
+)
+
+// The gateway judges pulled events.
+var _ pull.Ingester = (*gateway.Service)(nil)
+
+// startPollers runs the configured pollers against the gateway's Ingest:
+// it creates (or checks) the cursor topic on cfg.Kafka.Brokers, joins the
+// pollers' consumer group and returns a stop that leaves the group and
+// waits for every poller. With no pollers configured it does nothing. A bad
+// poller config or a cursor topic with the wrong partition count is an
+// error, so start-up stops with it.
+func startPollers(ctx context.Context, cfg fileConfig, ing pull.Ingester, reg prometheus.Registerer, log *slog.Logger) (stop func(), err error) {
+	if len(cfg.Pollers) == 0 {
+		return func() {}, nil
+	}
+	oc := pull.NewDefaultOwnershipConfig()
+	oc.Brokers = cfg.Kafka.Brokers
+	r, err := pull.NewRunner(oc, cfg.Pollers, ing, pull.WithRegisterer(reg), pull.WithLogger(log))
+	if err != nil {
+		return nil, fmt.Errorf("config: pollers: %w", err)
+	}
+	if err := r.Start(ctx); err != nil {
+		r.Close()
+		return nil, err
+	}
+	log.Info("pollers started", "pollers", len(cfg.Pollers), "group", oc.Group, "topic", oc.Topic)
+	return r.Close, nil
+}
+
+// startDemoPartner starts the in-process demo partner for `sluice dev` and
+// adds its poller to cfg.Pollers. stop shuts the partner down; call it
+// after the pollers stopped.
+func startDemoPartner(ctx context.Context, cfg *fileConfig) (stop func(), err error) {
+	url, stop, err := pull.StartDemoPartner(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Pollers = append(cfg.Pollers, pull.DemoConfig(url))
+	return stop, nil
+}

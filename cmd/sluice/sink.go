@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/sluicehq/sluice/sink"
+)
+
+// runSinkCmd is `sluice sink migrate|recent`.
+func runSinkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || (args[0] != "migrate" && args[0] != "recent") {
+		return errors.New("sink: usage: sluice sink migrate --config FILE | sluice sink recent (--config FILE | --sqlite PATH) [-n N]")
+	}
+	fs := flag.NewFlagSet("sink "+args[0], flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("config", "", "path of the sluice YAML config (its sink block)")
+	var sqlitePath *string
+	n := new(int)
+	if args[0] == "recent" {
+		sqlitePath = fs.String("sqlite", "", "an SQLite sink file (instead of --config)")
+		n = fs.Int("n", 10, "how many of the newest events to print (at most 1000)")
+	}
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	cfg := sink.DefaultConfig()
+	switch {
+	case *path != "":
+		fc, err := loadConfig(*path, osGetenv)
+		if err != nil {
+			return err
+		}
+		cfg = fc.Sink
+	case sqlitePath != nil && *sqlitePath != "":
+		cfg.SQLite.Path = *sqlitePath
+	default:
+		fs.Usage()
+		return errors.New("sink: --config is required")
+	}
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if args[0] == "migrate" {
+		if cfg.Kind != sink.KindPostgres {
+			return fmt.Errorf("sink migrate: the %s sink creates its table itself; migrate is for postgres", cfg.Kind)
+		}
+		if err := sink.Migrate(ctx, cfg.Postgres.DSN, cfg.Postgres.Table); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "table %s is at schema version %d\n", cfg.Postgres.Table, sink.PostgresSchemaVersion)
+		return nil
+	}
+	var rows []sink.Row
+	switch cfg.Kind {
+	case sink.KindSQLite:
+		s, err := sink.OpenSQLite(ctx, cfg.SQLite)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		if rows, err = s.Recent(ctx, *n); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("sink recent: reads the sqlite sink; for %s query its table", cfg.Kind)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "EVENT ID\tTYPE\tSOURCE\tKEY\tOCCURRED AT\tTOPIC[PARTITION]@OFFSET\tPAYLOAD")
+	for _, r := range rows {
+		payload := string(r.Payload)
+		if len(payload) > 80 {
+			payload = payload[:77] + "..."
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s[%d]@%d\t%s\n", r.EventID, r.EventType, r.Source, r.PartitionKey,
+			r.OccurredAt.UTC().Format(time.RFC3339), r.Topic, r.KafkaPartition, r.KafkaOffset, payload)
+	}
+	return tw.Flush()
+}
