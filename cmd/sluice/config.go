@@ -93,17 +93,20 @@ func defaultFileConfig() fileConfig {
 	}
 }
 
-// loadConfig reads and validates a config file. Unknown keys are errors, so
-// a misspelt setting is not silently left at its default.
-func loadConfig(path string, getenv func(string) string) (fileConfig, error) {
+// loadConfig reads a config file and checks it with check: each command
+// validates the blocks it uses (fileConfig.validate for the gateway,
+// validateConsumer, validateClient), so a consumer's file needs no
+// sources. Unknown keys are errors everywhere, so a misspelt setting is not
+// silently left at its default.
+func loadConfig(path string, getenv func(string) string, check func(fileConfig) error) (fileConfig, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return fileConfig{}, err
 	}
-	return parseConfig(raw, getenv)
+	return parseConfig(raw, getenv, check)
 }
 
-func parseConfig(raw []byte, getenv func(string) string) (fileConfig, error) {
+func parseConfig(raw []byte, getenv func(string) string, check func(fileConfig) error) (fileConfig, error) {
 	cfg := defaultFileConfig()
 	dec := yaml.NewDecoder(bytes.NewReader(raw))
 	dec.KnownFields(true)
@@ -120,15 +123,16 @@ func parseConfig(raw []byte, getenv func(string) string) (fileConfig, error) {
 		}
 		cfg.Gateway.Sources = append(cfg.Gateway.Sources, s.SourceConfig)
 	}
-	return cfg, cfg.validate()
+	return cfg, check(cfg)
 }
 
+// validate checks what the gateway uses: every block but consumer and sink.
 func (c fileConfig) validate() error {
 	if err := c.Gateway.Validate(); err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
-	if err := c.Kafka.Validate(); err != nil {
-		return fmt.Errorf("config: kafka: %w", err)
+	if err := c.validateClient(); err != nil {
+		return err
 	}
 	if err := c.Admission.Validate(); err != nil {
 		return fmt.Errorf("config: %w", err)
@@ -140,17 +144,54 @@ func (c fileConfig) validate() error {
 	} else if c.Admission.SpoolFirst {
 		return errors.New("config: admission.spool_first: needs spool.dir")
 	}
+	for i, p := range c.Pollers {
+		if err := p.Validate(); err != nil {
+			return fmt.Errorf("config: pollers[%d]: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// validateConsumer checks what the consumer tier uses: kafka, contracts,
+// log, consumer and sink.
+func (c fileConfig) validateConsumer() error {
+	if err := c.validateClient(); err != nil {
+		return err
+	}
+	cc := consumerConfig(c)
+	if err := cc.Validate(); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	if err := c.Sink.Validate(); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	return nil
+}
+
+// validateSink checks the sink block and the log.
+func (c fileConfig) validateSink() error {
+	if err := c.Sink.Validate(); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	return c.validateLog()
+}
+
+// validateClient checks what every Kafka client of sluice uses: kafka,
+// contracts and log.
+func (c fileConfig) validateClient() error {
+	if err := c.Kafka.Validate(); err != nil {
+		return fmt.Errorf("config: kafka: %w", err)
+	}
 	if c.Contracts.DescriptorSet == "" {
 		return errors.New("config: contracts.descriptor_set: must name a buf image or descriptor set file")
 	}
 	if len(c.Contracts.Types) == 0 {
 		return errors.New("config: contracts.types: list the message names that are event types")
 	}
-	for i, p := range c.Pollers {
-		if err := p.Validate(); err != nil {
-			return fmt.Errorf("config: pollers[%d]: %w", i, err)
-		}
-	}
+	return c.validateLog()
+}
+
+func (c fileConfig) validateLog() error {
 	if _, err := c.Log.level(); err != nil {
 		return err
 	}

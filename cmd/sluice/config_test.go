@@ -9,7 +9,7 @@ import (
 
 func TestExampleConfigLoads(t *testing.T) {
 	env := map[string]string{"SLUICE_LOGS_API_KEY": "logs-key"}
-	cfg, err := loadConfig("../../deploy/sluice.example.yaml", func(k string) string { return env[k] })
+	cfg, err := loadConfig("../../deploy/sluice.example.yaml", func(k string) string { return env[k] }, fileConfig.validate)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,10 +50,37 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 			if raw == string(base) {
 				t.Fatalf("%q not in the example config", c.from)
 			}
-			_, err := parseConfig([]byte(raw), env)
+			_, err := parseConfig([]byte(raw), env, fileConfig.validate)
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("got %v, want an error naming %s", err, c.want)
 			}
 		})
+	}
+}
+
+// TestConsumerConfigNeedsNoSources: the consumer's file has no gateway
+// blocks; what it has is checked.
+func TestConsumerConfigNeedsNoSources(t *testing.T) {
+	raw := `
+consumer: {group: g, topics: [t]}
+sink: {kind: sqlite, sqlite: {path: /tmp/x.db}}
+contracts: {descriptor_set: examples/contracts.binpb, types: [examples.logs.v1.LogLine]}
+kafka: {brokers: [127.0.0.1:9092]}
+`
+	getenv := func(string) string { return "" }
+	if _, err := parseConfig([]byte(raw), getenv, fileConfig.validateConsumer); err != nil {
+		t.Fatalf("consumer config: %v", err)
+	}
+	if _, err := parseConfig([]byte(raw), getenv, fileConfig.validate); err == nil || !strings.Contains(err.Error(), "source") {
+		t.Fatalf("as a gateway config: %v, want the missing sources named", err)
+	}
+	bad := strings.Replace(raw, "kind: sqlite", "kind: kafka", 1)
+	if _, err := parseConfig([]byte(bad), getenv, fileConfig.validateConsumer); err == nil || !strings.Contains(err.Error(), "sink: kind") {
+		t.Fatalf("bad sink kind: %v, want sink: kind named", err)
+	}
+	bad = strings.Replace(raw, "max_in_flight", "", 1)
+	bad = strings.Replace(bad, "group: g", "group: ''", 1)
+	if _, err := parseConfig([]byte(bad), getenv, fileConfig.validateConsumer); err == nil || !strings.Contains(err.Error(), "group") {
+		t.Fatalf("empty group: %v, want consumer.group named", err)
 	}
 }

@@ -37,18 +37,12 @@ func runConsumerCmd(ctx context.Context, args []string, stderr io.Writer) error 
 		fs.Usage()
 		return errors.New("consumer: --config is required")
 	}
-	cfg, err := loadConfig(*path, osGetenv)
+	cfg, err := loadConfig(*path, osGetenv, fileConfig.validateConsumer)
 	if err != nil {
 		return err
 	}
 	log := cfg.Log.logger(stderr)
 	ccfg := consumerConfig(cfg)
-	if err := ccfg.Validate(); err != nil {
-		return fmt.Errorf("config: %w", err)
-	}
-	if err := cfg.Sink.Validate(); err != nil {
-		return fmt.Errorf("config: sink: %w", err)
-	}
 	registry, err := contract.LoadFile(cfg.Contracts.DescriptorSet, cfg.Contracts.Types, contract.WithMaxDepth(cfg.Gateway.Limits.MaxDepth))
 	if err != nil {
 		return err

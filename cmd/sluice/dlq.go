@@ -96,7 +96,7 @@ func runDLQCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	case *brokers != "":
 		kopts = []kgo.Opt{kgo.SeedBrokers(strings.Split(*brokers, ",")...)}
 	case *path != "":
-		cfg, err := loadConfig(*path, osGetenv)
+		cfg, err := loadConfig(*path, osGetenv, fileConfig.validateClient)
 		if err != nil {
 			return err
 		}

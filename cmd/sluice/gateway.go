@@ -39,7 +39,7 @@ func runGatewayCmd(ctx context.Context, args []string, stderr io.Writer) error {
 		fs.Usage()
 		return errors.New("gateway: --config is required")
 	}
-	cfg, err := loadConfig(*path, osGetenv)
+	cfg, err := loadConfig(*path, osGetenv, fileConfig.validate)
 	if err != nil {
 		return err
 	}

@@ -32,7 +32,7 @@ func runSinkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	cfg := sink.DefaultConfig()
 	switch {
 	case *path != "":
-		fc, err := loadConfig(*path, osGetenv)
+		fc, err := loadConfig(*path, osGetenv, fileConfig.validateSink)
 		if err != nil {
 			return err
 		}
