@@ -1,0 +1,27 @@
+// Package faultsuite is sluice's end-to-end fault suite: the sluice binary
+// (gateway and consumer as processes of their own) between real Apache
+// Kafka and real PostgreSQL, under load, while faults are injected, with a
+// ledger that accounts for every event.
+//
+// The suite is one test, TestIntegrationFaults, run when both
+// SLUICE_KAFKA_BROKERS and SLUICE_POSTGRES_DSN are set and the broker and
+// the server are the ones scripts/kafka.sh and scripts/postgres.sh manage
+// (the suite stops and starts them). .ci/run does that.
+//
+// Every scenario sends events with unique ids through REST and gRPC and
+// records each id by its answer: acknowledged (ACCEPTED or DUPLICATE),
+// rejected (a typed, non-retryable reason), or unanswered. Callers retry
+// what the gateway asks them to retry (BUFFER_FULL, UNAVAILABLE,
+// RATE_LIMITED, a dropped connection) with the same ids, as a client
+// should. After the scenario the checker reads the sink table, the DLQ and
+// the parked topics and reconciles:
+//
+//   - every acknowledged id is in the sink, the DLQ or the parked topic;
+//     one that is in none is lost;
+//   - no id is in the sink twice;
+//   - no id the gateway rejected is anywhere.
+//
+// An id in the sink counts as in the sink even when a DLQ record of it is
+// still in the DLQ topic (it was retried from there); an id in both the DLQ
+// and the parked topic counts as parked.
+package faultsuite

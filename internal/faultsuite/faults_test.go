@@ -1,0 +1,538 @@
+package faultsuite
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	logsv1 "github.com/sluicehq/sluice/gen/examples/logs/v1"
+	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
+	"github.com/sluicehq/sluice/internal/kafkatest"
+	"github.com/sluicehq/sluice/loadgen"
+)
+
+const (
+	apiKey    = "faults-key"
+	eventType = "examples.logs.v1.LogLine"
+	// settle bounds the wait, after a scenario's load, for every
+	// acknowledged event to reach the sink, the DLQ or the parked topic.
+	settle = 3 * time.Minute
+)
+
+func hashKey(k string) string {
+	sum := sha256.Sum256([]byte(k))
+	return hex.EncodeToString(sum[:])
+}
+
+// scenario is one bounded run of load with a fault beside it.
+type scenario struct {
+	name string
+	load load
+	// before and after change the system around the scenario; fault runs
+	// beside the load and returns when the fault is over.
+	before, after func(s *system)
+	fault         func(s *system)
+	// check adds the scenario's own expectations to the ledger's.
+	check func(t *testing.T, l *ledger, r result)
+	// allInSink: the scenario ends only when every acknowledged event is
+	// in the sink (retryable dead letters drained back), not only when
+	// none is lost.
+	allInSink bool
+}
+
+// TestIntegrationFaults runs every scenario against one system and prints
+// a line of accounting for each. lost and duplicated-in-sink must be 0.
+func TestIntegrationFaults(t *testing.T) {
+	brokers := kafkatest.Brokers(t)
+	dsn := os.Getenv("SLUICE_POSTGRES_DSN")
+	if dsn == "" {
+		t.Skip("SLUICE_POSTGRES_DSN is not set: skipping the fault suite (scripts/postgres.sh up starts PostgreSQL)")
+	}
+	s := newSystem(t, brokers, dsn)
+
+	const normalSpool = 256 << 20
+	scenarios := []scenario{
+		{name: "steady", load: load{duration: 15 * time.Second}},
+		{name: "gateway-sigkill", load: load{duration: 25 * time.Second}, fault: func(s *system) {
+			for range 3 {
+				time.Sleep(5 * time.Second)
+				s.kill(s.gateway)
+				s.startGateway(normalSpool, false)
+			}
+		}},
+		{name: "kafka-stopped-30s", load: load{duration: 45 * time.Second}, fault: func(s *system) {
+			time.Sleep(5 * time.Second)
+			s.script("kafka.sh", "stop")
+			time.Sleep(30 * time.Second)
+			s.script("kafka.sh", "start")
+		}},
+		{name: "postgres-stopped-30s", load: load{duration: 45 * time.Second}, allInSink: true, fault: func(s *system) {
+			time.Sleep(5 * time.Second)
+			s.script("postgres.sh", "stop")
+			time.Sleep(30 * time.Second)
+			s.script("postgres.sh", "start")
+		}},
+		{name: "consumer-sigkill-and-join", load: load{duration: 25 * time.Second}, fault: func(s *system) {
+			time.Sleep(5 * time.Second)
+			s.kill(s.consumers[0])
+			time.Sleep(2 * time.Second)
+			s.start(s.consumers[0])
+			time.Sleep(5 * time.Second)
+			s.addConsumer()
+		}},
+		{name: "poison-1pct", load: load{duration: 15 * time.Second, poisonEvery: 100}, check: func(t *testing.T, l *ledger, r result) {
+			// Every poison event in the DLQ, every other one in the sink.
+			if len(l.poison) == 0 || r.inDLQ != len(l.poison) || r.inSink != r.acked-len(l.poison) {
+				t.Errorf("poison acknowledged %d, in DLQ %d; others %d, in sink %d", len(l.poison), r.inDLQ, r.acked-len(l.poison), r.inSink)
+			}
+		}},
+		{
+			name: "burst-over-spool-cap",
+			load: load{duration: 20 * time.Second, workers: 16, batch: 100, pace: time.Nanosecond},
+			before: func(s *system) {
+				s.stop(s.gateway)
+				s.startGateway(1<<20, true)
+			},
+			fault: func(s *system) {
+				// With the broker away the spool only fills: the burst
+				// meets the cap for certain.
+				time.Sleep(2 * time.Second)
+				s.script("kafka.sh", "stop")
+				time.Sleep(10 * time.Second)
+				s.script("kafka.sh", "start")
+			},
+			after: func(s *system) {
+				s.stop(s.gateway)
+				s.startGateway(normalSpool, false)
+			},
+			check: func(t *testing.T, l *ledger, r result) {
+				if l.bufferFull == 0 {
+					t.Error("no caller saw BUFFER_FULL: the burst never reached the spool cap")
+				}
+			},
+		},
+	}
+
+	s.startGateway(normalSpool, false)
+	s.addConsumer()
+	var table []string
+	for _, sc := range scenarios {
+		if sc.before != nil {
+			sc.before(s)
+		}
+		l := s.runScenario(sc)
+		if sc.after != nil {
+			sc.after(s)
+		}
+		r := s.reconcile(sc.name, l, sc.allInSink)
+		table = append(table, r.String())
+		t.Log(r.String())
+		if r.lost != 0 || r.dupInSink != 0 || r.rejectedFound != 0 {
+			t.Errorf("%s: lost %d, duplicated in sink %d, rejected ids found %d (first lost: %v)", sc.name, r.lost, r.dupInSink, r.rejectedFound, r.firstLost)
+		}
+		if l.missingRetryAfter > 0 {
+			t.Errorf("%s: %d retryable answers without a Retry-After", sc.name, l.missingRetryAfter)
+		}
+		if r.acked == 0 || r.rejected == 0 {
+			t.Errorf("%s: acknowledged %d, rejected %d: both kinds are needed for the accounting to mean anything", sc.name, r.acked, r.rejected)
+		}
+		if sc.allInSink && r.inSink != r.acked {
+			t.Errorf("%s: %d of %d acknowledged events in the sink after the outage (in DLQ %d, parked %d)", sc.name, r.inSink, r.acked, r.inDLQ, r.parked)
+		}
+		if sc.check != nil {
+			sc.check(t, l, r)
+		}
+		if t.Failed() {
+			t.Logf("gateway log:\n%s", s.gateway.logTail())
+			for _, c := range s.consumers {
+				t.Logf("%s log:\n%s", c.name, c.logTail())
+			}
+			break
+		}
+	}
+	for _, c := range s.consumers {
+		s.stop(c)
+	}
+	s.stop(s.gateway)
+	fmt.Printf("\nfault suite (%s, %s)\n%s\n", s.run, time.Now().UTC().Format(time.RFC3339), header)
+	for _, line := range table {
+		fmt.Println(line)
+	}
+}
+
+func newSystem(t *testing.T, brokers []string, dsn string) *system {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+	s := &system{
+		t:        t,
+		root:     root,
+		dir:      t.TempDir(),
+		brokers:  brokers,
+		dsn:      dsn,
+		run:      fmt.Sprintf("faults-%d", time.Now().UnixNano()),
+		grpcAddr: freeAddr(t),
+		httpAddr: freeAddr(t),
+	}
+	s.topic = s.run + ".logs"
+	s.table = strings.ReplaceAll(s.run, "-", "_")
+	s.bin = filepath.Join(s.dir, "sluice")
+	build := exec.Command("go", "build", "-o", s.bin, "./cmd/sluice")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	s.createTopics()
+	if dsn != "" {
+		// The sink's table, made the way an operator makes it.
+		migrate := exec.Command(s.bin, "sink", "migrate", "--config", s.consumerConfig())
+		if out, err := migrate.CombinedOutput(); err != nil {
+			t.Fatalf("sluice sink migrate: %v\n%s", err, out)
+		}
+	}
+	t.Cleanup(func() {
+		for _, c := range s.consumers {
+			s.kill(c)
+		}
+		if s.gateway != nil {
+			s.kill(s.gateway)
+		}
+	})
+	return s
+}
+
+// load is a scenario's traffic: workers alternating gRPC and REST, each
+// sending a batch every pace until duration. One event in invalidEvery
+// breaks its contract, so that the gateway rejects some in every scenario.
+type load struct {
+	duration    time.Duration
+	workers     int           // default 4
+	batch       int           // events per request; default 20
+	pace        time.Duration // pause between a worker's requests; default 80ms
+	poisonEvery int           // about one event in poisonEvery fails in the sink; 0: none
+}
+
+const invalidEvery = 50
+
+// ledger is what the callers were told, by event id.
+type ledger struct {
+	mu                sync.Mutex
+	sent              int
+	acked             map[string]bool
+	rejected          map[string]string // id -> reason
+	poison            map[string]bool   // acknowledged poison events
+	unanswered        int               // given up on without an answer
+	bufferFull        int               // BUFFER_FULL answers, counted per event
+	missingRetryAfter int
+}
+
+func (l *ledger) record(ev *ingestv1.Event, poison bool, r loadgen.EventResult) (retry bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case r.Acknowledged():
+		l.acked[ev.GetId()] = true
+		if poison {
+			l.poison[ev.GetId()] = true
+		}
+	case r.Retryable:
+		if r.Reason == ingestv1.Reason_BUFFER_FULL.String() {
+			l.bufferFull++
+		}
+		if r.RetryAfter <= 0 {
+			l.missingRetryAfter++
+		}
+		return true
+	default:
+		l.rejected[ev.GetId()] = r.Reason
+	}
+	return false
+}
+
+// runScenario runs the load and the fault side by side and returns the
+// ledger once both are over.
+func (s *system) runScenario(sc scenario) *ledger {
+	s.t.Helper()
+	ld := sc.load
+	if ld.workers == 0 {
+		ld.workers = 4
+	}
+	if ld.batch == 0 {
+		ld.batch = 20
+	}
+	if ld.pace == 0 {
+		ld.pace = 80 * time.Millisecond
+	}
+	l := &ledger{acked: map[string]bool{}, rejected: map[string]string{}, poison: map[string]bool{}}
+	var wg sync.WaitGroup
+	if sc.fault != nil {
+		wg.Go(func() { sc.fault(s) })
+	}
+	end := time.Now().Add(ld.duration)
+	for w := range ld.workers {
+		wg.Go(func() { s.work(sc.name, w, ld, end, l) })
+	}
+	wg.Wait()
+	return l
+}
+
+// work is one caller: build a batch, send it, retry what the gateway asks
+// to be retried (with the same ids), record the rest.
+func (s *system) work(name string, w int, ld load, end time.Time, l *ledger) {
+	cfg := loadgen.NewDefaultConfig()
+	cfg.APIKey = apiKey
+	cfg.Target, cfg.Addr = loadgen.TargetGRPC, s.grpcAddr
+	if w%2 == 1 {
+		cfg.Target, cfg.Addr = loadgen.TargetREST, "http://"+s.httpAddr
+	}
+	target, err := loadgen.NewTarget(cfg, nil)
+	if err != nil {
+		s.t.Error(err)
+		return
+	}
+	defer target.Close()
+	sender, err := target.NewSender()
+	if err != nil {
+		s.t.Error(err)
+		return
+	}
+	defer sender.Close()
+	rng := rand.New(rand.NewPCG(uint64(w), uint64(time.Now().UnixNano())))
+	n := 0
+	for time.Now().Before(end) {
+		events := make([]*ingestv1.Event, ld.batch)
+		poison := map[string]bool{}
+		for i := range events {
+			id := fmt.Sprintf("%s-%s-w%d-%d", s.run, name, w, n)
+			bad := ld.poisonEvery > 0 && rng.IntN(ld.poisonEvery) == 0
+			events[i] = logEvent(id, n, bad, w%2 == 1)
+			poison[id] = bad
+			if n%invalidEvery == invalidEvery-1 {
+				events[i] = invalidEvent(id, n, w%2 == 1)
+				poison[id] = false
+			}
+			n++
+		}
+		l.mu.Lock()
+		l.sent += len(events)
+		l.mu.Unlock()
+		s.send(sender, events, poison, l)
+		time.Sleep(ld.pace)
+	}
+}
+
+// send sends events until each has an answer that is not "retry", or the
+// retries run out (two minutes: longer than any fault lasts).
+func (s *system) send(sender loadgen.Sender, events []*ingestv1.Event, poison map[string]bool, l *ledger) {
+	giveUp := time.Now().Add(2 * time.Minute)
+	pending := events
+	for len(pending) > 0 && time.Now().Before(giveUp) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ans, err := sender.Send(ctx, pending)
+		cancel()
+		if err != nil {
+			// No answer (the gateway is down or restarting): the events
+			// may or may not be in; sending them again is safe.
+			time.Sleep(200 * time.Millisecond)
+			continue
+		}
+		if f := ans.Failure; f != nil {
+			if !f.Retryable {
+				for _, ev := range pending {
+					l.record(ev, false, loadgen.EventResult{ID: ev.GetId(), Outcome: ingestv1.Outcome_REJECTED, Reason: f.Reason})
+				}
+				return
+			}
+			for _, ev := range pending {
+				l.record(ev, false, loadgen.EventResult{ID: ev.GetId(), Outcome: ingestv1.Outcome_REJECTED, Reason: f.Reason, Retryable: true, RetryAfter: f.RetryAfter})
+			}
+			time.Sleep(min(max(f.RetryAfter, 100*time.Millisecond), 5*time.Second))
+			continue
+		}
+		var again []*ingestv1.Event
+		var wait time.Duration
+		for i, r := range ans.Results {
+			if l.record(pending[i], poison[pending[i].GetId()], r) {
+				again = append(again, pending[i])
+				wait = max(wait, r.RetryAfter)
+			}
+		}
+		pending = again
+		if len(pending) > 0 {
+			time.Sleep(min(max(wait, 100*time.Millisecond), 5*time.Second))
+		}
+	}
+	l.mu.Lock()
+	l.unanswered += len(pending)
+	l.mu.Unlock()
+}
+
+// logEvent is a valid LogLine; a poison one has a NUL in its message, which
+// the contract allows and PostgreSQL's jsonb refuses.
+func logEvent(id string, n int, poison, asJSON bool) *ingestv1.Event {
+	now := time.Now()
+	line := &logsv1.LogLine{
+		Service:   fmt.Sprintf("svc-%d", n%16),
+		Severity:  logsv1.Severity_SEVERITY_INFO,
+		Message:   "fault suite event " + id,
+		Timestamp: timestamppb.New(now),
+		Host:      "127.0.0.1",
+	}
+	if poison {
+		line.Message = "poison \x00 " + id
+	}
+	ev := &ingestv1.Event{Id: id, Type: eventType, OccurredAt: timestamppb.New(now), PartitionKey: line.Service}
+	if asJSON {
+		b, _ := protojson.Marshal(line)
+		ev.Payload = &ingestv1.Event_Json{Json: string(b)}
+	} else {
+		b, _ := proto.Marshal(line)
+		ev.Payload = &ingestv1.Event_Binary{Binary: b}
+	}
+	return ev
+}
+
+// invalidEvent breaks the contract (severity UNSPECIFIED is not_in the
+// allowed values): the gateway answers SCHEMA_VIOLATION.
+func invalidEvent(id string, n int, asJSON bool) *ingestv1.Event {
+	ev := logEvent(id, n, false, asJSON)
+	line := &logsv1.LogLine{Service: ev.GetPartitionKey(), Message: "invalid " + id, Timestamp: ev.GetOccurredAt(), Host: "127.0.0.1"}
+	if asJSON {
+		b, _ := protojson.Marshal(line)
+		ev.Payload = &ingestv1.Event_Json{Json: string(b)}
+	} else {
+		b, _ := proto.Marshal(line)
+		ev.Payload = &ingestv1.Event_Binary{Binary: b}
+	}
+	return ev
+}
+
+func protoFromJSON(t *testing.T, s string) *logsv1.LogLine {
+	t.Helper()
+	var m logsv1.LogLine
+	if err := protojson.Unmarshal([]byte(s), &m); err != nil {
+		t.Fatal(err)
+	}
+	return &m
+}
+
+// result is one scenario's accounting.
+type result struct {
+	name                              string
+	sent, acked, rejected, unanswered int
+	inSink, inDLQ, parked, lost       int
+	dupInSink, rejectedFound          int
+	poisonAcked, bufferFull           int
+	firstLost                         []string
+	settledIn                         time.Duration
+}
+
+const header = "scenario                   sent  acked  rejected  unanswered  in-sink  in-dlq  parked  lost  dup-in-sink  poison  buffer-full  settled"
+
+func (r result) String() string {
+	return fmt.Sprintf("%-25s %6d %6d %9d %11d %8d %7d %7d %5d %12d %7d %12d  %s",
+		r.name, r.sent, r.acked, r.rejected, r.unanswered, r.inSink, r.inDLQ, r.parked, r.lost, r.dupInSink, r.poisonAcked, r.bufferFull, r.settledIn.Round(time.Second))
+}
+
+// reconcile waits until every acknowledged id of the scenario is in the
+// sink, the DLQ or the parked topic (with allInSink, in the sink), or
+// settle passes, then counts.
+func (s *system) reconcile(name string, l *ledger, allInSink bool) result {
+	s.t.Helper()
+	prefix := fmt.Sprintf("%s-%s-", s.run, name)
+	r := result{name: name, sent: l.sent, acked: len(l.acked), rejected: len(l.rejected), unanswered: l.unanswered,
+		poisonAcked: len(l.poison), bufferFull: l.bufferFull}
+	start := time.Now()
+	var inSink, inDLQ, parked map[string]int
+	for {
+		inSink = s.sinkIDs(prefix)
+		inDLQ = s.topicIDs(s.topic + ".dlq")
+		parked = s.topicIDs(s.topic + ".parked")
+		r.lost, r.firstLost = 0, nil
+		notInSink := 0
+		for id := range l.acked {
+			if inSink[id] == 0 {
+				notInSink++
+			}
+			if inSink[id] == 0 && inDLQ[id] == 0 && parked[id] == 0 {
+				r.lost++
+				if len(r.firstLost) < 5 {
+					r.firstLost = append(r.firstLost, id)
+				}
+			}
+		}
+		if r.lost == 0 && (!allInSink || notInSink == 0) || time.Since(start) > settle {
+			break
+		}
+		time.Sleep(2 * time.Second)
+	}
+	r.settledIn = time.Since(start)
+	for id := range l.acked {
+		switch {
+		case inSink[id] > 0:
+			r.inSink++
+		case parked[id] > 0:
+			r.parked++
+		case inDLQ[id] > 0:
+			r.inDLQ++
+		}
+	}
+	for _, n := range inSink {
+		if n > 1 {
+			r.dupInSink++
+		}
+	}
+	for id := range l.rejected {
+		if inSink[id] > 0 || inDLQ[id] > 0 || parked[id] > 0 {
+			r.rejectedFound++
+		}
+	}
+	return r
+}
+
+// sinkIDs counts the sink table's rows per event id of the scenario.
+func (s *system) sinkIDs(prefix string) map[string]int {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, s.dsn)
+	if err != nil {
+		s.t.Logf("sink: %v (retrying)", err)
+		return map[string]int{}
+	}
+	defer conn.Close(context.Background())
+	rows, err := conn.Query(ctx, fmt.Sprintf("SELECT event_id, count(*) FROM %s WHERE event_id LIKE $1 GROUP BY event_id", s.table), prefix+"%")
+	if err != nil {
+		s.t.Logf("sink: %v (retrying)", err)
+		return map[string]int{}
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var id string
+		var n int
+		if err := rows.Scan(&id, &n); err != nil {
+			s.t.Fatal(err)
+		}
+		out[id] = n
+	}
+	if err := rows.Err(); err != nil {
+		s.t.Logf("sink: %v (retrying)", err)
+	}
+	return out
+}
