@@ -56,6 +56,15 @@ type LimitsConfig struct {
 	// StreamWindow is how many batches of one PublishStream may be in flight
 	// before the gateway stops reading the stream.
 	StreamWindow int `yaml:"stream_window"`
+	// CheckingEvents bounds the events being decoded and validated at once,
+	// across every request: the CPU-bound part of a request. A request
+	// waits for room in turn; one that cannot get it within MaxQueueWait
+	// (or half the time its deadline leaves) is refused UNAVAILABLE with
+	// Retry-After at once, instead of answering after the caller gave up.
+	// At least MaxEventsPerRequest.
+	CheckingEvents int `yaml:"checking_events"`
+	// MaxQueueWait bounds a request's wait for its turn to be checked.
+	MaxQueueWait time.Duration `yaml:"max_queue_wait"`
 }
 
 // HTTPConfig holds the REST server's timeouts.
@@ -105,6 +114,8 @@ func NewDefaultConfig() Config {
 			MaxEventFuture:       5 * time.Minute,
 			MaxConcurrentStreams: 100,
 			StreamWindow:         4,
+			CheckingEvents:       2000,
+			MaxQueueWait:         time.Second,
 		},
 		HTTP: HTTPConfig{
 			ReadHeaderTimeout: 5 * time.Second,
@@ -146,6 +157,10 @@ func (c Config) Validate() error {
 		return fieldErr("limits.max_concurrent_streams", "must be > 0")
 	case l.StreamWindow < 1 || l.StreamWindow > 64:
 		return fieldErr("limits.stream_window", "must be in [1, 64]")
+	case l.CheckingEvents < l.MaxEventsPerRequest:
+		return fieldErr("limits.checking_events", "must be >= limits.max_events_per_request, or a full batch could never be checked")
+	case l.MaxQueueWait <= 0:
+		return fieldErr("limits.max_queue_wait", "must be > 0")
 	case c.HTTP.ReadHeaderTimeout <= 0:
 		return fieldErr("http.read_header_timeout", "must be > 0")
 	case c.HTTP.ReadTimeout <= 0:

@@ -24,6 +24,8 @@ func TestConfigValidate(t *testing.T) {
 		{"limits.max_request_bytes", func(c *Config) { c.Limits.MaxRequestBytes = c.Limits.MaxEventBytes - 1 }},
 		{"limits.max_depth", func(c *Config) { c.Limits.MaxDepth = 1000 }},
 		{"limits.stream_window", func(c *Config) { c.Limits.StreamWindow = 0 }},
+		{"limits.checking_events", func(c *Config) { c.Limits.CheckingEvents = c.Limits.MaxEventsPerRequest - 1 }},
+		{"limits.max_queue_wait", func(c *Config) { c.Limits.MaxQueueWait = 0 }},
 		{"http.write_timeout", func(c *Config) { c.HTTP.WriteTimeout = c.PublishTimeout }},
 		{"http.read_header_timeout", func(c *Config) { c.HTTP.ReadHeaderTimeout = 0 }},
 		{"dedup.window", func(c *Config) { c.Dedup.Window = -time.Second }},

@@ -13,6 +13,7 @@ type metrics struct {
 	batchSize       prometheus.Histogram
 	dedupEvictions  prometheus.Counter
 	streamsOpen     prometheus.Gauge
+	shed            prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer, dedupLen func() float64) *metrics {
@@ -43,9 +44,13 @@ func newMetrics(reg prometheus.Registerer, dedupLen func() float64) *metrics {
 			Name: "sluice_streams_open",
 			Help: "PublishStream streams open.",
 		}),
+		shed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sluice_events_shed_total",
+			Help: "Events refused UNAVAILABLE because they could not be checked within limits.max_queue_wait (the gateway was at capacity).",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.events, m.requests, m.requestDuration, m.batchSize, m.dedupEvictions, m.streamsOpen,
+		reg.MustRegister(m.events, m.requests, m.requestDuration, m.batchSize, m.dedupEvictions, m.streamsOpen, m.shed,
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 				Name: "sluice_dedup_entries",
 				Help: "Event ids remembered by the dedup window or being published.",

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/sync/semaphore"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
 
@@ -45,6 +46,8 @@ type Service struct {
 	metrics   *metrics
 	// decodeFailures carries gRPC decode errors from the server's codec.
 	decodeFailures *decodeFailures
+	// checking admits Limits.CheckingEvents events at a time to be checked.
+	checking *semaphore.Weighted
 }
 
 // Option configures a Service.
@@ -111,7 +114,26 @@ func New(cfg Config, contracts *contract.Registry, pub Admitter, opts ...Option)
 		dedupLen = func() float64 { return 0 }
 	}
 	s.metrics = newMetrics(o.reg, dedupLen)
+	s.checking = semaphore.NewWeighted(int64(cfg.Limits.CheckingEvents))
 	return s, nil
+}
+
+// waitTurn waits for room to check n events: at most Limits.MaxQueueWait,
+// and at most half of what ctx's deadline leaves, so that a request that
+// got its turn still has time to be checked and published. It returns the
+// release, or the rejection of a request that did not get its turn.
+func (s *Service) waitTurn(ctx context.Context, n int) (release func(), rej *ingestv1.Rejection) {
+	wait := s.cfg.Limits.MaxQueueWait
+	if d, ok := ctx.Deadline(); ok {
+		wait = min(wait, time.Until(d)/2)
+	}
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	if err := s.checking.Acquire(wctx, int64(n)); err != nil {
+		s.metrics.shed.Add(float64(n))
+		return nil, s.unavailable(fmt.Sprintf("the gateway is at capacity: no room to check %d events within %v", n, wait.Round(time.Millisecond)))
+	}
+	return func() { s.checking.Release(int64(n)) }, nil
 }
 
 // Topics maps each loaded event type to its topic.
@@ -310,6 +332,14 @@ func (s *Service) judge(ctx context.Context, src *source, events []*ingestv1.Eve
 	traceparent := first(metadataOf(ctx), traceparentMetadata)
 	ingestedAt := s.now()
 
+	release, rej := s.waitTurn(pctx, len(events))
+	if rej != nil {
+		for i, ev := range events {
+			results[i] = rejected(i, ev.GetId(), rej)
+			s.count(src, ev.GetType(), results[i])
+		}
+		return results
+	}
 	var owners, waiters []*candidate
 	seen := make(map[string]bool, len(events))
 	for i, ev := range events {
@@ -339,6 +369,8 @@ func (s *Service) judge(ctx context.Context, src *source, events []*ingestv1.Eve
 			waiters = append(waiters, c)
 		}
 	}
+	// The rest waits on Kafka or the spool, not on this CPU.
+	release()
 	s.publish(pctx, src, owners, results, traceparent, ingestedAt)
 
 	// Ids that were being published elsewhere, or repeated in this batch:

@@ -1,0 +1,83 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/sluicehq/sluice/contract"
+	"github.com/sluicehq/sluice/examples"
+	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
+)
+
+// TestCapacityShedsAtOnce: with no room to check a request's events
+// within max_queue_wait, the request is refused UNAVAILABLE with its
+// retry_after, counted as shed; with room again, it is accepted.
+func TestCapacityShedsAtOnce(t *testing.T) {
+	registry, err := contract.Load(examples.Contracts, examples.Types)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := NewDefaultConfig()
+	cfg.Limits.MaxEventsPerRequest = 10
+	cfg.Limits.CheckingEvents = 10
+	cfg.Limits.MaxQueueWait = 50 * time.Millisecond
+	cfg.UnavailableRetryAfter = 3 * time.Second
+	cfg.Dedup.Window = 0
+	cfg.Sources = []SourceConfig{{Name: "src", KeyHashes: []string{HashKey("k")}, EventTypes: []string{"*"}}}
+	reg := prometheus.NewRegistry()
+	s, err := New(cfg, registry, acceptAll{}, WithRegisterer(reg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := func(from int) []*ingestv1.Event {
+		out := make([]*ingestv1.Event, 10)
+		for i := range out {
+			out[i] = &ingestv1.Event{
+				Id: fmt.Sprintf("cap-%d", from+i), Type: "examples.logs.v1.LogLine", OccurredAt: timestamppb.Now(),
+				Payload: &ingestv1.Event_Json{Json: string(examples.LogLineJSON)},
+			}
+		}
+		return out
+	}
+	ctx := context.Background()
+
+	// Another request holds all the room.
+	if err := s.checking.Acquire(ctx, 10); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	for i, r := range s.Ingest(ctx, "src", events(0)) {
+		rej := r.GetRejection()
+		if r.GetOutcome() != ingestv1.Outcome_REJECTED || rej.GetReason() != ingestv1.Reason_UNAVAILABLE ||
+			!rej.GetRetryable() || rej.GetRetryAfter().AsDuration() != 3*time.Second {
+			t.Fatalf("event %d with no room: %v", i, r)
+		}
+	}
+	if waited := time.Since(start); waited > 10*time.Second {
+		t.Fatalf("refused only after %v", waited) // a hang, not a duration bound
+	}
+	if n := testutil.ToFloat64(s.metrics.shed); n != 10 {
+		t.Fatalf("shed %v events, want 10", n)
+	}
+	// A pushBack of a gRPC request refused whole: UNAVAILABLE with RetryInfo.
+	if f := pushBack(s.Ingest(ctx, "src", events(10))); f == nil || f.Reason != ingestv1.Reason_UNAVAILABLE || f.RetryAfter != 3*time.Second {
+		t.Fatalf("whole-request answer %+v", f)
+	}
+
+	s.checking.Release(10)
+	for i, r := range s.Ingest(ctx, "src", events(20)) {
+		if r.GetOutcome() != ingestv1.Outcome_ACCEPTED {
+			t.Fatalf("event %d with room: %v", i, r)
+		}
+	}
+	// Everything checked gave its room back.
+	if !s.checking.TryAcquire(10) {
+		t.Fatal("room was not released after the checks")
+	}
+}
