@@ -40,7 +40,7 @@ func BenchmarkPublishGRPC(b *testing.B) {
 	}
 	const (
 		callers = 32
-		perMode = 200 // requests per mode per round: 20,000 events
+		perMode = 1000 // requests per mode per round: 100,000 events
 	)
 	type mode struct {
 		name  string
