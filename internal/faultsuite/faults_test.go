@@ -397,13 +397,7 @@ func logEvent(id string, n int, poison, asJSON bool) *ingestv1.Event {
 		line.Message = "poison \x00 " + id
 	}
 	ev := &ingestv1.Event{Id: id, Type: eventType, OccurredAt: timestamppb.New(now), PartitionKey: line.Service}
-	if asJSON {
-		b, _ := protojson.Marshal(line)
-		ev.Payload = &ingestv1.Event_Json{Json: string(b)}
-	} else {
-		b, _ := proto.Marshal(line)
-		ev.Payload = &ingestv1.Event_Binary{Binary: b}
-	}
+	setPayload(ev, line, asJSON)
 	return ev
 }
 
@@ -411,15 +405,19 @@ func logEvent(id string, n int, poison, asJSON bool) *ingestv1.Event {
 // allowed values): the gateway answers SCHEMA_VIOLATION.
 func invalidEvent(id string, n int, asJSON bool) *ingestv1.Event {
 	ev := logEvent(id, n, false, asJSON)
-	line := &logsv1.LogLine{Service: ev.GetPartitionKey(), Message: "invalid " + id, Timestamp: ev.GetOccurredAt(), Host: "127.0.0.1"}
+	setPayload(ev, &logsv1.LogLine{Service: ev.GetPartitionKey(), Message: "invalid " + id, Timestamp: ev.GetOccurredAt(), Host: "127.0.0.1"}, asJSON)
+	return ev
+}
+
+// setPayload puts line in ev as JSON text (REST callers) or binary.
+func setPayload(ev *ingestv1.Event, line *logsv1.LogLine, asJSON bool) {
 	if asJSON {
 		b, _ := protojson.Marshal(line)
 		ev.Payload = &ingestv1.Event_Json{Json: string(b)}
-	} else {
-		b, _ := proto.Marshal(line)
-		ev.Payload = &ingestv1.Event_Binary{Binary: b}
+		return
 	}
-	return ev
+	b, _ := proto.Marshal(line)
+	ev.Payload = &ingestv1.Event_Binary{Binary: b}
 }
 
 func protoFromJSON(t *testing.T, s string) *logsv1.LogLine {
