@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"runtime/debug"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -168,28 +167,33 @@ func servePprof(addr string, log *slog.Logger) (stop func(), err error) {
 	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
 		return nil, fmt.Errorf("gateway: --pprof: %q is not a loopback address", addr)
 	}
-	lis, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("gateway: --pprof: %w", err)
-	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	var wg sync.WaitGroup
-	wg.Add(1)
+	return serveHTTP("pprof", addr, mux, log)
+}
+
+// serveHTTP serves h on addr until the returned stop is called; stop
+// closes the server and waits for its goroutine.
+func serveHTTP(name, addr string, h http.Handler, log *slog.Logger) (stop func(), err error) {
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	done := make(chan struct{})
 	go func() {
-		defer wg.Done()
+		defer close(done)
 		if err := srv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("pprof server", "err", err)
+			log.Error(name+" server", "err", err)
 		}
 	}()
-	log.Info("pprof serving", "addr", lis.Addr().String())
+	log.Info(name+" serving", "addr", lis.Addr().String())
 	return func() {
 		srv.Close()
-		wg.Wait()
+		<-done
 	}, nil
 }
