@@ -8,6 +8,11 @@ import (
 
 const dedupShards = 64
 
+// dedupBytesPerEntry is what the window keeps per accepted id at most: a
+// 24-byte ring slot and a 24-byte map slot in a table between 7/16 and 7/8
+// full (TestDedupMemoryPerID measures it).
+const dedupBytesPerEntry = 96
+
 // dedupWindow remembers the (source, event id) pairs accepted within a
 // window. An id is claimed while it is being published, so a concurrent
 // retry of the same event waits for the first attempt's outcome instead of
@@ -15,34 +20,42 @@ const dedupShards = 64
 // still fail. Memory is bounded: each shard remembers at most its share of
 // MaxEntries committed ids, forgetting the oldest first; ids being published
 // are bounded by the requests in flight.
+//
+// A committed id is remembered by a 128-bit digest of (source, id) under
+// seeds drawn at start, not by its text: about 55 bytes an id instead of
+// the id's length plus a few hundred, and tables without pointers, which
+// the garbage collector does not scan. Two ids share a digest with a
+// probability near 2^-128 per pair (under 10^-26 for a full window of a
+// million ids); such a pair would answer DUPLICATE for the second.
 type dedupWindow struct {
 	window  time.Duration
 	now     func() time.Time
-	seed    maphash.Seed
+	seeds   [2]maphash.Seed
 	shards  [dedupShards]dedupShard
 	onEvict func()
 }
 
 type dedupKey struct{ source, id string }
 
+// digest is what the window keeps of a dedupKey.
+type digest struct{ hi, lo uint64 }
+
 type dedupShard struct {
-	mu      sync.Mutex
-	entries map[dedupKey]*dedupEntry
-	// ring holds committed keys in commit order, so the oldest is forgotten
+	mu sync.Mutex
+	// committed maps an accepted id to its commit time (Unix ns).
+	committed map[digest]int64
+	// pending holds the ids being published, each with the channel closed
+	// when that attempt ends.
+	pending map[digest]chan struct{}
+	// ring holds committed ids in commit order, so the oldest is forgotten
 	// first; it never grows past its capacity.
 	ring       []ringSlot
 	head, size int
 }
 
 type ringSlot struct {
-	key dedupKey
-	at  time.Time
-}
-
-type dedupEntry struct {
-	committed bool
-	at        time.Time     // commit time, when committed
-	done      chan struct{} // closed when a pending claim ends
+	d  digest
+	at int64
 }
 
 // claim is the answer to claim: exactly one of the fields is meaningful.
@@ -53,86 +66,85 @@ type claim struct {
 }
 
 func newDedupWindow(cfg DedupConfig, now func() time.Time, onEvict func()) *dedupWindow {
-	d := &dedupWindow{window: cfg.Window, now: now, seed: maphash.MakeSeed(), onEvict: onEvict}
+	d := &dedupWindow{window: cfg.Window, now: now, seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}, onEvict: onEvict}
 	per := cfg.MaxEntries / dedupShards
 	for i := range d.shards {
-		d.shards[i].entries = make(map[dedupKey]*dedupEntry)
+		d.shards[i].committed = make(map[digest]int64)
+		d.shards[i].pending = make(map[digest]chan struct{})
 		d.shards[i].ring = make([]ringSlot, per)
 	}
 	return d
 }
 
-func (d *dedupWindow) shard(k dedupKey) *dedupShard {
-	var h maphash.Hash
-	h.SetSeed(d.seed)
-	h.WriteString(k.source)
-	h.WriteByte(0)
-	h.WriteString(k.id)
-	return &d.shards[h.Sum64()%dedupShards]
+func (d *dedupWindow) digest(k dedupKey) digest {
+	return digest{hi: maphash.Comparable(d.seeds[0], k), lo: maphash.Comparable(d.seeds[1], k)}
+}
+
+func (d *dedupWindow) shard(dg digest) *dedupShard {
+	return &d.shards[dg.hi%dedupShards]
 }
 
 // claim answers whether the key was accepted within the window, makes the
 // caller its owner, or hands back a channel to wait on.
 func (d *dedupWindow) claim(k dedupKey) claim {
-	s := d.shard(k)
-	now := d.now()
+	dg := d.digest(k)
+	s := d.shard(dg)
+	now := d.now().UnixNano()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.expire(now, d.window)
-	if e, ok := s.entries[k]; ok {
-		if !e.committed {
-			return claim{wait: e.done}
-		}
-		if now.Sub(e.at) < d.window {
-			return claim{duplicate: true}
-		}
+	s.expire(now, int64(d.window))
+	if done, ok := s.pending[dg]; ok {
+		return claim{wait: done}
 	}
-	s.entries[k] = &dedupEntry{done: make(chan struct{})}
+	if at, ok := s.committed[dg]; ok && now-at < int64(d.window) {
+		return claim{duplicate: true}
+	}
+	s.pending[dg] = make(chan struct{})
 	return claim{owner: true}
 }
 
 // settle ends the caller's claim: accepted ids are remembered for the
 // window, failed ones are forgotten so a retry publishes again.
 func (d *dedupWindow) settle(k dedupKey, accepted bool) {
-	s := d.shard(k)
-	now := d.now()
+	dg := d.digest(k)
+	s := d.shard(dg)
+	now := d.now().UnixNano()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e, ok := s.entries[k]
-	if !ok || e.committed {
+	done, ok := s.pending[dg]
+	if !ok {
 		return
 	}
-	close(e.done)
+	close(done)
+	delete(s.pending, dg)
 	if !accepted || len(s.ring) == 0 {
-		delete(s.entries, k)
 		return
 	}
-	e.committed, e.at, e.done = true, now, nil
 	if s.size == len(s.ring) {
 		s.forgetOldest()
 		if d.onEvict != nil {
 			d.onEvict()
 		}
 	}
-	s.ring[(s.head+s.size)%len(s.ring)] = ringSlot{key: k, at: now}
+	s.committed[dg] = now
+	s.ring[(s.head+s.size)%len(s.ring)] = ringSlot{d: dg, at: now}
 	s.size++
 }
 
 // expire forgets committed ids older than the window.
-func (s *dedupShard) expire(now time.Time, window time.Duration) {
-	for s.size > 0 && now.Sub(s.ring[s.head].at) >= window {
+func (s *dedupShard) expire(now, window int64) {
+	for s.size > 0 && now-s.ring[s.head].at >= window {
 		s.forgetOldest()
 	}
 }
 
 func (s *dedupShard) forgetOldest() {
 	slot := s.ring[s.head]
-	// The key may have been claimed again after it expired; only forget
-	// the entry this slot recorded.
-	if e, ok := s.entries[slot.key]; ok && e.committed && e.at.Equal(slot.at) {
-		delete(s.entries, slot.key)
+	// The id may have been committed again after it expired; only forget
+	// the commit this slot recorded.
+	if at, ok := s.committed[slot.d]; ok && at == slot.at {
+		delete(s.committed, slot.d)
 	}
-	s.ring[s.head] = ringSlot{}
 	s.head = (s.head + 1) % len(s.ring)
 	s.size--
 }
@@ -143,7 +155,7 @@ func (d *dedupWindow) len() int {
 	for i := range d.shards {
 		s := &d.shards[i]
 		s.mu.Lock()
-		n += len(s.entries)
+		n += len(s.committed) + len(s.pending)
 		s.mu.Unlock()
 	}
 	return n
