@@ -28,9 +28,11 @@ type Config struct {
 	// protovalidate rules are not evaluated. The envelope (Event) rules,
 	// the size limits and the skew window still apply.
 	SkipValidation bool `yaml:"skip_validation"`
-	// MemoryLimit is a soft bound on the process's memory in bytes, given to
-	// the Go runtime (runtime/debug.SetMemoryLimit) by the sluice binary;
-	// 0 sets none.
+	// MemoryLimit bounds the gateway's resident memory (RSS) in bytes; 0
+	// sets no bound. The sluice binary gives the Go runtime a soft limit of
+	// RuntimeMemoryLimit, below this by what the runtime does not count
+	// (the mapped binary, pages not yet returned), and the config check
+	// refuses a dedup window that would take more than a quarter of it.
 	MemoryLimit int64 `yaml:"memory_limit"`
 }
 
@@ -181,6 +183,11 @@ func (c Config) Validate() error {
 		return fieldErr("unavailable_retry_after", "must be > 0")
 	case c.MemoryLimit < 0:
 		return fieldErr("memory_limit", "must be >= 0 (0 sets no limit)")
+	case c.MemoryLimit > 0 && c.MemoryLimit < minMemoryLimit:
+		return fieldErr("memory_limit", fmt.Sprintf("must be 0 (no bound) or >= %d MiB", minMemoryLimit>>20))
+	case c.MemoryLimit > 0 && c.Dedup.Window > 0 && int64(c.Dedup.MaxEntries)*dedupBytesPerEntry > c.MemoryLimit/4:
+		return fieldErr("dedup.max_entries", fmt.Sprintf("%d ids take about %d MiB, more than a quarter of memory_limit; lower it or raise memory_limit",
+			c.Dedup.MaxEntries, int64(c.Dedup.MaxEntries)*dedupBytesPerEntry>>20))
 	case len(c.Sources) == 0:
 		return fieldErr("sources", "at least one source is needed")
 	}
@@ -214,6 +221,21 @@ func (c Config) Validate() error {
 		}
 	}
 	return nil
+}
+
+// minMemoryLimit is the smallest memory_limit the gateway runs in.
+const minMemoryLimit = 128 << 20
+
+// RuntimeMemoryLimit is the soft limit for the Go runtime
+// (runtime/debug.SetMemoryLimit) that keeps the process's RSS under
+// MemoryLimit: a tenth, and at least 48 MiB, is left for the mapped binary
+// and memory the runtime has freed but not yet returned. 0 when MemoryLimit
+// sets no bound.
+func (c Config) RuntimeMemoryLimit() int64 {
+	if c.MemoryLimit <= 0 {
+		return 0
+	}
+	return c.MemoryLimit - max(c.MemoryLimit/10, 48<<20)
 }
 
 // ConfigError names a config field and what is wrong with it.

@@ -43,8 +43,8 @@ func runGatewayCmd(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	log := cfg.Log.logger(stderr)
-	if cfg.Gateway.MemoryLimit > 0 {
-		debug.SetMemoryLimit(cfg.Gateway.MemoryLimit)
+	if limit := cfg.Gateway.RuntimeMemoryLimit(); limit > 0 {
+		debug.SetMemoryLimit(limit)
 	}
 	if *pprofAddr != "" {
 		stopPprof, err := servePprof(*pprofAddr, log)
