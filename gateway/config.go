@@ -67,6 +67,10 @@ type LimitsConfig struct {
 	CheckingEvents int `yaml:"checking_events"`
 	// MaxQueueWait bounds a request's wait for its turn to be checked.
 	MaxQueueWait time.Duration `yaml:"max_queue_wait"`
+	// ReceivingRequests bounds the gRPC Publish calls whose request is
+	// still arriving, across connections. Past it a new call is refused
+	// UNAVAILABLE with Retry-After at its headers, before its body is read.
+	ReceivingRequests int `yaml:"receiving_requests"`
 }
 
 // HTTPConfig holds the REST server's timeouts.
@@ -118,6 +122,7 @@ func NewDefaultConfig() Config {
 			StreamWindow:         4,
 			CheckingEvents:       2000,
 			MaxQueueWait:         time.Second,
+			ReceivingRequests:    64,
 		},
 		HTTP: HTTPConfig{
 			ReadHeaderTimeout: 5 * time.Second,
@@ -163,6 +168,8 @@ func (c Config) Validate() error {
 		return fieldErr("limits.checking_events", "must be >= limits.max_events_per_request, or a full batch could never be checked")
 	case l.MaxQueueWait <= 0:
 		return fieldErr("limits.max_queue_wait", "must be > 0")
+	case l.ReceivingRequests < 1:
+		return fieldErr("limits.receiving_requests", "must be >= 1")
 	case c.HTTP.ReadHeaderTimeout <= 0:
 		return fieldErr("http.read_header_timeout", "must be > 0")
 	case c.HTTP.ReadTimeout <= 0:

@@ -14,6 +14,7 @@ type metrics struct {
 	dedupEvictions  prometheus.Counter
 	streamsOpen     prometheus.Gauge
 	shed            prometheus.Counter
+	requestsShed    prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer, dedupLen func() float64) *metrics {
@@ -48,9 +49,13 @@ func newMetrics(reg prometheus.Registerer, dedupLen func() float64) *metrics {
 			Name: "sluice_events_shed_total",
 			Help: "Events refused UNAVAILABLE because they could not be checked within limits.max_queue_wait (the gateway was at capacity).",
 		}),
+		requestsShed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sluice_requests_shed_total",
+			Help: "gRPC Publish calls refused UNAVAILABLE at their headers because limits.receiving_requests calls were already arriving.",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.events, m.requests, m.requestDuration, m.batchSize, m.dedupEvictions, m.streamsOpen, m.shed,
+		reg.MustRegister(m.events, m.requests, m.requestDuration, m.batchSize, m.dedupEvictions, m.streamsOpen, m.shed, m.requestsShed,
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 				Name: "sluice_dedup_entries",
 				Help: "Event ids remembered by the dedup window or being published.",

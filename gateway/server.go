@@ -74,6 +74,7 @@ func NewServer(svc *Service, opts ...ServerOption) (*Server, error) {
 		// BATCH_TOO_LARGE; beyond that gRPC cuts them off unread.
 		grpc.MaxRecvMsgSize(2*cfg.Limits.MaxRequestBytes),
 		grpc.MaxConcurrentStreams(cfg.Limits.MaxConcurrentStreams),
+		grpc.InTapHandle(svc.tap),
 		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: cfg.HTTP.IdleTimeout}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 		grpc.ForceServerCodecV2(newServerCodec(svc.decodeFailures)),

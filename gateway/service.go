@@ -47,7 +47,8 @@ type Service struct {
 	// decodeFailures carries gRPC decode errors from the server's codec.
 	decodeFailures *decodeFailures
 	// checking admits Limits.CheckingEvents events at a time to be checked.
-	checking *semaphore.Weighted
+	checking  *semaphore.Weighted
+	receiving receiving
 }
 
 // Option configures a Service.
@@ -115,6 +116,7 @@ func New(cfg Config, contracts *contract.Registry, pub Admitter, opts ...Option)
 	}
 	s.metrics = newMetrics(o.reg, dedupLen)
 	s.checking = semaphore.NewWeighted(int64(cfg.Limits.CheckingEvents))
+	s.receiving.limit = int64(cfg.Limits.ReceivingRequests)
 	return s, nil
 }
 
@@ -148,6 +150,7 @@ func (s *Service) Topics() map[string]string {
 // Publish judges one batch. Whole-request failures are returned as errors
 // carrying a *Failure; every other outcome is a per-event result.
 func (s *Service) Publish(ctx context.Context, req *ingestv1.PublishRequest) (*ingestv1.PublishResponse, error) {
+	received(ctx)
 	start := s.now()
 	transport := transportOf(ctx)
 	defer func() { s.metrics.requestDuration.WithLabelValues(transport).Observe(s.now().Sub(start).Seconds()) }()
