@@ -32,6 +32,10 @@
 //     queued (up to MaxBatchBytes), writes them with one write,
 //     syncs once and answers each. At most 1024 appends wait in the queue;
 //     Append blocks for room until its context ends.
+//   - On Linux the batch's fdatasync goes through AIO (IOCB_CMD_FDSYNC): the
+//     same sync, done by a kernel worker, while the writer waits parked in
+//     the runtime's poller instead of holding a scheduler P in a blocking
+//     call. Where AIO is refused the writer calls fdatasync itself.
 //   - An Append that fails with *FullError (reason "cap", "disk_floor" or
 //     "enospc") leaves nothing of its records on disk: the limits are checked
 //     before writing, and a write that fails part way (ENOSPC) is truncated

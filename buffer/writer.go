@@ -18,6 +18,7 @@ type writerState struct {
 	noSpace   bool     // the last write failed with ENOSPC (for logging)
 	scratch   []byte   // reused for each batch's frames; at most batchLimit bytes
 	closeErr  error    // from closing f when the writer stops
+	syncer    *dataSyncer
 }
 
 // runWriter is the writer goroutine: it takes every append queued (up to
@@ -25,6 +26,8 @@ type writerState struct {
 // stops when Close closes the queue, after answering what was queued.
 func (s *Spool) runWriter() {
 	defer close(s.writerDone)
+	s.w.syncer = newDataSyncer()
+	defer s.w.syncer.close()
 	defer s.closeWriterFile()
 	var carry *appendReq
 	for {
@@ -65,7 +68,7 @@ func (s *Spool) closeWriterFile() {
 	}
 	var err error
 	if w.dirty {
-		err = fdatasync(w.f)
+		err = w.syncer.sync(w.f)
 	}
 	if cerr := w.f.Close(); err == nil {
 		err = cerr
@@ -265,7 +268,7 @@ func (s *Spool) sync() error {
 	if s.before != nil {
 		s.before()
 	}
-	err := fdatasync(w.f)
+	err := w.syncer.sync(w.f)
 	s.metrics.fsyncs.Inc()
 	s.metrics.recordsPerFsync.Observe(float64(w.unsynced))
 	w.unsynced = 0
