@@ -26,6 +26,7 @@ type Contract struct {
 	hasRequired bool
 	// mapEntries is nil unless the message can hold a map.
 	mapEntries *mapEntryChecker
+	scanPlans  scanPlans
 	binary     proto.UnmarshalOptions
 	json       protojson.UnmarshalOptions
 	registry   *Registry
@@ -82,7 +83,7 @@ func (c *Contract) decodeBinary(b []byte) (protoreflect.Message, error) {
 	if err := c.checkInitialized(m); err != nil {
 		return nil, err
 	}
-	if p := scanMessage(m); p != nil {
+	if p := scanMessage(m, c.scanPlans); p != nil {
 		return nil, p.malformed(c.typ)
 	}
 	return m, nil
@@ -252,7 +253,11 @@ func (p *problem) malformed(typ string) *MalformedError {
 // already rejects invalid UTF-8; this also covers proto2 and editions files
 // that do not. The range checks make binary accept what JSON accepts: the
 // JSON form of these types cannot express an out-of-range value.
-func scanMessage(m protoreflect.Message) *problem {
+//
+// plans, when it has a plan for m's type, names the only fields that can
+// hold a problem, and the scan visits just those; a type without a plan is
+// scanned field by field.
+func scanMessage(m protoreflect.Message, plans scanPlans) *problem {
 	if u := m.GetUnknown(); len(u) > 0 {
 		num, typ, _ := protowire.ConsumeTag(u)
 		if fd := m.Descriptor().Fields().ByNumber(num); fd != nil {
@@ -271,9 +276,8 @@ func scanMessage(m protoreflect.Message) *problem {
 			return &problem{what: "google.protobuf.Duration out of range"}
 		}
 	}
-	var p *problem
-	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
-		p = scanField(fd, v)
+	visit := func(fd protoreflect.FieldDescriptor, v protoreflect.Value) *problem {
+		p := scanField(fd, v, plans)
 		if p != nil {
 			if fd.IsExtension() {
 				p.at("[" + string(fd.FullName()) + "]")
@@ -281,17 +285,32 @@ func scanMessage(m protoreflect.Message) *problem {
 				p.at(string(fd.Name()))
 			}
 		}
+		return p
+	}
+	if fields, ok := plans[m.Descriptor()]; ok {
+		for _, fd := range fields {
+			if m.Has(fd) {
+				if p := visit(fd, m.Get(fd)); p != nil {
+					return p
+				}
+			}
+		}
+		return nil
+	}
+	var p *problem
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		p = visit(fd, v)
 		return p == nil
 	})
 	return p
 }
 
-func scanField(fd protoreflect.FieldDescriptor, v protoreflect.Value) *problem {
+func scanField(fd protoreflect.FieldDescriptor, v protoreflect.Value, plans scanPlans) *problem {
 	switch {
 	case fd.IsList():
 		l := v.List()
 		for i := range l.Len() {
-			if p := scanValue(fd, l.Get(i)); p != nil {
+			if p := scanValue(fd, l.Get(i), plans); p != nil {
 				return p.at("[" + strconv.Itoa(i) + "]")
 			}
 		}
@@ -299,10 +318,10 @@ func scanField(fd protoreflect.FieldDescriptor, v protoreflect.Value) *problem {
 		kd, vd := fd.MapKey(), fd.MapValue()
 		var p *problem
 		v.Map().Range(func(k protoreflect.MapKey, mv protoreflect.Value) bool {
-			if p = scanValue(kd, k.Value()); p != nil {
+			if p = scanValue(kd, k.Value(), plans); p != nil {
 				p.what = "map key: " + p.what
 			} else {
-				p = scanValue(vd, mv)
+				p = scanValue(vd, mv, plans)
 			}
 			if p != nil {
 				p.at("[" + strconv.Quote(k.String()) + "]")
@@ -311,21 +330,74 @@ func scanField(fd protoreflect.FieldDescriptor, v protoreflect.Value) *problem {
 		})
 		return p
 	default:
-		return scanValue(fd, v)
+		return scanValue(fd, v, plans)
 	}
 	return nil
 }
 
-func scanValue(fd protoreflect.FieldDescriptor, v protoreflect.Value) *problem {
+func scanValue(fd protoreflect.FieldDescriptor, v protoreflect.Value, plans scanPlans) *problem {
 	switch fd.Kind() {
 	case protoreflect.StringKind:
 		if !utf8.ValidString(v.String()) {
 			return &problem{what: "invalid UTF-8"}
 		}
 	case protoreflect.MessageKind, protoreflect.GroupKind:
-		return scanMessage(v.Message())
+		return scanMessage(v.Message(), plans)
 	}
 	return nil
+}
+
+// scanPlans maps a message type to the fields scanMessage must visit in it:
+// those of message type (a nested message may hold unknown fields, or be a
+// Timestamp or Duration out of range) and strings the decoder does not
+// check for UTF-8 (outside proto3), also as map keys or values. A type that
+// can hold extensions has no plan: its set fields are not known ahead.
+type scanPlans map[protoreflect.MessageDescriptor][]protoreflect.FieldDescriptor
+
+// newScanPlans plans md and every message type reachable from it.
+func newScanPlans(md protoreflect.MessageDescriptor) scanPlans {
+	plans := scanPlans{}
+	var walk func(md protoreflect.MessageDescriptor)
+	walk = func(md protoreflect.MessageDescriptor) {
+		if _, done := plans[md]; done {
+			return
+		}
+		plans[md] = nil // planned (or being planned): cycles end here
+		fields := md.Fields()
+		var visit []protoreflect.FieldDescriptor
+		for i := range fields.Len() {
+			fd := fields.Get(i)
+			if needsScan(fd) || fd.IsMap() && (needsScan(fd.MapKey()) || needsScan(fd.MapValue())) {
+				visit = append(visit, fd)
+			}
+			switch {
+			case fd.IsMap():
+				if vd := fd.MapValue(); vd.Message() != nil {
+					walk(vd.Message())
+				}
+			case fd.Message() != nil:
+				walk(fd.Message())
+			}
+		}
+		if md.ExtensionRanges().Len() > 0 {
+			delete(plans, md)
+			return
+		}
+		plans[md] = visit
+	}
+	walk(md)
+	return plans
+}
+
+// needsScan says whether a value of fd can hold what scanMessage looks for.
+func needsScan(fd protoreflect.FieldDescriptor) bool {
+	switch fd.Kind() {
+	case protoreflect.MessageKind, protoreflect.GroupKind:
+		return !fd.IsMap() // a map field is judged by its key and value
+	case protoreflect.StringKind:
+		return fd.ParentFile().Syntax() != protoreflect.Proto3
+	}
+	return false
 }
 
 // Limits of google.protobuf.Timestamp (0001-01-01T00:00:00Z to

@@ -90,6 +90,7 @@ func Load(image []byte, types []string, opts ...Option) (*Registry, error) {
 			maxDepth:    o.maxDepth,
 			hasRequired: hasRequiredFields(md),
 			mapEntries:  newMapEntryChecker(md, local, o.maxDepth),
+			scanPlans:   newScanPlans(md),
 			binary:      proto.UnmarshalOptions{RecursionLimit: o.maxDepth, Resolver: local, AllowPartial: true},
 			json:        protojson.UnmarshalOptions{RecursionLimit: o.maxDepth, Resolver: local, AllowPartial: true},
 			registry:    r,
