@@ -6,8 +6,8 @@
 #
 #   --quick     one short round and a short overload (about two minutes)
 #   --profile   save CPU and allocation profiles of the gateway under the
-#               heaviest workload (gRPC Publish) to bench-out/ and print
-#               the top 15 of each
+#               heaviest workload (gRPC Publish) and under REST to
+#               bench-out/ and print the top 15 of each
 #   --rounds N  rounds of the matrix (default 5); figures are medians
 #
 # Layout on a 2-CPU machine: the system under test (gateway, baseline, or
@@ -235,7 +235,7 @@ sluice_run() {
 	shift 5
 	broker_up
 	local pprof=""
-	if [ "$PROFILE" = 1 ] && [ "$name" = grpc ] && [ "$round" = "$ROUNDS" ]; then
+	if [ "$PROFILE" = 1 ] && { [ "$name" = grpc ] || [ "$name" = rest ]; } && [ "$round" = "$ROUNDS" ]; then
 		pprof=1
 	fi
 	gateway_up "$name" "$sf" "$skip" "$window" 0 $pprof
@@ -249,7 +249,9 @@ sluice_run() {
 		set -- "${GRPC_ARGS[@]}" "$@"
 	fi
 	if [ -n "$pprof" ]; then
-		profile_gateway &
+		local prefix=gateway
+		[ "$name" = rest ] && prefix=gateway-rest
+		profile_gateway "$prefix" &
 		local prof=$!
 	fi
 	loadgen "$name-$round" "$LOAD_CPU" 1 --addr "$addr" --duration "$DUR" --watch-pid "$GW_PID" "$@"
@@ -286,12 +288,14 @@ measure() {
 	[ "$CLEAN" = 1 ] || { log "unclean twice: $*"; exit 1; }
 }
 
+# profile_gateway PREFIX: CPU and allocation profiles of the running
+# gateway to bench-out/PREFIX-cpu.pprof and PREFIX-allocs.pprof.
 profile_gateway() {
-	local secs=${DUR%s}
+	local prefix=$1 secs=${DUR%s}
 	secs=$((secs > 3 ? secs - 2 : 1))
 	sleep 1
-	curl -sf --max-time $((secs + 10)) -o "$OUT/gateway-cpu.pprof" "http://$GW_PPROF/debug/pprof/profile?seconds=$secs"
-	curl -sf --max-time 10 -o "$OUT/gateway-allocs.pprof" "http://$GW_PPROF/debug/pprof/allocs"
+	curl -sf --max-time $((secs + 10)) -o "$OUT/$prefix-cpu.pprof" "http://$GW_PPROF/debug/pprof/profile?seconds=$secs"
+	curl -sf --max-time 10 -o "$OUT/$prefix-allocs.pprof" "http://$GW_PPROF/debug/pprof/allocs"
 }
 
 baseline_run() {
@@ -393,10 +397,10 @@ log "overload at $OVER_RATE requests/s, unlimited source"
 overload_run over-unlimited 0
 
 if [ "$PROFILE" = 1 ]; then
-	for p in cpu allocs; do
-		if [ -s "$OUT/gateway-$p.pprof" ]; then
-			echo "== gateway $p profile (bench-out/gateway-$p.pprof), top 15"
-			go tool pprof -top -nodecount=15 "$BIN" "$OUT/gateway-$p.pprof" 2>/dev/null
+	for p in gateway-cpu gateway-allocs gateway-rest-cpu gateway-rest-allocs; do
+		if [ -s "$OUT/$p.pprof" ]; then
+			echo "== $p profile (bench-out/$p.pprof), top 15"
+			go tool pprof -top -nodecount=15 "$BIN" "$OUT/$p.pprof" 2>/dev/null
 		fi
 	done
 fi
@@ -506,7 +510,10 @@ bound (gateway.memory_limit) $MEM_MB MiB.
 Latency counts from the intended send time, so when the offered load exceeds what is served, requests that
 wait for a free slot among the 256 in flight show that wait (the backlog is the load generator's, but it is
 there because answers come slower than requests are due). No request is sent after the $OVERLOAD; those
-due but not sent by then are counted above, not dropped.
+due but not sent by then are counted above, not dropped. UNAVAILABLE refusals are the gateway's own
+pressure handling: a Publish call that arrives while limits.receiving_requests (64) calls are still being
+received is refused at its headers, with Retry-After, before its body is read; RATE_LIMITED ones are the
+source's rate.
 EOF
 
 cat >>"$ROOT/BENCHMARKS.md" <<'EOF'
@@ -524,7 +531,8 @@ EOF
 if [ "$PROFILE" = 1 ]; then
 	cat >>"$ROOT/BENCHMARKS.md" <<EOF
 
-Profiles of the gateway under the gRPC workload: bench-out/gateway-cpu.pprof and bench-out/gateway-allocs.pprof
+Profiles of the gateway under the gRPC workload: bench-out/gateway-cpu.pprof and bench-out/gateway-allocs.pprof;
+under REST: bench-out/gateway-rest-cpu.pprof and bench-out/gateway-rest-allocs.pprof
 (\`go tool pprof -top bench-out/gateway-cpu.pprof\`).
 EOF
 fi
