@@ -502,7 +502,7 @@ func (a *Admission) sendBatch(wait, ctx context.Context) (*drainBatch, error) {
 	records := make([]*kgo.Record, 0, len(entries))
 	b.entries = entries[:0:0]
 	for _, e := range entries {
-		r, err := DecodeSpooled(e.Data)
+		r, err := decodeSpooledOwned(e.Data) // Data is the drainer's own
 		if err != nil {
 			// The spool's checksum passed, so this is not disk damage but
 			// a record this version cannot read; it is counted and logged

@@ -58,7 +58,13 @@ func appendString(dst []byte, s string) []byte {
 // DecodeSpooled parses a record written by AppendSpooled. The record's
 // slices share one private copy of b: b may be reused.
 func DecodeSpooled(b []byte) (*kgo.Record, error) {
-	d := spooledDecoder{b: bytes.Clone(b)}
+	return decodeSpooledOwned(bytes.Clone(b))
+}
+
+// decodeSpooledOwned is DecodeSpooled for a b the caller gives away (a
+// spool Entry's Data): the record's slices point into b itself.
+func decodeSpooledOwned(b []byte) (*kgo.Record, error) {
+	d := spooledDecoder{b: b}
 	if v := d.byte(); v != spooledVersion {
 		return nil, fmt.Errorf("%w: version %d", errSpooled, v)
 	}
