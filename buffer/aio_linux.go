@@ -23,7 +23,13 @@ import (
 type dataSyncer struct {
 	ctx   uintptr  // aio_context_t; 0 after a fallback
 	event *os.File // eventfd, non-blocking, read through the poller
+	efd   uintptr  // event's descriptor (event.Fd would make it blocking)
 	buf   [8]byte
+	// What the kernel reads and writes lives here, on the heap, where it
+	// does not move.
+	cb  iocb
+	cbs [1]*iocb
+	ev  ioEvent
 }
 
 // iocb is struct iocb of linux/aio_abi.h (64 bytes, the same on every
@@ -70,7 +76,7 @@ func newDataSyncer() *dataSyncer {
 		syscall.Syscall(syscall.SYS_IO_DESTROY, ctx, 0, 0)
 		return d
 	}
-	d.ctx, d.event = ctx, os.NewFile(fd, "spool-fdsync-eventfd")
+	d.ctx, d.efd, d.event = ctx, fd, os.NewFile(fd, "spool-fdsync-eventfd")
 	return d
 }
 
@@ -83,14 +89,17 @@ func (d *dataSyncer) sync(f *os.File) error {
 	if err != nil {
 		return err
 	}
-	var submitErr syscall.Errno
+	var (
+		submitted uintptr
+		submitErr syscall.Errno
+	)
 	if err := rc.Control(func(fd uintptr) {
-		cb := iocb{opcode: iocbCmdFdsync, fildes: uint32(fd), flags: iocbFlagResfd, resfd: uint32(d.event.Fd())}
-		cbs := [1]*iocb{&cb}
+		d.cb = iocb{opcode: iocbCmdFdsync, fildes: uint32(fd), flags: iocbFlagResfd, resfd: uint32(d.efd)}
+		d.cbs[0] = &d.cb
 		for {
 			// The kernel copies the iocb here; fd stays open until the
 			// completion below, since the caller owns f until sync returns.
-			_, _, submitErr = syscall.Syscall(syscall.SYS_IO_SUBMIT, d.ctx, 1, uintptr(unsafe.Pointer(&cbs[0])))
+			submitted, _, submitErr = syscall.Syscall(syscall.SYS_IO_SUBMIT, d.ctx, 1, uintptr(unsafe.Pointer(&d.cbs[0])))
 			if submitErr != syscall.EINTR {
 				return
 			}
@@ -98,7 +107,8 @@ func (d *dataSyncer) sync(f *os.File) error {
 	}); err != nil {
 		return err
 	}
-	if submitErr != 0 {
+	if submitErr != 0 || submitted != 1 {
+		// Nothing is in flight, so nothing will signal the eventfd.
 		// Not for this file system or not here at all: fdatasync from now on.
 		d.close()
 		return fdatasync(f)
@@ -107,9 +117,9 @@ func (d *dataSyncer) sync(f *os.File) error {
 	if _, err := d.event.Read(d.buf[:]); err != nil {
 		return fmt.Errorf("buffer: waiting for fdatasync of %s: %w", f.Name(), err)
 	}
-	var ev ioEvent
+	d.ev = ioEvent{}
 	for {
-		n, _, errno := syscall.Syscall6(syscall.SYS_IO_GETEVENTS, d.ctx, 1, 1, uintptr(unsafe.Pointer(&ev)), 0, 0)
+		n, _, errno := syscall.Syscall6(syscall.SYS_IO_GETEVENTS, d.ctx, 1, 1, uintptr(unsafe.Pointer(&d.ev)), 0, 0)
 		if errno == syscall.EINTR {
 			continue
 		}
@@ -121,8 +131,8 @@ func (d *dataSyncer) sync(f *os.File) error {
 		}
 		break
 	}
-	if ev.res < 0 {
-		return &os.PathError{Op: "fdatasync", Path: f.Name(), Err: syscall.Errno(-ev.res)}
+	if d.ev.res < 0 {
+		return &os.PathError{Op: "fdatasync", Path: f.Name(), Err: syscall.Errno(-d.ev.res)}
 	}
 	return nil
 }

@@ -21,7 +21,7 @@ func aioAvailable(t *testing.T) bool {
 }
 
 // TestDataSyncer: where AIO is allowed the syncer uses it, sync after sync,
-// and reports the kernel's answer; a file that cannot be synced (a pipe)
+// waits on a non-blocking eventfd and reports the kernel's answer; a file that cannot be synced (a pipe)
 // fails as fdatasync would and turns the syncer to fdatasync for good,
 // which goes on working.
 func TestDataSyncer(t *testing.T) {
@@ -45,6 +45,14 @@ func TestDataSyncer(t *testing.T) {
 		}
 		if (d.ctx != 0) != viaAIO {
 			t.Fatalf("sync %d of a regular file changed the syncer's path", i)
+		}
+	}
+	if viaAIO {
+		// The wait for a sync parks in the poller only while the eventfd
+		// is non-blocking; os.File.Fd, for one, would make it blocking.
+		flags, _, errno := syscall.Syscall(syscall.SYS_FCNTL, d.efd, syscall.F_GETFL, 0)
+		if errno != 0 || flags&syscall.O_NONBLOCK == 0 {
+			t.Fatalf("the eventfd is blocking after syncs (flags %#x, %v)", flags, errno)
 		}
 	}
 
