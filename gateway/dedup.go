@@ -84,10 +84,10 @@ func (d *dedupWindow) shard(dg digest) *dedupShard {
 	return &d.shards[dg.hi%dedupShards]
 }
 
-// claim answers whether the key was accepted within the window, makes the
-// caller its owner, or hands back a channel to wait on.
-func (d *dedupWindow) claim(k dedupKey) claim {
-	dg := d.digest(k)
+// claim answers whether the id was accepted within the window, makes the
+// caller its owner, or hands back a channel to wait on. dg is the id's
+// digest, taken once per event.
+func (d *dedupWindow) claim(dg digest) claim {
 	s := d.shard(dg)
 	now := d.now().UnixNano()
 	s.mu.Lock()
@@ -105,8 +105,7 @@ func (d *dedupWindow) claim(k dedupKey) claim {
 
 // settle ends the caller's claim: accepted ids are remembered for the
 // window, failed ones are forgotten so a retry publishes again.
-func (d *dedupWindow) settle(k dedupKey, accepted bool) {
-	dg := d.digest(k)
+func (d *dedupWindow) settle(dg digest, accepted bool) {
 	s := d.shard(dg)
 	now := d.now().UnixNano()
 	s.mu.Lock()

@@ -26,8 +26,8 @@ func BenchmarkDedup(b *testing.B) {
 		d := newDedupWindow(cfg, clock, func() {})
 		for _, id := range ids {
 			k := dedupKey{"bench", id}
-			d.claim(k)
-			d.settle(k, true)
+			d.claim(d.digest(k))
+			d.settle(d.digest(k), true)
 		}
 		return d
 	}
@@ -42,17 +42,17 @@ func BenchmarkDedup(b *testing.B) {
 		for i := 0; b.Loop(); i++ {
 			// A repeat after 65536 ids is still new: the oldest went first.
 			k := dedupKey{"bench", fresh[i&(1<<16-1)] + strconv.Itoa(i>>16)}
-			if c := d.claim(k); !c.owner {
+			if c := d.claim(d.digest(k)); !c.owner {
 				b.Fatalf("new id %v: %+v", k, c)
 			}
-			d.settle(k, true)
+			d.settle(d.digest(k), true)
 		}
 	})
 	b.Run("duplicate", func(b *testing.B) {
 		d := full()
 		b.ResetTimer()
 		for i := 0; b.Loop(); i++ {
-			if c := d.claim(dedupKey{"bench", ids[(warm-1)-i%(warm/2)]}); !c.duplicate {
+			if c := d.claim(d.digest(dedupKey{"bench", ids[(warm-1)-i%(warm/2)]})); !c.duplicate {
 				b.Fatalf("accepted id not a duplicate: %+v", c)
 			}
 		}
@@ -64,11 +64,11 @@ func BenchmarkDedup(b *testing.B) {
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
 				k := dedupKey{"bench", "p-" + strconv.FormatInt(next.Add(1), 10)}
-				if c := d.claim(k); !c.owner {
+				if c := d.claim(d.digest(k)); !c.owner {
 					b.Errorf("new id %v: %+v", k, c)
 					return
 				}
-				d.settle(k, true)
+				d.settle(d.digest(k), true)
 			}
 		})
 	})

@@ -24,10 +24,10 @@ func TestDedupMemoryPerID(t *testing.T) {
 	d := newDedupWindow(DedupConfig{Window: time.Hour, MaxEntries: n}, func() time.Time { return now }, func() { evicted++ })
 	for _, id := range ids {
 		k := dedupKey{"bench", id}
-		if !d.claim(k).owner {
+		if !d.claim(d.digest(k)).owner {
 			t.Fatalf("%s: not new", id)
 		}
-		d.settle(k, true)
+		d.settle(d.digest(k), true)
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&after)

@@ -13,31 +13,31 @@ func TestDedupWindow(t *testing.T) {
 	d := newDedupWindow(DedupConfig{Window: time.Minute, MaxEntries: dedupShards * 2}, clock, func() { evicted++ })
 	k := dedupKey{"src", "id-1"}
 
-	if c := d.claim(k); !c.owner {
+	if c := d.claim(d.digest(k)); !c.owner {
 		t.Fatalf("first claim: %+v", c)
 	}
-	wait := d.claim(k)
+	wait := d.claim(d.digest(k))
 	if wait.wait == nil {
 		t.Fatalf("claim while in flight: %+v", wait)
 	}
-	d.settle(k, false) // the publish failed: forgotten
+	d.settle(d.digest(k), false) // the publish failed: forgotten
 	select {
 	case <-wait.wait:
 	default:
 		t.Fatal("waiters not woken by settle")
 	}
-	if c := d.claim(k); !c.owner {
+	if c := d.claim(d.digest(k)); !c.owner {
 		t.Fatalf("claim after a failed publish: %+v", c)
 	}
-	d.settle(k, true)
-	if c := d.claim(k); !c.duplicate {
+	d.settle(d.digest(k), true)
+	if c := d.claim(d.digest(k)); !c.duplicate {
 		t.Fatalf("claim after accept: %+v", c)
 	}
-	if c := d.claim(dedupKey{"other", "id-1"}); !c.owner {
+	if c := d.claim(d.digest(dedupKey{"other", "id-1"})); !c.owner {
 		t.Fatalf("another source's id: %+v", c)
 	}
 	now = now.Add(time.Minute)
-	if c := d.claim(k); !c.owner {
+	if c := d.claim(d.digest(k)); !c.owner {
 		t.Fatalf("claim after the window: %+v", c)
 	}
 	if evicted != 0 {
@@ -55,10 +55,10 @@ func TestDedupBound(t *testing.T) {
 	const n = maxEntries * 10
 	for i := range n {
 		k := dedupKey{"s", fmt.Sprint(i)}
-		if c := d.claim(k); !c.owner {
+		if c := d.claim(d.digest(k)); !c.owner {
 			t.Fatalf("id %d: %+v", i, c)
 		}
-		d.settle(k, true)
+		d.settle(d.digest(k), true)
 		now = now.Add(time.Millisecond)
 	}
 	if got := d.len(); got > maxEntries {
@@ -68,7 +68,7 @@ func TestDedupBound(t *testing.T) {
 		t.Fatalf("%d evictions counted, %d ids forgotten", evicted, n-d.len())
 	}
 	// The newest id of each shard is still a duplicate.
-	if c := d.claim(dedupKey{"s", fmt.Sprint(n - 1)}); !c.duplicate {
+	if c := d.claim(d.digest(dedupKey{"s", fmt.Sprint(n - 1)})); !c.duplicate {
 		t.Fatalf("newest id: %+v", c)
 	}
 }
@@ -80,12 +80,12 @@ func TestDedupExpiryFreesMemory(t *testing.T) {
 	d := newDedupWindow(DedupConfig{Window: time.Second, MaxEntries: dedupShards * 100}, func() time.Time { return now }, nil)
 	for i := range 1000 {
 		k := dedupKey{"s", fmt.Sprint(i)}
-		d.claim(k)
-		d.settle(k, true)
+		d.claim(d.digest(k))
+		d.settle(d.digest(k), true)
 	}
 	now = now.Add(2 * time.Second)
 	for i := range 1000 {
-		d.claim(dedupKey{"t", fmt.Sprint(i)}) // touches every shard
+		d.claim(d.digest(dedupKey{"t", fmt.Sprint(i)})) // touches every shard
 	}
 	if got := d.len(); got != 1000 {
 		t.Fatalf("%d entries, want only the 1000 pending ones", got)

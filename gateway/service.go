@@ -321,7 +321,7 @@ type candidate struct {
 	event    *ingestv1.Event
 	contract *contract.Contract
 	value    []byte
-	key      dedupKey
+	key      digest          // the dedup window's digest of (source, id); dedup on only
 	wait     <-chan struct{} // set while another publish of the id is in flight
 }
 
@@ -475,7 +475,11 @@ func (s *Service) check(src *source, ev *ingestv1.Event) (*candidate, *ingestv1.
 	if err != nil {
 		return nil, violationRejection(err, "payload.")
 	}
-	return &candidate{event: ev, contract: c, value: value, key: dedupKey{source: src.name, id: ev.GetId()}}, nil
+	cand := &candidate{event: ev, contract: c, value: value}
+	if s.dedup != nil {
+		cand.key = s.dedup.digest(dedupKey{source: src.name, id: ev.GetId()})
+	}
+	return cand, nil
 }
 
 // violationRejection maps a contract error to MALFORMED or SCHEMA_VIOLATION.
