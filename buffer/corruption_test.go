@@ -486,3 +486,60 @@ func TestInspectReport(t *testing.T) {
 		t.Errorf("second Inspect differs")
 	}
 }
+
+// TestQuarantineDurableBeforeTruncate checks, for every corruption that
+// quarantines a segment, that the damaged records are durable somewhere at
+// each step: a copy is synced, renamed and its directory synced before the
+// original is truncated; a moved segment's new directory entry is synced.
+// A crash between any two steps then leaves the operator's copy whole.
+func TestQuarantineDurableBeforeTruncate(t *testing.T) {
+	fx := buildFixture(t)
+	for _, c := range corruptions(t, fx) {
+		if c.quarantinedBytes == 0 {
+			continue
+		}
+		t.Run(c.name, func(t *testing.T) {
+			dir := copyDir(t, fx.dir)
+			c.corrupt(t, dir)
+			qdir := filepath.Join(dir, quarantineDir)
+			var steps []string
+			s := openSpool(t, testConfig(dir), withDurableSteps(func(op, path string) {
+				steps = append(steps, op+" "+path)
+			}))
+			_ = s.Close()
+			at := func(step string) int {
+				t.Helper()
+				i := slices.Index(steps, step)
+				if i < 0 {
+					t.Fatalf("no step %q; steps:\n%s", step, strings.Join(steps, "\n"))
+				}
+				return i
+			}
+			before := func(a, b string) {
+				t.Helper()
+				if at(a) >= at(b) {
+					t.Errorf("%q came after %q; steps:\n%s", a, b, strings.Join(steps, "\n"))
+				}
+			}
+			copies, _ := os.ReadDir(qdir)
+			if len(copies) != 1 {
+				t.Fatalf("%d files in quarantine/, want 1", len(copies))
+			}
+			name := copies[0].Name()
+			dst := filepath.Join(qdir, name)
+			src := filepath.Join(dir, name)
+			if slices.Contains(steps, "truncate "+src) {
+				// Copied: every step of the copy comes before the cut.
+				before("sync "+dst+tempExt, "rename "+dst)
+				before("rename "+dst, "syncdir "+qdir)
+				before("syncdir "+qdir, "truncate "+src)
+				return
+			}
+			// Moved: the new entry is synced, then the old directory.
+			before("rename "+dst, "syncdir "+qdir)
+			if !slices.Contains(steps[at("syncdir "+qdir):], "syncdir "+dir) {
+				t.Errorf("the spool directory was not synced after the move; steps:\n%s", strings.Join(steps, "\n"))
+			}
+		})
+	}
+}

@@ -135,6 +135,10 @@
 //     whole to quarantine/NAME (NAME.1, ... if taken) and the original
 //     truncated to the records before the damage, which stay readable at
 //     their positions (a segment with none left is moved instead). The
+//     copy is synced, renamed into place and quarantine/ synced before
+//     the original is truncated, so a crash part way leaves the damaged
+//     records whole in at least one file (in both: the next Open
+//     quarantines the segment again, as NAME.1). The
 //     records after the damage are lost to the spool (the copy in
 //     quarantine/ is for an operator). They are counted in
 //     sluice_spool_quarantined_bytes_total (exactly: from the damage to the

@@ -18,6 +18,9 @@ type options struct {
 	// beforeSync, when set, runs in the writer before each fdatasync of
 	// appended records. Tests use it to hold a batch open.
 	beforeSync func()
+	// durable, when set, is told of each durable step recovery takes
+	// (see Spool.durable). Tests use it to check their order.
+	durable func(op, path string)
 }
 
 type option struct{ fn func(*options) }
@@ -52,4 +55,8 @@ func WithClock(now func() time.Time) Option {
 
 func withBeforeSync(fn func()) Option {
 	return option{func(o *options) { o.beforeSync = fn }}
+}
+
+func withDurableSteps(fn func(op, path string)) Option {
+	return option{func(o *options) { o.durable = fn }}
 }

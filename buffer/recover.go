@@ -105,7 +105,7 @@ func (s *Spool) recover() error {
 		}
 	}
 	if changed {
-		if err := syncDir(dir); err != nil {
+		if err := s.syncDir(dir); err != nil {
 			return fmt.Errorf("buffer: %w", err)
 		}
 	}
@@ -125,13 +125,19 @@ func (s *Spool) recover() error {
 // path there. When records before the damage verify, the segment is copied
 // and the original truncated to them, so that they keep their positions;
 // otherwise the file is moved.
+//
+// Order matters for a crash part way: the copy is synced, renamed into
+// place and quarantine/ synced before the original is truncated, so the
+// damaged records are always whole in at least one durable file. A crash
+// after the copy and before the truncation leaves both; the next Open
+// quarantines the segment again, as NAME.1.
 func (s *Spool) quarantine(sc *segmentScan) (string, error) {
 	dir := s.cfg.Dir
 	qdir := filepath.Join(dir, quarantineDir)
 	if err := os.MkdirAll(qdir, 0o750); err != nil {
 		return "", fmt.Errorf("buffer: %w", err)
 	}
-	if err := syncDir(dir); err != nil {
+	if err := s.syncDir(dir); err != nil { // quarantine/ itself
 		return "", fmt.Errorf("buffer: %w", err)
 	}
 	src := filepath.Join(dir, sc.name)
@@ -146,22 +152,51 @@ func (s *Spool) quarantine(sc *segmentScan) (string, error) {
 		if err := os.Rename(src, dst); err != nil {
 			return "", fmt.Errorf("buffer: %w", err)
 		}
-	} else {
-		if err := copyFile(src, dst); err != nil {
-			return "", fmt.Errorf("buffer: copying %s to quarantine: %w", sc.name, err)
+		s.durable("rename", dst)
+		// The new name first: a crash between the two syncs leaves the
+		// file under both names, never under neither.
+		if err := s.syncDir(qdir); err != nil {
+			return "", fmt.Errorf("buffer: %w", err)
 		}
-		if err := truncateFile(src, sc.validEnd); err != nil {
-			return "", err
+		if err := s.syncDir(dir); err != nil {
+			return "", fmt.Errorf("buffer: %w", err)
 		}
+		return dst, nil
 	}
-	if err := syncDir(qdir); err != nil {
+	if err := s.copyFile(src, dst); err != nil {
+		return "", fmt.Errorf("buffer: copying %s to quarantine: %w", sc.name, err)
+	}
+	if err := s.syncDir(qdir); err != nil {
 		return "", fmt.Errorf("buffer: %w", err)
 	}
+	if err := truncateFile(src, sc.validEnd); err != nil {
+		return "", err
+	}
+	s.durable("truncate", src)
 	return dst, nil
 }
 
+// durable tells the trace installed by withDurableSteps, if any, that a
+// durable step is done: "sync" (a file's data), "syncdir" (a directory's
+// entries), "rename" or "truncate" (the file's new size is synced).
+func (s *Spool) durable(op, path string) {
+	if s.steps != nil {
+		s.steps(op, path)
+	}
+}
+
+// syncDir is the package's syncDir, traced.
+func (s *Spool) syncDir(dir string) error {
+	if err := syncDir(dir); err != nil {
+		return err
+	}
+	s.durable("syncdir", dir)
+	return nil
+}
+
 // copyFile copies src to dst through a synced temp file renamed into place.
-func copyFile(src, dst string) (err error) {
+// The rename is durable only once dst's directory is synced.
+func (s *Spool) copyFile(src, dst string) (err error) {
 	in, err := os.Open(src)
 	if err != nil {
 		return err
@@ -184,10 +219,15 @@ func copyFile(src, dst string) (err error) {
 	if err = out.Sync(); err != nil {
 		return err
 	}
+	s.durable("sync", tmp)
 	if err = out.Close(); err != nil {
 		return err
 	}
-	return os.Rename(tmp, dst)
+	if err = os.Rename(tmp, dst); err != nil {
+		return err
+	}
+	s.durable("rename", dst)
+	return nil
 }
 
 // truncateFile cuts path to size and syncs it.

@@ -73,7 +73,8 @@ type Spool struct {
 	reg     prometheus.Registerer
 	metrics *metrics
 	lock    *os.File
-	before  func() // options.beforeSync
+	before  func()                // options.beforeSync
+	steps   func(op, path string) // options.durable; nil when not traced
 
 	// Appends go through queue to the writer goroutine. sendMu orders
 	// sending against Close closing the queue.
@@ -168,6 +169,7 @@ func Open(cfg Config, opts ...Option) (*Spool, error) {
 		clock:      o.clock,
 		lock:       lock,
 		before:     o.beforeSync,
+		steps:      o.durable,
 		queue:      make(chan *appendReq, queueLen),
 		writerDone: make(chan struct{}),
 		done:       make(chan struct{}),
