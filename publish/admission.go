@@ -117,6 +117,9 @@ const (
 	finishBound = 250 * time.Millisecond
 	// drainWindow is how many batches the drainer keeps in flight.
 	drainWindow = 4
+	// drainBackoffStart is the first wait after a failed drain step; it
+	// doubles up to AdmissionConfig.DrainBackoffMax.
+	drainBackoffStart = 100 * time.Millisecond
 	// maxRecycledEncoding is the largest encoding buffer kept for reuse.
 	maxRecycledEncoding = 1 << 20
 )
@@ -357,7 +360,10 @@ func retryAfterOf(err error) time.Duration {
 // acknowledges what was published before the first failure, rewinds and
 // retries after a backoff, so a record is never skipped; records after the
 // failure that did reach Kafka are published again (duplicates, absorbed by
-// event id downstream).
+// identity downstream). A failed acknowledgement (the cursor write hit
+// ENOSPC, EIO or EROFS) is a drain failure too: whatever Ack returned, the
+// read position goes back to the first record not acknowledged, so a later
+// acknowledgement can only cover records that were published.
 func (a *Admission) drain() {
 	defer close(a.stopped)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -369,7 +375,7 @@ func (a *Admission) drain() {
 		case <-ctx.Done():
 		}
 	}()
-	backoff := 100 * time.Millisecond
+	backoff := drainBackoffStart
 	var (
 		pending     buffer.Position // published, not yet acknowledged to the spool
 		havePending bool
@@ -377,16 +383,46 @@ func (a *Admission) drain() {
 		lastAck     = time.Now()
 		window      []*drainBatch // sent, oldest first
 	)
-	ack := func() {
+	ack := func() error {
 		if !havePending {
+			return nil
+		}
+		err := a.spool.Ack(pending)
+		havePending, unacked, lastAck = false, 0, time.Now()
+		if err != nil {
+			return fmt.Errorf("publish: acknowledging the spool at %v: %w", pending, err)
+		}
+		return nil
+	}
+	defer func() {
+		if err := ack(); err != nil {
+			a.log.Error("admission: drain stopping", "err", err)
+		}
+	}()
+	// failed handles every failed drain step alike: it settles what is in
+	// flight, acknowledges what was published before the failure (an
+	// acknowledgement that fails is only logged: the rewind below makes up
+	// for it), rewinds to the first record not acknowledged and backs off.
+	failed := func(err error) {
+		// Records of later batches may reach Kafka too: they are read
+		// again after the rewind and published twice (duplicates,
+		// absorbed by identity downstream), never skipped.
+		for _, later := range window {
+			later.wait(ctx, a.cfg.DrainTimeout)
+		}
+		window = nil
+		if aerr := ack(); aerr != nil {
+			err = errors.Join(err, aerr)
+		}
+		if ctx.Err() != nil {
 			return
 		}
-		if err := a.spool.Ack(pending); err != nil {
-			a.log.Error("admission: acknowledging the spool", "err", err)
-		}
-		havePending, unacked, lastAck = false, 0, time.Now()
+		a.spool.Rewind()
+		a.metrics.drainErrors.Inc()
+		a.log.Warn("admission: drain failed; retrying", "err", err, "backoff", backoff)
+		a.sleep(ctx, time.Duration(rand.Int64N(int64(backoff))+1))
+		backoff = min(2*backoff, a.cfg.DrainBackoffMax)
 	}
-	defer ack()
 	// ready is done: Next with it returns what is there without waiting.
 	ready, notWaiting := context.WithCancel(ctx)
 	notWaiting()
@@ -419,8 +455,13 @@ func (a *Admission) drain() {
 			}
 		}
 		if idle {
-			ack()
-			a.finishDrain(ctx)
+			err := ack()
+			if err == nil {
+				err = a.finishDrain(ctx)
+			}
+			if err != nil {
+				failed(err)
+			}
 			continue
 		}
 		var (
@@ -441,24 +482,9 @@ func (a *Admission) drain() {
 			unacked += n
 		}
 		if err != nil {
-			// Records of later batches may reach Kafka too: they are read
-			// again after the rewind and published twice (duplicates,
-			// absorbed by event id downstream), never skipped.
-			for _, later := range window {
-				later.wait(ctx, a.cfg.DrainTimeout)
-			}
-			window = nil
-			ack()
-			if ctx.Err() == nil {
-				a.spool.Rewind()
-				a.metrics.drainErrors.Inc()
-				a.log.Warn("admission: drain failed; retrying", "err", err, "backoff", backoff)
-				a.sleep(ctx, time.Duration(rand.Int64N(int64(backoff))+1))
-				backoff = min(2*backoff, a.cfg.DrainBackoffMax)
-			}
+			failed(err)
 			continue
 		}
-		backoff = 100 * time.Millisecond
 		// Every acknowledgement is a durable cursor write (fsyncs that
 		// would slow the appends), so they are coalesced; an unwritten one
 		// only means records published again after a crash, never a loss.
@@ -467,11 +493,16 @@ func (a *Admission) drain() {
 		// the drainer catches up after nearly every batch.
 		caughtUp := b.short && len(window) == 0
 		if caughtUp && !a.cfg.SpoolFirst || unacked >= ackEvery || time.Since(lastAck) >= ackInterval {
-			ack()
+			err = ack()
 		}
-		if caughtUp {
-			a.finishDrain(ctx)
+		if err == nil && caughtUp {
+			err = a.finishDrain(ctx)
 		}
+		if err != nil {
+			failed(err)
+			continue
+		}
+		backoff = drainBackoffStart
 	}
 	for _, b := range window {
 		b.wait(ctx, a.cfg.DrainTimeout)
@@ -557,37 +588,47 @@ func (a *Admission) drainBatch(wait, ctx context.Context, timeout time.Duration)
 // steady load the spool is rarely empty at any instant, so it takes the
 // mode lock exclusively (new requests wait; none is appending), publishes
 // what is left, and switches. It gives up, staying SPOOLING, if that takes
-// longer than finishBound (or LatencyThreshold, if shorter) or a publish
-// fails: requests wait at most that long.
-func (a *Admission) finishDrain(ctx context.Context) {
+// longer than finishBound (or LatencyThreshold, if shorter): requests wait
+// at most that long. A publish or an acknowledgement that fails rewinds the
+// spool to the first record not acknowledged, whatever was published after
+// it, and is returned for the drainer to back off.
+func (a *Admission) finishDrain(ctx context.Context) error {
 	if a.cfg.SpoolFirst || a.Mode() == ModeDirect {
-		return
+		return nil
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	deadline := time.Now().Add(min(a.cfg.LatencyThreshold, finishBound))
 	for !a.spool.Empty() {
 		if time.Now().After(deadline) {
-			return
+			return nil
 		}
 		dctx, cancel := context.WithDeadline(ctx, deadline)
 		n, last, err := a.drainBatch(dctx, dctx, time.Until(deadline))
 		cancel()
+		var aerr error
 		if n > 0 {
-			if aerr := a.spool.Ack(last); aerr != nil {
-				a.log.Error("admission: acknowledging the spool", "err", aerr)
-				return
+			if aerr = a.spool.Ack(last); aerr != nil {
+				aerr = fmt.Errorf("publish: acknowledging the spool at %v: %w", last, aerr)
 			}
 		}
-		if err != nil {
-			a.spool.Rewind()
-			return
+		if err == nil && aerr == nil {
+			continue
 		}
+		a.spool.Rewind()
+		if aerr != nil {
+			return errors.Join(err, aerr)
+		}
+		if dctx.Err() != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			return nil // out of time, not a failure: the main loop goes on
+		}
+		return err
 	}
 	if a.mode.CompareAndSwap(int32(ModeSpooling), int32(ModeDirect)) {
 		a.metrics.switches.WithLabelValues("DIRECT", "drained").Inc()
 		a.log.Info("admission: spool drained; direct")
 	}
+	return nil
 }
 
 func (a *Admission) observeRate(bytes int, took time.Duration) {
