@@ -137,12 +137,17 @@ type producer interface {
 // too, and the drainer publishes the spool in order, so records of one key
 // reach Kafka in the order they were admitted. The switch back to DIRECT
 // takes the mode lock exclusively, so no spool append is under way when
-// the drainer finds the spool empty.
+// the drainer finds the spool empty, and every append happens under the
+// lock shared with the mode SPOOLING, so none can land after the switch.
+// Within one request, the producer hands Kafka a prefix of the records
+// (Producer.Send); the rest are spooled behind them.
 type Admission struct {
 	cfg   AdmissionConfig
 	kafka producer
 	spool *buffer.Spool // nil: DIRECT only, failures are answered
 	log   *slog.Logger
+
+	beforeFallback func() // options.beforeFallback
 
 	mu       sync.RWMutex // held shared to choose a mode and append; exclusively to return to DIRECT
 	mode     atomic.Int32
@@ -177,7 +182,7 @@ func NewAdmission(cfg AdmissionConfig, kafka producer, spool *buffer.Spool, opts
 		opt.apply(&o)
 	}
 	a := &Admission{
-		cfg: cfg, kafka: kafka, spool: spool, log: o.logger,
+		cfg: cfg, kafka: kafka, spool: spool, log: o.logger, beforeFallback: o.beforeFallback,
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{}),
 	}
 	a.metrics = newAdmissionMetrics(func() float64 { return float64(a.Mode()) }, a.rate)
@@ -236,8 +241,15 @@ func (a *Admission) Admit(ctx context.Context, records []*kgo.Record) []Admitted
 		}
 	}
 	if len(retry) > 0 {
-		a.enterSpooling(reasonOf(errs[retry[0]]))
+		if a.beforeFallback != nil {
+			a.beforeFallback()
+		}
+		// SPOOLING is entered under the mode lock: the drainer returns to
+		// DIRECT only under it, with the spool empty, so it cannot do so
+		// between the switch and the append, and no later record of these
+		// keys goes directly to Kafka past the spooled ones.
 		a.mu.RLock()
+		a.enterSpooling(reasonOf(errs[retry[0]]))
 		a.spoolAll(ctx, records, out, retry)
 		a.mu.RUnlock()
 	}
@@ -435,7 +447,10 @@ func (a *Admission) drain() {
 		// returns to DIRECT.
 		idle := false
 		var readErr error
-		for len(window) < drainWindow {
+		// A batch the producer refused part of is the last one sent until
+		// it is settled: a later batch must not get into Kafka ahead of
+		// its refused records.
+		for len(window) < drainWindow && (len(window) == 0 || window[len(window)-1].sent.HandedOver()) {
 			wait, cancelWait := ready, context.CancelFunc(func() {})
 			if len(window) == 0 {
 				wait, cancelWait = context.WithTimeout(ctx, idleCheck)

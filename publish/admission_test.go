@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -380,5 +381,75 @@ func TestDrainWindowFailures(t *testing.T) {
 	checkKeyOrder(t, got)
 	if n := testutil.ToFloat64(a.metrics.drainErrors); n == 0 {
 		t.Fatal("no drain failed: the outages missed the drainer")
+	}
+}
+
+// TestAdmissionKeyOrderUnderSwitches hammers the switches between DIRECT
+// and SPOOLING: the broker drops produce requests on and off, the client
+// buffer is small enough to refuse part of a request, and the in-flight
+// budget is small enough to spool whole ones, while eight senders send
+// records over keys of their own, each waiting for its answers. Every
+// record is accepted, reaches Kafka, and the first copies of each key's
+// records are in the order they were admitted. Run it with -race.
+func TestAdmissionKeyOrderUnderSwitches(t *testing.T) {
+	const topic = "ingest.t"
+	c := newCluster(t, []string{topic})
+	var o outage
+	o.install(c)
+	reg := prometheus.NewRegistry()
+	p := newTestProducer(t, c.ListenAddrs(), func(c *Config) {
+		c.DeliveryTimeout, c.Linger, c.MaxBufferedRecords = time.Second, 0, 48
+	})
+	s := openSpool(t, t.TempDir(), nil)
+	defer s.Close()
+	a := newTestAdmission(t, p, s, func(c *AdmissionConfig) {
+		c.LatencyThreshold, c.InFlightBudget, c.DrainBatch = 200*time.Millisecond, 40, 16
+	}, reg)
+	defer a.Close()
+
+	stop := make(chan struct{})
+	faults := make(chan struct{})
+	go func() {
+		defer close(faults)
+		for on := true; ; on = !on {
+			o.on.Store(on)
+			select {
+			case <-stop:
+				o.on.Store(false)
+				return
+			case <-time.After(time.Duration(10+rand.IntN(40)) * time.Millisecond):
+			}
+		}
+	}()
+	var (
+		mu       sync.Mutex
+		accepted []string
+		wg       sync.WaitGroup
+	)
+	for g := range 8 {
+		wg.Go(func() {
+			for n := range 30 {
+				recs := keyedAs(fmt.Sprintf("g%d-", g), topic, (g+1)*1_000_000+n*10, 10, 8)
+				for i, r := range a.Admit(context.Background(), recs) {
+					if r.Err != nil {
+						t.Errorf("sender %d: record %s refused: %v", g, recs[i].Value, r.Err)
+						continue
+					}
+					mu.Lock()
+					accepted = append(accepted, string(recs[i].Value))
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(stop)
+	<-faults
+	waitMode(t, a, ModeDirect)
+	checkKeyOrder(t, consumeAll(t, c.ListenAddrs(), topic, len(accepted)))
+	switches := testutil.CollectAndCount(a.metrics.switches)
+	t.Logf("%d records, %d mode switch series, %v spooled", len(accepted), switches, testutil.ToFloat64(a.metrics.spooled))
+	if testutil.ToFloat64(a.metrics.spooled) == 0 {
+		t.Error("nothing was spooled: the faults missed admission")
 	}
 }

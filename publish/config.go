@@ -24,11 +24,12 @@ type Config struct {
 	// Linger is how long a partition waits for more records before a batch
 	// is sent (kgo.ProducerLinger). Default 5ms.
 	Linger time.Duration `yaml:"linger"`
-	// MaxBufferedRecords bounds the records buffered in the client. Publish
-	// waits for room when it is reached. Default 100000.
+	// MaxBufferedRecords bounds the records buffered in the client. Past it
+	// Publish refuses records at once with ErrBufferFull. Default 100000.
 	MaxBufferedRecords int `yaml:"max_buffered_records"`
 	// MaxBufferedBytes bounds the bytes (keys, values and headers) buffered
-	// in the client. Publish waits for room when it is reached. Default 256 MiB.
+	// in the client. Past it Publish refuses records at once with
+	// ErrBufferFull. Default 256 MiB.
 	MaxBufferedBytes int64 `yaml:"max_buffered_bytes"`
 	// BatchMaxBytes bounds an uncompressed record batch
 	// (kgo.ProducerBatchMaxBytes); a record larger than this fails with a
@@ -103,8 +104,8 @@ func (c Config) Validate() error {
 		return bad("MaxBufferedBytes", "must be > 0")
 	case c.MaxBufferedBytes < int64(c.BatchMaxBytes):
 		return bad("MaxBufferedBytes", "must be >= BatchMaxBytes (%d) so that a full batch can be buffered, got %d", c.BatchMaxBytes, c.MaxBufferedBytes)
-	case c.MaxBufferedBytes > math.MaxInt:
-		return bad("MaxBufferedBytes", "must be at most %d on this platform", math.MaxInt)
+	case c.MaxBufferedBytes > math.MaxInt-int64(c.BatchMaxBytes):
+		return bad("MaxBufferedBytes", "must be at most %d on this platform", math.MaxInt-int64(c.BatchMaxBytes))
 	case c.DialTimeout <= 0:
 		return bad("DialTimeout", "must be > 0")
 	case c.RetryAfter <= 0:

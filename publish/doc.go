@@ -39,8 +39,13 @@
 //     answer.
 //   - Memory is bounded: at most Config.MaxBufferedRecords records and
 //     Config.MaxBufferedBytes bytes are buffered in the client. At the bound,
-//     Publish answers the records that do not fit at once with a retryable
-//     error (kgo.ErrMaxBuffered): push-back, not a queue.
+//     Publish hands over the records of the call that fit, in order, up to
+//     the first that does not; that one and every later record of the call
+//     are answered at once with a retryable error wrapping ErrBufferFull:
+//     push-back, not a queue. A record is never refused while a later one
+//     of the same call gets in, so a caller that sends the refused records
+//     again (or spools them) keeps their keys' order. Sent.HandedOver tells
+//     a caller with several calls in flight that one was cut short.
 //   - Callers do not affect each other: records are produced without the
 //     caller's context, so one caller giving up early never fails records
 //     of another caller buffered on the same partition.

@@ -17,8 +17,8 @@ import (
 
 // scriptedKafka is admission's producer with the test in the middle: each
 // Publish or Send is handed to the test, which says which of its records
-// fail; the others go to the real producer (and a kfake broker). Once auto
-// is set every record goes through.
+// fail; the others go to the real producer (and a kfake broker). Once
+// released, calls the test has not taken go through.
 type scriptedKafka struct {
 	real     *Producer
 	calls    chan scriptedCall
@@ -51,10 +51,7 @@ func (k *scriptedKafka) Send(ctx context.Context, records []*kgo.Record) *Sent {
 		c := scriptedCall{values: recordValues(records), fail: make(chan []bool, 1)}
 		select {
 		case k.calls <- c:
-			select {
-			case fail = <-c.fail:
-			case <-k.released:
-			}
+			fail = <-c.fail // a call the test took waits for its verdict
 		case <-k.released:
 		}
 	}
@@ -218,3 +215,51 @@ func (h *matchHandler) Handle(_ context.Context, r slog.Record) error {
 
 func (h *matchHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h *matchHandler) WithGroup(string) slog.Handler      { return h }
+
+// TestFallbackKeepsKeyOrder: a direct publish fails and its records fall
+// back to the spool, while the drainer finds the spool empty and returns
+// to DIRECT. The fallen-back record must still reach Kafka before the next
+// record of its key, which its sender sends once the first is answered.
+func TestFallbackKeepsKeyOrder(t *testing.T) {
+	const topic = "ingest.t"
+	c := newCluster(t, []string{topic})
+	k := newScriptedKafka(newTestProducer(t, c.ListenAddrs(), nil))
+	defer k.release()
+	s := openSpool(t, t.TempDir(), nil)
+	defer s.Close()
+	cfg := NewDefaultAdmissionConfig()
+	cfg.LatencyThreshold = 300 * time.Millisecond
+	inWindow, leave := make(chan struct{}), make(chan struct{})
+	a, err := NewAdmission(cfg, k, s, WithLogger(discardLogger()), withBeforeFallback(func() {
+		close(inWindow)
+		<-leave
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	recs := keyed(topic, 0, 2, 1)
+
+	// r0's direct publish fails; r0 stops on its way to the spool.
+	first := make(chan []Admitted, 1)
+	go func() { first <- a.Admit(context.Background(), recs[0:1]) }()
+	k.next(t, "direct publish of r0", "00000000").fail <- []bool{true}
+	<-inWindow
+	// The drainer finds the spool empty: DIRECT.
+	waitMode(t, a, ModeDirect)
+	close(leave)
+	if r := <-first; r[0].Err != nil || r[0].Durability != DurabilityLocalDisk {
+		t.Fatalf("r0: %+v", r[0])
+	}
+	// The drainer takes r0; before Kafka answers it, r0's sender sends r1.
+	drain := k.next(t, "drain of r0", "00000000")
+	second := make(chan []Admitted, 1)
+	go func() { second <- a.Admit(context.Background(), recs[1:2]) }()
+	k.release() // a direct publish of r1 goes straight through
+	if r := <-second; r[0].Err != nil {
+		t.Fatalf("r1: %+v", r[0])
+	}
+	drain.fail <- []bool{false}
+	waitMode(t, a, ModeDirect)
+	checkKeyOrder(t, consumeAll(t, c.ListenAddrs(), topic, len(recs)))
+}

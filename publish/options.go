@@ -15,6 +15,10 @@ type options struct {
 	registerer prometheus.Registerer
 	logger     *slog.Logger
 	clientOpts []kgo.Opt
+	// beforeFallback, when set, runs in Admit after a direct publish
+	// failed and before the failed records are spooled. Tests use it to
+	// hold a request in that window.
+	beforeFallback func()
 }
 
 type option struct{ fn func(*options) }
@@ -44,4 +48,8 @@ func WithLogger(l *slog.Logger) Option {
 // void the guarantees in the package documentation.
 func WithClientOptions(opts ...kgo.Opt) Option {
 	return option{func(o *options) { o.clientOpts = append(o.clientOpts, opts...) }}
+}
+
+func withBeforeFallback(fn func()) Option {
+	return option{func(o *options) { o.beforeFallback = fn }}
 }

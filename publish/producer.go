@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -28,6 +29,69 @@ type Producer struct {
 	// clientClosed is set just before the client is closed, so a Publish
 	// that outlived Close's context stops handing records to it.
 	clientClosed atomic.Bool
+
+	budget budget
+}
+
+// budget is the producer's own account of the records handed to the client
+// and not yet answered, against Config.MaxBufferedRecords and
+// MaxBufferedBytes. Send takes room for a prefix of its records at once,
+// under mu, so it can stop at the first record that does not fit: a record
+// is never refused while a later one of the same Send gets in, which would
+// let the later one overtake it (the caller spools the refused one).
+// Answers give room back without mu; they only make room, so a Send that
+// misses one only refuses early.
+//
+// The client's own limits are set a record above these (one record and
+// BatchMaxBytes more), so the client never refuses with ErrMaxBuffered on
+// its own: it answers a record (calling the callback that gives its room
+// back) before it takes the record out of its own count, and its callbacks
+// run one at a time, so at most one record is counted by the client and
+// not by the budget.
+type budget struct {
+	mu         sync.Mutex
+	records    atomic.Int64
+	bytes      atomic.Int64
+	maxRecords int64
+	maxBytes   int64
+}
+
+// take takes room for the longest prefix of sizes that fits and returns
+// its length.
+func (b *budget) take(sizes []int64) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	recs, bytes := b.records.Load(), b.bytes.Load()
+	n := 0
+	for _, sz := range sizes {
+		if recs+1 > b.maxRecords || bytes+sz > b.maxBytes {
+			break
+		}
+		recs, bytes = recs+1, bytes+sz
+		n++
+	}
+	b.records.Add(int64(n))
+	var sum int64
+	for _, sz := range sizes[:n] {
+		sum += sz
+	}
+	b.bytes.Add(sum)
+	return n
+}
+
+func (b *budget) give(size int64) {
+	b.records.Add(-1)
+	b.bytes.Add(-size)
+}
+
+// recordSize is what the client counts of a record against its byte
+// limit: key, value and header keys and values.
+func recordSize(r *kgo.Record) int64 {
+	n := len(r.Key) + len(r.Value)
+	for _, h := range r.Headers {
+		n += len(h.Key) + len(h.Value)
+	}
+	return int64(n)
 }
 
 // NewProducer validates cfg and creates the Kafka client. It does not connect:
@@ -56,8 +120,9 @@ func NewProducer(cfg Config, opts ...Option) (*Producer, error) {
 		kgo.RecordPartitioner(kgo.UniformBytesPartitioner(64<<10, true, true, nil)),
 		kgo.RecordDeliveryTimeout(cfg.DeliveryTimeout),
 		kgo.ProducerLinger(cfg.Linger),
-		kgo.MaxBufferedRecords(cfg.MaxBufferedRecords),
-		kgo.MaxBufferedBytes(int(cfg.MaxBufferedBytes)),
+		// A record and a batch above the budget's limits: see budget.
+		kgo.MaxBufferedRecords(cfg.MaxBufferedRecords + 1),
+		kgo.MaxBufferedBytes(int(cfg.MaxBufferedBytes) + int(cfg.BatchMaxBytes)),
 		kgo.ProducerBatchMaxBytes(cfg.BatchMaxBytes),
 		kgo.ProducerBatchCompression(codecs...),
 	}
@@ -66,6 +131,7 @@ func NewProducer(cfg Config, opts ...Option) (*Producer, error) {
 		return nil, fmt.Errorf("publish: kafka client: %w", err)
 	}
 	p := &Producer{cfg: cfg, client: client}
+	p.budget.maxRecords, p.budget.maxBytes = int64(cfg.MaxBufferedRecords), cfg.MaxBufferedBytes
 	p.metrics = newMetrics(func() float64 { return float64(client.BufferedProduceRecords()) })
 	if o.registerer != nil {
 		if err := p.metrics.register(o.registerer); err != nil {
@@ -111,7 +177,17 @@ type Sent struct {
 	pending  int
 	done     chan completion
 	start    time.Time
+	// handed is how many of the records, a prefix, were handed to the
+	// client; the others were answered at once.
+	handed int
 }
+
+// HandedOver reports whether every record of the Send was handed to the
+// client. When not, a prefix was and the rest are already answered with
+// the refusal (a full buffer, a record too large): a caller keeping
+// several Sends in flight must not send more records of their keys until
+// it has settled this one, or those could reach Kafka first.
+func (s *Sent) HandedOver() bool { return s.handed == len(s.records) }
 
 // Send hands records to the client, in order, and returns at once; Wait
 // answers them. Records of one Send reach each partition before those of a
@@ -139,7 +215,28 @@ func (p *Producer) Send(ctx context.Context, records []*kgo.Record) *Sent {
 		}
 		return s
 	}
+	sizes := make([]int64, len(records))
 	for i, r := range records {
+		if r != nil {
+			sizes[i] = recordSize(r)
+		}
+	}
+	// Room for the longest prefix that fits; a record too large for a
+	// batch on its own takes none (it is refused below, as the client
+	// would refuse it).
+	fits := p.budget.take(admissible(sizes, int64(p.cfg.BatchMaxBytes)))
+	s.handed = fits
+	for i, r := range records {
+		if i >= fits {
+			// Not handed over, so never produced; neither is any later
+			// record of this Send.
+			s.errs[i] = p.recordError(topicOf(r), p.refusal(r, sizes[i]))
+			s.answered[i] = true
+			continue
+		}
+		if ctx.Err() != nil || p.clientClosed.Load() || r == nil || r.Topic == "" {
+			p.budget.give(sizes[i])
+		}
 		if ctx.Err() != nil || p.clientClosed.Load() {
 			// Not handed over, so never produced.
 			s.errs[i] = p.recordError(topicOf(r), p.unanswered(ctx))
@@ -156,14 +253,15 @@ func (p *Producer) Send(ctx context.Context, records []*kgo.Record) *Sent {
 			continue
 		}
 		s.pending++
+		size := sizes[i]
 		// The record gets no context of the caller's: a caller giving up
 		// must not fail the records of others buffered on the same
 		// partition (franz-go fails a partition's buffered records
 		// together to keep the idempotent sequence gapless), and a record
-		// is bounded by DeliveryTimeout anyway. A full buffer fails the
-		// record at once (kgo.ErrMaxBuffered, retryable) instead of
-		// blocking: that is the push-back a caller should see.
+		// is bounded by DeliveryTimeout anyway. The budget has room for
+		// it, so the client takes it without waiting.
 		p.client.TryProduce(context.Background(), r, func(_ *kgo.Record, err error) {
+			p.budget.give(size)
 			if err == nil {
 				p.metrics.latency.Observe(time.Since(s.start).Seconds())
 			}
@@ -200,6 +298,28 @@ wait:
 		p.metrics.answered(err)
 	}
 	return s.errs
+}
+
+// admissible is sizes up to the first record that could never be produced
+// because it does not fit a batch alone.
+func admissible(sizes []int64, batchMax int64) []int64 {
+	for i, sz := range sizes {
+		if sz > batchMax {
+			return sizes[:i]
+		}
+	}
+	return sizes
+}
+
+// refusal is why a record of a Send was not handed to the client: it is too
+// large for a batch, or it, or an earlier record of the Send, did not fit
+// in the buffer.
+func (p *Producer) refusal(r *kgo.Record, size int64) error {
+	if r != nil && size > int64(p.cfg.BatchMaxBytes) {
+		return fmt.Errorf("%w (uncompressed_bytes=%d, batch_max_bytes=%d)", kerr.MessageTooLarge, size, p.cfg.BatchMaxBytes)
+	}
+	return fmt.Errorf("%w: %d records, %d bytes buffered of %d and %d", ErrBufferFull,
+		p.budget.records.Load(), p.budget.bytes.Load(), p.budget.maxRecords, p.budget.maxBytes)
 }
 
 // unanswered is the cause for a record Publish stops waiting for.

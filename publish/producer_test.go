@@ -258,6 +258,33 @@ func TestPublishBufferFull(t *testing.T) {
 	}
 }
 
+// TestSendRefusesTheRestAfterARefusal: when a record of a Send does not fit
+// in the buffer, no later record of the same Send is handed over, even one
+// small enough to fit: the caller spools the refused ones, so a later one
+// in Kafka would overtake them.
+func TestSendRefusesTheRestAfterARefusal(t *testing.T) {
+	p := newTestProducer(t, []string{closedPort(t)}, func(c *Config) {
+		c.BatchMaxBytes, c.MaxBufferedBytes, c.DeliveryTimeout = 1024, 1024, time.Second
+	})
+	rec := func(n int) *kgo.Record {
+		return &kgo.Record{Topic: "ingest.t", Key: []byte("k"), Value: make([]byte, n)}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	held := p.Send(ctx, []*kgo.Record{rec(400)}) // stays buffered: no broker
+	for i, err := range p.Publish(ctx, []*kgo.Record{rec(700), rec(50)}) {
+		if !errors.Is(err, ErrBufferFull) || !Retryable(err) {
+			t.Errorf("record %d: got %v, want a retryable ErrBufferFull", i, err)
+		}
+	}
+	if n := p.client.BufferedProduceRecords(); n != 1 {
+		t.Errorf("%d records buffered, want only the first Send's", n)
+	}
+	if err := held.Wait(ctx)[0]; !errors.Is(err, ErrTimeout) {
+		t.Errorf("the buffered record: %v, want ErrTimeout", err)
+	}
+}
+
 func TestPublishContextDone(t *testing.T) {
 	const topic = "ingest.t"
 	c := newCluster(t, []string{topic})
