@@ -51,6 +51,31 @@ func (c Config) batchLimit() int64 {
 	return max(int64(c.MaxBatchBytes), frameSize(c.MaxRecordBytes))
 }
 
+// FrameBytes is what a record of n bytes takes in a segment: its frame
+// header, the record and the padding to the next 8-byte boundary.
+func FrameBytes(n int) int64 { return frameSize(n) }
+
+// MaxAppendBytes is the most framed bytes (FrameBytes of each record) one
+// Append may carry: MaxBatchBytes, or one record of MaxRecordBytes if that
+// is more, and never more than an empty spool has room for under MaxBytes.
+// A larger Append fails with ErrTooLarge.
+func (c Config) MaxAppendBytes() int64 {
+	return min(c.batchLimit(), c.MaxBytes-segmentHeaderSize)
+}
+
+// CheckRecord says which limit keeps a record of n bytes from ever being
+// appended, naming the field; nil when one fits.
+func (c Config) CheckRecord(n int) error {
+	switch {
+	case n > c.MaxRecordBytes:
+		return fmt.Errorf("buffer: MaxRecordBytes: %d is below a record of %d bytes", c.MaxRecordBytes, n)
+	case frameSize(n) > c.MaxAppendBytes():
+		return fmt.Errorf("buffer: MaxBytes: %d leaves no room for a record of %d bytes (%d framed, after the %d-byte segment header)",
+			c.MaxBytes, n, frameSize(n), segmentHeaderSize)
+	}
+	return nil
+}
+
 // Limits enforced by Validate.
 const minSegmentBytes = 512
 

@@ -16,7 +16,7 @@ var (
 	ErrFull = errors.New("buffer: spool full")
 	// ErrTooLarge is returned by Append for a record over
 	// Config.MaxRecordBytes or an append whose records add up to more than
-	// Config.MaxBatchBytes. It will always be returned for the same input.
+	// Config.MaxAppendBytes. It will always be returned for the same input.
 	ErrTooLarge = errors.New("buffer: too large")
 )
 

@@ -212,8 +212,9 @@ func (s *Spool) Append(ctx context.Context, records ...[]byte) (err error) {
 		}
 		size += frameSize(len(r))
 	}
-	if size > s.cfg.batchLimit() {
-		return fmt.Errorf("%w: append of %d bytes framed, MaxBatchBytes is %d", ErrTooLarge, size, s.cfg.MaxBatchBytes)
+	if size > s.cfg.MaxAppendBytes() {
+		return fmt.Errorf("%w: append of %d bytes framed, at most %d fit one append (MaxBatchBytes %d, MaxBytes %d)",
+			ErrTooLarge, size, s.cfg.MaxAppendBytes(), s.cfg.MaxBatchBytes, s.cfg.MaxBytes)
 	}
 	if err := ctx.Err(); err != nil {
 		return err
@@ -625,6 +626,9 @@ func (s *Spool) wakeLocked() {
 	close(s.notify)
 	s.notify = make(chan struct{})
 }
+
+// Config returns the configuration the spool was opened with.
+func (s *Spool) Config() Config { return s.cfg }
 
 // Stats returns a snapshot of the spool.
 func (s *Spool) Stats() Stats {

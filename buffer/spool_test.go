@@ -607,3 +607,33 @@ func TestAppendQueueBound(t *testing.T) {
 		t.Errorf("%d records, want %d", got, queueLen+1)
 	}
 }
+
+// TestAppendOverMaxBytes: an append that an empty spool could not hold
+// under MaxBytes is ErrTooLarge (the same input always fails), not a
+// FullError that a retry could never get past; CheckRecord names the limit
+// that keeps a record out.
+func TestAppendOverMaxBytes(t *testing.T) {
+	cfg := testConfig(t.TempDir())
+	cfg.SegmentBytes, cfg.MaxBytes, cfg.MaxRecordBytes, cfg.MaxBatchBytes = 1024, 1024, 4096, 4096
+	s := openSpool(t, cfg)
+	if err := s.Append(context.Background(), make([]byte, 1000)); !errors.Is(err, ErrTooLarge) || errors.Is(err, ErrFull) {
+		t.Errorf("a record no empty spool can hold: %v, want ErrTooLarge", err)
+	}
+	fits := int(cfg.MaxAppendBytes()) - frameHeaderSize
+	if err := s.Append(context.Background(), make([]byte, fits)); err != nil {
+		t.Errorf("a record of MaxAppendBytes framed: %v", err)
+	}
+	for _, c := range []struct {
+		n     int
+		field string
+	}{
+		{fits, ""},
+		{fits + 1, "MaxBytes"},
+		{4097, "MaxRecordBytes"},
+	} {
+		err := cfg.CheckRecord(c.n)
+		if c.field == "" && err != nil || c.field != "" && (err == nil || !strings.Contains(err.Error(), c.field)) {
+			t.Errorf("CheckRecord(%d) = %v, want one naming %q", c.n, err, c.field)
+		}
+	}
+}
