@@ -277,8 +277,14 @@ func all(n int) []int {
 	return idx
 }
 
-// spoolAll appends records[idx] as one unit and answers them. The caller
+// spoolAll appends records[idx], in order, and answers them. The caller
 // holds a.mu shared.
+//
+// A request may be larger than one append can carry (the spool's
+// MaxAppendBytes), so its records go in as many appends as they need, one
+// after another. The first append that fails answers its records and every
+// later one with its error, so that none is spooled behind a refused one. A
+// record too large for the spool on its own is refused alone, permanently.
 func (a *Admission) spoolAll(ctx context.Context, records []*kgo.Record, out []Admitted, idx []int) {
 	buf, _ := a.encoded.Get().(*[]byte)
 	if buf == nil {
@@ -293,26 +299,81 @@ func (a *Admission) spoolAll(ctx context.Context, records []*kgo.Record, out []A
 		// which stays valid.
 		data[j] = enc[start:len(enc):len(enc)]
 	}
-	size := len(enc)
-	err := a.spool.Append(ctx, data...)
+	cfg := a.spool.Config()
+	limit := cfg.MaxAppendBytes()
+	var (
+		err      error
+		from     int   // first index of data in the append being built
+		framed   int64 // its framed bytes
+		appended []int // positions in idx of the records it carries
+	)
+	flush := func() {
+		if len(appended) == 0 || err != nil {
+			return
+		}
+		chunk := make([][]byte, len(appended))
+		for k, j := range appended {
+			chunk[k] = data[j]
+		}
+		if err = a.spool.Append(ctx, chunk...); err != nil {
+			a.refuseSpooled(err, out, idx[from:], data[from:])
+		} else {
+			a.metrics.spooled.Add(float64(len(appended)))
+			for _, j := range appended {
+				out[idx[j]] = Admitted{Durability: DurabilityLocalDisk}
+			}
+		}
+		appended, framed = appended[:0], 0
+	}
+	for j := range data {
+		if rerr := cfg.CheckRecord(len(data[j])); rerr != nil {
+			out[idx[j]] = Admitted{Err: &ProduceError{Topic: records[idx[j]].Topic,
+				Err: fmt.Errorf("%w: %d bytes spooled: %w", buffer.ErrTooLarge, len(data[j]), rerr)}}
+			a.metrics.tooLarge.Inc()
+			continue
+		}
+		fb := buffer.FrameBytes(len(data[j]))
+		if framed+fb > limit {
+			flush()
+			if err != nil {
+				break
+			}
+		}
+		if len(appended) == 0 {
+			from = j
+		}
+		appended = append(appended, j)
+		framed += fb
+	}
+	flush()
 	if cap(enc) <= maxRecycledEncoding {
 		*buf = enc
 		a.encoded.Put(buf)
 	}
 	if err == nil {
-		a.metrics.spooled.Add(float64(len(idx)))
 		a.signal()
-		for _, i := range idx {
-			out[i] = Admitted{Durability: DurabilityLocalDisk}
-		}
-		return
 	}
+}
+
+// refuseSpooled answers, with an append's error, the records of idx from
+// the failed append on, but for those already refused as too large.
+func (a *Admission) refuseSpooled(err error, out []Admitted, idx []int, data [][]byte) {
 	var wait time.Duration
-	if errors.Is(err, buffer.ErrFull) {
+	full := errors.Is(err, buffer.ErrFull)
+	if full {
+		size := 0
+		for _, d := range data {
+			size += len(d)
+		}
 		wait = a.fullRetryAfter(size)
-		a.metrics.full.Add(float64(len(idx)))
 	}
 	for _, i := range idx {
+		if out[i].Err != nil {
+			continue
+		}
+		if full {
+			a.metrics.full.Inc()
+		}
 		out[i] = Admitted{Err: err, RetryAfter: wait}
 	}
 }
@@ -689,6 +750,7 @@ type admissionMetrics struct {
 	drained     prometheus.Counter
 	drainErrors prometheus.Counter
 	undecodable prometheus.Counter
+	tooLarge    prometheus.Counter
 }
 
 func newAdmissionMetrics(mode, rate func() float64) *admissionMetrics {
@@ -717,9 +779,12 @@ func newAdmissionMetrics(mode, rate func() float64) *admissionMetrics {
 		undecodable: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "sluice_spool_undecodable_records_total", Help: "Spooled records that passed their checksum but did not decode.",
 		}),
+		tooLarge: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sluice_admission_too_large_records_total", Help: "Records refused because they are too large for the spool.",
+		}),
 	}
 }
 
 func (m *admissionMetrics) register(r prometheus.Registerer) error {
-	return promreg.Register(r, m.mode, m.drainRate, m.switches, m.spooled, m.full, m.drained, m.drainErrors, m.undecodable)
+	return promreg.Register(r, m.mode, m.drainRate, m.switches, m.spooled, m.full, m.drained, m.drainErrors, m.undecodable, m.tooLarge)
 }

@@ -453,3 +453,56 @@ func TestAdmissionKeyOrderUnderSwitches(t *testing.T) {
 		t.Error("nothing was spooled: the faults missed admission")
 	}
 }
+
+// TestSpoolTakesALargeRequest: a request whose records add up to more
+// than one spool append can carry is spooled in several appends, in order;
+// a record too large for the spool on its own is refused permanently, and
+// the records around it are spooled.
+func TestSpoolTakesALargeRequest(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		tooLarge int // index of a record over the spool's MaxRecordBytes; -1: none
+	}{
+		{"over one append", -1},
+		{"one record over the record limit", 7},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const topic = "ingest.t"
+			c := newCluster(t, []string{topic})
+			p := newTestProducer(t, c.ListenAddrs(), nil)
+			s := openSpool(t, t.TempDir(), func(c *buffer.Config) { c.MaxRecordBytes = 300 << 10 })
+			defer s.Close()
+			a := newTestAdmission(t, p, s, func(c *AdmissionConfig) { c.SpoolFirst = true }, nil)
+			defer a.Close()
+
+			recs := keyed(topic, 0, 18, 3)
+			for i, r := range recs {
+				// 18 x 250 KiB: over the 4 MiB one append carries.
+				r.Value = append(r.Value, make([]byte, 250<<10)...)
+				if i == tc.tooLarge {
+					r.Value = append(r.Value, make([]byte, 100<<10)...)
+				}
+			}
+			var want []*kgo.Record
+			for i, r := range a.Admit(context.Background(), recs) {
+				if i == tc.tooLarge {
+					if !errors.Is(r.Err, buffer.ErrTooLarge) || Retryable(r.Err) {
+						t.Errorf("record %d, over the spool's record limit: %+v, want a permanent ErrTooLarge", i, r)
+					}
+					continue
+				}
+				if r.Err != nil || r.Durability != DurabilityLocalDisk {
+					t.Fatalf("record %d: %+v (retryable %v)", i, r, Retryable(r.Err))
+				}
+				want = append(want, recs[i])
+			}
+			got := consumeAll(t, c.ListenAddrs(), topic, len(want))
+			checkKeyOrder(t, got)
+			for _, r := range got {
+				if tc.tooLarge >= 0 && strings.HasPrefix(string(r.Value), fmt.Sprintf("%08d", tc.tooLarge)) {
+					t.Fatal("the refused record reached Kafka")
+				}
+			}
+		})
+	}
+}

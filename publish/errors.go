@@ -9,6 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluicehq/sluice/buffer"
 )
 
 var (
@@ -92,8 +94,9 @@ var permanent = [...]*kerr.Error{
 // INVALID_TIMESTAMP, INVALID_TOPIC_EXCEPTION, authorization and
 // authentication failures, broker refusals of the protocol this client
 // speaks (unsupported version, compression or message format, invalid acks,
-// invalid request), POLICY_VIOLATION, and records Publish refuses (nil or
-// without a topic).
+// invalid request), POLICY_VIOLATION, records Publish refuses (nil or
+// without a topic), and records too large for the spool (buffer.ErrTooLarge:
+// the same record never fits).
 //
 // Doubtful errors are retryable: calling a transient error permanent loses
 // the event (its sender is told not to retry), calling a permanent error
@@ -105,7 +108,7 @@ func Retryable(err error) bool {
 	switch {
 	case errors.Is(err, ErrTimeout), errors.Is(err, ErrClosed):
 		return true
-	case errors.Is(err, errInvalidRecord):
+	case errors.Is(err, errInvalidRecord), errors.Is(err, buffer.ErrTooLarge):
 		return false
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded),
 		errors.Is(err, kgo.ErrRecordTimeout), errors.Is(err, kgo.ErrRecordRetries),

@@ -237,3 +237,64 @@ func parseTime(v string) (time.Time, error) {
 	}
 	return t, nil
 }
+
+// RecordLimits bound, in bytes, what an event puts into its record, so that
+// the most a record can take is known before any is built: the spool's
+// record limit and the producer's batch limit must hold it, or an event
+// the gateway accepts could never be spooled or produced.
+type RecordLimits struct {
+	// Value bounds the contract message in binary.
+	Value int
+	// ID, Type, Key, Source, Topic, Fingerprint and Traceparent bound
+	// those fields; Key is the partition key, and the ID when that is
+	// longer (the record is keyed by the id when the event has no key).
+	ID, Type, Key, Source, Topic, Fingerprint, Traceparent int
+	// Attributes bounds their number; AttributeKey and AttributeValue
+	// each one's key and value.
+	Attributes, AttributeKey, AttributeValue int
+}
+
+// RecordSizes are the most bytes a record within RecordLimits takes.
+type RecordSizes struct {
+	// Client is what franz-go counts of it against its buffer: key, value,
+	// header keys and values.
+	Client int
+	// Batch is a record batch holding it alone, as a produce request
+	// carries it: Config.BatchMaxBytes must be at least this.
+	Batch int
+	// Spooled is its spooled form (AppendSpooled): the spool's
+	// MaxRecordBytes must be at least this.
+	Spooled int
+}
+
+// Bounds of the record batch format (Kafka's v2 message format): the
+// batch header, and what framing one record and each of its headers add at
+// most (varint lengths of at most five bytes, a timestamp delta of at most
+// ten).
+const (
+	batchHeaderBytes     = 61
+	recordFramingBytes   = 1 + 5 + 1 + 10 + 5 + 5 + 5 + 5 // length, attributes, timestamp and offset deltas, key and value lengths, header count
+	headerFramingBytes   = 5 + 5
+	spooledFramingBytes  = 1 + 5 + 5 + 5 + 5 // version, topic, key and value lengths, header count
+	spooledHeaderFraming = 5 + 5
+)
+
+// Sizes returns the most bytes a record within l takes.
+func (l RecordLimits) Sizes() RecordSizes {
+	key := max(l.Key, l.ID)
+	headers := 6 + 1 + l.Attributes
+	client := key + l.Value +
+		len(HeaderEventID) + l.ID +
+		len(HeaderEventType) + l.Type +
+		len(HeaderSource) + l.Source +
+		len(HeaderOccurredAt) + len(timeLayout) +
+		len(HeaderIngestedAt) + len(timeLayout) +
+		len(HeaderFingerprint) + l.Fingerprint +
+		len(HeaderTraceparent) + l.Traceparent +
+		l.Attributes*(len(AttributeHeaderPrefix)+l.AttributeKey+l.AttributeValue)
+	return RecordSizes{
+		Client:  client,
+		Batch:   batchHeaderBytes + recordFramingBytes + headers*headerFramingBytes + client,
+		Spooled: spooledFramingBytes + l.Topic + headers*spooledHeaderFraming + client,
+	}
+}
