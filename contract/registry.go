@@ -345,6 +345,9 @@ func normalForm(fdp *descriptorpb.FileDescriptorProto) ([]byte, error) {
 	return b, nil
 }
 
+// FingerprintLen is the length of every contract's Fingerprint.
+const FingerprintLen = len("sha256:") + 2*16
+
 // fingerprint returns "sha256:" and the hex of the first 16 bytes of a
 // SHA-256 over the message's full name and the normal form of its file and
 // every file it imports transitively, sorted by path. Each part is length

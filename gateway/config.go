@@ -38,7 +38,8 @@ type Config struct {
 
 // LimitsConfig bounds what one request may carry.
 type LimitsConfig struct {
-	// MaxEventBytes bounds one event's payload (binary or JSON text).
+	// MaxEventBytes bounds one event's payload (binary or JSON text), and
+	// its protobuf binary form once a JSON payload is transcoded.
 	MaxEventBytes int `yaml:"max_event_bytes"`
 	// MaxEventsPerRequest bounds the events of one request or stream batch.
 	MaxEventsPerRequest int `yaml:"max_events_per_request"`

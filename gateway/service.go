@@ -333,6 +333,9 @@ func (s *Service) judge(ctx context.Context, src *source, events []*ingestv1.Eve
 	pctx, cancel := context.WithDeadline(ctx, s.publishDeadline(ctx))
 	defer cancel()
 	traceparent := first(metadataOf(ctx), traceparentMetadata)
+	if !validTraceparent(traceparent) {
+		traceparent = ""
+	}
 	ingestedAt := s.now()
 
 	release, rej := s.waitTurn(pctx, len(events))
@@ -475,6 +478,13 @@ func (s *Service) check(src *source, ev *ingestv1.Event) (*candidate, *ingestv1.
 	if err != nil {
 		return nil, violationRejection(err, "payload.")
 	}
+	if len(value) > s.cfg.Limits.MaxEventBytes {
+		// JSON that is smaller than its binary form (packed numbers, say):
+		// the record must stay within what the spool and Kafka were sized
+		// for (RecordLimits).
+		return nil, reject(ingestv1.Reason_EVENT_TOO_LARGE, fmt.Sprintf(
+			"payload of %d bytes in protobuf binary is over the limit of %d", len(value), s.cfg.Limits.MaxEventBytes))
+	}
 	cand := &candidate{event: ev, contract: c, value: value}
 	if s.dedup != nil {
 		cand.key = s.dedup.digest(dedupKey{source: src.name, id: ev.GetId()})
@@ -571,6 +581,9 @@ func (s *Service) admitRejection(a publish.Admitted) *ingestv1.Rejection {
 	}
 	if errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.RecordListTooLarge) {
 		return reject(ingestv1.Reason_EVENT_TOO_LARGE, "Kafka refused the record as too large")
+	}
+	if errors.Is(err, buffer.ErrTooLarge) {
+		return reject(ingestv1.Reason_EVENT_TOO_LARGE, "the record is too large for the gateway's spool: "+err.Error())
 	}
 	if publish.Retryable(err) {
 		return s.unavailable("Kafka did not acknowledge in time: " + err.Error())

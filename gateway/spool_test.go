@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -153,4 +154,50 @@ func TestKafkaOutageSpools(t *testing.T) {
 	if d := out.GetResults()[0].GetDurability(); d != ingestv1.Durability_KAFKA {
 		t.Fatalf("after the drain: durability %v (mode %v)", d, h.admission.Mode())
 	}
+}
+
+// TestTooLargeForTheSpool: an event whose record the spool can never take
+// is refused EVENT_TOO_LARGE, not retryable, over both transports, while
+// the events beside it are spooled; before, it was UNAVAILABLE on every
+// retry.
+func TestTooLargeForTheSpool(t *testing.T) {
+	h := newHarness(t, harnessOpts{
+		spool: func(t testing.TB) *buffer.Spool {
+			cfg := buffer.NewDefaultConfig(t.TempDir())
+			cfg.MinFreeBytes, cfg.MaxRecordBytes = 1, 1024
+			s, err := buffer.Open(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		},
+		admission: func(c *publish.AdmissionConfig) { c.SpoolFirst = true },
+	})
+	big := map[string]string{}
+	for i := range 8 {
+		big[fmt.Sprintf("a%d", i)] = strings.Repeat("x", 200) // headers over 1 KiB
+	}
+	small := ev{ID: "fits", Type: typeLog, Key: "k", At: h.clock.Now(), JSON: examples.LogLineJSON}
+	large := ev{ID: "too-large", Type: typeLog, Key: "k", At: h.clock.Now(), JSON: examples.LogLineJSON, Attrs: big}
+	check := func(transport string, res []*ingestv1.EventResult) {
+		t.Helper()
+		if res[0].GetOutcome() != ingestv1.Outcome_ACCEPTED || res[0].GetDurability() != ingestv1.Durability_LOCAL_DISK {
+			t.Errorf("%s: the event that fits: %v", transport, res[0])
+		}
+		if r := res[1].GetRejection(); r.GetReason() != ingestv1.Reason_EVENT_TOO_LARGE || r.GetRetryable() {
+			t.Errorf("%s: the event too large for the spool: %v, want EVENT_TOO_LARGE, not retryable", transport, res[1])
+		}
+	}
+	resp, body := h.postREST(keyAll, restBody(small, large))
+	if resp.StatusCode != http.StatusMultiStatus {
+		t.Errorf("REST status %d, want 207", resp.StatusCode)
+	}
+	check("REST", mustResults(t, body))
+	small.ID, large.ID = "fits-grpc", "too-large-grpc"
+	pr, err := h.publishGRPC(keyAll, small, large)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("gRPC", pr.GetResults())
 }
