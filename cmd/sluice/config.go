@@ -37,11 +37,13 @@ type fileConfig struct {
 // spoolConfig is the disk spool block. An empty dir runs without a spool:
 // with Kafka down, events are then refused UNAVAILABLE instead of spooled.
 type spoolConfig struct {
-	Dir          string             `yaml:"dir"`
-	SegmentBytes int64              `yaml:"segment_bytes"`
-	MaxBytes     int64              `yaml:"max_bytes"`
-	MinFreeBytes int64              `yaml:"min_free_bytes"`
-	Fsync        buffer.FsyncPolicy `yaml:"fsync"`
+	Dir            string             `yaml:"dir"`
+	SegmentBytes   int64              `yaml:"segment_bytes"`
+	MaxBytes       int64              `yaml:"max_bytes"`
+	MinFreeBytes   int64              `yaml:"min_free_bytes"`
+	MaxRecordBytes int                `yaml:"max_record_bytes"`
+	MaxBatchBytes  int                `yaml:"max_batch_bytes"`
+	Fsync          buffer.FsyncPolicy `yaml:"fsync"`
 }
 
 // buffer returns the spool's config: the package defaults with the file's
@@ -56,6 +58,12 @@ func (s spoolConfig) buffer() buffer.Config {
 	}
 	if s.MinFreeBytes != 0 {
 		c.MinFreeBytes = s.MinFreeBytes
+	}
+	if s.MaxRecordBytes != 0 {
+		c.MaxRecordBytes = s.MaxRecordBytes
+	}
+	if s.MaxBatchBytes != 0 {
+		c.MaxBatchBytes = s.MaxBatchBytes
 	}
 	if s.Fsync != "" {
 		c.Fsync = s.Fsync
@@ -144,12 +152,59 @@ func (c fileConfig) validate() error {
 	} else if c.Admission.SpoolFirst {
 		return errors.New("config: admission.spool_first: needs spool.dir")
 	}
+	if err := c.checkRecordFits(); err != nil {
+		return err
+	}
 	for i, p := range c.Pollers {
 		if err := p.Validate(); err != nil {
 			return fmt.Errorf("config: pollers[%d]: %w", i, err)
 		}
 	}
 	return nil
+}
+
+// checkRecordFits refuses a config in which an event the gateway accepts
+// could make a record that the spool or a Kafka batch cannot hold: it
+// would be answered and then never published, or refused on every retry.
+func (c fileConfig) checkRecordFits() error {
+	var sources []string
+	for _, s := range c.Gateway.Sources {
+		sources = append(sources, s.Name)
+	}
+	for _, p := range c.Pollers {
+		sources = append(sources, p.SourceName())
+	}
+	sz := c.Gateway.RecordLimits(sources, c.topics()).Sizes()
+	why := fmt.Sprintf("an event within gateway.limits.max_event_bytes (%d) and the envelope's limits makes a record of up to",
+		c.Gateway.Limits.MaxEventBytes)
+	if sz.Batch > int(c.Kafka.BatchMaxBytes) {
+		return fmt.Errorf("config: kafka.batch_max_bytes: %d is too small: %s %d bytes in a record batch", c.Kafka.BatchMaxBytes, why, sz.Batch)
+	}
+	if c.Spool.Dir == "" {
+		return nil
+	}
+	if err := c.Spool.buffer().CheckRecord(sz.Spooled); err != nil {
+		field := "spool.max_record_bytes"
+		if !strings.Contains(err.Error(), "MaxRecordBytes") {
+			field = "spool.max_bytes"
+		}
+		return fmt.Errorf("config: %s: too small: %s %d bytes spooled (%v)", field, why, sz.Spooled, err)
+	}
+	return nil
+}
+
+// topics are the topics the gateway publishes to: one per contract type,
+// named by gateway.topics or by default.
+func (c fileConfig) topics() []string {
+	var out []string
+	for _, typ := range c.Contracts.Types {
+		t := c.Gateway.Topics[typ]
+		if t == "" {
+			t = publish.DefaultTopic(typ)
+		}
+		out = append(out, t)
+	}
+	return out
 }
 
 // validateConsumer checks what the consumer tier uses: kafka, contracts,

@@ -44,6 +44,10 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{"brokers: [127.0.0.1:19092]", "brokers: []", "Brokers"},
 		{"descriptor_set: examples/contracts.binpb", "descriptor_set: ''", "contracts.descriptor_set"},
 		{"format: json", "format: xml", "log.format"},
+		// An event within max_event_bytes must fit the spool and a batch.
+		{"max_record_bytes: 4194304", "max_record_bytes: 262144", "spool.max_record_bytes"},
+		{"segment_bytes: 67108864\n  max_bytes: 1073741824", "segment_bytes: 131072\n  max_bytes: 270000", "spool.max_bytes"},
+		{"batch_max_bytes: 1048576", "batch_max_bytes: 262144", "kafka.batch_max_bytes"},
 	} {
 		t.Run(c.want, func(t *testing.T) {
 			raw := strings.Replace(string(base), c.from, c.to, 1)
