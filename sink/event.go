@@ -1,6 +1,8 @@
 package sink
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -46,6 +48,19 @@ type Row struct {
 
 // maxEventIDLen bounds an event id: it is a primary key and an HTTP header.
 const maxEventIDLen = 512
+
+// fingerprintPrefix names the digest of a payload fingerprint.
+const fingerprintPrefix = "sha256:"
+
+// Fingerprint returns the payload fingerprint of a message's canonical
+// encoding: "sha256:" and the lowercase hex SHA-256 of canonical. The
+// consumer passes the message marshaled deterministically, so that two
+// encodings of one message (fields or map entries in another order) have
+// one fingerprint.
+func Fingerprint(canonical []byte) string {
+	sum := sha256.Sum256(canonical)
+	return fingerprintPrefix + hex.EncodeToString(sum[:])
+}
 
 // checkBatch returns a Permanent error naming the first event of batch that
 // no sink can store, or nil. Every sink calls it before writing anything, so

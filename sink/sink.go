@@ -9,15 +9,20 @@ import (
 // envelope from the record's headers, the contract message in protobuf
 // binary as published, and its canonical JSON rendering.
 type Event struct {
-	ID                string
-	Type              string
-	Source            string
-	Key               []byte
-	Value             []byte // the contract message, protobuf binary
-	JSON              []byte // the same message as protojson, for sinks that store JSON
-	OccurredAt        time.Time
-	IngestedAt        time.Time
-	SchemaFingerprint string
+	ID     string
+	Type   string
+	Source string
+	Key    []byte
+	Value  []byte // the contract message, protobuf binary
+	JSON   []byte // the same message as protojson, for sinks that store JSON
+	// PayloadFingerprint names the message's content, whatever its
+	// encoding: Fingerprint of its canonical (deterministic) protobuf
+	// encoding. Two events of one identity with the same fingerprint are
+	// the same event; with different ones, a conflict.
+	PayloadFingerprint string
+	OccurredAt         time.Time
+	IngestedAt         time.Time
+	SchemaFingerprint  string
 
 	Topic     string
 	Partition int32
