@@ -566,7 +566,7 @@ func (c *Consumer) deliver(ctx context.Context, jobs []*job, events []sink.Event
 		}
 		start := time.Now()
 		wctx, cancel := context.WithTimeout(ctx, c.cfg.WriteTimeout)
-		err := c.sink.Write(wctx, events)
+		_, err := c.sink.Write(wctx, events)
 		cancel()
 		c.m.sinkLatency.WithLabelValues(name).Observe(time.Since(start).Seconds())
 		if err == nil {
