@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -371,7 +370,7 @@ func (p *Postgres) recordConflicts(ctx context.Context, batch []Event, held *pgC
 		return nil, classifyPostgres(err)
 	}
 	var conflicts []Conflict
-	for _, i := range held.index {
+	for _, i := range held.index { // in batch order
 		e := &batch[i]
 		k := copyKey{e.Source, e.ID, e.PayloadFingerprint}
 		if stored, ok := recorded[k]; ok {
@@ -379,7 +378,6 @@ func (p *Postgres) recordConflicts(ctx context.Context, batch []Event, held *pgC
 			delete(recorded, k) // reported at the first index of the copy
 		}
 	}
-	slices.SortFunc(conflicts, func(a, b Conflict) int { return a.Index - b.Index })
 	return conflicts, nil
 }
 
