@@ -566,11 +566,12 @@ func (c *Consumer) deliver(ctx context.Context, jobs []*job, events []sink.Event
 		}
 		start := time.Now()
 		wctx, cancel := context.WithTimeout(ctx, c.cfg.WriteTimeout)
-		err := c.sink.Write(wctx, events)
+		conflicts, err := c.sink.Write(wctx, events)
 		cancel()
 		c.m.sinkLatency.WithLabelValues(name).Observe(time.Since(start).Seconds())
 		if err == nil {
 			c.breaker.Record(false)
+			c.reportConflicts(name, events, conflicts)
 			for _, j := range jobs {
 				c.m.events.WithLabelValues("written").Inc()
 				c.finish(j, true)
@@ -625,6 +626,23 @@ func (c *Consumer) deliver(ctx context.Context, jobs []*job, events []sink.Event
 		case <-c.o.clock.After(c.backoff(attempts, retryAfter)):
 		case <-ctx.Done():
 		}
+	}
+}
+
+// reportConflicts counts and logs the conflicts a write reported: events
+// whose identity the sink held with another payload. The sink kept what it
+// held and recorded the copy, so their jobs finish as written.
+func (c *Consumer) reportConflicts(name string, events []sink.Event, conflicts []sink.Conflict) {
+	for _, cf := range conflicts {
+		if cf.Index < 0 || cf.Index >= len(events) {
+			c.log.Error("sink reported a conflict outside its batch", "sink", name, "index", cf.Index, "batch", len(events))
+			continue
+		}
+		e := &events[cf.Index]
+		c.m.sinkConflicts.WithLabelValues(name, e.Source).Inc()
+		c.log.Warn("sink conflict: identity held with another payload, the first kept", "sink", name,
+			"source", e.Source, "id", e.ID, "payload_fingerprint", e.PayloadFingerprint,
+			"stored_fingerprint", cf.StoredFingerprint, "topic", e.Topic, "partition", e.Partition, "offset", e.Offset)
 	}
 }
 

@@ -31,10 +31,13 @@ func (e *DecodeError) Error() string {
 func (e *DecodeError) Unwrap() error { return e.Err }
 
 // Decode turns a source record into the event a sink receives: its
-// sluice headers are parsed and its value decoded with its contract and
-// rendered as protojson. The contract's rules are not evaluated again:
-// the gateway did before publishing, and the consumer's job is to deliver. topic names the source topic (for a DLQ record, the original
-// one); the record's own partition and offset are kept.
+// sluice headers are parsed and its value decoded with its contract,
+// rendered as protojson and fingerprinted (sink.Fingerprint of its
+// deterministic protobuf encoding, so that another encoding of the same
+// message has the same fingerprint). The contract's rules are not
+// evaluated again: the gateway did before publishing, and the consumer's
+// job is to deliver. topic names the source topic (for a DLQ record, the
+// original one); the record's own partition and offset are kept.
 func Decode(reg *contract.Registry, topic string, r *kgo.Record) (sink.Event, error) {
 	fail := func(err error) (sink.Event, error) {
 		return sink.Event{}, &DecodeError{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Err: err}
@@ -47,37 +50,50 @@ func Decode(reg *contract.Registry, topic string, r *kgo.Record) (sink.Event, er
 	if !ok {
 		return fail(fmt.Errorf("unknown event type %q", h.Type))
 	}
-	js, err := render(c, r.Value)
+	js, fingerprint, err := render(c, r.Value)
 	if err != nil {
 		return fail(err)
 	}
 	return sink.Event{
-		ID:                h.ID,
-		Type:              h.Type,
-		Source:            h.Source,
-		Key:               r.Key,
-		Value:             r.Value,
-		JSON:              js,
-		OccurredAt:        h.OccurredAt,
-		IngestedAt:        h.IngestedAt,
-		SchemaFingerprint: h.Fingerprint,
-		Topic:             topic,
-		Partition:         r.Partition,
-		Offset:            r.Offset,
+		ID:                 h.ID,
+		Type:               h.Type,
+		Source:             h.Source,
+		Key:                r.Key,
+		Value:              r.Value,
+		JSON:               js,
+		PayloadFingerprint: fingerprint,
+		OccurredAt:         h.OccurredAt,
+		IngestedAt:         h.IngestedAt,
+		SchemaFingerprint:  h.Fingerprint,
+		Topic:              topic,
+		Partition:          r.Partition,
+		Offset:             r.Offset,
 	}, nil
 }
 
-// render decodes value as c's message and returns its protojson form. A
-// decoder panic is this value's failure, not the consumer's.
-func render(c *contract.Contract, value []byte) (js []byte, err error) {
+// canonical is how render re-encodes a message to fingerprint it: map
+// entries sorted, fields in the order the marshaler always uses.
+var canonical = proto.MarshalOptions{Deterministic: true}
+
+// render decodes value as c's message and returns its protojson form and
+// its payload fingerprint. A decoder panic is this value's failure, not
+// the consumer's.
+func render(c *contract.Contract, value []byte) (js []byte, fingerprint string, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			js, err = nil, fmt.Errorf("decoder panic: %v", r)
+			js, fingerprint, err = nil, "", fmt.Errorf("decoder panic: %v", r)
 		}
 	}()
 	m := dynamicpb.NewMessage(c.Descriptor())
 	if err := proto.Unmarshal(value, m); err != nil {
-		return nil, &contract.MalformedError{Msg: "decode " + c.Type() + " from protobuf binary", Err: err}
+		return nil, "", &contract.MalformedError{Msg: "decode " + c.Type() + " from protobuf binary", Err: err}
 	}
-	return protojson.Marshal(m)
+	if js, err = protojson.Marshal(m); err != nil {
+		return nil, "", err
+	}
+	b, err := canonical.Marshal(m)
+	if err != nil {
+		return nil, "", fmt.Errorf("re-encode %s: %w", c.Type(), err)
+	}
+	return js, sink.Fingerprint(b), nil
 }

@@ -26,7 +26,14 @@
 // producer). Each partition has a Watermark; the offset committed is the
 // one after the highest offset below which every polled offset is
 // finished, so a crash at any point repeats work but never skips it.
-// Sinks are idempotent by event id, so a repeat has no effect.
+// Sinks are idempotent by identity, (source, event id), so a repeat has no
+// effect. Decode fingerprints each payload (sink.Fingerprint of the
+// message's deterministic encoding); an identity the sink held with
+// another fingerprint is a conflict: the sink keeps the first payload and
+// records the copy, and the consumer counts it in
+// sluice_sink_conflicts_total{sink,source}, logs a warning with the
+// identity, both fingerprints and the record's topic, partition and
+// offset, and finishes the job as written.
 //
 // # Rebalances
 //

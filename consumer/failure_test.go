@@ -23,11 +23,11 @@ type gatedSink struct {
 	blocked atomic.Int32
 }
 
-func (g *gatedSink) Write(ctx context.Context, b []sink.Event) error {
+func (g *gatedSink) Write(ctx context.Context, b []sink.Event) ([]sink.Conflict, error) {
 	if a := g.after.Load(); a >= 0 && g.passed.Add(1) > a {
 		g.blocked.Add(1)
 		<-ctx.Done()
-		return ctx.Err()
+		return nil, ctx.Err()
 	}
 	return g.Sink.Write(ctx, b)
 }
@@ -69,7 +69,7 @@ func TestCrashThenRestart(t *testing.T) {
 	off := committed(t, addrs, "crash", testTopic)[0]
 	ctx := context.Background()
 	for _, id := range ids[:off] {
-		if _, err := db.Get(ctx, id); err != nil {
+		if _, err := db.Get(ctx, "test", id); err != nil {
 			t.Fatalf("offset of %s committed but not in the sink: %v", id, err)
 		}
 	}
@@ -92,7 +92,7 @@ func TestCrashThenRestart(t *testing.T) {
 		t.Fatalf("%d rows, want %d", n, len(ids))
 	}
 	for _, id := range ids {
-		if _, err := db.Get(ctx, id); err != nil {
+		if _, err := db.Get(ctx, "test", id); err != nil {
 			t.Fatalf("event %s: %v", id, err)
 		}
 	}
@@ -154,12 +154,12 @@ type tally struct {
 	n atomic.Int32
 }
 
-func (c *tally) Write(ctx context.Context, b []sink.Event) error {
-	err := c.Sink.Write(ctx, b)
+func (c *tally) Write(ctx context.Context, b []sink.Event) ([]sink.Conflict, error) {
+	conflicts, err := c.Sink.Write(ctx, b)
 	if err == nil {
 		c.n.Add(int32(len(b)))
 	}
-	return err
+	return conflicts, err
 }
 
 // TestSinkOutage: a sink down for a while opens the breaker, pauses

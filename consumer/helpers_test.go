@@ -191,7 +191,7 @@ func (s *memSink) Close() error { return nil }
 
 func (s *memSink) setFail(f func([]sink.Event) error) { s.fail.Store(&f) }
 
-func (s *memSink) Write(ctx context.Context, batch []sink.Event) error {
+func (s *memSink) Write(ctx context.Context, batch []sink.Event) ([]sink.Conflict, error) {
 	s.mu.Lock()
 	s.cur++
 	s.calls++
@@ -206,19 +206,19 @@ func (s *memSink) Write(ctx context.Context, batch []sink.Event) error {
 		select {
 		case <-*g:
 		case <-ctx.Done():
-			return ctx.Err()
+			return nil, ctx.Err()
 		}
 	}
 	if s.latency > 0 {
 		select {
 		case <-time.After(s.latency):
 		case <-ctx.Done():
-			return ctx.Err()
+			return nil, ctx.Err()
 		}
 	}
 	if f := s.fail.Load(); f != nil && *f != nil {
 		if err := (*f)(batch); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	s.mu.Lock()
@@ -227,7 +227,7 @@ func (s *memSink) Write(ctx context.Context, batch []sink.Event) error {
 		s.writes[e.ID]++
 		s.order[string(e.Key)] = append(s.order[string(e.Key)], e.ID)
 	}
-	return nil
+	return nil, nil
 }
 
 // ids returns the distinct ids written, sorted.

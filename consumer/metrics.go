@@ -18,6 +18,10 @@ type metrics struct {
 	retries     *prometheus.CounterVec
 	committed   *prometheus.GaugeVec
 	events      *prometheus.CounterVec
+
+	// sinkConflicts counts events whose identity the sink held with
+	// another payload.
+	sinkConflicts *prometheus.CounterVec
 }
 
 func newMetrics() *metrics {
@@ -63,12 +67,16 @@ func newMetrics() *metrics {
 			Name: "sluice_consumer_events_total",
 			Help: "Records finished, by outcome: written, dlq, parked, skipped.",
 		}, []string{"outcome"}),
+		sinkConflicts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_sink_conflicts_total",
+			Help: "Events whose identity (source, id) the sink held with another payload: the first kept, the copy recorded.",
+		}, []string{"sink", "source"}),
 	}
 }
 
 func (m *metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.lag, m.inFlight, m.sinkLatency, m.sinkErrors, m.circuit, m.mode,
-		m.deadLetters, m.retries, m.committed, m.events}
+		m.deadLetters, m.retries, m.committed, m.events, m.sinkConflicts}
 }
 
 func (m *metrics) register(r prometheus.Registerer) error {

@@ -136,7 +136,7 @@ func (c SQLiteConfig) validate() error {
 	case c.Path == ":memory:" || strings.HasPrefix(c.Path, "file:"):
 		return bad("sqlite.path", "must be a file path (an in-memory database is not durable), got %q", c.Path)
 	case !validIdentifier(c.Table):
-		return bad("sqlite.table", "must be a lowercase identifier ([a-z_][a-z0-9_]*, at most 63 bytes), got %q", c.Table)
+		return bad("sqlite.table", "must be a lowercase identifier ([a-z_][a-z0-9_]*, at most %d bytes), got %q", maxTableNameLen, c.Table)
 	case c.BusyTimeout < 0:
 		return bad("sqlite.busy_timeout", "must be >= 0, got %v", c.BusyTimeout)
 	case c.Synchronous != "full" && c.Synchronous != "normal":
@@ -150,7 +150,7 @@ func (c PostgresConfig) validate() error {
 	case c.DSN == "":
 		return bad("postgres.dsn", "must not be empty")
 	case !validIdentifier(c.Table):
-		return bad("postgres.table", "must be a lowercase identifier ([a-z_][a-z0-9_]*, at most 63 bytes), got %q", c.Table)
+		return bad("postgres.table", "must be a lowercase identifier ([a-z_][a-z0-9_]*, at most %d bytes), got %q", maxTableNameLen, c.Table)
 	case c.MaxConns <= 0:
 		return bad("postgres.max_conns", "must be > 0, got %d", c.MaxConns)
 	case c.ConnectTimeout <= 0:
@@ -206,7 +206,7 @@ func (c HTTPConfig) validate() error {
 }
 
 // reservedHeaders are set by the sink itself.
-var reservedHeaders = [...]string{"Idempotency-Key", "Content-Type", "Content-Length", "Host", "Transfer-Encoding", "Connection"}
+var reservedHeaders = [...]string{HeaderIdempotencyKey, HeaderPayloadFingerprint, "Content-Type", "Content-Length", "Host", "Transfer-Encoding", "Connection"}
 
 func checkHeader(name string) error {
 	if !validHeaderName(name) {

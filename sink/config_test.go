@@ -26,12 +26,19 @@ func TestConfigValidate(t *testing.T) {
 		{"sqlite table injection", func(c *Config) { c.SQLite.Table = `e"; DROP TABLE x` }, "sqlite.table"},
 		{"sqlite table digit", func(c *Config) { c.SQLite.Table = "1events" }, "sqlite.table"},
 		{"sqlite table long", func(c *Config) { c.SQLite.Table = strings.Repeat("e", 64) }, "sqlite.table"},
+		{"sqlite table longest", func(c *Config) { c.SQLite.Table = strings.Repeat("e", 53) }, ""},
+		{"sqlite table no room for _conflicts", func(c *Config) { c.SQLite.Table = strings.Repeat("e", 54) }, "sqlite.table"},
 		{"sqlite busy", func(c *Config) { c.SQLite.BusyTimeout = -time.Second }, "sqlite.busy_timeout"},
 		{"sqlite synchronous", func(c *Config) { c.SQLite.Synchronous = "off" }, "sqlite.synchronous"},
 		{"postgres ok", func(c *Config) { c.Kind = "postgres"; c.Postgres.DSN = "postgres://u@h/db" }, ""},
 		{"postgres dsn", func(c *Config) { c.Kind = "postgres" }, "postgres.dsn"},
 		{"postgres bad dsn", func(c *Config) { c.Kind = "postgres"; c.Postgres.DSN = "postgres://u:pw@h:notaport/db" }, "postgres.dsn"},
 		{"postgres table", func(c *Config) { c.Kind = "postgres"; c.Postgres.DSN = "postgres://h/db"; c.Postgres.Table = "a-b" }, "postgres.table"},
+		{"postgres table no room for _conflicts", func(c *Config) {
+			c.Kind = "postgres"
+			c.Postgres.DSN = "postgres://h/db"
+			c.Postgres.Table = strings.Repeat("e", 54)
+		}, "postgres.table"},
 		{"postgres conns", func(c *Config) { c.Kind = "postgres"; c.Postgres.DSN = "postgres://h/db"; c.Postgres.MaxConns = 0 }, "postgres.max_conns"},
 		{"postgres connect", func(c *Config) {
 			c.Kind = "postgres"
@@ -61,6 +68,11 @@ func TestConfigValidate(t *testing.T) {
 			c.HTTP.URL = "http://h"
 			c.HTTP.Headers = map[string]string{"idempotency-key": "v"}
 		}, "http.headers[idempotency-key]"},
+		{"http reserved fingerprint header", func(c *Config) {
+			c.Kind = "http"
+			c.HTTP.URL = "http://h"
+			c.HTTP.HeadersFromEnv = map[string]string{"sluice-payload-fingerprint": "FP"}
+		}, "http.headers_from_env[sluice-payload-fingerprint]"},
 		{"http env header", func(c *Config) {
 			c.Kind = "http"
 			c.HTTP.URL = "http://h"

@@ -5,7 +5,9 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -18,13 +20,18 @@ import (
 type implementation struct {
 	name   string
 	stores stores
-	open   func(t *testing.T, clock *testClock) (Sink, rowReader)
+	// recordsConflicts: the sink keeps a conflicts table and reports a
+	// conflicting copy once; otherwise (HTTP) the receiver keeps the
+	// record and every delivery of the copy reports it.
+	recordsConflicts bool
+	open             func(t *testing.T, clock *testClock) (Sink, rowReader)
 }
 
 func sqliteImpl() implementation {
 	return implementation{
-		name:   "sqlite",
-		stores: stores{value: true, precision: time.Nanosecond},
+		name:             "sqlite",
+		stores:           stores{value: true, precision: time.Nanosecond},
+		recordsConflicts: true,
 		open: func(t *testing.T, clock *testClock) (Sink, rowReader) {
 			s := openTestSQLite(t, t.TempDir(), clock)
 			return s, s
@@ -45,8 +52,9 @@ func httpImpl() implementation {
 
 func postgresImpl(dsn string) implementation {
 	return implementation{
-		name:   "postgres",
-		stores: stores{value: true, precision: time.Microsecond},
+		name:             "postgres",
+		stores:           stores{value: true, precision: time.Microsecond},
+		recordsConflicts: true,
 		open: func(t *testing.T, clock *testClock) (Sink, rowReader) {
 			p := openTestPostgres(t, dsn, clock)
 			return p, p
@@ -90,7 +98,8 @@ func dropTestTable(t testing.TB, dsn, table string) {
 		return
 	}
 	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, `DROP TABLE IF EXISTS "`+table+`"; DELETE FROM sluice_sink_migrations WHERE table_name = '`+table+`'`); err != nil {
+	if _, err := conn.Exec(ctx, `DROP TABLE IF EXISTS "`+table+`", "`+table+conflictsSuffix+`";
+		DELETE FROM sluice_sink_migrations WHERE table_name = '`+table+`'`); err != nil {
 		t.Errorf("drop %s: %v", table, err)
 	}
 }
@@ -128,9 +137,9 @@ func runContract(t *testing.T, impl implementation) {
 	check := func(events []Event, written time.Time) {
 		t.Helper()
 		for _, e := range events {
-			row, err := rows.Get(ctx, e.ID)
+			row, err := rows.Get(ctx, e.Source, e.ID)
 			if err != nil {
-				t.Fatalf("Get(%q): %v", e.ID, err)
+				t.Fatalf("Get(%q, %q): %v", e.Source, e.ID, err)
 			}
 			checkRow(t, impl.stores, e, row, written)
 		}
@@ -139,50 +148,56 @@ func runContract(t *testing.T, impl implementation) {
 	// A batch is stored, each row as its event.
 	first := testEvents(0, 5)
 	firstWritten := clock.Now()
-	wantClass(t, s.Write(ctx, first), 0)
+	writeClean(t, s, first)
 	count(5)
 	check(first, firstWritten)
 
-	// The same ids again, with other content and later: nothing changes.
+	// The same identities and payloads again, with another rendering and
+	// offset and later: nothing changes, and it is no conflict.
 	clock.Advance(time.Hour)
 	again := testEvents(0, 5)
 	for i := range again {
-		again[i].Source = "someone-else"
 		again[i].JSON = []byte(`{"changed":true}`)
 		again[i].Offset += 100
 	}
-	wantClass(t, s.Write(ctx, again), 0)
+	writeClean(t, s, again)
 	count(5)
 	check(first, firstWritten)
 
-	// The same id twice in one batch, next to new events: the first wins.
+	// The same identity twice in one batch, next to new events: the first
+	// wins.
 	dup := testEvents(5, 3)
 	twin := dup[0]
 	twin.JSON = []byte(`{"twin":true}`)
 	twin.Offset = 9999
 	dup = append(dup, twin)
 	dupWritten := clock.Now()
-	wantClass(t, s.Write(ctx, dup), 0)
+	writeClean(t, s, dup)
 	count(8)
 	check(dup[:3], dupWritten)
 
 	// An event without a JSON rendering and with an empty value and key.
 	bare := testEvent(20)
 	bare.JSON, bare.Value, bare.Key = nil, nil, nil
-	wantClass(t, s.Write(ctx, []Event{bare}), 0)
+	bare.PayloadFingerprint = Fingerprint(nil)
+	writeClean(t, s, []Event{bare})
 	count(9)
 	check([]Event{bare}, dupWritten)
 
 	// An empty batch is a no-op.
-	wantClass(t, s.Write(ctx, nil), 0)
+	writeClean(t, s, nil)
 
 	// A batch holding an event no sink can store is refused whole.
 	bad := testEvents(30, 3)
 	bad[2].ID = ""
-	wantClass(t, s.Write(ctx, bad), Permanent)
+	conflicts, err := s.Write(ctx, bad)
+	wantClass(t, err, Permanent)
+	if conflicts != nil {
+		t.Fatalf("refused batch reported conflicts %v", conflicts)
+	}
 	count(9)
-	if _, err := rows.Get(ctx, bad[0].ID); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("Get(%q) after refused batch: err = %v, want ErrNotFound", bad[0].ID, err)
+	if _, err := rows.Get(ctx, bad[0].Source, bad[0].ID); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Get(%q, %q) after refused batch: err = %v, want ErrNotFound", bad[0].Source, bad[0].ID, err)
 	}
 
 	// Concurrent batches over the same ids, in opposite orders, all succeed
@@ -197,7 +212,11 @@ func runContract(t *testing.T, impl implementation) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs <- s.Write(ctx, batch)
+			conflicts, err := s.Write(ctx, batch)
+			if err == nil && len(conflicts) > 0 {
+				err = fmt.Errorf("conflicts %v among equal payloads", conflicts)
+			}
+			errs <- err
 		}()
 	}
 	wg.Wait()
@@ -211,7 +230,7 @@ func runContract(t *testing.T, impl implementation) {
 	if err := s.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	err := s.Write(ctx, testEvents(40, 1))
+	_, err = s.Write(ctx, testEvents(40, 1))
 	wantClass(t, err, Transient)
 	if !errors.Is(err, ErrClosed) {
 		t.Fatalf("Write after Close: err = %v, want ErrClosed", err)
@@ -227,11 +246,20 @@ func TestCheckBatch(t *testing.T) {
 		mod  func(*Event)
 	}{
 		{"empty id", func(e *Event) { e.ID = "" }},
-		{"long id", func(e *Event) { e.ID = string(make([]byte, maxEventIDLen+1)) }},
+		{"long id", func(e *Event) { e.ID = strings.Repeat("i", maxEventIDLen+1) }},
 		{"newline in id", func(e *Event) { e.ID = "a\nb" }},
 		{"invalid utf-8 id", func(e *Event) { e.ID = "a\xffb" }},
-		{"NUL in type", func(e *Event) { e.Type = "a\x00" }},
+		{"empty source", func(e *Event) { e.Source = "" }},
+		{"long source", func(e *Event) { e.Source = strings.Repeat("s", maxSourceLen+1) }},
+		{"NUL in source", func(e *Event) { e.Source = "a\x00" }},
+		{"tab in source", func(e *Event) { e.Source = "a\tb" }},
+		{"DEL in source", func(e *Event) { e.Source = "a\x7fb" }},
 		{"invalid utf-8 source", func(e *Event) { e.Source = "\xc3" }},
+		{"no payload fingerprint", func(e *Event) { e.PayloadFingerprint = "" }},
+		{"payload fingerprint of another digest", func(e *Event) { e.PayloadFingerprint = "md5:" + strings.Repeat("0", 32) }},
+		{"short payload fingerprint", func(e *Event) { e.PayloadFingerprint = e.PayloadFingerprint[:70] }},
+		{"uppercase payload fingerprint", func(e *Event) { e.PayloadFingerprint = strings.ToUpper(e.PayloadFingerprint) }},
+		{"NUL in type", func(e *Event) { e.Type = "a\x00" }},
 		{"invalid utf-8 key", func(e *Event) { e.Key = []byte{0xff} }},
 		{"NUL in fingerprint", func(e *Event) { e.SchemaFingerprint = "\x00" }},
 		{"invalid utf-8 topic", func(e *Event) { e.Topic = "\xfe" }},
@@ -247,7 +275,21 @@ func TestCheckBatch(t *testing.T) {
 			}
 		})
 	}
-	if err := checkBatch(testEvents(0, 3)); err != nil {
+	valid := testEvents(0, 3)
+	valid[0].ID, valid[0].Source = strings.Repeat("i", maxEventIDLen), strings.Repeat("s", maxSourceLen)
+	valid[1].ID, valid[1].Source = "order/1 ü", "tenant b/ü"
+	if err := checkBatch(valid); err != nil {
 		t.Fatalf("valid batch: %v", err)
+	}
+}
+
+// writeClean writes batch to s and fails t unless it is stored without
+// conflicts.
+func writeClean(t *testing.T, s Sink, batch []Event) {
+	t.Helper()
+	conflicts, err := s.Write(context.Background(), batch)
+	wantClass(t, err, 0)
+	if len(conflicts) > 0 {
+		t.Fatalf("Write reported conflicts %v, want none", conflicts)
 	}
 }

@@ -9,25 +9,43 @@
 //	if err := cfg.Validate(); err != nil { ... } // "sink: <field>: <why>"
 //	s, err := sink.Open(ctx, cfg)
 //	...
-//	err = s.Write(ctx, batch)
+//	conflicts, err := s.Write(ctx, batch)
 //	class, retryAfter := sink.Classify(err) // Transient or Permanent
+//	for _, c := range conflicts { ... batch[c.Index], c.StoredFingerprint ... }
 //	...
 //	s.Close()
 //
-// For PostgreSQL, create the table first with Migrate (sluice sink migrate);
-// OpenPostgres refuses a missing table.
+// For PostgreSQL, create the table first with Migrate (sluice sink
+// migrate); OpenPostgres refuses a missing table. Both table sinks refuse
+// a table at another schema version than theirs; Migrate and MigrateSQLite
+// (sluice sink migrate, --sqlite PATH for a file) bring an older one up.
 //
 // # Contract
 //
-//   - Idempotent by event id. Writing an event a second time, in the same
-//     batch or a later one, leaves the sink as the first write left it: the
-//     first write of an id wins and later ones are no-ops (INSERT ... ON
-//     CONFLICT (event_id) DO NOTHING; for HTTP, the Idempotency-Key header,
-//     which the receiver must honour). Redelivery from Kafka, retries and
-//     DLQ replays are therefore harmless.
+//   - Idempotent by identity, (Source, ID): the same pair as the gateway's
+//     dedup window. Writing an event a second time, in the same batch or a
+//     later one, leaves the sink as the first write left it: the first
+//     write of an identity wins and later ones are no-ops (INSERT ... ON
+//     CONFLICT (source, event_id) DO NOTHING; for HTTP, the Idempotency-Key
+//     header, which the receiver must honour). Redelivery from Kafka,
+//     retries and DLQ replays are therefore harmless. Two sources may use
+//     the same id: they are two events.
+//   - Every event carries a payload fingerprint, Fingerprint of its
+//     message's deterministic protobuf encoding (the consumer computes it
+//     in Decode), so that two encodings of one message, fields or map
+//     entries in another order, are the same payload. An identity written
+//     again with the same fingerprint is a duplicate. With another one it
+//     is a conflict: the first payload is kept, the copy is recorded (the
+//     table sinks' conflicts table, below), and Write reports it as a
+//     Conflict, by index in the batch with the fingerprint kept. The table
+//     sinks report a copy once, when they first record it: a redelivered
+//     conflicting event is a duplicate of its record. The caller counts and
+//     logs them; nothing is dropped in silence.
 //   - Write returns nil only when every event of the batch is durable in
 //     the sink; the consumer may then commit their offsets. An error applies
-//     to the whole batch.
+//     to the whole batch and comes with no conflicts. A conflict whose
+//     record was committed but whose Write failed after (an answer lost
+//     with its connection) stays recorded and is not reported again.
 //   - Every error from Write is a *Error saying Transient or Permanent
 //     (Classify reads it). Each sink decides in one function per boundary:
 //     classifySQLite, postgresClass/classifyPostgres and
@@ -37,11 +55,12 @@
 //     table, a missing grant, a wrong password, a redirecting URL) is the
 //     sink's, not the event's, and is Transient, so that the breaker opens
 //     instead of the DLQ filling.
-//   - A batch holding an event no sink can store (empty id, id over 512
-//     bytes or with control characters, text that is not UTF-8 or holds
-//     NUL, a JSON rendering that is not JSON) is refused whole, before
-//     anything is written, with a Permanent error wrapping ErrInvalidEvent
-//     and naming the event's index.
+//   - A batch holding an event no sink can store (an empty id or source, an
+//     id or source over 512 bytes or with control characters, a payload
+//     fingerprint not of Fingerprint's form, other text that is not UTF-8
+//     or holds NUL, a JSON rendering that is not JSON) is refused whole,
+//     before anything is written, with a Permanent error wrapping
+//     ErrInvalidEvent and naming the event's index.
 //   - After Close, Write fails with a Transient error wrapping ErrClosed.
 //     Close waits for Writes in flight.
 //   - The sinks keep no metrics and start no goroutines of their own (the
@@ -58,19 +77,40 @@
 // acknowledged write lost later would be an event lost; NORMAL (syncing
 // only at checkpoints) survives a process crash but not a power loss, and
 // is offered for development. Busy, I/O and full-disk errors are Transient;
-// constraint, type and size errors Permanent. Reads (Count, Get, Recent,
-// for sluice dev and tests) use separate connections and run beside a
-// write.
+// constraint, type and size errors Permanent. An event not inserted is
+// looked up and, with another fingerprint, inserted into the conflicts
+// table in the same transaction. Reads (Count, Get, Recent, Conflicts, for
+// sluice dev and tests) use separate connections and run beside a write.
+//
+// OpenSQLite creates a missing table, and its conflicts table, at
+// SQLiteSchemaVersion and records the version in the file's
+// sluice_sink_migrations table (table_name, version, applied_at); it
+// refuses a table at another version. Version 1 is the layout of releases
+// that recorded none: event_id alone the primary key, no
+// payload_fingerprint. MigrateSQLite brings it to version 2 in one
+// transaction: SQLite cannot change a primary key in place, so the table
+// is rebuilt (created anew, rows copied with their rowids, dropped,
+// renamed), each row's payload_fingerprint the digest of its stored value.
 //
 // # PostgreSQL
 //
 // A pgx pool (PostgresConfig.MaxConns). A batch is one statement, INSERT
-// ... SELECT FROM unnest($1::text[], ...) ON CONFLICT (event_id) DO NOTHING,
-// so it is stored whole or not at all, in one round trip. Against a
-// pgx.Batch of one INSERT per event (BenchmarkIntegrationPostgresInsert) it
-// measured on par or faster from 10 to 1000 events per batch (up to 2.5
-// times at 100), and slower only for a batch of one. Each Write
-// is bounded by PostgresConfig.WriteTimeout. Errors are classified by
+// ... SELECT FROM unnest($1::text[], ...) ON CONFLICT (source, event_id) DO
+// NOTHING RETURNING source, event_id, so it is stored whole or not at all,
+// in one round trip. Against a pgx.Batch of one INSERT per event
+// (BenchmarkIntegrationPostgresInsert) it measured on par or faster from 10
+// to 1000 events per batch (up to 2.5 times at 100), and slower only for a
+// batch of one. When the insert skipped events (their identity was held),
+// a second statement, over those events only, joins them to the table and
+// inserts the ones with another fingerprint into the conflicts table, ON
+// CONFLICT DO NOTHING RETURNING what it recorded. It is a statement of its
+// own because its snapshot must be taken after the insert returned: an
+// insert that met a row of a concurrent, uncommitted write waited for that
+// write and skipped its event, and only a later snapshot sees the row to
+// compare with. Rows are inserted in (source, event_id) order and conflict
+// records in (source, event_id, payload_fingerprint) order, so concurrent
+// batches cannot deadlock. Each Write is bounded by
+// PostgresConfig.WriteTimeout. Errors are classified by
 // SQLSTATE class, never by message: 22 (data), 23 (integrity), 42 (syntax
 // and access rules, except undefined_table and insufficient_privilege), 0A,
 // 21, 44 and 54 are Permanent; connection exceptions (08), rollbacks such
@@ -83,15 +123,29 @@
 // Migrate creates the table and its indexes (on (event_type, occurred_at),
 // (source, ingested_at) and (topic, kafka_partition, kafka_offset)) under an
 // advisory lock, records the applied version per table in
-// sluice_sink_migrations, and refuses a table a newer binary migrated.
-// PostgresDDL prints the same statements.
+// sluice_sink_migrations (table_name, version, applied_at), and refuses a
+// table a newer binary migrated. Version 2 adds payload_fingerprint (for
+// the rows already held 'sha256:' || encode(sha256(value), 'hex'): the
+// digest of the stored bytes, equal to the canonical fingerprint for
+// values the gateway encoded, as it encodes them deterministically),
+// replaces the primary key on event_id by (source, event_id) and creates
+// the conflicts table. It rewrites the table under an exclusive lock.
+// Every statement is idempotent, so a version applied but not recorded
+// runs again cleanly. PostgresDDL prints the same statements, each
+// version's followed by the row recording it. Upgrading: stop the
+// consumers of the older release (they cannot write to a version 2 table),
+// run sluice sink migrate, start the new ones (they refuse a version 1
+// table).
 //
 // # HTTP
 //
 // One POST per event, in batch order, stopping at the first failure (the
 // events before it were delivered; a retry sends them again under the same
-// key). Headers: Idempotency-Key (the event id), Content-Type:
-// application/json, and HTTPConfig.Headers and HeadersFromEnv. Body:
+// key). Headers: Idempotency-Key: IdempotencyKey(source, id), that is
+// url.PathEscape(source) + "/" + url.PathEscape(id) (distinct identities,
+// distinct keys); Sluice-Payload-Fingerprint: the event's payload
+// fingerprint; Content-Type: application/json; and HTTPConfig.Headers and
+// HeadersFromEnv (which may not set these). Body:
 //
 //	{"id": ..., "type": ..., "source": ..., "occurred_at": ..., "ingested_at": ...,
 //	 "partition_key": ..., "schema_fingerprint": ..., "payload": <the event's JSON or null>}
@@ -105,11 +159,22 @@
 // read so the connection is reused. Only 307 and 308 redirects are
 // followed (they keep the POST); others are answered Transient.
 //
+// The HTTP sink cannot see the receiver's store, so conflicts are found
+// only with its help: a receiver that answers 2xx with a
+// Sluice-Payload-Fingerprint header holding the fingerprint it keeps under
+// the key tells the sink of a conflict when that differs from the one
+// sent, and Write reports it (StoredFingerprint: the header's value). The
+// receiver keeps the record, and every delivery of the copy is reported
+// again. A receiver that does not echo the header gets no conflict
+// detection: a second payload under a key is then whatever the receiver
+// makes of it. 409 and 422 are refusals (Permanent), whatever they carry.
+//
 // # Table layout
 //
-// The same columns in SQLite and PostgreSQL:
+// The same columns in SQLite and PostgreSQL, schema version 2, primary
+// key (source, event_id):
 //
-//	event_id            TEXT primary key    | text primary key
+//	event_id            TEXT                | text
 //	event_type          TEXT                | text
 //	source              TEXT                | text
 //	partition_key       TEXT                | text
@@ -122,7 +187,24 @@
 //	kafka_partition     INTEGER             | integer
 //	kafka_offset        INTEGER             | bigint
 //	written_at          TEXT (as above)     | timestamptz
+//	payload_fingerprint TEXT                | text ("sha256:" and 64 hex digits)
 //
-// The table name is configurable, a plain lowercase identifier, always
-// quoted. written_at comes from the clock given with WithClock.
+// The conflicts table, <table>_conflicts, holds one row per conflicting
+// copy, primary key (source, event_id, payload_fingerprint), so a copy
+// delivered again is not recorded again:
+//
+//	source, event_id     the identity
+//	payload_fingerprint  the copy's fingerprint
+//	stored_fingerprint   the fingerprint of the row kept in <table>
+//	event_type, partition_key, occurred_at, ingested_at, schema_fingerprint,
+//	payload, value, topic, kafka_partition, kafka_offset
+//	                     the copy, as in <table>
+//	first_seen_at        when the sink first saw the copy (the sink's clock)
+//
+// To count conflicts per source: SELECT source, count(*) FROM
+// <table>_conflicts GROUP BY source.
+//
+// The table name is configurable, a plain lowercase identifier of at most
+// 53 bytes (room for _conflicts within PostgreSQL's 63), always quoted.
+// written_at and first_seen_at come from the clock given with WithClock.
 package sink

@@ -1,6 +1,8 @@
 package sink
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,12 +15,13 @@ var (
 	// ErrClosed is wrapped by the error of a Write on a closed sink. It is
 	// Transient: the sink is going away, not the event.
 	ErrClosed = errors.New("sink: closed")
-	// ErrNotFound is returned by Get for an event id the sink does not hold.
+	// ErrNotFound is returned by Get for an identity the sink does not hold.
 	ErrNotFound = errors.New("sink: event not found")
 	// ErrInvalidEvent is wrapped by the Permanent error of a batch holding
-	// an event no sink can store: no id, text that is not valid UTF-8 or
-	// holds NUL or control characters where they cannot go, or a JSON
-	// rendering that is not JSON.
+	// an event no sink can store: no id or source, text that is not valid
+	// UTF-8 or holds NUL or control characters where they cannot go, a
+	// payload fingerprint not made by Fingerprint, or a JSON rendering that
+	// is not JSON.
 	ErrInvalidEvent = errors.New("sink: invalid event")
 )
 
@@ -36,16 +39,60 @@ type Row struct {
 	// order).
 	Payload []byte
 	// Value is the contract message in protobuf binary.
-	Value          []byte
-	Topic          string
-	KafkaPartition int32
-	KafkaOffset    int64
+	Value []byte
+	// PayloadFingerprint is the stored event's Event.PayloadFingerprint;
+	// for a row written before schema version 2, Fingerprint(Value).
+	PayloadFingerprint string
+	Topic              string
+	KafkaPartition     int32
+	KafkaOffset        int64
 	// WrittenAt is when the sink wrote the row, from the sink's clock.
 	WrittenAt time.Time
 }
 
-// maxEventIDLen bounds an event id: it is a primary key and an HTTP header.
-const maxEventIDLen = 512
+// ConflictRecord is a row of a table sink's conflicts table: a copy of an
+// event that arrived under an identity the sink held with another
+// payload. Row is the copy as it arrived, its PayloadFingerprint its own;
+// Row.WrittenAt is when the sink first saw it (first_seen_at).
+type ConflictRecord struct {
+	Row
+	// StoredFingerprint is the PayloadFingerprint of the row the sink kept.
+	StoredFingerprint string
+}
+
+// maxEventIDLen and maxSourceLen bound the two parts of an identity: they
+// are a primary key and, escaped, an HTTP header.
+const (
+	maxEventIDLen = 512
+	maxSourceLen  = 512
+)
+
+// fingerprintPrefix names the digest of a payload fingerprint.
+const fingerprintPrefix = "sha256:"
+
+// Fingerprint returns the payload fingerprint of a message's canonical
+// encoding: "sha256:" and the lowercase hex SHA-256 of canonical. The
+// consumer passes the message marshaled deterministically, so that two
+// encodings of one message (fields or map entries in another order) have
+// one fingerprint.
+func Fingerprint(canonical []byte) string {
+	sum := sha256.Sum256(canonical)
+	return fingerprintPrefix + hex.EncodeToString(sum[:])
+}
+
+// validFingerprint reports whether fp has the form Fingerprint returns.
+func validFingerprint(fp string) bool {
+	hexPart, ok := strings.CutPrefix(fp, fingerprintPrefix)
+	if !ok || len(hexPart) != 2*sha256.Size {
+		return false
+	}
+	for i := 0; i < len(hexPart); i++ {
+		if c := hexPart[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
 
 // checkBatch returns a Permanent error naming the first event of batch that
 // no sink can store, or nil. Every sink calls it before writing anything, so
@@ -53,7 +100,8 @@ const maxEventIDLen = 512
 func checkBatch(batch []Event) error {
 	for i := range batch {
 		if err := checkEvent(&batch[i]); err != nil {
-			return PermanentError(fmt.Errorf("event %d (id %q): %w", i, truncate(batch[i].ID, 64), err))
+			return PermanentError(fmt.Errorf("event %d (source %q, id %q): %w", i,
+				truncate(batch[i].Source, 64), truncate(batch[i].ID, 64), err))
 		}
 	}
 	return nil
@@ -66,12 +114,21 @@ func checkEvent(e *Event) error {
 	case len(e.ID) > maxEventIDLen:
 		return fmt.Errorf("%w: id longer than %d bytes", ErrInvalidEvent, maxEventIDLen)
 	case !printable(e.ID):
-		// The id is also an Idempotency-Key header value.
+		// The id is also part of an Idempotency-Key header value.
 		return fmt.Errorf("%w: id must be valid UTF-8 without control characters", ErrInvalidEvent)
+	case e.Source == "":
+		return fmt.Errorf("%w: empty source", ErrInvalidEvent)
+	case len(e.Source) > maxSourceLen:
+		return fmt.Errorf("%w: source longer than %d bytes", ErrInvalidEvent, maxSourceLen)
+	case !printable(e.Source):
+		// The source is the other part of the key and of the header.
+		return fmt.Errorf("%w: source must be valid UTF-8 without control characters", ErrInvalidEvent)
+	case !validFingerprint(e.PayloadFingerprint):
+		return fmt.Errorf("%w: payload fingerprint must be %s and 64 lowercase hex digits, got %q",
+			ErrInvalidEvent, fingerprintPrefix, truncate(e.PayloadFingerprint, 80))
 	}
 	for _, f := range [...]struct{ name, v string }{
 		{"type", e.Type},
-		{"source", e.Source},
 		{"partition key", string(e.Key)},
 		{"schema fingerprint", e.SchemaFingerprint},
 		{"topic", e.Topic},
@@ -116,12 +173,20 @@ const timeLayout = "2006-01-02T15:04:05.000000000Z07:00"
 
 func formatTime(t time.Time) string { return t.UTC().Format(timeLayout) }
 
+// conflictsSuffix names a table's conflicts table: <table>_conflicts.
+const conflictsSuffix = "_conflicts"
+
+// maxTableNameLen leaves room for conflictsSuffix within PostgreSQL's
+// 63-byte identifiers, which it would otherwise truncate silently, so
+// that the conflicts table of a long name could be the table itself.
+const maxTableNameLen = 63 - len(conflictsSuffix)
+
 // validIdentifier reports whether name is a plain table name: a lowercase
 // letter or underscore, then lowercase letters, digits or underscores, at
-// most 63 bytes (PostgreSQL's limit). Such a name means the same quoted or
+// most maxTableNameLen (53) bytes. Such a name means the same quoted or
 // not; the sinks always quote it, so that a keyword ("order") works too.
 func validIdentifier(name string) bool {
-	if name == "" || len(name) > 63 {
+	if name == "" || len(name) > maxTableNameLen {
 		return false
 	}
 	for i := 0; i < len(name); i++ {

@@ -42,20 +42,30 @@ func (c *testClock) Advance(d time.Duration) {
 // binary value that is not UTF-8, and a JSON payload.
 func testEvent(n int) Event {
 	base := time.Date(2026, 11, 28, 12, 0, 0, 123456789, time.FixedZone("X", 3600))
+	value := []byte{0x0a, 0xff, byte(n), 0x00, 0x80}
 	return Event{
-		ID:                fmt.Sprintf("evt-%04d", n),
-		Type:              "orders.created",
-		Source:            "shop-" + fmt.Sprint(n%3),
-		Key:               []byte(fmt.Sprintf("customer-%d", n%5)),
-		Value:             []byte{0x0a, 0xff, byte(n), 0x00, 0x80},
-		JSON:              []byte(fmt.Sprintf(`{"orderId":"o-%d","amount":%d,"tags":["a","b"]}`, n, n*10)),
-		OccurredAt:        base.Add(time.Duration(n) * time.Second),
-		IngestedAt:        base.Add(time.Duration(n)*time.Second + 250*time.Millisecond),
-		SchemaFingerprint: "sha256:abc" + fmt.Sprint(n%2),
-		Topic:             "ingest.orders.created",
-		Partition:         int32(n % 4),
-		Offset:            int64(1000 + n),
+		ID:                 fmt.Sprintf("evt-%04d", n),
+		Type:               "orders.created",
+		Source:             "shop-" + fmt.Sprint(n%3),
+		Key:                []byte(fmt.Sprintf("customer-%d", n%5)),
+		Value:              value,
+		JSON:               []byte(fmt.Sprintf(`{"orderId":"o-%d","amount":%d,"tags":["a","b"]}`, n, n*10)),
+		PayloadFingerprint: Fingerprint(value),
+		OccurredAt:         base.Add(time.Duration(n) * time.Second),
+		IngestedAt:         base.Add(time.Duration(n)*time.Second + 250*time.Millisecond),
+		SchemaFingerprint:  "sha256:abc" + fmt.Sprint(n%2),
+		Topic:              "ingest.orders.created",
+		Partition:          int32(n % 4),
+		Offset:             int64(1000 + n),
 	}
+}
+
+// withPayload returns e carrying another payload, tag, under its identity.
+func withPayload(e Event, tag string) Event {
+	e.Value = append([]byte{0x0a, byte(len(tag))}, tag...)
+	e.JSON = []byte(fmt.Sprintf(`{"orderId":%q}`, tag))
+	e.PayloadFingerprint = Fingerprint(e.Value)
+	return e
 }
 
 func testEvents(from, n int) []Event {
@@ -69,7 +79,12 @@ func testEvents(from, n int) []Event {
 // rowReader is what the contract test reads a sink back with.
 type rowReader interface {
 	Count(ctx context.Context) (int64, error)
-	Get(ctx context.Context, id string) (Row, error)
+	Get(ctx context.Context, source, id string) (Row, error)
+}
+
+// conflictReader is what the table sinks' conflicts are read back with.
+type conflictReader interface {
+	Conflicts(ctx context.Context, n int) ([]ConflictRecord, error)
 }
 
 // stores says which parts of an event a sink keeps and how exactly.
@@ -82,10 +97,11 @@ type stores struct {
 func checkRow(t *testing.T, s stores, e Event, row Row, written time.Time) {
 	t.Helper()
 	if row.EventID != e.ID || row.EventType != e.Type || row.Source != e.Source ||
-		row.PartitionKey != string(e.Key) || row.SchemaFingerprint != e.SchemaFingerprint {
-		t.Errorf("row %q: envelope = %q %q %q %q, want %q %q %q %q", e.ID,
-			row.EventType, row.Source, row.PartitionKey, row.SchemaFingerprint,
-			e.Type, e.Source, e.Key, e.SchemaFingerprint)
+		row.PartitionKey != string(e.Key) || row.SchemaFingerprint != e.SchemaFingerprint ||
+		row.PayloadFingerprint != e.PayloadFingerprint {
+		t.Errorf("row %q: envelope = %q %q %q %q %q, want %q %q %q %q %q", e.ID,
+			row.EventType, row.Source, row.PartitionKey, row.SchemaFingerprint, row.PayloadFingerprint,
+			e.Type, e.Source, e.Key, e.SchemaFingerprint, e.PayloadFingerprint)
 	}
 	for _, c := range [...]struct {
 		name      string
@@ -142,25 +158,32 @@ func openTestSQLite(t testing.TB, dir string, clock *testClock) *SQLite {
 }
 
 // receiver is an HTTP sink's receiver as the protocol asks for: it stores
-// each body under its Idempotency-Key and keeps the first.
+// each body and payload fingerprint under its Idempotency-Key, keeps the
+// first, and answers with the fingerprint it holds.
 type receiver struct {
 	mu     sync.Mutex
-	bodies map[string]httpEnvelope
+	bodies map[string]received
 	keys   []string // every POST's key, in arrival order
 	header []http.Header
 }
 
-func newReceiver() *receiver { return &receiver{bodies: map[string]httpEnvelope{}} }
+type received struct {
+	env         httpEnvelope
+	fingerprint string
+}
+
+func newReceiver() *receiver { return &receiver{bodies: map[string]received{}} }
 
 func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	key := r.Header.Get("Idempotency-Key")
+	key := r.Header.Get(HeaderIdempotencyKey)
+	fp := r.Header.Get(HeaderPayloadFingerprint)
 	body, err := io.ReadAll(r.Body)
-	if r.Method != http.MethodPost || key == "" || r.Header.Get("Content-Type") != "application/json" || err != nil {
+	if r.Method != http.MethodPost || key == "" || fp == "" || r.Header.Get("Content-Type") != "application/json" || err != nil {
 		http.Error(w, "bad request", http.StatusBadRequest)
 		return
 	}
 	var env httpEnvelope
-	if err := json.Unmarshal(body, &env); err != nil || env.ID != key {
+	if err := json.Unmarshal(body, &env); err != nil || IdempotencyKey(env.Source, env.ID) != key {
 		http.Error(w, "bad body", http.StatusUnprocessableEntity)
 		return
 	}
@@ -168,11 +191,13 @@ func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer rc.mu.Unlock()
 	rc.keys = append(rc.keys, key)
 	rc.header = append(rc.header, r.Header.Clone())
-	if _, dup := rc.bodies[key]; dup {
+	if held, dup := rc.bodies[key]; dup {
+		w.Header().Set(HeaderPayloadFingerprint, held.fingerprint)
 		w.WriteHeader(http.StatusOK)
 		return
 	}
-	rc.bodies[key] = env
+	rc.bodies[key] = received{env: env, fingerprint: fp}
+	w.Header().Set(HeaderPayloadFingerprint, fp)
 	w.WriteHeader(http.StatusCreated)
 }
 
@@ -188,19 +213,21 @@ func (rc *receiver) Count(context.Context) (int64, error) {
 	return int64(len(rc.bodies)), nil
 }
 
-func (rc *receiver) Get(_ context.Context, id string) (Row, error) {
+func (rc *receiver) Get(_ context.Context, source, id string) (Row, error) {
 	rc.mu.Lock()
-	env, ok := rc.bodies[id]
+	held, ok := rc.bodies[IdempotencyKey(source, id)]
 	rc.mu.Unlock()
 	if !ok {
 		return Row{}, ErrNotFound
 	}
+	env := held.env
 	row := Row{
-		EventID:           env.ID,
-		EventType:         env.Type,
-		Source:            env.Source,
-		PartitionKey:      env.PartitionKey,
-		SchemaFingerprint: env.SchemaFingerprint,
+		EventID:            env.ID,
+		EventType:          env.Type,
+		Source:             env.Source,
+		PartitionKey:       env.PartitionKey,
+		SchemaFingerprint:  env.SchemaFingerprint,
+		PayloadFingerprint: held.fingerprint,
 	}
 	if string(env.Payload) != "null" {
 		row.Payload = env.Payload
@@ -261,4 +288,24 @@ func postgresDSN(t testing.TB) string {
 		t.Skip("SLUICE_POSTGRES_DSN not set (scripts/postgres.sh up prints one)")
 	}
 	return dsn
+}
+
+// writeErr writes batch to s and returns the error alone, for tests of
+// how a write fails.
+func writeErr(ctx context.Context, s Sink, batch []Event) error {
+	_, err := s.Write(ctx, batch)
+	return err
+}
+
+// waitUntil checks cond every few milliseconds until it holds, failing t
+// if it does not within d.
+func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }

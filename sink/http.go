@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,8 +17,9 @@ import (
 )
 
 // HTTP is the HTTP sink: one POST per event, in batch order, each carrying
-// the event id as its Idempotency-Key. The receiver is what makes a second
-// POST of the same key harmless.
+// the event's identity as its Idempotency-Key and its payload fingerprint.
+// The receiver is what makes a second POST of the same key harmless, and
+// what can tell of a conflict by echoing the fingerprint it holds.
 type HTTP struct {
 	url           string
 	header        http.Header
@@ -40,8 +43,26 @@ const (
 	drainLen     = 64 << 10
 )
 
+// Headers of the HTTP sink's protocol, besides Content-Type.
+const (
+	// HeaderIdempotencyKey carries IdempotencyKey(source, id).
+	HeaderIdempotencyKey = "Idempotency-Key"
+	// HeaderPayloadFingerprint carries the event's PayloadFingerprint in
+	// a request and, in a 2xx response, the one the receiver holds under
+	// the key.
+	HeaderPayloadFingerprint = "Sluice-Payload-Fingerprint"
+)
+
+// IdempotencyKey is the Idempotency-Key of identity (source, id): each
+// part path-escaped, so that no part holds the "/" between them and
+// distinct identities have distinct keys.
+func IdempotencyKey(source, id string) string {
+	return url.PathEscape(source) + "/" + url.PathEscape(id)
+}
+
 // StatusError is a receiver's answer other than 2xx.
 type StatusError struct {
+	Source     string
 	EventID    string
 	StatusCode int
 	// Body is a prefix of the response body, at most 512 bytes.
@@ -50,9 +71,9 @@ type StatusError struct {
 
 func (e *StatusError) Error() string {
 	if e.Body == "" {
-		return fmt.Sprintf("http: event %q: status %d", e.EventID, e.StatusCode)
+		return fmt.Sprintf("http: event %q of %q: status %d", e.EventID, e.Source, e.StatusCode)
 	}
-	return fmt.Sprintf("http: event %q: status %d: %s", e.EventID, e.StatusCode, e.Body)
+	return fmt.Sprintf("http: event %q of %q: status %d: %s", e.EventID, e.Source, e.StatusCode, e.Body)
 }
 
 // httpEnvelope is the body of one POST.
@@ -126,25 +147,39 @@ func (h *HTTP) Name() string { return KindHTTP }
 
 // Write POSTs the events of batch one after another, in order, and stops at
 // the first failure. The events before it were delivered; the caller's
-// retry sends them again with the same Idempotency-Key.
-func (h *HTTP) Write(ctx context.Context, batch []Event) error {
+// retry sends them again with the same Idempotency-Key. An event the
+// receiver answered with another Sluice-Payload-Fingerprint than it was
+// sent with is a Conflict: the receiver holds another payload under its
+// key. The receiver keeps no count of what it answered, so a conflicting
+// event sent again is reported again.
+func (h *HTTP) Write(ctx context.Context, batch []Event) ([]Conflict, error) {
 	if err := checkBatch(batch); err != nil {
-		return err
+		return nil, err
 	}
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	if h.closed {
-		return TransientError(ErrClosed, 0)
+		return nil, TransientError(ErrClosed, 0)
 	}
+	var conflicts []Conflict
 	for i := range batch {
-		if err := h.post(ctx, &batch[i]); err != nil {
-			return err
+		stored, err := h.post(ctx, &batch[i])
+		if err != nil {
+			return nil, err
+		}
+		if stored != "" && stored != batch[i].PayloadFingerprint {
+			conflicts = append(conflicts, Conflict{Index: i, StoredFingerprint: stored})
 		}
 	}
-	return nil
+	return conflicts, nil
 }
 
-func (h *HTTP) post(ctx context.Context, e *Event) error {
+// maxEchoedFingerprint bounds the fingerprint kept from a response.
+const maxEchoedFingerprint = 128
+
+// post sends e and returns the payload fingerprint the receiver answered
+// with, "" when it did not say.
+func (h *HTTP) post(ctx context.Context, e *Event) (string, error) {
 	env := httpEnvelope{
 		ID:                e.ID,
 		Type:              e.Type,
@@ -162,22 +197,23 @@ func (h *HTTP) post(ctx context.Context, e *Event) error {
 	if err != nil {
 		// checkBatch has vetted the JSON, so this is not the event's fault
 		// as far as this sink can tell.
-		return TransientError(fmt.Errorf("http: event %q: encode: %w", e.ID, err), 0)
+		return "", TransientError(fmt.Errorf("http: event %q of %q: encode: %w", e.ID, e.Source, err), 0)
 	}
 
 	ctx, cancel := context.WithTimeout(ctx, h.timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.url, bytes.NewReader(body))
 	if err != nil {
-		return PermanentError(fmt.Errorf("http: event %q: %w", e.ID, err))
+		return "", PermanentError(fmt.Errorf("http: event %q of %q: %w", e.ID, e.Source, err))
 	}
 	req.Header = h.header.Clone()
-	req.Header.Set("Idempotency-Key", e.ID)
+	req.Header.Set(HeaderIdempotencyKey, IdempotencyKey(e.Source, e.ID))
+	req.Header.Set(HeaderPayloadFingerprint, e.PayloadFingerprint)
 
 	resp, err := h.client.Do(req)
 	if err != nil {
 		// Refused, reset, timed out, canceled: the receiver may be back.
-		return TransientError(fmt.Errorf("http: event %q: %w", e.ID, err), 0)
+		return "", TransientError(fmt.Errorf("http: event %q of %q: %w", e.ID, e.Source, err), 0)
 	}
 	defer resp.Body.Close()
 	var prefix []byte
@@ -186,7 +222,12 @@ func (h *HTTP) post(ctx context.Context, e *Event) error {
 	}
 	// Read errors here only cost the connection; the status is the answer.
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, drainLen))
-	return h.classifyResponse(e.ID, resp.StatusCode, resp.Header.Get("Retry-After"), prefix)
+	if err := h.classifyResponse(e, resp.StatusCode, resp.Header.Get("Retry-After"), prefix); err != nil {
+		return "", err
+	}
+	// The receiver's text goes to logs: keep it short and valid UTF-8.
+	stored := strings.ToValidUTF8(strings.TrimSpace(resp.Header.Get(HeaderPayloadFingerprint)), "\uFFFD")
+	return truncate(stored, maxEchoedFingerprint), nil
 }
 
 // classifyResponse is the HTTP boundary's one decision on retrying. 2xx is
@@ -194,11 +235,11 @@ func (h *HTTP) post(ctx context.Context, e *Event) error {
 // (capped at MaxRetryAfter) when it gave one. Other 4xx are permanent: the
 // receiver refuses this event. Anything else (an unfollowed redirect, 1xx)
 // is a receiver that does not speak the protocol, which is transient.
-func (h *HTTP) classifyResponse(id string, status int, retryAfter string, body []byte) error {
+func (h *HTTP) classifyResponse(e *Event, status int, retryAfter string, body []byte) error {
 	if status >= 200 && status <= 299 {
 		return nil
 	}
-	err := &StatusError{EventID: id, StatusCode: status, Body: truncate(string(bytes.ToValidUTF8(body, nil)), errPrefixLen)}
+	err := &StatusError{Source: e.Source, EventID: e.ID, StatusCode: status, Body: truncate(string(bytes.ToValidUTF8(body, nil)), errPrefixLen)}
 	switch {
 	case status == http.StatusRequestTimeout, status == http.StatusTooManyRequests, status >= 500 && status <= 599:
 		d, _ := retryafter.Parse(retryAfter, h.now())

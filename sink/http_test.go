@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -66,7 +67,7 @@ func TestHTTPResponseClasses(t *testing.T) {
 			}))
 			defer srv.Close()
 			h := openTestHTTP(t, srv.URL, clock, nil)
-			err := h.Write(context.Background(), testEvents(0, 1))
+			err := writeErr(context.Background(), h, testEvents(0, 1))
 			wantClass(t, err, tc.want)
 			if tc.want == 0 {
 				return
@@ -102,7 +103,7 @@ func TestHTTPOrderAndStop(t *testing.T) {
 		mu.Lock()
 		keys = append(keys, key)
 		mu.Unlock()
-		if key == "evt-0013" {
+		if key == IdempotencyKey(testEvent(13).Source, testEvent(13).ID) {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			return
 		}
@@ -112,15 +113,15 @@ func TestHTTPOrderAndStop(t *testing.T) {
 	h := openTestHTTP(t, srv.URL, newTestClock(), nil)
 
 	batch := testEvents(0, 10)
-	wantClass(t, h.Write(ctx, batch), 0)
+	wantClass(t, writeErr(ctx, h, batch), 0)
 	// The batch stops at the first failure: evt-0013 is tried, later events are not.
-	wantClass(t, h.Write(ctx, testEvents(10, 10)), Transient)
+	wantClass(t, writeErr(ctx, h, testEvents(10, 10)), Transient)
 
 	mu.Lock()
 	defer mu.Unlock()
 	var want []string
 	for _, e := range testEvents(0, 14) {
-		want = append(want, e.ID)
+		want = append(want, IdempotencyKey(e.Source, e.ID))
 	}
 	if strings.Join(keys, ",") != strings.Join(want, ",") {
 		t.Fatalf("POST order = %v, want %v", keys, want)
@@ -134,7 +135,7 @@ func TestHTTPNetworkErrors(t *testing.T) {
 		url := srv.URL
 		srv.Close()
 		h := openTestHTTP(t, url, newTestClock(), nil)
-		wantClass(t, h.Write(ctx, testEvents(0, 1)), Transient)
+		wantClass(t, writeErr(ctx, h, testEvents(0, 1)), Transient)
 	})
 	t.Run("request timeout", func(t *testing.T) {
 		release := make(chan struct{})
@@ -147,7 +148,7 @@ func TestHTTPNetworkErrors(t *testing.T) {
 		defer srv.Close()
 		defer close(release)
 		h := openTestHTTP(t, srv.URL, newTestClock(), func(c *HTTPConfig) { c.RequestTimeout = 50 * time.Millisecond })
-		err := h.Write(ctx, testEvents(0, 1))
+		err := writeErr(ctx, h, testEvents(0, 1))
 		wantClass(t, err, Transient)
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("err = %v, want a deadline", err)
@@ -162,7 +163,7 @@ func TestHTTPNetworkErrors(t *testing.T) {
 		}))
 		defer srv.Close()
 		h := openTestHTTP(t, srv.URL, newTestClock(), nil)
-		wantClass(t, h.Write(ctx, testEvents(0, 1)), Transient)
+		wantClass(t, writeErr(ctx, h, testEvents(0, 1)), Transient)
 	})
 }
 
@@ -182,7 +183,7 @@ func TestHTTPReusesConnections(t *testing.T) {
 	srv.Start()
 	defer srv.Close()
 	h := openTestHTTP(t, srv.URL, newTestClock(), nil)
-	wantClass(t, h.Write(context.Background(), testEvents(0, 20)), 0)
+	wantClass(t, writeErr(context.Background(), h, testEvents(0, 20)), 0)
 	if n := conns.Load(); n != 1 {
 		t.Fatalf("20 POSTs used %d connections, want 1", n)
 	}
@@ -201,7 +202,7 @@ func TestHTTPHeaders(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.Close()
-	wantClass(t, h.Write(context.Background(), testEvents(0, 2)), 0)
+	wantClass(t, writeErr(context.Background(), h, testEvents(0, 2)), 0)
 	rc.mu.Lock()
 	got := rc.header
 	rc.mu.Unlock()
@@ -209,8 +210,10 @@ func TestHTTPHeaders(t *testing.T) {
 		t.Fatalf("receiver saw %d requests, want 2", len(got))
 	}
 	for i, hd := range got {
+		e := testEvent(i)
 		if hd.Get("Authorization") != "Bearer s3cret" || hd.Get("X-Tenant") != "acme" ||
-			hd.Get("Idempotency-Key") != testEvent(i).ID || hd.Get("Content-Type") != "application/json" {
+			hd.Get("Idempotency-Key") != e.Source+"/"+e.ID || hd.Get("Content-Type") != "application/json" ||
+			hd.Get("Sluice-Payload-Fingerprint") != e.PayloadFingerprint {
 			t.Errorf("request %d headers = %v", i, hd)
 		}
 	}
@@ -230,12 +233,90 @@ func TestHTTPRedirects(t *testing.T) {
 	defer srv.Close()
 	h := openTestHTTP(t, srv.URL, newTestClock(), nil)
 	events := testEvents(0, 2)
-	wantClass(t, h.Write(context.Background(), events), 0)
+	wantClass(t, writeErr(context.Background(), h, events), 0)
 	for _, e := range events {
-		row, err := rc.Get(context.Background(), e.ID)
+		row, err := rc.Get(context.Background(), e.Source, e.ID)
 		if err != nil {
 			t.Fatalf("after 308: %v", err)
 		}
 		checkRow(t, stores{precision: time.Nanosecond}, e, row, time.Time{})
+	}
+}
+
+// TestHTTPIdempotencyKey: the key names the source and the id, and two
+// identities never share one, however their parts are cut.
+func TestHTTPIdempotencyKey(t *testing.T) {
+	for _, tc := range []struct{ source, id, want string }{
+		{"shop", "order-123", "shop/order-123"},
+		{"shop a", "order/1", "shop%20a/order%2F1"},
+		{"a/b", "c", "a%2Fb/c"},
+		{"a", "b/c", "a/b%2Fc"},
+		{"a%2Fb", "c", "a%252Fb/c"},
+		{"ü", "100%", "%C3%BC/100%25"},
+	} {
+		if got := IdempotencyKey(tc.source, tc.id); got != tc.want {
+			t.Errorf("IdempotencyKey(%q, %q) = %q, want %q", tc.source, tc.id, got, tc.want)
+		}
+	}
+	// Every identity of these parts has a key of its own.
+	parts := []string{"", "a", "b", "a/b", "b/", "/b", "a%2Fb", "%", "/"}
+	seen := map[string][2]string{}
+	for _, source := range parts {
+		for _, id := range parts {
+			k := IdempotencyKey(source, id)
+			if prev, dup := seen[k]; dup {
+				t.Fatalf("IdempotencyKey(%q, %q) = IdempotencyKey(%q, %q) = %q", source, id, prev[0], prev[1], k)
+			}
+			seen[k] = [2]string{source, id}
+		}
+	}
+}
+
+// TestHTTPConflicts: a 2xx answer echoing another payload fingerprint than
+// the one sent is a Conflict; no echo, or the same one, is none. Other
+// statuses are classified as they always are, whatever they carry.
+func TestHTTPConflicts(t *testing.T) {
+	held := Fingerprint([]byte("held"))
+	for _, tc := range []struct {
+		name   string
+		status int
+		echo   string // "": no header; "sent": the fingerprint sent
+		want   []Conflict
+		class  Class
+	}{
+		{name: "no echo", status: http.StatusOK},
+		{name: "same fingerprint", status: http.StatusOK, echo: "sent"},
+		{name: "created, same fingerprint", status: http.StatusCreated, echo: "sent"},
+		{name: "other fingerprint", status: http.StatusOK, echo: held, want: []Conflict{{1, held}}},
+		{name: "accepted, other fingerprint", status: http.StatusAccepted, echo: held, want: []Conflict{{1, held}}},
+		{name: "other fingerprint with spaces", status: http.StatusOK, echo: " " + held + " ", want: []Conflict{{1, held}}},
+		{name: "conflict status", status: http.StatusConflict, echo: held, class: Permanent},
+		{name: "unprocessable", status: http.StatusUnprocessableEntity, echo: held, class: Permanent},
+		{name: "unavailable", status: http.StatusServiceUnavailable, echo: held, class: Transient},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			batch := testEvents(0, 3)
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				// Only the second event meets what the test answers.
+				status, echo := http.StatusCreated, "sent"
+				if r.Header.Get(HeaderIdempotencyKey) == IdempotencyKey(batch[1].Source, batch[1].ID) {
+					status, echo = tc.status, tc.echo
+				}
+				if echo == "sent" {
+					echo = r.Header.Get(HeaderPayloadFingerprint)
+				}
+				if echo != "" {
+					w.Header().Set(HeaderPayloadFingerprint, echo)
+				}
+				w.WriteHeader(status)
+			}))
+			defer srv.Close()
+			h := openTestHTTP(t, srv.URL, newTestClock(), nil)
+			got, err := h.Write(context.Background(), batch)
+			wantClass(t, err, tc.class)
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("conflicts = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

@@ -14,16 +14,18 @@ import (
 )
 
 // Postgres is the PostgreSQL sink: a pgx pool, one INSERT ... SELECT FROM
-// unnest(...) statement per batch. Rows are inserted in event-id order (and
-// batch order within an id, so the first of a duplicate wins), so that
-// concurrent batches sharing ids take their row locks in the same order and
-// cannot deadlock one another.
+// unnest(...) statement per batch, and a second one, recording conflicts,
+// for a batch holding identities the table already held. Rows are
+// inserted in identity order (and batch order within an identity, so the
+// first of a duplicate wins), and conflicts in (identity, fingerprint)
+// order, so that concurrent batches sharing identities take their locks
+// in the same order and cannot deadlock one another.
 type Postgres struct {
-	pool    *pgxpool.Pool
-	table   string
-	timeout time.Duration
-	now     func() time.Time
-	insert  string
+	pool             *pgxpool.Pool
+	table, conflicts string // quoted
+	timeout          time.Duration
+	now              func() time.Time
+	insert, record   string
 
 	mu     sync.RWMutex // guards closed against Close during Write
 	closed bool
@@ -32,8 +34,8 @@ type Postgres struct {
 var _ Sink = (*Postgres)(nil)
 
 // PostgresSchemaVersion is the newest version of the table layout Migrate
-// creates.
-const PostgresSchemaVersion = 1
+// creates; OpenPostgres refuses a table at any other.
+const PostgresSchemaVersion = 2
 
 // postgresMigrations[v-1] brings a table from version v-1 to v; %[1]s is
 // the quoted table name, %[2]s the bare one (for index names). Each
@@ -58,6 +60,46 @@ var postgresMigrations = [PostgresSchemaVersion]string{
 CREATE INDEX IF NOT EXISTS "%[2]s_type_occurred_at_idx" ON %[1]s (event_type, occurred_at);
 CREATE INDEX IF NOT EXISTS "%[2]s_source_ingested_at_idx" ON %[1]s (source, ingested_at);
 CREATE INDEX IF NOT EXISTS "%[2]s_kafka_idx" ON %[1]s (topic, kafka_partition, kafka_offset);`,
+
+	// Version 2 keys the table by (source, event_id), adds
+	// payload_fingerprint (for the rows already held, the digest of their
+	// stored value) and the conflicts table. It rewrites the table under
+	// an exclusive lock.
+	`ALTER TABLE %[1]s ADD COLUMN IF NOT EXISTS payload_fingerprint text;
+UPDATE %[1]s SET payload_fingerprint = 'sha256:' || encode(sha256(value), 'hex') WHERE payload_fingerprint IS NULL;
+ALTER TABLE %[1]s ALTER COLUMN payload_fingerprint SET NOT NULL;
+DO $$
+DECLARE
+	pk_name text;
+	pk_def  text;
+BEGIN
+	SELECT conname, pg_get_constraintdef(oid) INTO pk_name, pk_def
+	FROM pg_constraint WHERE conrelid = '%[1]s'::regclass AND contype = 'p';
+	IF pk_def IS DISTINCT FROM 'PRIMARY KEY (source, event_id)' THEN
+		IF pk_name IS NOT NULL THEN
+			EXECUTE format('ALTER TABLE %%s DROP CONSTRAINT %%I', '%[1]s'::regclass, pk_name);
+		END IF;
+		ALTER TABLE %[1]s ADD CONSTRAINT "%[2]s_pkey" PRIMARY KEY (source, event_id);
+	END IF;
+END $$;
+CREATE TABLE IF NOT EXISTS "%[2]s_conflicts" (
+	source              text NOT NULL,
+	event_id            text NOT NULL,
+	payload_fingerprint text NOT NULL,
+	stored_fingerprint  text NOT NULL,
+	event_type          text NOT NULL,
+	partition_key       text NOT NULL,
+	occurred_at         timestamptz NOT NULL,
+	ingested_at         timestamptz NOT NULL,
+	schema_fingerprint  text NOT NULL,
+	payload             jsonb,
+	value               bytea NOT NULL,
+	topic               text NOT NULL,
+	kafka_partition     integer NOT NULL,
+	kafka_offset        bigint NOT NULL,
+	first_seen_at       timestamptz NOT NULL DEFAULT now(),
+	PRIMARY KEY (source, event_id, payload_fingerprint)
+);`,
 }
 
 // migrationsTable records which versions of which sink table are applied.
@@ -72,26 +114,31 @@ const migrationsTable = `CREATE TABLE IF NOT EXISTS sluice_sink_migrations (
 // calls (two CREATE TABLE IF NOT EXISTS can otherwise race).
 const migrateLockKey = 0x736c7569636531 // "sluice1"
 
-// PostgresDDL returns every statement Migrate runs for table, in order, for
-// an operator who applies the schema by hand.
+// PostgresDDL returns every statement Migrate runs for table, in order,
+// each version's followed by the row that records it, for an operator who
+// applies the schema by hand.
 func PostgresDDL(table string) (string, error) {
 	if !validIdentifier(table) {
-		return "", bad("postgres.table", "must be a lowercase identifier ([a-z_][a-z0-9_]*, at most 63 bytes), got %q", table)
+		return "", bad("postgres.table", "must be a lowercase identifier ([a-z_][a-z0-9_]*, at most %d bytes), got %q", maxTableNameLen, table)
 	}
 	var b strings.Builder
 	b.WriteString(migrationsTable + ";\n")
 	for v, m := range postgresMigrations {
 		fmt.Fprintf(&b, "-- version %d\n%s\n", v+1, fmt.Sprintf(m, quoteIdent(table), table))
+		// table is an identifier (validIdentifier), safe in a literal.
+		fmt.Fprintf(&b, "INSERT INTO sluice_sink_migrations (table_name, version) VALUES ('%s', %d) ON CONFLICT DO NOTHING;\n", table, v+1)
 	}
 	return b.String(), nil
 }
 
-// Migrate creates table and its indexes, or brings them to
-// PostgresSchemaVersion, in one transaction. Running it again, or from
-// several processes at once, is safe. ctx bounds it, connecting included.
+// Migrate creates table, its indexes and its conflicts table, or brings
+// them to PostgresSchemaVersion, in one transaction. Running it again, or
+// from several processes at once, is safe. ctx bounds it, connecting
+// included. Stop the consumers of an older version first: they cannot
+// write to a table of a newer one.
 func Migrate(ctx context.Context, dsn, table string) error {
 	if !validIdentifier(table) {
-		return bad("postgres.table", "must be a lowercase identifier ([a-z_][a-z0-9_]*, at most 63 bytes), got %q", table)
+		return bad("postgres.table", "must be a lowercase identifier ([a-z_][a-z0-9_]*, at most %d bytes), got %q", maxTableNameLen, table)
 	}
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
@@ -160,7 +207,8 @@ func redactDSNError(err error) error {
 	return err
 }
 
-// OpenPostgres connects to the database and checks that the table exists.
+// OpenPostgres connects to the database and checks that the table exists
+// at PostgresSchemaVersion.
 func OpenPostgres(ctx context.Context, cfg PostgresConfig, opts ...Option) (*Postgres, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -176,89 +224,209 @@ func OpenPostgres(ctx context.Context, cfg PostgresConfig, opts ...Option) (*Pos
 	}
 	checkCtx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
 	defer cancel()
-	table := quoteIdent(cfg.Table)
-	var exists bool
-	if err := pool.QueryRow(checkCtx, "SELECT to_regclass($1) IS NOT NULL", table).Scan(&exists); err != nil {
+	table, conflicts := quoteIdent(cfg.Table), quoteIdent(cfg.Table+conflictsSuffix)
+	if err := checkPostgresVersion(checkCtx, pool, cfg.Table); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("sink: postgres: connect: %w", err)
-	}
-	if !exists {
-		pool.Close()
-		return nil, fmt.Errorf("sink: postgres: table %s does not exist: run sluice sink migrate", cfg.Table)
+		return nil, err
 	}
 	return &Postgres{
-		pool:    pool,
-		table:   table,
-		timeout: cfg.WriteTimeout,
-		now:     o.now,
+		pool:      pool,
+		table:     table,
+		conflicts: conflicts,
+		timeout:   cfg.WriteTimeout,
+		now:       o.now,
 		insert: fmt.Sprintf(`INSERT INTO %s (%s)
-SELECT id, ty, src, pk, occ, ing, fp, p::jsonb, v, tp, kp, ko, $13::timestamptz
+SELECT id, ty, src, pk, occ, ing, sfp, p::jsonb, v, tp, kp, ko, $14::timestamptz, pfp
 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::timestamptz[],
-	$7::text[], $8::text[], $9::bytea[], $10::text[], $11::int4[], $12::int8[])
-	WITH ORDINALITY AS u(id, ty, src, pk, occ, ing, fp, p, v, tp, kp, ko, ord)
-ORDER BY id, ord
-ON CONFLICT (event_id) DO NOTHING`, table, rowColumns),
+	$7::text[], $8::text[], $9::bytea[], $10::text[], $11::int4[], $12::int8[], $13::text[])
+	WITH ORDINALITY AS u(id, ty, src, pk, occ, ing, sfp, p, v, tp, kp, ko, pfp, ord)
+ORDER BY src, id, ord
+ON CONFLICT (source, event_id) DO NOTHING
+RETURNING source, event_id`, table, rowColumns),
+		// The join reads the table in a snapshot taken after the insert
+		// returned, so it sees the rows of concurrent writes that the
+		// insert waited for.
+		record: fmt.Sprintf(`INSERT INTO %s (%s)
+SELECT DISTINCT ON (b.src, b.id, b.pfp)
+	b.id, b.ty, b.src, b.pk, b.occ, b.ing, b.sfp, b.p::jsonb, b.v, b.tp, b.kp, b.ko, $15::timestamptz, b.pfp,
+	t.payload_fingerprint
+FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::timestamptz[],
+	$7::text[], $8::text[], $9::bytea[], $10::text[], $11::int4[], $12::int8[], $13::text[], $14::int4[])
+	AS b(id, ty, src, pk, occ, ing, sfp, p, v, tp, kp, ko, pfp, ix)
+JOIN %s AS t ON t.source = b.src AND t.event_id = b.id
+WHERE t.payload_fingerprint <> b.pfp
+ORDER BY b.src, b.id, b.pfp, b.ix
+ON CONFLICT (source, event_id, payload_fingerprint) DO NOTHING
+RETURNING source, event_id, payload_fingerprint, stored_fingerprint`, conflicts, conflictColumns, table),
 	}, nil
+}
+
+// checkPostgresVersion fails unless table exists at PostgresSchemaVersion.
+func checkPostgresVersion(ctx context.Context, pool *pgxpool.Pool, table string) error {
+	var exists, recorded bool
+	if err := pool.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL, to_regclass('sluice_sink_migrations') IS NOT NULL",
+		quoteIdent(table)).Scan(&exists, &recorded); err != nil {
+		return fmt.Errorf("sink: postgres: connect: %w", err)
+	}
+	if !exists {
+		return fmt.Errorf("sink: postgres: table %s does not exist: run sluice sink migrate", table)
+	}
+	applied := 0
+	if recorded {
+		if err := pool.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM sluice_sink_migrations WHERE table_name = $1",
+			table).Scan(&applied); err != nil {
+			return fmt.Errorf("sink: postgres: read schema version of %s: %w", table, err)
+		}
+	}
+	switch {
+	case applied < PostgresSchemaVersion:
+		return fmt.Errorf("sink: postgres: table %s is at schema version %d, this binary needs %d: run sluice sink migrate",
+			table, applied, PostgresSchemaVersion)
+	case applied > PostgresSchemaVersion:
+		return fmt.Errorf("sink: postgres: table %s is at schema version %d, newer than this binary's %d",
+			table, applied, PostgresSchemaVersion)
+	}
+	return nil
 }
 
 // Name returns "postgres".
 func (p *Postgres) Name() string { return KindPostgres }
 
-// Write inserts batch with one statement; events whose id is already
-// stored, in the table or earlier in batch, are left as they are. It
-// returns nil once the statement's implicit transaction is committed.
-// Times are stored with PostgreSQL's microsecond precision.
-func (p *Postgres) Write(ctx context.Context, batch []Event) error {
+// Write inserts batch with one statement; events whose identity is
+// already stored, in the table or earlier in batch, are left as they are.
+// When there are such events a second statement records those with
+// another payload fingerprint in the conflicts table. It returns nil once
+// the statements' implicit transactions are committed, with the conflicts
+// the second one recorded. Times are stored with PostgreSQL's microsecond
+// precision.
+func (p *Postgres) Write(ctx context.Context, batch []Event) ([]Conflict, error) {
 	if err := checkBatch(batch); err != nil {
-		return err
+		return nil, err
 	}
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if p.closed {
-		return TransientError(ErrClosed, 0)
+		return nil, TransientError(ErrClosed, 0)
 	}
 	if len(batch) == 0 {
-		return nil
+		return nil, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
-	if _, err := p.pool.Exec(ctx, p.insert, columnsOf(batch, p.now())...); err != nil {
-		return classifyPostgres(err)
+	written := p.now()
+	var all pgColumns
+	for i := range batch {
+		all.add(&batch[i], i)
 	}
-	return nil
-}
-
-// columnsOf turns batch into the thirteen arguments of the unnest insert.
-func columnsOf(batch []Event, written time.Time) []any {
-	n := len(batch)
-	var (
-		ids, types, sources, keys, fps, topics = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		occurred, ingested                     = make([]time.Time, n), make([]time.Time, n)
-		payloads                               = make([]*string, n)
-		values                                 = make([][]byte, n)
-		partitions                             = make([]int32, n)
-		offsets                                = make([]int64, n)
-	)
+	rows, err := p.pool.Query(ctx, p.insert, all.args(false, written)...)
+	if err != nil {
+		return nil, classifyPostgres(err)
+	}
+	inserted := map[identity]bool{}
+	var id identity
+	if _, err := pgx.ForEachRow(rows, []any{&id.source, &id.id}, func() error {
+		inserted[id] = true
+		return nil
+	}); err != nil {
+		return nil, classifyPostgres(err)
+	}
+	if len(inserted) == len(batch) {
+		return nil, nil
+	}
+	// Every event not inserted met a row of its identity: the first of
+	// its identity in batch, or one stored before.
+	var held pgColumns
 	for i := range batch {
 		e := &batch[i]
-		ids[i], types[i], sources[i], keys[i] = e.ID, e.Type, e.Source, string(e.Key)
-		occurred[i], ingested[i], fps[i] = e.OccurredAt, e.IngestedAt, e.SchemaFingerprint
-		if len(e.JSON) > 0 {
-			s := string(e.JSON)
-			payloads[i] = &s
+		k := identity{e.Source, e.ID}
+		if inserted[k] {
+			delete(inserted, k) // this one was; later ones of k were not
+			continue
 		}
-		values[i] = e.Value
-		if values[i] == nil {
-			values[i] = []byte{} // NULL would break NOT NULL
-		}
-		topics[i], partitions[i], offsets[i] = e.Topic, e.Partition, e.Offset
+		held.add(e, i)
 	}
-	return []any{ids, types, sources, keys, occurred, ingested, fps, payloads, values, topics, partitions, offsets, written}
+	return p.recordConflicts(ctx, batch, &held, written)
+}
+
+// identity is an event's key in the sinks.
+type identity struct{ source, id string }
+
+// recordConflicts runs the conflicts statement over held and returns a
+// Conflict, at the first index of its copy in batch, for each copy it
+// newly recorded.
+func (p *Postgres) recordConflicts(ctx context.Context, batch []Event, held *pgColumns, written time.Time) ([]Conflict, error) {
+	rows, err := p.pool.Query(ctx, p.record, held.args(true, written)...)
+	if err != nil {
+		return nil, classifyPostgres(err)
+	}
+	type copyKey struct{ source, id, fingerprint string }
+	recorded := map[copyKey]string{} // the stored fingerprint of each new record
+	var k copyKey
+	var stored string
+	if _, err := pgx.ForEachRow(rows, []any{&k.source, &k.id, &k.fingerprint, &stored}, func() error {
+		recorded[k] = stored
+		return nil
+	}); err != nil {
+		return nil, classifyPostgres(err)
+	}
+	var conflicts []Conflict
+	for _, i := range held.index { // in batch order
+		e := &batch[i]
+		k := copyKey{e.Source, e.ID, e.PayloadFingerprint}
+		if stored, ok := recorded[k]; ok {
+			conflicts = append(conflicts, Conflict{Index: int(i), StoredFingerprint: stored})
+			delete(recorded, k) // reported at the first index of the copy
+		}
+	}
+	return conflicts, nil
+}
+
+// pgColumns holds events as the arrays the unnest statements take.
+type pgColumns struct {
+	ids, types, sources, keys, schemaFPs, topics, payloadFPs []string
+	occurred, ingested                                       []time.Time
+	payloads                                                 []*string
+	values                                                   [][]byte
+	partitions                                               []int32
+	offsets                                                  []int64
+	index                                                    []int32 // in the batch
+}
+
+func (c *pgColumns) add(e *Event, i int) {
+	c.ids, c.types, c.sources = append(c.ids, e.ID), append(c.types, e.Type), append(c.sources, e.Source)
+	c.keys, c.schemaFPs = append(c.keys, string(e.Key)), append(c.schemaFPs, e.SchemaFingerprint)
+	c.occurred, c.ingested = append(c.occurred, e.OccurredAt), append(c.ingested, e.IngestedAt)
+	var payload *string
+	if len(e.JSON) > 0 {
+		s := string(e.JSON)
+		payload = &s
+	}
+	c.payloads = append(c.payloads, payload)
+	value := e.Value
+	if value == nil {
+		value = []byte{} // NULL would break NOT NULL
+	}
+	c.values = append(c.values, value)
+	c.topics, c.partitions, c.offsets = append(c.topics, e.Topic), append(c.partitions, e.Partition), append(c.offsets, e.Offset)
+	c.payloadFPs = append(c.payloadFPs, e.PayloadFingerprint)
+	c.index = append(c.index, int32(i))
+}
+
+// args returns the arguments of the insert (thirteen arrays and the write
+// time) or, withIndex, of the conflicts statement (fourteen arrays, the
+// last the batch indexes, and the write time).
+func (c *pgColumns) args(withIndex bool, written time.Time) []any {
+	a := []any{c.ids, c.types, c.sources, c.keys, c.occurred, c.ingested, c.schemaFPs, c.payloads,
+		c.values, c.topics, c.partitions, c.offsets, c.payloadFPs}
+	if withIndex {
+		a = append(a, c.index)
+	}
+	return append(a, written)
 }
 
 // postgresPermanentClasses are the SQLSTATE classes that the same input
 // will always meet again: data exceptions (22), integrity constraints (23;
-// the event-id conflict never gets here, ON CONFLICT absorbs it), syntax or
+// the identity conflict never gets here, ON CONFLICT absorbs it), syntax or
 // access rules (42), feature not supported (0A), cardinality (21), check
 // option (44) and program limits such as an oversized row (54).
 var postgresPermanentClasses = [...]string{"0A", "21", "22", "23", "42", "44", "54"}
@@ -330,12 +498,11 @@ func (p *Postgres) Count(ctx context.Context) (int64, error) {
 	return n, nil
 }
 
-// Get returns the row of event id, or ErrNotFound.
-func (p *Postgres) Get(ctx context.Context, id string) (Row, error) {
+// Get returns the row of identity (source, id), or ErrNotFound.
+func (p *Postgres) Get(ctx context.Context, source, id string) (Row, error) {
 	var r Row
-	err := p.pool.QueryRow(ctx, "SELECT "+rowColumns+" FROM "+p.table+" WHERE event_id = $1", id).Scan(
-		&r.EventID, &r.EventType, &r.Source, &r.PartitionKey, &r.OccurredAt, &r.IngestedAt,
-		&r.SchemaFingerprint, &r.Payload, &r.Value, &r.Topic, &r.KafkaPartition, &r.KafkaOffset, &r.WrittenAt)
+	err := p.pool.QueryRow(ctx, "SELECT "+rowColumns+" FROM "+p.table+" WHERE source = $1 AND event_id = $2",
+		source, id).Scan(rowTargets(&r)...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Row{}, ErrNotFound
 	}
@@ -344,4 +511,35 @@ func (p *Postgres) Get(ctx context.Context, id string) (Row, error) {
 	}
 	r.OccurredAt, r.IngestedAt, r.WrittenAt = r.OccurredAt.UTC(), r.IngestedAt.UTC(), r.WrittenAt.UTC()
 	return r, nil
+}
+
+// Conflicts returns up to n (at most 1000) records of the conflicts
+// table, the most recently recorded first.
+func (p *Postgres) Conflicts(ctx context.Context, n int) ([]ConflictRecord, error) {
+	n = min(max(n, 0), maxRecent)
+	rows, err := p.pool.Query(ctx, "SELECT "+conflictColumns+" FROM "+p.conflicts+
+		" ORDER BY first_seen_at DESC, source, event_id, payload_fingerprint LIMIT $1", n)
+	if err != nil {
+		return nil, fmt.Errorf("sink: postgres: conflicts: %w", err)
+	}
+	var (
+		out []ConflictRecord
+		c   ConflictRecord
+	)
+	if _, err := pgx.ForEachRow(rows, append(rowTargets(&c.Row), &c.StoredFingerprint), func() error {
+		c.OccurredAt, c.IngestedAt, c.WrittenAt = c.OccurredAt.UTC(), c.IngestedAt.UTC(), c.WrittenAt.UTC()
+		out = append(out, c)
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("sink: postgres: conflicts: %w", err)
+	}
+	return out, nil
+}
+
+// rowTargets are the scan targets of rowColumns (and the first columns of
+// conflictColumns) in r.
+func rowTargets(r *Row) []any {
+	return []any{&r.EventID, &r.EventType, &r.Source, &r.PartitionKey, &r.OccurredAt, &r.IngestedAt,
+		&r.SchemaFingerprint, &r.Payload, &r.Value, &r.Topic, &r.KafkaPartition, &r.KafkaOffset, &r.WrittenAt,
+		&r.PayloadFingerprint}
 }

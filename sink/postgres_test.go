@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -76,7 +77,10 @@ func TestPostgresDDL(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{`CREATE TABLE IF NOT EXISTS "events"`, "event_id           text PRIMARY KEY", "payload            jsonb",
-		`"events_type_occurred_at_idx"`, "-- version 1", "sluice_sink_migrations"} {
+		`"events_type_occurred_at_idx"`, "-- version 1", "sluice_sink_migrations",
+		"-- version 2", "ADD COLUMN IF NOT EXISTS payload_fingerprint", "PRIMARY KEY (source, event_id)",
+		`CREATE TABLE IF NOT EXISTS "events_conflicts"`, "PRIMARY KEY (source, event_id, payload_fingerprint)",
+		"VALUES ('events', 1) ON CONFLICT DO NOTHING;", "VALUES ('events', 2) ON CONFLICT DO NOTHING;"} {
 		if !strings.Contains(ddl, want) {
 			t.Errorf("DDL lacks %q:\n%s", want, ddl)
 		}
@@ -122,6 +126,10 @@ func TestIntegrationPostgresMigrate(t *testing.T) {
 		t.Errorf("indexes on %s = %d, want 4", table, indexes)
 	}
 
+	if _, err := OpenPostgres(ctx, cfg); err != nil {
+		t.Fatalf("OpenPostgres after Migrate: %v", err)
+	}
+
 	// A table migrated by a newer binary is refused.
 	if _, err := conn.Exec(ctx, "INSERT INTO sluice_sink_migrations (table_name, version) VALUES ($1, $2)", table, PostgresSchemaVersion+1); err != nil {
 		t.Fatal(err)
@@ -129,6 +137,215 @@ func TestIntegrationPostgresMigrate(t *testing.T) {
 	if err := Migrate(ctx, dsn, table); err == nil || !strings.Contains(err.Error(), "newer") {
 		t.Fatalf("Migrate over a newer schema: err = %v", err)
 	}
+	if _, err := OpenPostgres(ctx, cfg); err == nil || !strings.Contains(err.Error(), "newer") {
+		t.Fatalf("OpenPostgres over a newer schema: err = %v", err)
+	}
+}
+
+// v1Insert stores events the way a version 1 binary did.
+const v1Insert = `INSERT INTO %s (` + v1Columns + `)
+SELECT id, ty, src, pk, occ, ing, fp, p::jsonb, v, tp, kp, ko, $13::timestamptz
+FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::timestamptz[],
+	$7::text[], $8::text[], $9::bytea[], $10::text[], $11::int4[], $12::int8[])
+	WITH ORDINALITY AS u(id, ty, src, pk, occ, ing, fp, p, v, tp, kp, ko, ord)
+ORDER BY id, ord
+ON CONFLICT (event_id) DO NOTHING`
+
+// TestIntegrationPostgresMigrateV1: a version 1 table holding rows, as
+// binaries before the (source, event id) key left it, is refused by
+// OpenPostgres and brought to version 2 by Migrate, its rows kept and
+// fingerprinted; Migrate runs again, and version 2 applied but not
+// recorded runs again, without harm.
+func TestIntegrationPostgresMigrateV1(t *testing.T) {
+	dsn := postgresDSN(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	table := testTableName(t)
+	t.Cleanup(func() { dropTestTable(t, dsn, table) })
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+
+	// The version 1 table, made as a version 1 Migrate made it.
+	if _, err := conn.Exec(ctx, migrationsTable+";\n"+fmt.Sprintf(postgresMigrations[0], quoteIdent(table), table)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "INSERT INTO sluice_sink_migrations (table_name, version) VALUES ($1, 1)", table); err != nil {
+		t.Fatal(err)
+	}
+	old := testEvents(0, 6)
+	var cols pgColumns
+	for i := range old {
+		cols.add(&old[i], i)
+	}
+	written := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	args := append(cols.args(false, written)[:12:12], written)
+	if _, err := conn.Exec(ctx, fmt.Sprintf(v1Insert, quoteIdent(table)), args...); err != nil {
+		t.Fatal(err)
+	}
+
+	cfg := DefaultConfig().Postgres
+	cfg.DSN, cfg.Table = dsn, table
+	_, err = OpenPostgres(ctx, cfg)
+	if err == nil || !strings.Contains(err.Error(), "schema version 1") || !strings.Contains(err.Error(), "sluice sink migrate") {
+		t.Fatalf("OpenPostgres of a version 1 table: err = %v, want a refusal naming sluice sink migrate", err)
+	}
+	for i := range 2 {
+		if err := Migrate(ctx, dsn, table); err != nil {
+			t.Fatalf("Migrate #%d: %v", i+1, err)
+		}
+	}
+	// Version 2 applied but not recorded (an interrupted run, or a
+	// hand-applied DDL) runs again cleanly.
+	if _, err := conn.Exec(ctx, "DELETE FROM sluice_sink_migrations WHERE table_name = $1 AND version = 2", table); err != nil {
+		t.Fatal(err)
+	}
+	if err := Migrate(ctx, dsn, table); err != nil {
+		t.Fatalf("Migrate over an unrecorded version 2: %v", err)
+	}
+
+	var pk string
+	if err := conn.QueryRow(ctx, "SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = $1::regclass AND contype = 'p'",
+		quoteIdent(table)).Scan(&pk); err != nil {
+		t.Fatal(err)
+	}
+	if pk != "PRIMARY KEY (source, event_id)" {
+		t.Errorf("primary key = %s", pk)
+	}
+	var versions []int
+	rows, err := conn.Query(ctx, "SELECT version FROM sluice_sink_migrations WHERE table_name = $1 ORDER BY version", table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if versions, err = pgx.CollectRows(rows, pgx.RowTo[int]); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(versions) != "[1 2]" {
+		t.Errorf("recorded versions = %v, want [1 2]", versions)
+	}
+
+	p, err := OpenPostgres(ctx, cfg)
+	if err != nil {
+		t.Fatalf("OpenPostgres after Migrate: %v", err)
+	}
+	defer p.Close()
+	if n, err := p.Count(ctx); err != nil || n != int64(len(old)) {
+		t.Fatalf("Count after Migrate = %d, %v; want %d", n, err, len(old))
+	}
+	for _, e := range old {
+		row, err := p.Get(ctx, e.Source, e.ID)
+		if err != nil {
+			t.Fatalf("Get(%q, %q): %v", e.Source, e.ID, err)
+		}
+		// The backfilled fingerprint is the digest of the stored value,
+		// here the one testEvent computes in Go.
+		checkRow(t, stores{value: true, precision: time.Microsecond}, e, row, written)
+	}
+	// The old rows take part in identity like new ones: a redelivery is a
+	// duplicate, another payload a conflict, another source another event.
+	writeClean(t, p, old[:2])
+	other := old[0]
+	other.Source = "tenant-b"
+	writeClean(t, p, []Event{other})
+	changed := withPayload(old[1], "changed")
+	conflicts, err := p.Write(ctx, []Event{changed})
+	wantClass(t, err, 0)
+	if want := []Conflict{{0, old[1].PayloadFingerprint}}; !slices.Equal(conflicts, want) {
+		t.Fatalf("conflicts = %v, want %v", conflicts, want)
+	}
+	if n, err := p.Count(ctx); err != nil || n != int64(len(old))+1 {
+		t.Fatalf("Count = %d, %v; want %d", n, err, len(old)+1)
+	}
+}
+
+// TestIntegrationPostgresDDLByHand: what PostgresDDL prints, applied by
+// hand, makes a table OpenPostgres accepts and Migrate leaves alone.
+func TestIntegrationPostgresDDLByHand(t *testing.T) {
+	dsn := postgresDSN(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	table := testTableName(t)
+	t.Cleanup(func() { dropTestTable(t, dsn, table) })
+	ddl, err := PostgresDDL(table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, ddl); err != nil {
+		t.Fatalf("applying PostgresDDL: %v", err)
+	}
+	if err := Migrate(ctx, dsn, table); err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig().Postgres
+	cfg.DSN, cfg.Table = dsn, table
+	p, err := OpenPostgres(ctx, cfg)
+	if err != nil {
+		t.Fatalf("OpenPostgres: %v", err)
+	}
+	p.Close()
+}
+
+// TestIntegrationPostgresConflictBehindALock: a write whose identity is
+// being inserted by a transaction not yet committed waits for it, and
+// records the conflict once that transaction commits; a snapshot taken
+// before the commit would miss it.
+func TestIntegrationPostgresConflictBehindALock(t *testing.T) {
+	dsn := postgresDSN(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p := openTestPostgres(t, dsn, newTestClock())
+	first := testEvent(1)
+	second := withPayload(first, "second")
+
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	var cols pgColumns
+	cols.add(&first, 0)
+	if _, err := tx.Exec(ctx, p.insert, cols.args(false, time.Now())...); err != nil {
+		t.Fatal(err)
+	}
+
+	type result struct {
+		conflicts []Conflict
+		err       error
+	}
+	done := make(chan result, 1)
+	go func() {
+		c, err := p.Write(ctx, []Event{second})
+		done <- result{c, err}
+	}()
+	waitUntil(t, 20*time.Second, "the write to wait for the open transaction's row lock", func() bool {
+		var waiting int
+		if err := p.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE wait_event_type = 'Lock' AND query LIKE 'INSERT INTO ' || $1 || '%'`, p.table).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		return waiting > 0
+	})
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	wantClass(t, r.err, 0)
+	if want := []Conflict{{0, first.PayloadFingerprint}}; !slices.Equal(r.conflicts, want) {
+		t.Fatalf("conflicts = %v, want %v", r.conflicts, want)
+	}
+	checkRecords(t, p, stores{value: true, precision: time.Microsecond}, []Event{second}, first.PayloadFingerprint, newTestClock().Now())
 }
 
 func TestIntegrationPostgresErrors(t *testing.T) {
@@ -140,7 +357,7 @@ func TestIntegrationPostgresErrors(t *testing.T) {
 	// Valid JSON that jsonb refuses (22P05): the event, every time.
 	batch := testEvents(0, 3)
 	batch[1].JSON = []byte(`{"text":"nul \u0000 here"}`)
-	err := p.Write(ctx, batch)
+	err := writeErr(ctx, p, batch)
 	wantClass(t, err, Permanent)
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) || pe.Code[:2] != "22" {
@@ -152,7 +369,7 @@ func TestIntegrationPostgresErrors(t *testing.T) {
 
 	canceled, cancelNow := context.WithCancel(ctx)
 	cancelNow()
-	wantClass(t, p.Write(canceled, testEvents(0, 3)), Transient)
+	wantClass(t, writeErr(canceled, p, testEvents(0, 3)), Transient)
 
 	// The table gone under the sink is the sink's fault: transient.
 	conn, err := pgx.Connect(ctx, dsn)
@@ -163,7 +380,7 @@ func TestIntegrationPostgresErrors(t *testing.T) {
 	if _, err := conn.Exec(ctx, "DROP TABLE "+p.table); err != nil {
 		t.Fatal(err)
 	}
-	err = p.Write(ctx, testEvents(0, 3))
+	err = writeErr(ctx, p, testEvents(0, 3))
 	wantClass(t, err, Transient)
 	if !errors.As(err, &pe) || pe.Code != "42P01" {
 		t.Fatalf("err = %v, want undefined_table", err)

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"sync"
 	"time"
@@ -16,14 +17,14 @@ import (
 // SQLite is the embedded sink: one database file in WAL mode, written by
 // one connection, one transaction per batch.
 type SQLite struct {
-	table string
-	now   func() time.Time
+	table, conflicts string // quoted
+	now              func() time.Time
 
 	// w is the single writer connection; r serves the read helpers, which
 	// WAL lets run beside a write.
 	w, r *sql.DB
 
-	insert string
+	insert, stored, record string
 
 	mu     sync.RWMutex // guards closed against Close during Write
 	closed bool
@@ -31,34 +32,82 @@ type SQLite struct {
 
 var _ Sink = (*SQLite)(nil)
 
-// sqliteSchema creates the table; %[1]s is the quoted table name. Times are
-// text in timeLayout (UTC, nine fractional digits) so they sort.
-const sqliteSchema = `CREATE TABLE IF NOT EXISTS %[1]s (
-	event_id           TEXT PRIMARY KEY NOT NULL,
-	event_type         TEXT NOT NULL,
-	source             TEXT NOT NULL,
-	partition_key      TEXT NOT NULL,
-	occurred_at        TEXT NOT NULL,
-	ingested_at        TEXT NOT NULL,
-	schema_fingerprint TEXT NOT NULL,
-	payload            TEXT,
-	value              BLOB NOT NULL,
-	topic              TEXT NOT NULL,
-	kafka_partition    INTEGER NOT NULL,
-	kafka_offset       INTEGER NOT NULL,
-	written_at         TEXT NOT NULL
+// SQLiteSchemaVersion is the newest version of the table layout; OpenSQLite
+// creates a missing table at it and refuses any other. Version 1 is the
+// layout of the binaries that recorded no version: event_id alone the
+// primary key, no payload_fingerprint, no conflicts table.
+const SQLiteSchemaVersion = 2
+
+// sqliteTable and sqliteConflictsTable create the tables of the newest
+// version; %[1]s is the quoted name. Times are text in timeLayout (UTC,
+// nine fractional digits) so they sort.
+const (
+	sqliteTable = `CREATE TABLE %[1]s (
+	event_id            TEXT NOT NULL,
+	event_type          TEXT NOT NULL,
+	source              TEXT NOT NULL,
+	partition_key       TEXT NOT NULL,
+	occurred_at         TEXT NOT NULL,
+	ingested_at         TEXT NOT NULL,
+	schema_fingerprint  TEXT NOT NULL,
+	payload             TEXT,
+	value               BLOB NOT NULL,
+	topic               TEXT NOT NULL,
+	kafka_partition     INTEGER NOT NULL,
+	kafka_offset        INTEGER NOT NULL,
+	written_at          TEXT NOT NULL,
+	payload_fingerprint TEXT NOT NULL,
+	PRIMARY KEY (source, event_id)
 )`
+	sqliteConflictsTable = `CREATE TABLE IF NOT EXISTS %[1]s (
+	source              TEXT NOT NULL,
+	event_id            TEXT NOT NULL,
+	payload_fingerprint TEXT NOT NULL,
+	stored_fingerprint  TEXT NOT NULL,
+	event_type          TEXT NOT NULL,
+	partition_key       TEXT NOT NULL,
+	occurred_at         TEXT NOT NULL,
+	ingested_at         TEXT NOT NULL,
+	schema_fingerprint  TEXT NOT NULL,
+	payload             TEXT,
+	value               BLOB NOT NULL,
+	topic               TEXT NOT NULL,
+	kafka_partition     INTEGER NOT NULL,
+	kafka_offset        INTEGER NOT NULL,
+	first_seen_at       TEXT NOT NULL,
+	PRIMARY KEY (source, event_id, payload_fingerprint)
+)`
+	// sqliteMigrationsTable records which versions of which sink table
+	// the file holds, as sluice_sink_migrations does in PostgreSQL.
+	sqliteMigrationsTable = `CREATE TABLE IF NOT EXISTS sluice_sink_migrations (
+	table_name TEXT NOT NULL,
+	version    INTEGER NOT NULL,
+	applied_at TEXT NOT NULL,
+	PRIMARY KEY (table_name, version)
+)`
+)
 
-const rowColumns = `event_id, event_type, source, partition_key, occurred_at, ingested_at,
+// v1Columns are the columns of a version 1 table, rowColumns those of the
+// newest, in the order Row is scanned.
+const (
+	v1Columns = `event_id, event_type, source, partition_key, occurred_at, ingested_at,
 	schema_fingerprint, payload, value, topic, kafka_partition, kafka_offset, written_at`
+	rowColumns = v1Columns + `, payload_fingerprint`
+	// conflictColumns are the columns of a conflicts table, in the order
+	// ConflictRecord is scanned.
+	conflictColumns = `event_id, event_type, source, partition_key, occurred_at, ingested_at,
+	schema_fingerprint, payload, value, topic, kafka_partition, kafka_offset, first_seen_at,
+	payload_fingerprint, stored_fingerprint`
+)
 
-// OpenSQLite opens (creating when missing) the database file and its table.
-func OpenSQLite(ctx context.Context, cfg SQLiteConfig, opts ...Option) (*SQLite, error) {
-	if err := cfg.validate(); err != nil {
-		return nil, err
-	}
-	o := buildOptions(opts)
+// sqliteMigrations[v-2] brings a table from version v-1 to v, inside the
+// transaction of MigrateSQLite.
+var sqliteMigrations = [SQLiteSchemaVersion - 1]func(ctx context.Context, tx *sql.Tx, table string, now time.Time) error{
+	migrateSQLiteV2,
+}
 
+// openSQLiteWriter opens the writer connection of cfg's file.
+func openSQLiteWriter(cfg SQLiteConfig) (*sql.DB, error) {
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", cfg.BusyTimeout.Milliseconds()))
 	q.Add("_pragma", "journal_mode(WAL)")
@@ -74,11 +123,25 @@ func OpenSQLite(ctx context.Context, cfg SQLiteConfig, opts ...Option) (*SQLite,
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
+	return w, nil
+}
 
-	table := quoteIdent(cfg.Table)
-	if _, err := w.ExecContext(ctx, fmt.Sprintf(sqliteSchema, table)); err != nil {
+// OpenSQLite opens (creating when missing) the database file and its
+// tables. A missing table is created at SQLiteSchemaVersion; a table at an
+// older version is refused until MigrateSQLite (sluice sink migrate)
+// brings it up, and one at a newer version is refused.
+func OpenSQLite(ctx context.Context, cfg SQLiteConfig, opts ...Option) (*SQLite, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	o := buildOptions(opts)
+	w, err := openSQLiteWriter(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := prepareSQLite(ctx, w, cfg, o.now()); err != nil {
 		w.Close()
-		return nil, fmt.Errorf("sink: sqlite: create table %s in %s: %w", cfg.Table, cfg.Path, err)
+		return nil, err
 	}
 
 	rq := url.Values{}
@@ -91,53 +154,255 @@ func OpenSQLite(ctx context.Context, cfg SQLiteConfig, opts ...Option) (*SQLite,
 	}
 	r.SetMaxOpenConns(4)
 
+	table, conflicts := quoteIdent(cfg.Table), quoteIdent(cfg.Table+conflictsSuffix)
 	return &SQLite{
-		table: table,
-		now:   o.now,
-		w:     w,
-		r:     r,
-		insert: fmt.Sprintf(`INSERT INTO %s (%s) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT(event_id) DO NOTHING`, table, rowColumns),
+		table:     table,
+		conflicts: conflicts,
+		now:       o.now,
+		w:         w,
+		r:         r,
+		insert: fmt.Sprintf(`INSERT INTO %s (%s) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (source, event_id) DO NOTHING`, table, rowColumns),
+		stored: fmt.Sprintf(`SELECT payload_fingerprint FROM %s WHERE source = ? AND event_id = ?`, table),
+		record: fmt.Sprintf(`INSERT INTO %s (%s) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (source, event_id, payload_fingerprint) DO NOTHING`, conflicts, conflictColumns),
 	}, nil
+}
+
+// prepareSQLite creates cfg's table at the newest version when it is
+// missing and checks its version otherwise.
+func prepareSQLite(ctx context.Context, w *sql.DB, cfg SQLiteConfig, now time.Time) error {
+	tx, err := w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sink: sqlite: open %s: %w", cfg.Path, err)
+	}
+	defer tx.Rollback() // no-op after Commit
+	v, err := sqliteVersion(ctx, tx, cfg.Table)
+	if err != nil {
+		return fmt.Errorf("sink: sqlite: %s: %w", cfg.Path, err)
+	}
+	switch {
+	case v == 0:
+		if err := createSQLite(ctx, tx, cfg.Table, now); err != nil {
+			return fmt.Errorf("sink: sqlite: create table %s in %s: %w", cfg.Table, cfg.Path, err)
+		}
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("sink: sqlite: create table %s in %s: %w", cfg.Table, cfg.Path, err)
+		}
+		return nil
+	case v < SQLiteSchemaVersion:
+		return fmt.Errorf("sink: sqlite: table %s in %s is at schema version %d, this binary needs %d: run sluice sink migrate",
+			cfg.Table, cfg.Path, v, SQLiteSchemaVersion)
+	case v > SQLiteSchemaVersion:
+		return fmt.Errorf("sink: sqlite: table %s in %s is at schema version %d, newer than this binary's %d",
+			cfg.Table, cfg.Path, v, SQLiteSchemaVersion)
+	}
+	return nil
+}
+
+// MigrateSQLite brings cfg's table to SQLiteSchemaVersion (creating it
+// when missing) in one transaction, and records the version in the file's
+// sluice_sink_migrations table. Running it again is a no-op; a table a
+// newer binary migrated is refused. Stop the consumers writing to the file
+// first: a migration rebuilds the table.
+func MigrateSQLite(ctx context.Context, cfg SQLiteConfig) error {
+	if err := cfg.validate(); err != nil {
+		return err
+	}
+	w, err := openSQLiteWriter(cfg)
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	now := time.Now()
+	err = func() error {
+		tx, err := w.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback() // no-op after Commit
+		applied, err := sqliteVersion(ctx, tx, cfg.Table)
+		if err != nil {
+			return err
+		}
+		switch {
+		case applied == 0:
+			if err := createSQLite(ctx, tx, cfg.Table, now); err != nil {
+				return err
+			}
+			applied = SQLiteSchemaVersion
+		case applied > SQLiteSchemaVersion:
+			return fmt.Errorf("table %s is at schema version %d, newer than this binary's %d", cfg.Table, applied, SQLiteSchemaVersion)
+		}
+		for v := applied + 1; v <= SQLiteSchemaVersion; v++ {
+			if err := sqliteMigrations[v-2](ctx, tx, cfg.Table, now); err != nil {
+				return fmt.Errorf("version %d: %w", v, err)
+			}
+			if err := recordSQLiteVersion(ctx, tx, cfg.Table, v, now); err != nil {
+				return fmt.Errorf("record version %d: %w", v, err)
+			}
+		}
+		return tx.Commit()
+	}()
+	if err != nil {
+		return fmt.Errorf("sink: sqlite: migrate %s in %s: %w", cfg.Table, cfg.Path, err)
+	}
+	return nil
+}
+
+// sqliteVersion returns the schema version of table: 0 when the file has
+// no such table, 1 when it has one but no version recorded for it (it was
+// created before versions were), else the newest recorded.
+func sqliteVersion(ctx context.Context, tx *sql.Tx, table string) (int, error) {
+	var tables int
+	if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?",
+		table).Scan(&tables); err != nil {
+		return 0, fmt.Errorf("look up table %s: %w", table, err)
+	}
+	if tables == 0 {
+		return 0, nil
+	}
+	if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'sluice_sink_migrations'").
+		Scan(&tables); err != nil {
+		return 0, fmt.Errorf("look up sluice_sink_migrations: %w", err)
+	}
+	if tables == 0 {
+		return 1, nil
+	}
+	var v int
+	if err := tx.QueryRowContext(ctx, "SELECT coalesce(max(version), 1) FROM sluice_sink_migrations WHERE table_name = ?",
+		table).Scan(&v); err != nil {
+		return 0, fmt.Errorf("read applied version: %w", err)
+	}
+	return v, nil
+}
+
+// createSQLite creates table and its conflicts table at the newest version
+// and records it.
+func createSQLite(ctx context.Context, tx *sql.Tx, table string, now time.Time) error {
+	for _, ddl := range []string{
+		fmt.Sprintf(sqliteTable, quoteIdent(table)),
+		fmt.Sprintf(sqliteConflictsTable, quoteIdent(table+conflictsSuffix)),
+	} {
+		if _, err := tx.ExecContext(ctx, ddl); err != nil {
+			return err
+		}
+	}
+	return recordSQLiteVersion(ctx, tx, table, SQLiteSchemaVersion, now)
+}
+
+func recordSQLiteVersion(ctx context.Context, tx *sql.Tx, table string, v int, now time.Time) error {
+	if _, err := tx.ExecContext(ctx, sqliteMigrationsTable); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, "INSERT INTO sluice_sink_migrations (table_name, version, applied_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+		table, v, formatTime(now))
+	return err
+}
+
+// migrateSQLiteV2 keys table by (source, event_id) and adds
+// payload_fingerprint, Fingerprint(value) for the rows it holds, and the
+// conflicts table. SQLite cannot change a primary key in place, so the
+// table is rebuilt: create the new one, copy the rows (rowids kept, so
+// Recent's order is too), drop the old one, rename.
+func migrateSQLiteV2(ctx context.Context, tx *sql.Tx, table string, _ time.Time) error {
+	old, next := quoteIdent(table), quoteIdent(table+"_v2_migration")
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf(sqliteTable, next)); err != nil {
+		return fmt.Errorf("create %s: %w", next, err)
+	}
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("INSERT INTO %s (rowid, %s) SELECT rowid, %s, '' FROM %s ORDER BY rowid",
+		next, rowColumns, v1Columns, old)); err != nil {
+		return fmt.Errorf("copy rows: %w", err)
+	}
+	// The digest is computed here, a bounded chunk of rows at a time.
+	const chunk = 256
+	type fingerprinted struct {
+		rowid int64
+		fp    string
+	}
+	for after := int64(math.MinInt64); ; {
+		rs, err := tx.QueryContext(ctx, fmt.Sprintf("SELECT rowid, value FROM %s WHERE rowid > ? ORDER BY rowid LIMIT %d", next, chunk), after)
+		if err != nil {
+			return fmt.Errorf("read values: %w", err)
+		}
+		var rows []fingerprinted
+		for rs.Next() {
+			var (
+				f     fingerprinted
+				value []byte
+			)
+			if err := rs.Scan(&f.rowid, &value); err != nil {
+				rs.Close()
+				return fmt.Errorf("read values: %w", err)
+			}
+			f.fp = Fingerprint(value)
+			rows = append(rows, f)
+		}
+		if err := errors.Join(rs.Err(), rs.Close()); err != nil {
+			return fmt.Errorf("read values: %w", err)
+		}
+		for _, f := range rows {
+			if _, err := tx.ExecContext(ctx, fmt.Sprintf("UPDATE %s SET payload_fingerprint = ? WHERE rowid = ?", next), f.fp, f.rowid); err != nil {
+				return fmt.Errorf("set payload_fingerprint: %w", err)
+			}
+		}
+		if len(rows) < chunk {
+			break
+		}
+		after = rows[len(rows)-1].rowid
+	}
+	for _, stmt := range []string{
+		"DROP TABLE " + old,
+		fmt.Sprintf("ALTER TABLE %s RENAME TO %s", next, old),
+		fmt.Sprintf(sqliteConflictsTable, quoteIdent(table+conflictsSuffix)),
+	} {
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("%s: %w", stmt, err)
+		}
+	}
+	return nil
 }
 
 // Name returns "sqlite".
 func (s *SQLite) Name() string { return KindSQLite }
 
-// Write inserts batch in one transaction; events whose id is already
-// stored, in the table or earlier in batch, are left as they are. It
-// returns nil once the transaction is committed (synced per
-// SQLiteConfig.Synchronous).
-func (s *SQLite) Write(ctx context.Context, batch []Event) error {
+// Write inserts batch in one transaction; events whose identity is
+// already stored, in the table or earlier in batch, are left as they are,
+// and those among them with another payload fingerprint are recorded in
+// the conflicts table. It returns nil once the transaction is committed
+// (synced per SQLiteConfig.Synchronous), with the conflicts it recorded.
+func (s *SQLite) Write(ctx context.Context, batch []Event) ([]Conflict, error) {
 	if err := checkBatch(batch); err != nil {
-		return err
+		return nil, err
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
-		return TransientError(ErrClosed, 0)
+		return nil, TransientError(ErrClosed, 0)
 	}
 	if len(batch) == 0 {
-		return nil
+		return nil, nil
 	}
-	if err := s.write(ctx, batch); err != nil {
-		return classifySQLite(err)
+	conflicts, err := s.write(ctx, batch)
+	if err != nil {
+		return nil, classifySQLite(err)
 	}
-	return nil
+	return conflicts, nil
 }
 
-func (s *SQLite) write(ctx context.Context, batch []Event) error {
+func (s *SQLite) write(ctx context.Context, batch []Event) ([]Conflict, error) {
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer tx.Rollback() // no-op after Commit
 	stmt, err := tx.PrepareContext(ctx, s.insert)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer stmt.Close()
 	written := formatTime(s.now())
+	var conflicts []Conflict
 	for i := range batch {
 		e := &batch[i]
 		var payload any // NULL when the event has no JSON
@@ -148,19 +413,53 @@ func (s *SQLite) write(ctx context.Context, batch []Event) error {
 		if value == nil {
 			value = []byte{}
 		}
-		if _, err := stmt.ExecContext(ctx,
+		res, err := stmt.ExecContext(ctx,
 			e.ID, e.Type, e.Source, string(e.Key),
 			formatTime(e.OccurredAt), formatTime(e.IngestedAt), e.SchemaFingerprint,
-			payload, value, e.Topic, e.Partition, e.Offset, written,
-		); err != nil {
-			return fmt.Errorf("event %d (id %q): %w", i, truncate(e.ID, 64), err)
+			payload, value, e.Topic, e.Partition, e.Offset, written, e.PayloadFingerprint,
+		)
+		if err != nil {
+			return nil, fmt.Errorf("event %d (source %q, id %q): %w", i, truncate(e.Source, 64), truncate(e.ID, 64), err)
+		}
+		inserted, err := res.RowsAffected()
+		if err != nil {
+			return nil, err
+		}
+		if inserted == 1 {
+			continue
+		}
+		// The identity was held: a duplicate, or a conflict to record.
+		var stored string
+		if err := tx.QueryRowContext(ctx, s.stored, e.Source, e.ID).Scan(&stored); err != nil {
+			return nil, fmt.Errorf("event %d (source %q, id %q): read stored fingerprint: %w", i, truncate(e.Source, 64), truncate(e.ID, 64), err)
+		}
+		if stored == e.PayloadFingerprint {
+			continue
+		}
+		res, err = tx.ExecContext(ctx, s.record,
+			e.ID, e.Type, e.Source, string(e.Key),
+			formatTime(e.OccurredAt), formatTime(e.IngestedAt), e.SchemaFingerprint,
+			payload, value, e.Topic, e.Partition, e.Offset, written, e.PayloadFingerprint, stored,
+		)
+		if err != nil {
+			return nil, fmt.Errorf("event %d (source %q, id %q): record conflict: %w", i, truncate(e.Source, 64), truncate(e.ID, 64), err)
+		}
+		recorded, err := res.RowsAffected()
+		if err != nil {
+			return nil, err
+		}
+		if recorded == 1 { // else an earlier write recorded this copy
+			conflicts = append(conflicts, Conflict{Index: i, StoredFingerprint: stored})
 		}
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return nil, err
+	}
+	return conflicts, nil
 }
 
 // classifySQLite is the SQLite boundary's one decision on retrying. Locks,
-// I/O and a full disk may clear; a constraint other than the event-id
+// I/O and a full disk may clear; a constraint other than the identity
 // conflict (which ON CONFLICT absorbs) or an oversized value will not.
 func classifySQLite(err error) error {
 	var se *sqlite.Error
@@ -197,9 +496,9 @@ func (s *SQLite) Count(ctx context.Context) (int64, error) {
 	return n, nil
 }
 
-// Get returns the row of event id, or ErrNotFound.
-func (s *SQLite) Get(ctx context.Context, id string) (Row, error) {
-	rows, err := s.query(ctx, "SELECT "+rowColumns+" FROM "+s.table+" WHERE event_id = ?", id)
+// Get returns the row of identity (source, id), or ErrNotFound.
+func (s *SQLite) Get(ctx context.Context, source, id string) (Row, error) {
+	rows, err := s.query(ctx, "SELECT "+rowColumns+" FROM "+s.table+" WHERE source = ? AND event_id = ?", source, id)
 	if err != nil {
 		return Row{}, err
 	}
@@ -209,7 +508,7 @@ func (s *SQLite) Get(ctx context.Context, id string) (Row, error) {
 	return rows[0], nil
 }
 
-// maxRecent bounds Recent's answer.
+// maxRecent bounds the answers of Recent and Conflicts.
 const maxRecent = 1000
 
 // Recent returns up to n (at most 1000) rows, the most recently inserted
@@ -217,6 +516,29 @@ const maxRecent = 1000
 func (s *SQLite) Recent(ctx context.Context, n int) ([]Row, error) {
 	n = min(max(n, 0), maxRecent)
 	return s.query(ctx, "SELECT "+rowColumns+" FROM "+s.table+" ORDER BY rowid DESC LIMIT ?", n)
+}
+
+// Conflicts returns up to n (at most 1000) records of the conflicts
+// table, the most recently recorded first.
+func (s *SQLite) Conflicts(ctx context.Context, n int) ([]ConflictRecord, error) {
+	n = min(max(n, 0), maxRecent)
+	rs, err := s.r.QueryContext(ctx, "SELECT "+conflictColumns+" FROM "+s.conflicts+" ORDER BY rowid DESC LIMIT ?", n)
+	if err != nil {
+		return nil, fmt.Errorf("sink: sqlite: query: %w", err)
+	}
+	defer rs.Close()
+	var out []ConflictRecord
+	for rs.Next() {
+		var c ConflictRecord
+		if err := scanSQLiteRow(rs, &c.Row, &c.StoredFingerprint); err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	if err := rs.Err(); err != nil {
+		return nil, fmt.Errorf("sink: sqlite: query: %w", err)
+	}
+	return out, nil
 }
 
 func (s *SQLite) query(ctx context.Context, query string, args ...any) ([]Row, error) {
@@ -227,28 +549,9 @@ func (s *SQLite) query(ctx context.Context, query string, args ...any) ([]Row, e
 	defer rs.Close()
 	var out []Row
 	for rs.Next() {
-		var (
-			row                         Row
-			occurred, ingested, written string
-			payload                     sql.NullString
-		)
-		if err := rs.Scan(&row.EventID, &row.EventType, &row.Source, &row.PartitionKey,
-			&occurred, &ingested, &row.SchemaFingerprint, &payload, &row.Value,
-			&row.Topic, &row.KafkaPartition, &row.KafkaOffset, &written); err != nil {
-			return nil, fmt.Errorf("sink: sqlite: scan: %w", err)
-		}
-		if payload.Valid {
-			row.Payload = []byte(payload.String)
-		}
-		for _, f := range [...]struct {
-			dst *time.Time
-			src string
-		}{{&row.OccurredAt, occurred}, {&row.IngestedAt, ingested}, {&row.WrittenAt, written}} {
-			t, err := time.Parse(timeLayout, f.src)
-			if err != nil {
-				return nil, fmt.Errorf("sink: sqlite: row %q: %w", row.EventID, err)
-			}
-			*f.dst = t
+		var row Row
+		if err := scanSQLiteRow(rs, &row); err != nil {
+			return nil, err
 		}
 		out = append(out, row)
 	}
@@ -256,4 +559,33 @@ func (s *SQLite) query(ctx context.Context, query string, args ...any) ([]Row, e
 		return nil, fmt.Errorf("sink: sqlite: query: %w", err)
 	}
 	return out, nil
+}
+
+// scanSQLiteRow scans the columns of rowColumns (or of conflictColumns,
+// with extra the stored fingerprint) into row.
+func scanSQLiteRow(rs *sql.Rows, row *Row, extra ...any) error {
+	var (
+		occurred, ingested, written string
+		payload                     sql.NullString
+	)
+	dst := append([]any{&row.EventID, &row.EventType, &row.Source, &row.PartitionKey,
+		&occurred, &ingested, &row.SchemaFingerprint, &payload, &row.Value,
+		&row.Topic, &row.KafkaPartition, &row.KafkaOffset, &written, &row.PayloadFingerprint}, extra...)
+	if err := rs.Scan(dst...); err != nil {
+		return fmt.Errorf("sink: sqlite: scan: %w", err)
+	}
+	if payload.Valid {
+		row.Payload = []byte(payload.String)
+	}
+	for _, f := range [...]struct {
+		dst *time.Time
+		src string
+	}{{&row.OccurredAt, occurred}, {&row.IngestedAt, ingested}, {&row.WrittenAt, written}} {
+		t, err := time.Parse(timeLayout, f.src)
+		if err != nil {
+			return fmt.Errorf("sink: sqlite: row %q/%q: %w", row.Source, row.EventID, err)
+		}
+		*f.dst = t
+	}
+	return nil
 }

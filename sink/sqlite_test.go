@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -21,7 +22,7 @@ func TestSQLiteReopen(t *testing.T) {
 	clock := newTestClock()
 	s := openTestSQLite(t, dir, clock)
 	events := testEvents(0, 10)
-	if err := s.Write(ctx, events); err != nil {
+	if err := writeErr(ctx, s, events); err != nil {
 		t.Fatalf("Write: %v", err)
 	}
 	if err := s.Close(); err != nil {
@@ -34,9 +35,9 @@ func TestSQLiteReopen(t *testing.T) {
 		t.Fatalf("Count after reopen = %d, %v; want 10", n, err)
 	}
 	for _, e := range events {
-		row, err := s.Get(ctx, e.ID)
+		row, err := s.Get(ctx, e.Source, e.ID)
 		if err != nil {
-			t.Fatalf("Get(%q): %v", e.ID, err)
+			t.Fatalf("Get(%q, %q): %v", e.Source, e.ID, err)
 		}
 		checkRow(t, stores{value: true, precision: time.Nanosecond}, e, row, clock.Now())
 	}
@@ -114,7 +115,7 @@ func TestSQLiteCrashChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	for b := range 20 {
-		if err := s.Write(context.Background(), testEvents(b*5, 5)); err != nil {
+		if err := writeErr(context.Background(), s, testEvents(b*5, 5)); err != nil {
 			t.Fatal(err)
 		}
 		fmt.Printf("acked %d\n", b+1)
@@ -149,11 +150,11 @@ func TestSQLiteErrorClasses(t *testing.T) {
 		if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 			t.Fatal(err)
 		}
-		wantClass(t, s.Write(ctx, testEvents(0, 2)), Transient)
+		wantClass(t, writeErr(ctx, s, testEvents(0, 2)), Transient)
 		if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
 			t.Fatal(err)
 		}
-		wantClass(t, s.Write(ctx, testEvents(0, 2)), 0)
+		wantClass(t, writeErr(ctx, s, testEvents(0, 2)), 0)
 	})
 	t.Run("constraint is permanent", func(t *testing.T) {
 		// An operator's table with a stricter rule than the sink's.
@@ -164,10 +165,17 @@ func TestSQLiteErrorClasses(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ddl := strings.Replace(fmt.Sprintf(sqliteSchema, quoteIdent(cfg.Table)),
-			"source             TEXT NOT NULL,", "source TEXT NOT NULL CHECK (source <> 'forbidden'),", 1)
-		if _, err := db.ExecContext(ctx, ddl); err != nil {
-			t.Fatal(err)
+		ddl := strings.Replace(fmt.Sprintf(sqliteTable, quoteIdent(cfg.Table)),
+			"source              TEXT NOT NULL,", "source TEXT NOT NULL CHECK (source <> 'forbidden'),", 1)
+		for _, stmt := range []string{
+			ddl,
+			fmt.Sprintf(sqliteConflictsTable, quoteIdent(cfg.Table+conflictsSuffix)),
+			sqliteMigrationsTable,
+			fmt.Sprintf("INSERT INTO sluice_sink_migrations VALUES ('%s', %d, '')", cfg.Table, SQLiteSchemaVersion),
+		} {
+			if _, err := db.ExecContext(ctx, stmt); err != nil {
+				t.Fatal(err)
+			}
 		}
 		db.Close()
 		s, err := OpenSQLite(ctx, cfg)
@@ -177,7 +185,7 @@ func TestSQLiteErrorClasses(t *testing.T) {
 		defer s.Close()
 		batch := testEvents(0, 3)
 		batch[2].Source = "forbidden"
-		wantClass(t, s.Write(ctx, batch), Permanent)
+		wantClass(t, writeErr(ctx, s, batch), Permanent)
 		if n, err := s.Count(ctx); err != nil || n != 0 {
 			t.Fatalf("Count after failed batch = %d, %v; want 0 (one transaction)", n, err)
 		}
@@ -186,7 +194,7 @@ func TestSQLiteErrorClasses(t *testing.T) {
 		s := openTestSQLite(t, t.TempDir(), newTestClock())
 		cctx, cancel := context.WithCancel(ctx)
 		cancel()
-		wantClass(t, s.Write(cctx, testEvents(0, 2)), Transient)
+		wantClass(t, writeErr(cctx, s, testEvents(0, 2)), Transient)
 	})
 }
 
@@ -203,11 +211,11 @@ func TestSQLiteReads(t *testing.T) {
 	if rows, err := s.Recent(ctx, 10); err != nil || len(rows) != 0 {
 		t.Fatalf("Recent on empty table = %d rows, %v", len(rows), err)
 	}
-	if _, err := s.Get(ctx, "nope"); !errors.Is(err, ErrNotFound) {
+	if _, err := s.Get(ctx, "shop-0", "nope"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("Get(missing) err = %v, want ErrNotFound", err)
 	}
 	for b := range 3 {
-		if err := s.Write(ctx, testEvents(b*4, 4)); err != nil {
+		if err := writeErr(ctx, s, testEvents(b*4, 4)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -226,4 +234,194 @@ func TestSQLiteReads(t *testing.T) {
 	if rows, err := s.Recent(ctx, -1); err != nil || len(rows) != 0 {
 		t.Fatalf("Recent(-1) = %d rows, %v; want none", len(rows), err)
 	}
+}
+
+// sqliteV1Table is the table as binaries before the (source, event id)
+// key created it, with no version recorded.
+const sqliteV1Table = `CREATE TABLE IF NOT EXISTS %[1]s (
+	event_id           TEXT PRIMARY KEY NOT NULL,
+	event_type         TEXT NOT NULL,
+	source             TEXT NOT NULL,
+	partition_key      TEXT NOT NULL,
+	occurred_at        TEXT NOT NULL,
+	ingested_at        TEXT NOT NULL,
+	schema_fingerprint TEXT NOT NULL,
+	payload            TEXT,
+	value              BLOB NOT NULL,
+	topic              TEXT NOT NULL,
+	kafka_partition    INTEGER NOT NULL,
+	kafka_offset       INTEGER NOT NULL,
+	written_at         TEXT NOT NULL
+)`
+
+// writeSQLiteV1 makes path a version 1 file holding events, written at
+// written, as a version 1 binary left it.
+func writeSQLiteV1(t *testing.T, path, table string, events []Event, written time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(ctx, fmt.Sprintf(sqliteV1Table, quoteIdent(table))); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	for _, e := range events {
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf(`INSERT INTO %s (%s) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT(event_id) DO NOTHING`, quoteIdent(table), v1Columns),
+			e.ID, e.Type, e.Source, string(e.Key), formatTime(e.OccurredAt), formatTime(e.IngestedAt),
+			e.SchemaFingerprint, string(e.JSON), e.Value, e.Topic, e.Partition, e.Offset, formatTime(written)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSQLiteMigrateV1: a version 1 file holding rows is refused by
+// OpenSQLite and brought to version 2 by MigrateSQLite, its rows kept, in
+// their order, and fingerprinted; MigrateSQLite runs again without harm.
+func TestSQLiteMigrateV1(t *testing.T) {
+	ctx := context.Background()
+	cfg := DefaultConfig().SQLite
+	cfg.Path = filepath.Join(t.TempDir(), "events.db")
+	old := testEvents(0, 600) // more than one chunk of the fingerprint pass
+	written := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	writeSQLiteV1(t, cfg.Path, cfg.Table, old, written)
+
+	_, err := OpenSQLite(ctx, cfg)
+	if err == nil || !strings.Contains(err.Error(), "schema version 1") || !strings.Contains(err.Error(), "sluice sink migrate") {
+		t.Fatalf("OpenSQLite of a version 1 file: err = %v, want a refusal naming sluice sink migrate", err)
+	}
+	for i := range 2 {
+		if err := MigrateSQLite(ctx, cfg); err != nil {
+			t.Fatalf("MigrateSQLite #%d: %v", i+1, err)
+		}
+	}
+	clock := newTestClock()
+	s, err := OpenSQLite(ctx, cfg, WithClock(clock.Now))
+	if err != nil {
+		t.Fatalf("OpenSQLite after MigrateSQLite: %v", err)
+	}
+	defer s.Close()
+	if n, err := s.Count(ctx); err != nil || n != int64(len(old)) {
+		t.Fatalf("Count after MigrateSQLite = %d, %v; want %d", n, err, len(old))
+	}
+	for _, e := range old {
+		row, err := s.Get(ctx, e.Source, e.ID)
+		if err != nil {
+			t.Fatalf("Get(%q, %q): %v", e.Source, e.ID, err)
+		}
+		// testEvent's fingerprint is the digest of its value, as the
+		// migration computes it for the rows it finds.
+		checkRow(t, stores{value: true, precision: time.Nanosecond}, e, row, written)
+	}
+	recent, err := s.Recent(ctx, 2)
+	if err != nil || len(recent) != 2 || recent[0].EventID != old[599].ID || recent[1].EventID != old[598].ID {
+		t.Fatalf("Recent(2) after MigrateSQLite = %+v, %v; want the last two rows written", recent, err)
+	}
+
+	// The old rows take part in identity like new ones.
+	writeClean(t, s, old[:2])
+	other := old[0]
+	other.Source = "tenant-b"
+	writeClean(t, s, []Event{other})
+	changed := withPayload(old[1], "changed")
+	conflicts, err := s.Write(ctx, []Event{changed})
+	wantClass(t, err, 0)
+	if want := []Conflict{{0, old[1].PayloadFingerprint}}; !slices.Equal(conflicts, want) {
+		t.Fatalf("conflicts = %v, want %v", conflicts, want)
+	}
+	checkRecords(t, s, stores{value: true, precision: time.Nanosecond}, []Event{changed}, old[1].PayloadFingerprint, clock.Now())
+}
+
+// TestSQLiteSchemaVersions: a new file is made at the newest version by
+// OpenSQLite or MigrateSQLite alike; a file a newer binary migrated is
+// refused by both.
+func TestSQLiteSchemaVersions(t *testing.T) {
+	ctx := context.Background()
+	versions := func(t *testing.T, path string) []int {
+		t.Helper()
+		db, err := sql.Open("sqlite", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		rs, err := db.QueryContext(ctx, "SELECT version FROM sluice_sink_migrations WHERE table_name = 'events' ORDER BY version")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rs.Close()
+		var out []int
+		for rs.Next() {
+			var v int
+			if err := rs.Scan(&v); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, v)
+		}
+		return out
+	}
+	t.Run("fresh file", func(t *testing.T) {
+		for _, create := range []struct {
+			name string
+			fn   func(SQLiteConfig) error
+		}{
+			{"OpenSQLite", func(cfg SQLiteConfig) error {
+				s, err := OpenSQLite(ctx, cfg)
+				if err == nil {
+					s.Close()
+				}
+				return err
+			}},
+			{"MigrateSQLite", func(cfg SQLiteConfig) error { return MigrateSQLite(ctx, cfg) }},
+		} {
+			t.Run(create.name, func(t *testing.T) {
+				cfg := DefaultConfig().SQLite
+				cfg.Path = filepath.Join(t.TempDir(), "events.db")
+				if err := create.fn(cfg); err != nil {
+					t.Fatal(err)
+				}
+				if got := versions(t, cfg.Path); !slices.Equal(got, []int{SQLiteSchemaVersion}) {
+					t.Fatalf("recorded versions = %v, want [%d]", got, SQLiteSchemaVersion)
+				}
+				if err := MigrateSQLite(ctx, cfg); err != nil {
+					t.Fatalf("MigrateSQLite of a new file: %v", err)
+				}
+				s, err := OpenSQLite(ctx, cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				s.Close()
+			})
+		}
+	})
+	t.Run("newer version is refused", func(t *testing.T) {
+		cfg := DefaultConfig().SQLite
+		cfg.Path = filepath.Join(t.TempDir(), "events.db")
+		if err := MigrateSQLite(ctx, cfg); err != nil {
+			t.Fatal(err)
+		}
+		db, err := sql.Open("sqlite", cfg.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.ExecContext(ctx, "INSERT INTO sluice_sink_migrations VALUES ('events', ?, '')", SQLiteSchemaVersion+1); err != nil {
+			t.Fatal(err)
+		}
+		db.Close()
+		if _, err := OpenSQLite(ctx, cfg); err == nil || !strings.Contains(err.Error(), "newer") {
+			t.Fatalf("OpenSQLite of a newer table: err = %v", err)
+		}
+		if err := MigrateSQLite(ctx, cfg); err == nil || !strings.Contains(err.Error(), "newer") {
+			t.Fatalf("MigrateSQLite of a newer table: err = %v", err)
+		}
+	})
 }

@@ -163,14 +163,15 @@ type printingSink struct {
 	where string
 }
 
-func (p printingSink) Write(ctx context.Context, batch []sink.Event) error {
-	if err := p.Sink.Write(ctx, batch); err != nil {
-		return err
+func (p printingSink) Write(ctx context.Context, batch []sink.Event) ([]sink.Conflict, error) {
+	conflicts, err := p.Sink.Write(ctx, batch)
+	if err != nil {
+		return nil, err
 	}
 	for _, e := range batch {
 		fmt.Fprintf(p.w, "sink: %s %s id=%s type=%s source=%s\n", p.Name(), p.where, e.ID, e.Type, e.Source)
 	}
-	return nil
+	return conflicts, nil
 }
 
 // tailRecords prints each record that lands in the dev topics until ctx ends.

@@ -4,7 +4,7 @@
 //	sluice gateway --config FILE     the gateway against a real Kafka cluster
 //	sluice consumer --config FILE    the consumer tier: Kafka to the sink, DLQ
 //	sluice dlq list|show|replay      inspect and replay a DLQ or parked topic
-//	sluice sink migrate|recent       create the PostgreSQL table; print the newest events
+//	sluice sink migrate|recent       create or upgrade the sink's table; print the newest events
 //	sluice hash-key KEY              the config form of an API key
 //	sluice spool inspect DIR         a spool's state, read-only
 //	sluice loadgen [flags]           load generator and transport baselines
@@ -31,7 +31,7 @@ Usage:
   sluice gateway --config FILE       the gateway, from one YAML config file
   sluice consumer --config FILE      the consumer tier: ingest topics to the sink, with DLQ and breaker
   sluice dlq list|show|replay        list, show or replay (rate limited, audited) a DLQ or parked topic
-  sluice sink migrate --config FILE  create or upgrade the PostgreSQL sink's table
+  sluice sink migrate --config FILE  create or upgrade the sink's table (PostgreSQL, or SQLite also by --sqlite PATH)
   sluice sink recent --sqlite PATH   print the newest events in an SQLite sink
   sluice hash-key KEY                print the sha256 of an API key for sources[].key_hashes
   sluice spool inspect DIR           print a spool's segments, cursor, pending records and damage (read-only)

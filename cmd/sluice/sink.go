@@ -15,15 +15,14 @@ import (
 // runSinkCmd is `sluice sink migrate|recent`.
 func runSinkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || (args[0] != "migrate" && args[0] != "recent") {
-		return errors.New("sink: usage: sluice sink migrate --config FILE | sluice sink recent (--config FILE | --sqlite PATH) [-n N]")
+		return errors.New("sink: usage: sluice sink migrate (--config FILE | --sqlite PATH) | sluice sink recent (--config FILE | --sqlite PATH) [-n N]")
 	}
 	fs := flag.NewFlagSet("sink "+args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	path := fs.String("config", "", "path of the sluice YAML config (its sink block)")
-	var sqlitePath *string
+	sqlitePath := fs.String("sqlite", "", "an SQLite sink file (instead of --config)")
 	n := new(int)
 	if args[0] == "recent" {
-		sqlitePath = fs.String("sqlite", "", "an SQLite sink file (instead of --config)")
 		n = fs.Int("n", 10, "how many of the newest events to print (at most 1000)")
 	}
 	if err := fs.Parse(args[1:]); err != nil {
@@ -37,7 +36,7 @@ func runSinkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return err
 		}
 		cfg = fc.Sink
-	case sqlitePath != nil && *sqlitePath != "":
+	case *sqlitePath != "":
 		cfg.SQLite.Path = *sqlitePath
 	default:
 		fs.Usage()
@@ -49,13 +48,20 @@ func runSinkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	if args[0] == "migrate" {
-		if cfg.Kind != sink.KindPostgres {
-			return fmt.Errorf("sink migrate: the %s sink creates its table itself; migrate is for postgres", cfg.Kind)
+		switch cfg.Kind {
+		case sink.KindPostgres:
+			if err := sink.Migrate(ctx, cfg.Postgres.DSN, cfg.Postgres.Table); err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "table %s is at schema version %d\n", cfg.Postgres.Table, sink.PostgresSchemaVersion)
+		case sink.KindSQLite:
+			if err := sink.MigrateSQLite(ctx, cfg.SQLite); err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "table %s in %s is at schema version %d\n", cfg.SQLite.Table, cfg.SQLite.Path, sink.SQLiteSchemaVersion)
+		default:
+			return fmt.Errorf("sink migrate: the %s sink has no table; migrate is for postgres and sqlite", cfg.Kind)
 		}
-		if err := sink.Migrate(ctx, cfg.Postgres.DSN, cfg.Postgres.Table); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "table %s is at schema version %d\n", cfg.Postgres.Table, sink.PostgresSchemaVersion)
 		return nil
 	}
 	var rows []sink.Row

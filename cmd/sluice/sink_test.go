@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -25,9 +27,10 @@ func TestSinkRecent(t *testing.T) {
 	var batch []sink.Event
 	for _, id := range []string{"ev-1", "ev-2"} {
 		batch = append(batch, sink.Event{ID: id, Type: "examples.logs.v1.LogLine", Source: "demo", Key: []byte("svc"),
-			Value: []byte{1}, JSON: []byte(`{"message":"` + id + `"}`), OccurredAt: at, IngestedAt: at, Topic: "t", Partition: 1, Offset: 7})
+			Value: []byte{1}, JSON: []byte(`{"message":"` + id + `"}`), PayloadFingerprint: sink.Fingerprint([]byte{1}),
+			OccurredAt: at, IngestedAt: at, Topic: "t", Partition: 1, Offset: 7})
 	}
-	if err := s.Write(ctx, batch); err != nil {
+	if _, err := s.Write(ctx, batch); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
@@ -37,12 +40,82 @@ func TestSinkRecent(t *testing.T) {
 	if err := run(ctx, []string{"sink", "recent", "--sqlite", path, "-n", "5"}, &out, &errOut); err != nil {
 		t.Fatalf("sink recent: %v\n%s", err, errOut.String())
 	}
-	for _, want := range []string{"EVENT ID", "ev-1", "ev-2", "examples.logs.v1.LogLine", "t[1]@7", `{"message":"ev-1"}`} {
+	for _, want := range []string{"EVENT ID", "SOURCE", "ev-1", "ev-2", "demo", "examples.logs.v1.LogLine", "t[1]@7", `{"message":"ev-1"}`} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
 	}
-	if err := run(ctx, []string{"sink", "migrate", "--sqlite", path}, &out, &errOut); err == nil {
-		t.Error("sink migrate of an SQLite sink: no error")
+}
+
+// sqliteV1Table is an SQLite sink's table as releases before the (source,
+// event id) key created it.
+const sqliteV1Table = `CREATE TABLE events (
+	event_id           TEXT PRIMARY KEY NOT NULL,
+	event_type         TEXT NOT NULL,
+	source             TEXT NOT NULL,
+	partition_key      TEXT NOT NULL,
+	occurred_at        TEXT NOT NULL,
+	ingested_at        TEXT NOT NULL,
+	schema_fingerprint TEXT NOT NULL,
+	payload            TEXT,
+	value              BLOB NOT NULL,
+	topic              TEXT NOT NULL,
+	kafka_partition    INTEGER NOT NULL,
+	kafka_offset       INTEGER NOT NULL,
+	written_at         TEXT NOT NULL
+);
+INSERT INTO events VALUES ('ev-1', 'examples.logs.v1.LogLine', 'demo', 'svc', '2026-11-29T10:00:00.000000000Z',
+	'2026-11-29T10:00:00.000000000Z', 'sha256:abc', '{"message":"old"}', x'01', 't', 1, 7, '2026-11-29T10:00:01.000000000Z')`
+
+// TestSinkMigrateSQLite: an SQLite file of an older release is refused
+// until `sluice sink migrate --sqlite` upgrades it, keeping its rows; a
+// second migrate, and one by --config, leave it as it is.
+func TestSinkMigrateSQLite(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "events.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, sqliteV1Table); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	var out, errOut bytes.Buffer
+	err = run(ctx, []string{"sink", "recent", "--sqlite", path}, &out, &errOut)
+	if err == nil || !strings.Contains(err.Error(), "run sluice sink migrate") {
+		t.Fatalf("sink recent of an old file: err = %v, want one asking for sluice sink migrate", err)
+	}
+	for i := range 2 {
+		out.Reset()
+		if err := run(ctx, []string{"sink", "migrate", "--sqlite", path}, &out, &errOut); err != nil {
+			t.Fatalf("sink migrate #%d: %v\n%s", i+1, err, errOut.String())
+		}
+		if want := "table events in " + path + " is at schema version 2"; !strings.Contains(out.String(), want) {
+			t.Fatalf("sink migrate printed %q, want %q", out.String(), want)
+		}
+	}
+	config := filepath.Join(dir, "sluice.yaml")
+	if err := os.WriteFile(config, []byte("sink:\n  kind: sqlite\n  sqlite:\n    path: "+path+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(ctx, []string{"sink", "migrate", "--config", config}, &out, &errOut); err != nil {
+		t.Fatalf("sink migrate --config: %v\n%s", err, errOut.String())
+	}
+	out.Reset()
+	if err := run(ctx, []string{"sink", "recent", "--sqlite", path}, &out, &errOut); err != nil {
+		t.Fatalf("sink recent after migrate: %v", err)
+	}
+	if !strings.Contains(out.String(), `{"message":"old"}`) {
+		t.Errorf("the old row is gone:\n%s", out.String())
+	}
+
+	if err := os.WriteFile(config, []byte("sink:\n  kind: http\n  http:\n    url: http://127.0.0.1:1/events\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(ctx, []string{"sink", "migrate", "--config", config}, &out, &errOut); err == nil || !strings.Contains(err.Error(), "http sink has no table") {
+		t.Fatalf("sink migrate of an HTTP sink: err = %v", err)
 	}
 }
