@@ -75,8 +75,33 @@
 // a replay). One that fails again is re-produced to the DLQ with
 // dlq_retries+1 and first_failure_at kept; when dlq_retries would pass
 // DLQ.MaxRetries, or it fails after first_failure_at + DLQ.Deadline, it
-// goes to the parked topic with sluice-dlq-parked-reason instead. Nothing
-// is dropped: every record ends in the sink, the DLQ or the parked topic.
+// goes to the parked topic with sluice-dlq-parked-reason instead.
+//
+// # Dead letters Kafka refuses
+//
+// publish.Retryable decides what a failed DLQ or parked produce means.
+// A transient failure is retried with the sink's backoff, capped at
+// Retry.MaxBackoff, for as long as the record's partition is ours: the
+// record's key waits and its partition does not commit past it, which is
+// push-back while Kafka is away; the warnings are spaced (one per 5 s, with
+// the count of those held back). A permanent one (MESSAGE_TOO_LARGE, an
+// authorization failure) is never retried: a copy goes to the parked
+// topic instead, with the envelope (sluice-dlq-parked-reason dlq_refused,
+// sluice-dlq-refusal naming the topic and Kafka's error), the source
+// coordinates, the original sluice headers, and as much of the value as
+// fits in DLQ.MaxRecordBytes, the producer's maximum record size; a value
+// cut to fit carries sluice-dlq-truncated with its original length (the
+// whole value is still in the source topic, at the envelope's
+// coordinates). When Kafka refuses that copy too, or the key and headers
+// alone do not fit, Run stops with a *DeadLetterError naming the record;
+// the record stays unfinished, so no commit passes it, and its partition's
+// other work is abandoned. Config.Validate refuses a DLQ.MaxRecordBytes
+// that could not hold the dead letter of an event of MaxEventBytes (the
+// gateway's gateway.limits.max_event_bytes) with the largest envelope and
+// event headers the record format allows.
+//
+// Nothing is dropped: every record ends in the sink, the DLQ or the parked
+// topic, or the consumer stops before committing past it.
 //
 // # Replay
 //

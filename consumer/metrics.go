@@ -18,6 +18,13 @@ type metrics struct {
 	retries     *prometheus.CounterVec
 	committed   *prometheus.GaugeVec
 	events      *prometheus.CounterVec
+	// deadLetterErrors counts failed DLQ and parked produces by
+	// publish.Retryable's verdict; truncated the parked copies cut to fit;
+	// undeliverable the records that could be neither dead-lettered nor
+	// parked.
+	deadLetterErrors *prometheus.CounterVec
+	truncated        *prometheus.CounterVec
+	undeliverable    *prometheus.CounterVec
 }
 
 func newMetrics() *metrics {
@@ -63,12 +70,24 @@ func newMetrics() *metrics {
 			Name: "sluice_consumer_events_total",
 			Help: "Records finished, by outcome: written, dlq, parked, skipped.",
 		}, []string{"outcome"}),
+		deadLetterErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_consumer_dead_letter_produce_errors_total",
+			Help: "Failed produces of DLQ and parked records, by class: retryable (retried) or permanent (the record is parked cut to fit, or the consumer stops).",
+		}, []string{"topic", "class"}),
+		truncated: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_consumer_dead_letters_truncated_total",
+			Help: "Parked copies of refused dead letters whose value was cut to fit dlq.max_record_bytes.",
+		}, []string{"topic"}),
+		undeliverable: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_consumer_undeliverable_total",
+			Help: "Records whose dead letter and parked copy Kafka both refused: the consumer stopped without committing past them.",
+		}, []string{"topic"}),
 	}
 }
 
 func (m *metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.lag, m.inFlight, m.sinkLatency, m.sinkErrors, m.circuit, m.mode,
-		m.deadLetters, m.retries, m.committed, m.events}
+		m.deadLetters, m.retries, m.committed, m.events, m.deadLetterErrors, m.truncated, m.undeliverable}
 }
 
 func (m *metrics) register(r prometheus.Registerer) error {
