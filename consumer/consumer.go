@@ -539,7 +539,14 @@ func (c *Consumer) process(batch []*job) {
 				continue
 			}
 			j.env = &env
-			topic = env.SourceTopic
+			// The envelope is anyone's who may write the DLQ topic: the
+			// source topic is the DLQ topic's own.
+			topic = trimDerived(j.rec.Topic)
+			if reason, err := c.checkDrained(topic, j.rec, &env); err != nil {
+				c.m.drainRefused.WithLabelValues(j.rec.Topic, reason).Inc()
+				c.deadLetter(ctx, j, &failure{class: classDecode, err: err, park: reason})
+				continue
+			}
 			if err := c.limiter.Wait(ctx); err != nil {
 				c.finish(j, false)
 				continue
@@ -710,17 +717,18 @@ func (c *Consumer) deadLetter(ctx context.Context, j *job, f *failure) {
 	source := j.rec.Topic
 	park := f.park
 	if j.part.dlq {
+		// A drained record goes back to the DLQ or parked topic of the
+		// topic it was drained from, whatever its envelope says.
 		source = trimDerived(j.rec.Topic)
 		env.SourceTopic = source
 		if prev := j.env; prev != nil {
-			env.SourceTopic = prev.SourceTopic
 			env.SourcePartition = prev.SourcePartition
 			env.SourceOffset = prev.SourceOffset
 			env.FirstFailureAt = prev.FirstFailureAt
 			env.DLQRetries = prev.DLQRetries + 1
 			env.Attempts = prev.Attempts + f.attempts
-			source = prev.SourceTopic
 			switch {
+			case park != "":
 			case env.DLQRetries > c.cfg.DLQ.MaxRetries:
 				park = parkedReasonMaxRetries
 			case now.After(prev.FirstFailureAt.Add(c.cfg.DLQ.Deadline)):

@@ -2,12 +2,15 @@ package consumer
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluicehq/sluice/contract"
 	"github.com/sluicehq/sluice/publish"
 )
 
@@ -118,6 +121,49 @@ func (c *Consumer) stop(err error) {
 	}
 	c.fatalMu.Unlock()
 	c.stopPolling()
+}
+
+// checkDrained vets a DLQ record before a drain writes it. source is its
+// DLQ topic's source topic: the envelope must name the same one, since
+// anyone who may write the DLQ topic may write an envelope. The value must
+// pass its contract, since such a record never passed the gateway. The
+// reason is the parked reason of a record refused.
+func (c *Consumer) checkDrained(source string, r *kgo.Record, env *Envelope) (reason string, err error) {
+	if !slices.Contains(c.sources, source) {
+		return parkedReasonSourceMismatch, fmt.Errorf("consumer: %s is not the DLQ topic of a source topic", r.Topic)
+	}
+	if env.SourceTopic != source {
+		return parkedReasonSourceMismatch, fmt.Errorf("consumer: envelope names source topic %q, the record is in %s",
+			env.SourceTopic, r.Topic)
+	}
+	if err := checkContract(c.reg, r); err != nil {
+		return parkedReasonContract, err
+	}
+	return "", nil
+}
+
+// errTruncated is a parked copy whose value was cut: it is not the event.
+var errTruncated = errors.New("consumer: value truncated (" + HeaderTruncated + ")")
+
+// checkContract checks r's value as the gateway does before it publishes:
+// against the contract of the type its sluice headers name, rules
+// included. A value cut by parkedCopy fails.
+func checkContract(reg *contract.Registry, r *kgo.Record) error {
+	for _, h := range r.Headers {
+		if h.Key == HeaderTruncated {
+			return errTruncated
+		}
+	}
+	h, err := publish.ParseHeaders(r)
+	if err != nil {
+		return err
+	}
+	ct, ok := reg.Lookup(h.Type)
+	if !ok {
+		return fmt.Errorf("consumer: unknown event type %q", h.Type)
+	}
+	_, err = ct.CheckBinary(r.Value)
+	return err
 }
 
 // logThrottle lets one log line through per interval and counts the ones

@@ -77,6 +77,13 @@
 // DLQ.MaxRetries, or it fails after first_failure_at + DLQ.Deadline, it
 // goes to the parked topic with sluice-dlq-parked-reason instead.
 //
+// A drained record's source topic is its DLQ topic's, never what its
+// envelope says: anyone who may write a DLQ topic may write an envelope.
+// A record whose envelope names another source topic is parked
+// (source_mismatch), and so is one whose value fails its contract,
+// protovalidate rules included (contract): such a record may never have
+// passed the gateway. Neither is written to the sink.
+//
 // # Dead letters Kafka refuses
 //
 // publish.Retryable decides what a failed DLQ or parked produce means.

@@ -66,6 +66,11 @@ const (
 	// parkedReasonDLQRefused: Kafka refused the dead letter permanently (too
 	// large, not authorized); a bounded copy is parked instead.
 	parkedReasonDLQRefused = "dlq_refused"
+	// parkedReasonSourceMismatch: a drained DLQ record whose envelope names
+	// a source topic other than its DLQ topic's.
+	parkedReasonSourceMismatch = "source_mismatch"
+	// parkedReasonContract: a drained DLQ record that fails its contract.
+	parkedReasonContract = "contract"
 )
 
 // Envelope is why and where a record was dead-lettered.
@@ -90,7 +95,9 @@ type Envelope struct {
 	Group           string
 	// ParkedReason is set on parked records: max_retries, deadline,
 	// unreadable_envelope for a DLQ record without a valid envelope,
-	// dlq_refused for a dead letter Kafka refused.
+	// dlq_refused for a dead letter Kafka refused, source_mismatch for a
+	// drained record whose envelope names another source topic than its DLQ
+	// topic's, contract for a drained record that fails its contract.
 	ParkedReason string
 	// Refusal is, on a record parked dlq_refused, the topic that refused
 	// the dead letter and Kafka's error.
@@ -351,7 +358,7 @@ func deadLetterBound(c *Config, valueBytes int) int {
 	}
 	longest := 0
 	for _, s := range [...]string{parkedReasonMaxRetries, parkedReasonDeadline, parkedReasonUnreadable,
-		parkedReasonDLQRefused} {
+		parkedReasonDLQRefused, parkedReasonSourceMismatch, parkedReasonContract} {
 		longest = max(longest, len(s))
 	}
 	h = append(h,

@@ -21,10 +21,11 @@ type metrics struct {
 	// deadLetterErrors counts failed DLQ and parked produces by
 	// publish.Retryable's verdict; truncated the parked copies cut to fit;
 	// undeliverable the records that could be neither dead-lettered nor
-	// parked.
+	// parked; drainRefused the drained records parked unwritten.
 	deadLetterErrors *prometheus.CounterVec
 	truncated        *prometheus.CounterVec
 	undeliverable    *prometheus.CounterVec
+	drainRefused     *prometheus.CounterVec
 }
 
 func newMetrics() *metrics {
@@ -82,12 +83,16 @@ func newMetrics() *metrics {
 			Name: "sluice_consumer_undeliverable_total",
 			Help: "Records whose dead letter and parked copy Kafka both refused: the consumer stopped without committing past them.",
 		}, []string{"topic"}),
+		drainRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_consumer_drain_refused_total",
+			Help: "Drained DLQ records parked instead of written, by reason: source_mismatch, contract.",
+		}, []string{"topic", "reason"}),
 	}
 }
 
 func (m *metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.lag, m.inFlight, m.sinkLatency, m.sinkErrors, m.circuit, m.mode,
-		m.deadLetters, m.retries, m.committed, m.events, m.deadLetterErrors, m.truncated, m.undeliverable}
+		m.deadLetters, m.retries, m.committed, m.events, m.deadLetterErrors, m.truncated, m.undeliverable, m.drainRefused}
 }
 
 func (m *metrics) register(r prometheus.Registerer) error {
