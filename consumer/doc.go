@@ -10,7 +10,7 @@
 //	err = c.Run(ctx) // until ctx ends; then drains, commits and leaves the group
 //
 //	consumer.List(ctx, kopts, "ingest.x.dlq", sel, fn)        // read a DLQ or parked topic
-//	consumer.Replay(ctx, kopts, "ingest.x.dlq", sel, opts)     // re-produce, rate limited, audited
+//	consumer.Replay(ctx, kopts, "ingest.x.dlq", sel, opts)     // re-produce to ingest.x: checked, rate limited, audited
 //
 // # Delivery
 //
@@ -117,8 +117,16 @@
 // whose last offsets are gaps ends after 5 s without records). Selection
 // filters on last_failure_at, source, type, error class, DLQ partition and
 // DLQ offset range. Replay produces the selected records, envelope
-// removed, to their source topic at a limited rate and writes a
-// ReplayReport as JSON to sluice.audit, dry runs included.
+// removed, at a limited rate, to the source topic of the topic it reads,
+// which must be one of ReplayOptions.Topics; it never routes by a
+// record's envelope. Each record is checked first, dry runs included:
+// one whose envelope names another source topic (Mismatched), or whose
+// value is not a valid event of its contract (Invalid: unknown type, bad
+// sluice headers, undecodable, breaking the rules, or cut to fit) is
+// refused and counted. Before it produces anything Replay writes a
+// replay.started ReplayReport as JSON to sluice.audit, and there is no
+// replay without it; a replay.finished one, with the counts and the
+// outcome, follows however the replay ends, canceled included.
 //
 // # What it does not do
 //
