@@ -27,6 +27,11 @@ type Config struct {
 	SinkConcurrency int `yaml:"sink_concurrency"`
 	// WriteTimeout bounds one Sink.Write call.
 	WriteTimeout time.Duration `yaml:"write_timeout"`
+	// MaxEventBytes is the largest event value the gateway publishes: its
+	// gateway.limits.max_event_bytes, which cmd/sluice copies here from the
+	// same file. Validate checks that DLQ.MaxRecordBytes takes such an
+	// event with its envelope. Default 256 KiB, the gateway's default.
+	MaxEventBytes int `yaml:"-"`
 
 	Retry   RetryConfig   `yaml:"retry"`
 	Breaker BreakerConfig `yaml:"breaker"`
@@ -81,7 +86,19 @@ type DLQConfig struct {
 	Deadline time.Duration `yaml:"deadline"`
 	// MaxErrorBytes bounds the error message kept in the envelope.
 	MaxErrorBytes int `yaml:"max_error_bytes"`
+	// MaxRecordBytes is the largest DLQ or parked record the consumer
+	// produces (kgo.ProducerBatchMaxBytes); it must not exceed the
+	// max.message.bytes of the DLQ and parked topics. A dead letter over it,
+	// or one Kafka refuses for good, is parked as a copy cut to fit. Default
+	// 1 MiB (Kafka's default max.message.bytes is 1 MiB + 12).
+	MaxRecordBytes int32 `yaml:"max_record_bytes"`
 }
+
+// The range kgo allows for ProducerBatchMaxBytes.
+const (
+	minRecordBytes = 512
+	maxRecordBytes = 1 << 30
+)
 
 // DefaultConfig returns the defaults: sized for a sink with a ~100 ms round
 // trip at a few thousand events per second.
@@ -92,6 +109,7 @@ func DefaultConfig() Config {
 		WriteBatch:      1,
 		SinkConcurrency: 0,
 		WriteTimeout:    10 * time.Second,
+		MaxEventBytes:   256 << 10,
 		Retry: RetryConfig{
 			MaxAttempts:    5,
 			InitialBackoff: 100 * time.Millisecond,
@@ -105,11 +123,12 @@ func DefaultConfig() Config {
 			Cooldown:     5 * time.Second,
 		},
 		DLQ: DLQConfig{
-			DrainRate:     50,
-			DrainInterval: time.Minute,
-			MaxRetries:    5,
-			Deadline:      72 * time.Hour,
-			MaxErrorBytes: 1024,
+			DrainRate:      50,
+			DrainInterval:  time.Minute,
+			MaxRetries:     5,
+			Deadline:       72 * time.Hour,
+			MaxErrorBytes:  1024,
+			MaxRecordBytes: 1 << 20,
 		},
 		CommitInterval: time.Second,
 		RevokeTimeout:  10 * time.Second,
@@ -171,6 +190,14 @@ func (c *Config) Validate() error {
 		return bad("dlq.deadline", "must be positive")
 	case c.DLQ.MaxErrorBytes < 16:
 		return bad("dlq.max_error_bytes", "must be at least 16")
+	case c.MaxEventBytes < 0:
+		return bad("gateway.limits.max_event_bytes", "must not be negative")
+	case c.DLQ.MaxRecordBytes < minRecordBytes || c.DLQ.MaxRecordBytes > maxRecordBytes:
+		return bad("dlq.max_record_bytes", fmt.Sprintf("must be in [%d, %d]", minRecordBytes, maxRecordBytes))
+	case int(c.DLQ.MaxRecordBytes) < deadLetterBound(c, c.MaxEventBytes):
+		return bad("dlq.max_record_bytes", fmt.Sprintf(
+			"%d bytes cannot hold the dead letter of an event of gateway.limits.max_event_bytes (%d): with its envelope and event headers it may take %d",
+			c.DLQ.MaxRecordBytes, c.MaxEventBytes, deadLetterBound(c, c.MaxEventBytes)))
 	case c.CommitInterval <= 0:
 		return bad("commit_interval", "must be positive")
 	case c.RevokeTimeout <= 0:

@@ -20,6 +20,12 @@ func TestConfigValidate(t *testing.T) {
 	if got := def.SourceTopics(); len(got) != 1 || got[0] != testTopic {
 		t.Fatalf("topics of event types: %v", got)
 	}
+	// The bound is tight enough that 1 MiB takes a 900 KiB event.
+	big := def
+	big.MaxEventBytes = 900 << 10
+	if err := big.Validate(); err != nil {
+		t.Fatalf("900 KiB events in 1 MiB dead letters: %v", err)
+	}
 	tests := []struct {
 		field string
 		mod   func(*Config)
@@ -45,6 +51,13 @@ func TestConfigValidate(t *testing.T) {
 		{"dlq.max_retries", func(c *Config) { c.DLQ.MaxRetries = -1 }},
 		{"dlq.deadline", func(c *Config) { c.DLQ.Deadline = 0 }},
 		{"dlq.max_error_bytes", func(c *Config) { c.DLQ.MaxErrorBytes = 1 }},
+		{"gateway.limits.max_event_bytes", func(c *Config) { c.MaxEventBytes = -1 }},
+		{"dlq.max_record_bytes", func(c *Config) { c.DLQ.MaxRecordBytes = 100 }},
+		{"dlq.max_record_bytes", func(c *Config) { c.DLQ.MaxRecordBytes = 1<<30 + 1 }},
+		// The event fits, its envelope and headers do not.
+		{"dlq.max_record_bytes", func(c *Config) { c.DLQ.MaxRecordBytes = int32(c.MaxEventBytes) + 1024 }},
+		{"dlq.max_record_bytes", func(c *Config) { c.MaxEventBytes = int(c.DLQ.MaxRecordBytes) }},
+		{"dlq.max_record_bytes", func(c *Config) { c.DLQ.MaxErrorBytes = int(c.DLQ.MaxRecordBytes) }},
 		{"commit_interval", func(c *Config) { c.CommitInterval = 0 }},
 		{"revoke_timeout", func(c *Config) { c.RevokeTimeout = 0 }},
 		{"lag_interval", func(c *Config) { c.LagInterval = 0 }},

@@ -94,6 +94,14 @@ type Consumer struct {
 	// quietSince is when the sink was last seen unhealthy or the last
 	// pass ended: a pass starts DLQ.DrainInterval after it.
 	quietSince time.Time
+
+	// stopPolling ends Run's polling; Run sets it before any work starts.
+	stopPolling context.CancelFunc
+	// fatal is the first error that stopped Run (a *DeadLetterError).
+	fatalMu sync.Mutex
+	fatal   error
+	// produceWarn holds back repeated warnings of failing DLQ produces.
+	produceWarn logThrottle
 }
 
 // drainPass retries the DLQ records of its partitions up to the end
@@ -210,6 +218,7 @@ func New(cfg Config, reg *contract.Registry, s sink.Sink, kopts []kgo.Opt, opts 
 		ready:    make(chan *job, cfg.MaxInFlight),
 		modeWake: make(chan struct{}, 1),
 	}
+	c.produceWarn.every = produceWarnInterval
 	for _, t := range c.sources {
 		c.dlqs = append(c.dlqs, DLQTopic(t))
 	}
@@ -232,6 +241,9 @@ func New(cfg Config, reg *contract.Registry, s sink.Sink, kopts []kgo.Opt, opts 
 		kgo.BlockRebalanceOnPoll(),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
+		// Config.Validate checked that a dead letter of the largest event
+		// fits; a larger one is parked cut to fit.
+		kgo.ProducerBatchMaxBytes(cfg.DLQ.MaxRecordBytes),
 		kgo.OnPartitionsAssigned(c.onAssigned),
 		kgo.OnPartitionsRevoked(c.onRevoked),
 		kgo.OnPartitionsLost(c.onLost),
@@ -264,6 +276,10 @@ func (c *Consumer) Breaker() *Breaker { return c.breaker }
 // polling ends, in-flight work gets RevokeTimeout to finish, what is
 // unfinished then is abandoned, finished offsets are committed and the
 // client leaves the group. Run may be called once; it closes the client.
+//
+// Run also stops, the same way, when a record can be neither written,
+// dead-lettered nor parked: it then returns a *DeadLetterError naming the
+// record, whose offset is not committed.
 func (c *Consumer) Run(ctx context.Context) error {
 	if !c.running.CompareAndSwap(false, true) {
 		return errors.New("consumer: Run called twice")
@@ -273,6 +289,10 @@ func (c *Consumer) Run(ctx context.Context) error {
 			c.m.unregister(c.o.registerer)
 		}
 	}()
+
+	pollCtx, stopPolling := context.WithCancel(ctx)
+	defer stopPolling()
+	c.stopPolling = stopPolling
 
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
@@ -290,7 +310,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 	go func() { defer loops.Done(); c.lagLoop(loopCtx) }()
 	go func() { defer loops.Done(); c.modeLoop(loopCtx) }()
 
-	err := c.poll(ctx)
+	err := c.poll(pollCtx)
 
 	// Graceful stop: give in-flight work RevokeTimeout, then abandon it.
 	c.waitIdle(c.cfg.RevokeTimeout)
@@ -303,6 +323,11 @@ func (c *Consumer) Run(ctx context.Context) error {
 	c.commitParts(cctx, c.assigned())
 	cancel()
 	c.client.Close()
+	c.fatalMu.Lock()
+	defer c.fatalMu.Unlock()
+	if c.fatal != nil {
+		return c.fatal
+	}
 	return err
 }
 
@@ -514,7 +539,14 @@ func (c *Consumer) process(batch []*job) {
 				continue
 			}
 			j.env = &env
-			topic = env.SourceTopic
+			// The envelope is anyone's who may write the DLQ topic: the
+			// source topic is the DLQ topic's own.
+			topic = trimDerived(j.rec.Topic)
+			if reason, err := c.checkDrained(topic, j.rec, &env); err != nil {
+				c.m.drainRefused.WithLabelValues(j.rec.Topic, reason).Inc()
+				c.deadLetter(ctx, j, &failure{class: classDecode, err: err, park: reason})
+				continue
+			}
 			if err := c.limiter.Wait(ctx); err != nil {
 				c.finish(j, false)
 				continue
@@ -677,8 +709,11 @@ func (c *Consumer) backoff(attempt int, retryAfter time.Duration) time.Duration 
 }
 
 // deadLetter produces j's record to its DLQ or parked topic and finishes
-// j once the produce is acknowledged. A produce that fails is retried
-// until it succeeds or j is abandoned.
+// j once the produce is acknowledged. A produce that fails transiently is
+// retried while j's partition is ours; one Kafka refuses for good (too
+// large, not authorized) is replaced by a bounded copy in the parked
+// topic. When that is refused too, Run stops with a *DeadLetterError and
+// j stays unfinished, so its offset is never committed.
 func (c *Consumer) deadLetter(ctx context.Context, j *job, f *failure) {
 	now := c.o.clock.Now()
 	env := Envelope{
@@ -700,17 +735,18 @@ func (c *Consumer) deadLetter(ctx context.Context, j *job, f *failure) {
 	source := j.rec.Topic
 	park := f.park
 	if j.part.dlq {
+		// A drained record goes back to the DLQ or parked topic of the
+		// topic it was drained from, whatever its envelope says.
 		source = trimDerived(j.rec.Topic)
 		env.SourceTopic = source
 		if prev := j.env; prev != nil {
-			env.SourceTopic = prev.SourceTopic
 			env.SourcePartition = prev.SourcePartition
 			env.SourceOffset = prev.SourceOffset
 			env.FirstFailureAt = prev.FirstFailureAt
 			env.DLQRetries = prev.DLQRetries + 1
 			env.Attempts = prev.Attempts + f.attempts
-			source = prev.SourceTopic
 			switch {
+			case park != "":
 			case env.DLQRetries > c.cfg.DLQ.MaxRetries:
 				park = parkedReasonMaxRetries
 			case now.After(prev.FirstFailureAt.Add(c.cfg.DLQ.Deadline)):
@@ -724,31 +760,21 @@ func (c *Consumer) deadLetter(ctx context.Context, j *job, f *failure) {
 		env.ParkedReason = park
 		env.Retryable = false
 	}
-	rec := envelopeRecord(topic, j.rec, &env)
-	for attempt := 1; ; attempt++ {
-		pctx, cancel := context.WithTimeout(ctx, c.cfg.WriteTimeout)
-		err := c.client.ProduceSync(pctx, rec).FirstErr()
-		cancel()
-		if err == nil {
-			break
-		}
-		if ctx.Err() != nil {
-			c.finish(j, false)
-			return
-		}
-		c.log.Warn("dead-letter produce", "topic", topic, "err", err)
-		select {
-		case <-c.o.clock.After(c.backoff(attempt, 0)):
-		case <-ctx.Done():
-			c.finish(j, false)
-			return
-		}
-		rec = envelopeRecord(topic, j.rec, &env)
+	err := c.produceDeadLetter(ctx, envelopeRecord(topic, j.rec, &env))
+	if err != nil && ctx.Err() == nil {
+		// Kafka will never take it: park a copy cut to fit instead.
+		refused := topic
+		topic, kind = ParkedTopic(source), "parked"
+		env, err = c.parkRefused(ctx, j, env, refused, err)
+	}
+	if err != nil {
+		c.finish(j, false)
+		return
 	}
 	c.m.deadLetters.WithLabelValues(topic, kind, env.Class).Inc()
 	c.m.events.WithLabelValues(kind).Inc()
 	c.log.Info("dead-lettered", "topic", topic, "event_topic", j.rec.Topic, "partition", j.rec.Partition,
-		"offset", j.rec.Offset, "class", env.Class, "err", env.Error)
+		"offset", j.rec.Offset, "class", env.Class, "err", env.Error, "parked_reason", env.ParkedReason)
 	c.finish(j, true)
 }
 

@@ -10,7 +10,7 @@
 //	err = c.Run(ctx) // until ctx ends; then drains, commits and leaves the group
 //
 //	consumer.List(ctx, kopts, "ingest.x.dlq", sel, fn)        // read a DLQ or parked topic
-//	consumer.Replay(ctx, kopts, "ingest.x.dlq", sel, opts)     // re-produce, rate limited, audited
+//	consumer.Replay(ctx, kopts, "ingest.x.dlq", sel, opts)     // re-produce to ingest.x: checked, rate limited, audited
 //
 // # Delivery
 //
@@ -82,8 +82,40 @@
 // a replay). One that fails again is re-produced to the DLQ with
 // dlq_retries+1 and first_failure_at kept; when dlq_retries would pass
 // DLQ.MaxRetries, or it fails after first_failure_at + DLQ.Deadline, it
-// goes to the parked topic with sluice-dlq-parked-reason instead. Nothing
-// is dropped: every record ends in the sink, the DLQ or the parked topic.
+// goes to the parked topic with sluice-dlq-parked-reason instead.
+//
+// A drained record's source topic is its DLQ topic's, never what its
+// envelope says: anyone who may write a DLQ topic may write an envelope.
+// A record whose envelope names another source topic is parked
+// (source_mismatch), and so is one whose value fails its contract,
+// protovalidate rules included (contract): such a record may never have
+// passed the gateway. Neither is written to the sink.
+//
+// # Dead letters Kafka refuses
+//
+// publish.Retryable decides what a failed DLQ or parked produce means.
+// A transient failure is retried with the sink's backoff, capped at
+// Retry.MaxBackoff, for as long as the record's partition is ours: the
+// record's key waits and its partition does not commit past it, which is
+// push-back while Kafka is away; the warnings are spaced (one per 5 s, with
+// the count of those held back). A permanent one (MESSAGE_TOO_LARGE, an
+// authorization failure) is never retried: a copy goes to the parked
+// topic instead, with the envelope (sluice-dlq-parked-reason dlq_refused,
+// sluice-dlq-refusal naming the topic and Kafka's error), the source
+// coordinates, the original sluice headers, and as much of the value as
+// fits in DLQ.MaxRecordBytes, the producer's maximum record size; a value
+// cut to fit carries sluice-dlq-truncated with its original length (the
+// whole value is still in the source topic, at the envelope's
+// coordinates). When Kafka refuses that copy too, or the key and headers
+// alone do not fit, Run stops with a *DeadLetterError naming the record;
+// the record stays unfinished, so no commit passes it, and its partition's
+// other work is abandoned. Config.Validate refuses a DLQ.MaxRecordBytes
+// that could not hold the dead letter of an event of MaxEventBytes (the
+// gateway's gateway.limits.max_event_bytes) with the largest envelope and
+// event headers the record format allows.
+//
+// Nothing is dropped: every record ends in the sink, the DLQ or the parked
+// topic, or the consumer stops before committing past it.
 //
 // # Replay
 //
@@ -92,8 +124,16 @@
 // whose last offsets are gaps ends after 5 s without records). Selection
 // filters on last_failure_at, source, type, error class, DLQ partition and
 // DLQ offset range. Replay produces the selected records, envelope
-// removed, to their source topic at a limited rate and writes a
-// ReplayReport as JSON to sluice.audit, dry runs included.
+// removed, at a limited rate, to the source topic of the topic it reads,
+// which must be one of ReplayOptions.Topics; it never routes by a
+// record's envelope. Each record is checked first, dry runs included:
+// one whose envelope names another source topic (Mismatched), or whose
+// value is not a valid event of its contract (Invalid: unknown type, bad
+// sluice headers, undecodable, breaking the rules, or cut to fit) is
+// refused and counted. Before it produces anything Replay writes a
+// replay.started ReplayReport as JSON to sluice.audit, and there is no
+// replay without it; a replay.finished one, with the counts and the
+// outcome, follows however the replay ends, canceled included.
 //
 // # What it does not do
 //

@@ -9,8 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"google.golang.org/protobuf/encoding/protowire"
 
+	"github.com/sluicehq/sluice/publish"
 	"github.com/sluicehq/sluice/sink"
 )
 
@@ -204,4 +207,69 @@ func (b *lockedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// dlqRecord is a retryable dead letter of event id in the test topic's
+// DLQ whose envelope names source as its source topic.
+func dlqRecord(t *testing.T, id, source string, value []byte) *kgo.Record {
+	t.Helper()
+	at := time.Now().UTC()
+	env := Envelope{Class: "transient", Error: "receiver 503", Sink: "mem", Attempts: 2, FirstFailureAt: at,
+		LastFailureAt: at, Retryable: true, SourceTopic: source, SourceOffset: 7, Group: "g"}
+	return envelopeRecord(DLQTopic(testTopic), eventRecord(t, testTopic, id, id, value), &env)
+}
+
+// brokenLogLine is a LogLine that decodes but breaks its contract: its
+// message is empty.
+func brokenLogLine(t *testing.T) []byte {
+	t.Helper()
+	return protowire.AppendBytes(protowire.AppendTag(logLine(t), 3, protowire.BytesType), nil)
+}
+
+// TestDrainRefusesUncheckedRecords: a drained DLQ record goes back to its
+// own DLQ topic's source or nowhere. One whose envelope names another
+// topic is parked source_mismatch, one that breaks its contract is parked
+// contract; neither is written to the sink.
+func TestDrainRefusesUncheckedRecords(t *testing.T) {
+	addrs := newCluster(t, 1)
+	produce(t, addrs,
+		dlqRecord(t, "to-audit", AuditTopic, logLine(t)),
+		dlqRecord(t, "to-orders", "ingest.examples.shop.v1.OrderPlaced", logLine(t)),
+		dlqRecord(t, "broken", testTopic, brokenLogLine(t)),
+		dlqRecord(t, "fine", testTopic, logLine(t)),
+	)
+	s := newMemSink()
+	r := start(t, drainConfig("unchecked"), addrs, s)
+	waitFor(t, 20*time.Second, "three parked", func() bool { return len(readAll(t, addrs, ParkedTopic(testTopic))) == 3 })
+	waitFor(t, 20*time.Second, "the valid one written", func() bool { return s.hasAll([]string{"fine"}) })
+	waitFor(t, 20*time.Second, "DLQ committed", func() bool {
+		return committed(t, addrs, "unchecked", DLQTopic(testTopic))[0] == 4
+	})
+	refused := testutil.ToFloat64(r.c.m.drainRefused.WithLabelValues(DLQTopic(testTopic), parkedReasonSourceMismatch))
+	if err := r.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.ids(); len(got) != 1 {
+		t.Fatalf("sink holds %v, want only the valid record", got)
+	}
+	if refused != 2 {
+		t.Fatalf("%v source mismatches counted, want 2", refused)
+	}
+	want := map[string]string{"to-audit": parkedReasonSourceMismatch, "to-orders": parkedReasonSourceMismatch, "broken": parkedReasonContract}
+	for _, rec := range readAll(t, addrs, ParkedTopic(testTopic)) {
+		env := mustEnvelope(t, rec)
+		h, err := publish.ParseHeaders(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if env.ParkedReason != want[h.ID] || env.SourceTopic != testTopic || env.DLQRetries != 1 || env.Retryable {
+			t.Fatalf("%s parked with %+v, want reason %s", h.ID, env, want[h.ID])
+		}
+		delete(want, h.ID)
+	}
+	for _, tp := range []string{AuditTopic, DLQTopic(testTopic)} {
+		if n := len(readAll(t, addrs, tp)); tp == AuditTopic && n != 0 || tp != AuditTopic && n != 4 {
+			t.Fatalf("%d records in %s", n, tp)
+		}
+	}
 }

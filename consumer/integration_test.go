@@ -1,9 +1,11 @@
 package consumer
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -98,5 +100,78 @@ func TestIntegrationKafka(t *testing.T) {
 	env := dl[0].Envelope
 	if dl[0].EnvelopeErr != nil || env.Class != "permanent" || env.SourceTopic != topic || dl[0].Event.ID != "i0042" {
 		t.Fatalf("dead letter %+v, %v", env, dl[0].EnvelopeErr)
+	}
+}
+
+// TestIntegrationDeadLetterRefused: against real Kafka, a dead letter its
+// DLQ topic refuses as too large (the topic's max.message.bytes is below
+// the consumer's dlq.max_record_bytes) is parked whole, and the partition
+// commits past it.
+func TestIntegrationDeadLetterRefused(t *testing.T) {
+	brokers := kafkatest.Brokers(t)
+	topic := kafkatest.CreateTopic(t, brokers, 1, nil)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	adm := kadm.NewClient(cl)
+	small := "8192"
+	for tp, configs := range map[string]map[string]*string{
+		DLQTopic(topic):    {"max.message.bytes": &small},
+		ParkedTopic(topic): nil,
+	} {
+		if _, err := adm.CreateTopic(ctx, 1, -1, configs, tp); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _, _ = adm.DeleteTopic(context.Background(), tp) })
+	}
+	big := bigLogLine(t, 64<<10)
+	var recs []*kgo.Record
+	for i := range 5 {
+		v := logLine(t)
+		if i == 2 {
+			v = big
+		}
+		recs = append(recs, eventRecord(t, topic, fmt.Sprintf("r%d", i), fmt.Sprintf("k%d", i), v))
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	s := newMemSink()
+	s.setFail(func(b []sink.Event) error {
+		if b[0].ID == "r2" {
+			return sink.PermanentError(errors.New("refused"))
+		}
+		return nil
+	})
+	cfg := testConfig(fmt.Sprintf("%s-group", topic))
+	cfg.Topics = []string{topic}
+	_, done, runErr := runConsumer(t, cfg, brokers, s, nil)
+	kopts := []kgo.Opt{kgo.SeedBrokers(brokers...)}
+	var parked []*kgo.Record
+	waitFor(t, time.Minute, "the refused dead letter parked", func() bool {
+		parked, err = readToEnd(ctx, kopts, ParkedTopic(topic))
+		return err == nil && len(parked) == 1
+	})
+	waitFor(t, time.Minute, "offsets committed", func() bool {
+		offs, err := adm.FetchOffsets(ctx, cfg.Group)
+		if err != nil {
+			return false
+		}
+		o, ok := offs.Lookup(topic, 0)
+		return ok && o.At == int64(len(recs))
+	})
+	select {
+	case <-done:
+		t.Fatalf("Run returned: %v", *runErr)
+	default:
+	}
+	env, err := ParseEnvelope(parked[0])
+	if err != nil || env.ParkedReason != parkedReasonDLQRefused || !strings.Contains(env.Refusal, "MESSAGE_TOO_LARGE") ||
+		env.TruncatedFrom != 0 || !bytes.Equal(parked[0].Value, big) {
+		t.Fatalf("parked envelope %+v, %v; value %d of %d bytes", env, err, len(parked[0].Value), len(big))
 	}
 }

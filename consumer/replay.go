@@ -2,21 +2,25 @@ package consumer
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/time/rate"
 
+	"github.com/sluicehq/sluice/contract"
 	"github.com/sluicehq/sluice/publish"
 )
 
-// AuditTopic receives one JSON record per replay.
+// AuditTopic receives the JSON audit records of replays (ReplayReport).
 const AuditTopic = "sluice.audit"
 
 // scanIdle ends a scan when no record arrives for this long although some
@@ -204,72 +208,140 @@ func List(ctx context.Context, kopts []kgo.Opt, topic string, sel Selection, fn 
 // ReplayOptions govern a replay.
 type ReplayOptions struct {
 	// DryRun reports what would be replayed and produces nothing but the
-	// audit record.
+	// audit records.
 	DryRun bool
 	// Rate bounds records replayed per second.
 	Rate float64
-	// Actor is who asked, for the audit record.
+	// Actor is who asked, for the audit records.
 	Actor string
+	// Topics are the ingest topics a replay may produce to (the consumer's
+	// source topics); the destination, the DLQ or parked topic's own
+	// source topic, must be one of them. Required.
+	Topics []string
+	// Registry holds the contracts every record is checked against before
+	// it is replayed. Required.
+	Registry *contract.Registry
 	// Progress, when not nil, receives a line rewritten in place (\r) as
 	// the replay goes.
 	Progress io.Writer
-	// Each, when not nil, is called with every selected dead letter
-	// before it is replayed (or, in a dry run, instead).
-	Each func(DeadLetter)
-	// Now stamps the audit record; time.Now when nil.
+	// Each, when not nil, is called with every selected dead letter after
+	// it is checked and before it is replayed (or, in a dry run, instead),
+	// with the *ReplayRefusal that keeps it from being replayed, or nil.
+	Each func(DeadLetter, error)
+	// Now stamps the audit records; time.Now when nil.
 	Now func() time.Time
 }
 
+// Audit record actions. A replay writes AuditStarted before it produces
+// anything and AuditFinished, with its counts and outcome, when it ends,
+// also when it fails part way or is canceled.
+const (
+	AuditStarted  = "replay.started"
+	AuditFinished = "replay.finished"
+)
+
 // ReplayReport is what a replay did; it is also the audit record.
 type ReplayReport struct {
-	Action    string    `json:"action"`
-	Actor     string    `json:"actor"`
+	// Action is AuditStarted or AuditFinished; ReplayID is the same in
+	// both records of one replay.
+	Action   string `json:"action"`
+	ReplayID string `json:"replay_id"`
+	Actor    string `json:"actor"`
+	// StartedAt is in both records, EndedAt only in the finished one.
 	StartedAt time.Time `json:"started_at"`
-	EndedAt   time.Time `json:"ended_at"`
-	Topic     string    `json:"topic"`
-	Selection Selection `json:"selection"`
-	DryRun    bool      `json:"dry_run"`
-	Rate      float64   `json:"rate"`
+	EndedAt   time.Time `json:"ended_at,omitzero"`
+	// Topic is the DLQ or parked topic replayed, Destination its source
+	// topic, where records are produced.
+	Topic       string    `json:"topic"`
+	Destination string    `json:"destination"`
+	Selection   Selection `json:"selection"`
+	DryRun      bool      `json:"dry_run"`
+	Rate        float64   `json:"rate"`
 	// Scanned counts records read, Matched those selected, Replayed those
-	// produced to their source topic, Unreadable selected records whose
-	// envelope does not say where they came from (never replayed).
-	Scanned    int    `json:"scanned"`
-	Matched    int    `json:"matched"`
-	Replayed   int    `json:"replayed"`
-	Unreadable int    `json:"unreadable"`
-	Outcome    string `json:"outcome"` // "ok" or the error
+	// produced to the destination (in a dry run, that would be). The
+	// others refused, never replayed: Unreadable, records whose envelope
+	// does not parse; Mismatched, records whose envelope names a source
+	// topic other than the destination; Invalid, records whose value is
+	// not a valid event of its contract (unknown type, bad sluice headers,
+	// undecodable, breaking the contract's rules, or cut to fit).
+	Scanned    int `json:"scanned"`
+	Matched    int `json:"matched"`
+	Replayed   int `json:"replayed"`
+	Unreadable int `json:"unreadable"`
+	Mismatched int `json:"mismatched"`
+	Invalid    int `json:"invalid"`
+	// Outcome is "ok" or the error, in the finished record.
+	Outcome string `json:"outcome,omitempty"`
 }
 
-// ErrNoActor is returned by Replay without an actor to audit.
-var ErrNoActor = errors.New("consumer: replay needs an actor for the audit record")
+// Reasons of a ReplayRefusal.
+const (
+	RefusedUnreadable = "unreadable_envelope"
+	RefusedMismatch   = "source_mismatch"
+	RefusedContract   = "contract"
+)
 
-// Replay re-produces the selected dead letters of topic to their source
-// topics (the sink deduplicates by event id), at most opts.Rate a second,
-// then writes the audit record to AuditTopic. Records are produced with
-// their original key, value and headers, envelope removed. The report is
-// returned even when the replay fails part way.
+// ReplayRefusal is why a selected dead letter is not replayed.
+type ReplayRefusal struct {
+	// Reason is RefusedUnreadable, RefusedMismatch or RefusedContract.
+	Reason string
+	Err    error
+}
+
+func (e *ReplayRefusal) Error() string {
+	return "consumer: replay refused (" + e.Reason + "): " + e.Err.Error()
+}
+
+func (e *ReplayRefusal) Unwrap() error { return e.Err }
+
+var (
+	// ErrNoActor is returned by Replay without an actor to audit.
+	ErrNoActor = errors.New("consumer: replay needs an actor for the audit record")
+	// ErrNoContracts is returned by Replay without the topics it may
+	// produce to or the contracts to check records against.
+	ErrNoContracts = errors.New("consumer: replay needs the ingest topics and the contract registry")
+)
+
+// Replay re-produces the selected dead letters of topic, a DLQ or parked
+// topic, to its source topic (the sink deduplicates by event id), at most
+// opts.Rate a second. The destination comes from topic's name, never from
+// a record's envelope, and must be one of opts.Topics. Each record is
+// checked first: its envelope must name the destination as its source and
+// its value must pass its contract; records that fail are counted and not
+// produced. Records are produced with their original key, value and
+// headers, envelope removed.
+//
+// An AuditStarted record goes to AuditTopic before anything is produced;
+// without it there is no replay. An AuditFinished record follows when the
+// replay ends, however it ends. The report is returned even when the
+// replay fails part way.
 func Replay(ctx context.Context, kopts []kgo.Opt, topic string, sel Selection, opts ReplayOptions) (ReplayReport, error) {
 	now := opts.Now
 	if now == nil {
 		now = time.Now
 	}
-	rep := ReplayReport{Action: "replay", Actor: opts.Actor, StartedAt: now().UTC(), Topic: topic,
-		Selection: sel, DryRun: opts.DryRun, Rate: opts.Rate}
-	if opts.Actor == "" {
+	dest := trimDerived(topic)
+	rep := ReplayReport{Action: AuditStarted, ReplayID: newReplayID(), Actor: opts.Actor, StartedAt: now().UTC(),
+		Topic: topic, Destination: dest, Selection: sel, DryRun: opts.DryRun, Rate: opts.Rate}
+	switch {
+	case opts.Actor == "":
 		return rep, ErrNoActor
-	}
-	if opts.Rate <= 0 {
+	case opts.Rate <= 0:
 		return rep, errors.New("consumer: replay rate must be positive")
-	}
-	if !isDerivedTopic(topic) {
+	case len(opts.Topics) == 0 || opts.Registry == nil:
+		return rep, ErrNoContracts
+	case !isDerivedTopic(topic):
 		return rep, fmt.Errorf("consumer: %q is not a DLQ or parked topic", topic)
+	case !slices.Contains(opts.Topics, dest):
+		return rep, fmt.Errorf("consumer: %s is the DLQ or parked topic of %s, which is not an ingest topic (%s)",
+			topic, dest, strings.Join(opts.Topics, ", "))
 	}
 	cl, err := kgo.NewClient(append(slices.Clone(kopts), kgo.RequiredAcks(kgo.AllISRAcks()))...)
 	if err != nil {
 		return rep, fmt.Errorf("consumer: kafka client: %w", err)
 	}
 	defer cl.Close()
-	// No replay without a place for its audit record.
+	// No replay without a place for its audit records.
 	actx, cancel := context.WithTimeout(ctx, adminTimeout)
 	ends, err := kadm.NewClient(cl).ListEndOffsets(actx, AuditTopic)
 	cancel()
@@ -278,6 +350,9 @@ func Replay(ctx context.Context, kopts []kgo.Opt, topic string, sel Selection, o
 	}
 	if err != nil {
 		return rep, fmt.Errorf("consumer: audit topic %s must exist before a replay: %w", AuditTopic, err)
+	}
+	if err := writeAudit(ctx, cl, &rep); err != nil {
+		return rep, err
 	}
 	lim := rate.NewLimiter(rate.Limit(opts.Rate), 1)
 	progress := func(final bool) {
@@ -288,7 +363,8 @@ func Replay(ctx context.Context, kopts []kgo.Opt, topic string, sel Selection, o
 		if opts.DryRun {
 			verb = "would replay"
 		}
-		fmt.Fprintf(opts.Progress, "\rscanned %d, matched %d, %s %d", rep.Scanned, rep.Matched, verb, rep.Replayed)
+		fmt.Fprintf(opts.Progress, "\rscanned %d, matched %d, %s %d, refused %d", rep.Scanned, rep.Matched, verb, rep.Replayed,
+			rep.Unreadable+rep.Mismatched+rep.Invalid)
 		if final {
 			fmt.Fprintln(opts.Progress)
 		}
@@ -301,18 +377,29 @@ func Replay(ctx context.Context, kopts []kgo.Opt, topic string, sel Selection, o
 			return nil
 		}
 		rep.Matched++
-		if opts.Each != nil {
-			opts.Each(d)
+		var refused error
+		if rf := checkReplay(&d, dest, opts.Registry); rf != nil {
+			refused = rf
+			switch rf.Reason {
+			case RefusedUnreadable:
+				rep.Unreadable++
+			case RefusedMismatch:
+				rep.Mismatched++
+			default:
+				rep.Invalid++
+			}
 		}
-		if d.EnvelopeErr != nil {
-			rep.Unreadable++
+		if opts.Each != nil {
+			opts.Each(d, refused)
+		}
+		if refused != nil {
 			return nil
 		}
 		if !opts.DryRun {
 			if err := lim.Wait(ctx); err != nil {
 				return err
 			}
-			out := &kgo.Record{Topic: d.Envelope.SourceTopic, Key: r.Key, Value: r.Value, Headers: originalHeaders(r)}
+			out := &kgo.Record{Topic: dest, Key: r.Key, Value: r.Value, Headers: originalHeaders(r)}
 			pctx, cancel := context.WithTimeout(ctx, adminTimeout)
 			err := cl.ProduceSync(pctx, out).FirstErr()
 			cancel()
@@ -328,6 +415,7 @@ func Replay(ctx context.Context, kopts []kgo.Opt, topic string, sel Selection, o
 		return nil
 	})
 	progress(true)
+	rep.Action = AuditFinished
 	rep.EndedAt = now().UTC()
 	rep.Outcome = "ok"
 	if runErr != nil {
@@ -339,8 +427,31 @@ func Replay(ctx context.Context, kopts []kgo.Opt, topic string, sel Selection, o
 	return rep, runErr
 }
 
-// writeAudit produces rep to AuditTopic. It uses its own deadline so that
-// a replay canceled part way is still audited.
+// checkReplay returns why d may not be replayed to dest, or nil.
+func checkReplay(d *DeadLetter, dest string, reg *contract.Registry) *ReplayRefusal {
+	if d.EnvelopeErr != nil {
+		return &ReplayRefusal{Reason: RefusedUnreadable, Err: d.EnvelopeErr}
+	}
+	if d.Envelope.SourceTopic != dest {
+		return &ReplayRefusal{Reason: RefusedMismatch, Err: fmt.Errorf("envelope names source topic %q, the record is in %s",
+			d.Envelope.SourceTopic, d.Record.Topic)}
+	}
+	if err := checkContract(reg, d.Record); err != nil {
+		return &ReplayRefusal{Reason: RefusedContract, Err: err}
+	}
+	return nil
+}
+
+// newReplayID is a random id tying a replay's two audit records together.
+func newReplayID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// writeAudit produces rep to AuditTopic, keyed by the replayed topic so
+// that a replay's records keep their order. It uses its own deadline so
+// that a replay canceled part way is still audited.
 func writeAudit(ctx context.Context, cl *kgo.Client, rep *ReplayReport) error {
 	b, err := json.Marshal(rep)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -92,7 +93,7 @@ func TestReplay(t *testing.T) {
 	sourceEnd := len(readAll(t, addrs, testTopic))
 	var progress bytes.Buffer
 	dry, err := Replay(ctx, kopts, DLQTopic(testTopic), Selection{Class: "permanent"},
-		ReplayOptions{DryRun: true, Rate: 1000, Actor: "alice", Progress: &progress})
+		ReplayOptions{DryRun: true, Rate: 1000, Actor: "alice", Progress: &progress, Topics: []string{testTopic}, Registry: testRegistry(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +108,7 @@ func TestReplay(t *testing.T) {
 	}
 
 	rep, err := Replay(ctx, kopts, DLQTopic(testTopic), Selection{Class: "transient"},
-		ReplayOptions{Rate: 1000, Actor: "bob"})
+		ReplayOptions{Rate: 1000, Actor: "bob", Topics: []string{testTopic}, Registry: testRegistry(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,22 +137,26 @@ func TestReplay(t *testing.T) {
 	}
 
 	audit := readAll(t, addrs, AuditTopic)
-	if len(audit) != 2 {
-		t.Fatalf("%d audit records, want 2", len(audit))
+	if len(audit) != 4 {
+		t.Fatalf("%d audit records, want 4: started and finished of two replays", len(audit))
 	}
 	var a ReplayReport
-	if err := json.Unmarshal(audit[1].Value, &a); err != nil {
+	if err := json.Unmarshal(audit[3].Value, &a); err != nil {
 		t.Fatal(err)
 	}
-	if a.Actor != "bob" || a.Selection.Class != "transient" || a.Replayed != 2 || a.Outcome != "ok" || a.StartedAt.IsZero() {
+	if a.Action != AuditFinished || a.ReplayID != rep.ReplayID || a.Actor != "bob" || a.Selection.Class != "transient" ||
+		a.Replayed != 2 || a.Outcome != "ok" || a.StartedAt.IsZero() || a.Destination != testTopic {
 		t.Fatalf("audit record %+v", a)
 	}
-	if err := json.Unmarshal(audit[0].Value, &a); err != nil || a.Actor != "alice" || !a.DryRun {
+	if err := json.Unmarshal(audit[0].Value, &a); err != nil || a.Action != AuditStarted || a.Actor != "alice" || !a.DryRun || a.ReplayID != dry.ReplayID {
 		t.Fatalf("dry-run audit record %+v, %v", a, err)
 	}
 
 	if _, err := Replay(ctx, kopts, DLQTopic(testTopic), Selection{}, ReplayOptions{Rate: 1}); err != ErrNoActor {
 		t.Fatalf("replay without actor: %v", err)
+	}
+	if _, err := Replay(ctx, kopts, DLQTopic(testTopic), Selection{}, ReplayOptions{Rate: 1, Actor: "a"}); err != ErrNoContracts {
+		t.Fatalf("replay without topics and contracts: %v", err)
 	}
 }
 
@@ -167,11 +172,215 @@ func TestReplayNeedsAuditTopic(t *testing.T) {
 	produce(t, addrs, envelopeRecord(DLQTopic(testTopic), eventRecord(t, testTopic, "a", "k", logLine(t)), &env))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	rep, err := Replay(ctx, []kgo.Opt{kgo.SeedBrokers(addrs...)}, DLQTopic(testTopic), Selection{}, ReplayOptions{Rate: 100, Actor: "a"})
+	rep, err := Replay(ctx, []kgo.Opt{kgo.SeedBrokers(addrs...)}, DLQTopic(testTopic), Selection{}, ReplayOptions{Rate: 100, Actor: "a", Topics: []string{testTopic}, Registry: testRegistry(t)})
 	if err == nil || !strings.Contains(err.Error(), AuditTopic) || rep.Replayed != 0 {
 		t.Fatalf("replay without audit topic: %+v, %v", rep, err)
 	}
 	if n := len(readAll(t, addrs, testTopic)); n != 0 {
 		t.Fatalf("%d records replayed", n)
+	}
+}
+
+const orderTopic = "ingest.examples.shop.v1.OrderPlaced"
+
+// replayCluster is kfake with the test topics and orderTopic, holding
+// recs in the test topic's DLQ.
+func replayCluster(t *testing.T, recs ...*kgo.Record) []string {
+	t.Helper()
+	cl, err := kfake.NewCluster(kfake.NumBrokers(1),
+		kfake.SeedTopics(1, testTopic, DLQTopic(testTopic), ParkedTopic(testTopic), AuditTopic, orderTopic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	addrs := cl.ListenAddrs()
+	produce(t, addrs, recs...)
+	return addrs
+}
+
+func replayOpts(t *testing.T, actor string) ReplayOptions {
+	return ReplayOptions{Rate: 1000, Actor: actor, Topics: []string{testTopic, orderTopic}, Registry: testRegistry(t)}
+}
+
+// replayedIDs returns the event ids in topic.
+func replayedIDs(t *testing.T, addrs []string, topic string) []string {
+	t.Helper()
+	var ids []string
+	for _, r := range readAll(t, addrs, topic) {
+		h, _ := publish.ParseHeaders(r)
+		ids = append(ids, h.ID)
+	}
+	return ids
+}
+
+// TestReplayRefusesMismatchedSource: a replay produces only to the source
+// topic of the DLQ topic it reads. A record whose envelope names another
+// topic (the audit topic, another type's topic) is refused and counted.
+func TestReplayRefusesMismatchedSource(t *testing.T) {
+	addrs := replayCluster(t,
+		dlqRecord(t, "to-audit", AuditTopic, logLine(t)),
+		dlqRecord(t, "to-orders", orderTopic, logLine(t)),
+		dlqRecord(t, "fine", testTopic, logLine(t)),
+	)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	kopts := []kgo.Opt{kgo.SeedBrokers(addrs...)}
+	refused := map[string]string{}
+	opts := replayOpts(t, "carol")
+	opts.Each = func(d DeadLetter, err error) {
+		var rf *ReplayRefusal
+		if errors.As(err, &rf) {
+			refused[d.Event.ID] = rf.Reason
+		}
+	}
+	rep, err := Replay(ctx, kopts, DLQTopic(testTopic), Selection{}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Matched != 3 || rep.Mismatched != 2 || rep.Replayed != 1 || rep.Destination != testTopic {
+		t.Fatalf("report %+v", rep)
+	}
+	if refused["to-audit"] != RefusedMismatch || refused["to-orders"] != RefusedMismatch || len(refused) != 2 {
+		t.Fatalf("refused %v", refused)
+	}
+	if got := replayedIDs(t, addrs, testTopic); len(got) != 1 || got[0] != "fine" {
+		t.Fatalf("%s holds %v, want fine", testTopic, got)
+	}
+	if n := len(readAll(t, addrs, orderTopic)); n != 0 {
+		t.Fatalf("%d records replayed to %s", n, orderTopic)
+	}
+	for _, r := range readAll(t, addrs, AuditTopic) {
+		var a ReplayReport
+		if err := json.Unmarshal(r.Value, &a); err != nil || a.ReplayID != rep.ReplayID {
+			t.Fatalf("a record in %s that is not this replay's audit: %q", AuditTopic, r.Value)
+		}
+	}
+}
+
+// TestReplayRefusesDestination: a replay of a derived topic whose source is
+// not an ingest topic is refused before anything is produced.
+func TestReplayRefusesDestination(t *testing.T) {
+	addrs := replayCluster(t, dlqRecord(t, "a", testTopic, logLine(t)))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, topic := range []string{DLQTopic(AuditTopic), ParkedTopic("ingest.unknown")} {
+		_, err := Replay(ctx, []kgo.Opt{kgo.SeedBrokers(addrs...)}, topic, Selection{}, replayOpts(t, "dave"))
+		if err == nil || !strings.Contains(err.Error(), "not an ingest topic") {
+			t.Fatalf("replay of %s: %v, want it refused", topic, err)
+		}
+	}
+	if n := len(readAll(t, addrs, AuditTopic)); n != 0 {
+		t.Fatalf("%d records in %s", n, AuditTopic)
+	}
+}
+
+// TestReplayRefusesInvalid: every record is checked against its contract
+// before it is replayed, dry run included; one that fails is refused and
+// counted invalid.
+func TestReplayRefusesInvalid(t *testing.T) {
+	unknown := dlqRecord(t, "unknown-type", testTopic, logLine(t))
+	noHeaders := dlqRecord(t, "no-headers", testTopic, logLine(t))
+	truncated := dlqRecord(t, "truncated", testTopic, logLine(t))
+	for i, h := range unknown.Headers {
+		if h.Key == publish.HeaderEventType {
+			unknown.Headers[i].Value = []byte("examples.nope.v1.Nope")
+		}
+	}
+	noHeaders.Headers = slices.DeleteFunc(noHeaders.Headers, func(h kgo.RecordHeader) bool { return h.Key == publish.HeaderEventID })
+	truncated.Headers = append(truncated.Headers, kgo.RecordHeader{Key: HeaderTruncated, Value: []byte("9999")})
+	addrs := replayCluster(t,
+		dlqRecord(t, "broken", testTopic, brokenLogLine(t)),
+		dlqRecord(t, "garbage", testTopic, []byte{0xff, 0xff, 0xff}),
+		unknown, noHeaders, truncated,
+		dlqRecord(t, "fine", testTopic, logLine(t)),
+	)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	kopts := []kgo.Opt{kgo.SeedBrokers(addrs...)}
+	for _, dry := range []bool{true, false} {
+		opts := replayOpts(t, "erin")
+		opts.DryRun = dry
+		var invalid int
+		opts.Each = func(d DeadLetter, err error) {
+			var rf *ReplayRefusal
+			if errors.As(err, &rf) && rf.Reason == RefusedContract {
+				invalid++
+			}
+		}
+		rep, err := Replay(ctx, kopts, DLQTopic(testTopic), Selection{}, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Matched != 6 || rep.Invalid != 5 || invalid != 5 || rep.Replayed != 1 {
+			t.Fatalf("dry run %v: report %+v, %d refused as invalid", dry, rep, invalid)
+		}
+	}
+	if got := replayedIDs(t, addrs, testTopic); len(got) != 1 || got[0] != "fine" {
+		t.Fatalf("%s holds %v, want fine", testTopic, got)
+	}
+}
+
+// TestReplayAudit: the started record is in the audit topic before the
+// first record is replayed, the finished one after, also when the replay
+// is canceled part way.
+func TestReplayAudit(t *testing.T) {
+	addrs := replayCluster(t,
+		dlqRecord(t, "a", testTopic, logLine(t)),
+		dlqRecord(t, "b", testTopic, logLine(t)),
+		dlqRecord(t, "c", testTopic, logLine(t)),
+	)
+	kopts := []kgo.Opt{kgo.SeedBrokers(addrs...)}
+	audit := func() []ReplayReport {
+		var out []ReplayReport
+		for _, r := range readAll(t, addrs, AuditTopic) {
+			var a ReplayReport
+			if err := json.Unmarshal(r.Value, &a); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, a)
+		}
+		return out
+	}
+	tests := []struct {
+		name        string
+		cancelAt    int // cancel the replay when the n-th record is selected; 0 never
+		wantOutcome string
+		wantCount   int
+	}{
+		{"finishes", 0, "ok", 3},
+		{"canceled part way", 2, context.Canceled.Error(), 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := len(audit())
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			opts := replayOpts(t, "frank")
+			seen := 0
+			var startedFirst bool
+			opts.Each = func(d DeadLetter, _ error) {
+				seen++
+				if seen == 1 {
+					a := audit()[before:]
+					startedFirst = len(a) == 1 && a[0].Action == AuditStarted && a[0].Actor == "frank" &&
+						!a[0].DryRun && a[0].Destination == testTopic && a[0].Rate == opts.Rate
+				}
+				if seen == tt.cancelAt {
+					cancel()
+				}
+			}
+			rep, err := Replay(ctx, kopts, DLQTopic(testTopic), Selection{}, opts)
+			if (tt.cancelAt > 0) != errors.Is(err, context.Canceled) {
+				t.Fatalf("replay: %v", err)
+			}
+			if !startedFirst {
+				t.Fatal("no started audit record when the first record was about to be replayed")
+			}
+			a := audit()[before:]
+			if len(a) != 2 || a[0].ReplayID != rep.ReplayID || a[1].ReplayID != rep.ReplayID || a[1].Action != AuditFinished ||
+				a[1].Replayed != tt.wantCount || !strings.Contains(a[1].Outcome, tt.wantOutcome) || a[1].EndedAt.IsZero() {
+				t.Fatalf("audit records %+v", a)
+			}
+		})
 	}
 }

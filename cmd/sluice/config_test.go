@@ -88,3 +88,33 @@ kafka: {brokers: [127.0.0.1:9092]}
 		t.Fatalf("empty group: %v, want consumer.group named", err)
 	}
 }
+
+// TestConsumerDeadLetterFitsEvent: dead letters must take the largest
+// event the gateway block lets through, with their envelope; the error
+// names the consumer's field and the gateway's.
+func TestConsumerDeadLetterFitsEvent(t *testing.T) {
+	base := `
+consumer: {group: g, topics: [t]}
+sink: {kind: sqlite, sqlite: {path: /tmp/x.db}}
+contracts: {descriptor_set: examples/contracts.binpb, types: [examples.logs.v1.LogLine]}
+kafka: {brokers: [127.0.0.1:9092]}
+`
+	getenv := func(string) string { return "" }
+	for _, c := range []struct{ name, yaml, want string }{
+		{"defaults", base, ""},
+		{"dlq record too small", strings.Replace(base, "topics: [t]", "topics: [t], dlq: {max_record_bytes: 270000}", 1), "dlq.max_record_bytes"},
+		{"gateway events too large", base + "gateway: {limits: {max_event_bytes: 1048576, max_request_bytes: 4194304}}\n", "gateway.limits.max_event_bytes (1048576)"},
+		{"both raised", strings.Replace(base, "topics: [t]", "topics: [t], dlq: {max_record_bytes: 2097152}", 1) +
+			"gateway: {limits: {max_event_bytes: 1048576, max_request_bytes: 4194304}}\n", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := parseConfig([]byte(c.yaml), getenv, fileConfig.validateConsumer)
+			switch {
+			case c.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "dlq.max_record_bytes")):
+				t.Fatalf("got %v, want an error naming dlq.max_record_bytes and %s", err, c.want)
+			}
+		})
+	}
+}

@@ -74,9 +74,11 @@ func runConsumerCmd(ctx context.Context, args []string, stderr io.Writer) error 
 }
 
 // consumerConfig is the file's consumer block; without topics it consumes
-// the topic of every contract type, as the gateway names them.
+// the topic of every contract type, as the gateway names them. Its dead
+// letters must take the largest event the gateway's limits let through.
 func consumerConfig(cfg fileConfig) consumer.Config {
 	c := cfg.Consumer
+	c.MaxEventBytes = cfg.Gateway.Limits.MaxEventBytes
 	if len(c.SourceTopics()) == 0 {
 		for _, typ := range cfg.Contracts.Types {
 			t := cfg.Gateway.Topics[typ]

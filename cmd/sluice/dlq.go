@@ -27,6 +27,14 @@ const dlqUsage = `usage:
   sluice dlq show   --config FILE --topic T.dlq --partition P --offset O
   sluice dlq replay --config FILE --topic T.dlq [selection] [--dry-run] [--rate N] [--actor NAME]
 
+--brokers B[,B...] may replace the config's kafka.brokers; list and show may
+run with --brokers alone (show then prints values as base64). replay needs
+--config: it produces only to T, which must be one of the consumer's
+topics, and checks every record against its contract first. A record whose
+envelope names another source topic, or whose value breaks its contract,
+is refused and counted. A replay writes a replay.started audit record to
+sluice.audit before it produces anything and a replay.finished one after.
+
 selection (all optional, combined with AND):
   --from, --to TIME        last failure time, RFC 3339; from inclusive, to exclusive
   --source S, --type T     the event's source and type
@@ -92,20 +100,26 @@ func runDLQCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 
 	var kopts []kgo.Opt
 	var registry *contract.Registry
+	var registryErr error
+	var ingest []string
 	switch {
-	case *brokers != "":
-		kopts = []kgo.Opt{kgo.SeedBrokers(strings.Split(*brokers, ",")...)}
 	case *path != "":
 		cfg, err := loadConfig(*path, osGetenv, fileConfig.validateClient)
 		if err != nil {
 			return err
 		}
 		kopts = kafkaOpts(cfg.Kafka)
-		// Contracts let show print the value as JSON; without them it
-		// prints base64.
-		registry, _ = contract.LoadFile(cfg.Contracts.DescriptorSet, cfg.Contracts.Types)
-	default:
+		registry, registryErr = contract.LoadFile(cfg.Contracts.DescriptorSet, cfg.Contracts.Types,
+			contract.WithMaxDepth(cfg.Gateway.Limits.MaxDepth))
+		ccfg := consumerConfig(cfg)
+		ingest = ccfg.SourceTopics()
+	case sub == "replay":
+		return errors.New("dlq replay: --config is required: the ingest topics and contracts come from it")
+	case *brokers == "":
 		return fmt.Errorf("dlq %s: give --config or --brokers", sub)
+	}
+	if *brokers != "" {
+		kopts = append(kopts, kgo.SeedBrokers(strings.Split(*brokers, ",")...))
 	}
 
 	switch sub {
@@ -128,6 +142,12 @@ func runDLQCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if len(sel.Partitions) != 1 || *offset < 0 {
 			return errors.New("dlq show: give --partition P and --offset O")
 		}
+		switch {
+		case registryErr != nil:
+			fmt.Fprintf(stderr, "dlq show: contracts not loaded, values print as base64: %v\n", registryErr)
+		case registry == nil:
+			fmt.Fprintln(stderr, "dlq show: no --config, values print as base64")
+		}
 		sel.FromOffset, sel.ToOffset = *offset, *offset+1
 		found := false
 		err := consumer.List(ctx, kopts, *topic, sel, func(d consumer.DeadLetter) error {
@@ -140,16 +160,24 @@ func runDLQCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		return err
 	case "replay":
+		if registryErr != nil {
+			return fmt.Errorf("dlq replay: contracts: %w", registryErr)
+		}
 		rep, err := consumer.Replay(ctx, kopts, *topic, sel, consumer.ReplayOptions{
 			DryRun: *dryRun, Rate: *rate, Actor: *actor, Progress: stderr,
-			Each: func(d consumer.DeadLetter) {
-				if *dryRun {
+			Topics: ingest, Registry: registry,
+			Each: func(d consumer.DeadLetter, refused error) {
+				switch {
+				case refused != nil:
+					fmt.Fprintf(stdout, "%d\t%d\t%s\trefused: %v\n", d.Record.Partition, d.Record.Offset, d.Event.ID, refused)
+				case *dryRun:
 					fmt.Fprintf(stdout, "%d\t%d\t%s\t%s -> %s\n", d.Record.Partition, d.Record.Offset, d.Event.ID, d.Envelope.Class, d.Envelope.SourceTopic)
 				}
 			},
 		})
-		fmt.Fprintf(stderr, "replay %s: scanned %d, matched %d, replayed %d, unreadable %d, dry run %v: %s\n",
-			*topic, rep.Scanned, rep.Matched, rep.Replayed, rep.Unreadable, rep.DryRun, rep.Outcome)
+		fmt.Fprintf(stderr, "replay %s: scanned %d, matched %d, replayed %d, refused %d (unreadable %d, source mismatch %d, invalid %d), dry run %v: %s\n",
+			*topic, rep.Scanned, rep.Matched, rep.Replayed, rep.Unreadable+rep.Mismatched+rep.Invalid,
+			rep.Unreadable, rep.Mismatched, rep.Invalid, rep.DryRun, rep.Outcome)
 		return err
 	}
 	fmt.Fprint(stderr, dlqUsage)

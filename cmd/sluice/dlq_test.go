@@ -1,0 +1,151 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluicehq/sluice/consumer"
+	"github.com/sluicehq/sluice/contract"
+	"github.com/sluicehq/sluice/examples"
+	"github.com/sluicehq/sluice/publish"
+)
+
+const logTopic = "ingest.examples.logs.v1.LogLine"
+
+// dlqFixture is kfake holding, in the LogLine DLQ, a dead letter whose
+// envelope names sluice.audit as its source and a valid one, and a config
+// file for it; contracts is the config's descriptor_set.
+func dlqFixture(t *testing.T, contracts string) (cfgPath string, addrs []string) {
+	t.Helper()
+	cl, err := kfake.NewCluster(kfake.NumBrokers(1),
+		kfake.SeedTopics(1, logTopic, consumer.DLQTopic(logTopic), consumer.AuditTopic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	addrs = cl.ListenAddrs()
+	reg, err := contract.Load(examples.Contracts, examples.Types)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := reg.Lookup("examples.logs.v1.LogLine")
+	value, err := c.CheckJSON(examples.LogLineJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	var recs []*kgo.Record
+	for _, d := range []struct{ id, source string }{{"injected", consumer.AuditTopic}, {"fine", logTopic}} {
+		r := publish.NewRecord(&publish.Event{Topic: consumer.DLQTopic(logTopic), Key: []byte(d.id), Value: value,
+			ID: d.id, Type: c.Type(), Source: "test", OccurredAt: now, IngestedAt: now, Fingerprint: c.Fingerprint()})
+		ts := []byte(now.Format(time.RFC3339Nano))
+		for _, h := range [][2]string{
+			{consumer.HeaderErrorClass, "transient"}, {consumer.HeaderError, "503"}, {consumer.HeaderSink, "http"},
+			{consumer.HeaderAttempts, "3"}, {consumer.HeaderDLQRetries, "0"}, {consumer.HeaderRetryable, "true"},
+			{consumer.HeaderSourceTopic, d.source}, {consumer.HeaderSourcePartition, "0"},
+			{consumer.HeaderSourceOffset, "1"}, {consumer.HeaderGroup, "g"},
+		} {
+			r.Headers = append(r.Headers, kgo.RecordHeader{Key: h[0], Value: []byte(h[1])})
+		}
+		r.Headers = append(r.Headers, kgo.RecordHeader{Key: consumer.HeaderFirstFailureAt, Value: ts},
+			kgo.RecordHeader{Key: consumer.HeaderLastFailureAt, Value: ts})
+		recs = append(recs, r)
+	}
+	pcl, err := kgo.NewClient(kgo.SeedBrokers(addrs...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pcl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := pcl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	cfgPath = filepath.Join(t.TempDir(), "sluice.yaml")
+	raw := fmt.Sprintf("kafka: {brokers: [%s]}\ncontracts: {descriptor_set: %s, types: [examples.logs.v1.LogLine]}\n",
+		strings.Join(addrs, ", "), contracts)
+	if err := os.WriteFile(cfgPath, []byte(raw), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return cfgPath, addrs
+}
+
+// TestDLQReplayCommand: replay needs --config; with it, a record whose
+// envelope names another topic is refused and reported, the rest replayed
+// to the DLQ topic's own source.
+func TestDLQReplayCommand(t *testing.T) {
+	contracts, err := filepath.Abs("../../examples/contracts.binpb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, addrs := dlqFixture(t, contracts)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	err = runDLQCmd(ctx, []string{"replay", "--brokers", strings.Join(addrs, ","), "--topic", consumer.DLQTopic(logTopic)}, &stdout, &stderr)
+	if err == nil || !strings.Contains(err.Error(), "--config is required") {
+		t.Fatalf("replay without --config: %v", err)
+	}
+	err = runDLQCmd(ctx, []string{"replay", "--config", cfg, "--topic", consumer.DLQTopic(logTopic), "--actor", "ops"}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("replay: %v\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "injected\trefused") || !strings.Contains(stderr.String(), "replayed 1, refused 1") ||
+		!strings.Contains(stderr.String(), "source mismatch 1") {
+		t.Fatalf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+	}
+	var ids []string
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.ConsumeTopics(logTopic, consumer.AuditTopic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	audit := 0
+	for len(ids) < 1 || audit < 2 {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("replayed %v, %d audit records", ids, audit)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if r.Topic == consumer.AuditTopic {
+				audit++
+				return
+			}
+			h, _ := publish.ParseHeaders(r)
+			ids = append(ids, h.ID)
+		})
+	}
+	if len(ids) != 1 || ids[0] != "fine" {
+		t.Fatalf("replayed %v", ids)
+	}
+}
+
+// TestDLQShowSaysWhyBase64: show prints the value as base64 when the
+// contracts do not load, and says why.
+func TestDLQShowSaysWhyBase64(t *testing.T) {
+	cfg, _ := dlqFixture(t, filepath.Join(t.TempDir(), "missing.binpb"))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	err := runDLQCmd(ctx, []string{"show", "--config", cfg, "--topic", consumer.DLQTopic(logTopic), "--partition", "0", "--offset", "1"}, &stdout, &stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stdout.String(), "value      base64 ") || !strings.Contains(stderr.String(), "contracts not loaded") ||
+		!strings.Contains(stderr.String(), "missing.binpb") {
+		t.Fatalf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+	}
+	err = runDLQCmd(ctx, []string{"replay", "--config", cfg, "--topic", consumer.DLQTopic(logTopic), "--actor", "ops"}, &stdout, &stderr)
+	if err == nil || !strings.Contains(err.Error(), "contracts") {
+		t.Fatalf("replay without contracts: %v", err)
+	}
+}

@@ -1,0 +1,402 @@
+package consumer
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/sluicehq/sluice/publish"
+	"github.com/sluicehq/sluice/sink"
+)
+
+// newTopicCluster starts kfake with the test topic, its DLQ and parked
+// topics and the audit topic, one partition each, with the topic configs
+// given by name, and returns the cluster for faults.
+func newTopicCluster(t testing.TB, configs map[string]map[string]string) (*kfake.Cluster, []string) {
+	t.Helper()
+	cl, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	for _, tp := range []string{testTopic, DLQTopic(testTopic), ParkedTopic(testTopic), AuditTopic} {
+		if err := cl.CreateTopic(tp, 1, configs[tp]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return cl, cl.ListenAddrs()
+}
+
+// bigLogLine is a LogLine whose message is n random letters: it decodes,
+// breaks the contract's max_bytes and does not compress much.
+func bigLogLine(t testing.TB, n int) []byte {
+	t.Helper()
+	rnd := rand.New(rand.NewPCG(1, uint64(n)))
+	msg := make([]byte, n)
+	for i := range msg {
+		msg[i] = byte('a' + rnd.IntN(26))
+	}
+	b := protowire.AppendTag(logLine(t), 3, protowire.BytesType)
+	return protowire.AppendBytes(b, msg)
+}
+
+// produceLarge produces recs with a client that takes records of up to
+// 4 MiB.
+func produceLarge(t testing.TB, addrs []string, recs ...*kgo.Record) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.ProducerBatchMaxBytes(4<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRecordBatchBytes: recordBatchBytes is the size kgo measures against
+// ProducerBatchMaxBytes, or up to 3 bytes more (a flexible produce request
+// frames the batch with a uvarint): a record of the maximum is produced,
+// one of 4 bytes more fails with MESSAGE_TOO_LARGE.
+func TestRecordBatchBytes(t *testing.T) {
+	_, addrs := newTopicCluster(t, nil)
+	const maxBytes = 4096
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.ProducerBatchMaxBytes(maxBytes))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, key := range [][]byte{nil, []byte("k"), bytes.Repeat([]byte("k"), 300)} {
+		r := eventRecord(t, DLQTopic(testTopic), "e1", string(key), nil)
+		r.Key = key
+		r.Value = make([]byte, maxBytes-recordBatchBytes(r))
+		for recordBatchBytes(r) > maxBytes {
+			r.Value = r.Value[:len(r.Value)-1]
+		}
+		if got := recordBatchBytes(r); got != maxBytes {
+			t.Fatalf("key %d bytes: could not build a record of %d bytes, got %d", len(key), maxBytes, got)
+		}
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: r.Topic, Key: r.Key, Value: r.Value, Headers: r.Headers}).FirstErr(); err != nil {
+			t.Fatalf("key %d bytes: a record of exactly ProducerBatchMaxBytes: %v", len(key), err)
+		}
+		r.Value = append(r.Value, 0, 0, 0, 0)
+		err := cl.ProduceSync(ctx, &kgo.Record{Topic: r.Topic, Key: r.Key, Value: r.Value, Headers: r.Headers}).FirstErr()
+		if !errors.Is(err, kerr.MessageTooLarge) {
+			t.Fatalf("key %d bytes: 4 bytes over: %v, want MESSAGE_TOO_LARGE", len(key), err)
+		}
+	}
+}
+
+func TestParkedCopy(t *testing.T) {
+	env := Envelope{Class: "permanent", Error: "x", Sink: "mem", SourceTopic: testTopic, Group: "g",
+		ParkedReason: parkedReasonDLQRefused, Refusal: "ingest.x.dlq: MESSAGE_TOO_LARGE"}
+	value := bytes.Repeat([]byte("v"), 10000)
+	tests := []struct {
+		name     string
+		maxBytes int
+		wantCut  bool
+		wantErr  bool
+	}{
+		{"fits whole", 64 << 10, false, false},
+		{"cut to fit", 4096, true, false},
+		{"headers alone too large", 600, false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := eventRecord(t, testTopic, "e1", "k", value)
+			got, err := parkedCopy(ParkedTopic(testTopic), src, &env, tt.maxBytes)
+			if tt.wantErr {
+				var ce *CopyTooLargeError
+				if !errors.As(err, &ce) || ce.MaxRecordBytes != tt.maxBytes {
+					t.Fatalf("err %v, want a CopyTooLargeError", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := recordBatchBytes(got); n > tt.maxBytes {
+				t.Fatalf("copy takes %d bytes, over %d", n, tt.maxBytes)
+			}
+			parsed := mustEnvelope(t, got)
+			if !bytes.HasPrefix(value, got.Value) || parsed.ParkedReason != parkedReasonDLQRefused || parsed.Refusal != env.Refusal {
+				t.Fatalf("copy %+v, value %d bytes", parsed, len(got.Value))
+			}
+			if cut := len(got.Value) < len(value); cut != tt.wantCut || (parsed.TruncatedFrom == len(value)) != tt.wantCut {
+				t.Fatalf("value %d of %d bytes, %s %d", len(got.Value), len(value), HeaderTruncated, parsed.TruncatedFrom)
+			}
+			if tt.wantCut && tt.maxBytes-recordBatchBytes(got) > 8 {
+				t.Fatalf("cut copy takes %d of %d bytes: more of the value fits", recordBatchBytes(got), tt.maxBytes)
+			}
+			if h, err := publish.ParseHeaders(got); err != nil || h.ID != "e1" {
+				t.Fatalf("event headers of the copy: %+v, %v", h, err)
+			}
+		})
+	}
+}
+
+// TestDeadLetterRefusedParksCopy: a dead letter Kafka refuses for good is
+// parked as a bounded copy, with its envelope, the refusal and, when the
+// value had to be cut, sluice-dlq-truncated; the partition commits past it
+// and the other events are written.
+func TestDeadLetterRefusedParksCopy(t *testing.T) {
+	tests := []struct {
+		name    string
+		value   int // bytes of the failing event's message; 0 for a plain LogLine
+		configs map[string]map[string]string
+		fault   *kfake.Fault
+		refusal string
+		wantCut bool
+	}{
+		{
+			name:    "too large for dlq.max_record_bytes",
+			value:   1200 << 10,
+			configs: map[string]map[string]string{testTopic: {"max.message.bytes": strconv.Itoa(4 << 20)}},
+			refusal: "MESSAGE_TOO_LARGE",
+			wantCut: true,
+		},
+		{
+			name:    "too large for the DLQ topic's max.message.bytes",
+			value:   64 << 10,
+			configs: map[string]map[string]string{DLQTopic(testTopic): {"max.message.bytes": "8192"}},
+			refusal: "MESSAGE_TOO_LARGE",
+		},
+		{
+			name:    "DLQ topic not authorized",
+			fault:   &kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: DLQTopic(testTopic), Err: kerr.TopicAuthorizationFailed, Count: -1},
+			refusal: "TOPIC_AUTHORIZATION_FAILED",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cl, addrs := newTopicCluster(t, tt.configs)
+			if tt.fault != nil {
+				cl.Fault(*tt.fault)
+			}
+			failing := logLine(t)
+			if tt.value > 0 {
+				failing = bigLogLine(t, tt.value)
+			}
+			var recs []*kgo.Record
+			var ids []string
+			for i := range 10 {
+				id := fmt.Sprintf("e%05d", i)
+				v := logLine(t)
+				if i == 3 {
+					v = failing
+				} else {
+					ids = append(ids, id)
+				}
+				recs = append(recs, eventRecord(t, testTopic, id, id, v))
+			}
+			produceLarge(t, addrs, recs...)
+
+			s := newMemSink()
+			s.setFail(func(b []sink.Event) error {
+				if b[0].ID == "e00003" {
+					return sink.PermanentError(errors.New("receiver 422"))
+				}
+				return nil
+			})
+			cfg := testConfig("refused")
+			r := start(t, cfg, addrs, s)
+			waitFor(t, 20*time.Second, "the refused dead letter parked", func() bool {
+				return len(readAll(t, addrs, ParkedTopic(testTopic))) == 1
+			})
+			waitFor(t, 20*time.Second, "committed past it", func() bool {
+				return committed(t, addrs, "refused", testTopic)[0] == 10
+			})
+			waitFor(t, 20*time.Second, "the other events written", func() bool { return s.hasAll(ids) })
+			if n := testutil.ToFloat64(r.c.m.deadLetterErrors.WithLabelValues(DLQTopic(testTopic), "permanent")); n != 1 {
+				t.Errorf("%v permanent DLQ produce errors counted, want 1", n)
+			}
+			if err := r.stop(); err != nil {
+				t.Fatal(err)
+			}
+
+			if n := len(readAll(t, addrs, DLQTopic(testTopic))); n != 0 {
+				t.Fatalf("%d records in the DLQ", n)
+			}
+			rec := readAll(t, addrs, ParkedTopic(testTopic))[0]
+			env := mustEnvelope(t, rec)
+			if env.ParkedReason != parkedReasonDLQRefused || env.Class != "permanent" || env.Retryable ||
+				env.SourceTopic != testTopic || env.SourceOffset != 3 || !strings.Contains(env.Error, "receiver 422") ||
+				!strings.Contains(env.Refusal, DLQTopic(testTopic)) || !strings.Contains(env.Refusal, tt.refusal) {
+				t.Fatalf("parked envelope %+v", env)
+			}
+			if h, err := publish.ParseHeaders(rec); err != nil || h.ID != "e00003" {
+				t.Fatalf("event headers of the parked copy: %+v, %v", h, err)
+			}
+			if !bytes.HasPrefix(failing, rec.Value) {
+				t.Fatal("parked value is not a prefix of the original")
+			}
+			if tt.wantCut {
+				if env.TruncatedFrom != len(failing) || len(rec.Value) >= len(failing) || recordBatchBytes(rec) > int(cfg.DLQ.MaxRecordBytes) {
+					t.Fatalf("cut copy: %s %d, value %d of %d bytes, record %d bytes", HeaderTruncated, env.TruncatedFrom,
+						len(rec.Value), len(failing), recordBatchBytes(rec))
+				}
+			} else if env.TruncatedFrom != 0 || len(rec.Value) != len(failing) {
+				t.Fatalf("copy cut although it fits: %s %d, value %d of %d bytes", HeaderTruncated, env.TruncatedFrom,
+					len(rec.Value), len(failing))
+			}
+		})
+	}
+}
+
+// runConsumer runs a consumer with kopts added to start's; done is closed
+// when Run returns, with its error in *runErr. The test's end stops it.
+func runConsumer(t *testing.T, cfg Config, addrs []string, s sink.Sink, kopts []kgo.Opt, opts ...Option) (c *Consumer, done <-chan struct{}, runErr *error) {
+	t.Helper()
+	c, err := New(cfg, testRegistry(t), s, append([]kgo.Opt{
+		kgo.SeedBrokers(addrs...),
+		kgo.FetchMaxWait(50 * time.Millisecond),
+		kgo.HeartbeatInterval(100 * time.Millisecond),
+	}, kopts...), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	ch := make(chan struct{})
+	runErr = new(error)
+	go func() {
+		defer close(ch)
+		*runErr = c.Run(ctx)
+	}()
+	t.Cleanup(func() {
+		stop()
+		select {
+		case <-ch:
+		case <-time.After(30 * time.Second):
+			t.Error("Run did not return")
+		}
+	})
+	return c, ch, runErr
+}
+
+// TestDeadLetterAndParkedRefusedStopsRun: when Kafka refuses the dead
+// letter and its parked copy, Run stops with a DeadLetterError naming the
+// record, and the committed offset stays below it.
+func TestDeadLetterAndParkedRefusedStopsRun(t *testing.T) {
+	cl, addrs := newTopicCluster(t, nil)
+	for _, tp := range []string{DLQTopic(testTopic), ParkedTopic(testTopic)} {
+		cl.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: tp, Err: kerr.TopicAuthorizationFailed, Count: -1})
+	}
+	produceEvents(t, addrs, 10, 10)
+	s := newMemSink()
+	s.setFail(func(b []sink.Event) error {
+		if b[0].ID == "e00004" {
+			return sink.PermanentError(errors.New("receiver 422"))
+		}
+		return nil
+	})
+	var logs lockedBuffer
+	_, done, runErr := runConsumer(t, testConfig("stop"), addrs, s, nil, WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("Run still running 20s after the record was refused")
+	}
+	err := *runErr
+	var dle *DeadLetterError
+	if !errors.As(err, &dle) || dle.Topic != testTopic || dle.Partition != 0 || dle.Offset != 4 ||
+		dle.Refused != DLQTopic(testTopic) || dle.Parked != ParkedTopic(testTopic) || !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("Run returned %v, want a DeadLetterError for %s/0@4", err, testTopic)
+	}
+	if !strings.Contains(err.Error(), testTopic+"/0@4") {
+		t.Fatalf("error %q does not name the record", err)
+	}
+	if off, ok := committed(t, addrs, "stop", testTopic)[0]; ok && off > 4 {
+		t.Fatalf("committed %d, past the refused record at 4", off)
+	}
+	for _, tp := range []string{DLQTopic(testTopic), ParkedTopic(testTopic)} {
+		if n := len(readAll(t, addrs, tp)); n != 0 {
+			t.Fatalf("%d records in %s", n, tp)
+		}
+	}
+	if !strings.Contains(logs.String(), "dead letter and parked copy refused") {
+		t.Fatal("the stop was not logged")
+	}
+}
+
+// TestDeadLetterTransientRetried: while Kafka fails DLQ produces
+// transiently the dead letter is retried, neither parked nor committed,
+// with the warnings spaced; once Kafka takes it, it is in the DLQ.
+func TestDeadLetterTransientRetried(t *testing.T) {
+	cl, addrs := newTopicCluster(t, nil)
+	h := cl.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: DLQTopic(testTopic), Err: kerr.NotEnoughReplicas, Count: -1})
+	produceEvents(t, addrs, 5, 5)
+	s := newMemSink()
+	s.setFail(func(b []sink.Event) error {
+		if b[0].ID == "e00002" {
+			return sink.PermanentError(errors.New("receiver 422"))
+		}
+		return nil
+	})
+	cfg := testConfig("transient")
+	cfg.WriteTimeout = 50 * time.Millisecond
+	var logs lockedBuffer
+	// The client checks a produce's context when it retries, after a
+	// metadata refresh: at most every MetadataMinAge.
+	c, done, runErr := runConsumer(t, cfg, addrs, s, []kgo.Opt{kgo.MetadataMinAge(20 * time.Millisecond)},
+		WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	failures := c.m.deadLetterErrors.WithLabelValues(DLQTopic(testTopic), "retryable")
+	waitFor(t, 20*time.Second, "failed DLQ produces retried", func() bool { return testutil.ToFloat64(failures) >= 10 })
+	if off := committed(t, addrs, "transient", testTopic)[0]; off > 2 {
+		t.Fatalf("committed %d past the dead letter still being produced", off)
+	}
+	if n := strings.Count(logs.String(), "dead-letter produce failing"); n > 2 {
+		t.Fatalf("%d warnings for %v failed produces", n, testutil.ToFloat64(failures))
+	}
+	h.Remove()
+	waitFor(t, 20*time.Second, "the dead letter in the DLQ", func() bool { return len(readAll(t, addrs, DLQTopic(testTopic))) == 1 })
+	waitFor(t, 20*time.Second, "committed past it", func() bool { return committed(t, addrs, "transient", testTopic)[0] == 5 })
+	select {
+	case <-done:
+		t.Fatalf("Run returned: %v", *runErr)
+	default:
+	}
+	if n := len(readAll(t, addrs, ParkedTopic(testTopic))); n != 0 {
+		t.Fatalf("a transient failure parked %d records", n)
+	}
+}
+
+func TestLogThrottle(t *testing.T) {
+	lt := logThrottle{every: time.Second}
+	t0 := time.Date(2026, 11, 29, 8, 0, 0, 0, time.UTC)
+	steps := []struct {
+		at       time.Duration
+		ok       bool
+		wantHeld int
+	}{
+		{0, true, 0},
+		{100 * time.Millisecond, false, 0},
+		{900 * time.Millisecond, false, 0},
+		{time.Second, true, 2},
+		{1500 * time.Millisecond, false, 0},
+		{3 * time.Second, true, 1},
+	}
+	for _, st := range steps {
+		held, ok := lt.allow(t0.Add(st.at))
+		if ok != st.ok || held != st.wantHeld {
+			t.Fatalf("at %v: allow = %d, %v; want %d, %v", st.at, held, ok, st.wantHeld, st.ok)
+		}
+	}
+}
