@@ -80,13 +80,7 @@ func consumerConfig(cfg fileConfig) consumer.Config {
 	c := cfg.Consumer
 	c.MaxEventBytes = cfg.Gateway.Limits.MaxEventBytes
 	if len(c.SourceTopics()) == 0 {
-		for _, typ := range cfg.Contracts.Types {
-			t := cfg.Gateway.Topics[typ]
-			if t == "" {
-				t = publish.DefaultTopic(typ)
-			}
-			c.Topics = append(c.Topics, t)
-		}
+		c.Topics = cfg.topics()
 	}
 	return c
 }
