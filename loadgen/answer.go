@@ -20,6 +20,9 @@ type Answer struct {
 type EventResult struct {
 	ID      string
 	Outcome ingestv1.Outcome
+	// Durability is where an ACCEPTED event was made durable; unset
+	// otherwise.
+	Durability ingestv1.Durability
 	// Reason and RetryAfter are set for REJECTED.
 	Reason     string
 	Retryable  bool
@@ -55,7 +58,7 @@ func resultsOf(rs []*ingestv1.EventResult, n int) ([]EventResult, error) {
 			return nil, errAnswerIndex(i, n)
 		}
 		seen[i] = true
-		out[i] = EventResult{ID: r.GetId(), Outcome: r.GetOutcome()}
+		out[i] = EventResult{ID: r.GetId(), Outcome: r.GetOutcome(), Durability: r.GetDurability()}
 		if rej := r.GetRejection(); r.GetOutcome() == ingestv1.Outcome_REJECTED {
 			out[i].Reason = rej.GetReason().String()
 			out[i].Retryable = rej.GetRetryable()

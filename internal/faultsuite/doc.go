@@ -9,7 +9,8 @@
 // (the suite stops and starts them). .ci/run does that.
 //
 // Every scenario sends events with unique ids through REST and gRPC and
-// records each id by its answer: acknowledged (ACCEPTED or DUPLICATE),
+// records each identity (source and id, as the dedup window and the sinks
+// key events) by its answer: acknowledged (ACCEPTED or DUPLICATE),
 // rejected (a typed, non-retryable reason), or unanswered. Callers retry
 // what the gateway asks them to retry (BUFFER_FULL, UNAVAILABLE,
 // RATE_LIMITED, a dropped connection) with the same ids, as a client
@@ -23,5 +24,16 @@
 //
 // An id in the sink counts as in the sink even when a DLQ record of it is
 // still in the DLQ topic (it was retried from there); an id in both the DLQ
-// and the parked topic counts as parked.
+// and the parked topic counts as parked. The conflicts column counts the
+// rows of the sink's conflicts table for the scenario: identities that
+// arrived again with another payload, kept aside while the first stays.
+//
+// The scenarios: steady load; gateway SIGKILLs, while it publishes and
+// while its drainer empties the spool; Kafka and PostgreSQL stopped for
+// 30 s; a consumer killed and one joining; two sources sending the same
+// ids (both land; the same source's ids again after a restart are
+// conflicts); poison events, small and near max_event_bytes (too large for
+// the DLQ topic: parked with their envelope); the spool's disk filling
+// (a tmpfs) during a Kafka outage, with cursor writes failing as the drain
+// starts; a burst over the spool's cap.
 package faultsuite

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -28,11 +29,24 @@ import (
 
 const (
 	apiKey    = "faults-key"
+	apiKeyB   = "faults-key-b"
+	sourceA   = "faults"
+	sourceB   = "faults-b"
 	eventType = "examples.logs.v1.LogLine"
 	// settle bounds the wait, after a scenario's load, for every
 	// acknowledged event to reach the sink, the DLQ or the parked topic.
 	settle = 3 * time.Minute
+	// maxEventBytes is the gateway's limits.max_event_bytes; an oversized
+	// poison event comes close to it.
+	maxEventBytes = 32 << 10
+	// dlqMaxMessageBytes is the DLQ topic's max.message.bytes: below an
+	// oversized poison event's dead letter, above every other one.
+	dlqMaxMessageBytes = 16 << 10
 )
+
+// identity is how the ledger and the checker name an event: its source
+// and its id, as the dedup window and the sink do.
+func identity(source, id string) string { return source + "/" + id }
 
 func hashKey(k string) string {
 	sum := sha256.Sum256([]byte(k))
@@ -43,10 +57,12 @@ func hashKey(k string) string {
 type scenario struct {
 	name string
 	load load
-	// before and after change the system around the scenario; fault runs
-	// beside the load and returns when the fault is over.
-	before, after func(s *system)
-	fault         func(s *system)
+	// before and after change the system around the scenario (after may
+	// send events of its own, recorded in the ledger); fault runs beside
+	// the load and returns when the fault is over.
+	before func(s *system)
+	after  func(s *system, l *ledger)
+	fault  func(s *system)
 	// check adds the scenario's own expectations to the ledger's.
 	check func(t *testing.T, l *ledger, r result)
 	// allInSink: the scenario ends only when every acknowledged event is
@@ -68,11 +84,16 @@ func TestIntegrationFaults(t *testing.T) {
 	const normalSpool = 256 << 20
 	scenarios := []scenario{
 		{name: "steady", load: load{duration: 15 * time.Second}},
-		{name: "gateway-sigkill", load: load{duration: 25 * time.Second}, fault: func(s *system) {
-			for range 3 {
+		{name: "gateway-sigkill", load: load{duration: 60 * time.Second}, fault: func(s *system) {
+			// Kills while the gateway publishes directly, then while its
+			// drainer empties the spool into Kafka after an outage.
+			for range 2 {
 				time.Sleep(5 * time.Second)
 				s.kill(s.gateway)
 				s.startGateway(normalSpool, false)
+			}
+			for range 2 {
+				s.killDuringDrain(normalSpool)
 			}
 		}},
 		{name: "kafka-stopped-30s", load: load{duration: 45 * time.Second}, fault: func(s *system) {
@@ -95,12 +116,81 @@ func TestIntegrationFaults(t *testing.T) {
 			time.Sleep(5 * time.Second)
 			s.addConsumer()
 		}},
+		{name: "two-sources-shared-ids", load: load{duration: 15 * time.Second, sources: []string{sourceA, sourceB}},
+			after: func(s *system, l *ledger) {
+				// A restarted gateway has an empty dedup window: the same
+				// source's ids again, with other payloads, reach the sink,
+				// which keeps the first and counts the conflict.
+				s.stop(s.gateway)
+				s.startGateway(normalSpool, false)
+				s.resendChanged(l, "two-sources-shared-ids", sourceA, 25)
+			},
+			check: func(t *testing.T, l *ledger, r result) {
+				if l.shared == 0 || l.conflictsSent == 0 || r.conflicts != l.conflictsSent {
+					t.Errorf("ids shared by two sources %d; conflicting copies acknowledged %d, conflicts recorded %d", l.shared, l.conflictsSent, r.conflicts)
+				}
+			}},
 		{name: "poison-1pct", load: load{duration: 15 * time.Second, poisonEvery: 100}, check: func(t *testing.T, l *ledger, r result) {
 			// Every poison event in the DLQ, every other one in the sink.
 			if len(l.poison) == 0 || r.inDLQ != len(l.poison) || r.inSink != r.acked-len(l.poison) {
 				t.Errorf("poison acknowledged %d, in DLQ %d; others %d, in sink %d", len(l.poison), r.inDLQ, r.acked-len(l.poison), r.inSink)
 			}
 		}},
+		{name: "oversized-poison", load: load{duration: 15 * time.Second, oversizedEvery: 150},
+			check: func(t *testing.T, l *ledger, r result) {
+				// Too large for the DLQ topic: parked, whole, with the
+				// envelope and what refused it; everything else written.
+				if len(l.poison) == 0 || r.parked != len(l.poison) || r.inSink != r.acked-len(l.poison) {
+					t.Errorf("oversized poison acknowledged %d, parked %d; others %d, in sink %d", len(l.poison), r.parked, r.acked-len(l.poison), r.inSink)
+				}
+				if r.parkedWithEnvelope != r.parked {
+					t.Errorf("%d of %d parked records carry their envelope and refusal", r.parkedWithEnvelope, r.parked)
+				}
+			}},
+		{
+			name:      "disk-full-kafka-stopped",
+			load:      load{duration: 30 * time.Second, workers: 16, batch: 100, pace: time.Nanosecond},
+			allInSink: true,
+			before: func(s *system) {
+				s.stop(s.gateway)
+				// Small segments: acknowledging the first ones frees the
+				// space the cursor is written in.
+				s.spoolDir, s.segment = filepath.Join(s.dir, "tmpfs-spool"), 512<<10
+				if ok, why := s.mountTmpfs(s.spoolDir, 6<<20); !ok {
+					// Without tmpfs the spool's cap stands in for the disk.
+					s.t.Logf("disk-full-kafka-stopped: no tmpfs (%s); the spool's 6 MiB cap fills instead", why)
+					s.startGateway(6<<20, false)
+					return
+				}
+				s.startGateway(normalSpool, false)
+			},
+			fault: func(s *system) {
+				time.Sleep(2 * time.Second)
+				s.script("kafka.sh", "stop")
+				if !s.waitMetric(40*time.Second, "sluice_admission_buffer_full_records_total", func(v float64) bool { return v > 0 }) {
+					s.t.Error("disk-full-kafka-stopped: the spool never refused BUFFER_FULL")
+				}
+				// The drainer's first acknowledgements fail too, as on a
+				// full or failing disk: its cursor file cannot be written.
+				fix := s.breakCursor()
+				s.script("kafka.sh", "start")
+				time.Sleep(4 * time.Second)
+				fix()
+			},
+			after: func(s *system, _ *ledger) {
+				if !s.waitDrained(2 * time.Minute) {
+					s.t.Error("disk-full-kafka-stopped: the spool did not drain")
+				}
+				s.stop(s.gateway)
+				s.spoolDir, s.segment = "", 0
+				s.startGateway(normalSpool, false)
+			},
+			check: func(t *testing.T, l *ledger, r result) {
+				if l.bufferFull == 0 || l.localDisk == 0 {
+					t.Errorf("BUFFER_FULL answers %d, LOCAL_DISK acknowledgements %d: the scenario needs both", l.bufferFull, l.localDisk)
+				}
+			},
+		},
 		{
 			name: "burst-over-spool-cap",
 			load: load{duration: 20 * time.Second, workers: 16, batch: 100, pace: time.Nanosecond},
@@ -116,7 +206,7 @@ func TestIntegrationFaults(t *testing.T) {
 				time.Sleep(10 * time.Second)
 				s.script("kafka.sh", "start")
 			},
-			after: func(s *system) {
+			after: func(s *system, _ *ledger) {
 				s.stop(s.gateway)
 				s.startGateway(normalSpool, false)
 			},
@@ -137,7 +227,7 @@ func TestIntegrationFaults(t *testing.T) {
 		}
 		l := s.runScenario(sc)
 		if sc.after != nil {
-			sc.after(s)
+			sc.after(s, l)
 		}
 		r := s.reconcile(sc.name, l, sc.allInSink)
 		table = append(table, r.String())
@@ -225,30 +315,43 @@ type load struct {
 	batch       int           // events per request; default 20
 	pace        time.Duration // pause between a worker's requests; default 80ms
 	poisonEvery int           // about one event in poisonEvery fails in the sink; 0: none
+	// oversizedEvery: about one event in oversizedEvery is poison near
+	// maxEventBytes, too large for the DLQ topic; 0: none.
+	oversizedEvery int
+	// sources the workers send as, in turn; default sourceA. With more
+	// than one, the workers of each source send the same ids.
+	sources []string
 }
 
 const invalidEvery = 50
 
-// ledger is what the callers were told, by event id.
+// ledger is what the callers were told, by identity (source and id).
 type ledger struct {
 	mu                sync.Mutex
 	sent              int
 	acked             map[string]bool
-	rejected          map[string]string // id -> reason
+	rejected          map[string]string // identity -> reason
 	poison            map[string]bool   // acknowledged poison events
 	unanswered        int               // given up on without an answer
 	bufferFull        int               // BUFFER_FULL answers, counted per event
+	localDisk         int               // acknowledgements with durability LOCAL_DISK
 	missingRetryAfter int
+	shared            int // acknowledged events whose id another source also sent
+	conflictsSent     int // acknowledged copies of an identity with another payload
 }
 
-func (l *ledger) record(ev *ingestv1.Event, poison bool, r loadgen.EventResult) (retry bool) {
+func (l *ledger) record(source string, ev *ingestv1.Event, poison bool, r loadgen.EventResult) (retry bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	key := identity(source, ev.GetId())
 	switch {
 	case r.Acknowledged():
-		l.acked[ev.GetId()] = true
+		l.acked[key] = true
 		if poison {
-			l.poison[ev.GetId()] = true
+			l.poison[key] = true
+		}
+		if r.Durability == ingestv1.Durability_LOCAL_DISK {
+			l.localDisk++
 		}
 	case r.Retryable:
 		if r.Reason == ingestv1.Reason_BUFFER_FULL.String() {
@@ -259,7 +362,7 @@ func (l *ledger) record(ev *ingestv1.Event, poison bool, r loadgen.EventResult) 
 		}
 		return true
 	default:
-		l.rejected[ev.GetId()] = r.Reason
+		l.rejected[key] = r.Reason
 	}
 	return false
 }
@@ -284,33 +387,97 @@ func (s *system) runScenario(sc scenario) *ledger {
 		wg.Go(func() { sc.fault(s) })
 	}
 	end := time.Now().Add(ld.duration)
+	if len(ld.sources) == 0 {
+		ld.sources = []string{sourceA}
+	}
 	for w := range ld.workers {
 		wg.Go(func() { s.work(sc.name, w, ld, end, l) })
 	}
 	wg.Wait()
+	if len(ld.sources) > 1 {
+		for key := range l.acked {
+			source, id, _ := strings.Cut(key, "/")
+			for _, other := range ld.sources {
+				if other != source && l.acked[identity(other, id)] {
+					l.shared++
+					break
+				}
+			}
+		}
+	}
 	return l
 }
 
-// work is one caller: build a batch, send it, retry what the gateway asks
-// to be retried (with the same ids), record the rest.
-func (s *system) work(name string, w int, ld load, end time.Time, l *ledger) {
+// sender is one caller of the gateway, as one source over gRPC or REST.
+func (s *system) sender(source string, rest bool) (loadgen.Target, loadgen.Sender) {
 	cfg := loadgen.NewDefaultConfig()
 	cfg.APIKey = apiKey
+	if source == sourceB {
+		cfg.APIKey = apiKeyB
+	}
 	cfg.Target, cfg.Addr = loadgen.TargetGRPC, s.grpcAddr
-	if w%2 == 1 {
+	if rest {
 		cfg.Target, cfg.Addr = loadgen.TargetREST, "http://"+s.httpAddr
 	}
 	target, err := loadgen.NewTarget(cfg, nil)
 	if err != nil {
-		s.t.Error(err)
-		return
+		s.t.Fatal(err)
 	}
-	defer target.Close()
 	sender, err := target.NewSender()
 	if err != nil {
-		s.t.Error(err)
-		return
+		target.Close()
+		s.t.Fatal(err)
 	}
+	return target, sender
+}
+
+// resendChanged sends n of the scenario's acknowledged ids of source
+// again, each with another payload, and counts the copies acknowledged.
+func (s *system) resendChanged(l *ledger, scenario, source string, n int) {
+	s.t.Helper()
+	prefix := identity(source, fmt.Sprintf("%s-%s-", s.run, scenario))
+	var events []*ingestv1.Event
+	l.mu.Lock()
+	for key := range l.acked {
+		if len(events) == n {
+			break
+		}
+		if id, ok := strings.CutPrefix(key, source+"/"); ok && strings.HasPrefix(key, prefix) && !l.poison[key] {
+			ev := logEvent(id, len(events), false, false)
+			setPayload(ev, protoFromJSON(s.t, `{"service":"svc-conflict","severity":"SEVERITY_WARN","message":"a second payload","timestamp":"`+
+				time.Now().UTC().Format(time.RFC3339Nano)+`","host":"127.0.0.1"}`), false)
+			events = append(events, ev)
+		}
+	}
+	l.mu.Unlock()
+	target, sender := s.sender(source, false)
+	defer target.Close()
+	defer sender.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ans, err := sender.Send(ctx, events)
+	if err != nil || ans.Failure != nil {
+		s.t.Fatalf("resending changed payloads: %v %+v", err, ans.Failure)
+	}
+	for _, r := range ans.Results {
+		if r.Outcome == ingestv1.Outcome_ACCEPTED {
+			l.mu.Lock()
+			l.conflictsSent++
+			l.mu.Unlock()
+		}
+	}
+}
+
+// work is one caller: build a batch, send it, retry what the gateway asks
+// to be retried (with the same ids), record the rest.
+//
+// With several sources, worker w sends as sources[w%len] the ids of id
+// group w/len: each id is sent by every source, with a payload of its own.
+func (s *system) work(name string, w int, ld load, end time.Time, l *ledger) {
+	source, group := ld.sources[w%len(ld.sources)], w/len(ld.sources)
+	rest := (w+group)%2 == 1
+	target, sender := s.sender(source, rest)
+	defer target.Close()
 	defer sender.Close()
 	rng := rand.New(rand.NewPCG(uint64(w), uint64(time.Now().UnixNano())))
 	n := 0
@@ -318,27 +485,34 @@ func (s *system) work(name string, w int, ld load, end time.Time, l *ledger) {
 		events := make([]*ingestv1.Event, ld.batch)
 		poison := map[string]bool{}
 		for i := range events {
-			id := fmt.Sprintf("%s-%s-w%d-%d", s.run, name, w, n)
+			id := fmt.Sprintf("%s-%s-w%d-%d", s.run, name, group, n)
 			bad := ld.poisonEvery > 0 && rng.IntN(ld.poisonEvery) == 0
-			events[i] = logEvent(id, n, bad, w%2 == 1)
-			poison[id] = bad
-			if n%invalidEvery == invalidEvery-1 {
-				events[i] = invalidEvent(id, n, w%2 == 1)
-				poison[id] = false
+			events[i] = logEvent(id, n, bad, rest)
+			switch {
+			case n%invalidEvery == invalidEvery-1:
+				events[i], bad = invalidEvent(id, n, rest), false
+			case ld.oversizedEvery > 0 && rng.IntN(ld.oversizedEvery) == 0:
+				events[i], bad = oversizedPoison(id, n, rest), true
 			}
+			if source != sourceA {
+				line := protoFromPayload(s.t, events[i])
+				line.Message += " from " + source
+				setPayload(events[i], line, rest)
+			}
+			poison[id] = bad
 			n++
 		}
 		l.mu.Lock()
 		l.sent += len(events)
 		l.mu.Unlock()
-		s.send(sender, events, poison, l)
+		s.send(source, sender, events, poison, l)
 		time.Sleep(ld.pace)
 	}
 }
 
 // send sends events until each has an answer that is not "retry", or the
 // retries run out (two minutes: longer than any fault lasts).
-func (s *system) send(sender loadgen.Sender, events []*ingestv1.Event, poison map[string]bool, l *ledger) {
+func (s *system) send(source string, sender loadgen.Sender, events []*ingestv1.Event, poison map[string]bool, l *ledger) {
 	giveUp := time.Now().Add(2 * time.Minute)
 	pending := events
 	for len(pending) > 0 && time.Now().Before(giveUp) {
@@ -354,12 +528,12 @@ func (s *system) send(sender loadgen.Sender, events []*ingestv1.Event, poison ma
 		if f := ans.Failure; f != nil {
 			if !f.Retryable {
 				for _, ev := range pending {
-					l.record(ev, false, loadgen.EventResult{ID: ev.GetId(), Outcome: ingestv1.Outcome_REJECTED, Reason: f.Reason})
+					l.record(source, ev, false, loadgen.EventResult{ID: ev.GetId(), Outcome: ingestv1.Outcome_REJECTED, Reason: f.Reason})
 				}
 				return
 			}
 			for _, ev := range pending {
-				l.record(ev, false, loadgen.EventResult{ID: ev.GetId(), Outcome: ingestv1.Outcome_REJECTED, Reason: f.Reason, Retryable: true, RetryAfter: f.RetryAfter})
+				l.record(source, ev, false, loadgen.EventResult{ID: ev.GetId(), Outcome: ingestv1.Outcome_REJECTED, Reason: f.Reason, Retryable: true, RetryAfter: f.RetryAfter})
 			}
 			time.Sleep(min(max(f.RetryAfter, 100*time.Millisecond), 5*time.Second))
 			continue
@@ -367,7 +541,7 @@ func (s *system) send(sender loadgen.Sender, events []*ingestv1.Event, poison ma
 		var again []*ingestv1.Event
 		var wait time.Duration
 		for i, r := range ans.Results {
-			if l.record(pending[i], poison[pending[i].GetId()], r) {
+			if l.record(source, pending[i], poison[pending[i].GetId()], r) {
 				again = append(again, pending[i])
 				wait = max(wait, r.RetryAfter)
 			}
@@ -399,6 +573,39 @@ func logEvent(id string, n int, poison, asJSON bool) *ingestv1.Event {
 	ev := &ingestv1.Event{Id: id, Type: eventType, OccurredAt: timestamppb.New(now), PartitionKey: line.Service}
 	setPayload(ev, line, asJSON)
 	return ev
+}
+
+// oversizedPoison is poison (a NUL, which PostgreSQL's jsonb refuses) close
+// to maxEventBytes: a message at the contract's 8 KiB and 32 labels of 512
+// bytes. Its dead letter is over the DLQ topic's max.message.bytes.
+func oversizedPoison(id string, n int, asJSON bool) *ingestv1.Event {
+	ev := logEvent(id, n, true, asJSON)
+	line := &logsv1.LogLine{
+		Service:   fmt.Sprintf("svc-%d", n%16),
+		Severity:  logsv1.Severity_SEVERITY_ERROR,
+		Message:   "oversized poison \x00 " + id + " " + strings.Repeat("m", 8000),
+		Timestamp: ev.GetOccurredAt(),
+		Host:      "127.0.0.1",
+		Labels:    map[string]string{},
+	}
+	for i := range 32 {
+		line.Labels[fmt.Sprintf("label_%02d", i)] = strings.Repeat("v", 500)
+	}
+	setPayload(ev, line, asJSON)
+	return ev
+}
+
+// protoFromPayload decodes ev's payload, JSON or binary.
+func protoFromPayload(t *testing.T, ev *ingestv1.Event) *logsv1.LogLine {
+	t.Helper()
+	if js := ev.GetJson(); js != "" {
+		return protoFromJSON(t, js)
+	}
+	var m logsv1.LogLine
+	if err := proto.Unmarshal(ev.GetBinary(), &m); err != nil {
+		t.Fatal(err)
+	}
+	return &m
 }
 
 // invalidEvent breaks the contract (severity UNSPECIFIED is not_in the
@@ -436,15 +643,18 @@ type result struct {
 	inSink, inDLQ, parked, lost       int
 	dupInSink, rejectedFound          int
 	poisonAcked, bufferFull           int
+	conflicts                         int // rows of the sink's conflicts table for the scenario
+	parkedWithEnvelope                int // parked records that carry the envelope and what refused them
 	firstLost                         []string
 	settledIn                         time.Duration
 }
 
-const header = "scenario                   sent  acked  rejected  unanswered  in-sink  in-dlq  parked  lost  dup-in-sink  poison  buffer-full  settled"
+const header = "scenario                   sent  acked  rejected  unanswered  in-sink  in-dlq  parked  lost  dup-in-sink  poison  buffer-full  conflicts  settled"
 
 func (r result) String() string {
-	return fmt.Sprintf("%-25s %6d %6d %9d %11d %8d %7d %7d %5d %12d %7d %12d  %s",
-		r.name, r.sent, r.acked, r.rejected, r.unanswered, r.inSink, r.inDLQ, r.parked, r.lost, r.dupInSink, r.poisonAcked, r.bufferFull, r.settledIn.Round(time.Second))
+	return fmt.Sprintf("%-25s %6d %6d %9d %11d %8d %7d %7d %5d %12d %7d %12d %10d  %s",
+		r.name, r.sent, r.acked, r.rejected, r.unanswered, r.inSink, r.inDLQ, r.parked, r.lost, r.dupInSink, r.poisonAcked, r.bufferFull,
+		r.conflicts, r.settledIn.Round(time.Second))
 }
 
 // reconcile waits until every acknowledged id of the scenario is in the
@@ -457,10 +667,28 @@ func (s *system) reconcile(name string, l *ledger, allInSink bool) result {
 		poisonAcked: len(l.poison), bufferFull: l.bufferFull}
 	start := time.Now()
 	var inSink, inDLQ, parked map[string]int
+	var enveloped map[string]bool
 	for {
 		inSink = s.sinkIDs(prefix)
-		inDLQ = s.topicIDs(s.topic + ".dlq")
-		parked = s.topicIDs(s.topic + ".parked")
+		inDLQ = s.topicIDs(s.topic+".dlq", nil)
+		enveloped = map[string]bool{}
+		parked = s.topicIDs(s.topic+".parked", func(rec *kgo.Record) {
+			var source, id string
+			envelope := map[string]bool{}
+			for _, h := range rec.Headers {
+				switch h.Key {
+				case "sluice-event-id":
+					id = string(h.Value)
+				case "sluice-source":
+					source = string(h.Value)
+				case "sluice-dlq-error-class", "sluice-dlq-source-topic", "sluice-dlq-source-offset", "sluice-dlq-refusal":
+					envelope[h.Key] = len(h.Value) > 0
+				}
+			}
+			if len(envelope) == 4 {
+				enveloped[identity(source, id)] = true
+			}
+		})
 		r.lost, r.firstLost = 0, nil
 		notInSink := 0
 		for id := range l.acked {
@@ -486,6 +714,9 @@ func (s *system) reconcile(name string, l *ledger, allInSink bool) result {
 			r.inSink++
 		case parked[id] > 0:
 			r.parked++
+			if enveloped[id] {
+				r.parkedWithEnvelope++
+			}
 		case inDLQ[id] > 0:
 			r.inDLQ++
 		}
@@ -500,10 +731,32 @@ func (s *system) reconcile(name string, l *ledger, allInSink bool) result {
 			r.rejectedFound++
 		}
 	}
+	r.conflicts = s.sinkConflicts(prefix)
 	return r
 }
 
-// sinkIDs counts the sink table's rows per event id of the scenario.
+// sinkConflicts counts the rows of the sink's conflicts table for event
+// ids of the scenario: identities that arrived again with another payload.
+func (s *system) sinkConflicts(prefix string) int {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, s.dsn)
+	if err != nil {
+		s.t.Errorf("sink conflicts: %v", err)
+		return -1
+	}
+	defer conn.Close(context.Background())
+	var n int
+	if err := conn.QueryRow(ctx, fmt.Sprintf("SELECT count(*) FROM %s_conflicts WHERE event_id LIKE $1", s.table), prefix+"%").Scan(&n); err != nil {
+		s.t.Errorf("sink conflicts: %v", err)
+		return -1
+	}
+	return n
+}
+
+// sinkIDs counts the sink table's rows per identity (source and event id)
+// of the scenario.
 func (s *system) sinkIDs(prefix string) map[string]int {
 	s.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -514,7 +767,7 @@ func (s *system) sinkIDs(prefix string) map[string]int {
 		return map[string]int{}
 	}
 	defer conn.Close(context.Background())
-	rows, err := conn.Query(ctx, fmt.Sprintf("SELECT event_id, count(*) FROM %s WHERE event_id LIKE $1 GROUP BY event_id", s.table), prefix+"%")
+	rows, err := conn.Query(ctx, fmt.Sprintf("SELECT source, event_id, count(*) FROM %s WHERE event_id LIKE $1 GROUP BY source, event_id", s.table), prefix+"%")
 	if err != nil {
 		s.t.Logf("sink: %v (retrying)", err)
 		return map[string]int{}
@@ -522,12 +775,12 @@ func (s *system) sinkIDs(prefix string) map[string]int {
 	defer rows.Close()
 	out := map[string]int{}
 	for rows.Next() {
-		var id string
+		var source, id string
 		var n int
-		if err := rows.Scan(&id, &n); err != nil {
+		if err := rows.Scan(&source, &id, &n); err != nil {
 			s.t.Fatal(err)
 		}
-		out[id] = n
+		out[identity(source, id)] = n
 	}
 	if err := rows.Err(); err != nil {
 		s.t.Logf("sink: %v (retrying)", err)

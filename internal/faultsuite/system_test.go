@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -35,7 +37,9 @@ type system struct {
 	gateway   *proc
 	grpcAddr  string
 	httpAddr  string
-	spoolCap  int64 // the gateway's spool.max_bytes
+	spoolCap  int64  // the gateway's spool.max_bytes
+	spoolDir  string // the gateway's spool.dir; empty: dir/spool
+	segment   int64  // the gateway's spool.segment_bytes; 0: a quarter of the cap, at most 16 MiB
 	consumers []*proc
 }
 
@@ -129,13 +133,17 @@ func (s *system) startGateway(spoolCap int64, spoolFirst bool) {
   http_addr: %[2]s
   publish_timeout: 5s
   unavailable_retry_after: 1s
-  limits:
-    max_events_per_request: 100
   topics:
     examples.logs.v1.LogLine: %[3]s
+  limits:
+    max_events_per_request: 100
+    max_event_bytes: %[11]d
 sources:
-  - name: faults
+  - name: %[12]s
     key_hashes: [%[4]q]
+    event_types: ["*"]
+  - name: %[13]s
+    key_hashes: [%[14]q]
     event_types: ["*"]
 contracts:
   descriptor_set: %[5]s
@@ -156,7 +164,8 @@ admission:
 log:
   level: info
 `, s.grpcAddr, s.httpAddr, s.topic, hashKey(apiKey), filepath.Join(s.root, "examples", "contracts.binpb"),
-		strings.Join(s.brokers, ", "), filepath.Join(s.dir, "spool"), min(spoolCap/4, 16<<20), spoolCap, spoolFirst)
+		strings.Join(s.brokers, ", "), s.gatewaySpoolDir(), s.segmentBytes(spoolCap), spoolCap, spoolFirst,
+		maxEventBytes, sourceA, sourceB, hashKey(apiKeyB))
 	path := filepath.Join(s.dir, "gateway.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		s.t.Fatal(err)
@@ -166,6 +175,95 @@ log:
 	}
 	s.start(s.gateway)
 	s.waitReady()
+}
+
+func (s *system) segmentBytes(spoolCap int64) int64 {
+	if s.segment != 0 {
+		return s.segment
+	}
+	return min(spoolCap/4, 16<<20)
+}
+
+// gatewaySpoolDir is where the gateway spools: spoolDir when a scenario
+// set one, dir/spool otherwise.
+func (s *system) gatewaySpoolDir() string {
+	if s.spoolDir != "" {
+		return s.spoolDir
+	}
+	return filepath.Join(s.dir, "spool")
+}
+
+// gatewayMetric reads one sample of the gateway's /metrics: the first line
+// that is name, or name with labels that include labels (`k="v"` pairs).
+// ok is false when the gateway does not answer or has no such sample.
+func (s *system) gatewayMetric(name string, labels ...string) (v float64, ok bool) {
+	client := &http.Client{Timeout: 2 * time.Second}
+	resp, err := client.Get("http://" + s.httpAddr + "/metrics")
+	if err != nil {
+		return 0, false
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		series, value, found := strings.Cut(line, " ")
+		if !found || !(series == name || strings.HasPrefix(series, name+"{")) {
+			continue
+		}
+		matches := true
+		for _, l := range labels {
+			matches = matches && strings.Contains(series, l)
+		}
+		if !matches {
+			continue
+		}
+		f, err := strconv.ParseFloat(value, 64)
+		return f, err == nil
+	}
+	return 0, false
+}
+
+// waitMetric waits, at most d, until the gateway's metric satisfies cond.
+func (s *system) waitMetric(d time.Duration, name string, cond func(float64) bool) bool {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if v, ok := s.gatewayMetric(name); ok && cond(v) {
+			return true
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return false
+}
+
+// waitDrained waits, at most d, until the gateway's spool is empty and
+// admission is DIRECT.
+func (s *system) waitDrained(d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		records, ok1 := s.gatewayMetric("sluice_spool_records")
+		mode, ok2 := s.gatewayMetric("sluice_admission_mode")
+		if ok1 && ok2 && records == 0 && mode == 0 {
+			return true
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return false
+}
+
+// mountTmpfs mounts a tmpfs of size bytes at dir, for a spool whose disk
+// fills; it reports false, with why, where mounting is not allowed.
+func (s *system) mountTmpfs(dir string, size int64) (bool, string) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		s.t.Fatal(err)
+	}
+	out, err := exec.Command("mount", "-t", "tmpfs", "-o", fmt.Sprintf("size=%d", size), "tmpfs", dir).CombinedOutput()
+	if err != nil {
+		return false, strings.TrimSpace(string(out)) + ": " + err.Error()
+	}
+	s.t.Cleanup(func() { _ = exec.Command("umount", "-l", dir).Run() })
+	return true, ""
 }
 
 func (s *system) waitReady() {
@@ -276,21 +374,29 @@ func (s *system) createTopics() {
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	topics := []string{s.topic, s.topic + ".dlq", s.topic + ".parked"}
-	resp, err := kadm.NewClient(cl).CreateTopics(ctx, 4, -1, nil, topics...)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	for _, r := range resp.Sorted() {
-		if r.Err != nil {
-			s.t.Fatalf("create topic %s: %v", r.Topic, r.Err)
+	// The DLQ topic takes records of at most dlqMaxMessageBytes: an
+	// oversized poison event's dead letter is refused there and parked.
+	dlqLimit := strconv.Itoa(dlqMaxMessageBytes)
+	for topics, configs := range map[string]map[string]*string{
+		s.topic + "," + s.topic + ".parked": nil,
+		s.topic + ".dlq":                    {"max.message.bytes": &dlqLimit},
+	} {
+		resp, err := kadm.NewClient(cl).CreateTopics(ctx, 4, -1, configs, strings.Split(topics, ",")...)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		for _, r := range resp.Sorted() {
+			if r.Err != nil {
+				s.t.Fatalf("create topic %s: %v", r.Topic, r.Err)
+			}
 		}
 	}
 }
 
 // topicIDs reads a topic from the start to its current end and returns
-// the event ids of its records, with how often each occurs.
-func (s *system) topicIDs(topic string) map[string]int {
+// the identities (source and event id) of its records, with how often each
+// occurs; visit, when not nil, sees every record.
+func (s *system) topicIDs(topic string, visit func(*kgo.Record)) map[string]int {
 	s.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -326,10 +432,20 @@ func (s *system) topicIDs(topic string) map[string]int {
 			s.t.Fatalf("reading %s: %v (left: %v)", topic, ctx.Err(), want)
 		}
 		fs.EachRecord(func(r *kgo.Record) {
+			var source, id string
 			for _, h := range r.Headers {
-				if h.Key == "sluice-event-id" {
-					ids[string(h.Value)]++
+				switch h.Key {
+				case "sluice-event-id":
+					id = string(h.Value)
+				case "sluice-source":
+					source = string(h.Value)
 				}
+			}
+			if id != "" {
+				ids[identity(source, id)]++
+			}
+			if visit != nil {
+				visit(r)
 			}
 			if end, ok := want[r.Partition]; ok && r.Offset+1 >= end {
 				delete(want, r.Partition)
@@ -337,4 +453,54 @@ func (s *system) topicIDs(topic string) map[string]int {
 		})
 	}
 	return ids
+}
+
+// breakCursor makes the gateway's spool cursor writes fail, as a full or
+// failing disk would: a directory takes the name of the temp file the
+// cursor is written through (the spool removes strays only when it opens).
+// fix removes it.
+func (s *system) breakCursor() (fix func()) {
+	s.t.Helper()
+	tmp := filepath.Join(s.gatewaySpoolDir(), "cursor.tmp")
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		s.t.Errorf("breaking the spool's cursor: %v", err)
+		return func() {}
+	}
+	return func() {
+		if err := os.Remove(tmp); err != nil {
+			s.t.Errorf("restoring the spool's cursor: %v", err)
+		}
+	}
+}
+
+// killDuringDrain stops Kafka until the gateway has spooled a backlog,
+// starts it again, SIGKILLs the gateway while its drainer is publishing
+// the spool, and starts it again on the same spool. It reports how many
+// records were still spooled at the last look before the kill.
+func (s *system) killDuringDrain(spoolCap int64) float64 {
+	s.t.Helper()
+	s.script("kafka.sh", "stop")
+	if !s.waitMetric(time.Minute, "sluice_spool_records", func(v float64) bool { return v >= 8000 }) {
+		s.t.Error("the gateway did not spool a backlog while Kafka was stopped")
+	}
+	drained, _ := s.gatewayMetric("sluice_spool_drained_records_total")
+	s.script("kafka.sh", "start")
+	var left float64
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		now, ok1 := s.gatewayMetric("sluice_spool_drained_records_total")
+		records, ok2 := s.gatewayMetric("sluice_spool_records")
+		if ok1 && ok2 && now > drained {
+			left = records
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	s.kill(s.gateway)
+	s.t.Logf("gateway SIGKILLed during a drain, %v records still spooled", left)
+	if left == 0 {
+		s.t.Error("the drain was over before the kill: the round did not kill during a drain")
+	}
+	s.startGateway(spoolCap, false)
+	return left
 }
