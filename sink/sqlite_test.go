@@ -236,23 +236,16 @@ func TestSQLiteReads(t *testing.T) {
 	}
 }
 
-// sqliteV1Table is the table as binaries before the (source, event id)
-// key created it, with no version recorded.
-const sqliteV1Table = `CREATE TABLE IF NOT EXISTS %[1]s (
-	event_id           TEXT PRIMARY KEY NOT NULL,
-	event_type         TEXT NOT NULL,
-	source             TEXT NOT NULL,
-	partition_key      TEXT NOT NULL,
-	occurred_at        TEXT NOT NULL,
-	ingested_at        TEXT NOT NULL,
-	schema_fingerprint TEXT NOT NULL,
-	payload            TEXT,
-	value              BLOB NOT NULL,
-	topic              TEXT NOT NULL,
-	kafka_partition    INTEGER NOT NULL,
-	kafka_offset       INTEGER NOT NULL,
-	written_at         TEXT NOT NULL
-)`
+// sqliteV1Table is the table as releases before the (source, event id)
+// key created it, with no version recorded; %[1]s is the quoted name.
+func sqliteV1Table(t testing.TB, name string) string {
+	t.Helper()
+	b, err := os.ReadFile("testdata/sqlite-v1-table.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf(string(b), name)
+}
 
 // writeSQLiteV1 makes path a version 1 file holding events, written at
 // written, as a version 1 binary left it.
@@ -264,7 +257,7 @@ func writeSQLiteV1(t *testing.T, path, table string, events []Event, written tim
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if _, err := db.ExecContext(ctx, fmt.Sprintf(sqliteV1Table, quoteIdent(table))); err != nil {
+	if _, err := db.ExecContext(ctx, sqliteV1Table(t, quoteIdent(table))); err != nil {
 		t.Fatal(err)
 	}
 	tx, err := db.BeginTx(ctx, nil)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,26 +48,6 @@ func TestSinkRecent(t *testing.T) {
 	}
 }
 
-// sqliteV1Table is an SQLite sink's table as releases before the (source,
-// event id) key created it.
-const sqliteV1Table = `CREATE TABLE events (
-	event_id           TEXT PRIMARY KEY NOT NULL,
-	event_type         TEXT NOT NULL,
-	source             TEXT NOT NULL,
-	partition_key      TEXT NOT NULL,
-	occurred_at        TEXT NOT NULL,
-	ingested_at        TEXT NOT NULL,
-	schema_fingerprint TEXT NOT NULL,
-	payload            TEXT,
-	value              BLOB NOT NULL,
-	topic              TEXT NOT NULL,
-	kafka_partition    INTEGER NOT NULL,
-	kafka_offset       INTEGER NOT NULL,
-	written_at         TEXT NOT NULL
-);
-INSERT INTO events VALUES ('ev-1', 'examples.logs.v1.LogLine', 'demo', 'svc', '2026-11-29T10:00:00.000000000Z',
-	'2026-11-29T10:00:00.000000000Z', 'sha256:abc', '{"message":"old"}', x'01', 't', 1, 7, '2026-11-29T10:00:01.000000000Z')`
-
 // TestSinkMigrateSQLite: an SQLite file of an older release is refused
 // until `sluice sink migrate --sqlite` upgrades it, keeping its rows; a
 // second migrate, and one by --config, leave it as it is.
@@ -78,7 +59,13 @@ func TestSinkMigrateSQLite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.ExecContext(ctx, sqliteV1Table); err != nil {
+	ddl, err := os.ReadFile("../../sink/testdata/sqlite-v1-table.sql") // the sink's own fixture
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, fmt.Sprintf(string(ddl), "events")+`;
+INSERT INTO events VALUES ('ev-1', 'examples.logs.v1.LogLine', 'demo', 'svc', '2026-11-29T10:00:00.000000000Z',
+	'2026-11-29T10:00:00.000000000Z', 'sha256:abc', '{"message":"old"}', x'01', 't', 1, 7, '2026-11-29T10:00:01.000000000Z')`); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
