@@ -7,6 +7,7 @@
 // SLUICE_KAFKA_BROKERS and SLUICE_POSTGRES_DSN are set and the broker and
 // the server are the ones scripts/kafka.sh and scripts/postgres.sh manage
 // (the suite stops and starts them). .ci/run does that.
+// SLUICE_FAULTS_ONLY=name,name runs only those scenarios.
 //
 // Every scenario sends events with unique ids through REST and gRPC and
 // records each identity (source and id, as the dedup window and the sinks

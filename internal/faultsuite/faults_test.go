@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -39,9 +40,10 @@ const (
 	// maxEventBytes is the gateway's limits.max_event_bytes; an oversized
 	// poison event comes close to it.
 	maxEventBytes = 32 << 10
-	// dlqMaxMessageBytes is the DLQ topic's max.message.bytes: below an
-	// oversized poison event's dead letter, above every other one.
-	dlqMaxMessageBytes = 16 << 10
+	// dlqMaxMessageBytes is the DLQ topic's max.message.bytes (which Kafka
+	// applies to the compressed batch): below an oversized poison event's
+	// dead letter, above every other one.
+	dlqMaxMessageBytes = 12 << 10
 )
 
 // identity is how the ledger and the checker name an event: its source
@@ -149,7 +151,7 @@ func TestIntegrationFaults(t *testing.T) {
 			}},
 		{
 			name:      "disk-full-kafka-stopped",
-			load:      load{duration: 30 * time.Second, workers: 16, batch: 100, pace: time.Nanosecond},
+			load:      load{duration: 20 * time.Second, workers: 8, batch: 50, pace: time.Nanosecond},
 			allInSink: true,
 			before: func(s *system) {
 				s.stop(s.gateway)
@@ -159,9 +161,11 @@ func TestIntegrationFaults(t *testing.T) {
 				if ok, why := s.mountTmpfs(s.spoolDir, 6<<20); !ok {
 					// Without tmpfs the spool's cap stands in for the disk.
 					s.t.Logf("disk-full-kafka-stopped: no tmpfs (%s); the spool's 6 MiB cap fills instead", why)
+					s.tmpfs = false
 					s.startGateway(6<<20, false)
 					return
 				}
+				s.tmpfs = true
 				s.startGateway(normalSpool, false)
 			},
 			fault: func(s *system) {
@@ -172,10 +176,15 @@ func TestIntegrationFaults(t *testing.T) {
 				}
 				// The drainer's first acknowledgements fail too, as on a
 				// full or failing disk: its cursor file cannot be written.
+				failedBefore, _ := s.gatewayMetric("sluice_spool_drain_errors_total")
 				fix := s.breakCursor()
 				s.script("kafka.sh", "start")
 				time.Sleep(4 * time.Second)
 				fix()
+				failed, _ := s.gatewayMetric("sluice_spool_drain_errors_total")
+				if n := strings.Count(s.gateway.logText(), "acknowledging the spool"); n == 0 || failed <= failedBefore {
+					s.t.Errorf("disk-full-kafka-stopped: %d failed cursor writes logged, drain errors %v -> %v: the drain never met the failing cursor", n, failedBefore, failed)
+				}
 			},
 			after: func(s *system, _ *ledger) {
 				if !s.waitDrained(2 * time.Minute) {
@@ -188,6 +197,13 @@ func TestIntegrationFaults(t *testing.T) {
 			check: func(t *testing.T, l *ledger, r result) {
 				if l.bufferFull == 0 || l.localDisk == 0 {
 					t.Errorf("BUFFER_FULL answers %d, LOCAL_DISK acknowledgements %d: the scenario needs both", l.bufferFull, l.localDisk)
+				}
+				// On the tmpfs it is the disk that fills, not the cap:
+				// the spool's free-space check (disk_floor) or the
+				// filesystem itself (enospc).
+				t.Logf("disk-full-kafka-stopped: BUFFER_FULL by reason %v", l.fullReasons)
+				if s.tmpfs && l.fullReasons["disk_floor"]+l.fullReasons["enospc"] == 0 {
+					t.Errorf("BUFFER_FULL by reason %v: the spool's disk never filled", l.fullReasons)
 				}
 			},
 		},
@@ -218,6 +234,16 @@ func TestIntegrationFaults(t *testing.T) {
 		},
 	}
 
+	if only := os.Getenv("SLUICE_FAULTS_ONLY"); only != "" {
+		// For working on some scenarios: a comma-separated list of names.
+		var keep []scenario
+		for _, sc := range scenarios {
+			if slices.Contains(strings.Split(only, ","), sc.name) {
+				keep = append(keep, sc)
+			}
+		}
+		scenarios = keep
+	}
 	s.startGateway(normalSpool, false)
 	s.addConsumer()
 	var table []string
@@ -335,6 +361,7 @@ type ledger struct {
 	unanswered        int               // given up on without an answer
 	bufferFull        int               // BUFFER_FULL answers, counted per event
 	localDisk         int               // acknowledgements with durability LOCAL_DISK
+	fullReasons       map[string]int    // BUFFER_FULL answers by the spool's reason, where the answer says
 	missingRetryAfter int
 	shared            int // acknowledged events whose id another source also sent
 	conflictsSent     int // acknowledged copies of an identity with another payload
@@ -356,6 +383,11 @@ func (l *ledger) record(source string, ev *ingestv1.Event, poison bool, r loadge
 	case r.Retryable:
 		if r.Reason == ingestv1.Reason_BUFFER_FULL.String() {
 			l.bufferFull++
+			// "... spool full (disk_floor): ..." says which limit refused.
+			if _, rest, ok := strings.Cut(r.Message, "spool full ("); ok {
+				reason, _, _ := strings.Cut(rest, ")")
+				l.fullReasons[reason]++
+			}
 		}
 		if r.RetryAfter <= 0 {
 			l.missingRetryAfter++
@@ -381,7 +413,7 @@ func (s *system) runScenario(sc scenario) *ledger {
 	if ld.pace == 0 {
 		ld.pace = 80 * time.Millisecond
 	}
-	l := &ledger{acked: map[string]bool{}, rejected: map[string]string{}, poison: map[string]bool{}}
+	l := &ledger{acked: map[string]bool{}, rejected: map[string]string{}, poison: map[string]bool{}, fullReasons: map[string]int{}}
 	var wg sync.WaitGroup
 	if sc.fault != nil {
 		wg.Go(func() { sc.fault(s) })
@@ -583,13 +615,24 @@ func oversizedPoison(id string, n int, asJSON bool) *ingestv1.Event {
 	line := &logsv1.LogLine{
 		Service:   fmt.Sprintf("svc-%d", n%16),
 		Severity:  logsv1.Severity_SEVERITY_ERROR,
-		Message:   "oversized poison \x00 " + id + " " + strings.Repeat("m", 8000),
 		Timestamp: ev.GetOccurredAt(),
 		Host:      "127.0.0.1",
 		Labels:    map[string]string{},
 	}
+	// Letters and digits at random: the dead letter must stay too large
+	// for the DLQ topic after the producer compresses it.
+	rng := rand.New(rand.NewPCG(uint64(n), 7))
+	random := func(k int) string {
+		const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+		b := make([]byte, k)
+		for i := range b {
+			b[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		return string(b)
+	}
+	line.Message = "oversized poison \x00 " + id + " " + random(8000)
 	for i := range 32 {
-		line.Labels[fmt.Sprintf("label_%02d", i)] = strings.Repeat("v", 500)
+		line.Labels[fmt.Sprintf("label_%02d", i)] = random(500)
 	}
 	setPayload(ev, line, asJSON)
 	return ev

@@ -40,6 +40,7 @@ type system struct {
 	spoolCap  int64  // the gateway's spool.max_bytes
 	spoolDir  string // the gateway's spool.dir; empty: dir/spool
 	segment   int64  // the gateway's spool.segment_bytes; 0: a quarter of the cap, at most 16 MiB
+	tmpfs     bool   // spoolDir is a tmpfs of its own
 	consumers []*proc
 }
 
@@ -101,6 +102,12 @@ func (s *system) stop(p *proc) {
 		<-p.done
 	}
 	p.cmd = nil
+}
+
+// logText is a process's whole log, over all its starts.
+func (p *proc) logText() string {
+	b, _ := os.ReadFile(p.log)
+	return string(b)
 }
 
 // logTail is the end of a process's log, for failure messages.
