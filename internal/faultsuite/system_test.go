@@ -482,32 +482,43 @@ func (s *system) breakCursor() (fix func()) {
 
 // killDuringDrain stops Kafka until the gateway has spooled a backlog,
 // starts it again, SIGKILLs the gateway while its drainer is publishing
-// the spool, and starts it again on the same spool. It reports how many
-// records were still spooled at the last look before the kill.
+// the spool, and starts it again on the same spool. A round whose drain is
+// over before the kill is tried again, up to three times. It reports how
+// many records were still spooled at the last look before the kill.
 func (s *system) killDuringDrain(spoolCap int64) float64 {
 	s.t.Helper()
-	s.script("kafka.sh", "stop")
-	if !s.waitMetric(time.Minute, "sluice_spool_records", func(v float64) bool { return v >= 8000 }) {
-		s.t.Error("the gateway did not spool a backlog while Kafka was stopped")
-	}
-	drained, _ := s.gatewayMetric("sluice_spool_drained_records_total")
-	s.script("kafka.sh", "start")
-	var left float64
-	deadline := time.Now().Add(time.Minute)
-	for time.Now().Before(deadline) {
-		now, ok1 := s.gatewayMetric("sluice_spool_drained_records_total")
-		records, ok2 := s.gatewayMetric("sluice_spool_records")
-		if ok1 && ok2 && now > drained {
-			left = records
-			break
+	for range 3 {
+		s.script("kafka.sh", "stop")
+		if !s.waitMetric(time.Minute, "sluice_spool_records", func(v float64) bool { return v >= 8000 }) {
+			s.t.Error("the gateway did not spool a backlog while Kafka was stopped")
 		}
-		time.Sleep(5 * time.Millisecond)
+		drained, _ := s.gatewayMetric("sluice_spool_drained_records_total")
+		// The broker serves the gateway before kafka.sh start returns:
+		// watch the drain while it starts.
+		started := make(chan struct{})
+		go func() {
+			defer close(started)
+			s.script("kafka.sh", "start")
+		}()
+		left := -1.0
+		deadline := time.Now().Add(2 * time.Minute)
+		for left < 0 && time.Now().Before(deadline) {
+			now, ok1 := s.gatewayMetric("sluice_spool_drained_records_total")
+			records, ok2 := s.gatewayMetric("sluice_spool_records")
+			if ok1 && ok2 && now > drained {
+				left = records
+				break
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		s.kill(s.gateway)
+		<-started
+		s.startGateway(spoolCap, false)
+		s.t.Logf("gateway SIGKILLed during a drain, %v records still spooled", left)
+		if left > 0 {
+			return left
+		}
 	}
-	s.kill(s.gateway)
-	s.t.Logf("gateway SIGKILLed during a drain, %v records still spooled", left)
-	if left == 0 {
-		s.t.Error("the drain was over before the kill: the round did not kill during a drain")
-	}
-	s.startGateway(spoolCap, false)
-	return left
+	s.t.Error("the drain was over before every kill: no round killed the gateway during a drain")
+	return 0
 }
