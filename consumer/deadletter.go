@@ -66,7 +66,7 @@ func (c *Consumer) produceDeadLetter(ctx context.Context, rec *kgo.Record) error
 			return err
 		}
 		c.m.deadLetterErrors.WithLabelValues(rec.Topic, "retryable").Inc()
-		if held, ok := c.produceWarn.allow(time.Now()); ok {
+		if held, ok := c.produceWarn.allow(c.o.clock.Now()); ok {
 			c.log.Warn("dead-letter produce failing, retrying", "topic", rec.Topic, "attempt", attempt,
 				"failures_not_logged", held, "err", err)
 		}

@@ -21,21 +21,10 @@ import (
 // DLQ, the offsets are committed, and the DLQ record carries its envelope.
 func TestIntegrationKafka(t *testing.T) {
 	brokers := kafkatest.Brokers(t)
-	topic := kafkatest.CreateTopic(t, brokers, 3, nil)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	topic, cl := integrationTopics(ctx, t, brokers, 3, nil)
 	adm := kadm.NewClient(cl)
-	for _, tp := range []string{DLQTopic(topic), ParkedTopic(topic)} {
-		if _, err := adm.CreateTopic(ctx, 3, -1, nil, tp); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _, _ = adm.DeleteTopic(context.Background(), tp) })
-	}
 
 	v := logLine(t)
 	var recs []*kgo.Record
@@ -109,25 +98,11 @@ func TestIntegrationKafka(t *testing.T) {
 // commits past it.
 func TestIntegrationDeadLetterRefused(t *testing.T) {
 	brokers := kafkatest.Brokers(t)
-	topic := kafkatest.CreateTopic(t, brokers, 1, nil)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	adm := kadm.NewClient(cl)
 	small := "8192"
-	for tp, configs := range map[string]map[string]*string{
-		DLQTopic(topic):    {"max.message.bytes": &small},
-		ParkedTopic(topic): nil,
-	} {
-		if _, err := adm.CreateTopic(ctx, 1, -1, configs, tp); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _, _ = adm.DeleteTopic(context.Background(), tp) })
-	}
+	topic, cl := integrationTopics(ctx, t, brokers, 1, map[string]*string{"max.message.bytes": &small})
+	adm := kadm.NewClient(cl)
 	big := bigLogLine(t, 64<<10)
 	var recs []*kgo.Record
 	for i := range 5 {
@@ -153,6 +128,7 @@ func TestIntegrationDeadLetterRefused(t *testing.T) {
 	kopts := []kgo.Opt{kgo.SeedBrokers(brokers...)}
 	var parked []*kgo.Record
 	waitFor(t, time.Minute, "the refused dead letter parked", func() bool {
+		var err error
 		parked, err = readToEnd(ctx, kopts, ParkedTopic(topic))
 		return err == nil && len(parked) == 1
 	})
@@ -174,4 +150,25 @@ func TestIntegrationDeadLetterRefused(t *testing.T) {
 		env.TruncatedFrom != 0 || !bytes.Equal(parked[0].Value, big) {
 		t.Fatalf("parked envelope %+v, %v; value %d of %d bytes", env, err, len(parked[0].Value), len(big))
 	}
+}
+
+// integrationTopics creates a topic of the test's own on the real brokers,
+// with its DLQ (configured by dlqConfigs) and parked topics, all deleted
+// when the test ends, and returns it with a client closed then too.
+func integrationTopics(ctx context.Context, t *testing.T, brokers []string, partitions int32, dlqConfigs map[string]*string) (string, *kgo.Client) {
+	t.Helper()
+	topic := kafkatest.CreateTopic(t, brokers, partitions, nil)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	adm := kadm.NewClient(cl)
+	for tp, configs := range map[string]map[string]*string{DLQTopic(topic): dlqConfigs, ParkedTopic(topic): nil} {
+		if _, err := adm.CreateTopic(ctx, partitions, -1, configs, tp); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _, _ = adm.DeleteTopic(context.Background(), tp) })
+	}
+	return topic, cl
 }
