@@ -234,21 +234,18 @@ func (p *Producer) Send(ctx context.Context, records []*kgo.Record) *Sent {
 			s.answered[i] = true
 			continue
 		}
-		if ctx.Err() != nil || p.clientClosed.Load() || r == nil || r.Topic == "" {
+		var refused error
+		switch {
+		case ctx.Err() != nil || p.clientClosed.Load():
+			refused = p.unanswered(ctx) // not handed over, so never produced
+		case r == nil:
+			refused = fmt.Errorf("%w: nil record", errInvalidRecord)
+		case r.Topic == "":
+			refused = fmt.Errorf("%w: no topic", errInvalidRecord)
+		}
+		if refused != nil {
 			p.budget.give(sizes[i])
-		}
-		if ctx.Err() != nil || p.clientClosed.Load() {
-			// Not handed over, so never produced.
-			s.errs[i] = p.recordError(topicOf(r), p.unanswered(ctx))
-			s.answered[i] = true
-			continue
-		}
-		if r == nil || r.Topic == "" {
-			why := "no topic"
-			if r == nil {
-				why = "nil record"
-			}
-			s.errs[i] = p.recordError("", fmt.Errorf("%w: %s", errInvalidRecord, why))
+			s.errs[i] = p.recordError(topicOf(r), refused)
 			s.answered[i] = true
 			continue
 		}
