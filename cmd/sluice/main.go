@@ -3,6 +3,7 @@
 //	sluice dev                       everything in one process on embedded defaults
 //	sluice gateway --config FILE     the gateway against a real Kafka cluster
 //	sluice consumer --config FILE    the consumer tier: Kafka to the sink, DLQ
+//	sluice check --config FILE       validate a config without starting anything
 //	sluice dlq list|show|replay      inspect and replay a DLQ or parked topic
 //	sluice sink migrate|recent       create or upgrade the sink's table; print the newest events
 //	sluice hash-key KEY              the config form of an API key
@@ -30,6 +31,7 @@ Usage:
   sluice dev [flags]                 gateway + in-process Kafka + example contracts + demo key
   sluice gateway --config FILE       the gateway, from one YAML config file
   sluice consumer --config FILE      the consumer tier: ingest topics to the sink, with DLQ and breaker
+  sluice check --config FILE         validate a config (files, certificates, contracts, every block) and start nothing
   sluice dlq list|show|replay        list, show or replay (rate limited, audited) a DLQ or parked topic
   sluice sink migrate --config FILE  create or upgrade the sink's table (PostgreSQL, or SQLite also by --sqlite PATH)
   sluice sink recent --sqlite PATH   print the newest events in an SQLite sink
@@ -45,24 +47,48 @@ Run "sluice COMMAND -h" for a command's flags.
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "sluice:", err)
-		}
-		os.Exit(2)
-	}
+	os.Exit(exitCode(run(ctx, os.Args[1:], os.Stdout, os.Stderr), os.Stderr))
 }
+
+// exitCode is 0 for success and for a help request (-h, --help: the
+// usage was printed), 2 for any other error, which it prints.
+func exitCode(err error, stderr io.Writer) int {
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	}
+	fmt.Fprintln(stderr, "sluice:", err)
+	return 2
+}
+
+// usages are the commands whose first argument is a subcommand or a
+// positional one, so that "sluice COMMAND --help" is answered before it
+// is parsed as one. The other commands answer -h through their flag sets.
+var usages = map[string]string{
+	"dlq":      dlqUsage,
+	"sink":     sinkUsage,
+	"spool":    "usage: sluice spool inspect DIR\n\nprints a spool's segments, cursor, pending records and damage; read-only\n",
+	"hash-key": "usage: sluice hash-key KEY\n\nprints the hex sha256 of KEY, the form sources[].key_hashes takes\n",
+}
+
+func helpFlag(a string) bool { return a == "-h" || a == "-help" || a == "--help" || a == "help" }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
-		return flag.ErrHelp
+		return errors.New("give a command")
+	}
+	if u, ok := usages[args[0]]; ok && len(args) >= 2 && helpFlag(args[len(args)-1]) {
+		fmt.Fprint(stdout, u)
+		return nil
 	}
 	switch args[0] {
 	case "dev":
 		return runDev(ctx, args[1:], stdout, stderr)
 	case "consumer":
 		return runConsumerCmd(ctx, args[1:], stderr)
+	case "check":
+		return runCheckCmd(args[1:], stdout, stderr)
 	case "dlq":
 		return runDLQCmd(ctx, args[1:], stdout, stderr)
 	case "sink":

@@ -13,9 +13,15 @@ import (
 )
 
 // runSinkCmd is `sluice sink migrate|recent`.
+const sinkUsage = `usage:
+  sluice sink migrate (--config FILE | --sqlite PATH)        create or upgrade the sink's table
+  sluice sink recent  (--config FILE | --sqlite PATH) [-n N] print the newest events
+`
+
 func runSinkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || (args[0] != "migrate" && args[0] != "recent") {
-		return errors.New("sink: usage: sluice sink migrate (--config FILE | --sqlite PATH) | sluice sink recent (--config FILE | --sqlite PATH) [-n N]")
+		fmt.Fprint(stderr, sinkUsage)
+		return errors.New("sink: give migrate or recent")
 	}
 	fs := flag.NewFlagSet("sink "+args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
