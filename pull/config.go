@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/sluicehq/sluice/internal/outbound"
 )
 
 // Auth types.
@@ -225,6 +227,12 @@ func (c Config) Validate() error {
 		if err := checkURL(c.FirstURL); err != nil {
 			return bad("first_url", "%v", err)
 		}
+		// The poller's credentials go to one origin only.
+		u, _ := parseTemplate(c.URL)
+		f, _ := parseTemplate(c.FirstURL)
+		if !outbound.SameOrigin(u, f) {
+			return bad("first_url", "must be on the origin of url (%s): the credentials go to that origin only", outbound.OriginOf(u))
+		}
 	}
 	switch c.Method {
 	case http.MethodGet, http.MethodPost:
@@ -329,7 +337,7 @@ func checkURL(s string) error {
 	if s == "" {
 		return fmt.Errorf("must be set")
 	}
-	u, err := url.Parse(strings.NewReplacer("{cursor}", "c", "{page}", "1").Replace(s))
+	u, err := parseTemplate(s)
 	if err != nil {
 		return err
 	}
@@ -337,6 +345,11 @@ func checkURL(s string) error {
 		return fmt.Errorf("%q is not an absolute http(s) URL", s)
 	}
 	return nil
+}
+
+// parseTemplate parses a page URL, its placeholders filled in.
+func parseTemplate(s string) (*url.URL, error) {
+	return url.Parse(strings.NewReplacer("{cursor}", "c", "{page}", "1").Replace(s))
 }
 
 func validName(s string) bool {
