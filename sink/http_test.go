@@ -156,6 +156,24 @@ func TestHTTPNetworkErrors(t *testing.T) {
 			t.Fatalf("err = %v, want a deadline", err)
 		}
 	})
+	t.Run("body stalls after the status", func(t *testing.T) {
+		release := make(chan struct{})
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			io.Copy(io.Discard, r.Body) // so the server notices the client leave
+			w.WriteHeader(http.StatusCreated)
+			io.WriteString(w, "accepted, and then")
+			w.(http.Flusher).Flush()
+			select {
+			case <-r.Context().Done():
+			case <-release:
+			}
+		}))
+		defer srv.Close()
+		defer close(release)
+		h := openTestHTTP(t, srv.URL, newTestClock(), func(c *HTTPConfig) { c.RequestTimeout = 50 * time.Millisecond })
+		// The status is the answer; draining the rest ends at the deadline.
+		wantClass(t, writeErr(ctx, h, testEvents(0, 1)), 0)
+	})
 	t.Run("connection reset mid-response", func(t *testing.T) {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			conn, _, err := w.(http.Hijacker).Hijack()
