@@ -35,10 +35,12 @@ type Config struct {
 	// Source is the source name events are judged under. Default: Name.
 	Source string `yaml:"source"`
 	// URL is the page URL. "{cursor}" is replaced by the query-escaped
-	// cursor and "{page}" by the page number.
+	// cursor and "{page}" by the page number. Its origin is the only one
+	// page requests, and the credentials, go to.
 	URL string `yaml:"url"`
 	// FirstURL, when set, is requested while there is no cursor yet, so a
-	// partner that refuses an empty cursor parameter is not sent one.
+	// partner that refuses an empty cursor parameter is not sent one. It
+	// must be on URL's origin (scheme, host and port).
 	FirstURL string `yaml:"first_url"`
 	// Method is GET or POST. Default GET.
 	Method string `yaml:"method"`
