@@ -89,9 +89,9 @@
 // is requested. Every request, the token request included, and the
 // reading of its answer are bounded by RequestTimeout.
 //
-// URLs in log lines, in Status and in errors (net/http's *url.Error
-// embeds the request URL) keep their query keys and lose the values
-// (?api_key=REDACTED&cursor=REDACTED), and a userinfo password
+// URLs in log lines, in Status.LastFailure and in errors (net/http's
+// *url.Error embeds the request URL) keep their query keys and lose the
+// values (?api_key=REDACTED&cursor=REDACTED) and a userinfo password
 // (outbound.RedactURL). No metric label carries a URL.
 //
 // # One owner per poller
