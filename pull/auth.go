@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/outbound"
 )
 
 // AuthError stops a poller: the partner refused its credentials twice, or
@@ -117,13 +119,14 @@ func (c *credentials) fetchToken(ctx context.Context) (err error) {
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, o.TokenURL, strings.NewReader(form.Encode()))
 	if err != nil {
-		return &AuthError{Partner: c.partner, Err: err}
+		return &AuthError{Partner: c.partner, Err: outbound.RedactError(err)}
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Accept", "application/json")
 	req.SetBasicAuth(url.QueryEscape(o.ClientID), url.QueryEscape(secret))
 	resp, err := c.client.Do(req)
 	if err != nil {
+		err = outbound.RedactError(err)
 		c.metrics.requests.WithLabelValues(c.partner, statusLabel(0, err)).Inc()
 		return &fetchError{kind: judgeResponse(nil, err), err: fmt.Errorf("token request: %w", err)}
 	}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/sluicehq/sluice/internal/outbound"
 )
 
 // Auth types.
@@ -33,10 +35,12 @@ type Config struct {
 	// Source is the source name events are judged under. Default: Name.
 	Source string `yaml:"source"`
 	// URL is the page URL. "{cursor}" is replaced by the query-escaped
-	// cursor and "{page}" by the page number.
+	// cursor and "{page}" by the page number. Its origin is the only one
+	// page requests, and the credentials, go to.
 	URL string `yaml:"url"`
 	// FirstURL, when set, is requested while there is no cursor yet, so a
-	// partner that refuses an empty cursor parameter is not sent one.
+	// partner that refuses an empty cursor parameter is not sent one. It
+	// must be on URL's origin (scheme, host and port).
 	FirstURL string `yaml:"first_url"`
 	// Method is GET or POST. Default GET.
 	Method string `yaml:"method"`
@@ -225,6 +229,12 @@ func (c Config) Validate() error {
 		if err := checkURL(c.FirstURL); err != nil {
 			return bad("first_url", "%v", err)
 		}
+		// The poller's credentials go to one origin only.
+		u, _ := parseTemplate(c.URL)
+		f, _ := parseTemplate(c.FirstURL)
+		if !outbound.SameOrigin(u, f) {
+			return bad("first_url", "must be on the origin of url (%s): the credentials go to that origin only", outbound.OriginOf(u))
+		}
 	}
 	switch c.Method {
 	case http.MethodGet, http.MethodPost:
@@ -329,7 +339,7 @@ func checkURL(s string) error {
 	if s == "" {
 		return fmt.Errorf("must be set")
 	}
-	u, err := url.Parse(strings.NewReplacer("{cursor}", "c", "{page}", "1").Replace(s))
+	u, err := parseTemplate(s)
 	if err != nil {
 		return err
 	}
@@ -337,6 +347,11 @@ func checkURL(s string) error {
 		return fmt.Errorf("%q is not an absolute http(s) URL", s)
 	}
 	return nil
+}
+
+// parseTemplate parses a page URL, its placeholders filled in.
+func parseTemplate(s string) (*url.URL, error) {
+	return url.Parse(strings.NewReplacer("{cursor}", "c", "{page}", "1").Replace(s))
 }
 
 func validName(s string) bool {

@@ -25,6 +25,8 @@ func TestConfigValidate(t *testing.T) {
 		{"url", func(c *Config) { c.URL = "ftp://x/{cursor}" }},
 		{"url", func(c *Config) { c.URL = "http://x/items" }},
 		{"first_url", func(c *Config) { c.FirstURL = "/relative" }},
+		{"first_url", func(c *Config) { c.FirstURL = "https://partner.example/items" }},
+		{"first_url", func(c *Config) { c.FirstURL = "http://partner.example:8080/items" }},
 		{"method", func(c *Config) { c.Method = "DELETE" }},
 		{"headers", func(c *Config) { c.Headers = map[string]string{"Bad Name": "x"} }},
 		{"auth.type", func(c *Config) { c.Auth.Type = "basic" }},

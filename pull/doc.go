@@ -73,6 +73,27 @@
 // waits go through the Clock, and the seconds waited are counted by cause
 // in sluice_poller_wait_seconds_total.
 //
+// # One origin
+//
+// The poller's credentials go to the origin of Config.URL (scheme, host
+// and port) and nowhere else; FirstURL must be on it too. Redirects of
+// page and token requests are followed only on the origin of the request
+// (https → http is another origin), whatever the WithHTTPClient client's
+// CheckRedirect says; a redirect off it is refused before anything is sent
+// there (outbound.StayOnOrigin) and judgeResponse counts it as a transient
+// failure, so the poller backs off behind its breaker
+// (sluice_poller_requests_total{status="off_origin_redirect"}). A next
+// link, relative ones resolved against the URL that answered, must be on
+// Config.URL's origin, wherever the page came from; one that is not fails
+// the page and is not saved. A saved next URL is checked again before it
+// is requested. Every request, the token request included, and the
+// reading of its answer are bounded by RequestTimeout.
+//
+// URLs in log lines, in Status.LastFailure and in errors (net/http's
+// *url.Error embeds the request URL) keep their query keys and lose the
+// values (?api_key=REDACTED&cursor=REDACTED) and a userinfo password
+// (outbound.RedactURL). No metric label carries a URL.
+//
 // # One owner per poller
 //
 // The Runner joins the consumer group OwnershipConfig.Group over the
@@ -111,7 +132,7 @@
 //
 //   - It does not persist events itself: durability is the gateway's
 //     admission (Kafka or the disk spool).
-//   - It does not follow a Link to another origin (credentials would leak);
-//     such a page fails.
+//   - It does not follow a Link or a redirect to another origin
+//     (credentials would leak); see One origin.
 //   - Cursors of pollers that were removed are not deleted from the topic.
 package pull

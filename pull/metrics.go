@@ -42,7 +42,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sluice_poller_requests_total",
-			Help: "Page and token requests to partners, by partner and HTTP status (or error, timeout).",
+			Help: "Page and token requests to partners, by partner and HTTP status (or error, timeout, off_origin_redirect).",
 		}, []string{"partner", "status"}),
 		items: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sluice_poller_items_total",

@@ -80,8 +80,10 @@ func WithRegisterer(r prometheus.Registerer) Option {
 	return optionFunc(func(o *options) { o.reg = r })
 }
 
-// WithHTTPClient replaces the HTTP client (default: a plain http.Client;
-// every request is bounded by Config.RequestTimeout anyway).
+// WithHTTPClient replaces the HTTP client (default: a plain http.Client).
+// Whatever c's CheckRedirect says, the poller follows no redirect off the
+// origin of its request, and every request is bounded by
+// Config.RequestTimeout.
 func WithHTTPClient(c *http.Client) Option { return optionFunc(func(o *options) { o.client = c }) }
 
 // WithGetenv replaces os.Getenv for reading tokens and secrets.

@@ -100,22 +100,22 @@ func TestPagination(t *testing.T) {
 	}
 }
 
-// TestLinkToAnotherOrigin: a next link to another host fails the page:
-// the credentials are not sent there and the position stays.
+// TestLinkToAnotherOrigin: a next link to another origin (another port of
+// the same host, here) fails the page: nothing is sent there, the
+// position stays.
 func TestLinkToAnotherOrigin(t *testing.T) {
+	attacker := attackerLinks(t)
 	srv := newPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Link", `<http://attacker.example/items?after=10>; rel="next"`)
+		w.Header().Set("Link", fmt.Sprintf(`<%s/items?after=10>; rel="next"`, attacker.URL))
 		writeJSON(w, http.StatusOK, items("a", 0, 2))
 	})
-	cfg := testConfig("p", srv.URL)
-	cfg.Pagination.Type = PaginateLink
-	cfg.Items = ""
+	cfg := linkConfig(srv.URL)
 	cfg.Backoff.Initial = 2 * time.Hour // parks after the failure
 	cfg.Backoff.Max = 2 * time.Hour
 	clk := newFakeClock()
 	store := &memStore{}
 	rec := newRecorder()
-	p, _ := newTestPoller(t, cfg, rec, store, clk)
+	p, _ := newTestPoller(t, cfg, rec, store, clk, WithGetenv(getenv))
 	stop := run(t, p)
 	eventually(t, "the page to fail", func() bool { return clk.Parked() > 0 })
 	stop()
@@ -124,6 +124,9 @@ func TestLinkToAnotherOrigin(t *testing.T) {
 	}
 	if len(store.Saves()) != 0 || len(rec.IDs()) != 0 {
 		t.Errorf("saves %v, items %v", store.Saves(), rec.IDs())
+	}
+	if n := len(attacker.Requests()); n != 0 {
+		t.Errorf("the other origin got %d requests", n)
 	}
 }
 

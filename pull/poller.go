@@ -18,6 +18,7 @@ import (
 	"golang.org/x/time/rate"
 
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
+	"github.com/sluicehq/sluice/internal/outbound"
 	"github.com/sluicehq/sluice/internal/retryafter"
 )
 
@@ -71,7 +72,7 @@ const (
 // PageFailure is a page the partner refused (a 4xx other than 401 and
 // 429) or answered with a body that is not a page.
 type PageFailure struct {
-	URL    string
+	URL    string // query values redacted (outbound.RedactURL)
 	Status int    // 0 when the body, not the status, was wrong
 	Body   string // at most bodyPrefix bytes of the answer
 	Reason string
@@ -103,7 +104,8 @@ type Poller struct {
 	clock   Clock
 	log     *slog.Logger
 	metrics *Metrics
-	client  *http.Client
+	client  *http.Client // redirects stay on the request's origin
+	origin  *url.URL     // Config.URL: the only origin page requests go to
 	creds   *credentials
 	limiter *rate.Limiter // nil: no client-side limit
 	jitter  func(time.Duration) time.Duration
@@ -137,11 +139,18 @@ func NewPoller(cfg Config, ing Ingester, store CursorStore, opts ...Option) (*Po
 		}
 		o.metrics = m
 	}
+	origin, err := parseTemplate(cfg.URL)
+	if err != nil { // validated
+		return nil, err
+	}
+	// Both the partner's token and the client secret ride on this client:
+	// neither may follow a redirect to another origin.
+	client := outbound.StayOnOrigin(o.client)
 	p := &Poller{
-		cfg: cfg, ing: ing, store: store, clock: o.clock, metrics: o.metrics, client: o.client,
+		cfg: cfg, ing: ing, store: store, clock: o.clock, metrics: o.metrics, client: client, origin: origin,
 		jitter: o.jitter, source: cfg.SourceName(),
 		log: o.log.With("poller", cfg.Name),
-		creds: &credentials{cfg: cfg.Auth, partner: cfg.Name, getenv: o.getenv, client: o.client,
+		creds: &credentials{cfg: cfg.Auth, partner: cfg.Name, getenv: o.getenv, client: client,
 			timeout: cfg.RequestTimeout, now: o.clock.Now, metrics: o.metrics},
 		status: Status{Partner: cfg.Name, State: StateStarting, Circuit: CircuitClosed,
 			Position: Position{Cursor: cfg.Pagination.StartCursor, Page: cfg.Pagination.StartPage}},
@@ -217,7 +226,7 @@ func (p *Poller) load(ctx context.Context) bool {
 			if ok {
 				p.update(func(s *Status) { s.Position, s.SavedAt = rec.Position, rec.SavedAt })
 				p.metrics.cursorAge.set(p.cfg.Name, rec.SavedAt)
-				p.log.Info("poller resumes from its saved position", "cursor", rec.Cursor, "url", rec.URL, "page", rec.Page, "saved_at", rec.SavedAt)
+				p.log.Info("poller resumes from its saved position", "cursor", rec.Cursor, "url", outbound.RedactURL(rec.URL), "page", rec.Page, "saved_at", rec.SavedAt)
 			} else {
 				p.log.Info("poller starts: no saved position")
 			}
@@ -472,7 +481,7 @@ type kind int
 const (
 	kindOK           kind = iota
 	kindThrottled         // 429, 503: wait as the partner says
-	kindTransient         // other 5xx, timeouts, connection errors: backoff, breaker
+	kindTransient         // other 5xx, timeouts, connection errors, off-origin redirects: backoff, breaker
 	kindUnauthorized      // 401: refresh the credentials once
 	kindPageFailed        // other 4xx and 1xx/3xx, bodies that are not a page
 )
@@ -481,7 +490,14 @@ const (
 // failure to get one, is judged. err is the error of the request or of
 // reading the body.
 func judgeResponse(resp *http.Response, err error) kind {
-	if err != nil {
+	switch {
+	case errors.Is(err, outbound.ErrOffOrigin):
+		// The partner (or its token endpoint) redirects to another origin,
+		// which is never followed: nothing about this page is wrong, the
+		// endpoint is. Like an outage it is probed behind the breaker
+		// rather than retried at the backoff's pace for ever.
+		return kindTransient
+	case err != nil:
 		return kindTransient // timeouts, refused or reset connections, cut bodies
 	}
 	switch c := resp.StatusCode; {
@@ -537,13 +553,18 @@ func (p *Poller) pageURL(pos Position) string {
 func (p *Poller) fetch(ctx context.Context, pos Position) (*page, error) {
 	target := p.pageURL(pos)
 	fail := func(k kind, status int, h http.Header, body []byte, err error) error {
-		return &fetchError{kind: k, url: target, status: status, header: h, body: prefix(body), err: err}
+		return &fetchError{kind: k, url: outbound.RedactURL(target), status: status, header: h, body: prefix(body), err: err}
 	}
 	rctx, cancel := context.WithTimeout(ctx, p.cfg.RequestTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(rctx, p.cfg.Method, target, nil)
 	if err != nil {
-		return nil, fail(kindPageFailed, 0, nil, nil, fmt.Errorf("build request: %w", err))
+		return nil, fail(kindPageFailed, 0, nil, nil, fmt.Errorf("build request: %w", outbound.RedactError(err)))
+	}
+	// A saved next URL is checked again: one saved by an earlier release
+	// may lead anywhere, and the token must not go there.
+	if err := p.onOrigin(req.URL, "next page URL"); err != nil {
+		return nil, fail(kindPageFailed, 0, nil, nil, err)
 	}
 	for k, v := range p.cfg.Headers {
 		req.Header.Set(k, v)
@@ -557,6 +578,7 @@ func (p *Poller) fetch(ctx context.Context, pos Position) (*page, error) {
 	}
 	resp, err := p.client.Do(req)
 	if err != nil {
+		err = outbound.RedactError(err)
 		p.metrics.requests.WithLabelValues(p.cfg.Name, statusLabel(0, err)).Inc()
 		return nil, fail(judgeResponse(nil, err), 0, nil, nil, err)
 	}
@@ -603,9 +625,11 @@ func (p *Poller) parsePage(body []byte, pos Position, resp *http.Response) (*pag
 		}
 		pg.last = len(raw) == 0 || next == "" || next == pos.Cursor
 	case PaginateLink:
+		// A relative link is resolved against the URL that answered; the
+		// result must be on the configured origin, whatever answered.
 		u, ok := parseLinkNext(resp.Header.Values("Link"), resp.Request.URL)
 		if ok {
-			if err := sameOrigin(resp.Request.URL, u); err != nil {
+			if err := p.onOrigin(u, "next link"); err != nil {
 				return nil, err
 			}
 			pg.next = Position{URL: u.String()}
@@ -641,17 +665,22 @@ func nextCursor(c containers, body []byte, ptr string) (string, error) {
 	return next, nil
 }
 
-// sameOrigin refuses a next link to another origin: the request's
-// credentials must not be sent there.
-func sameOrigin(from, to *url.URL) error {
-	if !strings.EqualFold(from.Scheme, to.Scheme) || !strings.EqualFold(from.Host, to.Host) {
-		return fmt.Errorf("next link %s leaves the partner's origin %s://%s", to.Redacted(), from.Scheme, from.Host)
+// onOrigin refuses a page URL off the configured URL's origin (scheme,
+// host and port): the poller's credentials must not be sent there.
+func (p *Poller) onOrigin(u *url.URL, what string) error {
+	if !outbound.SameOrigin(p.origin, u) {
+		return fmt.Errorf("%s %s leaves the partner's origin %s", what, outbound.RedactURL(u.String()), outbound.OriginOf(p.origin))
 	}
 	return nil
 }
 
+// statusLabel is the status label of sluice_poller_requests_total: never
+// a URL.
 func statusLabel(code int, err error) string {
 	if err != nil {
+		if errors.Is(err, outbound.ErrOffOrigin) {
+			return "off_origin_redirect"
+		}
 		var ne interface{ Timeout() bool }
 		if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
 			return "timeout"

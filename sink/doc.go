@@ -157,7 +157,14 @@
 // Error.RetryAfter; other 4xx are Permanent, with the status and up to 512
 // bytes of the body in a *StatusError. Up to 64 KiB of every response is
 // read so the connection is reused. Only 307 and 308 redirects are
-// followed (they keep the POST); others are answered Transient.
+// followed (they keep the POST), and only on the origin of HTTPConfig.URL
+// (scheme, host and port: https → http is another origin), with any
+// client: a redirect elsewhere is refused before anything, headers or
+// event, is sent there (outbound.ErrOffOrigin). Other redirects, and
+// refused ones, are Transient: the endpoint is misconfigured, not the
+// events, so the breaker opens and nothing is dead-lettered. Errors name
+// the URL with its query values redacted (?token=REDACTED), since
+// net/http's embed it.
 //
 // The HTTP sink cannot see the receiver's store, so conflicts are found
 // only with its help: a receiver that answers 2xx with a

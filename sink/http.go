@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/outbound"
 	"github.com/sluicehq/sluice/internal/retryafter"
 )
 
@@ -23,7 +24,7 @@ import (
 type HTTP struct {
 	url           string
 	header        http.Header
-	client        *http.Client
+	client        *http.Client    // redirects stay on the URL's origin
 	transport     *http.Transport // nil when the client came from WithHTTPClient
 	timeout       time.Duration
 	maxRetryAfter time.Duration
@@ -114,18 +115,21 @@ func OpenHTTP(cfg HTTPConfig, opts ...Option) (*HTTP, error) {
 	h := &HTTP{
 		url:           cfg.URL,
 		header:        header,
-		client:        o.httpClient,
 		timeout:       cfg.RequestTimeout,
 		maxRetryAfter: cfg.MaxRetryAfter,
 		now:           o.now,
 	}
-	if h.client == nil {
+	client := o.httpClient
+	if client == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.MaxIdleConns = cfg.MaxIdleConns
 		t.MaxIdleConnsPerHost = cfg.MaxIdleConns
 		h.transport = t
-		h.client = &http.Client{Transport: t, CheckRedirect: keepPOST}
+		client = &http.Client{Transport: t, CheckRedirect: keepPOST}
 	}
+	// The configured headers (credentials, often) and the events go to the
+	// configured origin only, whichever client sends them.
+	h.client = outbound.StayOnOrigin(client)
 	return h, nil
 }
 
@@ -204,7 +208,7 @@ func (h *HTTP) post(ctx context.Context, e *Event) (string, error) {
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.url, bytes.NewReader(body))
 	if err != nil {
-		return "", PermanentError(fmt.Errorf("http: event %q of %q: %w", e.ID, e.Source, err))
+		return "", PermanentError(fmt.Errorf("http: event %q of %q: %w", e.ID, e.Source, outbound.RedactError(err)))
 	}
 	req.Header = h.header.Clone()
 	req.Header.Set(HeaderIdempotencyKey, IdempotencyKey(e.Source, e.ID))
@@ -212,8 +216,7 @@ func (h *HTTP) post(ctx context.Context, e *Event) (string, error) {
 
 	resp, err := h.client.Do(req)
 	if err != nil {
-		// Refused, reset, timed out, canceled: the receiver may be back.
-		return "", TransientError(fmt.Errorf("http: event %q of %q: %w", e.ID, e.Source, err), 0)
+		return "", h.classifyResponse(e, err, 0, "", nil)
 	}
 	defer resp.Body.Close()
 	var prefix []byte
@@ -222,7 +225,7 @@ func (h *HTTP) post(ctx context.Context, e *Event) (string, error) {
 	}
 	// Read errors here only cost the connection; the status is the answer.
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, drainLen))
-	if err := h.classifyResponse(e, resp.StatusCode, resp.Header.Get("Retry-After"), prefix); err != nil {
+	if err := h.classifyResponse(e, nil, resp.StatusCode, resp.Header.Get("Retry-After"), prefix); err != nil {
 		return "", err
 	}
 	// The receiver's text goes to logs: keep it short and valid UTF-8.
@@ -230,12 +233,29 @@ func (h *HTTP) post(ctx context.Context, e *Event) (string, error) {
 	return truncate(stored, maxEchoedFingerprint), nil
 }
 
-// classifyResponse is the HTTP boundary's one decision on retrying. 2xx is
-// success. 408, 429 and 5xx are transient, with the receiver's Retry-After
-// (capped at MaxRetryAfter) when it gave one. Other 4xx are permanent: the
-// receiver refuses this event. Anything else (an unfollowed redirect, 1xx)
-// is a receiver that does not speak the protocol, which is transient.
-func (h *HTTP) classifyResponse(e *Event, status int, retryAfter string, body []byte) error {
+// classifyResponse is the HTTP boundary's one decision on retrying: of
+// reqErr, the error of a request that got no answer, or else of the
+// answer's status.
+//
+// Every request error is transient. Refused, reset, timed out, canceled:
+// the receiver may be back. A redirect off the URL's origin
+// (outbound.ErrOffOrigin, refused before anything is sent there) too: the
+// events are fine and every one of them would meet the same redirect, so
+// dead-lettering them as poison would drain the topic into the DLQ while
+// the endpoint is misconfigured; as a transient failure it opens the
+// breaker and pauses the partitions until the URL or the receiver is
+// fixed.
+//
+// 2xx is success. 408, 429 and 5xx are transient, with the receiver's
+// Retry-After (capped at MaxRetryAfter) when it gave one. Other 4xx are
+// permanent: the receiver refuses this event. Anything else (an unfollowed
+// redirect, 1xx) is a receiver that does not speak the protocol, which is
+// transient.
+func (h *HTTP) classifyResponse(e *Event, reqErr error, status int, retryAfter string, body []byte) error {
+	if reqErr != nil {
+		// net/http's error embeds the URL, whose query may hold a credential.
+		return TransientError(fmt.Errorf("http: event %q of %q: %w", e.ID, e.Source, outbound.RedactError(reqErr)), 0)
+	}
 	if status >= 200 && status <= 299 {
 		return nil
 	}

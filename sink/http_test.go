@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/outbound"
 )
 
 func TestHTTPResponseClasses(t *testing.T) {
@@ -154,6 +156,24 @@ func TestHTTPNetworkErrors(t *testing.T) {
 			t.Fatalf("err = %v, want a deadline", err)
 		}
 	})
+	t.Run("body stalls after the status", func(t *testing.T) {
+		release := make(chan struct{})
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			io.Copy(io.Discard, r.Body) // so the server notices the client leave
+			w.WriteHeader(http.StatusCreated)
+			io.WriteString(w, "accepted, and then")
+			w.(http.Flusher).Flush()
+			select {
+			case <-r.Context().Done():
+			case <-release:
+			}
+		}))
+		defer srv.Close()
+		defer close(release)
+		h := openTestHTTP(t, srv.URL, newTestClock(), func(c *HTTPConfig) { c.RequestTimeout = 50 * time.Millisecond })
+		// The status is the answer; draining the rest ends at the deadline.
+		wantClass(t, writeErr(ctx, h, testEvents(0, 1)), 0)
+	})
 	t.Run("connection reset mid-response", func(t *testing.T) {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			conn, _, err := w.(http.Hijacker).Hijack()
@@ -225,21 +245,97 @@ func TestHTTPHeaders(t *testing.T) {
 	}
 }
 
+// TestHTTPRedirects: 307 and 308 on the URL's origin are followed and
+// keep the POST and its body; a redirect to another origin, or from https
+// to http, is refused before anything is sent there (the configured
+// Authorization header included) and is Transient: the events are fine,
+// the endpoint is not.
 func TestHTTPRedirects(t *testing.T) {
-	rc, target := newReceiverServer(t)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, target.URL, http.StatusPermanentRedirect)
-	}))
-	defer srv.Close()
-	h := openTestHTTP(t, srv.URL, newTestClock(), nil)
-	events := testEvents(0, 2)
-	wantClass(t, writeErr(context.Background(), h, events), 0)
-	for _, e := range events {
-		row, err := rc.Get(context.Background(), e.Source, e.ID)
-		if err != nil {
-			t.Fatalf("after 308: %v", err)
+	ctx := context.Background()
+	t.Run("same origin", func(t *testing.T) {
+		for _, status := range []int{http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+			rc := newReceiver()
+			mux := http.NewServeMux()
+			mux.Handle("/receive", rc)
+			mux.HandleFunc("/events", func(w http.ResponseWriter, r *http.Request) {
+				http.Redirect(w, r, "/receive", status)
+			})
+			srv := httptest.NewServer(mux)
+			defer srv.Close()
+			h := openTestHTTP(t, srv.URL+"/events", newTestClock(), nil)
+			events := testEvents(0, 2)
+			wantClass(t, writeErr(ctx, h, events), 0)
+			for _, e := range events {
+				row, err := rc.Get(ctx, e.Source, e.ID)
+				if err != nil {
+					t.Fatalf("after %d: %v", status, err)
+				}
+				checkRow(t, stores{precision: time.Nanosecond}, e, row, time.Time{})
+			}
 		}
-		checkRow(t, stores{precision: time.Nanosecond}, e, row, time.Time{})
+	})
+	env := func(string) (string, bool) { return "Bearer s3cret", true }
+	for _, tc := range []struct {
+		name   string
+		status int
+		tls    bool // the sink's URL is https, the target http on the same host
+	}{
+		{"307 to another origin", http.StatusTemporaryRedirect, false},
+		{"308 to another origin", http.StatusPermanentRedirect, false},
+		{"302 to another origin", http.StatusFound, false},
+		{"308 from https to http", http.StatusPermanentRedirect, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var elsewhere atomic.Int32
+			target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				elsewhere.Add(1)
+				newReceiver().ServeHTTP(w, r)
+			}))
+			defer target.Close()
+			redirect := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				http.Redirect(w, r, target.URL+"/receive", tc.status)
+			})
+			cfg := DefaultConfig().HTTP
+			cfg.HeadersFromEnv = map[string]string{"Authorization": "SINK_AUTH"}
+			opts := []Option{WithLookupEnv(env), WithClock(newTestClock().Now)}
+			if tc.tls {
+				srv := httptest.NewTLSServer(redirect)
+				defer srv.Close()
+				cfg.URL = srv.URL + "/events"
+				opts = append(opts, WithHTTPClient(srv.Client())) // a client of the caller's is held to the origin too
+			} else {
+				srv := httptest.NewServer(redirect)
+				defer srv.Close()
+				cfg.URL = srv.URL + "/events"
+			}
+			h, err := OpenHTTP(cfg, opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer h.Close()
+			err = writeErr(ctx, h, testEvents(0, 2))
+			wantClass(t, err, Transient)
+			if !errors.Is(err, outbound.ErrOffOrigin) {
+				t.Errorf("err = %v, want the refused redirect", err)
+			}
+			if n := elsewhere.Load(); n != 0 {
+				t.Errorf("the other origin got %d requests", n)
+			}
+		})
+	}
+}
+
+// TestHTTPErrorsRedactURL: a failed request's error names the URL with
+// its query values redacted.
+func TestHTTPErrorsRedactURL(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	base := srv.URL
+	srv.Close()
+	h := openTestHTTP(t, base+"/events?token=s3cret&tenant=acme", newTestClock(), nil)
+	err := writeErr(context.Background(), h, testEvents(0, 1))
+	wantClass(t, err, Transient)
+	if msg := err.Error(); strings.Contains(msg, "s3cret") || strings.Contains(msg, "acme") || !strings.Contains(msg, "token=REDACTED&tenant=REDACTED") {
+		t.Errorf("error %q", msg)
 	}
 }
 

@@ -53,8 +53,10 @@ func WithLookupEnv(lookup func(string) (string, bool)) Option {
 
 // WithHTTPClient makes the HTTP sink send with c instead of a client of its
 // own (which follows only 307 and 308 redirects and keeps
-// HTTPConfig.MaxIdleConns idle connections). Every request is still bounded
-// by HTTPConfig.RequestTimeout; Close leaves c's connections alone.
+// HTTPConfig.MaxIdleConns idle connections). Redirects off the origin of
+// HTTPConfig.URL are refused whatever c's CheckRedirect says, and every
+// request is still bounded by HTTPConfig.RequestTimeout; Close leaves c's
+// connections alone.
 func WithHTTPClient(c *http.Client) Option {
 	return option{func(o *options) {
 		if c != nil {

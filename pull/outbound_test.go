@@ -1,0 +1,386 @@
+package pull
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// newSecurePartner is newPartner over TLS; its Client trusts it.
+func newSecurePartner(t testing.TB, handle func(n int, w http.ResponseWriter, r *http.Request)) *partner {
+	p := &partner{}
+	p.Server = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p.mu.Lock()
+		p.requests = append(p.requests, r.Clone(context.Background()))
+		n := len(p.requests)
+		p.mu.Unlock()
+		handle(n, w, r)
+	}))
+	t.Cleanup(p.Close)
+	return p
+}
+
+// attackerLinks answers like a partner with link pagination whose next
+// links stay on the attacker: what a partner's redirect would hand over.
+func attackerLinks(t testing.TB) *partner {
+	var a *partner
+	a = newPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		if n < 3 {
+			w.Header().Set("Link", fmt.Sprintf(`<%s/items?after=%d>; rel="next"`, a.URL, n*2))
+			writeJSON(w, http.StatusOK, items("x", n*2, n*2+2))
+			return
+		}
+		writeJSON(w, http.StatusOK, []any{})
+	})
+	return a
+}
+
+// linkConfig is a link-paginated poller of base with a bearer token.
+func linkConfig(base string) Config {
+	cfg := testConfig("p", base)
+	cfg.URL = base + "/items"
+	cfg.Pagination.Type = PaginateLink
+	cfg.Items = ""
+	cfg.Auth = AuthConfig{Type: AuthBearer, TokenEnv: "TOKEN"}
+	cfg.Breaker.Cooldown = 2 * time.Hour // the fake clock parks the open breaker
+	return cfg
+}
+
+// tokenRequests counts the requests that carried the poller's token.
+func tokenRequests(p *partner) int {
+	n := 0
+	for _, r := range p.Requests() {
+		if strings.Contains(r.Header.Get("Authorization"), "static-token") {
+			n++
+		}
+	}
+	return n
+}
+
+// TestRedirectToAnotherOrigin: a partner that redirects to another origin
+// does not get it followed: the other origin sees no request (so neither
+// the token nor a Link of its own), no position is saved, and the poller
+// backs off behind its breaker instead of spinning.
+func TestRedirectToAnotherOrigin(t *testing.T) {
+	attacker := attackerLinks(t)
+	srv := newPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, attacker.URL+"/items", http.StatusFound)
+	})
+	clk := newFakeClock()
+	store, rec := &memStore{}, newRecorder()
+	p, m := newTestPoller(t, linkConfig(srv.URL), rec, store, clk, WithGetenv(getenv))
+	stop := run(t, p)
+	eventually(t, "the breaker to open", func() bool { return clk.Parked() > 0 })
+	stop()
+	if n, tok := len(attacker.Requests()), tokenRequests(attacker); n != 0 {
+		t.Errorf("the other origin got %d requests, %d with the token", n, tok)
+	}
+	if saves := store.Saves(); len(saves) != 0 {
+		t.Errorf("positions saved: %+v", saves)
+	}
+	if len(rec.IDs()) != 0 {
+		t.Errorf("items admitted: %v", rec.IDs())
+	}
+	// Breaker.Failures is 3: 1s, 2s, then the cooldown.
+	if want := []time.Duration{time.Second, 2 * time.Second, 2 * time.Hour}; joinDur(clk.Sleeps()) != joinDur(want) {
+		t.Errorf("sleeps %s, want %s", joinDur(clk.Sleeps()), joinDur(want))
+	}
+	if n := len(srv.Requests()); n != 3 {
+		t.Errorf("partner got %d requests, want 3", n)
+	}
+	if st := p.Status(); st.Circuit != CircuitOpen {
+		t.Errorf("circuit %s, want open", st.Circuit)
+	}
+	if got := counter(t, m, "requests", "p", "off_origin_redirect"); got != 3 {
+		t.Errorf("off-origin redirects counted %v, want 3", got)
+	}
+}
+
+// TestHTTPSRedirectToHTTP: an https partner redirecting to http on the
+// same host is refused; the http server sees nothing.
+func TestHTTPSRedirectToHTTP(t *testing.T) {
+	plain := attackerLinks(t)
+	srv := newSecurePartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, plain.URL+r.URL.Path, http.StatusMovedPermanently)
+	})
+	if !strings.HasPrefix(srv.URL, "https://127.0.0.1:") || !strings.HasPrefix(plain.URL, "http://127.0.0.1:") {
+		t.Fatalf("servers %s and %s are not on one host", srv.URL, plain.URL)
+	}
+	clk := newFakeClock()
+	store := &memStore{}
+	p, _ := newTestPoller(t, linkConfig(srv.URL), newRecorder(), store, clk, WithGetenv(getenv), WithHTTPClient(srv.Client()))
+	stop := run(t, p)
+	eventually(t, "the breaker to open", func() bool { return clk.Parked() > 0 })
+	stop()
+	if n := len(plain.Requests()); n != 0 {
+		t.Errorf("the http server got %d requests", n)
+	}
+	if len(store.Saves()) != 0 || len(srv.Requests()) != 3 {
+		t.Errorf("saves %v, %d requests to the partner", store.Saves(), len(srv.Requests()))
+	}
+}
+
+// TestSameOriginRedirect: a redirect on the partner's origin is followed
+// with the token, and a relative Link is resolved against the URL that
+// answered.
+func TestSameOriginRedirect(t *testing.T) {
+	srv := newPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/items" {
+			http.Redirect(w, r, "/v2/items", http.StatusFound)
+			return
+		}
+		if r.URL.Query().Get("after") == "" {
+			w.Header().Set("Link", `<?after=2>; rel="next"`)
+			writeJSON(w, http.StatusOK, items("a", 0, 2))
+			return
+		}
+		writeJSON(w, http.StatusOK, items("a", 2, 4))
+	})
+	clk := newFakeClock()
+	store, rec := &memStore{}, newRecorder()
+	p, _ := newTestPoller(t, linkConfig(srv.URL), rec, store, clk, WithGetenv(getenv))
+	stop := run(t, p)
+	eventually(t, "caught up", func() bool { return clk.Parked() > 0 })
+	stop()
+	if len(rec.IDs()) != 4 {
+		t.Errorf("items %v, want a0..a3", rec.IDs())
+	}
+	saves := store.Saves()
+	if len(saves) != 1 || saves[0].URL != srv.URL+"/v2/items?after=2" {
+		t.Errorf("saves %+v", saves)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 3 || tokenRequests(srv) != 3 {
+		t.Errorf("%d requests, %d with the token; want 3 and 3", len(reqs), tokenRequests(srv))
+	}
+}
+
+// TestSavedURLOffOrigin: a saved next URL on another origin (saved before
+// links were checked against the configured URL) is not requested: the
+// page fails and the position stays.
+func TestSavedURLOffOrigin(t *testing.T) {
+	attacker := attackerLinks(t)
+	srv := newPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, items("a", 0, 2))
+	})
+	cfg := linkConfig(srv.URL)
+	cfg.Backoff = BackoffConfig{Initial: 2 * time.Hour, Max: 2 * time.Hour} // parks after the failure
+	saved := CursorRecord{Poller: "p", Position: Position{URL: attacker.URL + "/items?after=10"}}
+	store := &memStore{saves: []CursorRecord{saved}}
+	clk := newFakeClock()
+	p, _ := newTestPoller(t, cfg, newRecorder(), store, clk, WithGetenv(getenv))
+	stop := run(t, p)
+	eventually(t, "the page to fail", func() bool { return clk.Parked() > 0 })
+	stop()
+	if n := len(attacker.Requests()); n != 0 {
+		t.Errorf("the other origin got %d requests", n)
+	}
+	if f := p.Status().LastFailure; f == nil || !strings.Contains(f.Reason, "leaves the partner's origin") {
+		t.Errorf("last failure %+v", f)
+	}
+	if saves := store.Saves(); len(saves) != 1 {
+		t.Errorf("saves %+v, want only the one loaded", saves)
+	}
+}
+
+// TestTokenEndpointRedirect: a token endpoint redirecting to another
+// origin does not get the client secret sent there; the poller backs off
+// behind its breaker and keeps running.
+func TestTokenEndpointRedirect(t *testing.T) {
+	attacker := newPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{"access_token": "stolen", "token_type": "Bearer"})
+	})
+	token := newPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, attacker.URL+"/token", http.StatusTemporaryRedirect) // a 307 resends the POST
+	})
+	api := newPartner(t, func(n int, w http.ResponseWriter, r *http.Request) { cursorPage(w, nil, "") })
+	cfg := testConfig("p", api.URL)
+	cfg.Auth = AuthConfig{Type: AuthOAuth2, OAuth2: OAuth2Config{
+		TokenURL: token.URL + "/token", ClientID: "client-1", ClientSecretEnv: "SECRET", RefreshBefore: time.Minute}}
+	cfg.Breaker.Cooldown = 2 * time.Hour
+	clk := newFakeClock()
+	p, m := newTestPoller(t, cfg, newRecorder(), &memStore{}, clk, WithGetenv(getenv))
+	stop := run(t, p)
+	eventually(t, "the breaker to open", func() bool { return clk.Parked() > 0 })
+	if err := stop(); err != nil {
+		t.Fatalf("Run: %v, want the poller to keep running", err)
+	}
+	for _, r := range attacker.Requests() {
+		_, secret, _ := r.BasicAuth()
+		t.Errorf("the other origin got a request, client secret %q", secret)
+	}
+	if len(token.Requests()) != 3 || len(api.Requests()) != 0 {
+		t.Errorf("%d token requests, %d API requests; want 3 and 0", len(token.Requests()), len(api.Requests()))
+	}
+	if got := counter(t, m, "tokenRefresh", "p", "error"); got != 3 {
+		t.Errorf("failed token refreshes %v, want 3", got)
+	}
+}
+
+// TestRequestDeadline: a partner or token endpoint that stops answering,
+// before the headers or in the body, fails the request at RequestTimeout
+// and counts against the breaker.
+func TestRequestDeadline(t *testing.T) {
+	for _, tc := range []string{"headers", "body", "token"} {
+		t.Run(tc, func(t *testing.T) {
+			released := make(chan struct{})
+			hang := func(w http.ResponseWriter, r *http.Request, inBody bool) {
+				io.Copy(io.Discard, r.Body) // so the server notices the client leave
+				if inBody {
+					w.WriteHeader(http.StatusOK)
+					w.Write([]byte(`{"data": [`))
+					w.(http.Flusher).Flush()
+				}
+				select {
+				case <-r.Context().Done(): // the client gave up
+				case <-released:
+				}
+			}
+			api := newPartner(t, func(n int, w http.ResponseWriter, r *http.Request) { hang(w, r, tc == "body") })
+			cfg := testConfig("p", api.URL)
+			cfg.RequestTimeout = 50 * time.Millisecond
+			cfg.Breaker.Cooldown = 2 * time.Hour
+			if tc == "token" {
+				token := newPartner(t, func(n int, w http.ResponseWriter, r *http.Request) { hang(w, r, false) })
+				cfg.Auth = AuthConfig{Type: AuthOAuth2, OAuth2: OAuth2Config{
+					TokenURL: token.URL + "/token", ClientID: "client-1", ClientSecretEnv: "SECRET", RefreshBefore: time.Minute}}
+			}
+			t.Cleanup(func() { close(released) }) // before the servers close
+			clk := newFakeClock()
+			p, m := newTestPoller(t, cfg, newRecorder(), &memStore{}, clk, WithGetenv(getenv))
+			stop := run(t, p)
+			eventually(t, "the breaker to open", func() bool { return clk.Parked() > 0 })
+			stop()
+			label := "timeout"
+			if tc == "body" {
+				label = "200" // the answer came; reading it timed out
+			}
+			if got := counter(t, m, "requests", "p", label); got != 3 {
+				t.Errorf("requests %s counted %v, want 3", label, got)
+			}
+			if st := p.Status(); st.Circuit != CircuitOpen {
+				t.Errorf("circuit %s", st.Circuit)
+			}
+		})
+	}
+}
+
+// syncBuffer is a log destination the poller's goroutine writes to while
+// the test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestLogsRedactURLs: the URLs in log lines, in Status and in errors from
+// net/http keep their query keys and lose their values; no metric label
+// carries one.
+func TestLogsRedactURLs(t *testing.T) {
+	const secret = "s3cret-value"
+	closed := newPartner(t, func(int, http.ResponseWriter, *http.Request) {})
+	closed.Close()
+	refusing := newPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "no such page", http.StatusNotFound)
+	})
+	for _, tc := range []struct {
+		name  string
+		cfg   func() Config
+		saved *Position
+		want  []string // in the log
+	}{
+		{name: "refused page", cfg: func() Config {
+			c := testConfig("p", refusing.URL)
+			c.URL = refusing.URL + "/items?token=" + secret + "&cursor={cursor}"
+			c.Pagination.StartCursor = secret
+			return c
+		}, want: []string{"page failed", "token=REDACTED&cursor=REDACTED"}},
+		{name: "connection error", cfg: func() Config {
+			c := testConfig("p", closed.URL)
+			c.URL = closed.URL + "/items?token=" + secret + "&cursor={cursor}"
+			return c
+		}, want: []string{"circuit open", "token=REDACTED&cursor=REDACTED"}},
+		{name: "token endpoint down", cfg: func() Config {
+			c := testConfig("p", refusing.URL)
+			c.Auth = AuthConfig{Type: AuthOAuth2, OAuth2: OAuth2Config{
+				TokenURL: closed.URL + "/token?tenant=" + secret, ClientID: "client-1", ClientSecretEnv: "SECRET", RefreshBefore: time.Minute}}
+			return c
+		}, want: []string{"circuit open", "token request", "tenant=REDACTED"}},
+		{name: "saved link", cfg: func() Config {
+			c := linkConfig(refusing.URL)
+			return c
+		}, saved: &Position{URL: refusing.URL + "/items?after=10&sig=" + secret},
+			want: []string{"resumes from its saved position", "after=REDACTED&sig=REDACTED", "page failed"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := tc.cfg()
+			cfg.Breaker = BreakerConfig{Failures: 1, Cooldown: 2 * time.Hour}
+			cfg.Backoff = BackoffConfig{Initial: 2 * time.Hour, Max: 2 * time.Hour} // either parks
+			store := &memStore{}
+			if tc.saved != nil {
+				store.saves = []CursorRecord{{Poller: "p", Position: *tc.saved}}
+			}
+			var out syncBuffer
+			reg := prometheus.NewRegistry()
+			m, err := NewMetrics(reg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			clk := newFakeClock()
+			p, err := NewPoller(cfg, newRecorder(), store, WithClock(clk), WithMetrics(m), WithGetenv(getenv),
+				WithJitter(identityJitter), WithLogger(slog.New(slog.NewTextHandler(&out, nil))))
+			if err != nil {
+				t.Fatal(err)
+			}
+			stop := run(t, p)
+			eventually(t, "the poller to park", func() bool { return clk.Parked() > 0 })
+			stop()
+			log := out.String()
+			if strings.Contains(log, secret) {
+				t.Errorf("the log holds the secret:\n%s", log)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(log, w) {
+					t.Errorf("the log lacks %q:\n%s", w, log)
+				}
+			}
+			if f := p.Status().LastFailure; f != nil && strings.Contains(fmt.Sprintf("%+v", *f), secret) {
+				t.Errorf("Status().LastFailure holds the secret: %+v", *f)
+			}
+			families, err := reg.Gather()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, fam := range families {
+				for _, metric := range fam.GetMetric() {
+					for _, l := range metric.GetLabel() {
+						if v := l.GetValue(); strings.Contains(v, secret) || strings.Contains(v, "?") || strings.Contains(v, "://") {
+							t.Errorf("%s{%s=%q} carries a URL", fam.GetName(), l.GetName(), v)
+						}
+					}
+				}
+			}
+		})
+	}
+}
