@@ -19,6 +19,7 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -237,7 +238,9 @@ func TestReceiveTimeout(t *testing.T) {
 	}()
 	<-held.entered
 
-	ctx, cancel := context.WithCancel(withKey(context.Background(), keyAll)) // no deadline of its own
+	// The call's own deadline only keeps a broken gateway from hanging the
+	// test: the counter below tells the gateway's cut-off from it.
+	ctx, cancel := context.WithTimeout(withKey(context.Background(), keyAll), 30*time.Second)
 	defer cancel()
 	cs, err := h.conn.NewStream(ctx, &grpc.StreamDesc{ClientStreams: true}, ingestv1.IngestService_Publish_FullMethodName)
 	if err != nil {
@@ -375,5 +378,30 @@ func TestHeaderListBound(t *testing.T) {
 	}
 	if got := counterValue(t, h.reg, "sluice_requests_total", nil); got != 1 {
 		t.Errorf("%v requests reached the service, want 1 (the first)", got)
+	}
+}
+
+// TestMaxConnectionAge: past limits.max_connection_age the server sends
+// GOAWAY, so the client's connection leaves READY; the next call
+// reconnects and is served.
+func TestMaxConnectionAge(t *testing.T) {
+	h := newHarness(t, harnessOpts{config: func(c *gateway.Config) {
+		c.Limits.MaxConnectionAge = 200 * time.Millisecond
+		c.Limits.MaxConnectionAgeGrace = time.Second
+	}})
+	e := ev{ID: "age-1", Type: typeLog, Key: "svc", At: h.clock.Now(), JSON: examples.LogLineJSON}
+	if _, err := h.publishGRPC(keyAll, e); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for st := h.conn.GetState(); st == connectivity.Ready; st = h.conn.GetState() {
+		if !h.conn.WaitForStateChange(ctx, st) {
+			t.Fatal("the connection stayed READY past max_connection_age")
+		}
+	}
+	e.ID = "age-2"
+	if _, err := h.publishGRPC(keyAll, e); err != nil {
+		t.Fatalf("after the connection aged out: %v", err)
 	}
 }
