@@ -684,3 +684,32 @@ func (s *Spool) Close() error {
 	}
 	return err
 }
+
+// Health reports whether an append of a small record could succeed now:
+// nil, ErrClosed, the error that broke the spool after a failed fdatasync
+// (it lasts until the spool is reopened), or a *FullError when the spool
+// is at Config.MaxBytes or its filesystem at Config.MinFreeBytes. It is
+// meant for readiness checks; it reads the filesystem's free space.
+func (s *Spool) Health() error {
+	s.sendMu.RLock()
+	closed := s.sendClosed
+	s.sendMu.RUnlock()
+	if closed {
+		return ErrClosed
+	}
+	s.mu.Lock()
+	broken, used := s.broken, s.bytes
+	s.mu.Unlock()
+	if broken != nil {
+		return broken
+	}
+	// A record of one byte that starts a segment.
+	const need = segmentHeaderSize + frameHeaderSize + 1
+	if used+need > s.cfg.MaxBytes {
+		return &FullError{Reason: ReasonCap, Need: need, Free: max(0, s.cfg.MaxBytes-used)}
+	}
+	if free, err := diskFree(s.cfg.Dir); err == nil && free-need < s.cfg.MinFreeBytes {
+		return &FullError{Reason: ReasonDiskFloor, Need: need, Free: max(0, free-s.cfg.MinFreeBytes)}
+	}
+	return nil
+}

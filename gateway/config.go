@@ -54,8 +54,15 @@ type LimitsConfig struct {
 	// the gateway's clock.
 	MaxEventAge    time.Duration `yaml:"max_event_age"`
 	MaxEventFuture time.Duration `yaml:"max_event_future"`
-	// MaxConcurrentStreams bounds the gRPC streams of one connection.
+	// MaxConcurrentStreams bounds the gRPC streams of one connection; the
+	// transport refuses a stream past it (REFUSED_STREAM) before sluice
+	// sees it.
 	MaxConcurrentStreams uint32 `yaml:"max_concurrent_streams"`
+	// MaxStreams bounds the PublishStream streams open across connections.
+	// Past it a new stream is refused at its headers with UNAVAILABLE and
+	// RetryInfo, counted in sluice_streams_refused_total. Only authenticated
+	// streams count: an unauthenticated one is refused first.
+	MaxStreams int `yaml:"max_streams"`
 	// StreamWindow is how many batches of one PublishStream may be in flight
 	// before the gateway stops reading the stream.
 	StreamWindow int `yaml:"stream_window"`
@@ -71,7 +78,24 @@ type LimitsConfig struct {
 	// ReceivingRequests bounds the gRPC Publish calls whose request is
 	// still arriving, across connections. Past it a new call is refused
 	// UNAVAILABLE with Retry-After at its headers, before its body is read.
+	// Only authenticated calls count: an unauthenticated one is refused
+	// UNAUTHENTICATED at its headers and never takes a place.
 	ReceivingRequests int `yaml:"receiving_requests"`
+	// ReceiveTimeout bounds how long a gRPC Publish call's message may take
+	// to arrive after its headers. A call still without it then is cut off
+	// with DEADLINE_EXCEEDED and its receiving place freed, counted in
+	// sluice_receive_timeouts_total; a call's own earlier deadline wins.
+	ReceiveTimeout time.Duration `yaml:"receive_timeout"`
+	// MaxHeaderListBytes bounds the headers (metadata) of a gRPC call, as
+	// HTTP/2 counts them. The transport resets a stream over it before
+	// sluice sees it; gRPC clients check it before they send.
+	MaxHeaderListBytes int `yaml:"max_header_list_bytes"`
+	// MaxConnectionAge bounds how long a gRPC connection lives: past it
+	// (with a little jitter) the server sends GOAWAY, so clients reconnect
+	// and spread over the gateways behind a load balancer. Calls in flight
+	// get MaxConnectionAgeGrace to finish before the connection is closed.
+	MaxConnectionAge      time.Duration `yaml:"max_connection_age"`
+	MaxConnectionAgeGrace time.Duration `yaml:"max_connection_age_grace"`
 }
 
 // HTTPConfig holds the REST server's timeouts.
@@ -120,10 +144,16 @@ func NewDefaultConfig() Config {
 			MaxEventAge:          7 * 24 * time.Hour,
 			MaxEventFuture:       5 * time.Minute,
 			MaxConcurrentStreams: 100,
+			MaxStreams:           1000,
 			StreamWindow:         4,
 			CheckingEvents:       2000,
 			MaxQueueWait:         time.Second,
 			ReceivingRequests:    64,
+
+			ReceiveTimeout:        10 * time.Second,
+			MaxHeaderListBytes:    16 << 10,
+			MaxConnectionAge:      30 * time.Minute,
+			MaxConnectionAgeGrace: time.Minute,
 		},
 		HTTP: HTTPConfig{
 			ReadHeaderTimeout: 5 * time.Second,
@@ -171,6 +201,16 @@ func (c Config) Validate() error {
 		return fieldErr("limits.max_queue_wait", "must be > 0")
 	case l.ReceivingRequests < 1:
 		return fieldErr("limits.receiving_requests", "must be >= 1")
+	case l.MaxStreams < 1:
+		return fieldErr("limits.max_streams", "must be >= 1")
+	case l.ReceiveTimeout <= 0:
+		return fieldErr("limits.receive_timeout", "must be > 0")
+	case l.MaxHeaderListBytes < minHeaderListBytes || l.MaxHeaderListBytes > 1<<20:
+		return fieldErr("limits.max_header_list_bytes", fmt.Sprintf("must be in [%d, %d]", minHeaderListBytes, 1<<20))
+	case l.MaxConnectionAge <= 0:
+		return fieldErr("limits.max_connection_age", "must be > 0")
+	case l.MaxConnectionAgeGrace <= 0:
+		return fieldErr("limits.max_connection_age_grace", "must be > 0")
 	case c.HTTP.ReadHeaderTimeout <= 0:
 		return fieldErr("http.read_header_timeout", "must be > 0")
 	case c.HTTP.ReadTimeout <= 0:
@@ -230,6 +270,10 @@ func (c Config) Validate() error {
 	}
 	return nil
 }
+
+// minHeaderListBytes leaves room for gRPC's own headers, an API key and a
+// traceparent.
+const minHeaderListBytes = 1024
 
 // minMemoryLimit is the smallest memory_limit the gateway runs in.
 const minMemoryLimit = 128 << 20

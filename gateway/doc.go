@@ -4,7 +4,11 @@
 // # What happens to a request
 //
 //  1. The caller's source is found from its API key (x-api-key, or
-//     Authorization: Bearer). Keys are stored as SHA-256 digests only.
+//     Authorization: Bearer), from the headers alone: on gRPC in the
+//     server's tap, before the call takes any place or its message is
+//     read; on REST in a handler before the body is read. A caller that is
+//     not a source is refused UNAUTHENTICATED (401) and holds nothing an
+//     authenticated one needs. Keys are stored as SHA-256 digests only.
 //  2. Whole-request limits: events per request, bytes per request (a REST
 //     body over the limit is refused from its Content-Length, unread), and
 //     the source's token bucket, which is charged one token per event and
@@ -50,6 +54,15 @@
 //   - Memory is bounded: request sizes, the dedup window's MaxEntries, and
 //     StreamWindow batches in flight per stream (a full window stops reading
 //     the stream, so HTTP/2 flow control slows the sender).
+//   - Connections are bounded on gRPC: header bytes per call
+//     (MaxHeaderListBytes), streams per connection (MaxConcurrentStreams)
+//     and in total (MaxStreams, UNAVAILABLE past it), unary calls whose
+//     message is still arriving (ReceivingRequests, UNAVAILABLE past it),
+//     how long that message may take (ReceiveTimeout, DEADLINE_EXCEEDED),
+//     and a connection's age (MaxConnectionAge, then GOAWAY).
+//   - Readiness (Server.Ready, gRPC health) is checked in the server's own
+//     goroutine, not on demand; metrics and probes are served by
+//     internal/admin on a listener apart from the API.
 //
 // # What it does not do
 //

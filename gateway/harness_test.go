@@ -25,6 +25,7 @@ import (
 	"github.com/sluicehq/sluice/examples"
 	"github.com/sluicehq/sluice/gateway"
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
+	"github.com/sluicehq/sluice/internal/admin"
 	"github.com/sluicehq/sluice/internal/kafkatest"
 	"github.com/sluicehq/sluice/publish"
 )
@@ -69,6 +70,7 @@ type harness struct {
 	topics  map[string]string // event type -> topic
 
 	admission *publish.Admission
+	admin     *admin.Server // /metrics, /healthz, /readyz of this gateway
 }
 
 type harnessOpts struct {
@@ -81,6 +83,12 @@ type harnessOpts struct {
 	// realKafka publishes to SLUICE_KAFKA_BROKERS, on topics of the test's
 	// own, and skips the test when it is not set.
 	realKafka bool
+	// server adds options to gateway.NewServer.
+	server []gateway.ServerOption
+	// readiness checks admission's readiness every few milliseconds.
+	readiness bool
+	// beforeStart runs between NewServer and Start.
+	beforeStart func(*gateway.Server)
 }
 
 func testConfig() gateway.Config {
@@ -173,11 +181,29 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.srv, err = gateway.NewServer(svc, gateway.WithGatherer(h.reg))
+	sopts := o.server
+	if o.readiness {
+		sopts = append(sopts, gateway.WithReadiness(admission.Ready), gateway.WithReadinessEvery(10*time.Millisecond, time.Second))
+	}
+	h.srv, err = gateway.NewServer(svc, sopts...)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if o.beforeStart != nil {
+		o.beforeStart(h.srv)
+	}
 	h.srv.Start()
+	h.admin, err = admin.New(admin.Config{Addr: "127.0.0.1:0"}, h.reg,
+		admin.WithReadiness(h.srv.Ready), admin.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.admin.Start()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = h.admin.Shutdown(ctx)
+	})
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

@@ -15,6 +15,8 @@ type metrics struct {
 	streamsOpen     prometheus.Gauge
 	shed            prometheus.Counter
 	requestsShed    prometheus.Counter
+	streamsRefused  prometheus.Counter
+	receiveTimeouts prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer, dedupLen func() float64) *metrics {
@@ -53,9 +55,17 @@ func newMetrics(reg prometheus.Registerer, dedupLen func() float64) *metrics {
 			Name: "sluice_requests_shed_total",
 			Help: "gRPC Publish calls refused UNAVAILABLE at their headers because limits.receiving_requests calls were already arriving.",
 		}),
+		streamsRefused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sluice_streams_refused_total",
+			Help: "PublishStream streams refused UNAVAILABLE at their headers because limits.max_streams streams were open.",
+		}),
+		receiveTimeouts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sluice_receive_timeouts_total",
+			Help: "gRPC Publish calls cut off (DEADLINE_EXCEEDED) because their message had not arrived within limits.receive_timeout.",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.events, m.requests, m.requestDuration, m.batchSize, m.dedupEvictions, m.streamsOpen, m.shed, m.requestsShed,
+		reg.MustRegister(m.events, m.requests, m.requestDuration, m.batchSize, m.dedupEvictions, m.streamsOpen, m.shed, m.requestsShed, m.streamsRefused, m.receiveTimeouts,
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 				Name: "sluice_dedup_entries",
 				Help: "Event ids remembered by the dedup window or being published.",

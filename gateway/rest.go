@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -23,7 +24,10 @@ import (
 )
 
 // REST: POST /v1/events goes through grpc-gateway's mux and the generated
-// handler, with three pieces of sluice's own:
+// handler, with four pieces of sluice's own:
+//   - authenticateREST finds the caller's source from the headers before
+//     anything reads the body, and refuses an unknown caller with 401
+//     without reading it;
 //   - limitBody refuses a body over MaxRequestBytes from its Content-Length
 //     without reading it, and stops reading one that turns out longer;
 //   - restMarshaler decodes the request so that each event's "payload" is
@@ -71,6 +75,37 @@ func limitBody(limit int, next http.Handler) http.Handler {
 		}
 		r.Body = &requestBody{ReadCloser: r.Body, limit: int64(limit)}
 		next.ServeHTTP(w, r)
+	})
+}
+
+// authenticateREST authenticates a REST request from its headers (the
+// same ones headerMatcher passes on: X-Api-Key, Authorization: Bearer)
+// and from what r.Context() carries, before the body is read. A caller
+// that is not a source gets 401 with the typed body; its body is left
+// unread and the connection closed rather than drained. The source goes to
+// the Service in the request's context.
+func (s *Service) authenticateREST(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		md := metadata.MD{}
+		for name, values := range r.Header {
+			if key, ok := headerMatcher(name); ok && key != traceparentMetadata {
+				md.Append(key, values...)
+			}
+		}
+		ctx := r.Context()
+		if old, ok := metadata.FromIncomingContext(ctx); ok {
+			md = metadata.Join(old, md)
+		}
+		src, f := s.sources.authenticate(metadata.NewIncomingContext(ctx, md))
+		if f != nil {
+			s.metrics.requests.WithLabelValues("rest", f.Reason.String()).Inc()
+			if r.ContentLength != 0 {
+				w.Header().Set("Connection", "close")
+			}
+			writeFailure(w, f)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(withSource(ctx, src)))
 	})
 }
 

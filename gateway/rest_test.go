@@ -59,13 +59,21 @@ func TestRESTRequestFailures(t *testing.T) {
 	}
 
 	t.Run("unknown route keeps its status", func(t *testing.T) {
-		resp, err := http.Get("http://" + h.srv.HTTPAddr() + "/v1/nothing")
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusNotFound {
-			t.Errorf("status %d", resp.StatusCode)
+		// Every /v1/ route is authenticated first: a caller without a key
+		// learns nothing of the routes.
+		for key, want := range map[string]int{keyAll: http.StatusNotFound, "": http.StatusUnauthorized} {
+			req, _ := http.NewRequest(http.MethodGet, "http://"+h.srv.HTTPAddr()+"/v1/nothing", nil)
+			if key != "" {
+				req.Header.Set("X-Api-Key", key)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != want {
+				t.Errorf("key %q: status %d, want %d", key, resp.StatusCode, want)
+			}
 		}
 	})
 

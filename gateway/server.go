@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -20,16 +18,22 @@ import (
 	"google.golang.org/grpc/reflection"
 
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
+	"github.com/sluicehq/sluice/internal/admin"
 )
 
-// Server serves a Service over gRPC and REST, with /metrics, /healthz and
-// /readyz on the REST listener, and gRPC health and reflection.
+// Server serves a Service over gRPC and REST, with gRPC health and
+// reflection. The REST listener serves only the API (/v1/...); metrics and
+// the health probes are internal/admin's, on their own listener, and read
+// readiness from Ready.
 type Server struct {
 	svc    *Service
 	grpc   *grpc.Server
 	http   *http.Server
 	health *health.Server
 	log    *slog.Logger
+	// ready checks readiness in its own goroutine and drives the gRPC
+	// health status; nil when no check was given (ready once started).
+	ready *admin.Checker
 
 	grpcLis, httpLis net.Listener
 	wg               sync.WaitGroup
@@ -40,24 +44,27 @@ type Server struct {
 type ServerOption interface{ applyServer(*serverOptions) }
 
 type serverOptions struct {
-	gatherer prometheus.Gatherer
-	ready    func(context.Context) error
+	ready      func(context.Context) error
+	readyEvery []admin.CheckerOption
 }
 
 type serverOptionFunc func(*serverOptions)
 
 func (f serverOptionFunc) applyServer(o *serverOptions) { f(o) }
 
-// WithGatherer serves these metrics on /metrics; by default /metrics is
-// not served.
-func WithGatherer(g prometheus.Gatherer) ServerOption {
-	return serverOptionFunc(func(o *serverOptions) { o.gatherer = g })
-}
-
-// WithReadiness makes /readyz and the gRPC health status depend on check
-// (for example a Kafka ping); by default the server is ready once started.
+// WithReadiness makes Ready and the gRPC health status depend on check
+// (for example publish.Admission.Ready), run from Start to Shutdown every
+// admin.DefaultCheckInterval, each bounded by admin.DefaultCheckTimeout.
+// By default the server is ready once started.
 func WithReadiness(check func(context.Context) error) ServerOption {
 	return serverOptionFunc(func(o *serverOptions) { o.ready = check })
+}
+
+// WithReadinessEvery replaces the readiness check's interval and timeout.
+func WithReadinessEvery(interval, timeout time.Duration) ServerOption {
+	return serverOptionFunc(func(o *serverOptions) {
+		o.readyEvery = []admin.CheckerOption{admin.CheckEvery(interval, timeout)}
+	})
 }
 
 // NewServer binds both listeners; Serve starts answering.
@@ -68,14 +75,25 @@ func NewServer(svc *Service, opts ...ServerOption) (*Server, error) {
 	}
 	cfg := svc.cfg
 	s := &Server{svc: svc, log: svc.log, health: health.NewServer(), errs: make(chan error, 2)}
+	if o.ready != nil {
+		s.ready = admin.NewChecker(o.ready, append(o.readyEvery, admin.OnChange(s.readinessChanged))...)
+	}
 
+	l := cfg.Limits
 	s.grpc = grpc.NewServer(
 		// Messages up to twice the limit are read and refused as
 		// BATCH_TOO_LARGE; beyond that gRPC cuts them off unread.
-		grpc.MaxRecvMsgSize(2*cfg.Limits.MaxRequestBytes),
-		grpc.MaxConcurrentStreams(cfg.Limits.MaxConcurrentStreams),
+		grpc.MaxRecvMsgSize(2*l.MaxRequestBytes),
+		grpc.MaxConcurrentStreams(l.MaxConcurrentStreams),
+		grpc.MaxHeaderListSize(uint32(l.MaxHeaderListBytes)),
+		// Authentication, the receiving bound, the receive deadline and
+		// the stream bound: before a call's message is read.
 		grpc.InTapHandle(svc.tap),
-		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: cfg.HTTP.IdleTimeout}),
+		grpc.KeepaliveParams(keepalive.ServerParameters{
+			MaxConnectionIdle:     cfg.HTTP.IdleTimeout,
+			MaxConnectionAge:      l.MaxConnectionAge,
+			MaxConnectionAgeGrace: l.MaxConnectionAgeGrace,
+		}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 		grpc.ForceServerCodecV2(newServerCodec(svc.decodeFailures)),
 	)
@@ -95,22 +113,8 @@ func NewServer(svc *Service, opts ...ServerOption) (*Server, error) {
 		return nil, err
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/v1/", limitBody(cfg.Limits.MaxRequestBytes, gw))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		if o.ready != nil {
-			ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-			defer cancel()
-			if err := o.ready(ctx); err != nil {
-				http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
-				return
-			}
-		}
-		w.WriteHeader(http.StatusOK)
-	})
-	if o.gatherer != nil {
-		mux.Handle("GET /metrics", promhttp.HandlerFor(o.gatherer, promhttp.HandlerOpts{}))
-	}
+	// The caller is known before its body is read or its size judged.
+	mux.Handle("/v1/", svc.authenticateREST(limitBody(l.MaxRequestBytes, gw)))
 	s.http = &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: cfg.HTTP.ReadHeaderTimeout,
@@ -136,11 +140,41 @@ func NewServer(svc *Service, opts ...ServerOption) (*Server, error) {
 func (s *Server) GRPCAddr() string { return s.grpcLis.Addr().String() }
 func (s *Server) HTTPAddr() string { return s.httpLis.Addr().String() }
 
+// Ready reports whether the gateway can make an event durable, as of the
+// last readiness check: nil, admin.ErrNotChecked before the first one, or
+// why not. Without WithReadiness it is always nil.
+func (s *Server) Ready() error {
+	if s.ready == nil {
+		return nil
+	}
+	return s.ready.Ready()
+}
+
+// readinessChanged gives the gRPC health service a new readiness answer.
+func (s *Server) readinessChanged(notReady error) {
+	if notReady != nil {
+		s.log.Warn("gateway not ready", "err", notReady)
+		s.setServing(healthpb.HealthCheckResponse_NOT_SERVING)
+		return
+	}
+	s.log.Info("gateway ready")
+	s.setServing(healthpb.HealthCheckResponse_SERVING)
+}
+
+func (s *Server) setServing(st healthpb.HealthCheckResponse_ServingStatus) {
+	s.health.SetServingStatus("", st)
+	s.health.SetServingStatus(ingestv1.IngestService_ServiceDesc.ServiceName, st)
+}
+
 // Start serves both listeners in goroutines that Shutdown stops and waits
-// for. Errors after start arrive on Err.
+// for, and starts the readiness check. Errors after start arrive on Err.
 func (s *Server) Start() {
-	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
-	s.health.SetServingStatus(ingestv1.IngestService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	if s.ready != nil {
+		s.setServing(healthpb.HealthCheckResponse_NOT_SERVING) // until the first check
+		s.ready.Start()
+	} else {
+		s.setServing(healthpb.HealthCheckResponse_SERVING)
+	}
 	s.wg.Add(2)
 	go func() {
 		defer s.wg.Done()
@@ -163,6 +197,9 @@ func (s *Server) Err() <-chan error { return s.errs }
 // done, then cuts the rest off. The caller closes the producer afterwards,
 // so every answered event was acknowledged first.
 func (s *Server) Shutdown(ctx context.Context) error {
+	if s.ready != nil {
+		s.ready.Stop()
+	}
 	s.health.Shutdown()
 	httpErr := s.http.Shutdown(ctx)
 	stopped := make(chan struct{})

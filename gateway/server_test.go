@@ -16,8 +16,9 @@ import (
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
 )
 
-// TestOperability: gRPC health and reflection answer, and /metrics counts
-// events by source, type, outcome and reason.
+// TestOperability: gRPC health and reflection answer, and the admin
+// listener's /metrics (not the API's) counts events by source, type,
+// outcome and reason.
 func TestOperability(t *testing.T) {
 	h := newHarness(t, harnessOpts{})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -47,7 +48,12 @@ func TestOperability(t *testing.T) {
 	if _, err := h.publishGRPC(keyAll, e, bad); err != nil {
 		t.Fatal(err)
 	}
-	mresp, err := http.Get("http://" + h.srv.HTTPAddr() + "/metrics")
+	if resp, err := http.Get("http://" + h.srv.HTTPAddr() + "/metrics"); err != nil || resp.StatusCode != http.StatusNotFound {
+		t.Errorf("the API listener serves /metrics: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+	mresp, err := http.Get("http://" + h.admin.Addr() + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +126,7 @@ func TestShutdownDrains(t *testing.T) {
 	if err := <-shut; err != nil {
 		t.Fatalf("shutdown: %v", err)
 	}
-	if _, err := http.Get("http://" + h.srv.HTTPAddr() + "/healthz"); err == nil {
+	if _, err := http.Get("http://" + h.srv.HTTPAddr() + "/v1/events"); err == nil {
 		t.Error("REST still accepts connections after shutdown")
 	}
 }

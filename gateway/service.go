@@ -49,6 +49,7 @@ type Service struct {
 	// checking admits Limits.CheckingEvents events at a time to be checked.
 	checking  *semaphore.Weighted
 	receiving receiving
+	streams   streamSlots
 }
 
 // Option configures a Service.
@@ -117,6 +118,8 @@ func New(cfg Config, contracts *contract.Registry, pub Admitter, opts ...Option)
 	s.metrics = newMetrics(o.reg, dedupLen)
 	s.checking = semaphore.NewWeighted(int64(cfg.Limits.CheckingEvents))
 	s.receiving.limit = int64(cfg.Limits.ReceivingRequests)
+	s.receiving.timeout = cfg.Limits.ReceiveTimeout
+	s.streams.limit = int64(cfg.Limits.MaxStreams)
 	return s, nil
 }
 
@@ -154,7 +157,7 @@ func (s *Service) Publish(ctx context.Context, req *ingestv1.PublishRequest) (*i
 	start := s.now()
 	transport := transportOf(ctx)
 	defer func() { s.metrics.requestDuration.WithLabelValues(transport).Observe(s.now().Sub(start).Seconds()) }()
-	src, f := s.sources.authenticate(ctx)
+	src, f := s.source(ctx)
 	if f == nil {
 		if err := s.decodeFailures.take(req); err != nil {
 			f = malformedRequest(err)
@@ -175,6 +178,15 @@ func (s *Service) Publish(ctx context.Context, req *ingestv1.PublishRequest) (*i
 		}
 	}
 	return &ingestv1.PublishResponse{Results: results}, nil
+}
+
+// source is the caller's source: the one the gRPC tap or authenticateREST
+// found, or, for a call that came another way, the one its metadata names.
+func (s *Service) source(ctx context.Context) (*source, *Failure) {
+	if src, ok := sourceOf(ctx); ok {
+		return src, nil
+	}
+	return s.sources.authenticate(ctx)
 }
 
 // Ingest judges events that sluice pulled itself (a poller) under the
@@ -216,7 +228,7 @@ func pushBack(results []*ingestv1.EventResult) *Failure {
 // leave in the order the batches arrived.
 func (s *Service) PublishStream(stream ingestv1.IngestService_PublishStreamServer) error {
 	ctx := stream.Context()
-	src, f := s.sources.authenticate(ctx)
+	src, f := s.source(ctx)
 	if f != nil {
 		s.metrics.requests.WithLabelValues("grpc-stream", f.Reason.String()).Inc()
 		return f

@@ -205,6 +205,39 @@ func NewAdmission(cfg AdmissionConfig, kafka producer, spool *buffer.Spool, opts
 // Mode is the current admission mode.
 func (a *Admission) Mode() Mode { return Mode(a.mode.Load()) }
 
+// pinger is a producer that can tell whether Kafka answers (*Producer).
+type pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// Ready reports whether a record admitted now could be made durable:
+// Kafka answers a ping within ctx, or there is a spool and it takes
+// appends (buffer.Spool.Health). It is meant for readiness checks; the
+// error says why neither holds. A producer without Ping counts as
+// answering.
+func (a *Admission) Ready(ctx context.Context) error {
+	select {
+	case <-a.stop:
+		return fmt.Errorf("publish: admission closed")
+	default:
+	}
+	p, ok := a.kafka.(pinger)
+	if !ok {
+		return nil
+	}
+	kerr := p.Ping(ctx)
+	if kerr == nil {
+		return nil
+	}
+	if a.spool == nil {
+		return fmt.Errorf("kafka unreachable and no spool: %w", kerr)
+	}
+	if serr := a.spool.Health(); serr != nil {
+		return fmt.Errorf("kafka unreachable (%w) and the spool refuses appends (%w)", kerr, serr)
+	}
+	return nil
+}
+
 // Admit makes each record durable in Kafka or the spool, or says why not.
 // It returns by ctx's deadline.
 func (a *Admission) Admit(ctx context.Context, records []*kgo.Record) []Admitted {

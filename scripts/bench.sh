@@ -159,10 +159,15 @@ broker_down() {
 
 # gateway_up NAME SPOOL_FIRST SKIP_VALIDATION DEDUP_WINDOW RATE [PPROF]:
 # start a gateway on CPU 0 with GOMAXPROCS=1; sets GW_PID, GW_GRPC,
-# GW_HTTP (and GW_PPROF when PPROF is set).
+# GW_HTTP and GW_ADMIN (the admin listener: /metrics and, when PPROF is
+# set, /debug/pprof/; GW_PPROF is then the same address).
 GW_N=0
 gateway_up() {
 	local name=$1 spool_first=$2 skip=$3 window=$4 rate=$5 pprof=${6:-}
+	local profiles=false
+	if [ -n "$pprof" ]; then
+		profiles=true
+	fi
 	GW_N=$((GW_N + 1))
 	local cfg="$WORK/gateway-$GW_N.yaml"
 	cat >"$cfg" <<EOF
@@ -192,19 +197,20 @@ admission:
 log:
   level: info
   format: json
+admin:
+  addr: 127.0.0.1:0
+  pprof: $profiles
 EOF
 	local args=(gateway --config "$cfg")
-	if [ -n "$pprof" ]; then
-		args+=(--pprof 127.0.0.1:0)
-	fi
 	start "gw-$name-$GW_N" "$SUT_CPU" GOMAXPROCS=1 -- "${args[@]}"
 	GW_PID=$LAST_PID
 	local line
 	line=$(await "$WORK/gw-$name-$GW_N.err" '^\{.*"msg":"gateway serving".*' "$GW_PID")
 	GW_GRPC=$(jq -r .grpc <<<"$line")
 	GW_HTTP=$(jq -r .http <<<"$line")
+	GW_ADMIN=$(await "$WORK/gw-$name-$GW_N.err" '^\{.*"msg":"admin serving".*' "$GW_PID" | jq -r .addr)
 	if [ -n "$pprof" ]; then
-		GW_PPROF=$(await "$WORK/gw-$name-$GW_N.err" '^\{.*"msg":"pprof serving".*' "$GW_PID" | jq -r .addr)
+		GW_PPROF=$GW_ADMIN
 	fi
 }
 

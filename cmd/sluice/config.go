@@ -14,6 +14,7 @@ import (
 	"github.com/sluicehq/sluice/buffer"
 	"github.com/sluicehq/sluice/consumer"
 	"github.com/sluicehq/sluice/gateway"
+	"github.com/sluicehq/sluice/internal/admin"
 	"github.com/sluicehq/sluice/publish"
 	"github.com/sluicehq/sluice/pull"
 	"github.com/sluicehq/sluice/sink"
@@ -32,6 +33,10 @@ type fileConfig struct {
 	Pollers   []pull.Config           `yaml:"pollers"`
 	Consumer  consumer.Config         `yaml:"consumer"`
 	Sink      sink.Config             `yaml:"sink"`
+	// Admin is the admin listener of sluice gateway and sluice consumer
+	// (metrics, probes, profiles); left unset, each takes its own default
+	// address (admin.DefaultGatewayAddr, admin.DefaultConsumerAddr).
+	Admin admin.Config `yaml:"admin"`
 }
 
 // spoolConfig is the disk spool block. An empty dir runs without a spool:
@@ -98,6 +103,7 @@ func defaultFileConfig() fileConfig {
 		Log:       logConfig{Level: "info", Format: "json"},
 		Consumer:  consumer.DefaultConfig(),
 		Sink:      sink.DefaultConfig(),
+		Admin:     admin.NewDefaultConfig(),
 	}
 }
 
@@ -137,6 +143,9 @@ func parseConfig(raw []byte, getenv func(string) string, check func(fileConfig) 
 // validate checks what the gateway uses: every block but consumer and sink.
 func (c fileConfig) validate() error {
 	if err := c.Gateway.Validate(); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	if err := c.Admin.Validate(); err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
 	if err := c.validateClient(); err != nil {
@@ -215,6 +224,9 @@ func (c fileConfig) validateConsumer() error {
 	}
 	cc := consumerConfig(c)
 	if err := cc.Validate(); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	if err := c.Admin.Validate(); err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
 	if err := c.Sink.Validate(); err != nil {

@@ -4,17 +4,18 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluicehq/sluice/consumer"
 	"github.com/sluicehq/sluice/contract"
+	"github.com/sluicehq/sluice/internal/admin"
 	"github.com/sluicehq/sluice/publish"
 	"github.com/sluicehq/sluice/sink"
 )
@@ -26,7 +27,6 @@ func runConsumerCmd(ctx context.Context, args []string, stderr io.Writer) error 
 	fs := flag.NewFlagSet("consumer", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	path := fs.String("config", "", "path of the sluice YAML config (required)")
-	metricsAddr := fs.String("metrics", "", "serve Prometheus /metrics on this address (off when empty)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -56,21 +56,44 @@ func runConsumerCmd(ctx context.Context, args []string, stderr io.Writer) error 
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	if *metricsAddr != "" {
-		stop, err := serveMetrics(*metricsAddr, reg, log)
-		if err != nil {
-			return err
-		}
-		defer stop()
-	}
 	c, err := consumer.New(ccfg, registry, s, kafkaOpts(cfg.Kafka), consumer.WithRegisterer(reg), consumer.WithLogger(log))
 	if err != nil {
 		return err
 	}
+	stopAdmin, err := serveConsumerAdmin(cfg.Admin.WithDefaultAddr(admin.DefaultConsumerAddr), reg, c, log)
+	if err != nil {
+		return err
+	}
+	defer stopAdmin()
 	log.Info("consumer running", "group", ccfg.Group, "topics", ccfg.SourceTopics(), "sink", s.Name())
 	err = c.Run(ctx)
 	log.Info("consumer stopped")
 	return err
+}
+
+// serveConsumerAdmin serves the consumer's admin listener: /metrics of
+// reg, and readiness (Consumer.Ready) checked in a goroutine of its own.
+// stop ends both and waits for them.
+func serveConsumerAdmin(cfg admin.Config, reg prometheus.Gatherer, c *consumer.Consumer, log *slog.Logger) (stop func(), err error) {
+	ready := admin.NewChecker(c.Ready, admin.OnChange(func(err error) {
+		if err != nil {
+			log.Warn("consumer not ready", "err", err)
+		} else {
+			log.Info("consumer ready")
+		}
+	}))
+	srv, err := admin.New(cfg, reg, admin.WithReadiness(ready.Ready), admin.WithLogger(log))
+	if err != nil {
+		return nil, fmt.Errorf("consumer: %w", err)
+	}
+	ready.Start()
+	srv.Start()
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		ready.Stop()
+	}, nil
 }
 
 // consumerConfig is the file's consumer block; without topics it consumes
@@ -92,11 +115,4 @@ func kafkaOpts(k publish.Config) []kgo.Opt {
 		kgo.ClientID(k.ClientID),
 		kgo.DialTimeout(k.DialTimeout),
 	}
-}
-
-// serveMetrics serves reg's /metrics on addr until stop is called.
-func serveMetrics(addr string, reg *prometheus.Registry, log *slog.Logger) (stop func(), err error) {
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	return serveHTTP("metrics", addr, mux, log)
 }

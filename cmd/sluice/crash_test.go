@@ -64,6 +64,7 @@ func freePort(t *testing.T) string {
 type child struct {
 	cmd    *exec.Cmd
 	http   string
+	admin  string        // the admin listener: /healthz, /metrics
 	exited chan struct{} // closed when the process has exited; err is set then
 	err    error
 }
@@ -76,7 +77,7 @@ func (c *child) wait() error {
 
 func startChild(t *testing.T, dir, brokers string, spoolFirst bool, round int) *child {
 	t.Helper()
-	httpAddr, grpcAddr := freePort(t), freePort(t)
+	httpAddr, grpcAddr, adminAddr := freePort(t), freePort(t), freePort(t)
 	contracts, err := filepath.Abs("../../examples/contracts.binpb")
 	if err != nil {
 		t.Fatal(err)
@@ -107,8 +108,10 @@ admission:
   drain_backoff_max: 200ms
 log:
   level: warn
+admin:
+  addr: %s
 `, grpcAddr, httpAddr, hashKey("crash-key"), contracts, strings.Join(examples.Types, ", "), brokers,
-		filepath.Join(dir, "spool"), spoolFirst)
+		filepath.Join(dir, "spool"), spoolFirst, adminAddr)
 	path := filepath.Join(dir, "sluice.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -123,7 +126,7 @@ log:
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	c := &child{cmd: cmd, http: httpAddr, exited: make(chan struct{})}
+	c := &child{cmd: cmd, http: httpAddr, admin: adminAddr, exited: make(chan struct{})}
 	go func() {
 		c.err = cmd.Wait()
 		logf.Close()
@@ -131,7 +134,7 @@ log:
 	}()
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = c.wait() })
 	ready := waitUntil(20*time.Second, func() bool {
-		resp, err := http.Get("http://" + httpAddr + "/healthz")
+		resp, err := http.Get("http://" + adminAddr + "/healthz")
 		if err != nil {
 			return false
 		}
@@ -279,7 +282,7 @@ func TestCrashLosesNothingAcknowledged(t *testing.T) {
 	// A last gateway drains what the killed ones spooled.
 	c := startChild(t, dir, brokers, false, rounds)
 	drained := waitUntil(60*time.Second, func() bool {
-		resp, err := http.Get("http://" + c.http + "/metrics")
+		resp, err := http.Get("http://" + c.admin + "/metrics")
 		if err != nil {
 			return false
 		}

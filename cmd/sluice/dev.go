@@ -18,6 +18,7 @@ import (
 	"github.com/sluicehq/sluice/contract"
 	"github.com/sluicehq/sluice/examples"
 	"github.com/sluicehq/sluice/gateway"
+	"github.com/sluicehq/sluice/internal/admin"
 	"github.com/sluicehq/sluice/publish"
 	"github.com/sluicehq/sluice/sink"
 )
@@ -30,6 +31,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.SetOutput(stderr)
 	httpAddr := fs.String("http", "127.0.0.1:8080", "REST listen address")
 	grpcAddr := fs.String("grpc", "127.0.0.1:9090", "gRPC listen address")
+	adminAddr := fs.String("admin", admin.DefaultGatewayAddr, "admin listen address: /metrics, /healthz, /readyz")
 	kafkaPort := fs.Int("kafka-port", 0, "port of the in-process Kafka on 127.0.0.1 (0: any free port)")
 	partitions := fs.Int("partitions", 3, "partitions per topic in the in-process Kafka")
 	tail := fs.Bool("tail", true, "print each record as it lands in Kafka")
@@ -64,6 +66,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	defer cluster.Close()
 
 	cfg.Gateway.GRPCAddr, cfg.Gateway.HTTPAddr = *grpcAddr, *httpAddr
+	cfg.Admin.Addr = *adminAddr
 	cfg.Gateway.Sources = []gateway.SourceConfig{{
 		Name: "demo", KeyHashes: []string{hashKey(DemoAPIKey)}, EventTypes: []string{"*"}, Rate: 5000, Burst: 10000,
 	}}
@@ -151,8 +154,8 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			tailRecords(tailCtx, tailer, stdout)
 		}()
 	}
-	return serve(ctx, cfg, registry, log, func(srv *gateway.Server) {
-		fmt.Fprint(stdout, devBanner(srv.HTTPAddr(), srv.GRPCAddr(), cfg.Kafka.Brokers, scfg.Path))
+	return serve(ctx, cfg, registry, log, func(srv *gateway.Server, adminAddr string) {
+		fmt.Fprint(stdout, devBanner(srv.HTTPAddr(), srv.GRPCAddr(), adminAddr, cfg.Kafka.Brokers, scfg.Path))
 	})
 }
 
@@ -193,7 +196,7 @@ func tailRecords(ctx context.Context, cl *kgo.Client, w io.Writer) {
 	}
 }
 
-func devBanner(httpAddr, grpcAddr string, brokers []string, sinkDB string) string {
+func devBanner(httpAddr, grpcAddr, adminAddr string, brokers []string, sinkDB string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, `
 sluice dev is running: REST http://%[1]s  gRPC %[2]s  Kafka (in-process) %[3]s
@@ -209,7 +212,7 @@ Over gRPC (reflection is on; "json" carries the payload as JSON text, "binary" a
 
 Events land in the SQLite sink %[6]s; the newest:  sluice sink recent --sqlite %[6]s
 
-Metrics: http://%[1]s/metrics   Contracts: %[5]s
-`, httpAddr, grpcAddr, strings.Join(brokers, ","), DemoAPIKey, strings.Join(examples.Types, ", "), sinkDB)
+Metrics: http://%[7]s/metrics   Contracts: %[5]s
+`, httpAddr, grpcAddr, strings.Join(brokers, ","), DemoAPIKey, strings.Join(examples.Types, ", "), sinkDB, adminAddr)
 	return b.String()
 }

@@ -60,7 +60,9 @@ func TestDev(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	out, logs := newSyncBuffer(), newSyncBuffer()
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, []string{"dev", "-http", "127.0.0.1:0", "-grpc", "127.0.0.1:0"}, out, logs) }()
+	go func() {
+		done <- run(ctx, []string{"dev", "-http", "127.0.0.1:0", "-grpc", "127.0.0.1:0", "-admin", "127.0.0.1:0"}, out, logs)
+	}()
 	defer func() {
 		cancel()
 		select {
@@ -74,6 +76,12 @@ func TestDev(t *testing.T) {
 	}()
 
 	addr := waitFor(t, out, regexp.MustCompile(`REST http://(\S+)`))[1]
+	metrics := waitFor(t, out, regexp.MustCompile(`Metrics: (http://\S+)`))[1]
+	if resp, err := http.Get(metrics); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("the banner's metrics %s: %v %v", metrics, resp, err)
+	} else {
+		resp.Body.Close()
+	}
 	now := time.Now().UTC().Format(time.RFC3339)
 	body := `{"events":[{"id":"log-1","type":"examples.logs.v1.LogLine","occurred_at":"` + now +
 		`","partition_key":"checkout-api","payload":{"service":"checkout-api","severity":"SEVERITY_INFO","message":"hello","timestamp":"` + now + `","host":"127.0.0.1"}}]}`

@@ -7,9 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
-	"net/http/pprof"
 	"runtime/debug"
 	"time"
 
@@ -19,6 +16,7 @@ import (
 	"github.com/sluicehq/sluice/buffer"
 	"github.com/sluicehq/sluice/contract"
 	"github.com/sluicehq/sluice/gateway"
+	"github.com/sluicehq/sluice/internal/admin"
 	"github.com/sluicehq/sluice/publish"
 )
 
@@ -30,7 +28,6 @@ func runGatewayCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("gateway", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	path := fs.String("config", "", "path of the sluice YAML config (required)")
-	pprofAddr := fs.String("pprof", "", "serve /debug/pprof/ on this loopback address (for profiling; off when empty)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -46,13 +43,6 @@ func runGatewayCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	if limit := cfg.Gateway.RuntimeMemoryLimit(); limit > 0 {
 		debug.SetMemoryLimit(limit)
 	}
-	if *pprofAddr != "" {
-		stopPprof, err := servePprof(*pprofAddr, log)
-		if err != nil {
-			return err
-		}
-		defer stopPprof()
-	}
 	registry, err := contract.LoadFile(cfg.Contracts.DescriptorSet, cfg.Contracts.Types, contract.WithMaxDepth(cfg.Gateway.Limits.MaxDepth))
 	if err != nil {
 		return err
@@ -62,8 +52,9 @@ func runGatewayCmd(ctx context.Context, args []string, stderr io.Writer) error {
 
 // serve runs the gateway until ctx ends, then shuts down in order: stop
 // accepting and finish requests in flight, then flush and close the
-// producer. started, when set, is called with the running server.
-func serve(ctx context.Context, cfg fileConfig, registry *contract.Registry, log *slog.Logger, started func(*gateway.Server)) error {
+// producer. started, when set, is called with the running server and the
+// admin listener's address.
+func serve(ctx context.Context, cfg fileConfig, registry *contract.Registry, log *slog.Logger, started func(srv *gateway.Server, adminAddr string)) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
@@ -106,12 +97,25 @@ func serve(ctx context.Context, cfg fileConfig, registry *contract.Registry, log
 		closeAll()
 		return err
 	}
-	srv, err := gateway.NewServer(svc, gateway.WithGatherer(reg), gateway.WithReadiness(producer.Ping))
+	srv, err := gateway.NewServer(svc, gateway.WithReadiness(admission.Ready))
 	if err != nil {
 		closeAll()
 		return err
 	}
+	adm, err := admin.New(cfg.Admin.WithDefaultAddr(admin.DefaultGatewayAddr), reg,
+		admin.WithReadiness(srv.Ready), admin.WithLogger(log))
+	if err != nil {
+		closeAll()
+		return fmt.Errorf("gateway: %w", err)
+	}
 	srv.Start()
+	adm.Start()
+	// The admin listener goes last, so probes see the shutdown through.
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+		defer cancel()
+		_ = adm.Shutdown(sctx)
+	}()
 	log.Info("gateway serving", "grpc", srv.GRPCAddr(), "http", srv.HTTPAddr(),
 		"types", len(registry.Types()), "sources", len(cfg.Gateway.Sources), "mode", admission.Mode().String())
 	stopPollers, err := startPollers(ctx, cfg, svc, reg, log)
@@ -123,13 +127,14 @@ func serve(ctx context.Context, cfg fileConfig, registry *contract.Registry, log
 		return err
 	}
 	if started != nil {
-		started(srv)
+		started(srv, adm.Addr())
 	}
 
 	var runErr error
 	select {
 	case <-ctx.Done():
 	case runErr = <-srv.Err():
+	case runErr = <-adm.Err():
 	}
 	log.Info("gateway shutting down")
 	// Pollers first: what they admit needs admission open.
@@ -154,46 +159,4 @@ func closeSpool(s *buffer.Spool, log *slog.Logger) {
 	if err := s.Close(); err != nil {
 		log.Error("spool close", "err", err)
 	}
-}
-
-// servePprof serves the runtime profiles on addr, which must be a loopback
-// address: profiles show the process's internals and cost CPU to take. The
-// returned func stops the server and waits for it.
-func servePprof(addr string, log *slog.Logger) (stop func(), err error) {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return nil, fmt.Errorf("gateway: --pprof: %w", err)
-	}
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return nil, fmt.Errorf("gateway: --pprof: %q is not a loopback address", addr)
-	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	return serveHTTP("pprof", addr, mux, log)
-}
-
-// serveHTTP serves h on addr until the returned stop is called; stop
-// closes the server and waits for its goroutine.
-func serveHTTP(name, addr string, h http.Handler, log *slog.Logger) (stop func(), err error) {
-	lis, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := srv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error(name+" server", "err", err)
-		}
-	}()
-	log.Info(name+" serving", "addr", lis.Addr().String())
-	return func() {
-		srv.Close()
-		<-done
-	}, nil
 }

@@ -2,52 +2,169 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/sluicehq/sluice/consumer"
+	"github.com/sluicehq/sluice/examples"
+	"github.com/sluicehq/sluice/publish"
 )
 
-// TestServePprof: --pprof serves the profiles on loopback only, and its
-// server stops when asked.
-func TestServePprof(t *testing.T) {
-	quiet := slog.New(slog.DiscardHandler)
-	for _, addr := range []string{"0.0.0.0:0", "10.1.2.3:6060", "example.com:6060", "nonsense"} {
-		if _, err := servePprof(addr, quiet); err == nil {
-			t.Errorf("%s: want refused", addr)
-		}
-	}
-	var got string
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	stop, err := servePprof("127.0.0.1:0", slog.New(captureAddr{Handler: log.Handler(), addr: &got}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop()
+// adminGet fetches path from addr: its status, or 0 when nothing answered.
+func adminGet(t *testing.T, addr, path string) (int, string) {
+	t.Helper()
 	client := &http.Client{Timeout: 10 * time.Second}
-	resp, err := client.Get("http://" + got + "/debug/pprof/heap?debug=1")
+	resp, err := client.Get("http://" + addr + path)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+// runInBackground runs the sluice command args until the test ends, and
+// fails the test if it then ends with an error.
+func runInBackground(t *testing.T, args ...string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, args, io.Discard, io.Discard) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("%s: %v", args[0], err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Errorf("%s did not stop", args[0])
+		}
+	})
+}
+
+func writeConfig(t *testing.T, cfg string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "sluice.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func gatewayConfig(t *testing.T, brokers, httpAddr, admin string) string {
+	t.Helper()
+	contracts, err := filepath.Abs("../../examples/contracts.binpb")
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("heap profile: status %d", resp.StatusCode)
+	return fmt.Sprintf(`gateway:
+  grpc_addr: %s
+  http_addr: %s
+sources:
+  - name: admin
+    key_hashes: [%s]
+    event_types: ["*"]
+contracts:
+  descriptor_set: %s
+  types: [%s]
+kafka:
+  brokers: [%s]
+log:
+  level: warn
+admin:
+%s
+`, freePort(t), httpAddr, hashKey("admin-key"), contracts, strings.Join(examples.Types, ", "), brokers, admin)
+}
+
+// TestGatewayAdmin: `sluice gateway` serves /metrics, /healthz, /readyz
+// and, with admin.pprof, the profiles on the admin address, and none of
+// them on the API's; profiles on an address off loopback stop start-up.
+func TestGatewayAdmin(t *testing.T) {
+	var topics []string
+	for _, typ := range examples.Types {
+		topics = append(topics, publish.DefaultTopic(typ))
+	}
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, topics...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cluster.Close)
+	brokers := strings.Join(cluster.ListenAddrs(), ",")
+
+	err = run(context.Background(), []string{"gateway", "--config", writeConfig(t, gatewayConfig(t, brokers, freePort(t),
+		"  addr: 0.0.0.0:0\n  pprof: true"))}, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "admin: pprof") {
+		t.Fatalf("profiles off loopback: %v, want refused naming admin.pprof", err)
+	}
+
+	httpAddr, adminAddr := freePort(t), freePort(t)
+	runInBackground(t, "gateway", "--config", writeConfig(t, gatewayConfig(t, brokers, httpAddr,
+		"  addr: "+adminAddr+"\n  pprof: true")))
+	if !waitUntil(20*time.Second, func() bool { code, _ := adminGet(t, adminAddr, "/readyz"); return code == http.StatusOK }) {
+		t.Fatal("the admin listener's /readyz never answered 200")
+	}
+	for path, want := range map[string]string{
+		"/healthz":                  "",
+		"/metrics":                  "sluice_admission_mode 0",
+		"/debug/pprof/heap?debug=1": "heap profile",
+	} {
+		if code, body := adminGet(t, adminAddr, path); code != http.StatusOK || !strings.Contains(body, want) {
+			t.Errorf("admin %s: %d, want 200 with %q", path, code, want)
+		}
+		if code, _ := adminGet(t, httpAddr, path); code == http.StatusOK || code == 0 {
+			t.Errorf("the API listener answers %s with %d", path, code)
+		}
 	}
 }
 
-// captureAddr keeps the "addr" attribute of the records it handles.
-type captureAddr struct {
-	slog.Handler
-	addr *string
-}
-
-func (c captureAddr) Handle(ctx context.Context, r slog.Record) error {
-	r.Attrs(func(a slog.Attr) bool {
-		if a.Key == "addr" {
-			*c.addr = a.Value.String()
-		}
-		return true
-	})
-	return c.Handler.Handle(ctx, r)
+// TestConsumerAdmin: `sluice consumer` serves /metrics, /healthz and
+// /readyz (ready while its Kafka answers), and no profiles by default.
+func TestConsumerAdmin(t *testing.T) {
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1),
+		kfake.SeedTopics(1, "t", consumer.DLQTopic("t"), consumer.ParkedTopic("t"), consumer.AuditTopic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cluster.Close)
+	contracts, err := filepath.Abs("../../examples/contracts.binpb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	adminAddr := freePort(t)
+	runInBackground(t, "consumer", "--config", writeConfig(t, fmt.Sprintf(`
+consumer: {group: g, topics: [t]}
+sink: {kind: sqlite, sqlite: {path: %s}}
+contracts: {descriptor_set: %s, types: [examples.logs.v1.LogLine]}
+kafka: {brokers: [%s]}
+log: {level: warn}
+admin: {addr: %s}
+`, filepath.Join(t.TempDir(), "events.db"), contracts, cluster.ListenAddrs()[0], adminAddr)))
+	if !waitUntil(20*time.Second, func() bool { code, _ := adminGet(t, adminAddr, "/readyz"); return code == http.StatusOK }) {
+		t.Fatal("the consumer's /readyz never answered 200")
+	}
+	if code, body := adminGet(t, adminAddr, "/metrics"); code != http.StatusOK || !strings.Contains(body, "sluice_consumer_in_flight") {
+		t.Errorf("/metrics: %d", code)
+	}
+	if code, _ := adminGet(t, adminAddr, "/healthz"); code != http.StatusOK {
+		t.Errorf("/healthz: %d", code)
+	}
+	if code, _ := adminGet(t, adminAddr, "/debug/pprof/heap"); code != http.StatusNotFound {
+		t.Errorf("profiles without admin.pprof: %d, want 404", code)
+	}
+	cluster.Close()
+	if !waitUntil(20*time.Second, func() bool {
+		code, _ := adminGet(t, adminAddr, "/readyz")
+		return code == http.StatusServiceUnavailable
+	}) {
+		t.Fatal("/readyz still 200 with Kafka gone")
+	}
 }

@@ -296,14 +296,15 @@ func newSystem(t *testing.T, brokers []string, dsn string) *system {
 	_, file, _, _ := runtime.Caller(0)
 	root := filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
 	s := &system{
-		t:        t,
-		root:     root,
-		dir:      t.TempDir(),
-		brokers:  brokers,
-		dsn:      dsn,
-		run:      fmt.Sprintf("faults-%d", time.Now().UnixNano()),
-		grpcAddr: freeAddr(t),
-		httpAddr: freeAddr(t),
+		t:         t,
+		root:      root,
+		dir:       t.TempDir(),
+		brokers:   brokers,
+		dsn:       dsn,
+		run:       fmt.Sprintf("faults-%d", time.Now().UnixNano()),
+		grpcAddr:  freeAddr(t),
+		httpAddr:  freeAddr(t),
+		adminAddr: freeAddr(t),
 	}
 	s.topic = s.run + ".logs"
 	s.table = strings.ReplaceAll(s.run, "-", "_")

@@ -37,6 +37,7 @@ type system struct {
 	gateway   *proc
 	grpcAddr  string
 	httpAddr  string
+	adminAddr string // the gateway's admin listener: /metrics, /readyz
 	spoolCap  int64  // the gateway's spool.max_bytes
 	spoolDir  string // the gateway's spool.dir; empty: dir/spool
 	segment   int64  // the gateway's spool.segment_bytes; 0: a quarter of the cap, at most 16 MiB
@@ -170,9 +171,11 @@ admission:
   drain_backoff_max: 1s
 log:
   level: info
+admin:
+  addr: %[15]s
 `, s.grpcAddr, s.httpAddr, s.topic, hashKey(apiKey), filepath.Join(s.root, "examples", "contracts.binpb"),
 		strings.Join(s.brokers, ", "), s.gatewaySpoolDir(), s.segmentBytes(spoolCap), spoolCap, spoolFirst,
-		maxEventBytes, sourceA, sourceB, hashKey(apiKeyB))
+		maxEventBytes, sourceA, sourceB, hashKey(apiKeyB), s.adminAddr)
 	path := filepath.Join(s.dir, "gateway.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		s.t.Fatal(err)
@@ -205,7 +208,7 @@ func (s *system) gatewaySpoolDir() string {
 // ok is false when the gateway does not answer or has no such sample.
 func (s *system) gatewayMetric(name string, labels ...string) (v float64, ok bool) {
 	client := &http.Client{Timeout: 2 * time.Second}
-	resp, err := client.Get("http://" + s.httpAddr + "/metrics")
+	resp, err := client.Get("http://" + s.adminAddr + "/metrics")
 	if err != nil {
 		return 0, false
 	}
@@ -283,7 +286,7 @@ func (s *system) waitReady() {
 			s.t.Fatalf("the gateway exited while starting:\n%s", s.gateway.logTail())
 		default:
 		}
-		resp, err := client.Get("http://" + s.httpAddr + "/readyz")
+		resp, err := client.Get("http://" + s.adminAddr + "/readyz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -293,6 +296,21 @@ func (s *system) waitReady() {
 		time.Sleep(50 * time.Millisecond)
 	}
 	s.t.Fatalf("the gateway was not ready within a minute:\n%s", s.gateway.logTail())
+}
+
+// consumerConfigOf writes consumer n's config: the shared one with an admin
+// listener of its own, so that consumers on one host do not collide.
+func (s *system) consumerConfigOf(n int) string {
+	base, err := os.ReadFile(s.consumerConfig())
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	path := filepath.Join(s.dir, fmt.Sprintf("consumer-%d.yaml", n))
+	cfg := string(base) + fmt.Sprintf("admin:\n  addr: %s\n", freeAddr(s.t))
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		s.t.Fatal(err)
+	}
+	return path
 }
 
 // consumerConfig writes the consumer tier's config once.
@@ -351,7 +369,7 @@ log:
 // addConsumer starts one more consumer process in the group.
 func (s *system) addConsumer() *proc {
 	s.t.Helper()
-	p := s.newProc(fmt.Sprintf("consumer-%d", len(s.consumers)), "consumer", "--config", s.consumerConfig())
+	p := s.newProc(fmt.Sprintf("consumer-%d", len(s.consumers)), "consumer", "--config", s.consumerConfigOf(len(s.consumers)))
 	s.consumers = append(s.consumers, p)
 	s.start(p)
 	return p

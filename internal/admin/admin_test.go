@@ -1,0 +1,242 @@
+package admin
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"io"
+	"log/slog"
+	"math/big"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+var quiet = slog.New(slog.DiscardHandler)
+
+func TestConfigValidate(t *testing.T) {
+	for _, c := range []struct {
+		cfg   Config
+		field string // "" when valid
+	}{
+		{Config{}, ""},
+		{Config{Addr: "127.0.0.1:9100"}, ""},
+		{Config{Addr: "0.0.0.0:9100"}, ""},
+		{Config{Addr: "127.0.0.1:0", Pprof: true}, ""},
+		{Config{Addr: "localhost:6060", Pprof: true}, ""},
+		{Config{Addr: "[::1]:6060", Pprof: true}, ""},
+		{Config{Addr: "nonsense"}, "addr"},
+		{Config{Addr: "0.0.0.0:9100", Pprof: true}, "pprof"},
+		{Config{Addr: "10.1.2.3:9100", Pprof: true}, "pprof"},
+		{Config{Addr: "example.com:9100", Pprof: true}, "pprof"},
+	} {
+		err := c.cfg.Validate()
+		var ce *ConfigError
+		switch {
+		case c.field == "" && err != nil:
+			t.Errorf("%+v: %v", c.cfg, err)
+		case c.field != "" && (!errors.As(err, &ce) || ce.Field != c.field):
+			t.Errorf("%+v: %v, want an error naming %s", c.cfg, err, c.field)
+		}
+	}
+	if got := (Config{}).WithDefaultAddr(DefaultConsumerAddr).Addr; got != DefaultConsumerAddr {
+		t.Errorf("empty addr took %q", got)
+	}
+	if got := (Config{Addr: "127.0.0.1:1"}).WithDefaultAddr(DefaultConsumerAddr).Addr; got != "127.0.0.1:1" {
+		t.Errorf("set addr replaced by %q", got)
+	}
+	if _, err := New(Config{}, prometheus.NewRegistry()); err == nil {
+		t.Error("New without an address")
+	}
+}
+
+func get(t *testing.T, client *http.Client, url string) (int, string) {
+	t.Helper()
+	resp, err := client.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+// TestServer: /metrics serves the gatherer, /healthz is 200, /readyz
+// follows the readiness, profiles only when asked for, and Shutdown stops
+// the listener.
+func TestServer(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	c := prometheus.NewCounter(prometheus.CounterOpts{Name: "admin_test_total", Help: "A test counter."})
+	reg.MustRegister(c)
+	c.Add(3)
+	var notReady atomic.Pointer[error]
+	ready := func() error {
+		if p := notReady.Load(); p != nil {
+			return *p
+		}
+		return nil
+	}
+	client := &http.Client{Timeout: 10 * time.Second}
+	for _, pprof := range []bool{false, true} {
+		s, err := New(Config{Addr: "127.0.0.1:0", Pprof: pprof}, reg, WithReadiness(ready), WithLogger(quiet))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Start()
+		base := "http://" + s.Addr()
+		if code, body := get(t, client, base+"/metrics"); code != 200 || !strings.Contains(body, "admin_test_total 3") {
+			t.Errorf("/metrics %d %q", code, body)
+		}
+		if code, _ := get(t, client, base+"/healthz"); code != 200 {
+			t.Errorf("/healthz %d", code)
+		}
+		if code, _ := get(t, client, base+"/readyz"); code != 200 {
+			t.Errorf("/readyz ready: %d", code)
+		}
+		why := errors.New("kafka unreachable")
+		notReady.Store(&why)
+		if code, body := get(t, client, base+"/readyz"); code != 503 || !strings.Contains(body, "kafka unreachable") {
+			t.Errorf("/readyz not ready: %d %q", code, body)
+		}
+		notReady.Store(nil)
+		want := http.StatusNotFound
+		if pprof {
+			want = http.StatusOK
+		}
+		if code, _ := get(t, client, base+"/debug/pprof/heap?debug=1"); code != want {
+			t.Errorf("pprof %v: heap profile %d, want %d", pprof, code, want)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if err := s.Shutdown(ctx); err != nil {
+			t.Error(err)
+		}
+		cancel()
+		if _, err := client.Get(base + "/healthz"); err == nil {
+			t.Error("served after Shutdown")
+		}
+	}
+}
+
+// TestServerTLS: with WithTLS the listener speaks HTTPS only.
+func TestServerTLS(t *testing.T) {
+	cert, pool := selfSigned(t)
+	s, err := New(Config{Addr: "127.0.0.1:0"}, prometheus.NewRegistry(),
+		WithTLS(&tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}), WithLogger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Start()
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = s.Shutdown(ctx)
+	}()
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	if code, _ := get(t, client, "https://"+s.Addr()+"/healthz"); code != 200 {
+		t.Errorf("/healthz over TLS: %d", code)
+	}
+	if code, _ := get(t, &http.Client{Timeout: 10 * time.Second}, "http://"+s.Addr()+"/healthz"); code == 200 {
+		t.Error("plain HTTP served")
+	}
+}
+
+func selfSigned(t *testing.T) (tls.Certificate, *x509.CertPool) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(leaf)
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, pool
+}
+
+// TestChecker: ErrNotChecked until the first check; then the last answer,
+// with OnChange told of each change; Stop cuts off a check in progress and
+// waits for the goroutine.
+func TestChecker(t *testing.T) {
+	var mu sync.Mutex
+	answer := errors.New("down")
+	block := false
+	entered := make(chan struct{}, 1)
+	check := func(ctx context.Context) error {
+		mu.Lock()
+		a, b := answer, block
+		mu.Unlock()
+		if b {
+			select {
+			case entered <- struct{}{}:
+			default:
+			}
+			<-ctx.Done() // only Stop ends it: the timeout is long
+			return ctx.Err()
+		}
+		return a
+	}
+	changes := make(chan error, 16)
+	c := NewChecker(check, CheckEvery(time.Millisecond, time.Hour), OnChange(func(err error) { changes <- err }))
+	if err := c.Ready(); !errors.Is(err, ErrNotChecked) {
+		t.Fatalf("before Start: %v", err)
+	}
+	c.Start()
+	wait := func(what string, want func(error) bool) {
+		t.Helper()
+		deadline := time.After(20 * time.Second)
+		for {
+			select {
+			case err := <-changes:
+				if want(err) {
+					return
+				}
+			case <-deadline:
+				t.Fatalf("waited in vain for %s", what)
+			}
+		}
+	}
+	wait("the first answer", func(err error) bool { return err != nil && err.Error() == "down" })
+	if err := c.Ready(); err == nil || err.Error() != "down" {
+		t.Fatalf("Ready %v", err)
+	}
+	mu.Lock()
+	answer = nil
+	mu.Unlock()
+	wait("ready", func(err error) bool { return err == nil })
+	if err := c.Ready(); err != nil {
+		t.Fatalf("Ready %v", err)
+	}
+	mu.Lock()
+	block = true
+	mu.Unlock()
+	<-entered
+	c.Stop() // returns only once the blocked check is cut off
+	if err := c.Ready(); err != nil {
+		t.Errorf("an answer cut off by Stop was kept: %v", err)
+	}
+	c.Stop()
+}

@@ -1,0 +1,147 @@
+package admin
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Readiness says whether the process is ready to serve: nil, or why not.
+// It is called on every /readyz, so it must be cheap (Checker.Ready).
+type Readiness func() error
+
+// Server serves the admin endpoints on their own listener.
+type Server struct {
+	srv  *http.Server
+	lis  net.Listener
+	log  *slog.Logger
+	tls  *tls.Config
+	wg   sync.WaitGroup
+	errs chan error
+}
+
+// Option configures New.
+type Option interface{ apply(*options) }
+
+type options struct {
+	log   *slog.Logger
+	tls   *tls.Config
+	ready Readiness
+}
+
+type optionFunc func(*options)
+
+func (f optionFunc) apply(o *options) { f(o) }
+
+// WithLogger replaces slog.Default().
+func WithLogger(l *slog.Logger) Option { return optionFunc(func(o *options) { o.log = l }) }
+
+// WithTLS serves HTTPS with c; by default the listener speaks plain HTTP.
+func WithTLS(c *tls.Config) Option { return optionFunc(func(o *options) { o.tls = c }) }
+
+// WithReadiness makes /readyz answer r; by default /readyz answers 200
+// whenever /healthz does.
+func WithReadiness(r Readiness) Option { return optionFunc(func(o *options) { o.ready = r }) }
+
+// New binds cfg.Addr (which must be set: see Config.WithDefaultAddr) and
+// serves g on /metrics once started.
+func New(cfg Config, g prometheus.Gatherer, opts ...Option) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Addr == "" {
+		return nil, fieldErr("addr", "must be set")
+	}
+	o := options{log: slog.Default()}
+	for _, opt := range opts {
+		opt.apply(&o)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusOK)
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if o.ready != nil {
+			if err := o.ready(); err != nil {
+				http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
+				return
+			}
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+	if cfg.Pprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
+	lis, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("admin: listener: %w", err)
+	}
+	return &Server{
+		srv: &http.Server{
+			Handler:           mux,
+			ReadHeaderTimeout: 5 * time.Second,
+			// No WriteTimeout: a CPU profile or trace takes as long as it
+			// is asked to.
+			IdleTimeout: 2 * time.Minute,
+			TLSConfig:   o.tls,
+			ErrorLog:    slog.NewLogLogger(o.log.Handler(), slog.LevelWarn),
+		},
+		lis:  lis,
+		log:  o.log,
+		tls:  o.tls,
+		errs: make(chan error, 1),
+	}, nil
+}
+
+// Addr is the bound address (useful with port 0).
+func (s *Server) Addr() string { return s.lis.Addr().String() }
+
+// Start serves in a goroutine that Shutdown stops and waits for. An error
+// after start arrives on Err.
+func (s *Server) Start() {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		var err error
+		if s.tls != nil {
+			err = s.srv.ServeTLS(s.lis, "", "")
+		} else {
+			err = s.srv.Serve(s.lis)
+		}
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.errs <- fmt.Errorf("admin: %w", err)
+		}
+	}()
+	s.log.Info("admin serving", "addr", s.Addr())
+}
+
+// Err reports a listener that failed after Start.
+func (s *Server) Err() <-chan error { return s.errs }
+
+// Shutdown stops accepting, lets requests in flight finish until ctx is
+// done, then closes the rest, and waits for the serving goroutine. Without
+// Start it closes the listener.
+func (s *Server) Shutdown(ctx context.Context) error {
+	err := s.srv.Shutdown(ctx)
+	if err != nil {
+		_ = s.srv.Close()
+	}
+	_ = s.lis.Close()
+	s.wg.Wait()
+	return err
+}
