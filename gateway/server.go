@@ -42,6 +42,7 @@ type ServerOption interface{ applyServer(*serverOptions) }
 type serverOptions struct {
 	gatherer prometheus.Gatherer
 	ready    func(context.Context) error
+	reg      prometheus.Registerer
 }
 
 type serverOptionFunc func(*serverOptions)
@@ -60,7 +61,14 @@ func WithReadiness(check func(context.Context) error) ServerOption {
 	return serverOptionFunc(func(o *serverOptions) { o.ready = check })
 }
 
-// NewServer binds both listeners; Serve starts answering.
+// WithServerRegisterer registers the listeners' metrics
+// (sluice_tls_reloads_total); by default they are not registered.
+func WithServerRegisterer(r prometheus.Registerer) ServerOption {
+	return serverOptionFunc(func(o *serverOptions) { o.reg = r })
+}
+
+// NewServer binds both listeners; Serve starts answering. A listener with
+// a TLS block serves TLS, its certificate files reloaded when they change.
 func NewServer(svc *Service, opts ...ServerOption) (*Server, error) {
 	var o serverOptions
 	for _, opt := range opts {
@@ -68,6 +76,10 @@ func NewServer(svc *Service, opts ...ServerOption) (*Server, error) {
 	}
 	cfg := svc.cfg
 	s := &Server{svc: svc, log: svc.log, health: health.NewServer(), errs: make(chan error, 2)}
+	grpcCreds, httpTLS, tlsErr := listenerTLS(cfg, svc.log, o.reg)
+	if tlsErr != nil {
+		return nil, tlsErr
+	}
 
 	s.grpc = grpc.NewServer(
 		// Messages up to twice the limit are read and refused as
@@ -78,6 +90,7 @@ func NewServer(svc *Service, opts ...ServerOption) (*Server, error) {
 		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: cfg.HTTP.IdleTimeout}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 		grpc.ForceServerCodecV2(newServerCodec(svc.decodeFailures)),
+		grpc.Creds(grpcCreds), // nil: plaintext
 	)
 	ingestv1.RegisterIngestServiceServer(s.grpc, svc)
 	healthpb.RegisterHealthServer(s.grpc, s.health)
@@ -112,7 +125,8 @@ func NewServer(svc *Service, opts ...ServerOption) (*Server, error) {
 		mux.Handle("GET /metrics", promhttp.HandlerFor(o.gatherer, promhttp.HandlerOpts{}))
 	}
 	s.http = &http.Server{
-		Handler:           mux,
+		Handler:           restPeer(mux),
+		TLSConfig:         httpTLS,
 		ReadHeaderTimeout: cfg.HTTP.ReadHeaderTimeout,
 		ReadTimeout:       cfg.HTTP.ReadTimeout,
 		WriteTimeout:      cfg.HTTP.WriteTimeout,
@@ -150,7 +164,11 @@ func (s *Server) Start() {
 	}()
 	go func() {
 		defer s.wg.Done()
-		if err := s.http.Serve(s.httpLis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		serve := s.http.Serve
+		if s.http.TLSConfig != nil {
+			serve = func(l net.Listener) error { return s.http.ServeTLS(l, "", "") }
+		}
+		if err := serve(s.httpLis); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.errs <- fmt.Errorf("gateway: http: %w", err)
 		}
 	}()
