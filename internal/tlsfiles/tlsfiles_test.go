@@ -23,6 +23,7 @@ type files struct {
 	dir                string
 	cert, key, ca      string
 	serverCA, clientCA *tlstest.CA
+	server             *tlstest.Leaf // in cert and key at first
 }
 
 func newFiles(t *testing.T) *files {
@@ -30,7 +31,8 @@ func newFiles(t *testing.T) *files {
 	dir := t.TempDir()
 	f := &files{dir: dir, cert: filepath.Join(dir, "tls.crt"), key: filepath.Join(dir, "tls.key"), ca: filepath.Join(dir, "clients.pem"),
 		serverCA: tlstest.NewCA(t, "server CA"), clientCA: tlstest.NewCA(t, "client CA")}
-	f.serverCA.Server(t).Write(t, f.cert, f.key)
+	f.server = f.serverCA.Server(t)
+	f.server.Write(t, f.cert, f.key)
 	tlstest.WriteFile(t, f.ca, f.clientCA.PEM)
 	return f
 }
@@ -385,5 +387,53 @@ func TestNextProtos(t *testing.T) {
 	defer c.Close()
 	if p := c.ConnectionState().NegotiatedProtocol; p != "h2" {
 		t.Errorf("negotiated %q, want h2", p)
+	}
+}
+
+// TestConcurrentHandshakes: handshakes racing with rotations each get a
+// whole certificate, one of those written.
+func TestConcurrentHandshakes(t *testing.T) {
+	f := newFiles(t)
+	clk := &fakeClock{now: time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)}
+	r, err := tlsfiles.NewReloader(f.config(tlsfiles.ClientAuthNone), "test", tlsfiles.WithClock(clk.Now),
+		tlsfiles.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := serve(t, r.Config())
+	var known sync.Map
+	known.Store(f.server.Cert.SerialNumber.String(), true)
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 10 {
+				cfg := &tls.Config{RootCAs: f.serverCA.Pool(), ServerName: "localhost"}
+				c, err := tls.DialWithDialer(&net.Dialer{Timeout: 10 * time.Second}, "tcp", s.addr, cfg)
+				if err != nil {
+					errs <- err
+					return
+				}
+				serial := c.ConnectionState().PeerCertificates[0].SerialNumber.String()
+				c.Close()
+				if _, ok := known.Load(serial); !ok {
+					errs <- errors.New("served serial " + serial + " was never written")
+					return
+				}
+			}
+		}()
+	}
+	for range 5 {
+		next := f.serverCA.Server(t)
+		known.Store(next.Cert.SerialNumber.String(), true)
+		next.Write(t, f.cert, f.key)
+		clk.Advance(time.Second)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }
