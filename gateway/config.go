@@ -270,7 +270,9 @@ func (c Config) Validate() error {
 			if err != nil {
 				return fieldErr(field, err.Error())
 			}
-			if other, ok := certs[id]; ok {
+			if other, ok := certs[id]; ok && other == s.Name {
+				return fieldErr(field, fmt.Sprintf("%q is listed twice", e))
+			} else if ok {
 				return fieldErr(field, fmt.Sprintf("%q is also given to source %q", e, other))
 			}
 			certs[id] = s.Name

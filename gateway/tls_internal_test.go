@@ -69,6 +69,7 @@ func TestTLSConfigValidate(t *testing.T) {
 		{"sources[1].client_certs[1]", func(c *Config) { c.Sources[1].ClientCerts[1] = "uri:shop/b" }},
 		{"sources[1].client_certs[2]", func(c *Config) { c.Sources[1].ClientCerts[2] = "email:ops" }},
 		{"sources[1].client_certs[3]", func(c *Config) { c.Sources[1].ClientCerts[3] = "checkout" }},
+		{"sources[1].client_certs[1]", func(c *Config) { c.Sources[1].ClientCerts[1] = "dns:B.internal" }},
 		{"sources[2].client_certs[0]", func(c *Config) {
 			// The same name, in another case: one source only.
 			c.Sources = append(c.Sources, SourceConfig{Name: "c", ClientCerts: []string{"dns:B.Internal"}, EventTypes: []string{"*"}})
