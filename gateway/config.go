@@ -1,8 +1,12 @@
 package gateway
 
 import (
+	"errors"
 	"fmt"
+	"net"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/tlsfiles"
 )
 
 // Config is the gateway's block of the sluice config. NewDefaultConfig holds
@@ -11,6 +15,10 @@ type Config struct {
 	// GRPCAddr and HTTPAddr are the listen addresses.
 	GRPCAddr string `yaml:"grpc_addr"`
 	HTTPAddr string `yaml:"http_addr"`
+	// GRPCTLS and HTTPTLS are the listeners' TLS; without cert_file a
+	// listener serves plaintext.
+	GRPCTLS ListenerTLSConfig `yaml:"grpc_tls"`
+	HTTPTLS ListenerTLSConfig `yaml:"http_tls"`
 
 	Limits  LimitsConfig   `yaml:"limits"`
 	HTTP    HTTPConfig     `yaml:"http"`
@@ -117,12 +125,30 @@ type DedupConfig struct {
 	MaxEntries int `yaml:"max_entries"`
 }
 
-// SourceConfig is one source that may publish.
+// ListenerTLSConfig is one listener's TLS block (see package tlsfiles),
+// and whether plaintext beyond loopback is meant.
+type ListenerTLSConfig struct {
+	tlsfiles.ServerConfig `yaml:",inline"`
+	// Insecure says that serving plaintext on an address other than
+	// loopback is meant. Without it such a listener is refused at start-up
+	// (PlaintextExposed lists them). It must be false when cert_file is set.
+	Insecure bool `yaml:"insecure"`
+}
+
+// SourceConfig is one source that may publish. A source has API keys,
+// client certificates, or both.
 type SourceConfig struct {
 	Name string `yaml:"name"`
 	// KeyHashes are hex SHA-256 digests of the source's API keys; the keys
 	// themselves are never stored.
 	KeyHashes []string `yaml:"key_hashes"`
+	// ClientCerts identify the source by its client certificate: a
+	// certificate verified against a listener's client_ca_file that has
+	// any of these is the source. Each entry is one of "dns:<SAN>",
+	// "uri:<SAN>", "email:<SAN>" or "cn:<subject common name>", matched
+	// exactly (DNS names and email domains without regard to case;
+	// wildcards are not expanded). An entry names one source only.
+	ClientCerts []string `yaml:"client_certs"`
 	// EventTypes the source may publish; "*" allows every loaded type.
 	EventTypes []string `yaml:"event_types"`
 	// Rate is the source's sustained events per second; Burst its bucket.
@@ -136,6 +162,8 @@ func NewDefaultConfig() Config {
 	return Config{
 		GRPCAddr: "127.0.0.1:9090",
 		HTTPAddr: "127.0.0.1:8080",
+		GRPCTLS:  ListenerTLSConfig{ServerConfig: tlsfiles.NewDefaultServerConfig()},
+		HTTPTLS:  ListenerTLSConfig{ServerConfig: tlsfiles.NewDefaultServerConfig()},
 		Limits: LimitsConfig{
 			MaxEventBytes:        256 << 10,
 			MaxEventsPerRequest:  500,
@@ -239,8 +267,15 @@ func (c Config) Validate() error {
 	case len(c.Sources) == 0:
 		return fieldErr("sources", "at least one source is needed")
 	}
+	if err := c.GRPCTLS.validate("grpc_tls"); err != nil {
+		return err
+	}
+	if err := c.HTTPTLS.validate("http_tls"); err != nil {
+		return err
+	}
 	names := map[string]bool{}
 	hashes := map[string]string{}
+	certs := map[string]string{}
 	for i, s := range c.Sources {
 		at := fmt.Sprintf("sources[%d]", i)
 		switch {
@@ -248,8 +283,10 @@ func (c Config) Validate() error {
 			return fieldErr(at+".name", "must be set")
 		case names[s.Name]:
 			return fieldErr(at+".name", fmt.Sprintf("%q is used twice", s.Name))
-		case len(s.KeyHashes) == 0:
-			return fieldErr(at+".key_hashes", "at least one key hash is needed")
+		case len(s.KeyHashes) == 0 && len(s.ClientCerts) == 0:
+			return fieldErr(at+".key_hashes", "at least one key hash (or client_certs entry) is needed")
+		case len(s.ClientCerts) > 0 && !c.GRPCTLS.VerifiesClients() && !c.HTTPTLS.VerifiesClients():
+			return fieldErr(at+".client_certs", "no listener verifies client certificates: set client_ca_file and client_auth request or require in grpc_tls or http_tls")
 		case len(s.EventTypes) == 0:
 			return fieldErr(at+".event_types", `list the types the source may publish, or "*"`)
 		case s.Rate < 0:
@@ -267,6 +304,19 @@ func (c Config) Validate() error {
 			}
 			hashes[h] = s.Name
 		}
+		for j, e := range s.ClientCerts {
+			field := fmt.Sprintf("%s.client_certs[%d]", at, j)
+			id, err := parseCertMatch(e)
+			if err != nil {
+				return fieldErr(field, err.Error())
+			}
+			if other, ok := certs[id]; ok && other == s.Name {
+				return fieldErr(field, fmt.Sprintf("%q is listed twice", e))
+			} else if ok {
+				return fieldErr(field, fmt.Sprintf("%q is also given to source %q", e, other))
+			}
+			certs[id] = s.Name
+		}
 	}
 	return nil
 }
@@ -274,6 +324,50 @@ func (c Config) Validate() error {
 // minHeaderListBytes leaves room for gRPC's own headers, an API key and a
 // traceparent.
 const minHeaderListBytes = 1024
+
+func (l ListenerTLSConfig) validate(block string) error {
+	if l.Insecure && l.Enabled() {
+		return fieldErr(block+".insecure", "must be false when cert_file is set: the listener speaks TLS")
+	}
+	if err := l.ServerConfig.Validate(); err != nil {
+		var ce *tlsfiles.ConfigError
+		if errors.As(err, &ce) {
+			return fieldErr(block+"."+ce.Field, ce.Err.Error())
+		}
+		return err
+	}
+	return nil
+}
+
+// PlaintextExposed lists the listeners, by their address field, that would
+// serve plaintext on an address other than loopback without insecure being
+// set. An address without a host (":9090") listens on every interface.
+func (c Config) PlaintextExposed() []string {
+	var out []string
+	for _, l := range []struct {
+		field, addr string
+		tls         ListenerTLSConfig
+	}{{"grpc_addr", c.GRPCAddr, c.GRPCTLS}, {"http_addr", c.HTTPAddr, c.HTTPTLS}} {
+		if !l.tls.Enabled() && !l.tls.Insecure && !isLoopback(l.addr) {
+			out = append(out, l.field)
+		}
+	}
+	return out
+}
+
+// isLoopback says whether addr (host:port) listens on loopback only; a
+// host name other than localhost may resolve anywhere, so it is not.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
 
 // minMemoryLimit is the smallest memory_limit the gateway runs in.
 const minMemoryLimit = 128 << 20

@@ -4,8 +4,9 @@
 // # What happens to a request
 //
 //  1. The caller's source is found from its API key (x-api-key, or
-//     Authorization: Bearer), from the headers alone: on gRPC in the
-//     server's tap, before the call takes any place or its message is
+//     Authorization: Bearer) or, without one, from its verified client
+//     certificate, from the headers and the connection alone: on gRPC in
+//     the server's tap, before the call takes any place or its message is
 //     read; on REST in a handler before the body is read. A caller that is
 //     not a source is refused UNAUTHENTICATED (401) and holds nothing an
 //     authenticated one needs. Keys are stored as SHA-256 digests only.
@@ -27,6 +28,29 @@
 //     ACCEPTED only once it is durable: acknowledged by Kafka with acks=all
 //     (durability KAFKA) or fsync'd in the local spool while Kafka pushes
 //     back (durability LOCAL_DISK).
+//
+// # TLS and client certificates
+//
+// Each listener has a TLS block (grpc_tls, http_tls; package tlsfiles):
+// without cert_file it serves plaintext, with it TLS 1.2 or newer, the
+// REST listener both HTTP/2 and HTTP/1.1. The certificate, key and client
+// CAs are reloaded when their files change, for new connections, without a
+// restart; a replacement that does not load keeps the previous one
+// (sluice_tls_reloads_total, on the Registerer of WithServerRegisterer).
+// insecure marks plaintext on an address other than loopback as meant;
+// Config.PlaintextExposed lists the listeners that would serve plaintext
+// there without it.
+//
+// A source may list client_certs: names ("dns:", "uri:", "email:" SANs, or
+// "cn:" the subject common name) that identify it by a client certificate
+// verified against the listener's client_ca_file. Only a verified chain
+// counts, never a certificate merely presented. An API key, when one is
+// sent, decides alone: an unknown key is UNAUTHENTICATED even when the
+// certificate would map to a source. Without a key, a verified certificate
+// that names no source, or names two, is UNAUTHENTICATED. A source known
+// by certificate has its allowed types and its rate limit as by key. REST
+// requests carry their TLS state into the context as gRPC calls do (a
+// peer with credentials.TLSInfo), so one authentication serves both.
 //
 // # Guarantees
 //

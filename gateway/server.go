@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -46,6 +47,7 @@ type ServerOption interface{ applyServer(*serverOptions) }
 type serverOptions struct {
 	ready      func(context.Context) error
 	readyEvery []admin.CheckerOption
+	reg        prometheus.Registerer
 }
 
 type serverOptionFunc func(*serverOptions)
@@ -67,7 +69,14 @@ func WithReadinessEvery(interval, timeout time.Duration) ServerOption {
 	})
 }
 
-// NewServer binds both listeners; Serve starts answering.
+// WithServerRegisterer registers the listeners' metrics
+// (sluice_tls_reloads_total); by default they are not registered.
+func WithServerRegisterer(r prometheus.Registerer) ServerOption {
+	return serverOptionFunc(func(o *serverOptions) { o.reg = r })
+}
+
+// NewServer binds both listeners; Serve starts answering. A listener with
+// a TLS block serves TLS, its certificate files reloaded when they change.
 func NewServer(svc *Service, opts ...ServerOption) (*Server, error) {
 	var o serverOptions
 	for _, opt := range opts {
@@ -75,6 +84,10 @@ func NewServer(svc *Service, opts ...ServerOption) (*Server, error) {
 	}
 	cfg := svc.cfg
 	s := &Server{svc: svc, log: svc.log, health: health.NewServer(), errs: make(chan error, 2)}
+	grpcCreds, httpTLS, tlsErr := listenerTLS(cfg, svc.log, o.reg)
+	if tlsErr != nil {
+		return nil, tlsErr
+	}
 	if o.ready != nil {
 		s.ready = admin.NewChecker(o.ready, append(o.readyEvery, admin.OnChange(s.readinessChanged))...)
 	}
@@ -96,6 +109,7 @@ func NewServer(svc *Service, opts ...ServerOption) (*Server, error) {
 		}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 		grpc.ForceServerCodecV2(newServerCodec(svc.decodeFailures)),
+		grpc.Creds(grpcCreds), // nil: plaintext
 	)
 	ingestv1.RegisterIngestServiceServer(s.grpc, svc)
 	healthpb.RegisterHealthServer(s.grpc, s.health)
@@ -116,7 +130,8 @@ func NewServer(svc *Service, opts ...ServerOption) (*Server, error) {
 	// The caller is known before its body is read or its size judged.
 	mux.Handle("/v1/", svc.authenticateREST(limitBody(l.MaxRequestBytes, gw)))
 	s.http = &http.Server{
-		Handler:           mux,
+		Handler:           restPeer(mux),
+		TLSConfig:         httpTLS,
 		ReadHeaderTimeout: cfg.HTTP.ReadHeaderTimeout,
 		ReadTimeout:       cfg.HTTP.ReadTimeout,
 		WriteTimeout:      cfg.HTTP.WriteTimeout,
@@ -184,7 +199,11 @@ func (s *Server) Start() {
 	}()
 	go func() {
 		defer s.wg.Done()
-		if err := s.http.Serve(s.httpLis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		serve := s.http.Serve
+		if s.http.TLSConfig != nil {
+			serve = func(l net.Listener) error { return s.http.ServeTLS(l, "", "") }
+		}
+		if err := serve(s.httpLis); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.errs <- fmt.Errorf("gateway: http: %w", err)
 		}
 	}()

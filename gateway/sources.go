@@ -3,7 +3,9 @@ package gateway
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/x509"
 	"encoding/hex"
+	"fmt"
 	"strings"
 	"time"
 
@@ -32,13 +34,15 @@ func (s *source) mayPublish(eventType string) bool {
 	return s.allowed == nil || s.allowed[eventType]
 }
 
-// sources finds the source of an API key by the key's SHA-256.
+// sources finds the source of an API key by the key's SHA-256, and of a
+// client certificate by its names.
 type sources struct {
 	byHash map[[sha256.Size]byte]*source
+	byCert map[string]*source // by parseCertMatch's form of a client_certs entry
 }
 
 func newSources(cfgs []SourceConfig) *sources {
-	s := &sources{byHash: map[[sha256.Size]byte]*source{}}
+	s := &sources{byHash: map[[sha256.Size]byte]*source{}, byCert: map[string]*source{}}
 	for _, c := range cfgs {
 		src := &source{name: c.Name}
 		for _, t := range c.EventTypes {
@@ -61,6 +65,12 @@ func newSources(cfgs []SourceConfig) *sources {
 				s.byHash[sum] = src
 			}
 		}
+		for _, e := range c.ClientCerts {
+			// Validate checked the entries too.
+			if id, err := parseCertMatch(e); err == nil {
+				s.byCert[id] = src
+			}
+		}
 	}
 	return s
 }
@@ -71,8 +81,14 @@ func HashKey(key string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// authenticate finds the caller's source from incoming metadata. The key is
-// hashed before the lookup, so the comparison never runs over the secret.
+// authenticate finds the caller's source: by API key (incoming metadata)
+// when one is sent, else by the client certificate the TLS layer verified
+// against client_ca_file (the peer in ctx: gRPC's, or REST's by
+// withPeerTLS). A key that is sent decides alone: an unknown key is
+// UNAUTHENTICATED even when the connection's certificate would map to a
+// source, so a caller never publishes as anyone but the key it sent. A
+// verified certificate that maps to no source is UNAUTHENTICATED too. The key
+// is hashed before the lookup, so the comparison never runs over the secret.
 func (s *sources) authenticate(ctx context.Context) (*source, *Failure) {
 	md, _ := metadata.FromIncomingContext(ctx)
 	key := first(md, apiKeyMetadata)
@@ -82,6 +98,12 @@ func (s *sources) authenticate(ctx context.Context) (*source, *Failure) {
 		}
 	}
 	if key == "" {
+		if leaf := verifiedLeaf(ctx); leaf != nil {
+			return s.byCertificate(leaf)
+		}
+		if len(s.byCert) > 0 {
+			return nil, &Failure{Reason: ingestv1.Reason_UNAUTHENTICATED, Message: "no API key and no verified client certificate: send x-api-key, Authorization: Bearer, or a client certificate"}
+		}
 		return nil, &Failure{Reason: ingestv1.Reason_UNAUTHENTICATED, Message: "no API key: send x-api-key or Authorization: Bearer"}
 	}
 	src, ok := s.byHash[sha256.Sum256([]byte(key))]
@@ -89,6 +111,29 @@ func (s *sources) authenticate(ctx context.Context) (*source, *Failure) {
 		return nil, &Failure{Reason: ingestv1.Reason_UNAUTHENTICATED, Message: "unknown API key"}
 	}
 	return src, nil
+}
+
+// byCertificate is the source a verified client certificate names. One
+// that names two sources (a DNS name of one, the common name of another)
+// is refused rather than given to either.
+func (s *sources) byCertificate(leaf *x509.Certificate) (*source, *Failure) {
+	var found *source
+	for _, id := range certIdentities(leaf) {
+		src, ok := s.byCert[id]
+		if !ok || src == found {
+			continue
+		}
+		if found != nil {
+			return nil, &Failure{Reason: ingestv1.Reason_UNAUTHENTICATED,
+				Message: fmt.Sprintf("the client certificate (%s) names two sources, %q and %q", leaf.Subject, found.name, src.name)}
+		}
+		found = src
+	}
+	if found == nil {
+		return nil, &Failure{Reason: ingestv1.Reason_UNAUTHENTICATED,
+			Message: fmt.Sprintf("the client certificate (%s) is verified but not mapped to a source: list one of its names in a source's client_certs", leaf.Subject)}
+	}
+	return found, nil
 }
 
 // admit takes n events from the source's bucket, or says how long until

@@ -1,0 +1,175 @@
+package tlsfiles
+
+import (
+	"bytes"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"os"
+)
+
+// ClientAuth is whether a listener asks for client certificates.
+type ClientAuth string
+
+const (
+	// ClientAuthNone asks for no client certificate.
+	ClientAuthNone ClientAuth = "none"
+	// ClientAuthRequest asks for one and verifies it when it is sent.
+	ClientAuthRequest ClientAuth = "request"
+	// ClientAuthRequire refuses the handshake without a verified one.
+	ClientAuthRequire ClientAuth = "require"
+)
+
+// ServerConfig is one listener's TLS block. The zero value, like
+// NewDefaultServerConfig, serves plaintext.
+type ServerConfig struct {
+	// CertFile is the PEM certificate chain, leaf first; empty: no TLS.
+	CertFile string `yaml:"cert_file"`
+	// KeyFile is the PEM private key of the leaf.
+	KeyFile string `yaml:"key_file"`
+	// ClientCAFile holds the PEM CAs that sign client certificates.
+	ClientCAFile string `yaml:"client_ca_file"`
+	// ClientAuth is none (the default, also when empty), request or require.
+	ClientAuth ClientAuth `yaml:"client_auth"`
+}
+
+// NewDefaultServerConfig returns a block that serves plaintext.
+func NewDefaultServerConfig() ServerConfig {
+	return ServerConfig{ClientAuth: ClientAuthNone}
+}
+
+// Enabled says whether the listener speaks TLS.
+func (c ServerConfig) Enabled() bool { return c.CertFile != "" }
+
+// VerifiesClients says whether client certificates are asked for and
+// verified against ClientCAFile.
+func (c ServerConfig) VerifiesClients() bool {
+	return c.Enabled() && (c.ClientAuth == ClientAuthRequest || c.ClientAuth == ClientAuthRequire)
+}
+
+// Validate names the first wrong field; it reads the files, so a
+// certificate that does not parse or match its key stops start-up.
+func (c ServerConfig) Validate() error {
+	if err := c.validateFields(); err != nil || !c.Enabled() {
+		return err
+	}
+	_, err := load(c)
+	return err
+}
+
+// validateFields checks the fields without reading the files.
+func (c ServerConfig) validateFields() error {
+	switch c.ClientAuth {
+	case "", ClientAuthNone, ClientAuthRequest, ClientAuthRequire:
+	default:
+		return fieldErr("client_auth", fmt.Errorf("%q: must be none, request or require", c.ClientAuth))
+	}
+	asks := c.ClientAuth == ClientAuthRequest || c.ClientAuth == ClientAuthRequire
+	if !c.Enabled() {
+		switch {
+		case c.KeyFile != "":
+			return fieldErr("cert_file", errors.New("must be set with key_file"))
+		case c.ClientCAFile != "":
+			return fieldErr("cert_file", errors.New("must be set: client_ca_file needs TLS"))
+		case asks:
+			return fieldErr("cert_file", fmt.Errorf("must be set: client_auth %s needs TLS", c.ClientAuth))
+		}
+		return nil
+	}
+	switch {
+	case c.KeyFile == "":
+		return fieldErr("key_file", errors.New("must be set with cert_file"))
+	case asks && c.ClientCAFile == "":
+		return fieldErr("client_ca_file", fmt.Errorf("must be set: client_auth %s verifies client certificates against it", c.ClientAuth))
+	case !asks && c.ClientCAFile != "":
+		return fieldErr("client_auth", errors.New("is none, so client_ca_file would not be used: set request or require"))
+	}
+	return nil
+}
+
+// ConfigError names a field of the block and what is wrong with it.
+type ConfigError struct {
+	Field string
+	Err   error
+}
+
+func (e *ConfigError) Error() string { return "tlsfiles: " + e.Field + ": " + e.Err.Error() }
+
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+func fieldErr(field string, err error) error { return &ConfigError{Field: field, Err: err} }
+
+// loaded is one consistent read of the files.
+type loaded struct {
+	cert      tls.Certificate
+	clientCAs *x509.CertPool // nil without client_ca_file
+}
+
+// load reads and checks the files; errors name the file's field.
+func load(c ServerConfig) (*loaded, error) {
+	certPEM, err := os.ReadFile(c.CertFile)
+	if err != nil {
+		return nil, fieldErr("cert_file", err)
+	}
+	chain, err := parseCertificates(certPEM)
+	if err != nil {
+		return nil, fieldErr("cert_file", fmt.Errorf("%s: %w", c.CertFile, err))
+	}
+	keyPEM, err := os.ReadFile(c.KeyFile)
+	if err != nil {
+		return nil, fieldErr("key_file", err)
+	}
+	// The chain parsed, so what X509KeyPair refuses now is the key.
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return nil, fieldErr("key_file", fmt.Errorf("%s: %w", c.KeyFile, err))
+	}
+	cert.Leaf = chain[0]
+	out := &loaded{cert: cert}
+	if c.ClientCAFile != "" {
+		caPEM, err := os.ReadFile(c.ClientCAFile)
+		if err != nil {
+			return nil, fieldErr("client_ca_file", err)
+		}
+		cas, err := parseCertificates(caPEM)
+		if err != nil {
+			return nil, fieldErr("client_ca_file", fmt.Errorf("%s: %w", c.ClientCAFile, err))
+		}
+		out.clientCAs = x509.NewCertPool()
+		for _, ca := range cas {
+			out.clientCAs.AddCert(ca)
+		}
+	}
+	return out, nil
+}
+
+// parseCertificates reads every PEM block as a certificate: a block of
+// another type, or one that does not parse, is an error rather than skipped,
+// so a truncated or mixed-up file is noticed.
+func parseCertificates(data []byte) ([]*x509.Certificate, error) {
+	var out []*x509.Certificate
+	for {
+		var b *pem.Block
+		b, data = pem.Decode(data)
+		if b == nil {
+			break
+		}
+		if b.Type != "CERTIFICATE" {
+			return nil, fmt.Errorf("PEM block %d is %q, not a CERTIFICATE", len(out)+1, b.Type)
+		}
+		c, err := x509.ParseCertificate(b.Bytes)
+		if err != nil {
+			return nil, fmt.Errorf("certificate %d: %w", len(out)+1, err)
+		}
+		out = append(out, c)
+	}
+	if bytes.Contains(data, []byte("-----BEGIN")) {
+		return nil, fmt.Errorf("PEM block %d is truncated", len(out)+1)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no PEM certificate in it")
+	}
+	return out, nil
+}

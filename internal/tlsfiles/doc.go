@@ -1,0 +1,59 @@
+// Package tlsfiles is the server side of TLS for sluice's listeners: one
+// config block, its validation, and a Reloader that serves the certificate
+// files as they are now, so rotating a certificate needs no restart.
+//
+// # The block
+//
+//	tls:
+//	  cert_file: ""       # PEM certificate chain, leaf first; with key_file. Empty: no TLS
+//	  key_file: ""        # PEM private key of the leaf
+//	  client_ca_file: ""  # PEM CAs that sign client certificates
+//	  client_auth: none   # none | request | require
+//
+// client_auth request asks for a client certificate and verifies one that
+// is sent against client_ca_file; a connection without one is let in (the
+// application then decides, for example by API key). require refuses a
+// connection at the handshake unless its certificate verifies. Both need
+// client_ca_file; client_ca_file without one of them is refused as a config
+// error, since it would look like mTLS and not be. Every connection speaks
+// TLS 1.2 or newer.
+//
+// ServerConfig.Validate reads the files as a start-up would: each readable,
+// the chain parses, the key matches the leaf, the CA file holds at least one
+// certificate and nothing else. A ConfigError names the field
+// ("cert_file", "client_auth", …); the caller puts its own block's path in
+// front.
+//
+// # Reload
+//
+// Reloader.Config is a *tls.Config whose GetConfigForClient serves the
+// certificate, key and client CAs last loaded. On a handshake, at most once
+// per second, it stats the three files; when any file's identity, size or
+// modification time changed, it loads them again. Then:
+//
+//   - a load that succeeds serves every new connection from then on;
+//     connections already open keep what they were handshaken with;
+//   - a load that fails (a half-written file, a key that does not match
+//     the certificate, a missing file) keeps serving the previous set, and
+//     is tried again only when the files change again, so one broken state
+//     is logged and counted once.
+//
+// Every reload is logged and counted in sluice_tls_reloads_total{listener,
+// result} (result ok or error), registered on the Registerer passed in;
+// several Reloaders on one Registerer share the family, one listener label
+// each. The first load, by NewReloader, is not a reload: it fails
+// NewReloader instead.
+//
+// No goroutine is started: a listener without handshakes reads nothing, and
+// the first handshake after a change (and after the second has passed) finds
+// it. Files should be replaced by rename (write a temporary file, rename it
+// over the old one); the certificate and its key are renamed one after the
+// other, and a handshake between the two renames finds a mismatch, counts
+// an error, and keeps the old pair until the second rename.
+//
+// # What it does not do
+//
+// No OCSP stapling, no revocation lists, no client side. A connection that
+// is open when its certificate is rotated, or when a client CA is removed,
+// is not closed.
+package tlsfiles
