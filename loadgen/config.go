@@ -61,7 +61,26 @@ type Config struct {
 	Topic string
 	// RunID prefixes every event id; ids are RunID-<counter>.
 	RunID string
+	// TLS, when enabled, makes the grpc, stream and rest targets speak TLS
+	// to the gateway (and present a client certificate when one is set).
+	TLS TLSConfig
 }
+
+// TLSConfig is the client side of a gateway listener's TLS.
+type TLSConfig struct {
+	// Enabled turns TLS on; setting CAFile or CertFile implies it.
+	Enabled bool
+	// CAFile is a PEM bundle to verify the gateway with; empty: the
+	// system roots.
+	CAFile string
+	// CertFile and KeyFile are a client certificate, for mTLS.
+	CertFile, KeyFile string
+	// ServerName is the name checked in the gateway's certificate; empty:
+	// the host of Addr.
+	ServerName string
+}
+
+func (t TLSConfig) on() bool { return t.Enabled || t.CAFile != "" || t.CertFile != "" }
 
 // NewDefaultConfig returns the defaults: gRPC Publish of 100 binary log
 // lines, 16 workers in a closed loop for at most 30 s.
@@ -117,6 +136,10 @@ func (c Config) Validate() error {
 		return fieldErr("timeout", "must be > 0")
 	case c.Connections < 1 || c.Connections > 256:
 		return fieldErr("connections", "must be in [1, 256]")
+	case (c.TLS.CertFile == "") != (c.TLS.KeyFile == ""):
+		return fieldErr("tls-cert", "a client certificate needs both --tls-cert and --tls-key")
+	case c.TLS.on() && c.Target == TargetDirect:
+		return fieldErr("tls-ca", "direct produces to Kafka over plaintext; TLS flags apply to grpc, stream and rest")
 	}
 	return nil
 }

@@ -30,7 +30,7 @@ type gatewayUnderTest struct {
 	brokers []string
 }
 
-func startGateway(t *testing.T) *gatewayUnderTest {
+func startGateway(t *testing.T, configure ...func(*gateway.Config)) *gatewayUnderTest {
 	t.Helper()
 	quiet := slog.New(slog.DiscardHandler)
 	registry, err := contract.Load(examples.Contracts, examples.Types)
@@ -66,6 +66,9 @@ func startGateway(t *testing.T) *gatewayUnderTest {
 	cfg.GRPCAddr, cfg.HTTPAddr = "127.0.0.1:0", "127.0.0.1:0"
 	cfg.Dedup.MaxEntries = 10_000
 	cfg.Sources = []gateway.SourceConfig{{Name: "bench", KeyHashes: []string{gateway.HashKey(testKey)}, EventTypes: []string{"*"}}}
+	for _, f := range configure {
+		f(&cfg)
+	}
 	svc, err := gateway.New(cfg, registry, admission, gateway.WithLogger(quiet))
 	if err != nil {
 		t.Fatal(err)

@@ -28,15 +28,25 @@ type restTarget struct {
 }
 
 func newRESTTarget(cfg Config) (*restTarget, error) {
+	tc, err := cfg.TLS.clientTLS()
+	if err != nil {
+		return nil, err
+	}
 	base := cfg.Addr
 	if !strings.Contains(base, "://") {
 		base = "http://" + base
+		if tc != nil {
+			base = "https://" + cfg.Addr
+		}
 	}
+	// HTTP/1.1 with or without TLS (a TLSClientConfig turns HTTP/2 off),
+	// so that TLS and plaintext runs differ only in TLS.
 	tr := &http.Transport{
 		MaxIdleConns:        cfg.Concurrency,
 		MaxIdleConnsPerHost: cfg.Concurrency,
 		IdleConnTimeout:     30 * time.Second,
 		DisableCompression:  true,
+		TLSClientConfig:     tc,
 	}
 	return &restTarget{url: strings.TrimSuffix(base, "/") + "/v1/events", key: cfg.APIKey, client: &http.Client{Transport: tr}}, nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -54,8 +55,16 @@ type grpcTarget struct {
 
 func newGRPCTarget(cfg Config) (*grpcTarget, error) {
 	t := &grpcTarget{stream: cfg.Target == TargetStream, key: cfg.APIKey}
+	tc, err := cfg.TLS.clientTLS()
+	if err != nil {
+		return nil, err
+	}
+	creds := insecure.NewCredentials()
+	if tc != nil {
+		creds = credentials.NewTLS(tc)
+	}
 	for range cfg.Connections {
-		conn, err := grpc.NewClient(cfg.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		conn, err := grpc.NewClient(cfg.Addr, grpc.WithTransportCredentials(creds),
 			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20)))
 		if err != nil {
 			t.Close()

@@ -1,0 +1,89 @@
+package loadgen_test
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/gateway"
+	"github.com/sluicehq/sluice/internal/tlsfiles"
+	"github.com/sluicehq/sluice/internal/tlsfiles/tlstest"
+	"github.com/sluicehq/sluice/loadgen"
+)
+
+// The grpc, stream and rest targets speak TLS to a gateway whose listeners
+// do, verify it with --tls-ca, and present a client certificate that a
+// gateway requiring one maps to a source; without the CA nothing is
+// answered.
+func TestTargetsSpeakTLS(t *testing.T) {
+	dir := t.TempDir()
+	ca := tlstest.NewCA(t, "loadgen-test-ca")
+	tlstest.WriteFile(t, filepath.Join(dir, "ca.pem"), ca.PEM)
+	ca.Server(t).Write(t, filepath.Join(dir, "server.pem"), filepath.Join(dir, "server-key.pem"))
+	ca.Client(t, tlstest.Identity{CommonName: "bench-client"}).Write(t, filepath.Join(dir, "client.pem"), filepath.Join(dir, "client-key.pem"))
+	listener := gateway.ListenerTLSConfig{ServerConfig: tlsfiles.ServerConfig{
+		CertFile: filepath.Join(dir, "server.pem"), KeyFile: filepath.Join(dir, "server-key.pem"),
+		ClientCAFile: filepath.Join(dir, "ca.pem"), ClientAuth: tlsfiles.ClientAuthRequire,
+	}}
+	gw := startGateway(t, func(c *gateway.Config) {
+		c.GRPCTLS, c.HTTPTLS = listener, listener
+		c.Sources = append(c.Sources, gateway.SourceConfig{Name: "by-cert", ClientCerts: []string{"cn:bench-client"}, EventTypes: []string{"*"}})
+	})
+	withCert := loadgen.TLSConfig{CAFile: filepath.Join(dir, "ca.pem"), CertFile: filepath.Join(dir, "client.pem"), KeyFile: filepath.Join(dir, "client-key.pem")}
+
+	for _, target := range []string{loadgen.TargetGRPC, loadgen.TargetStream, loadgen.TargetREST} {
+		t.Run(target, func(t *testing.T) {
+			cfg := loadgen.NewDefaultConfig()
+			cfg.Target, cfg.Requests, cfg.Concurrency, cfg.EventsPerRequest = target, 5, 2, 10
+			cfg.Addr = gw.srv.GRPCAddr()
+			if target == loadgen.TargetREST {
+				cfg.Addr, cfg.Encoding = gw.srv.HTTPAddr(), loadgen.EncodingJSON
+			}
+			for _, key := range []string{testKey, ""} { // by API key, then by certificate alone
+				cfg.APIKey, cfg.TLS = key, withCert
+				rep := runLoad(t, cfg)
+				if rep.Accepted != 50 || rep.Answered != 5 {
+					t.Fatalf("key %q: accepted %d of 50, answered %d of 5: %+v %s", key, rep.Accepted, rep.Answered, rep.Failures, rep.FirstError)
+				}
+			}
+			// The system roots do not know the test CA.
+			cfg.APIKey, cfg.TLS, cfg.Duration = testKey, loadgen.TLSConfig{Enabled: true}, 5*time.Second
+			if rep := runLoad(t, cfg); rep.Answered != 0 || !strings.Contains(rep.FirstError, "certificate") {
+				t.Fatalf("unverified gateway: answered %d, first error %q", rep.Answered, rep.FirstError)
+			}
+		})
+	}
+}
+
+func runLoad(t *testing.T, cfg loadgen.Config) *loadgen.Report {
+	t.Helper()
+	gen, err := loadgen.NewGenerator(cfg, time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target, err := loadgen.NewTarget(cfg, gen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer target.Close()
+	rep, err := loadgen.Run(context.Background(), cfg, gen, target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+func TestTLSConfigValidate(t *testing.T) {
+	cfg := loadgen.NewDefaultConfig()
+	cfg.TLS.CertFile = "client.pem"
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "tls-cert") {
+		t.Errorf("a certificate without a key: %v", err)
+	}
+	cfg = loadgen.NewDefaultConfig()
+	cfg.Target, cfg.TLS.Enabled = loadgen.TargetDirect, true
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "tls") {
+		t.Errorf("TLS flags on direct: %v", err)
+	}
+}
