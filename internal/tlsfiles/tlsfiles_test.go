@@ -26,7 +26,7 @@ type files struct {
 	server             *tlstest.Leaf // in cert and key at first
 }
 
-func newFiles(t *testing.T) *files {
+func newFiles(t testing.TB) *files {
 	t.Helper()
 	dir := t.TempDir()
 	f := &files{dir: dir, cert: filepath.Join(dir, "tls.crt"), key: filepath.Join(dir, "tls.key"), ca: filepath.Join(dir, "clients.pem"),
