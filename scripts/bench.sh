@@ -2,9 +2,14 @@
 # scripts/bench.sh: sluice's standard benchmark matrix, as ratios against
 # baselines measured in the same run, written to BENCHMARKS.md.
 #
-#   scripts/bench.sh [--quick] [--profile] [--rounds N]
+#   scripts/bench.sh [--quick] [--profile] [--rounds N] [--tls]
 #
 #   --quick     one short round and a short overload (about two minutes)
+#   --tls       only the TLS comparison: per round, the gRPC and REST
+#               workloads against a plaintext gateway and a TLS one
+#               (ECDSA P-256 certificate from openssl), side by side;
+#               prints its table and writes bench-out/tls.md, not
+#               BENCHMARKS.md
 #   --profile   save CPU and allocation profiles of the gateway under the
 #               heaviest workload (gRPC Publish) and under REST to
 #               bench-out/ and print the top 15 of each
@@ -23,11 +28,13 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 
 QUICK=0
+TLS_ONLY=0
 PROFILE=0
 ROUNDS=5
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--quick) QUICK=1 ;;
+	--tls) TLS_ONLY=1 ;;
 	--profile) PROFILE=1 ;;
 	--rounds)
 		[ $# -ge 2 ] || { echo "bench: --rounds needs a number" >&2; exit 2; }
@@ -35,7 +42,7 @@ while [ $# -gt 0 ]; do
 		shift
 		;;
 	-h | --help)
-		sed -n '2,19p' "$0"
+		sed -n '2,24p' "$0"
 		exit 0
 		;;
 	*)
@@ -201,6 +208,10 @@ admin:
   addr: 127.0.0.1:0
   pprof: $profiles
 EOF
+	if [ "$TLS_RUN" = 1 ]; then
+		# Both listeners speak TLS with the run's certificate.
+		sed -i "s|^  http_addr: 127.0.0.1:0\$|&\\n  grpc_tls: {cert_file: $WORK/gateway.pem, key_file: $WORK/gateway-key.pem}\\n  http_tls: {cert_file: $WORK/gateway.pem, key_file: $WORK/gateway-key.pem}|" "$cfg"
+	fi
 	local args=(gateway --config "$cfg")
 	start "gw-$name-$GW_N" "$SUT_CPU" GOMAXPROCS=1 -- "${args[@]}"
 	GW_PID=$LAST_PID
@@ -245,7 +256,7 @@ sluice_run() {
 		pprof=1
 	fi
 	gateway_up "$name" "$sf" "$skip" "$window" 0 $pprof
-	loadgen "warm-$name-$round" "$LOAD_CPU" 1 --addr "$GW_GRPC" "${GRPC_ARGS[@]}" --duration "$WARM"
+	loadgen "warm-$name-$round" "$LOAD_CPU" 1 --addr "$GW_GRPC" "${GRPC_ARGS[@]}" "${TLS_ARGS[@]}" --duration "$WARM"
 	local addr=$GW_GRPC
 	if [ "${1:-}" = rest ]; then
 		addr=$GW_HTTP
@@ -260,7 +271,7 @@ sluice_run() {
 		profile_gateway "$prefix" &
 		local prof=$!
 	fi
-	loadgen "$name-$round" "$LOAD_CPU" 1 --addr "$addr" --duration "$DUR" --watch-pid "$GW_PID" "$@"
+	loadgen "$name-$round" "$LOAD_CPU" 1 --addr "$addr" --duration "$DUR" --watch-pid "$GW_PID" "${TLS_ARGS[@]}" "$@"
 	if [ -n "$pprof" ]; then
 		wait "$prof" || log "profiling failed"
 	fi
@@ -329,11 +340,76 @@ direct_run() {
 	check_clean "direct-$round"
 }
 
+# TLS_RUN=1 makes gateway_up serve TLS on both listeners, and TLS_ARGS
+# make sluice_run's load generators verify it (see tls_run).
+TLS_RUN=0
+TLS_ARGS=()
+# tls_run ARGS...: sluice_run against a TLS gateway.
+tls_run() {
+	TLS_RUN=1 TLS_ARGS=(--tls-ca "$WORK/ca.pem")
+	sluice_run "$@"
+	TLS_RUN=0 TLS_ARGS=()
+}
+# make_certs: a throwaway CA and the gateway's certificate for 127.0.0.1.
+make_certs() {
+	command -v openssl >/dev/null || { log "openssl is needed for --tls"; exit 2; }
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=bench-ca \
+		-keyout "$WORK/ca-key.pem" -out "$WORK/ca.pem" 2>/dev/null
+	openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=127.0.0.1 \
+		-keyout "$WORK/gateway-key.pem" -out "$WORK/gateway.csr" 2>/dev/null
+	printf 'subjectAltName=IP:127.0.0.1\n' >"$WORK/san.ext"
+	openssl x509 -req -in "$WORK/gateway.csr" -CA "$WORK/ca.pem" -CAkey "$WORK/ca-key.pem" -CAcreateserial \
+		-days 1 -extfile "$WORK/san.ext" -out "$WORK/gateway.pem" 2>/dev/null
+}
+
+# tls_matrix: the TLS comparison of --tls; the script ends after it.
+tls_matrix() {
+	make_certs
+	for round in $(seq 1 "$ROUNDS"); do
+		log "TLS round $round of $ROUNDS"
+		measure sluice_run "$round" grpc false false 10m
+		measure tls_run "$round" grpc-tls false false 10m
+		measure sluice_run "$round" rest false false 10m rest
+		measure tls_run "$round" rest-tls false false 10m rest
+		for n in grpc grpc-tls; do
+			record "$round" "$n.rps" "$(j "$n-$round" .requests_per_sec)"
+			record "$round" "$n.eps" "$(j "$n-$round" .accepted_per_sec)"
+			record "$round" "$n.cpu" "$(j "$n-$round" '.watched_cpu_per_event_ns / 1000')"
+			record "$round" "$n.p99" "$(j "$n-$round" '.latency.p99_ns / 1e6')"
+		done
+		for n in rest rest-tls; do
+			record "$round" "$n.rps" "$(j "$n-$round" .requests_per_sec)"
+			record "$round" "$n.cpu" "$(j "$n-$round" '.watched.cpu_ns / .answered / 1000')"
+			record "$round" "$n.p99" "$(j "$n-$round" '.latency.p99_ns / 1e6')"
+		done
+		record "$round" r.grpctls "$(awk -v a="$(j "grpc-tls-$round" .watched_cpu_per_event_ns)" -v b="$(j "grpc-$round" .watched_cpu_per_event_ns)" 'BEGIN { print a / b }')"
+		record "$round" r.resttls "$(awk -v a="$(j "rest-tls-$round" '.watched.cpu_ns / .answered')" -v b="$(j "rest-$round" '.watched.cpu_ns / .answered')" 'BEGIN { print a / b }')"
+	done
+	fmt() { awk -v v="$1" -v d="${2:-0}" 'BEGIN { printf "%.*f", d, v }'; }
+	rounds() { awk -v d="$2" '{ printf "%s%.*f", (NR > 1 ? " · " : ""), d, $1 }' "$WORK/m.$1"; }
+	{
+		echo "# TLS against plaintext"
+		echo
+		echo "\`scripts/bench.sh --tls --rounds $ROUNDS\` on $STARTED: each measurement $DUR after a $WARM warm-up; medians, and the ratio per round."
+		echo
+		echo "| workload | requests/s plain | requests/s TLS | CPU per event plain (µs) | CPU per event TLS (µs) | TLS ÷ plain, CPU per event | p99 plain / TLS (ms) |"
+		echo "|---|---|---|---|---|---|---|"
+		echo "| gRPC Publish, 100 events per request | $(fmt "$(median grpc.rps)") | $(fmt "$(median grpc-tls.rps)") | $(fmt "$(median grpc.cpu)" 2) | $(fmt "$(median grpc-tls.cpu)" 2) | $(fmt "$(median r.grpctls)" 3) ($(rounds r.grpctls 3)) | $(fmt "$(median grpc.p99)" 1) / $(fmt "$(median grpc-tls.p99)" 1) |"
+		echo "| REST, 1 event per request | $(fmt "$(median rest.rps)") | $(fmt "$(median rest-tls.rps)") | $(fmt "$(median rest.cpu)" 2) | $(fmt "$(median rest-tls.cpu)" 2) | $(fmt "$(median r.resttls)" 3) ($(rounds r.resttls 3)) | $(fmt "$(median rest.p99)" 1) / $(fmt "$(median rest-tls.p99)" 1) |"
+		echo
+		echo "Connections are long-lived (gRPC: 2; REST: keep-alive), so a handshake is paid once per"
+		echo "connection: its own cost is BenchmarkHandshake in internal/tlsfiles."
+	} >"$OUT/tls.md"
+	cat "$OUT/tls.md"
+	exit 0
+}
+
 log "building sluice"
 go build -o "$BIN" ./cmd/sluice
 KEY_HASH=$("$BIN" hash-key "$KEY")
 : >"$OUT/rounds.txt"
 STARTED=$(date -u +%FT%TZ)
+[ "$TLS_ONLY" = 1 ] && tls_matrix
 
 for round in $(seq 1 "$ROUNDS"); do
 	log "round $round of $ROUNDS"
