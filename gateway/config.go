@@ -3,7 +3,6 @@ package gateway
 import (
 	"errors"
 	"fmt"
-	"net"
 	"time"
 
 	"github.com/sluicehq/sluice/internal/tlsfiles"
@@ -348,25 +347,11 @@ func (c Config) PlaintextExposed() []string {
 		field, addr string
 		tls         ListenerTLSConfig
 	}{{"grpc_addr", c.GRPCAddr, c.GRPCTLS}, {"http_addr", c.HTTPAddr, c.HTTPTLS}} {
-		if !l.tls.Enabled() && !l.tls.Insecure && !isLoopback(l.addr) {
+		if !l.tls.Enabled() && !l.tls.Insecure && !tlsfiles.Loopback(l.addr) {
 			out = append(out, l.field)
 		}
 	}
 	return out
-}
-
-// isLoopback says whether addr (host:port) listens on loopback only; a
-// host name other than localhost may resolve anywhere, so it is not.
-func isLoopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // minMemoryLimit is the smallest memory_limit the gateway runs in.

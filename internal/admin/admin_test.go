@@ -2,17 +2,12 @@ package admin
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"io"
 	"log/slog"
-	"math/big"
-	"net"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,6 +15,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sluicehq/sluice/internal/tlsfiles"
+	"github.com/sluicehq/sluice/internal/tlsfiles/tlstest"
 )
 
 var quiet = slog.New(slog.DiscardHandler)
@@ -31,12 +29,16 @@ func TestConfigValidate(t *testing.T) {
 	}{
 		{Config{}, ""},
 		{Config{Addr: "127.0.0.1:9100"}, ""},
-		{Config{Addr: "0.0.0.0:9100"}, ""},
+		{Config{Addr: "0.0.0.0:9100"}, "addr"},
+		{Config{Addr: ":9100"}, "addr"},
+		{Config{Addr: "0.0.0.0:9100", Insecure: true}, ""},
+		{Config{Addr: "0.0.0.0:9100", TLS: tlsfiles.ServerConfig{CertFile: "/nonexistent.pem", KeyFile: "/nonexistent-key.pem"}}, "tls.cert_file"},
+		{Config{Addr: "127.0.0.1:9100", Insecure: true, TLS: tlsfiles.ServerConfig{CertFile: "a.pem", KeyFile: "b.pem"}}, "insecure"},
 		{Config{Addr: "127.0.0.1:0", Pprof: true}, ""},
 		{Config{Addr: "localhost:6060", Pprof: true}, ""},
 		{Config{Addr: "[::1]:6060", Pprof: true}, ""},
 		{Config{Addr: "nonsense"}, "addr"},
-		{Config{Addr: "0.0.0.0:9100", Pprof: true}, "pprof"},
+		{Config{Addr: "0.0.0.0:9100", Pprof: true, Insecure: true}, "pprof"},
 		{Config{Addr: "10.1.2.3:9100", Pprof: true}, "pprof"},
 		{Config{Addr: "example.com:9100", Pprof: true}, "pprof"},
 	} {
@@ -127,54 +129,53 @@ func TestServer(t *testing.T) {
 	}
 }
 
-// TestServerTLS: with WithTLS the listener speaks HTTPS only.
+// TestServerTLS: with a tls block, or WithTLS in its place, the listener
+// speaks HTTPS only, and a block's certificate is reloaded and counted.
 func TestServerTLS(t *testing.T) {
-	cert, pool := selfSigned(t)
-	s, err := New(Config{Addr: "127.0.0.1:0"}, prometheus.NewRegistry(),
-		WithTLS(&tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}), WithLogger(quiet))
-	if err != nil {
-		t.Fatal(err)
+	dir := t.TempDir()
+	ca := tlstest.NewCA(t, "admin-test-ca")
+	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	inFiles, given := ca.Server(t), ca.Server(t)
+	inFiles.Write(t, certFile, keyFile)
+	for _, c := range []struct {
+		name string
+		cfg  Config
+		opts []Option
+		want *tlstest.Leaf
+	}{
+		{"config", Config{Addr: "127.0.0.1:0", TLS: tlsfiles.ServerConfig{CertFile: certFile, KeyFile: keyFile}}, nil, inFiles},
+		{"WithTLS", Config{Addr: "127.0.0.1:0", TLS: tlsfiles.ServerConfig{CertFile: certFile, KeyFile: keyFile}},
+			[]Option{WithTLS(&tls.Config{Certificates: []tls.Certificate{given.TLS(t)}, MinVersion: tls.VersionTLS12})}, given},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			reg := prometheus.NewRegistry()
+			s, err := New(c.cfg, reg, append(c.opts, WithLogger(quiet), WithRegisterer(reg))...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.Start()
+			defer func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				_ = s.Shutdown(ctx)
+			}()
+			client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool()}}}
+			if code, _ := get(t, client, "https://"+s.Addr()+"/healthz"); code != 200 {
+				t.Errorf("/healthz over TLS: %d", code)
+			}
+			if code, _ := get(t, &http.Client{Timeout: 10 * time.Second}, "http://"+s.Addr()+"/healthz"); code == 200 {
+				t.Error("plain HTTP served")
+			}
+			conn, err := tls.Dial("tcp", s.Addr(), &tls.Config{RootCAs: ca.Pool()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			if got := conn.ConnectionState().PeerCertificates[0].SerialNumber; got.Cmp(c.want.Cert.SerialNumber) != 0 {
+				t.Errorf("served serial %v, want %v", got, c.want.Cert.SerialNumber)
+			}
+		})
 	}
-	s.Start()
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = s.Shutdown(ctx)
-	}()
-	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
-	if code, _ := get(t, client, "https://"+s.Addr()+"/healthz"); code != 200 {
-		t.Errorf("/healthz over TLS: %d", code)
-	}
-	if code, _ := get(t, &http.Client{Timeout: 10 * time.Second}, "http://"+s.Addr()+"/healthz"); code == 200 {
-		t.Error("plain HTTP served")
-	}
-}
-
-func selfSigned(t *testing.T) (tls.Certificate, *x509.CertPool) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaf, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(leaf)
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, pool
 }
 
 // TestChecker: ErrNotChecked until the first check; then the last answer,

@@ -1,8 +1,11 @@
 package admin
 
 import (
+	"errors"
 	"fmt"
 	"net"
+
+	"github.com/sluicehq/sluice/internal/tlsfiles"
 )
 
 // Default addresses: each process has its own, so that a gateway and a
@@ -21,6 +24,13 @@ type Config struct {
 	// Pprof serves /debug/pprof/. Profiles show the process's internals and
 	// cost CPU to take, so Addr must then be a loopback address.
 	Pprof bool `yaml:"pprof"`
+	// TLS makes the listener speak HTTPS, its certificate files reloaded
+	// when they change; a client_ca_file with client_auth require lets
+	// only scrapers with a certificate in.
+	TLS tlsfiles.ServerConfig `yaml:"tls"`
+	// Insecure says that serving plain HTTP on an address other than
+	// loopback is meant; without it, or TLS, such an address is refused.
+	Insecure bool `yaml:"insecure"`
 }
 
 // NewDefaultConfig returns the defaults: the process's default address,
@@ -40,22 +50,26 @@ func (c Config) Validate() error {
 	if c.Addr == "" {
 		return nil
 	}
-	host, _, err := net.SplitHostPort(c.Addr)
-	if err != nil {
+	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
 		return fieldErr("addr", err.Error())
 	}
-	if c.Pprof && !isLoopback(host) {
+	if c.Pprof && !tlsfiles.Loopback(c.Addr) {
 		return fieldErr("pprof", fmt.Sprintf("profiles are served on loopback only, and addr %q is not", c.Addr))
 	}
-	return nil
-}
-
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
+	if c.Insecure && c.TLS.Enabled() {
+		return fieldErr("insecure", "must be false when tls.cert_file is set: the listener speaks TLS")
 	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	if err := c.TLS.Validate(); err != nil {
+		var ce *tlsfiles.ConfigError
+		if errors.As(err, &ce) {
+			return fieldErr("tls."+ce.Field, ce.Err.Error())
+		}
+		return err
+	}
+	if !c.TLS.Enabled() && !c.Insecure && !tlsfiles.Loopback(c.Addr) {
+		return fieldErr("addr", fmt.Sprintf("%s leaves loopback without TLS: set admin.tls.cert_file and key_file, or admin.insecure: true to serve plain HTTP there knowingly", c.Addr))
+	}
+	return nil
 }
 
 // ConfigError names a field of the admin block and what is wrong with it.

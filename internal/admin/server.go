@@ -14,6 +14,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/sluicehq/sluice/internal/tlsfiles"
 )
 
 // Readiness says whether the process is ready to serve: nil, or why not.
@@ -36,6 +38,7 @@ type Option interface{ apply(*options) }
 type options struct {
 	log   *slog.Logger
 	tls   *tls.Config
+	reg   prometheus.Registerer
 	ready Readiness
 }
 
@@ -46,8 +49,17 @@ func (f optionFunc) apply(o *options) { f(o) }
 // WithLogger replaces slog.Default().
 func WithLogger(l *slog.Logger) Option { return optionFunc(func(o *options) { o.log = l }) }
 
-// WithTLS serves HTTPS with c; by default the listener speaks plain HTTP.
+// WithTLS serves HTTPS with c, in place of the config's tls block; by
+// default the listener speaks HTTPS when the block is set, plain HTTP when
+// it is not.
 func WithTLS(c *tls.Config) Option { return optionFunc(func(o *options) { o.tls = c }) }
+
+// WithRegisterer registers the listener's certificate reloads
+// (sluice_tls_reloads_total{listener="admin"}); by default they are not
+// registered.
+func WithRegisterer(r prometheus.Registerer) Option {
+	return optionFunc(func(o *options) { o.reg = r })
+}
 
 // WithReadiness makes /readyz answer r; by default /readyz answers 200
 // whenever /healthz does.
@@ -65,6 +77,13 @@ func New(cfg Config, g prometheus.Gatherer, opts ...Option) (*Server, error) {
 	o := options{log: slog.Default()}
 	for _, opt := range opts {
 		opt.apply(&o)
+	}
+	if o.tls == nil && cfg.TLS.Enabled() {
+		r, err := tlsfiles.NewReloader(cfg.TLS, "admin", tlsfiles.WithLogger(o.log), tlsfiles.WithRegisterer(o.reg))
+		if err != nil {
+			return nil, fmt.Errorf("admin: tls: %w", err)
+		}
+		o.tls = r.Config()
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))

@@ -7,6 +7,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 )
 
@@ -172,4 +173,20 @@ func parseCertificates(data []byte) ([]*x509.Certificate, error) {
 		return nil, errors.New("no PEM certificate in it")
 	}
 	return out, nil
+}
+
+// Loopback says whether a listener on addr (host:port) stays on loopback,
+// where plaintext is allowed. An empty host (":9090") listens on every
+// interface, and a host name other than localhost may resolve anywhere,
+// so neither does.
+func Loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
