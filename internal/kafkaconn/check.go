@@ -101,12 +101,18 @@ func certificateAlert(a tls.AlertError) bool {
 	return false
 }
 
+// Pinger is a client that asks a broker for metadata: *kgo.Client, or a
+// component built on one (*publish.Producer).
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
 // Check asks the cluster for metadata through cl, bounded by timeout. It
 // returns a *RefusedError when the brokers refused the client's
 // credentials or a certificate did not verify, another error when no
 // broker answered (down, unreachable, slow: worth waiting for), and nil
 // when one answered.
-func Check(ctx context.Context, cl *kgo.Client, timeout time.Duration) error {
+func Check(ctx context.Context, cl Pinger, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	err := cl.Ping(ctx)
@@ -118,3 +124,5 @@ func Check(ctx context.Context, cl *kgo.Client, timeout time.Duration) error {
 	}
 	return fmt.Errorf("kafkaconn: no broker answered within %v: %w", timeout, err)
 }
+
+var _ Pinger = (*kgo.Client)(nil)

@@ -1,4 +1,4 @@
-package kafkaconn
+package kafkaconn_test
 
 import (
 	"context"
@@ -18,6 +18,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicehq/sluice/internal/kafkaconn"
+	"github.com/sluicehq/sluice/internal/kafkatest"
 )
 
 const checkTimeout = 10 * time.Second
@@ -35,7 +38,7 @@ func newCluster(t *testing.T, opts ...kfake.Opt) []string {
 }
 
 // check connects with the block and asks for metadata.
-func check(t *testing.T, c Config) error {
+func check(t *testing.T, c kafkaconn.Config) error {
 	t.Helper()
 	opts, err := c.Options(nil)
 	if err != nil {
@@ -46,13 +49,13 @@ func check(t *testing.T, c Config) error {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	return Check(context.Background(), cl, checkTimeout)
+	return kafkaconn.Check(context.Background(), cl, checkTimeout)
 }
 
 // roundTrip produces a record and reads it back over the block's
 // connection: the options are the whole connection, also for the
 // connections to the partition leader.
-func roundTrip(t *testing.T, c Config) {
+func roundTrip(t *testing.T, c kafkaconn.Config) {
 	t.Helper()
 	opts, err := c.Options(nil)
 	if err != nil {
@@ -84,23 +87,23 @@ func roundTrip(t *testing.T, c Config) {
 
 func wantRefused(t *testing.T, err error, reason, says string) {
 	t.Helper()
-	var re *RefusedError
+	var re *kafkaconn.RefusedError
 	if !errors.As(err, &re) || re.Reason != reason {
-		t.Fatalf("Check: %v, want a *RefusedError for %s", err, reason)
+		t.Fatalf("kafkaconn.Check: %v, want a *kafkaconn.RefusedError for %s", err, reason)
 	}
 	if !strings.Contains(err.Error(), says) {
-		t.Fatalf("Check: %q does not say %q", err, says)
+		t.Fatalf("kafkaconn.Check: %q does not say %q", err, says)
 	}
 }
 
 func TestSASL(t *testing.T) {
-	for _, mech := range []string{MechanismPlain, MechanismSCRAMSHA256, MechanismSCRAMSHA512} {
+	for _, mech := range []string{kafkaconn.MechanismPlain, kafkaconn.MechanismSCRAMSHA256, kafkaconn.MechanismSCRAMSHA512} {
 		t.Run(mech, func(t *testing.T) {
 			addrs := newCluster(t, kfake.EnableSASL(), kfake.Superuser(mech, "sluice", "right-password"))
 			env := "KAFKACONN_TEST_" + strings.ReplaceAll(mech, "-", "_")
-			c := NewDefaultConfig()
+			c := kafkaconn.NewDefaultConfig()
 			c.Brokers = addrs
-			c.SASL = SASLConfig{Mechanism: mech, Username: "sluice", PasswordEnv: env}
+			c.SASL = kafkaconn.SASLConfig{Mechanism: mech, Username: "sluice", PasswordEnv: env}
 
 			t.Setenv(env, "right-password")
 			if err := check(t, c); err != nil {
@@ -120,10 +123,10 @@ func TestSASL(t *testing.T) {
 }
 
 // TestSASLRefusalNamesAuthentication: Kafka answers a wrong password with
-// SASL_AUTHENTICATION_FAILED; Check makes that a refusal that names
+// SASL_AUTHENTICATION_FAILED; kafkaconn.Check makes that a refusal that names
 // authentication, and the password is not in it.
 func TestSASLRefusalNamesAuthentication(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.EnableSASL(), kfake.Superuser(MechanismPlain, "sluice", "right-password"))
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.EnableSASL(), kfake.Superuser(kafkaconn.MechanismPlain, "sluice", "right-password"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,11 +144,11 @@ func TestSASLRefusalNamesAuthentication(t *testing.T) {
 		return resp, nil, true
 	})
 	t.Setenv("KAFKACONN_TEST_PASSWORD", "wrong-password")
-	cfg := NewDefaultConfig()
+	cfg := kafkaconn.NewDefaultConfig()
 	cfg.Brokers = c.ListenAddrs()
-	cfg.SASL = SASLConfig{Mechanism: MechanismPlain, Username: "sluice", PasswordEnv: "KAFKACONN_TEST_PASSWORD"}
+	cfg.SASL = kafkaconn.SASLConfig{Mechanism: kafkaconn.MechanismPlain, Username: "sluice", PasswordEnv: "KAFKACONN_TEST_PASSWORD"}
 	err = check(t, cfg)
-	wantRefused(t, err, ReasonAuthentication, "authentication")
+	wantRefused(t, err, kafkaconn.ReasonAuthentication, "authentication")
 	if strings.Contains(err.Error(), "wrong-password") {
 		t.Fatalf("the password is in the error: %v", err)
 	}
@@ -158,35 +161,29 @@ func TestSASLRefusalNamesAuthentication(t *testing.T) {
 // TestSASLPasswordFile: the file's trailing newline is not part of the
 // password.
 func TestSASLPasswordFile(t *testing.T) {
-	addrs := newCluster(t, kfake.EnableSASL(), kfake.Superuser(MechanismSCRAMSHA512, "sluice", "from-a-file"))
+	addrs := newCluster(t, kfake.EnableSASL(), kfake.Superuser(kafkaconn.MechanismSCRAMSHA512, "sluice", "from-a-file"))
 	file := filepath.Join(t.TempDir(), "password")
 	if err := os.WriteFile(file, []byte("from-a-file\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c := NewDefaultConfig()
+	c := kafkaconn.NewDefaultConfig()
 	c.Brokers = addrs
-	c.SASL = SASLConfig{Mechanism: MechanismSCRAMSHA512, Username: "sluice", PasswordFile: file}
+	c.SASL = kafkaconn.SASLConfig{Mechanism: kafkaconn.MechanismSCRAMSHA512, Username: "sluice", PasswordFile: file}
 	if err := check(t, c); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func serverTLS(t *testing.T, ca *testCA) *tls.Config {
-	t.Helper()
-	_, _, pair := ca.issue(t, "broker", x509.ExtKeyUsageServerAuth)
-	return &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
-}
-
 func TestTLS(t *testing.T) {
-	ca := newTestCA(t, "cluster")
-	addrs := newCluster(t, kfake.TLS(serverTLS(t, ca)))
-	other := newTestCA(t, "other")
-	base := NewDefaultConfig()
+	ca := kafkatest.NewCA(t, "cluster")
+	addrs := newCluster(t, kfake.TLS(ca.ServerTLS(t)))
+	other := kafkatest.NewCA(t, "other")
+	base := kafkaconn.NewDefaultConfig()
 	base.Brokers = addrs
 
 	t.Run("trusted CA", func(t *testing.T) {
 		c := base
-		c.TLS.CAFile = ca.pemFile // implies enabled
+		c.TLS.CAFile = ca.File // implies enabled
 		if err := check(t, c); err != nil {
 			t.Fatal(err)
 		}
@@ -194,26 +191,26 @@ func TestTLS(t *testing.T) {
 	})
 	t.Run("server name override", func(t *testing.T) {
 		c := base
-		c.TLS = TLSConfig{CAFile: ca.pemFile, ServerName: "localhost"}
+		c.TLS = kafkaconn.TLSConfig{CAFile: ca.File, ServerName: "localhost"}
 		if err := check(t, c); err != nil {
 			t.Fatal(err)
 		}
 		c.TLS.ServerName = "kafka.elsewhere.test"
-		wantRefused(t, check(t, c), ReasonCertificate, "certificate")
+		wantRefused(t, check(t, c), kafkaconn.ReasonCertificate, "certificate")
 	})
 	t.Run("unknown CA", func(t *testing.T) {
 		c := base
-		c.TLS.CAFile = other.pemFile
-		wantRefused(t, check(t, c), ReasonCertificate, "certificate")
+		c.TLS.CAFile = other.File
+		wantRefused(t, check(t, c), kafkaconn.ReasonCertificate, "certificate")
 	})
 	t.Run("system roots do not know a test CA", func(t *testing.T) {
 		c := base
 		c.TLS.Enabled = true
-		wantRefused(t, check(t, c), ReasonCertificate, "certificate")
+		wantRefused(t, check(t, c), kafkaconn.ReasonCertificate, "certificate")
 	})
 	t.Run("insecure skip verify connects and warns", func(t *testing.T) {
 		c := base
-		c.TLS = TLSConfig{CAFile: other.pemFile, InsecureSkipVerify: true}
+		c.TLS = kafkaconn.TLSConfig{CAFile: other.File, InsecureSkipVerify: true}
 		var logs strings.Builder
 		opts, err := c.Options(textLogger(&logs))
 		if err != nil {
@@ -224,7 +221,7 @@ func TestTLS(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer cl.Close()
-		if err := Check(context.Background(), cl, checkTimeout); err != nil {
+		if err := kafkaconn.Check(context.Background(), cl, checkTimeout); err != nil {
 			t.Fatal(err)
 		}
 		if !strings.Contains(logs.String(), "insecure_skip_verify") {
@@ -233,7 +230,7 @@ func TestTLS(t *testing.T) {
 	})
 	t.Run("plaintext client", func(t *testing.T) {
 		// Without TLS the client never gets an answer it understands:
-		// not a refusal Check can name, but no success either.
+		// not a refusal kafkaconn.Check can name, but no success either.
 		if err := check(t, base); err == nil {
 			t.Fatal("a plaintext client connected to a TLS listener")
 		}
@@ -241,39 +238,39 @@ func TestTLS(t *testing.T) {
 }
 
 func TestMutualTLS(t *testing.T) {
-	ca := newTestCA(t, "cluster")
-	srv := serverTLS(t, ca)
-	srv.ClientAuth, srv.ClientCAs = tls.RequireAndVerifyClientCert, ca.pool()
+	ca := kafkatest.NewCA(t, "cluster")
+	srv := ca.ServerTLS(t)
+	srv.ClientAuth, srv.ClientCAs = tls.RequireAndVerifyClientCert, ca.Pool()
 	addrs := newCluster(t, kfake.TLS(srv))
-	certFile, keyFile, _ := ca.issue(t, "client", x509.ExtKeyUsageClientAuth)
-	other := newTestCA(t, "other")
-	strangerCert, strangerKey, _ := other.issue(t, "stranger", x509.ExtKeyUsageClientAuth)
+	certFile, keyFile, _ := ca.Issue(t, "client", x509.ExtKeyUsageClientAuth)
+	other := kafkatest.NewCA(t, "other")
+	strangerCert, strangerKey, _ := other.Issue(t, "stranger", x509.ExtKeyUsageClientAuth)
 
-	c := NewDefaultConfig()
+	c := kafkaconn.NewDefaultConfig()
 	c.Brokers = addrs
-	c.TLS = TLSConfig{CAFile: ca.pemFile, CertFile: certFile, KeyFile: keyFile}
+	c.TLS = kafkaconn.TLSConfig{CAFile: ca.File, CertFile: certFile, KeyFile: keyFile}
 	if err := check(t, c); err != nil {
 		t.Fatalf("with the client certificate: %v", err)
 	}
 	roundTrip(t, c)
 
 	c.TLS.CertFile, c.TLS.KeyFile = strangerCert, strangerKey
-	wantRefused(t, check(t, c), ReasonCertificate, "certificate")
+	wantRefused(t, check(t, c), kafkaconn.ReasonCertificate, "certificate")
 	c.TLS.CertFile, c.TLS.KeyFile = "", ""
-	wantRefused(t, check(t, c), ReasonCertificate, "certificate")
+	wantRefused(t, check(t, c), kafkaconn.ReasonCertificate, "certificate")
 }
 
 // TestSASLOverTLS is the production shape: SCRAM-SHA-512 inside TLS, and
 // no warning about credentials in clear.
 func TestSASLOverTLS(t *testing.T) {
-	ca := newTestCA(t, "cluster")
-	addrs := newCluster(t, kfake.TLS(serverTLS(t, ca)), kfake.EnableSASL(),
-		kfake.Superuser(MechanismSCRAMSHA512, "sluice", "pw"))
+	ca := kafkatest.NewCA(t, "cluster")
+	addrs := newCluster(t, kfake.TLS(ca.ServerTLS(t)), kfake.EnableSASL(),
+		kfake.Superuser(kafkaconn.MechanismSCRAMSHA512, "sluice", "pw"))
 	t.Setenv("KAFKACONN_TEST_PASSWORD", "pw")
-	c := NewDefaultConfig()
+	c := kafkaconn.NewDefaultConfig()
 	c.Brokers = addrs
-	c.TLS.CAFile = ca.pemFile
-	c.SASL = SASLConfig{Mechanism: MechanismSCRAMSHA512, Username: "sluice", PasswordEnv: "KAFKACONN_TEST_PASSWORD"}
+	c.TLS.CAFile = ca.File
+	c.SASL = kafkaconn.SASLConfig{Mechanism: kafkaconn.MechanismSCRAMSHA512, Username: "sluice", PasswordEnv: "KAFKACONN_TEST_PASSWORD"}
 	var logs strings.Builder
 	if _, err := c.Options(textLogger(&logs)); err != nil {
 		t.Fatal(err)
@@ -285,7 +282,7 @@ func TestSASLOverTLS(t *testing.T) {
 }
 
 // TestCheckBrokerDown: a broker that does not answer is not a refusal,
-// and Check returns within its bound.
+// and kafkaconn.Check returns within its bound.
 func TestCheckBrokerDown(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -293,7 +290,7 @@ func TestCheckBrokerDown(t *testing.T) {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	c := NewDefaultConfig()
+	c := kafkaconn.NewDefaultConfig()
 	c.Brokers = []string{addr}
 	opts, err := c.Options(nil)
 	if err != nil {
@@ -304,8 +301,8 @@ func TestCheckBrokerDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	err = Check(context.Background(), cl, 2*time.Second)
-	if err == nil || Refused(err) != nil {
-		t.Fatalf("Check against a closed port: %v", err)
+	err = kafkaconn.Check(context.Background(), cl, 2*time.Second)
+	if err == nil || kafkaconn.Refused(err) != nil {
+		t.Fatalf("kafkaconn.Check against a closed port: %v", err)
 	}
 }

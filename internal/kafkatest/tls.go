@@ -1,4 +1,4 @@
-package kafkaconn
+package kafkatest
 
 import (
 	"crypto/ecdsa"
@@ -16,22 +16,25 @@ import (
 	"time"
 )
 
-// testCA is a CA made for one test, with its certificate as a PEM file.
-type testCA struct {
-	cert    *x509.Certificate
-	key     *ecdsa.PrivateKey
-	pemFile string
-	dir     string
+// CA is a certificate authority made for one test, valid for an hour,
+// with its certificate in a PEM file.
+type CA struct {
+	Cert *x509.Certificate
+	// File is the CA certificate, PEM: a kafka.tls.ca_file.
+	File string
+	key  *ecdsa.PrivateKey
+	dir  string
 }
 
-func newTestCA(t *testing.T, name string) *testCA {
+// NewCA makes a CA in a directory of the test's.
+func NewCA(t testing.TB, name string) *CA {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(time.Now().UnixNano()),
+		SerialNumber:          serial(t),
 		Subject:               pkix.Name{CommonName: name},
 		NotBefore:             time.Now().Add(-time.Hour),
 		NotAfter:              time.Now().Add(time.Hour),
@@ -48,21 +51,22 @@ func newTestCA(t *testing.T, name string) *testCA {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	ca := &testCA{cert: cert, key: key, dir: dir, pemFile: filepath.Join(dir, name+"-ca.pem")}
-	writePEM(t, ca.pemFile, "CERTIFICATE", der)
+	ca := &CA{Cert: cert, key: key, dir: dir, File: filepath.Join(dir, name+"-ca.pem")}
+	writePEM(t, ca.File, "CERTIFICATE", der)
 	return ca
 }
 
-// issue signs a leaf for 127.0.0.1 and writes it and its key; it returns
-// the file names and the pair.
-func (ca *testCA) issue(t *testing.T, name string, usage x509.ExtKeyUsage) (certFile, keyFile string, pair tls.Certificate) {
+// Issue signs a certificate for 127.0.0.1 and localhost with the given
+// use, writes it and its key as PEM files, and returns their names and
+// the pair.
+func (ca *CA) Issue(t testing.TB, name string, usage x509.ExtKeyUsage) (certFile, keyFile string, pair tls.Certificate) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()),
+		SerialNumber: serial(t),
 		Subject:      pkix.Name{CommonName: name},
 		NotBefore:    time.Now().Add(-time.Hour),
 		NotAfter:     time.Now().Add(time.Hour),
@@ -71,7 +75,7 @@ func (ca *testCA) issue(t *testing.T, name string, usage x509.ExtKeyUsage) (cert
 		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
 		DNSNames:     []string{"localhost"},
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, &key.PublicKey, ca.key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,20 +86,36 @@ func (ca *testCA) issue(t *testing.T, name string, usage x509.ExtKeyUsage) (cert
 	certFile, keyFile = filepath.Join(ca.dir, name+".pem"), filepath.Join(ca.dir, name+"-key.pem")
 	writePEM(t, certFile, "CERTIFICATE", der)
 	writePEM(t, keyFile, "PRIVATE KEY", keyDER)
-	pair, err = tls.LoadX509KeyPair(certFile, keyFile)
-	if err != nil {
+	if pair, err = tls.LoadX509KeyPair(certFile, keyFile); err != nil {
 		t.Fatal(err)
 	}
 	return certFile, keyFile, pair
 }
 
-func (ca *testCA) pool() *x509.CertPool {
+// ServerTLS is a listener's TLS config with a broker certificate of the CA
+// (for kfake.TLS).
+func (ca *CA) ServerTLS(t testing.TB) *tls.Config {
+	t.Helper()
+	_, _, pair := ca.Issue(t, "broker", x509.ExtKeyUsageServerAuth)
+	return &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
+}
+
+// Pool holds the CA's certificate.
+func (ca *CA) Pool() *x509.CertPool {
 	p := x509.NewCertPool()
-	p.AddCert(ca.cert)
+	p.AddCert(ca.Cert)
 	return p
 }
 
-func writePEM(t *testing.T, path, typ string, der []byte) {
+func serial(t testing.TB) *big.Int {
+	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func writePEM(t testing.TB, path, typ string, der []byte) {
 	t.Helper()
 	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
 		t.Fatal(err)
