@@ -205,3 +205,30 @@ func postLogLines(httpAddr, key, prefix string, n int) string {
 	body, _ := io.ReadAll(resp.Body)
 	return string(body)
 }
+
+// TestLoadgenDirectWithKafkaConfig: loadgen's direct mode connects with a
+// config's kafka block, SASL included.
+func TestLoadgenDirectWithKafkaConfig(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, logTopic),
+		kfake.EnableSASL(), kfake.Superuser("SCRAM-SHA-512", "load", "pw"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	t.Setenv("SLUICE_TEST_LOADGEN_PASSWORD", "pw")
+	cfg := writeConfig(t, fmt.Sprintf("kafka: {brokers: [%s], sasl: {mechanism: SCRAM-SHA-512, username: load, password_env: SLUICE_TEST_LOADGEN_PASSWORD}}\n",
+		strings.Join(c.ListenAddrs(), ",")))
+	args := []string{"loadgen", "--target", "direct", "--kafka-config", cfg, "--events", "20", "--events-per-request", "5",
+		"--concurrency", "1", "--duration", "1m", "--json"}
+	var out strings.Builder
+	if err := run(context.Background(), args, &out, io.Discard); err != nil {
+		t.Fatalf("loadgen: %v", err)
+	}
+	if !strings.Contains(out.String(), `"accepted": 20`) && !strings.Contains(out.String(), `"accepted":20`) {
+		t.Fatalf("report: %s", out.String())
+	}
+	t.Setenv("SLUICE_TEST_LOADGEN_PASSWORD", "")
+	if err := run(context.Background(), args, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "kafka.sasl.password_env") {
+		t.Fatalf("loadgen without the password: %v", err)
+	}
+}
