@@ -11,7 +11,7 @@
 //	cfg.SASL = kafkaconn.SASLConfig{Mechanism: "SCRAM-SHA-512", Username: "sluice", PasswordEnv: "KAFKA_PASSWORD"}
 //	conn, err := cfg.Options(log) // once, at start
 //	cl, err := kgo.NewClient(append(conn, kgo.ConsumerGroup("g"))...)
-//	err = kafkaconn.Check(ctx, cl) // a refused credential or certificate stops start-up
+//	err = kafkaconn.Check(ctx, cl, 10*time.Second) // a *RefusedError (credential, certificate) stops start-up
 //
 // Options is the only place where the block becomes franz-go options;
 // components add their own options after it and leave the connection
