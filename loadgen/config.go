@@ -3,6 +3,8 @@ package loadgen
 import (
 	"fmt"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/kafkaconn"
 )
 
 // Target kinds.
@@ -59,6 +61,9 @@ type Config struct {
 	Connections int
 	// Topic is where direct produces; empty: ingest.<EventType>.
 	Topic string
+	// Kafka is direct's connection (TLS, SASL); its brokers, when it
+	// names none, are Addr's. Default: plaintext.
+	Kafka kafkaconn.Config
 	// RunID prefixes every event id; ids are RunID-<counter>.
 	RunID string
 	// TLS, when enabled, makes the grpc, stream and rest targets speak TLS
@@ -97,6 +102,7 @@ func NewDefaultConfig() Config {
 		Duration:         30 * time.Second,
 		Timeout:          10 * time.Second,
 		Connections:      1,
+		Kafka:            kafkaconn.NewDefaultConfig(),
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -44,16 +45,25 @@ func newDirectTarget(cfg Config, gen *Generator) (*directTarget, error) {
 		return nil, fieldErr("type", "no example contract "+cfg.EventType)
 	}
 	pc := publish.NewDefaultConfig()
-	var seeds []string
-	for _, b := range strings.Split(cfg.Addr, ",") {
-		if b = strings.TrimSpace(b); b != "" {
-			seeds = append(seeds, b)
+	kc := cfg.Kafka
+	if len(kc.Brokers) == 0 {
+		for _, b := range strings.Split(cfg.Addr, ",") {
+			if b = strings.TrimSpace(b); b != "" {
+				kc.Brokers = append(kc.Brokers, b)
+			}
 		}
 	}
-	client, err := kgo.NewClient(
-		kgo.SeedBrokers(seeds...),
-		kgo.ClientID("sluice-loadgen"),
-		kgo.DialTimeout(pc.DialTimeout),
+	if kc.ClientID == "" {
+		kc.ClientID = "sluice-loadgen"
+	}
+	if kc.DialTimeout == 0 {
+		kc.DialTimeout = pc.DialTimeout
+	}
+	conn, err := kc.Options(slog.Default())
+	if err != nil {
+		return nil, fmt.Errorf("loadgen: direct: %w", err)
+	}
+	client, err := kgo.NewClient(append(conn,
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.RecordDeliveryTimeout(pc.DeliveryTimeout),
 		kgo.ProducerLinger(pc.Linger),
@@ -61,7 +71,7 @@ func newDirectTarget(cfg Config, gen *Generator) (*directTarget, error) {
 		kgo.MaxBufferedBytes(int(pc.MaxBufferedBytes)),
 		kgo.ProducerBatchMaxBytes(pc.BatchMaxBytes),
 		kgo.ProducerBatchCompression(kgo.Lz4Compression(), kgo.NoCompression()),
-	)
+	)...)
 	if err != nil {
 		return nil, fmt.Errorf("loadgen: kafka client: %w", err)
 	}

@@ -6,16 +6,17 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluicehq/sluice/internal/kafkaconn"
 )
 
-// Config is the producer's configuration block. Start from NewDefaultConfig
-// and set Brokers.
+// Config is the producer's configuration block, the kafka: block of the
+// config file: the connection (brokers, client_id, dial_timeout, tls,
+// sasl) and the producer's settings. Start from NewDefaultConfig and set
+// Brokers.
 type Config struct {
-	// Brokers are the seed brokers, host:port. Required.
-	Brokers []string `yaml:"brokers"`
-	// ClientID is the Kafka client id, visible in broker logs and quotas.
-	// Default "sluice".
-	ClientID string `yaml:"client_id"`
+	// Config is the connection every Kafka client of sluice uses.
+	kafkaconn.Config `yaml:",inline"`
 	// DeliveryTimeout bounds how long a record may wait in the client before
 	// it is failed (kgo.RecordDeliveryTimeout). A record already sent in a
 	// request is not failed until the broker answers, so that idempotence
@@ -39,8 +40,6 @@ type Config struct {
 	// Compression is the batch codec: "none", "snappy", "lz4", "zstd" or
 	// "gzip". Default "lz4".
 	Compression string `yaml:"compression"`
-	// DialTimeout bounds opening a connection to a broker. Default 5s.
-	DialTimeout time.Duration `yaml:"dial_timeout"`
 	// RetryAfter is the wait suggested to callers when a record failed
 	// retryably (ProduceError.RetryAfter). Default 1s.
 	RetryAfter time.Duration `yaml:"retry_after"`
@@ -60,34 +59,32 @@ const (
 // and must be set.
 func NewDefaultConfig() Config {
 	return Config{
-		ClientID:           "sluice",
+		Config:             kafkaconn.NewDefaultConfig(),
 		DeliveryTimeout:    10 * time.Second,
 		Linger:             5 * time.Millisecond,
 		MaxBufferedRecords: 100_000,
 		MaxBufferedBytes:   256 << 20,
 		BatchMaxBytes:      1 << 20,
 		Compression:        "lz4",
-		DialTimeout:        5 * time.Second,
 		RetryAfter:         time.Second,
 	}
 }
 
-// Validate reports the first invalid field as "publish: <Field>: <why>".
+// Validate reports the first invalid field: a connection field as
+// kafkaconn.Config.Validate does ("kafka.<path>: <why>"), a producer field
+// as "publish: <Field>: <why>".
 func (c Config) Validate() error {
+	if err := c.Config.Validate(); err != nil {
+		return err
+	}
+	return c.validateProducer()
+}
+
+func (c Config) validateProducer() error {
 	bad := func(field, format string, args ...any) error {
 		return fmt.Errorf("publish: %s: "+format, append([]any{field}, args...)...)
 	}
-	if len(c.Brokers) == 0 {
-		return bad("Brokers", "must name at least one broker")
-	}
-	for i, b := range c.Brokers {
-		if b == "" {
-			return bad(fmt.Sprintf("Brokers[%d]", i), "must not be empty")
-		}
-	}
 	switch {
-	case c.ClientID == "":
-		return bad("ClientID", "must not be empty")
 	case c.DeliveryTimeout <= 0:
 		return bad("DeliveryTimeout", "must be > 0")
 	case c.DeliveryTimeout < minDeliveryTimeout:
@@ -106,8 +103,6 @@ func (c Config) Validate() error {
 		return bad("MaxBufferedBytes", "must be >= BatchMaxBytes (%d) so that a full batch can be buffered, got %d", c.BatchMaxBytes, c.MaxBufferedBytes)
 	case c.MaxBufferedBytes > math.MaxInt-int64(c.BatchMaxBytes):
 		return bad("MaxBufferedBytes", "must be at most %d on this platform", math.MaxInt-int64(c.BatchMaxBytes))
-	case c.DialTimeout <= 0:
-		return bad("DialTimeout", "must be > 0")
 	case c.RetryAfter <= 0:
 		return bad("RetryAfter", "must be > 0")
 	}

@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/kafkaconn"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -13,9 +15,11 @@ func TestConfigValidate(t *testing.T) {
 		want string // "" for valid
 	}{
 		{"defaults", func(*Config) {}, ""},
-		{"no brokers", func(c *Config) { c.Brokers = nil }, "publish: Brokers: must name at least one broker"},
-		{"empty broker", func(c *Config) { c.Brokers = []string{"a:9092", ""} }, "publish: Brokers[1]: must not be empty"},
-		{"no client id", func(c *Config) { c.ClientID = "" }, "publish: ClientID: must not be empty"},
+		// The connection block is checked first, with its field paths.
+		{"no brokers", func(c *Config) { c.Brokers = nil }, "kafka.brokers: must name at least one broker"},
+		{"empty broker", func(c *Config) { c.Brokers = []string{"a:9092", ""} }, "kafka.brokers[1]: must not be empty"},
+		{"no client id", func(c *Config) { c.ClientID = "" }, "kafka.client_id: must not be empty"},
+		{"sasl without user", func(c *Config) { c.SASL.Mechanism = "PLAIN" }, "kafka.sasl.username: must be set with sasl.mechanism"},
 		{"zero delivery timeout", func(c *Config) { c.DeliveryTimeout = 0 }, "publish: DeliveryTimeout: must be > 0"},
 		{"short delivery timeout", func(c *Config) { c.DeliveryTimeout = 500 * time.Millisecond }, "publish: DeliveryTimeout: must be at least 1s (franz-go's minimum), got 500ms"},
 		{"zero linger", func(c *Config) { c.Linger = 0 }, ""},
@@ -26,7 +30,7 @@ func TestConfigValidate(t *testing.T) {
 		{"large batch", func(c *Config) { c.BatchMaxBytes = 1 << 30 }, "publish: BatchMaxBytes: must be between 512 and 104857600, got 1073741824"},
 		{"zero buffered bytes", func(c *Config) { c.MaxBufferedBytes = 0 }, "publish: MaxBufferedBytes: must be > 0"},
 		{"buffer smaller than a batch", func(c *Config) { c.MaxBufferedBytes = 1 << 10 }, "publish: MaxBufferedBytes: must be >= BatchMaxBytes (1048576) so that a full batch can be buffered, got 1024"},
-		{"zero dial timeout", func(c *Config) { c.DialTimeout = 0 }, "publish: DialTimeout: must be > 0"},
+		{"zero dial timeout", func(c *Config) { c.DialTimeout = 0 }, "kafka.dial_timeout: must be > 0"},
 		{"zero retry after", func(c *Config) { c.RetryAfter = 0 }, "publish: RetryAfter: must be > 0"},
 		{"unknown compression", func(c *Config) { c.Compression = "brotli" }, `publish: Compression: must be one of "none", "snappy", "lz4", "zstd", "gzip", got "brotli"`},
 		{"empty compression", func(c *Config) { c.Compression = "" }, `publish: Compression: must be one of "none", "snappy", "lz4", "zstd", "gzip", got ""`},
@@ -52,14 +56,13 @@ func TestConfigValidate(t *testing.T) {
 
 func TestNewDefaultConfig(t *testing.T) {
 	want := Config{
-		ClientID:           "sluice",
+		Config:             kafkaconn.NewDefaultConfig(),
 		DeliveryTimeout:    10 * time.Second,
 		Linger:             5 * time.Millisecond,
 		MaxBufferedRecords: 100000,
 		MaxBufferedBytes:   256 << 20,
 		BatchMaxBytes:      1 << 20,
 		Compression:        "lz4",
-		DialTimeout:        5 * time.Second,
 		RetryAfter:         time.Second,
 	}
 	got := NewDefaultConfig()

@@ -5,7 +5,7 @@
 // # Usage
 //
 //	cfg := publish.NewDefaultConfig()
-//	cfg.Brokers = []string{"kafka-0:9092"}
+//	cfg.Brokers = []string{"kafka-0:9092"} // TLS and SASL: cfg.TLS, cfg.SASL (internal/kafkaconn)
 //	p, err := publish.NewProducer(cfg, publish.WithRegisterer(reg))
 //	...
 //	rec := publish.NewRecord(&publish.Event{Topic: publish.DefaultTopic("order.created"), ...})

@@ -15,6 +15,7 @@ type options struct {
 	registerer prometheus.Registerer
 	logger     *slog.Logger
 	clientOpts []kgo.Opt
+	conn       []kgo.Opt // nil: from Config's connection block
 	// beforeFallback, when set, runs in Admit after a direct publish
 	// failed and before the failed records are spooled. Tests use it to
 	// hold a request in that window.
@@ -41,11 +42,20 @@ func WithLogger(l *slog.Logger) Option {
 	}}
 }
 
+// WithConnection gives the client the connection options that
+// kafkaconn.Config.Options made of Config's connection block, overriding
+// the default of making them in NewProducer: a process with several Kafka
+// clients makes them once, so the password is read and the block's
+// warnings are logged once.
+func WithConnection(conn []kgo.Opt) Option {
+	return option{func(o *options) { o.conn = conn }}
+}
+
 // WithClientOptions appends franz-go options after the ones derived from
 // Config, so they override them; by default there are none. It exists for
-// tests and for settings Config does not cover (TLS, SASL). Options that
-// weaken durability (RequiredAcks other than all, DisableIdempotentWrite)
-// void the guarantees in the package documentation.
+// tests and for settings Config does not cover. Options that weaken
+// durability (RequiredAcks other than all, DisableIdempotentWrite) void
+// the guarantees in the package documentation.
 func WithClientOptions(opts ...kgo.Opt) Option {
 	return option{func(o *options) { o.clientOpts = append(o.clientOpts, opts...) }}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -94,8 +95,9 @@ func recordSize(r *kgo.Record) int64 {
 	return int64(n)
 }
 
-// NewProducer validates cfg and creates the Kafka client. It does not connect:
-// use Ping to check that a broker answers.
+// NewProducer validates cfg and creates the Kafka client on the connection
+// of cfg's connection block (or WithConnection's). It does not connect: use
+// Ping to check that a broker answers.
 func NewProducer(cfg Config, opts ...Option) (*Producer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -104,11 +106,15 @@ func NewProducer(cfg Config, opts ...Option) (*Producer, error) {
 	for _, opt := range opts {
 		opt.apply(&o)
 	}
+	conn := o.conn
+	if conn == nil {
+		var err error
+		if conn, err = cfg.Config.Options(o.logger); err != nil {
+			return nil, err
+		}
+	}
 	codecs, _ := compressionCodecs(cfg.Compression)
-	kopts := []kgo.Opt{
-		kgo.SeedBrokers(cfg.Brokers...),
-		kgo.ClientID(cfg.ClientID),
-		kgo.DialTimeout(cfg.DialTimeout),
+	kopts := append(slices.Clone(conn),
 		kgo.WithLogger(newKgoLogger(o.logger)),
 		// Durability: franz-go's defaults, stated so that they cannot
 		// change under us. Idempotence is on unless DisableIdempotentWrite
@@ -121,11 +127,11 @@ func NewProducer(cfg Config, opts ...Option) (*Producer, error) {
 		kgo.RecordDeliveryTimeout(cfg.DeliveryTimeout),
 		kgo.ProducerLinger(cfg.Linger),
 		// A record and a batch above the budget's limits: see budget.
-		kgo.MaxBufferedRecords(cfg.MaxBufferedRecords + 1),
-		kgo.MaxBufferedBytes(int(cfg.MaxBufferedBytes) + int(cfg.BatchMaxBytes)),
+		kgo.MaxBufferedRecords(cfg.MaxBufferedRecords+1),
+		kgo.MaxBufferedBytes(int(cfg.MaxBufferedBytes)+int(cfg.BatchMaxBytes)),
 		kgo.ProducerBatchMaxBytes(cfg.BatchMaxBytes),
 		kgo.ProducerBatchCompression(codecs...),
-	}
+	)
 	client, err := kgo.NewClient(append(kopts, o.clientOpts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("publish: kafka client: %w", err)

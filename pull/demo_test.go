@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // TestDemoPartner: the demo poller pulls the demo partner's backlog through
@@ -60,8 +62,7 @@ func TestDemoThroughRunner(t *testing.T) {
 	}
 	defer stopPartner()
 	oc := NewDefaultOwnershipConfig()
-	oc.Brokers = g.brokers
-	r, err := NewRunner(oc, []Config{DemoConfig(base)}, g.svc, WithLogger(quietLog()))
+	r, err := NewRunner(oc, []kgo.Opt{kgo.SeedBrokers(g.brokers...)}, []Config{DemoConfig(base)}, g.svc, WithLogger(quietLog()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,8 +10,8 @@
 //	cfg.Pagination.Cursor, cfg.Items = "/next", "/data"
 //	cfg.Mapping = pull.MappingConfig{ID: "/id", Type: "examples.shop.v1.OrderPlaced", OccurredAt: "/created_at"}
 //	oc := pull.NewDefaultOwnershipConfig()
-//	oc.Brokers = brokers
-//	r, err := pull.NewRunner(oc, []pull.Config{cfg}, svc, pull.WithRegisterer(reg))
+//	conn, err := kafkaBlock.Options(log) // kafkaconn: brokers, TLS, SASL
+//	r, err := pull.NewRunner(oc, conn, []pull.Config{cfg}, svc, pull.WithRegisterer(reg))
 //	err = r.Start(ctx) // pollers run while this replica owns them
 //	...
 //	r.Close()

@@ -17,9 +17,8 @@ import (
 
 // OwnershipConfig is the Kafka side of the pollers: the consumer group that
 // picks one owner per poller and the compacted topic holding the cursors.
+// The connection is the runner's kopts.
 type OwnershipConfig struct {
-	// Brokers are the seed brokers. Required.
-	Brokers []string `yaml:"brokers"`
 	// Group is the consumer group of the replicas. Default "sluice-pollers".
 	Group string `yaml:"group"`
 	// Topic holds one partition per poller. Default "sluice.pollers".
@@ -39,7 +38,7 @@ type OwnershipConfig struct {
 }
 
 // NewDefaultOwnershipConfig returns the defaults documented on
-// OwnershipConfig; Brokers is empty.
+// OwnershipConfig.
 func NewDefaultOwnershipConfig() OwnershipConfig {
 	return OwnershipConfig{
 		Group:             "sluice-pollers",
@@ -55,8 +54,6 @@ func NewDefaultOwnershipConfig() OwnershipConfig {
 func (c OwnershipConfig) Validate() error {
 	bad := func(field, reason string) error { return &ConfigError{Field: "ownership." + field, Reason: reason} }
 	switch {
-	case len(c.Brokers) == 0:
-		return bad("brokers", "must name at least one broker")
 	case c.Group == "":
 		return bad("group", "must be set")
 	case c.Topic == "":
@@ -91,7 +88,8 @@ func (e *TopicMismatchError) Error() string {
 // over the cursor topic and runs poller i while it is assigned partition i.
 type Runner struct {
 	cfg     OwnershipConfig
-	pollers []Config // sorted by name: index i is partition i
+	kopts   []kgo.Opt // the connection of every client of the runner
+	pollers []Config  // sorted by name: index i is partition i
 	ing     Ingester
 	opts    []Option
 	log     *slog.Logger
@@ -115,10 +113,15 @@ type ownedPoller struct {
 	done   chan struct{}
 }
 
-// NewRunner validates the configs. Pollers' names must be unique.
-func NewRunner(oc OwnershipConfig, pollers []Config, ing Ingester, opts ...Option) (*Runner, error) {
+// NewRunner validates the configs. kopts carry the Kafka connection (seed
+// brokers, TLS, SASL: kafkaconn.Config.Options); the runner adds the
+// group, topic and producer settings. Pollers' names must be unique.
+func NewRunner(oc OwnershipConfig, kopts []kgo.Opt, pollers []Config, ing Ingester, opts ...Option) (*Runner, error) {
 	if err := oc.Validate(); err != nil {
 		return nil, err
+	}
+	if len(kopts) == 0 {
+		return nil, &ConfigError{Field: "ownership.kafka", Reason: "no connection options (seed brokers)"}
 	}
 	if len(pollers) == 0 {
 		return nil, &ConfigError{Field: "pollers", Reason: "no pollers to run"}
@@ -145,7 +148,7 @@ func NewRunner(oc OwnershipConfig, pollers []Config, ing Ingester, opts ...Optio
 	for _, opt := range opts {
 		opt.apply(&o)
 	}
-	r := &Runner{cfg: oc, pollers: sorted, ing: ing, log: o.log, running: map[int32]*ownedPoller{}, last: map[string]Status{}}
+	r := &Runner{cfg: oc, kopts: slices.Clone(kopts), pollers: sorted, ing: ing, log: o.log, running: map[int32]*ownedPoller{}, last: map[string]Status{}}
 	r.metrics = o.metrics
 	if r.metrics == nil {
 		m, err := NewMetrics(o.reg)
@@ -166,8 +169,7 @@ func (r *Runner) Start(ctx context.Context) error {
 		return err
 	}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
-	cl, err := kgo.NewClient(
-		kgo.SeedBrokers(r.cfg.Brokers...),
+	cl, err := kgo.NewClient(append(slices.Clone(r.kopts),
 		kgo.ClientID("sluice-pollers"),
 		kgo.ConsumerGroup(r.cfg.Group),
 		kgo.ConsumeTopics(r.cfg.Topic),
@@ -182,7 +184,7 @@ func (r *Runner) Start(ctx context.Context) error {
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.RecordDeliveryTimeout(r.cfg.IOTimeout),
-	)
+	)...)
 	if err != nil {
 		r.cancel()
 		return fmt.Errorf("pull: kafka client: %w", err)
@@ -198,7 +200,7 @@ func (r *Runner) Start(ctx context.Context) error {
 // ensureTopic creates the cursor topic, compacted, or checks its partition
 // count.
 func (r *Runner) ensureTopic(ctx context.Context) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(r.cfg.Brokers...))
+	cl, err := kgo.NewClient(r.kopts...)
 	if err != nil {
 		return fmt.Errorf("pull: kafka client: %w", err)
 	}
@@ -270,7 +272,7 @@ func (r *Runner) assigned(_ context.Context, cl *kgo.Client, parts map[string][]
 			continue
 		}
 		cfg := r.pollers[part]
-		store := &kafkaStore{client: cl, brokers: r.cfg.Brokers, topic: r.cfg.Topic, partition: part,
+		store := &kafkaStore{client: cl, kopts: r.kopts, topic: r.cfg.Topic, partition: part,
 			poller: cfg.Name, timeout: r.cfg.IOTimeout, log: r.log}
 		p, err := NewPoller(cfg, r.ing, store, r.opts...)
 		if err != nil { // validated in NewRunner
@@ -381,7 +383,7 @@ func (r *Runner) Status() []Status {
 // topic: key the poller's name, value a CursorRecord as JSON.
 type kafkaStore struct {
 	client    *kgo.Client // the group's client, producing
-	brokers   []string
+	kopts     []kgo.Opt   // the connection, for Load's own client
 	topic     string
 	partition int32
 	poller    string
@@ -412,7 +414,7 @@ func (s *kafkaStore) Save(ctx context.Context, rec CursorRecord) error {
 func (s *kafkaStore) Load(ctx context.Context) (CursorRecord, bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(s.brokers...))
+	cl, err := kgo.NewClient(s.kopts...)
 	if err != nil {
 		return CursorRecord{}, false, err
 	}

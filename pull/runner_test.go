@@ -55,10 +55,9 @@ func (f *feed) visits() []visit {
 func newTestRunner(t *testing.T, brokers []string, replica string, cfgs []Config, ing Ingester) *Runner {
 	t.Helper()
 	oc := NewDefaultOwnershipConfig()
-	oc.Brokers = brokers
 	oc.SessionTimeout = 6 * time.Second
 	oc.RebalanceTimeout = 10 * time.Second
-	r, err := NewRunner(oc, cfgs, ing, WithLogger(quietLog()),
+	r, err := NewRunner(oc, []kgo.Opt{kgo.SeedBrokers(brokers...)}, cfgs, ing, WithLogger(quietLog()),
 		WithHTTPClient(&http.Client{Transport: replicaTransport{replica}}))
 	if err != nil {
 		t.Fatal(err)
@@ -155,9 +154,8 @@ func TestOwnership(t *testing.T) {
 	}
 	three := append(cfgs, cfg("gamma", alpha))
 	oc := NewDefaultOwnershipConfig()
-	oc.Brokers = brokers
 	reg := prometheus.NewRegistry()
-	r3, err := NewRunner(oc, three, rec, WithLogger(quietLog()), WithRegisterer(reg))
+	r3, err := NewRunner(oc, []kgo.Opt{kgo.SeedBrokers(brokers...)}, three, rec, WithLogger(quietLog()), WithRegisterer(reg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +193,7 @@ func TestKafkaStore(t *testing.T) {
 	}
 	t.Cleanup(cl.Close)
 	store := func(part int32, name string) *kafkaStore {
-		return &kafkaStore{client: cl, brokers: brokers, topic: "cursors", partition: part, poller: name, timeout: 10 * time.Second, log: quietLog()}
+		return &kafkaStore{client: cl, kopts: []kgo.Opt{kgo.SeedBrokers(brokers...)}, topic: "cursors", partition: part, poller: name, timeout: 10 * time.Second, log: quietLog()}
 	}
 	ctx := t.Context()
 	s := store(1, "alpha")

@@ -5,7 +5,7 @@
 # from Maven Central (scripts/kafka/pom.xml) into a cache that later runs reuse
 # without calling Maven.
 #
-# Usage: scripts/kafka.sh COMMAND
+# Usage: scripts/kafka.sh COMMAND [--secure]
 #   up      fetch the jars if not cached, format a fresh data dir if there is
 #           none, start the broker, wait until it serves metadata, and print
 #           SLUICE_KAFKA_BROKERS=127.0.0.1:PORT as the last line of stdout.
@@ -31,12 +31,42 @@
 #                                 (/tmp/sluice-kafka)
 #   KEEP_DATA=1                   down keeps the run dir
 # Messages go to stderr; stdout carries only the SLUICE_KAFKA_BROKERS line.
+#
+# Secure mode (SLUICE_KAFKA_SECURE=1, or --secure after the command) is a
+# second broker beside the plaintext one, with its own run dir and ports: a
+# SASL_SSL listener for clients (SCRAM-SHA-512 and SCRAM-SHA-256), and
+# PLAINTEXT listeners on loopback for the controller and the broker itself.
+# The first up makes a throwaway CA and broker certificate (openssl) and a
+# random password for the SCRAM user, kept in the run dir until down; no
+# authorizer, so the user may create topics. up waits until the SASL_SSL
+# listener answers with those credentials, and its last four lines of stdout
+# are
+#   SLUICE_KAFKA_SASL_SSL_BROKERS=127.0.0.1:PORT
+#   SLUICE_KAFKA_CA=RUN/tls/ca.pem
+#   SLUICE_KAFKA_SCRAM_USER=sluice
+#   SLUICE_KAFKA_SCRAM_PASSWORD=...
+# The other commands act on the secure broker likewise. Its environment:
+#   SLUICE_KAFKA_SECURE_PORT      SASL_SSL listener on 127.0.0.1 (19192); the
+#                                 controller is PORT+1, the broker's own
+#                                 PLAINTEXT listener PORT+2
+#   SLUICE_KAFKA_SECURE_RUN       run dir (/tmp/sluice-kafka-secure)
+#   SLUICE_KAFKA_SCRAM_USER       the SCRAM user (sluice)
 set -euo pipefail
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 VERSION="${SLUICE_KAFKA_VERSION:-4.1.1}"
-PORT="${SLUICE_KAFKA_PORT:-19092}"
-CONTROLLER_PORT="${SLUICE_KAFKA_CONTROLLER_PORT:-$((PORT + 1))}"
+SECURE="${SLUICE_KAFKA_SECURE:-0}"
+[[ "${2:-}" == --secure || "${3:-}" == --secure ]] && SECURE=1
+if [[ "$SECURE" == 1 ]]; then
+  PORT="${SLUICE_KAFKA_SECURE_PORT:-19192}"
+  CONTROLLER_PORT="$((PORT + 1))"
+  INTERNAL_PORT="$((PORT + 2))"
+  SLUICE_RUN="${SLUICE_KAFKA_SECURE_RUN:-/tmp/sluice-kafka-secure}"
+  SCRAM_USER="${SLUICE_KAFKA_SCRAM_USER:-sluice}"
+else
+  PORT="${SLUICE_KAFKA_PORT:-19092}"
+  CONTROLLER_PORT="${SLUICE_KAFKA_CONTROLLER_PORT:-$((PORT + 1))}"
+fi
 HEAP="${SLUICE_KAFKA_HEAP:-512m}"
 WAIT="${SLUICE_KAFKA_WAIT:-120}"
 STOP_WAIT="${SLUICE_KAFKA_STOP_WAIT:-30}"
@@ -51,6 +81,10 @@ POM="$SCRIPT_DIR/kafka/pom.xml"
 LOG4J="$SCRIPT_DIR/kafka/log4j2.properties"
 TOOLS_LOG4J="$SCRIPT_DIR/kafka/tools-log4j2.properties"
 BROKERS="127.0.0.1:$PORT"
+TLS_DIR="$RUN/tls"
+CA="$TLS_DIR/ca.pem"
+PASSWORD_FILE="$RUN/scram-password"
+CLIENT_CONF="$RUN/client.properties"
 
 log() { echo "kafka.sh: $*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -116,15 +150,30 @@ fetch_jars() {
 }
 
 write_config() {
+  local listeners
+  if [[ "$SECURE" == 1 ]]; then
+    listeners="listeners=SASL_SSL://127.0.0.1:$PORT,CONTROLLER://127.0.0.1:$CONTROLLER_PORT,INTERNAL://127.0.0.1:$INTERNAL_PORT
+advertised.listeners=SASL_SSL://127.0.0.1:$PORT,INTERNAL://127.0.0.1:$INTERNAL_PORT
+listener.security.protocol.map=SASL_SSL:SASL_SSL,CONTROLLER:PLAINTEXT,INTERNAL:PLAINTEXT
+inter.broker.listener.name=INTERNAL
+sasl.enabled.mechanisms=SCRAM-SHA-512,SCRAM-SHA-256
+listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+ssl.keystore.type=PEM
+ssl.keystore.location=$TLS_DIR/broker-keystore.pem
+ssl.client.auth=none"
+  else
+    listeners="listeners=PLAINTEXT://127.0.0.1:$PORT,CONTROLLER://127.0.0.1:$CONTROLLER_PORT
+advertised.listeners=PLAINTEXT://127.0.0.1:$PORT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+inter.broker.listener.name=PLAINTEXT"
+  fi
   cat >"$CONF" <<EOF
 # Written by scripts/kafka.sh; rewritten on every start.
 process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@127.0.0.1:$CONTROLLER_PORT
-listeners=PLAINTEXT://127.0.0.1:$PORT,CONTROLLER://127.0.0.1:$CONTROLLER_PORT
-advertised.listeners=PLAINTEXT://127.0.0.1:$PORT
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
-inter.broker.listener.name=PLAINTEXT
+$listeners
 controller.listener.names=CONTROLLER
 log.dirs=$DATA
 num.partitions=3
@@ -152,10 +201,76 @@ format_storage() {
   local id
   # A Kafka Uuid: 16 random bytes, unpadded URL-safe base64.
   id="$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')"
+  local scram=()
+  if [[ "$SECURE" == 1 ]]; then
+    local pass
+    pass="$(cat "$PASSWORD_FILE")"
+    scram=(--add-scram "SCRAM-SHA-512=[name=$SCRAM_USER,password=$pass]"
+      --add-scram "SCRAM-SHA-256=[name=$SCRAM_USER,password=$pass]")
+  fi
   log "formatting $DATA (cluster id $id)"
   "$(java_cmd)" -Xmx256m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -cp "$LIB/*" \
-    -Dlog4j2.configurationFile="$TOOLS_LOG4J" kafka.tools.StorageTool format -t "$id" -c "$CONF" >&2 ||
+    -Dlog4j2.configurationFile="$TOOLS_LOG4J" kafka.tools.StorageTool format -t "$id" -c "$CONF" "${scram[@]}" >&2 ||
     die "kafka.tools.StorageTool format failed"
+}
+
+# Secure mode: a CA and a broker certificate for 127.0.0.1 and localhost,
+# and the SCRAM user's password, once per run dir (down removes them).
+make_secrets() {
+  if [[ ! -s "$PASSWORD_FILE" ]]; then
+    [[ -f "$DATA/meta.properties" ]] && die "$DATA is formatted but $PASSWORD_FILE is gone (down, then up)"
+    (umask 077 && head -c 24 /dev/urandom | base64 | tr -dc 'A-Za-z0-9' >"$PASSWORD_FILE")
+  fi
+  [[ -s "$TLS_DIR/broker-keystore.pem" && -s "$CA" ]] && return 0
+  if ! command -v openssl >/dev/null; then
+    log "installing openssl"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q openssl >&2 ||
+      { apt-get update -q >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q openssl >&2; }
+  fi
+  log "making a throwaway CA and broker certificate in $TLS_DIR"
+  mkdir -p "$TLS_DIR"
+  (
+    umask 077
+    cd "$TLS_DIR"
+    openssl req -x509 -newkey rsa:2048 -nodes -sha256 -days 30 -subj "/CN=sluice test CA $(date +%s)" \
+      -keyout ca-key.pem -out ca.pem 2>/dev/null
+    openssl req -newkey rsa:2048 -nodes -sha256 -subj "/CN=127.0.0.1" \
+      -keyout broker-key.pem -out broker.csr 2>/dev/null
+    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\nkeyUsage=digitalSignature,keyEncipherment\n' >broker.ext
+    openssl x509 -req -sha256 -days 30 -in broker.csr -CA ca.pem -CAkey ca-key.pem -CAcreateserial \
+      -extfile broker.ext -out broker.pem 2>/dev/null
+    # Kafka's PEM keystore: the PKCS#8 key, then the chain.
+    openssl pkcs8 -topk8 -nocrypt -in broker-key.pem -out broker-key.p8
+    cat broker-key.p8 broker.pem >broker-keystore.pem
+    rm -f broker.csr broker.ext ca.srl
+  ) || die "openssl could not make the certificates"
+  chmod 644 "$CA"
+}
+
+# The admin tools' client settings for the SASL_SSL listener.
+write_client_config() {
+  (
+    umask 077
+    cat >"$CLIENT_CONF" <<EOF
+security.protocol=SASL_SSL
+sasl.mechanism=SCRAM-SHA-512
+sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="$SCRAM_USER" password="$(cat "$PASSWORD_FILE")";
+ssl.truststore.type=PEM
+ssl.truststore.location=$CA
+EOF
+  )
+}
+
+# print_brokers: the last lines of up's stdout.
+print_brokers() {
+  if [[ "$SECURE" == 1 ]]; then
+    echo "SLUICE_KAFKA_SASL_SSL_BROKERS=$BROKERS"
+    echo "SLUICE_KAFKA_CA=$CA"
+    echo "SLUICE_KAFKA_SCRAM_USER=$SCRAM_USER"
+    echo "SLUICE_KAFKA_SCRAM_PASSWORD=$(cat "$PASSWORD_FILE")"
+  else
+    echo "SLUICE_KAFKA_BROKERS=$BROKERS"
+  fi
 }
 
 # started_since OFFSET: server.log has "Kafka Server started" past OFFSET.
@@ -180,14 +295,22 @@ cmd_up() {
   local pid
   if pid="$(broker_pid)"; then
     log "already running (pid $pid)"
-    echo "SLUICE_KAFKA_BROKERS=$BROKERS"
+    print_brokers
     return 0
   fi
-  for p in "$PORT" "$CONTROLLER_PORT"; do
-    port_open "$p" && die "port $p is taken by another process (set SLUICE_KAFKA_PORT)"
+  local ports=("$PORT" "$CONTROLLER_PORT")
+  [[ "$SECURE" == 1 ]] && ports+=("$INTERNAL_PORT")
+  for p in "${ports[@]}"; do
+    port_open "$p" && die "port $p is taken by another process (set SLUICE_KAFKA_PORT, or SLUICE_KAFKA_SECURE_PORT)"
   done
   fetch_jars
   mkdir -p "$DATA" "$LOGS"
+  local check_args=()
+  if [[ "$SECURE" == 1 ]]; then
+    make_secrets
+    write_client_config
+    check_args=(--command-config "$CLIENT_CONF")
+  fi
   write_config
   format_storage
 
@@ -232,7 +355,7 @@ cmd_up() {
   ((left < 10)) && left=10
   if ! timeout "$left" "$java" -Xmx128m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -cp "$LIB/*" \
     -Dlog4j2.configurationFile="$TOOLS_LOG4J" \
-    org.apache.kafka.tools.BrokerApiVersionsCommand --bootstrap-server "$BROKERS" >/dev/null 2>"$RUN/check.err"; then
+    org.apache.kafka.tools.BrokerApiVersionsCommand --bootstrap-server "$BROKERS" "${check_args[@]}" >/dev/null 2>"$RUN/check.err"; then
     cat "$RUN/check.err" >&2
     print_tail
     kill -s KILL "$pid" 2>/dev/null || true
@@ -240,7 +363,7 @@ cmd_up() {
     die "broker did not answer a metadata request (killed it; data kept in $DATA)"
   fi
   log "ready in $((SECONDS - start))s (pid $pid)"
-  echo "SLUICE_KAFKA_BROKERS=$BROKERS"
+  print_brokers
 }
 
 # stop_broker SIGNAL: signal the broker and wait for it to exit.
@@ -305,7 +428,7 @@ case "${1:-}" in
   status) cmd_status ;;
   logs) cmd_logs "${2:-}" ;;
   *)
-    echo "usage: $0 up|start|stop|kill|down|status|logs [-f]" >&2
+    echo "usage: $0 up|start|stop|kill|down|status|logs [-f] [--secure]" >&2
     exit 2
     ;;
 esac

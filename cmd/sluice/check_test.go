@@ -27,10 +27,7 @@ func exampleConfig(t *testing.T) string {
 // runCheck writes cfg to a file and runs `sluice check --config FILE`.
 func runCheck(t *testing.T, cfg string, extra ...string) (stdout string, code int, err error) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "sluice.yaml")
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := writeConfig(t, cfg)
 	t.Setenv("SLUICE_LOGS_API_KEY", "logs-key")
 	var out, errOut bytes.Buffer
 	err = run(context.Background(), append([]string{"check", "--config", path}, extra...), &out, &errOut)

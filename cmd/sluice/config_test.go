@@ -41,7 +41,12 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{"key_env: [SLUICE_LOGS_API_KEY]", "key_env: [NOT_SET]", "sources[1].key_env"},
 		{"burst: 1000", "burst: 10", "sources[0].burst"},
 		{"compression: lz4", "compression: brotli", "Compression"},
-		{"brokers: [127.0.0.1:19092]", "brokers: []", "Brokers"},
+		{"brokers: [127.0.0.1:19092]", "brokers: []", "config: kafka.brokers: must name at least one broker"},
+		{"dial_timeout: 5s              # a broker", "dial_timeout: 0s #", "kafka.dial_timeout"},
+		{`ca_file: ""                 # PEM CA`, "ca_file: /nonexistent/ca.pem #", "kafka.tls.ca_file: open /nonexistent/ca.pem"},
+		{`mechanism: ""               # PLAIN`, "mechanism: GSSAPI #", "kafka.sasl.mechanism"},
+		{`mechanism: ""               # PLAIN`, "mechanism: SCRAM-SHA-512\n    tls_typo: x #", "field tls_typo not found"},
+		{`password_env: ""            # environment`, "password_env: KAFKA_PASSWORD #", "kafka.sasl.mechanism: must be set"},
 		{"descriptor_set: examples/contracts.binpb", "descriptor_set: ''", "contracts.descriptor_set"},
 		{"format: json", "format: xml", "log.format"},
 		// An event within max_event_bytes must fit the spool and a batch.

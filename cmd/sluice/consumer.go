@@ -11,12 +11,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/sluicehq/sluice/consumer"
 	"github.com/sluicehq/sluice/contract"
 	"github.com/sluicehq/sluice/internal/admin"
-	"github.com/sluicehq/sluice/publish"
 	"github.com/sluicehq/sluice/sink"
 )
 
@@ -44,6 +41,15 @@ func runConsumerCmd(ctx context.Context, args []string, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	// The kafka block's connection: the group and its DLQ and parked
+	// producer use it. A refused one stops start-up here.
+	conn, err := cfg.Kafka.Options(log)
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	if err := checkConn(ctx, conn, log); err != nil {
+		return err
+	}
 	s, err := sink.Open(ctx, cfg.Sink)
 	if err != nil {
 		return err
@@ -56,7 +62,7 @@ func runConsumerCmd(ctx context.Context, args []string, stderr io.Writer) error 
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	c, err := consumer.New(ccfg, registry, s, kafkaOpts(cfg.Kafka), consumer.WithRegisterer(reg), consumer.WithLogger(log))
+	c, err := consumer.New(ccfg, registry, s, conn, consumer.WithRegisterer(reg), consumer.WithLogger(log))
 	if err != nil {
 		return err
 	}
@@ -106,13 +112,4 @@ func consumerConfig(cfg fileConfig) consumer.Config {
 		c.Topics = cfg.topics()
 	}
 	return c
-}
-
-// kafkaOpts are the connection options of the kafka block.
-func kafkaOpts(k publish.Config) []kgo.Opt {
-	return []kgo.Opt{
-		kgo.SeedBrokers(k.Brokers...),
-		kgo.ClientID(k.ClientID),
-		kgo.DialTimeout(k.DialTimeout),
-	}
 }

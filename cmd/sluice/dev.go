@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -125,8 +126,12 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	ccfg.Group, ccfg.Topics = "sluice-dev", topics
 	ccfg.WriteBatch, ccfg.SinkConcurrency = 100, 1
 	ccfg.LagInterval = time.Second
-	cons, err := consumer.New(ccfg, registry, landed, []kgo.Opt{kgo.SeedBrokers(cfg.Kafka.Brokers...)},
-		consumer.WithLogger(log))
+	conn, err := cfg.Kafka.Options(log)
+	if err != nil {
+		db.Close()
+		return err
+	}
+	cons, err := consumer.New(ccfg, registry, landed, conn, consumer.WithLogger(log))
 	if err != nil {
 		db.Close()
 		return err
@@ -142,8 +147,8 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}()
 	defer stopConsumer()
 	if *tail {
-		tailer, err := kgo.NewClient(kgo.SeedBrokers(cfg.Kafka.Brokers...), kgo.ConsumeTopics(topics...),
-			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		tailer, err := kgo.NewClient(append(slices.Clone(conn), kgo.ConsumeTopics(topics...),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
 		if err != nil {
 			return err
 		}

@@ -7,19 +7,20 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/dynamicpb"
 
 	"github.com/sluicehq/sluice/consumer"
 	"github.com/sluicehq/sluice/contract"
+	"github.com/sluicehq/sluice/internal/kafkaconn"
 )
 
 const dlqUsage = `usage:
@@ -27,8 +28,9 @@ const dlqUsage = `usage:
   sluice dlq show   --config FILE --topic T.dlq --partition P --offset O
   sluice dlq replay --config FILE --topic T.dlq [selection] [--dry-run] [--rate N] [--actor NAME]
 
---brokers B[,B...] may replace the config's kafka.brokers; list and show may
-run with --brokers alone (show then prints values as base64). replay needs
+The connection is the config's kafka block (brokers, tls, sasl); --brokers
+B[,B...] replaces its brokers. list and show may run with --brokers alone,
+in plaintext without SASL (show then prints values as base64). replay needs
 --config: it produces only to T, which must be one of the consumer's
 topics, and checks every record against its contract first. A record whose
 envelope names another source topic, or whose value breaks its contract,
@@ -98,7 +100,10 @@ func runDLQCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	}
 
-	var kopts []kgo.Opt
+	// The connection is the file's kafka block (TLS and SASL included),
+	// its brokers replaced by --brokers; --brokers alone is a plaintext
+	// connection with the defaults.
+	conn := kafkaconn.NewDefaultConfig()
 	var registry *contract.Registry
 	var registryErr error
 	var ingest []string
@@ -108,7 +113,7 @@ func runDLQCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if err != nil {
 			return err
 		}
-		kopts = kafkaOpts(cfg.Kafka)
+		conn = cfg.Kafka.Config
 		registry, registryErr = contract.LoadFile(cfg.Contracts.DescriptorSet, cfg.Contracts.Types,
 			contract.WithMaxDepth(cfg.Gateway.Limits.MaxDepth))
 		ccfg := consumerConfig(cfg)
@@ -119,7 +124,11 @@ func runDLQCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return fmt.Errorf("dlq %s: give --config or --brokers", sub)
 	}
 	if *brokers != "" {
-		kopts = append(kopts, kgo.SeedBrokers(strings.Split(*brokers, ",")...))
+		conn.Brokers = strings.Split(*brokers, ",")
+	}
+	kopts, err := conn.Options(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	if err != nil {
+		return fmt.Errorf("dlq %s: %w", sub, err)
 	}
 
 	switch sub {

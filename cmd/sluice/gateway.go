@@ -58,7 +58,13 @@ func serve(ctx context.Context, cfg fileConfig, registry *contract.Registry, log
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
-	producer, err := publish.NewProducer(cfg.Kafka, publish.WithRegisterer(reg), publish.WithLogger(log))
+	// The kafka block's connection, made once: the producer (and its
+	// drainer) and the pollers use it.
+	conn, err := cfg.Kafka.Options(log)
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	producer, err := publish.NewProducer(cfg.Kafka, publish.WithConnection(conn), publish.WithRegisterer(reg), publish.WithLogger(log))
 	if err != nil {
 		return err
 	}
@@ -68,6 +74,10 @@ func serve(ctx context.Context, cfg fileConfig, registry *contract.Registry, log
 		if err := producer.Close(cctx); err != nil {
 			log.Error("producer close", "err", err)
 		}
+	}
+	if err := checkKafka(ctx, producer, log); err != nil {
+		closeProducer()
+		return err
 	}
 	var spool *buffer.Spool
 	if cfg.Spool.Dir != "" {
@@ -118,7 +128,7 @@ func serve(ctx context.Context, cfg fileConfig, registry *contract.Registry, log
 	}()
 	log.Info("gateway serving", "grpc", srv.GRPCAddr(), "http", srv.HTTPAddr(),
 		"types", len(registry.Types()), "sources", len(cfg.Gateway.Sources), "mode", admission.Mode().String())
-	stopPollers, err := startPollers(ctx, cfg, svc, reg, log)
+	stopPollers, err := startPollers(ctx, cfg, conn, svc, reg, log)
 	if err != nil {
 		sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 		defer cancel()

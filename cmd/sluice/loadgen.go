@@ -49,8 +49,16 @@ func runLoadgenCmd(ctx context.Context, args []string, stdout, stderr io.Writer)
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	ledgerPath := fs.String("ledger", "", "append the id of every acknowledged event to this file, one per line")
 	watchPID := fs.Int("watch-pid", 0, "report this process's CPU time and largest RSS over the run (Linux /proc)")
+	kafkaConfig := fs.String("kafka-config", "", "direct: connect with this sluice config's kafka block (brokers, tls, sasl) instead of plaintext to --addr")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *kafkaConfig != "" {
+		file, err := loadConfig(*kafkaConfig, osGetenv, func(c fileConfig) error { return c.Kafka.Config.Validate() })
+		if err != nil {
+			return fmt.Errorf("loadgen: --kafka-config: %w", err)
+		}
+		cfg.Kafka = file.Kafka.Config
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("loadgen: unexpected argument %q", fs.Arg(0))

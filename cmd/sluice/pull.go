@@ -6,6 +6,7 @@ import (
 	"log/slog"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluicehq/sluice/gateway"
 	"github.com/sluicehq/sluice/pull"
@@ -15,18 +16,18 @@ import (
 var _ pull.Ingester = (*gateway.Service)(nil)
 
 // startPollers runs the configured pollers against the gateway's Ingest:
-// it creates (or checks) the cursor topic on cfg.Kafka.Brokers, joins the
+// it creates (or checks) the cursor topic over conn (the kafka block's
+// connection, as every Kafka client of the process has it), joins the
 // pollers' consumer group and returns a stop that leaves the group and
 // waits for every poller. With no pollers configured it does nothing. A bad
 // poller config or a cursor topic with the wrong partition count is an
 // error, so start-up stops with it.
-func startPollers(ctx context.Context, cfg fileConfig, ing pull.Ingester, reg prometheus.Registerer, log *slog.Logger) (stop func(), err error) {
+func startPollers(ctx context.Context, cfg fileConfig, conn []kgo.Opt, ing pull.Ingester, reg prometheus.Registerer, log *slog.Logger) (stop func(), err error) {
 	if len(cfg.Pollers) == 0 {
 		return func() {}, nil
 	}
 	oc := pull.NewDefaultOwnershipConfig()
-	oc.Brokers = cfg.Kafka.Brokers
-	r, err := pull.NewRunner(oc, cfg.Pollers, ing, pull.WithRegisterer(reg), pull.WithLogger(log))
+	r, err := pull.NewRunner(oc, conn, cfg.Pollers, ing, pull.WithRegisterer(reg), pull.WithLogger(log))
 	if err != nil {
 		return nil, fmt.Errorf("config: pollers: %w", err)
 	}

@@ -1,6 +1,8 @@
 // Package kafkatest gives tests a Kafka to run against: the real cluster
 // named by SLUICE_KAFKA_BROKERS when it is set (scripts/kafka.sh up starts
-// one), with a topic of the test's own that is deleted afterwards.
+// one), or the SASL_SSL one named by SLUICE_KAFKA_SASL_SSL_BROKERS and its
+// CA and SCRAM user (SLUICE_KAFKA_SECURE=1 scripts/kafka.sh up), with a
+// topic of the test's own that is deleted afterwards.
 package kafkatest
 
 import (
@@ -13,6 +15,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluicehq/sluice/internal/kafkaconn"
 )
 
 // EnvBrokers names the environment variable with the real cluster's
@@ -30,20 +34,57 @@ func Brokers(t testing.TB) []string {
 	if env == "" {
 		t.Skip(EnvBrokers + " is not set: skipping the test against a real Kafka (scripts/kafka.sh up starts one)")
 	}
-	var brokers []string
-	for _, b := range strings.Split(env, ",") {
+	return split(env)
+}
+
+func split(list string) []string {
+	var out []string
+	for _, b := range strings.Split(list, ",") {
 		if b = strings.TrimSpace(b); b != "" {
-			brokers = append(brokers, b)
+			out = append(out, b)
 		}
 	}
-	return brokers
+	return out
+}
+
+// The secure cluster `SLUICE_KAFKA_SECURE=1 scripts/kafka.sh up` starts:
+// a SASL_SSL listener, the CA that signed its certificate, and a SCRAM
+// user whose password is in EnvSCRAMPassword.
+const (
+	EnvSecureBrokers = "SLUICE_KAFKA_SASL_SSL_BROKERS"
+	EnvCA            = "SLUICE_KAFKA_CA"
+	EnvSCRAMUser     = "SLUICE_KAFKA_SCRAM_USER"
+	EnvSCRAMPassword = "SLUICE_KAFKA_SCRAM_PASSWORD"
+)
+
+// Secure returns the connection block of the secure cluster (TLS with its
+// CA, SCRAM-SHA-512 with the password read from EnvSCRAMPassword), or
+// skips the test when the cluster's variables are not all set.
+func Secure(t testing.TB) kafkaconn.Config {
+	t.Helper()
+	for _, env := range []string{EnvSecureBrokers, EnvCA, EnvSCRAMUser, EnvSCRAMPassword} {
+		if os.Getenv(env) == "" {
+			t.Skip(env + " is not set: skipping the test against a SASL_SSL Kafka (SLUICE_KAFKA_SECURE=1 scripts/kafka.sh up starts one)")
+		}
+	}
+	c := kafkaconn.NewDefaultConfig()
+	c.Brokers = split(os.Getenv(EnvSecureBrokers))
+	c.TLS.CAFile = os.Getenv(EnvCA)
+	c.SASL = kafkaconn.SASLConfig{Mechanism: kafkaconn.MechanismSCRAMSHA512, Username: os.Getenv(EnvSCRAMUser), PasswordEnv: EnvSCRAMPassword}
+	return c
 }
 
 // CreateTopic creates a topic named after the test and the time, with the
 // broker's default replication, and deletes it when the test ends.
 func CreateTopic(t testing.TB, brokers []string, partitions int32, configs map[string]*string) string {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	return CreateTopicOn(t, []kgo.Opt{kgo.SeedBrokers(brokers...)}, partitions, configs)
+}
+
+// CreateTopicOn is CreateTopic over the connection conn (kafkaconn.Config.Options).
+func CreateTopicOn(t testing.TB, conn []kgo.Opt, partitions int32, configs map[string]*string) string {
+	t.Helper()
+	cl, err := kgo.NewClient(conn...)
 	if err != nil {
 		t.Fatal(err)
 	}

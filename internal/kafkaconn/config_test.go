@@ -1,0 +1,125 @@
+package kafkaconn_test
+
+import (
+	"crypto/x509"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/kafkaconn"
+	"github.com/sluicehq/sluice/internal/kafkatest"
+)
+
+func TestValidate(t *testing.T) {
+	ca := kafkatest.NewCA(t, "valid")
+	certFile, keyFile, _ := ca.Issue(t, "client", x509.ExtKeyUsageClientAuth)
+	_, otherKey, _ := ca.Issue(t, "other", x509.ExtKeyUsageClientAuth)
+	dir := t.TempDir()
+	passFile := filepath.Join(dir, "pass")
+	emptyFile := filepath.Join(dir, "empty")
+	junk := filepath.Join(dir, "junk.pem")
+	for path, body := range map[string]string{passFile: "s3cret\n", emptyFile: "\n", junk: "not a certificate\n"} {
+		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	missing := filepath.Join(dir, "missing.pem")
+	t.Setenv("KAFKACONN_TEST_PASSWORD", "s3cret")
+	t.Setenv("KAFKACONN_TEST_EMPTY", "")
+	scram := func(c *kafkaconn.Config) {
+		c.SASL = kafkaconn.SASLConfig{Mechanism: "SCRAM-SHA-512", Username: "sluice", PasswordEnv: "KAFKACONN_TEST_PASSWORD"}
+	}
+
+	for _, tc := range []struct {
+		name   string
+		modify func(*kafkaconn.Config)
+		want   string // "" = valid
+	}{
+		{"defaults with brokers", func(*kafkaconn.Config) {}, ""},
+		{"no brokers", func(c *kafkaconn.Config) { c.Brokers = nil }, "kafka.brokers: must name at least one broker"},
+		{"empty broker", func(c *kafkaconn.Config) { c.Brokers = []string{"a:9092", " "} }, "kafka.brokers[1]: must not be empty"},
+		{"no client id", func(c *kafkaconn.Config) { c.ClientID = "" }, "kafka.client_id: must not be empty"},
+		{"zero dial timeout", func(c *kafkaconn.Config) { c.DialTimeout = 0 }, "kafka.dial_timeout: must be > 0"},
+
+		{"tls with system roots", func(c *kafkaconn.Config) { c.TLS.Enabled = true }, ""},
+		{"tls by ca file", func(c *kafkaconn.Config) { c.TLS.CAFile = ca.File }, ""},
+		{"mtls", func(c *kafkaconn.Config) {
+			c.TLS = kafkaconn.TLSConfig{CAFile: ca.File, CertFile: certFile, KeyFile: keyFile}
+		}, ""},
+		{"unreadable ca file", func(c *kafkaconn.Config) { c.TLS.CAFile = missing }, "kafka.tls.ca_file: open " + missing},
+		{"ca file without certificates", func(c *kafkaconn.Config) { c.TLS.CAFile = junk }, "kafka.tls.ca_file: " + junk + " holds no PEM certificate"},
+		{"cert without key", func(c *kafkaconn.Config) { c.TLS.CertFile = certFile }, "kafka.tls.key_file: must be set with cert_file"},
+		{"key without cert", func(c *kafkaconn.Config) { c.TLS.KeyFile = keyFile }, "kafka.tls.cert_file: must be set with key_file"},
+		{"unreadable cert", func(c *kafkaconn.Config) { c.TLS.CertFile, c.TLS.KeyFile = missing, keyFile }, "kafka.tls.cert_file: open " + missing},
+		{"unreadable key", func(c *kafkaconn.Config) { c.TLS.CertFile, c.TLS.KeyFile = certFile, missing }, "kafka.tls.key_file: open " + missing},
+		{"cert that does not parse", func(c *kafkaconn.Config) { c.TLS.CertFile, c.TLS.KeyFile = junk, keyFile }, "kafka.tls.cert_file: "},
+		{"key of another certificate", func(c *kafkaconn.Config) { c.TLS.CertFile, c.TLS.KeyFile = certFile, otherKey }, "kafka.tls.key_file: " + certFile + " and " + otherKey + ": tls: private key does not match public key"},
+		{"server name without tls", func(c *kafkaconn.Config) { c.TLS.ServerName = "kafka" }, "kafka.tls.server_name: is set but TLS is off"},
+		{"skip verify without tls", func(c *kafkaconn.Config) { c.TLS.InsecureSkipVerify = true }, "kafka.tls.insecure_skip_verify: is set but TLS is off"},
+
+		{"scram by env", scram, ""},
+		{"plain by file", func(c *kafkaconn.Config) {
+			c.SASL = kafkaconn.SASLConfig{Mechanism: "PLAIN", Username: "sluice", PasswordFile: passFile}
+		}, ""},
+		{"mechanism in lower case", func(c *kafkaconn.Config) { scram(c); c.SASL.Mechanism = "scram-sha-256" }, ""},
+		{"unknown mechanism", func(c *kafkaconn.Config) { scram(c); c.SASL.Mechanism = "GSSAPI" }, `kafka.sasl.mechanism: "GSSAPI" is not PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512`},
+		{"credentials without mechanism", func(c *kafkaconn.Config) { scram(c); c.SASL.Mechanism = "" }, "kafka.sasl.mechanism: must be set when"},
+		{"no username", func(c *kafkaconn.Config) { scram(c); c.SASL.Username = "" }, "kafka.sasl.username: must be set with sasl.mechanism"},
+		{"no password", func(c *kafkaconn.Config) { scram(c); c.SASL.PasswordEnv = "" }, "kafka.sasl.password_env: give password_env or password_file"},
+		{"both passwords", func(c *kafkaconn.Config) { scram(c); c.SASL.PasswordFile = passFile }, "kafka.sasl.password_file: set with password_env: give exactly one"},
+		{"unset env", func(c *kafkaconn.Config) { scram(c); c.SASL.PasswordEnv = "KAFKACONN_TEST_UNSET" }, "kafka.sasl.password_env: environment variable KAFKACONN_TEST_UNSET is empty or unset"},
+		{"empty env", func(c *kafkaconn.Config) { scram(c); c.SASL.PasswordEnv = "KAFKACONN_TEST_EMPTY" }, "kafka.sasl.password_env: environment variable KAFKACONN_TEST_EMPTY is empty or unset"},
+		{"unreadable password file", func(c *kafkaconn.Config) {
+			scram(c)
+			c.SASL.PasswordEnv, c.SASL.PasswordFile = "", missing
+		}, "kafka.sasl.password_file: open " + missing},
+		{"empty password file", func(c *kafkaconn.Config) {
+			scram(c)
+			c.SASL.PasswordEnv, c.SASL.PasswordFile = "", emptyFile
+		}, "kafka.sasl.password_file: " + emptyFile + " is empty"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := kafkaconn.NewDefaultConfig()
+			c.Brokers = []string{"127.0.0.1:9092"}
+			tc.modify(&c)
+			err := c.Validate()
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("Validate: %v", err)
+			case tc.want != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.want)):
+				t.Fatalf("Validate: %v\nwant prefix %q", err, tc.want)
+			}
+			if _, oerr := c.Options(nil); (oerr == nil) != (err == nil) {
+				t.Fatalf("Options: %v, Validate: %v", oerr, err)
+			}
+		})
+	}
+}
+
+func TestNewDefaultConfig(t *testing.T) {
+	c := kafkaconn.NewDefaultConfig()
+	if c.ClientID != "sluice" || c.DialTimeout != 5*time.Second || c.Brokers != nil || c.TLS.On() || c.SASL.Mechanism != "" {
+		t.Fatalf("defaults: %+v", c)
+	}
+}
+
+// TestErrorsNeverCarryThePassword: a password file that is not one, or
+// an environment variable, never shows in an error or a warning.
+func TestErrorsNeverCarryThePassword(t *testing.T) {
+	t.Setenv("KAFKACONN_TEST_PASSWORD", "hunter2-secret")
+	c := kafkaconn.NewDefaultConfig()
+	c.Brokers = []string{"127.0.0.1:9092"}
+	c.SASL = kafkaconn.SASLConfig{Mechanism: "PLAIN", Username: "u", PasswordEnv: "KAFKACONN_TEST_PASSWORD"}
+	var logs strings.Builder
+	if _, err := c.Options(textLogger(&logs)); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(logs.String(), "hunter2") {
+		t.Fatalf("the password was logged: %s", logs.String())
+	}
+	if !strings.Contains(logs.String(), "kafka.sasl without kafka.tls") {
+		t.Fatalf("no warning for SASL in clear: %q", logs.String())
+	}
+}
