@@ -3,10 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/sluicehq/sluice/internal/tlsfiles/tlstest"
 )
 
 // exampleConfig is deploy/sluice.example.yaml with its contracts path made
@@ -71,5 +74,87 @@ func TestCheckNamesTheField(t *testing.T) {
 				t.Fatalf("exit %d, err %v; want non-zero naming %s", code, err, c.want)
 			}
 		})
+	}
+}
+
+// What start-up refuses for safety, check refuses too: a listener beyond
+// loopback without TLS (unless insecure says so), a certificate that does
+// not match its key, a Kafka password that is not there.
+func TestCheckRefusesUnsafeConfigs(t *testing.T) {
+	dir := t.TempDir()
+	ca := tlstest.NewCA(t, "check-test-ca")
+	cert, key, otherKey := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"), filepath.Join(dir, "other.key")
+	ca.Server(t).Write(t, cert, key)
+	ca.Server(t).Write(t, filepath.Join(dir, "other.crt"), otherKey)
+	base := exampleConfig(t)
+	// grpcOn puts the gRPC listener on addr with the given TLS block in
+	// place of the example's.
+	grpcOn := func(addr, block string) func(string) string {
+		return func(cfg string) string {
+			cfg = dropBlock(cfg, "  grpc_tls:")
+			return strings.Replace(cfg, "grpc_addr: 127.0.0.1:9090", "grpc_addr: "+addr+"\n  grpc_tls: "+block, 1)
+		}
+	}
+	replace := func(from, to string) func(string) string {
+		return func(cfg string) string { return strings.Replace(cfg, from, to, 1) }
+	}
+	for _, c := range []struct {
+		name string
+		edit func(string) string
+		want string // "" when the config passes
+	}{
+		{"grpc beyond loopback", grpcOn("0.0.0.0:9090", "{}"), "gateway.grpc_addr: 0.0.0.0:9090 leaves loopback without TLS"},
+		{"http on every interface", replace("http_addr: 127.0.0.1:8080", "http_addr: :8080"), "gateway.http_addr: :8080 leaves loopback without TLS"},
+		{"insecure says it is meant", grpcOn("0.0.0.0:9090", "{insecure: true}"), ""},
+		{"TLS beyond loopback", grpcOn("0.0.0.0:9090", "{cert_file: "+cert+", key_file: "+key+"}"), ""},
+		{"key of another certificate", grpcOn("0.0.0.0:9090", "{cert_file: "+cert+", key_file: "+otherKey+"}"), "gateway: grpc_tls.key_file"},
+		{"admin beyond loopback", replace("  # addr: 127.0.0.1:9100", "  addr: 0.0.0.0:9100"), "admin: addr: 0.0.0.0:9100 leaves loopback without TLS"},
+		{"kafka password unset", func(cfg string) string {
+			cfg = dropBlock(cfg, "  sasl:")
+			return strings.Replace(cfg, "  brokers: [127.0.0.1:19092]", "  brokers: [127.0.0.1:19092]\n  sasl: {mechanism: SCRAM-SHA-512, username: sluice, password_env: SLUICE_CHECK_UNSET_PASSWORD}\n", 1)
+		}, "kafka.sasl.password_env"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := c.edit(base)
+			if cfg == base {
+				t.Fatal("the edit changed nothing in the example config")
+			}
+			out, code, err := runCheck(t, cfg, "--role", "gateway")
+			switch {
+			case c.want == "" && code != 0:
+				t.Fatalf("exit %d: %v", code, err)
+			case c.want != "" && (code == 0 || err == nil || !strings.Contains(err.Error(), c.want)):
+				t.Fatalf("exit %d, err %v, out %q; want non-zero naming %q", code, err, out, c.want)
+			}
+		})
+	}
+}
+
+// dropBlock removes the YAML block that starts with the line head: that
+// line and the more indented lines after it.
+func dropBlock(cfg, head string) string {
+	lines := strings.Split(cfg, "\n")
+	indent := len(head) - len(strings.TrimLeft(head, " "))
+	var out []string
+	for i := 0; i < len(lines); i++ {
+		if strings.HasPrefix(lines[i], head) {
+			for i+1 < len(lines) && len(lines[i+1])-len(strings.TrimLeft(lines[i+1], " ")) > indent {
+				i++
+			}
+			continue
+		}
+		out = append(out, lines[i])
+	}
+	return strings.Join(out, "\n")
+}
+
+func TestWarnInsecure(t *testing.T) {
+	cfg := defaultFileConfig()
+	cfg.Gateway.GRPCAddr, cfg.Gateway.GRPCTLS.Insecure = "0.0.0.0:9090", true
+	cfg.Gateway.HTTPAddr, cfg.Gateway.HTTPTLS.Insecure = "127.0.0.1:8080", true // loopback: nothing to warn of
+	var logs bytes.Buffer
+	cfg.warnInsecure(slog.New(slog.NewTextHandler(&logs, nil)), true)
+	if got := strings.Count(logs.String(), "serves plaintext beyond loopback"); got != 1 || !strings.Contains(logs.String(), "gateway.grpc_tls") {
+		t.Errorf("want one warning, for gateway.grpc_tls: %q", logs.String())
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/sluicehq/sluice/consumer"
 	"github.com/sluicehq/sluice/gateway"
 	"github.com/sluicehq/sluice/internal/admin"
+	"github.com/sluicehq/sluice/internal/tlsfiles"
 	"github.com/sluicehq/sluice/publish"
 	"github.com/sluicehq/sluice/pull"
 	"github.com/sluicehq/sluice/sink"
@@ -145,6 +146,9 @@ func (c fileConfig) validate() error {
 	if err := c.Gateway.Validate(); err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
+	if err := c.checkListenersTLS(); err != nil {
+		return err
+	}
 	if err := c.Admin.Validate(); err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
@@ -170,6 +174,40 @@ func (c fileConfig) validate() error {
 		}
 	}
 	return nil
+}
+
+// checkListenersTLS refuses a gateway listener that would serve plaintext
+// beyond loopback: API keys and events would cross the network in clear.
+// Its TLS block's insecure: true says that is meant.
+func (c fileConfig) checkListenersTLS() error {
+	for _, field := range c.Gateway.PlaintextExposed() {
+		addr, block := c.Gateway.GRPCAddr, "grpc_tls"
+		if field == "http_addr" {
+			addr, block = c.Gateway.HTTPAddr, "http_tls"
+		}
+		return fmt.Errorf("config: gateway.%s: %s leaves loopback without TLS: set gateway.%s.cert_file and key_file, or gateway.%s.insecure: true to serve plaintext there knowingly",
+			field, addr, block, block)
+	}
+	return nil
+}
+
+// warnInsecure logs each listener that serves plaintext beyond loopback
+// because the config says insecure: true for it.
+func (c fileConfig) warnInsecure(log *slog.Logger, withGateway bool) {
+	type listener struct {
+		block, addr string
+		insecure    bool
+	}
+	ls := []listener{{"admin", c.Admin.Addr, c.Admin.Insecure}}
+	if withGateway {
+		ls = append(ls, listener{"gateway.grpc_tls", c.Gateway.GRPCAddr, c.Gateway.GRPCTLS.Insecure},
+			listener{"gateway.http_tls", c.Gateway.HTTPAddr, c.Gateway.HTTPTLS.Insecure})
+	}
+	for _, l := range ls {
+		if l.insecure && l.addr != "" && !tlsfiles.Loopback(l.addr) {
+			log.Warn("listener serves plaintext beyond loopback ("+l.block+" insecure: true): credentials and events cross the network in clear", "addr", l.addr)
+		}
+	}
 }
 
 // checkRecordFits refuses a config in which an event the gateway accepts

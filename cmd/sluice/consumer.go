@@ -41,6 +41,7 @@ func runConsumerCmd(ctx context.Context, args []string, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	cfg.warnInsecure(log, false)
 	// The kafka block's connection: the group and its DLQ and parked
 	// producer use it. A refused one stops start-up here.
 	conn, err := cfg.Kafka.Options(log)
@@ -80,7 +81,7 @@ func runConsumerCmd(ctx context.Context, args []string, stderr io.Writer) error 
 // serveConsumerAdmin serves the consumer's admin listener: /metrics of
 // reg, and readiness (Consumer.Ready) checked in a goroutine of its own.
 // stop ends both and waits for them.
-func serveConsumerAdmin(cfg admin.Config, reg prometheus.Gatherer, c *consumer.Consumer, log *slog.Logger) (stop func(), err error) {
+func serveConsumerAdmin(cfg admin.Config, reg *prometheus.Registry, c *consumer.Consumer, log *slog.Logger) (stop func(), err error) {
 	ready := admin.NewChecker(c.Ready, admin.OnChange(func(err error) {
 		if err != nil {
 			log.Warn("consumer not ready", "err", err)
@@ -88,7 +89,7 @@ func serveConsumerAdmin(cfg admin.Config, reg prometheus.Gatherer, c *consumer.C
 			log.Info("consumer ready")
 		}
 	}))
-	srv, err := admin.New(cfg, reg, admin.WithReadiness(ready.Ready), admin.WithLogger(log))
+	srv, err := admin.New(cfg, reg, admin.WithReadiness(ready.Ready), admin.WithRegisterer(reg), admin.WithLogger(log))
 	if err != nil {
 		return nil, fmt.Errorf("consumer: %w", err)
 	}

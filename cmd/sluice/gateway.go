@@ -58,6 +58,7 @@ func serve(ctx context.Context, cfg fileConfig, registry *contract.Registry, log
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
+	cfg.warnInsecure(log, true)
 	// The kafka block's connection, made once: the producer (and its
 	// drainer) and the pollers use it.
 	conn, err := cfg.Kafka.Options(log)
@@ -107,12 +108,12 @@ func serve(ctx context.Context, cfg fileConfig, registry *contract.Registry, log
 		closeAll()
 		return err
 	}
-	srv, err := gateway.NewServer(svc, gateway.WithReadiness(admission.Ready))
+	srv, err := gateway.NewServer(svc, gateway.WithReadiness(admission.Ready), gateway.WithServerRegisterer(reg))
 	if err != nil {
 		closeAll()
 		return err
 	}
-	adm, err := admin.New(cfg.Admin.WithDefaultAddr(admin.DefaultGatewayAddr), reg,
+	adm, err := admin.New(cfg.Admin.WithDefaultAddr(admin.DefaultGatewayAddr), reg, admin.WithRegisterer(reg),
 		admin.WithReadiness(srv.Ready), admin.WithLogger(log))
 	if err != nil {
 		closeAll()
