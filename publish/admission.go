@@ -210,16 +210,24 @@ type pinger interface {
 	Ping(ctx context.Context) error
 }
 
-// Ready reports whether a record admitted now could be made durable:
-// Kafka answers a ping within ctx, or there is a spool and it takes
-// appends (buffer.Spool.Health). It is meant for readiness checks; the
-// error says why neither holds. A producer without Ping counts as
+// Ready reports whether a record admitted now could be made durable. While
+// records go to the spool (SpoolFirst, or SPOOLING until it is drained)
+// that needs the spool to take appends (buffer.Spool.Health), whatever
+// Kafka does; otherwise Kafka answering a ping within ctx, or a spool that
+// takes appends, will do. It is meant for readiness checks; the error says
+// why a record would be refused. A producer without Ping counts as
 // answering.
 func (a *Admission) Ready(ctx context.Context) error {
 	select {
 	case <-a.stop:
 		return fmt.Errorf("publish: admission closed")
 	default:
+	}
+	if a.spool != nil && (a.cfg.SpoolFirst || a.Mode() == ModeSpooling) {
+		if serr := a.spool.Health(); serr != nil {
+			return fmt.Errorf("records go to the spool (%s), and it refuses appends: %w", a.Mode(), serr)
+		}
+		return nil
 	}
 	p, ok := a.kafka.(pinger)
 	if !ok {

@@ -42,6 +42,24 @@ func TestAdmissionReady(t *testing.T) {
 	if err := check(fullSpool); err == nil || !strings.Contains(err.Error(), "spool refuses") {
 		t.Errorf("Kafka down, full spool: %v", err)
 	}
+	// While records go to the spool, a spool that refuses appends is not
+	// ready, even with Kafka up.
+	c2 := newCluster(t, []string{"ready"})
+	p2 := newTestProducer(t, c2.ListenAddrs(), nil)
+	full2 := openSpool(t, t.TempDir(), func(cfg *buffer.Config) { cfg.MinFreeBytes = 1 << 62 })
+	t.Cleanup(func() { _ = full2.Close() })
+	spoolFirst := newTestAdmission(t, p2, full2, func(cfg *AdmissionConfig) { cfg.SpoolFirst = true }, nil)
+	if err := check(spoolFirst); err == nil || !strings.Contains(err.Error(), "records go to the spool") {
+		t.Errorf("spool first, full spool, Kafka up: %v", err)
+	}
+	healthy2 := openSpool(t, t.TempDir(), nil)
+	t.Cleanup(func() { _ = healthy2.Close() })
+	spoolFirstHealthy := newTestAdmission(t, p2, healthy2, func(cfg *AdmissionConfig) { cfg.SpoolFirst = true }, nil)
+	if err := check(spoolFirstHealthy); err != nil {
+		t.Errorf("spool first, healthy spool: %v", err)
+	}
+	spoolFirst.Close()
+	spoolFirstHealthy.Close()
 	spooled.Close()
 	if err := check(spooled); err == nil {
 		t.Error("closed admission is ready")
