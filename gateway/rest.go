@@ -99,7 +99,10 @@ func (s *Service) authenticateREST(next http.Handler) http.Handler {
 		src, f := s.sources.authenticate(metadata.NewIncomingContext(ctx, md))
 		if f != nil {
 			s.metrics.requests.WithLabelValues("rest", f.Reason.String()).Inc()
-			if r.ContentLength != 0 {
+			// HTTP/1.1 cannot skip an unread body but by closing; HTTP/2
+			// resets the one stream, and a Connection header there would
+			// end the whole connection, every other caller's streams too.
+			if r.ContentLength != 0 && r.ProtoMajor == 1 {
 				w.Header().Set("Connection", "close")
 			}
 			writeFailure(w, f)

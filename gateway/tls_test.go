@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -291,12 +292,66 @@ func TestTLSServerOnlyWithAPIKey(t *testing.T) {
 	if src := g.sourceOf(t, typeLog, "tls-key-grpc"); src != "restricted" {
 		t.Errorf("published as %q, want restricted", src)
 	}
-	// Plaintext to a TLS listener gets nowhere.
-	if resp, err := http.Get("http://" + g.srv.HTTPAddr() + "/healthz"); err == nil {
+	// Plaintext to a TLS listener reaches no handler: an authenticated
+	// request gets Go's "HTTP request to an HTTPS server" 400, not an
+	// answer of the API.
+	req, err := http.NewRequest(http.MethodPost, "http://"+g.srv.HTTPAddr()+"/v1/events", bytes.NewReader(restBody(e("tls-plaintext"))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("X-Api-Key", keyRestricted)
+	if resp, err := (&http.Client{Timeout: 15 * time.Second}).Do(req); err == nil {
+		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode == http.StatusOK {
-			t.Error("the TLS listener answered plaintext")
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "HTTPS") {
+			t.Errorf("plaintext to the TLS listener: %d %s", resp.StatusCode, body)
 		}
+	}
+}
+
+// An unauthenticated REST request over HTTP/2 is refused on its stream
+// alone: the connection, which other requests share, stays open. (Over
+// HTTP/1.1 the connection closes, since the unread body cannot be
+// skipped otherwise.)
+func TestRESTRefusalKeepsHTTP2Connection(t *testing.T) {
+	g := newTLSGateway(t, tlsfiles.ClientAuthNone)
+	e := func(id string) ev {
+		return ev{ID: id, Type: typeLog, Key: "svc", At: g.clock.Now(), JSON: examples.LogLineJSON}
+	}
+	hc := g.httpsClient(t, nil, true)
+	var conns []bool // reused, per request
+	do := func(key, id string) int {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodPost, "https://"+g.srv.HTTPAddr()+"/v1/events", bytes.NewReader(restBody(e(id))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("X-Api-Key", key)
+		req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+			GotConn: func(info httptrace.GotConnInfo) { conns = append(conns, info.Reused) },
+		}))
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		_, _ = io.Copy(io.Discard, resp.Body)
+		if resp.ProtoMajor != 2 {
+			t.Fatalf("%s, want HTTP/2", resp.Proto)
+		}
+		return resp.StatusCode
+	}
+	if code := do(keyRestricted, "h2-before"); code != http.StatusOK {
+		t.Fatalf("authorized: %d", code)
+	}
+	if code := do("no-such-key", "h2-refused"); code != http.StatusUnauthorized {
+		t.Fatalf("unknown key: %d", code)
+	}
+	if code := do(keyRestricted, "h2-after"); code != http.StatusOK {
+		t.Fatalf("authorized after a refusal: %d", code)
+	}
+	if len(conns) != 3 || !conns[1] || !conns[2] {
+		t.Errorf("connection reused per request: %v; the refusal closed the shared connection", conns)
 	}
 }
 
