@@ -213,8 +213,9 @@ func (s *Server) Start() {
 func (s *Server) Err() <-chan error { return s.errs }
 
 // Shutdown stops accepting, lets requests in flight finish until ctx is
-// done, then cuts the rest off. The caller closes the producer afterwards,
-// so every answered event was acknowledged first.
+// done, then cuts the rest off; a server never started just closes its
+// listeners. The caller closes the producer afterwards, so every answered
+// event was acknowledged first.
 func (s *Server) Shutdown(ctx context.Context) error {
 	if s.ready != nil {
 		s.ready.Stop()
@@ -230,5 +231,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		<-stopped
 	}
 	s.wg.Wait()
+	// A server shut down before Start never served its listeners, so
+	// neither server above closed them.
+	_ = s.grpcLis.Close()
+	_ = s.httpLis.Close()
 	return httpErr
 }

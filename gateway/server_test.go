@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
 
+	"github.com/sluicehq/sluice/contract"
 	"github.com/sluicehq/sluice/examples"
 	"github.com/sluicehq/sluice/gateway"
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
@@ -128,5 +130,37 @@ func TestShutdownDrains(t *testing.T) {
 	}
 	if _, err := http.Get("http://" + h.srv.HTTPAddr() + "/v1/events"); err == nil {
 		t.Error("REST still accepts connections after shutdown")
+	}
+}
+
+// A server shut down without being started frees its addresses.
+func TestShutdownBeforeStartClosesListeners(t *testing.T) {
+	registry, err := contract.Load(examples.Contracts, examples.Types)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := gateway.NewDefaultConfig()
+	cfg.GRPCAddr, cfg.HTTPAddr = "127.0.0.1:0", "127.0.0.1:0"
+	cfg.Dedup.Window = 0
+	cfg.Sources = []gateway.SourceConfig{{Name: "s", KeyHashes: []string{gateway.HashKey("k")}, EventTypes: []string{"*"}}}
+	svc, err := gateway.New(cfg, registry, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := gateway.NewServer(svc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	grpcAddr, httpAddr := srv.GRPCAddr(), srv.HTTPAddr()
+	if err := srv.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, addr := range []string{grpcAddr, httpAddr} {
+		lis, err := net.Listen("tcp", addr)
+		if err != nil {
+			t.Errorf("%s still bound after Shutdown: %v", addr, err)
+			continue
+		}
+		lis.Close()
 	}
 }

@@ -116,6 +116,7 @@ func serve(ctx context.Context, cfg fileConfig, registry *contract.Registry, log
 	adm, err := admin.New(cfg.Admin.WithDefaultAddr(admin.DefaultGatewayAddr), reg, admin.WithRegisterer(reg),
 		admin.WithReadiness(srv.Ready), admin.WithLogger(log))
 	if err != nil {
+		_ = srv.Shutdown(context.Background()) // never started: closes its listeners at once
 		closeAll()
 		return fmt.Errorf("gateway: %w", err)
 	}
