@@ -71,14 +71,28 @@ var usages = map[string]string{
 	"hash-key": "usage: sluice hash-key KEY\n\nprints the hex sha256 of KEY, the form sources[].key_hashes takes\n",
 }
 
-func helpFlag(a string) bool { return a == "-h" || a == "-help" || a == "--help" || a == "help" }
+func helpFlag(a string) bool { return a == "-h" || a == "-help" || a == "--help" }
+
+// helpAsked says whether args (a command of usages and what follows) ask
+// for its usage: a help flag right after the command, or right after its
+// subcommand. A help flag further on is some flag's value
+// (--actor -h), and a bare "help" may be an argument (hash-key help).
+func helpAsked(args []string) bool {
+	switch {
+	case len(args) >= 2 && helpFlag(args[1]):
+		return true
+	case len(args) >= 3 && helpFlag(args[2]):
+		return args[0] == "dlq" || args[0] == "sink" || args[0] == "spool"
+	}
+	return false
+}
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return errors.New("give a command")
 	}
-	if u, ok := usages[args[0]]; ok && len(args) >= 2 && helpFlag(args[len(args)-1]) {
+	if u, ok := usages[args[0]]; ok && helpAsked(args) {
 		fmt.Fprint(stdout, u)
 		return nil
 	}

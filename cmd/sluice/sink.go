@@ -12,12 +12,12 @@ import (
 	"github.com/sluicehq/sluice/sink"
 )
 
-// runSinkCmd is `sluice sink migrate|recent`.
 const sinkUsage = `usage:
   sluice sink migrate (--config FILE | --sqlite PATH)        create or upgrade the sink's table
   sluice sink recent  (--config FILE | --sqlite PATH) [-n N] print the newest events
 `
 
+// runSinkCmd is `sluice sink migrate|recent`.
 func runSinkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || (args[0] != "migrate" && args[0] != "recent") {
 		fmt.Fprint(stderr, sinkUsage)
