@@ -70,9 +70,9 @@ func NewDefaultConfig() Config {
 	}
 }
 
-// Validate reports the first invalid field: a connection field as
-// kafkaconn.Config.Validate does ("kafka.<path>: <why>"), a producer field
-// as "publish: <Field>: <why>".
+// Validate reports the first invalid field as "kafka.<path>: <why>", by
+// its YAML path: the connection's as kafkaconn.Config.Validate does, the
+// producer's (kafka.linger) the same way.
 func (c Config) Validate() error {
 	if err := c.Config.Validate(); err != nil {
 		return err
@@ -82,32 +82,32 @@ func (c Config) Validate() error {
 
 func (c Config) validateProducer() error {
 	bad := func(field, format string, args ...any) error {
-		return fmt.Errorf("publish: %s: "+format, append([]any{field}, args...)...)
+		return fmt.Errorf("kafka.%s: "+format, append([]any{field}, args...)...)
 	}
 	switch {
 	case c.DeliveryTimeout <= 0:
-		return bad("DeliveryTimeout", "must be > 0")
+		return bad("delivery_timeout", "must be > 0")
 	case c.DeliveryTimeout < minDeliveryTimeout:
-		return bad("DeliveryTimeout", "must be at least %v (franz-go's minimum), got %v", minDeliveryTimeout, c.DeliveryTimeout)
+		return bad("delivery_timeout", "must be at least %v (franz-go's minimum), got %v", minDeliveryTimeout, c.DeliveryTimeout)
 	case c.Linger < 0:
-		return bad("Linger", "must be >= 0")
+		return bad("linger", "must be >= 0")
 	case c.Linger > maxLinger:
-		return bad("Linger", "must be at most %v, got %v", maxLinger, c.Linger)
+		return bad("linger", "must be at most %v, got %v", maxLinger, c.Linger)
 	case c.MaxBufferedRecords <= 0:
-		return bad("MaxBufferedRecords", "must be > 0")
+		return bad("max_buffered_records", "must be > 0")
 	case c.BatchMaxBytes < minBatchMaxBytes || c.BatchMaxBytes > maxBatchMaxBytes:
-		return bad("BatchMaxBytes", "must be between %d and %d, got %d", minBatchMaxBytes, maxBatchMaxBytes, c.BatchMaxBytes)
+		return bad("batch_max_bytes", "must be between %d and %d, got %d", minBatchMaxBytes, maxBatchMaxBytes, c.BatchMaxBytes)
 	case c.MaxBufferedBytes <= 0:
-		return bad("MaxBufferedBytes", "must be > 0")
+		return bad("max_buffered_bytes", "must be > 0")
 	case c.MaxBufferedBytes < int64(c.BatchMaxBytes):
-		return bad("MaxBufferedBytes", "must be >= BatchMaxBytes (%d) so that a full batch can be buffered, got %d", c.BatchMaxBytes, c.MaxBufferedBytes)
+		return bad("max_buffered_bytes", "must be >= batch_max_bytes (%d) so that a full batch can be buffered, got %d", c.BatchMaxBytes, c.MaxBufferedBytes)
 	case c.MaxBufferedBytes > math.MaxInt-int64(c.BatchMaxBytes):
-		return bad("MaxBufferedBytes", "must be at most %d on this platform", math.MaxInt-int64(c.BatchMaxBytes))
+		return bad("max_buffered_bytes", "must be at most %d on this platform", math.MaxInt-int64(c.BatchMaxBytes))
 	case c.RetryAfter <= 0:
-		return bad("RetryAfter", "must be > 0")
+		return bad("retry_after", "must be > 0")
 	}
 	if _, ok := compressionCodecs(c.Compression); !ok {
-		return bad("Compression", `must be one of "none", "snappy", "lz4", "zstd", "gzip", got %q`, c.Compression)
+		return bad("compression", `must be one of "none", "snappy", "lz4", "zstd", "gzip", got %q`, c.Compression)
 	}
 	return nil
 }

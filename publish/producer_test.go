@@ -458,7 +458,7 @@ func TestNewProducer(t *testing.T) {
 		t.Error("second producer registered the same metrics on one registry")
 	}
 	cfg.Compression = "brotli"
-	if _, err := NewProducer(cfg); err == nil || err.Error() != `publish: Compression: must be one of "none", "snappy", "lz4", "zstd", "gzip", got "brotli"` {
+	if _, err := NewProducer(cfg); err == nil || err.Error() != `kafka.compression: must be one of "none", "snappy", "lz4", "zstd", "gzip", got "brotli"` {
 		t.Errorf("invalid config: got %v", err)
 	}
 	// The buffered records gauge reads the client.

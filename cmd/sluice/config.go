@@ -284,12 +284,9 @@ func (c fileConfig) validateSink() error {
 // validateClient checks what every Kafka client of sluice uses: kafka,
 // contracts and log.
 func (c fileConfig) validateClient() error {
-	// The connection's errors name their path (kafka.tls.ca_file).
-	if err := c.Kafka.Config.Validate(); err != nil {
-		return fmt.Errorf("config: %w", err)
-	}
+	// Its errors name their path (kafka.tls.ca_file, kafka.linger).
 	if err := c.Kafka.Validate(); err != nil {
-		return fmt.Errorf("config: kafka: %w", err)
+		return fmt.Errorf("config: %w", err)
 	}
 	if c.Contracts.DescriptorSet == "" {
 		return errors.New("config: contracts.descriptor_set: must name a buf image or descriptor set file")

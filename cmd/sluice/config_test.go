@@ -40,7 +40,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{"publish_timeout: 10s", "publish_timeout: soon", "line 8: cannot unmarshal !!str `soon` into time.Duration"},
 		{"key_env: [SLUICE_LOGS_API_KEY]", "key_env: [NOT_SET]", "sources[1].key_env"},
 		{"burst: 1000", "burst: 10", "sources[0].burst"},
-		{"compression: lz4", "compression: brotli", "Compression"},
+		{"compression: lz4", "compression: brotli", "kafka.compression"},
 		{"brokers: [127.0.0.1:19092]", "brokers: []", "config: kafka.brokers: must name at least one broker"},
 		{"dial_timeout: 5s              # a broker", "dial_timeout: 0s #", "kafka.dial_timeout"},
 		{`ca_file: ""                 # PEM CA`, "ca_file: /nonexistent/ca.pem #", "kafka.tls.ca_file: open /nonexistent/ca.pem"},
