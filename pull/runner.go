@@ -170,7 +170,6 @@ func (r *Runner) Start(ctx context.Context) error {
 	}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	cl, err := kgo.NewClient(append(slices.Clone(r.kopts),
-		kgo.ClientID("sluice-pollers"),
 		kgo.ConsumerGroup(r.cfg.Group),
 		kgo.ConsumeTopics(r.cfg.Topic),
 		kgo.DisableAutoCommit(),
