@@ -179,11 +179,17 @@ func TestIntegrationFaults(t *testing.T) {
 				failedBefore, _ := s.gatewayMetric("sluice_spool_drain_errors_total")
 				fix := s.breakCursor()
 				s.script("kafka.sh", "start")
-				time.Sleep(4 * time.Second)
+				// Kept broken until the drain, with Kafka back, has failed
+				// to write its cursor (a minute at most: the drain first
+				// waits out the records' delivery timeout).
+				met := s.waitMetric(time.Minute, "sluice_spool_drain_errors_total", func(v float64) bool {
+					return v > failedBefore && strings.Contains(s.gateway.logText(), "acknowledging the spool")
+				})
 				fix()
-				failed, _ := s.gatewayMetric("sluice_spool_drain_errors_total")
-				if n := strings.Count(s.gateway.logText(), "acknowledging the spool"); n == 0 || failed <= failedBefore {
-					s.t.Errorf("disk-full-kafka-stopped: %d failed cursor writes logged, drain errors %v -> %v: the drain never met the failing cursor", n, failedBefore, failed)
+				if !met {
+					failed, _ := s.gatewayMetric("sluice_spool_drain_errors_total")
+					s.t.Errorf("disk-full-kafka-stopped: %d failed cursor writes logged, drain errors %v -> %v within a minute: the drain never met the failing cursor",
+						strings.Count(s.gateway.logText(), "acknowledging the spool"), failedBefore, failed)
 				}
 			},
 			after: func(s *system, _ *ledger) {
