@@ -16,6 +16,10 @@
 #   down    stop, then remove the run dir (data and logs) unless KEEP_DATA=1.
 #   status  print whether it runs; exit 0 when running, 1 when not.
 #   logs    print the last lines of the broker log (logs -f follows it).
+#   topics NAME...  create these topics on the running broker unless they
+#           exist, with SLUICE_KAFKA_PARTITIONS partitions (3) and one
+#           replica (in secure mode over its SASL_SSL listener). sluice's
+#           producer does not create the topics it publishes to.
 #
 # Environment:
 #   SLUICE_KAFKA_VERSION          Kafka version from Maven Central (4.1.1)
@@ -402,6 +406,22 @@ cmd_down() {
   fi
 }
 
+cmd_topics() {
+  (($# > 0)) || die "topics: name the topics to create"
+  broker_pid >/dev/null || die "topics: the broker is not running (up first)"
+  local args=() t
+  [[ "$SECURE" == 1 ]] && args=(--command-config "$CLIENT_CONF")
+  for t in "$@"; do
+    [[ "$t" == --secure ]] && continue
+    timeout 60 "$(java_cmd)" -Xmx128m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -cp "$LIB/*" \
+      -Dlog4j2.configurationFile="$TOOLS_LOG4J" org.apache.kafka.tools.TopicCommand \
+      --bootstrap-server "$BROKERS" "${args[@]}" --create --if-not-exists --topic "$t" \
+      --partitions "${SLUICE_KAFKA_PARTITIONS:-3}" --replication-factor 1 >&2 ||
+      die "topics: creating $t failed"
+  done
+  log "topics exist: $*"
+}
+
 cmd_status() {
   local pid
   if pid="$(broker_pid)"; then
@@ -427,8 +447,9 @@ case "${1:-}" in
   down) cmd_down ;;
   status) cmd_status ;;
   logs) cmd_logs "${2:-}" ;;
+  topics) shift && cmd_topics "$@" ;;
   *)
-    echo "usage: $0 up|start|stop|kill|down|status|logs [-f] [--secure]" >&2
+    echo "usage: $0 up|start|stop|kill|down|status|logs [-f]|topics NAME... [--secure]" >&2
     exit 2
     ;;
 esac
