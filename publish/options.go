@@ -14,7 +14,6 @@ type Option interface{ apply(*options) }
 type options struct {
 	registerer prometheus.Registerer
 	logger     *slog.Logger
-	clientOpts []kgo.Opt
 	conn       []kgo.Opt // nil: from Config's connection block
 	// beforeFallback, when set, runs in Admit after a direct publish
 	// failed and before the failed records are spooled. Tests use it to
@@ -49,15 +48,6 @@ func WithLogger(l *slog.Logger) Option {
 // warnings are logged once.
 func WithConnection(conn []kgo.Opt) Option {
 	return option{func(o *options) { o.conn = conn }}
-}
-
-// WithClientOptions appends franz-go options after the ones derived from
-// Config, so they override them; by default there are none. It exists for
-// tests and for settings Config does not cover. Options that weaken
-// durability (RequiredAcks other than all, DisableIdempotentWrite) void
-// the guarantees in the package documentation.
-func WithClientOptions(opts ...kgo.Opt) Option {
-	return option{func(o *options) { o.clientOpts = append(o.clientOpts, opts...) }}
 }
 
 func withBeforeFallback(fn func()) Option {

@@ -132,7 +132,7 @@ func NewProducer(cfg Config, opts ...Option) (*Producer, error) {
 		kgo.ProducerBatchMaxBytes(cfg.BatchMaxBytes),
 		kgo.ProducerBatchCompression(codecs...),
 	)
-	client, err := kgo.NewClient(append(kopts, o.clientOpts...)...)
+	client, err := kgo.NewClient(kopts...)
 	if err != nil {
 		return nil, fmt.Errorf("publish: kafka client: %w", err)
 	}
