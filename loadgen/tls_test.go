@@ -23,7 +23,7 @@ func TestTargetsSpeakTLS(t *testing.T) {
 	tlstest.WriteFile(t, filepath.Join(dir, "ca.pem"), ca.PEM)
 	ca.Server(t).Write(t, filepath.Join(dir, "server.pem"), filepath.Join(dir, "server-key.pem"))
 	ca.Client(t, tlstest.Identity{CommonName: "bench-client"}).Write(t, filepath.Join(dir, "client.pem"), filepath.Join(dir, "client-key.pem"))
-	listener := gateway.ListenerTLSConfig{ServerConfig: tlsfiles.ServerConfig{
+	listener := tlsfiles.ListenerConfig{ServerConfig: tlsfiles.ServerConfig{
 		CertFile: filepath.Join(dir, "server.pem"), KeyFile: filepath.Join(dir, "server-key.pem"),
 		ClientCAFile: filepath.Join(dir, "ca.pem"), ClientAuth: tlsfiles.ClientAuthRequire,
 	}}

@@ -24,6 +24,12 @@
 // ("cert_file", "client_auth", …); the caller puts its own block's path in
 // front.
 //
+// A listener's block is ListenerConfig: the same keys and insecure, which
+// says that plaintext on an address other than loopback is meant.
+// ListenerConfig.ValidateAt names the wrong field by its path in the config
+// file, and PlaintextBeyondLoopback is the one rule for which addresses
+// need TLS or insecure (Loopback decides what loopback is).
+//
 // # Reload
 //
 // Reloader.Config is a *tls.Config whose GetConfigForClient serves the
