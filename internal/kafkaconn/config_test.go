@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/kafkaconn"
 	"github.com/sluicehq/sluice/internal/kafkatest"
+	"github.com/sluicehq/sluice/internal/tlsfiles"
 )
 
 func TestValidate(t *testing.T) {
@@ -46,7 +47,7 @@ func TestValidate(t *testing.T) {
 		{"tls with system roots", func(c *kafkaconn.Config) { c.TLS.Enabled = true }, ""},
 		{"tls by ca file", func(c *kafkaconn.Config) { c.TLS.CAFile = ca.File }, ""},
 		{"mtls", func(c *kafkaconn.Config) {
-			c.TLS = kafkaconn.TLSConfig{CAFile: ca.File, CertFile: certFile, KeyFile: keyFile}
+			c.TLS = tlsfiles.ClientConfig{CAFile: ca.File, CertFile: certFile, KeyFile: keyFile}
 		}, ""},
 		{"unreadable ca file", func(c *kafkaconn.Config) { c.TLS.CAFile = missing }, "kafka.tls.ca_file: open " + missing},
 		{"ca file without certificates", func(c *kafkaconn.Config) { c.TLS.CAFile = junk }, "kafka.tls.ca_file: " + junk + " holds no PEM certificate"},

@@ -21,6 +21,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/kafkaconn"
 	"github.com/sluicehq/sluice/internal/kafkatest"
+	"github.com/sluicehq/sluice/internal/tlsfiles"
 )
 
 const checkTimeout = 10 * time.Second
@@ -191,7 +192,7 @@ func TestTLS(t *testing.T) {
 	})
 	t.Run("server name override", func(t *testing.T) {
 		c := base
-		c.TLS = kafkaconn.TLSConfig{CAFile: ca.File, ServerName: "localhost"}
+		c.TLS = tlsfiles.ClientConfig{CAFile: ca.File, ServerName: "localhost"}
 		if err := check(t, c); err != nil {
 			t.Fatal(err)
 		}
@@ -210,7 +211,7 @@ func TestTLS(t *testing.T) {
 	})
 	t.Run("insecure skip verify connects and warns", func(t *testing.T) {
 		c := base
-		c.TLS = kafkaconn.TLSConfig{CAFile: other.File, InsecureSkipVerify: true}
+		c.TLS = tlsfiles.ClientConfig{CAFile: other.File, InsecureSkipVerify: true}
 		var logs strings.Builder
 		opts, err := c.Options(textLogger(&logs))
 		if err != nil {
@@ -248,7 +249,7 @@ func TestMutualTLS(t *testing.T) {
 
 	c := kafkaconn.NewDefaultConfig()
 	c.Brokers = addrs
-	c.TLS = kafkaconn.TLSConfig{CAFile: ca.File, CertFile: certFile, KeyFile: keyFile}
+	c.TLS = tlsfiles.ClientConfig{CAFile: ca.File, CertFile: certFile, KeyFile: keyFile}
 	if err := check(t, c); err != nil {
 		t.Fatalf("with the client certificate: %v", err)
 	}

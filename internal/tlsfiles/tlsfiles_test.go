@@ -479,3 +479,30 @@ func TestListenerConfig(t *testing.T) {
 		}
 	}
 }
+
+func TestClientConfigLoad(t *testing.T) {
+	dir := t.TempDir()
+	ca := tlstest.NewCA(t, "client-test-ca")
+	caFile, mixed := filepath.Join(dir, "ca.pem"), filepath.Join(dir, "mixed.pem")
+	tlstest.WriteFile(t, caFile, ca.PEM)
+	leaf := ca.Client(t, tlstest.Identity{CommonName: "c"})
+	tlstest.WriteFile(t, mixed, append(append([]byte{}, ca.PEM...), leaf.KeyPEM...))
+	leaf.Write(t, filepath.Join(dir, "c.pem"), filepath.Join(dir, "c-key.pem"))
+
+	if cfg, err := (tlsfiles.ClientConfig{}).Load(); cfg != nil || err != nil {
+		t.Fatalf("off: %v, %v", cfg, err)
+	}
+	cfg, err := tlsfiles.ClientConfig{CAFile: caFile, CertFile: filepath.Join(dir, "c.pem"), KeyFile: filepath.Join(dir, "c-key.pem"), ServerName: "kafka"}.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.MinVersion != tls.VersionTLS12 || cfg.RootCAs == nil || len(cfg.Certificates) != 1 || cfg.ServerName != "kafka" {
+		t.Fatalf("loaded: %+v", cfg)
+	}
+	// A key block among the CAs is refused, not skipped.
+	_, err = tlsfiles.ClientConfig{CAFile: mixed}.Load()
+	var ce *tlsfiles.ConfigError
+	if !errors.As(err, &ce) || ce.Field != "ca_file" {
+		t.Fatalf("a CA file with a key in it: %v", err)
+	}
+}
