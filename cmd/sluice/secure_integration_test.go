@@ -25,6 +25,7 @@ import (
 	"github.com/sluicehq/sluice/gateway"
 	"github.com/sluicehq/sluice/internal/kafkaconn"
 	"github.com/sluicehq/sluice/internal/kafkatest"
+	"github.com/sluicehq/sluice/internal/tlsfiles/tlstest"
 	"github.com/sluicehq/sluice/publish"
 	"github.com/sluicehq/sluice/pull"
 )
@@ -402,7 +403,7 @@ func TestSecureIntegrationPoller(t *testing.T) {
 func TestSecureIntegrationRefusedAtStart(t *testing.T) {
 	block, _, _ := secureKafka(t)
 	t.Setenv("SLUICE_TEST_WRONG_PASSWORD", "not-"+os.Getenv(block.SASL.PasswordEnv))
-	stranger := kafkatest.NewCA(t, "stranger")
+	stranger := tlstest.NewCA(t, "stranger")
 	consumerYAML := func(kafka string) string {
 		return fmt.Sprintf("consumer: {group: g, topics: [%s]}\nsink: {kind: sqlite, sqlite: {path: %s}}\n"+
 			"contracts: {descriptor_set: ../../examples/contracts.binpb, types: [examples.logs.v1.LogLine]}\nkafka:\n%s\nlog: {level: warn}\n",
@@ -412,7 +413,7 @@ func TestSecureIntegrationRefusedAtStart(t *testing.T) {
 		name, kafka, says string
 	}{
 		{"wrong password", kafkaBlock(block, "SLUICE_TEST_WRONG_PASSWORD", block.TLS.CAFile), "authentication"},
-		{"unknown CA", kafkaBlock(block, block.SASL.PasswordEnv, stranger.File), "certificate"},
+		{"unknown CA", kafkaBlock(block, block.SASL.PasswordEnv, stranger.File(t)), "certificate"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			yaml, _ := gatewayYAML(t, tc.kafka, fmt.Sprintf("spool: {dir: %s, min_free_bytes: 1}\n", t.TempDir()))

@@ -1,7 +1,6 @@
 package kafkaconn_test
 
 import (
-	"crypto/x509"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,14 +8,14 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/kafkaconn"
-	"github.com/sluicehq/sluice/internal/kafkatest"
 	"github.com/sluicehq/sluice/internal/tlsfiles"
+	"github.com/sluicehq/sluice/internal/tlsfiles/tlstest"
 )
 
 func TestValidate(t *testing.T) {
-	ca := kafkatest.NewCA(t, "valid")
-	certFile, keyFile, _ := ca.Issue(t, "client", x509.ExtKeyUsageClientAuth)
-	_, otherKey, _ := ca.Issue(t, "other", x509.ExtKeyUsageClientAuth)
+	ca := tlstest.NewCA(t, "valid")
+	certFile, keyFile := ca.Client(t, tlstest.Identity{CommonName: "client"}).Files(t)
+	_, otherKey := ca.Client(t, tlstest.Identity{CommonName: "other"}).Files(t)
 	dir := t.TempDir()
 	passFile := filepath.Join(dir, "pass")
 	emptyFile := filepath.Join(dir, "empty")
@@ -45,9 +44,9 @@ func TestValidate(t *testing.T) {
 		{"zero dial timeout", func(c *kafkaconn.Config) { c.DialTimeout = 0 }, "kafka.dial_timeout: must be > 0"},
 
 		{"tls with system roots", func(c *kafkaconn.Config) { c.TLS.Enabled = true }, ""},
-		{"tls by ca file", func(c *kafkaconn.Config) { c.TLS.CAFile = ca.File }, ""},
+		{"tls by ca file", func(c *kafkaconn.Config) { c.TLS.CAFile = ca.File(t) }, ""},
 		{"mtls", func(c *kafkaconn.Config) {
-			c.TLS = tlsfiles.ClientConfig{CAFile: ca.File, CertFile: certFile, KeyFile: keyFile}
+			c.TLS = tlsfiles.ClientConfig{CAFile: ca.File(t), CertFile: certFile, KeyFile: keyFile}
 		}, ""},
 		{"unreadable ca file", func(c *kafkaconn.Config) { c.TLS.CAFile = missing }, "kafka.tls.ca_file: open " + missing},
 		{"ca file without certificates", func(c *kafkaconn.Config) { c.TLS.CAFile = junk }, "kafka.tls.ca_file: " + junk + " holds no PEM certificate"},
