@@ -53,6 +53,11 @@
 //     queued (they are written, synced and answered), syncs and closes the
 //     files, and wakes a waiting Next with ErrClosed. Every goroutine the
 //     spool starts has stopped when Close returns.
+//   - Health says whether an append of a small record could succeed now,
+//     for readiness checks: nil, ErrClosed, the error of a failed fdatasync
+//     (until the spool is reopened), or a *FullError at MaxBytes or
+//     MinFreeBytes. It reads the filesystem's free space, and writes
+//     nothing.
 //
 // # On-disk format
 //

@@ -5,12 +5,19 @@
 //
 // # Usage
 //
-//	c, err := consumer.New(cfg, registry, sink, []kgo.Opt{kgo.SeedBrokers(brokers...)},
+//	conn, err := kafka.Options(log) // kafkaconn.Config, the kafka block: brokers, TLS, SASL
+//	c, err := consumer.New(cfg, registry, sink, conn,
 //		consumer.WithRegisterer(reg), consumer.WithLogger(log))
 //	err = c.Run(ctx) // until ctx ends; then drains, commits and leaves the group
+//	err = c.Ready(ctx) // for a readiness probe: Kafka reached and the breaker not open
 //
 //	consumer.List(ctx, kopts, "ingest.x.dlq", sel, fn)        // read a DLQ or parked topic
 //	consumer.Replay(ctx, kopts, "ingest.x.dlq", sel, opts)     // re-produce to ingest.x: checked, rate limited, audited
+//
+// Ready is the consumer's readiness: nil when its client answers a ping
+// within ctx and the sink's circuit breaker is not open. While the breaker
+// is open (PAUSED, before its probe) the consumer is not ready, though it
+// keeps running and recovers by itself.
 //
 // # Delivery
 //

@@ -16,8 +16,8 @@ type Config struct {
 	HTTPAddr string `yaml:"http_addr"`
 	// GRPCTLS and HTTPTLS are the listeners' TLS; without cert_file a
 	// listener serves plaintext.
-	GRPCTLS ListenerTLSConfig `yaml:"grpc_tls"`
-	HTTPTLS ListenerTLSConfig `yaml:"http_tls"`
+	GRPCTLS tlsfiles.ListenerConfig `yaml:"grpc_tls"`
+	HTTPTLS tlsfiles.ListenerConfig `yaml:"http_tls"`
 
 	Limits  LimitsConfig   `yaml:"limits"`
 	HTTP    HTTPConfig     `yaml:"http"`
@@ -124,16 +124,6 @@ type DedupConfig struct {
 	MaxEntries int `yaml:"max_entries"`
 }
 
-// ListenerTLSConfig is one listener's TLS block (see package tlsfiles),
-// and whether plaintext beyond loopback is meant.
-type ListenerTLSConfig struct {
-	tlsfiles.ServerConfig `yaml:",inline"`
-	// Insecure says that serving plaintext on an address other than
-	// loopback is meant. Without it such a listener is refused at start-up
-	// (PlaintextExposed lists them). It must be false when cert_file is set.
-	Insecure bool `yaml:"insecure"`
-}
-
 // SourceConfig is one source that may publish. A source has API keys,
 // client certificates, or both.
 type SourceConfig struct {
@@ -161,8 +151,8 @@ func NewDefaultConfig() Config {
 	return Config{
 		GRPCAddr: "127.0.0.1:9090",
 		HTTPAddr: "127.0.0.1:8080",
-		GRPCTLS:  ListenerTLSConfig{ServerConfig: tlsfiles.NewDefaultServerConfig()},
-		HTTPTLS:  ListenerTLSConfig{ServerConfig: tlsfiles.NewDefaultServerConfig()},
+		GRPCTLS:  tlsfiles.NewDefaultListenerConfig(),
+		HTTPTLS:  tlsfiles.NewDefaultListenerConfig(),
 		Limits: LimitsConfig{
 			MaxEventBytes:        256 << 10,
 			MaxEventsPerRequest:  500,
@@ -266,11 +256,11 @@ func (c Config) Validate() error {
 	case len(c.Sources) == 0:
 		return fieldErr("sources", "at least one source is needed")
 	}
-	if err := c.GRPCTLS.validate("grpc_tls"); err != nil {
-		return err
+	if err := c.GRPCTLS.ValidateAt("grpc_tls", "grpc_tls.insecure"); err != nil {
+		return tlsFieldErr(err)
 	}
-	if err := c.HTTPTLS.validate("http_tls"); err != nil {
-		return err
+	if err := c.HTTPTLS.ValidateAt("http_tls", "http_tls.insecure"); err != nil {
+		return tlsFieldErr(err)
 	}
 	names := map[string]bool{}
 	hashes := map[string]string{}
@@ -324,20 +314,6 @@ func (c Config) Validate() error {
 // traceparent.
 const minHeaderListBytes = 1024
 
-func (l ListenerTLSConfig) validate(block string) error {
-	if l.Insecure && l.Enabled() {
-		return fieldErr(block+".insecure", "must be false when cert_file is set: the listener speaks TLS")
-	}
-	if err := l.ServerConfig.Validate(); err != nil {
-		var ce *tlsfiles.ConfigError
-		if errors.As(err, &ce) {
-			return fieldErr(block+"."+ce.Field, ce.Err.Error())
-		}
-		return err
-	}
-	return nil
-}
-
 // PlaintextExposed lists the listeners, by their address field, that would
 // serve plaintext on an address other than loopback without insecure being
 // set. An address without a host (":9090") listens on every interface.
@@ -345,9 +321,9 @@ func (c Config) PlaintextExposed() []string {
 	var out []string
 	for _, l := range []struct {
 		field, addr string
-		tls         ListenerTLSConfig
+		tls         tlsfiles.ListenerConfig
 	}{{"grpc_addr", c.GRPCAddr, c.GRPCTLS}, {"http_addr", c.HTTPAddr, c.HTTPTLS}} {
-		if !l.tls.Enabled() && !l.tls.Insecure && !tlsfiles.Loopback(l.addr) {
+		if !l.tls.Insecure && l.tls.PlaintextBeyondLoopback(l.addr) {
 			out = append(out, l.field)
 		}
 	}
@@ -378,6 +354,16 @@ type ConfigError struct {
 func (e *ConfigError) Error() string { return "gateway: " + e.Field + ": " + e.Reason }
 
 func fieldErr(field, reason string) error { return &ConfigError{Field: field, Reason: reason} }
+
+// tlsFieldErr gives a tlsfiles.ConfigError, whose Field is already the
+// path in the gateway block, as the gateway's own.
+func tlsFieldErr(err error) error {
+	var ce *tlsfiles.ConfigError
+	if errors.As(err, &ce) {
+		return fieldErr(ce.Field, ce.Err.Error())
+	}
+	return err
+}
 
 func isSHA256Hex(s string) bool {
 	if len(s) != 64 {

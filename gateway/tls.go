@@ -25,7 +25,7 @@ func listenerTLS(cfg Config, log *slog.Logger, reg prometheus.Registerer) (crede
 	if cfg.GRPCTLS.Enabled() {
 		r, err := tlsfiles.NewReloader(cfg.GRPCTLS.ServerConfig, "grpc", tlsfiles.WithLogger(log), tlsfiles.WithRegisterer(reg))
 		if err != nil {
-			return nil, nil, prefixTLSErr("grpc_tls", err)
+			return nil, nil, tlsFieldErr(tlsfiles.At("grpc_tls", err))
 		}
 		grpcCreds = credentials.NewTLS(r.Config())
 	}
@@ -35,19 +35,11 @@ func listenerTLS(cfg Config, log *slog.Logger, reg prometheus.Registerer) (crede
 		r, err := tlsfiles.NewReloader(cfg.HTTPTLS.ServerConfig, "http", tlsfiles.WithLogger(log), tlsfiles.WithRegisterer(reg),
 			tlsfiles.WithNextProtos("h2", "http/1.1"))
 		if err != nil {
-			return nil, nil, prefixTLSErr("http_tls", err)
+			return nil, nil, tlsFieldErr(tlsfiles.At("http_tls", err))
 		}
 		httpTLS = r.Config()
 	}
 	return grpcCreds, httpTLS, nil
-}
-
-func prefixTLSErr(block string, err error) error {
-	var ce *tlsfiles.ConfigError
-	if errors.As(err, &ce) {
-		return fieldErr(block+"."+ce.Field, ce.Err.Error())
-	}
-	return err
 }
 
 // withPeerTLS makes a REST request's TLS state visible where a gRPC call's

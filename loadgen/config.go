@@ -1,10 +1,13 @@
 package loadgen
 
 import (
+	"crypto/tls"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/sluicehq/sluice/internal/kafkaconn"
+	"github.com/sluicehq/sluice/internal/tlsfiles"
 )
 
 // Target kinds.
@@ -66,26 +69,50 @@ type Config struct {
 	Kafka kafkaconn.Config
 	// RunID prefixes every event id; ids are RunID-<counter>.
 	RunID string
-	// TLS, when enabled, makes the grpc, stream and rest targets speak TLS
-	// to the gateway (and present a client certificate when one is set).
-	TLS TLSConfig
+	// TLS, when on, makes the grpc, stream and rest targets speak TLS to
+	// the gateway (and present a client certificate when one is set). Its
+	// flags: --tls, --tls-ca, --tls-cert, --tls-key, --tls-server-name;
+	// ServerName empty checks the host of Addr.
+	TLS tlsfiles.ClientConfig
 }
 
-// TLSConfig is the client side of a gateway listener's TLS.
-type TLSConfig struct {
-	// Enabled turns TLS on; setting CAFile or CertFile implies it.
-	Enabled bool
-	// CAFile is a PEM bundle to verify the gateway with; empty: the
-	// system roots.
-	CAFile string
-	// CertFile and KeyFile are a client certificate, for mTLS.
-	CertFile, KeyFile string
-	// ServerName is the name checked in the gateway's certificate; empty:
-	// the host of Addr.
-	ServerName string
+// tlsFlags name the TLS block's fields by their flags.
+var tlsFlags = map[string]string{
+	"enabled":   "tls",
+	"ca_file":   "tls-ca",
+	"cert_file": "tls-cert",
+	"key_file":  "tls-key",
+	// --tls-server-name without TLS is not refused: clientTLS reads the
+	// block only when TLS is on.
+	"server_name": "tls-server-name",
 }
 
-func (t TLSConfig) on() bool { return t.Enabled || t.CAFile != "" || t.CertFile != "" }
+// tlsFlag is the first TLS flag that is set, the one that turned TLS on.
+func (c Config) tlsFlag() string {
+	switch {
+	case c.TLS.Enabled:
+		return "tls"
+	case c.TLS.CAFile != "":
+		return "tls-ca"
+	case c.TLS.CertFile != "":
+		return "tls-cert"
+	}
+	return "tls-key"
+}
+
+// clientTLS builds the targets' tls.Config, or nil when TLS is off; its
+// errors name the flag.
+func (c Config) clientTLS() (*tls.Config, error) {
+	if !c.TLS.On() {
+		return nil, nil
+	}
+	tc, err := c.TLS.Load()
+	var ce *tlsfiles.ConfigError
+	if errors.As(err, &ce) {
+		return nil, fieldErr(tlsFlags[ce.Field], ce.Err.Error())
+	}
+	return tc, err
+}
 
 // NewDefaultConfig returns the defaults: gRPC Publish of 100 binary log
 // lines, 16 workers in a closed loop for at most 30 s.
@@ -144,8 +171,8 @@ func (c Config) Validate() error {
 		return fieldErr("connections", "must be in [1, 256]")
 	case (c.TLS.CertFile == "") != (c.TLS.KeyFile == ""):
 		return fieldErr("tls-cert", "a client certificate needs both --tls-cert and --tls-key")
-	case c.TLS.on() && c.Target == TargetDirect:
-		return fieldErr("tls-ca", "direct produces to Kafka over plaintext; TLS flags apply to grpc, stream and rest")
+	case c.TLS.On() && c.Target == TargetDirect:
+		return fieldErr(c.tlsFlag(), "direct produces to Kafka over plaintext; TLS flags apply to grpc, stream and rest")
 	}
 	return nil
 }

@@ -28,7 +28,7 @@ type restTarget struct {
 }
 
 func newRESTTarget(cfg Config) (*restTarget, error) {
-	tc, err := cfg.TLS.clientTLS()
+	tc, err := cfg.clientTLS()
 	if err != nil {
 		return nil, err
 	}

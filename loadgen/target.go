@@ -55,7 +55,7 @@ type grpcTarget struct {
 
 func newGRPCTarget(cfg Config) (*grpcTarget, error) {
 	t := &grpcTarget{stream: cfg.Target == TargetStream, key: cfg.APIKey}
-	tc, err := cfg.TLS.clientTLS()
+	tc, err := cfg.clientTLS()
 	if err != nil {
 		return nil, err
 	}

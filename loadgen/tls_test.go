@@ -23,7 +23,7 @@ func TestTargetsSpeakTLS(t *testing.T) {
 	tlstest.WriteFile(t, filepath.Join(dir, "ca.pem"), ca.PEM)
 	ca.Server(t).Write(t, filepath.Join(dir, "server.pem"), filepath.Join(dir, "server-key.pem"))
 	ca.Client(t, tlstest.Identity{CommonName: "bench-client"}).Write(t, filepath.Join(dir, "client.pem"), filepath.Join(dir, "client-key.pem"))
-	listener := gateway.ListenerTLSConfig{ServerConfig: tlsfiles.ServerConfig{
+	listener := tlsfiles.ListenerConfig{ServerConfig: tlsfiles.ServerConfig{
 		CertFile: filepath.Join(dir, "server.pem"), KeyFile: filepath.Join(dir, "server-key.pem"),
 		ClientCAFile: filepath.Join(dir, "ca.pem"), ClientAuth: tlsfiles.ClientAuthRequire,
 	}}
@@ -31,7 +31,7 @@ func TestTargetsSpeakTLS(t *testing.T) {
 		c.GRPCTLS, c.HTTPTLS = listener, listener
 		c.Sources = append(c.Sources, gateway.SourceConfig{Name: "by-cert", ClientCerts: []string{"cn:bench-client"}, EventTypes: []string{"*"}})
 	})
-	withCert := loadgen.TLSConfig{CAFile: filepath.Join(dir, "ca.pem"), CertFile: filepath.Join(dir, "client.pem"), KeyFile: filepath.Join(dir, "client-key.pem")}
+	withCert := tlsfiles.ClientConfig{CAFile: filepath.Join(dir, "ca.pem"), CertFile: filepath.Join(dir, "client.pem"), KeyFile: filepath.Join(dir, "client-key.pem")}
 
 	for _, target := range []string{loadgen.TargetGRPC, loadgen.TargetStream, loadgen.TargetREST} {
 		t.Run(target, func(t *testing.T) {
@@ -49,7 +49,7 @@ func TestTargetsSpeakTLS(t *testing.T) {
 				}
 			}
 			// The system roots do not know the test CA.
-			cfg.APIKey, cfg.TLS, cfg.Duration = testKey, loadgen.TLSConfig{Enabled: true}, 5*time.Second
+			cfg.APIKey, cfg.TLS, cfg.Duration = testKey, tlsfiles.ClientConfig{Enabled: true}, 5*time.Second
 			if rep := runLoad(t, cfg); rep.Answered != 0 || !strings.Contains(rep.FirstError, "certificate") {
 				t.Fatalf("unverified gateway: answered %d, first error %q", rep.Answered, rep.FirstError)
 			}
@@ -81,9 +81,29 @@ func TestTLSConfigValidate(t *testing.T) {
 	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "tls-cert") {
 		t.Errorf("a certificate without a key: %v", err)
 	}
+	// On direct, the error names the flag that was given.
+	for flag, set := range map[string]func(*tlsfiles.ClientConfig){
+		"--tls:":    func(c *tlsfiles.ClientConfig) { c.Enabled = true },
+		"--tls-ca:": func(c *tlsfiles.ClientConfig) { c.CAFile = "ca.pem" },
+		"--tls-cert:": func(c *tlsfiles.ClientConfig) {
+			c.CertFile, c.KeyFile = "client.pem", "client-key.pem"
+		},
+	} {
+		cfg = loadgen.NewDefaultConfig()
+		cfg.Target = loadgen.TargetDirect
+		set(&cfg.TLS)
+		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), flag) {
+			t.Errorf("TLS flags on direct: %v, want it to name %s", err, flag)
+		}
+	}
+	// A file that does not load is named by its flag.
 	cfg = loadgen.NewDefaultConfig()
-	cfg.Target, cfg.TLS.Enabled = loadgen.TargetDirect, true
-	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "tls") {
-		t.Errorf("TLS flags on direct: %v", err)
+	cfg.TLS.CAFile = filepath.Join(t.TempDir(), "absent.pem")
+	gen, err := loadgen.NewGenerator(cfg, time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loadgen.NewTarget(cfg, gen); err == nil || !strings.Contains(err.Error(), "--tls-ca:") {
+		t.Errorf("an absent CA file: %v", err)
 	}
 }

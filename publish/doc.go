@@ -51,6 +51,10 @@
 //     of another caller buffered on the same partition.
 //   - Retryable is the one place where a Kafka error is judged retryable or
 //     permanent.
+//   - Admission.Ready is the gateway's readiness: nil when a record admitted
+//     now could be made durable, because Kafka answers a ping within ctx or
+//     the spool takes appends (buffer.Spool.Health); else an error saying
+//     why neither holds.
 //
 // Config.BatchMaxBytes must not exceed the smallest max.message.bytes of the
 // topics produced to (the default, 1 MiB, is below Kafka's default of

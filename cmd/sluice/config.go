@@ -196,15 +196,15 @@ func (c fileConfig) checkListenersTLS() error {
 func (c fileConfig) warnInsecure(log *slog.Logger, withGateway bool) {
 	type listener struct {
 		block, addr string
-		insecure    bool
+		tls         tlsfiles.ListenerConfig
 	}
-	ls := []listener{{"admin", c.Admin.Addr, c.Admin.Insecure}}
+	ls := []listener{{"admin", c.Admin.Addr, c.Admin.Listener()}}
 	if withGateway {
-		ls = append(ls, listener{"gateway.grpc_tls", c.Gateway.GRPCAddr, c.Gateway.GRPCTLS.Insecure},
-			listener{"gateway.http_tls", c.Gateway.HTTPAddr, c.Gateway.HTTPTLS.Insecure})
+		ls = append(ls, listener{"gateway.grpc_tls", c.Gateway.GRPCAddr, c.Gateway.GRPCTLS},
+			listener{"gateway.http_tls", c.Gateway.HTTPAddr, c.Gateway.HTTPTLS})
 	}
 	for _, l := range ls {
-		if l.insecure && l.addr != "" && !tlsfiles.Loopback(l.addr) {
+		if l.tls.Insecure && l.tls.PlaintextBeyondLoopback(l.addr) {
 			log.Warn("listener serves plaintext beyond loopback ("+l.block+" insecure: true): credentials and events cross the network in clear", "addr", l.addr)
 		}
 	}

@@ -16,7 +16,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluicehq/sluice/consumer"
@@ -25,6 +24,7 @@ import (
 	"github.com/sluicehq/sluice/gateway"
 	"github.com/sluicehq/sluice/internal/kafkaconn"
 	"github.com/sluicehq/sluice/internal/kafkatest"
+	"github.com/sluicehq/sluice/internal/tlsfiles/tlstest"
 	"github.com/sluicehq/sluice/publish"
 	"github.com/sluicehq/sluice/pull"
 )
@@ -48,54 +48,6 @@ func secureKafka(t *testing.T) (kafkaconn.Config, []kgo.Opt, string) {
 func kafkaBlock(c kafkaconn.Config, passwordEnv, caFile string) string {
 	return fmt.Sprintf("  brokers: [%s]\n  tls: {ca_file: %s}\n  sasl: {mechanism: %s, username: %s, password_env: %s}",
 		strings.Join(c.Brokers, ","), caFile, c.SASL.Mechanism, c.SASL.Username, passwordEnv)
-}
-
-// secureTopics creates the topics over conn and deletes them when the
-// test ends.
-func secureTopics(t *testing.T, conn []kgo.Opt, partitions int32, topics ...string) {
-	t.Helper()
-	cl, err := kgo.NewClient(conn...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	adm := kadm.NewClient(cl)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	resp, err := adm.CreateTopics(ctx, partitions, -1, nil, topics...)
-	if err == nil {
-		err = resp.Error()
-	}
-	if err != nil {
-		cl.Close()
-		t.Fatalf("create topics %v: %v", topics, err)
-	}
-	t.Cleanup(func() {
-		defer cl.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if _, err := adm.DeleteTopics(ctx, topics...); err != nil {
-			t.Logf("delete topics %v: %v", topics, err)
-		}
-	})
-}
-
-// ensureTopic creates a shared topic unless it exists; it is left behind.
-func ensureTopic(t *testing.T, conn []kgo.Opt, topic string) {
-	t.Helper()
-	cl, err := kgo.NewClient(conn...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	resp, err := kadm.NewClient(cl).CreateTopic(ctx, 1, -1, nil, topic)
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
-		t.Fatalf("create topic %s: %v", topic, err)
-	}
 }
 
 // uniqueName is a name of this test run, usable as a topic and a table.
@@ -160,8 +112,8 @@ func TestSecureIntegrationGatewayToPostgres(t *testing.T) {
 	if dsn == "" {
 		t.Skip("SLUICE_POSTGRES_DSN is not set (scripts/postgres.sh up prints one)")
 	}
-	topic := uniqueName("sluice.test.secure.e2e")
-	secureTopics(t, conn, 3, topic, consumer.DLQTopic(topic), consumer.ParkedTopic(topic))
+	topic := kafkatest.CreateTopicOn(t, conn, 3, nil)
+	kafkatest.CreateTopicsOn(t, conn, 3, nil, consumer.DLQTopic(topic), consumer.ParkedTopic(topic))
 	table := uniqueName("secure_e2e")
 	extra := fmt.Sprintf(`spool:
   dir: %s
@@ -236,10 +188,10 @@ sink:
 // with the config's kafka block.
 func TestSecureIntegrationDLQReplay(t *testing.T) {
 	_, conn, kafka := secureKafka(t)
-	topic := uniqueName("sluice.test.secure.replay")
+	topic := kafkatest.CreateTopicOn(t, conn, 1, nil)
 	dlq := consumer.DLQTopic(topic)
-	secureTopics(t, conn, 1, topic, dlq)
-	ensureTopic(t, conn, consumer.AuditTopic)
+	kafkatest.CreateTopicsOn(t, conn, 1, nil, dlq)
+	kafkatest.EnsureTopicOn(t, conn, consumer.AuditTopic)
 
 	reg, err := contract.Load(examples.Contracts, examples.Types)
 	if err != nil {
@@ -307,8 +259,7 @@ func TestSecureIntegrationDLQReplay(t *testing.T) {
 // cursor store all go over SASL_SSL, and the pulled orders land in Kafka.
 func TestSecureIntegrationPoller(t *testing.T) {
 	block, conn, _ := secureKafka(t)
-	topic := uniqueName("sluice.test.secure.poller")
-	secureTopics(t, conn, 1, topic)
+	topic := kafkatest.CreateTopicOn(t, conn, 1, nil)
 	// The cursor topic is the runner's fixed one: start it afresh, so that
 	// no cursor of an earlier run is read, and remove it afterwards.
 	oc := pull.NewDefaultOwnershipConfig()
@@ -402,7 +353,7 @@ func TestSecureIntegrationPoller(t *testing.T) {
 func TestSecureIntegrationRefusedAtStart(t *testing.T) {
 	block, _, _ := secureKafka(t)
 	t.Setenv("SLUICE_TEST_WRONG_PASSWORD", "not-"+os.Getenv(block.SASL.PasswordEnv))
-	stranger := kafkatest.NewCA(t, "stranger")
+	stranger := tlstest.NewCA(t, "stranger")
 	consumerYAML := func(kafka string) string {
 		return fmt.Sprintf("consumer: {group: g, topics: [%s]}\nsink: {kind: sqlite, sqlite: {path: %s}}\n"+
 			"contracts: {descriptor_set: ../../examples/contracts.binpb, types: [examples.logs.v1.LogLine]}\nkafka:\n%s\nlog: {level: warn}\n",
@@ -412,7 +363,7 @@ func TestSecureIntegrationRefusedAtStart(t *testing.T) {
 		name, kafka, says string
 	}{
 		{"wrong password", kafkaBlock(block, "SLUICE_TEST_WRONG_PASSWORD", block.TLS.CAFile), "authentication"},
-		{"unknown CA", kafkaBlock(block, block.SASL.PasswordEnv, stranger.File), "certificate"},
+		{"unknown CA", kafkaBlock(block, block.SASL.PasswordEnv, stranger.File(t)), "certificate"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			yaml, _ := gatewayYAML(t, tc.kafka, fmt.Sprintf("spool: {dir: %s, min_free_bytes: 1}\n", t.TempDir()))

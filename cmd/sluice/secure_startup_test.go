@@ -16,7 +16,7 @@ import (
 
 	"github.com/sluicehq/sluice/consumer"
 	"github.com/sluicehq/sluice/examples"
-	"github.com/sluicehq/sluice/internal/kafkatest"
+	"github.com/sluicehq/sluice/internal/tlsfiles/tlstest"
 )
 
 // startBound bounds a command that must stop at start.
@@ -72,7 +72,7 @@ func runUntilStopped(t *testing.T, args ...string) error {
 }
 
 // tlsCluster is kfake behind TLS with a certificate of ca.
-func tlsCluster(t *testing.T, ca *kafkatest.CA, topics ...string) []string {
+func tlsCluster(t *testing.T, ca *tlstest.CA, topics ...string) []string {
 	t.Helper()
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.TLS(ca.ServerTLS(t)), kfake.SeedTopics(1, topics...))
 	if err != nil {
@@ -86,9 +86,9 @@ func tlsCluster(t *testing.T, ca *kafkatest.CA, topics ...string) []string {
 // signed by the CA the kafka block trusts; the gateway says so and stops
 // instead of serving with a client that can never connect.
 func TestGatewayStopsAtStartOnAnUnknownCA(t *testing.T) {
-	addrs := tlsCluster(t, kafkatest.NewCA(t, "cluster"))
-	stranger := kafkatest.NewCA(t, "stranger")
-	yaml, _ := gatewayYAML(t, fmt.Sprintf("  brokers: [%s]\n  tls: {ca_file: %s}", strings.Join(addrs, ","), stranger.File),
+	addrs := tlsCluster(t, tlstest.NewCA(t, "cluster"))
+	stranger := tlstest.NewCA(t, "stranger")
+	yaml, _ := gatewayYAML(t, fmt.Sprintf("  brokers: [%s]\n  tls: {ca_file: %s}", strings.Join(addrs, ","), stranger.File(t)),
 		fmt.Sprintf("spool: {dir: %s, min_free_bytes: 1}\n", t.TempDir()))
 	err := runUntilStopped(t, "gateway", "--config", writeConfig(t, yaml))
 	if err == nil || !strings.Contains(err.Error(), "certificate") {
@@ -98,14 +98,14 @@ func TestGatewayStopsAtStartOnAnUnknownCA(t *testing.T) {
 
 // TestConsumerStopsAtStartOnAnUnknownCA: the same for the consumer tier.
 func TestConsumerStopsAtStartOnAnUnknownCA(t *testing.T) {
-	addrs := tlsCluster(t, kafkatest.NewCA(t, "cluster"), logTopic)
-	stranger := kafkatest.NewCA(t, "stranger")
+	addrs := tlsCluster(t, tlstest.NewCA(t, "cluster"), logTopic)
+	stranger := tlstest.NewCA(t, "stranger")
 	yaml := fmt.Sprintf(`consumer: {group: g, topics: [%s]}
 sink: {kind: sqlite, sqlite: {path: %s}}
 contracts: {descriptor_set: ../../examples/contracts.binpb, types: [examples.logs.v1.LogLine]}
 kafka: {brokers: [%s], tls: {ca_file: %s}}
 log: {level: warn}
-`, logTopic, filepath.Join(t.TempDir(), "events.db"), strings.Join(addrs, ","), stranger.File)
+`, logTopic, filepath.Join(t.TempDir(), "events.db"), strings.Join(addrs, ","), stranger.File(t))
 	err := runUntilStopped(t, "consumer", "--config", writeConfig(t, yaml))
 	if err == nil || !strings.Contains(err.Error(), "certificate") {
 		t.Fatalf("consumer: %v, want an error naming the certificate", err)
@@ -154,9 +154,9 @@ func TestGatewayStartsAndSpoolsWithKafkaDown(t *testing.T) {
 // TestDLQCommandConnectsWithTheConfig: dlq list takes the file's kafka
 // block, TLS included, and --brokers replaces only its brokers.
 func TestDLQCommandConnectsWithTheConfig(t *testing.T) {
-	ca := kafkatest.NewCA(t, "cluster")
+	ca := tlstest.NewCA(t, "cluster")
 	addrs := tlsCluster(t, ca, consumer.DLQTopic(logTopic))
-	cfg := writeConfig(t, fmt.Sprintf("kafka: {brokers: [127.0.0.1:1], tls: {ca_file: %s}}\ncontracts: {descriptor_set: ../../examples/contracts.binpb, types: [examples.logs.v1.LogLine]}\n", ca.File))
+	cfg := writeConfig(t, fmt.Sprintf("kafka: {brokers: [127.0.0.1:1], tls: {ca_file: %s}}\ncontracts: {descriptor_set: ../../examples/contracts.binpb, types: [examples.logs.v1.LogLine]}\n", ca.File(t)))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var stdout, stderr bytes.Buffer

@@ -45,6 +45,12 @@ func (c Config) WithDefaultAddr(addr string) Config {
 	return c
 }
 
+// Listener is the listener's TLS block with insecure, which the admin
+// block keeps beside tls rather than in it.
+func (c Config) Listener() tlsfiles.ListenerConfig {
+	return tlsfiles.ListenerConfig{ServerConfig: c.TLS, Insecure: c.Insecure}
+}
+
 // Validate reports the first wrong field by its name under admin.
 func (c Config) Validate() error {
 	if c.Addr == "" {
@@ -56,17 +62,15 @@ func (c Config) Validate() error {
 	if c.Pprof && !tlsfiles.Loopback(c.Addr) {
 		return fieldErr("pprof", fmt.Sprintf("profiles are served on loopback only, and addr %q is not", c.Addr))
 	}
-	if c.Insecure && c.TLS.Enabled() {
-		return fieldErr("insecure", "must be false when tls.cert_file is set: the listener speaks TLS")
-	}
-	if err := c.TLS.Validate(); err != nil {
+	l := c.Listener()
+	if err := l.ValidateAt("tls", "insecure"); err != nil {
 		var ce *tlsfiles.ConfigError
 		if errors.As(err, &ce) {
-			return fieldErr("tls."+ce.Field, ce.Err.Error())
+			return fieldErr(ce.Field, ce.Err.Error())
 		}
 		return err
 	}
-	if !c.TLS.Enabled() && !c.Insecure && !tlsfiles.Loopback(c.Addr) {
+	if !l.Insecure && l.PlaintextBeyondLoopback(c.Addr) {
 		return fieldErr("addr", fmt.Sprintf("%s leaves loopback without TLS: set admin.tls.cert_file and key_file, or admin.insecure: true to serve plain HTTP there knowingly", c.Addr))
 	}
 	return nil

@@ -2,7 +2,7 @@ package kafkaconn
 
 import (
 	"crypto/tls"
-	"crypto/x509"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -13,6 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/sluicehq/sluice/internal/tlsfiles"
 )
 
 // Config is the connection block, the kafka: block's connection keys.
@@ -26,34 +28,12 @@ type Config struct {
 	// DialTimeout bounds opening a connection to a broker, the TLS
 	// handshake included. Default 5s.
 	DialTimeout time.Duration `yaml:"dial_timeout"`
-	// TLS encrypts the connections and verifies the brokers. Default off.
-	TLS TLSConfig `yaml:"tls"`
+	// TLS encrypts the connections and verifies the brokers (the brokers
+	// are its servers). Default off. InsecureSkipVerify is for tests only;
+	// Options logs a warning.
+	TLS tlsfiles.ClientConfig `yaml:"tls"`
 	// SASL authenticates the client. Default none.
 	SASL SASLConfig `yaml:"sasl"`
-}
-
-// TLSConfig is the kafka.tls block.
-type TLSConfig struct {
-	// Enabled turns TLS on; setting CAFile, CertFile or KeyFile does too.
-	// Without CAFile the brokers are verified against the system roots.
-	Enabled bool `yaml:"enabled"`
-	// CAFile is a PEM bundle of the CAs that sign the brokers' certificates.
-	CAFile string `yaml:"ca_file"`
-	// CertFile and KeyFile are the client's certificate and key (PEM), for
-	// brokers that ask for one (mTLS). Both or neither.
-	CertFile string `yaml:"cert_file"`
-	KeyFile  string `yaml:"key_file"`
-	// ServerName is the name checked in the brokers' certificates instead
-	// of the host each broker is dialed by.
-	ServerName string `yaml:"server_name"`
-	// InsecureSkipVerify accepts any broker certificate. For tests only;
-	// Options logs a warning.
-	InsecureSkipVerify bool `yaml:"insecure_skip_verify"`
-}
-
-// On reports whether the connections use TLS.
-func (t TLSConfig) On() bool {
-	return t.Enabled || t.CAFile != "" || t.CertFile != "" || t.KeyFile != ""
 }
 
 // SASLConfig is the kafka.sasl block.
@@ -150,7 +130,7 @@ func (c Config) load() (loaded, error) {
 		return l, bad("dial_timeout", "must be > 0")
 	}
 	var err error
-	if l.tls, err = c.TLS.load(); err != nil {
+	if l.tls, err = c.loadTLS(); err != nil {
 		return l, err
 	}
 	if l.mechanism, err = c.SASL.load(); err != nil {
@@ -159,54 +139,14 @@ func (c Config) load() (loaded, error) {
 	return l, nil
 }
 
-func (t TLSConfig) load() (*tls.Config, error) {
-	if !t.On() {
-		switch {
-		case t.ServerName != "":
-			return nil, bad("tls.server_name", "is set but TLS is off (set kafka.tls.enabled)")
-		case t.InsecureSkipVerify:
-			return nil, bad("tls.insecure_skip_verify", "is set but TLS is off (set kafka.tls.enabled)")
-		}
-		return nil, nil
+// loadTLS reads the tls block; its errors name their path under kafka.tls.
+func (c Config) loadTLS() (*tls.Config, error) {
+	cfg, err := c.TLS.Load()
+	var ce *tlsfiles.ConfigError
+	if errors.As(err, &ce) {
+		return nil, bad("tls."+ce.Field, "%v", ce.Err)
 	}
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: t.ServerName, InsecureSkipVerify: t.InsecureSkipVerify}
-	if t.CAFile != "" {
-		pem, err := os.ReadFile(t.CAFile)
-		if err != nil {
-			return nil, bad("tls.ca_file", "%v", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, bad("tls.ca_file", "%s holds no PEM certificate", t.CAFile)
-		}
-		cfg.RootCAs = pool
-	}
-	switch {
-	case t.CertFile == "" && t.KeyFile == "":
-	case t.CertFile == "":
-		return nil, bad("tls.cert_file", "must be set with key_file")
-	case t.KeyFile == "":
-		return nil, bad("tls.key_file", "must be set with cert_file")
-	default:
-		certPEM, err := os.ReadFile(t.CertFile)
-		if err != nil {
-			return nil, bad("tls.cert_file", "%v", err)
-		}
-		keyPEM, err := os.ReadFile(t.KeyFile)
-		if err != nil {
-			return nil, bad("tls.key_file", "%v", err)
-		}
-		pair, err := tls.X509KeyPair(certPEM, keyPEM)
-		if err != nil {
-			field := "tls.key_file"
-			if strings.Contains(err.Error(), "certificate") && !strings.Contains(err.Error(), "does not match") {
-				field = "tls.cert_file"
-			}
-			return nil, bad(field, "%s and %s: %v", t.CertFile, t.KeyFile, err)
-		}
-		cfg.Certificates = []tls.Certificate{pair}
-	}
-	return cfg, nil
+	return cfg, err
 }
 
 func (s SASLConfig) load() (sasl.Mechanism, error) {

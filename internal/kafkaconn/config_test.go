@@ -1,21 +1,26 @@
 package kafkaconn_test
 
 import (
-	"crypto/x509"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/sluicehq/sluice/internal/kafkaconn"
-	"github.com/sluicehq/sluice/internal/kafkatest"
+	"github.com/sluicehq/sluice/internal/tlsfiles"
+	"github.com/sluicehq/sluice/internal/tlsfiles/tlstest"
 )
 
 func TestValidate(t *testing.T) {
-	ca := kafkatest.NewCA(t, "valid")
-	certFile, keyFile, _ := ca.Issue(t, "client", x509.ExtKeyUsageClientAuth)
-	_, otherKey, _ := ca.Issue(t, "other", x509.ExtKeyUsageClientAuth)
+	ca := tlstest.NewCA(t, "valid")
+	certFile, keyFile := ca.Client(t, tlstest.Identity{CommonName: "client"}).Files(t)
+	_, otherKey := ca.Client(t, tlstest.Identity{CommonName: "other"}).Files(t)
 	dir := t.TempDir()
 	passFile := filepath.Join(dir, "pass")
 	emptyFile := filepath.Join(dir, "empty")
@@ -44,9 +49,9 @@ func TestValidate(t *testing.T) {
 		{"zero dial timeout", func(c *kafkaconn.Config) { c.DialTimeout = 0 }, "kafka.dial_timeout: must be > 0"},
 
 		{"tls with system roots", func(c *kafkaconn.Config) { c.TLS.Enabled = true }, ""},
-		{"tls by ca file", func(c *kafkaconn.Config) { c.TLS.CAFile = ca.File }, ""},
+		{"tls by ca file", func(c *kafkaconn.Config) { c.TLS.CAFile = ca.File(t) }, ""},
 		{"mtls", func(c *kafkaconn.Config) {
-			c.TLS = kafkaconn.TLSConfig{CAFile: ca.File, CertFile: certFile, KeyFile: keyFile}
+			c.TLS = tlsfiles.ClientConfig{CAFile: ca.File(t), CertFile: certFile, KeyFile: keyFile}
 		}, ""},
 		{"unreadable ca file", func(c *kafkaconn.Config) { c.TLS.CAFile = missing }, "kafka.tls.ca_file: open " + missing},
 		{"ca file without certificates", func(c *kafkaconn.Config) { c.TLS.CAFile = junk }, "kafka.tls.ca_file: " + junk + " holds no PEM certificate"},
@@ -105,21 +110,85 @@ func TestNewDefaultConfig(t *testing.T) {
 	}
 }
 
-// TestErrorsNeverCarryThePassword: a password file that is not one, or
-// an environment variable, never shows in an error or a warning.
+// TestErrorsNeverCarryThePassword: the password, from the environment or a
+// file, shows in no error and no log line, whether the block is refused
+// (an unknown mechanism, an unreadable password file) or the broker
+// refuses it (a wrong password).
 func TestErrorsNeverCarryThePassword(t *testing.T) {
-	t.Setenv("KAFKACONN_TEST_PASSWORD", "hunter2-secret")
-	c := kafkaconn.NewDefaultConfig()
-	c.Brokers = []string{"127.0.0.1:9092"}
-	c.SASL = kafkaconn.SASLConfig{Mechanism: "PLAIN", Username: "u", PasswordEnv: "KAFKACONN_TEST_PASSWORD"}
-	var logs strings.Builder
-	if _, err := c.Options(textLogger(&logs)); err != nil {
+	const password = "hunter2-secret"
+	t.Setenv("KAFKACONN_TEST_PASSWORD", password)
+	dir := t.TempDir()
+	passFile := filepath.Join(dir, "password")
+	if err := os.WriteFile(passFile, []byte(password+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(logs.String(), "hunter2") {
-		t.Fatalf("the password was logged: %s", logs.String())
+	addrs := newCluster(t, kfake.EnableSASL(), kfake.Superuser(kafkaconn.MechanismSCRAMSHA512, "u", "the-right-one"))
+	byEnv := kafkaconn.SASLConfig{Mechanism: kafkaconn.MechanismSCRAMSHA512, Username: "u", PasswordEnv: "KAFKACONN_TEST_PASSWORD"}
+	byFile := kafkaconn.SASLConfig{Mechanism: kafkaconn.MechanismSCRAMSHA512, Username: "u", PasswordFile: passFile}
+
+	for _, tc := range []struct {
+		name    string
+		sasl    func() kafkaconn.SASLConfig
+		check   bool   // connect and Check: the broker refuses
+		warning string // a log line Options must write; "" when Options fails
+	}{
+		{"sasl in clear", func() kafkaconn.SASLConfig { s := byEnv; s.Mechanism = kafkaconn.MechanismPlain; return s }, false, "kafka.sasl without kafka.tls"},
+		{"unknown mechanism, password from the environment", func() kafkaconn.SASLConfig { s := byEnv; s.Mechanism = "GSSAPI"; return s }, false, ""},
+		{"unknown mechanism, password from a file", func() kafkaconn.SASLConfig { s := byFile; s.Mechanism = "GSSAPI"; return s }, false, ""},
+		{"both passwords", func() kafkaconn.SASLConfig { s := byEnv; s.PasswordFile = passFile; return s }, false, ""},
+		{"unreadable password file", func() kafkaconn.SASLConfig { s := byFile; s.PasswordFile = dir; return s }, false, ""},
+		{"wrong password from the environment", func() kafkaconn.SASLConfig { return byEnv }, true, "kafka.sasl without kafka.tls"},
+		{"wrong password from a file", func() kafkaconn.SASLConfig { return byFile }, true, "kafka.sasl without kafka.tls"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := kafkaconn.NewDefaultConfig()
+			c.Brokers = addrs
+			c.SASL = tc.sasl()
+			logs := &lockedBuffer{}
+			opts, err := c.Options(textLogger(logs))
+			switch {
+			case tc.warning == "" && err == nil:
+				t.Fatal("Options accepted the block")
+			case tc.warning != "" && err != nil:
+				t.Fatalf("Options: %v", err)
+			case tc.warning != "" && !strings.Contains(logs.String(), tc.warning):
+				t.Fatalf("no warning %q: %q", tc.warning, logs.String())
+			}
+			if tc.check {
+				cl, err2 := kgo.NewClient(append(opts, kgo.WithLogger(kgo.BasicLogger(logs, kgo.LogLevelDebug, nil)))...)
+				if err2 != nil {
+					t.Fatal(err2)
+				}
+				err = kafkaconn.Check(context.Background(), cl, checkTimeout)
+				cl.Close()
+				if err == nil {
+					t.Fatal("Check connected with a wrong password")
+				}
+			}
+			if err != nil && strings.Contains(err.Error(), "hunter2") {
+				t.Errorf("the password is in the error: %v", err)
+			}
+			if strings.Contains(logs.String(), "hunter2") {
+				t.Errorf("the password was logged: %s", logs.String())
+			}
+		})
 	}
-	if !strings.Contains(logs.String(), "kafka.sasl without kafka.tls") {
-		t.Fatalf("no warning for SASL in clear: %q", logs.String())
-	}
+}
+
+// lockedBuffer is a log sink that the client's goroutines may write to.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

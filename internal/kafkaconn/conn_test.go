@@ -3,7 +3,6 @@ package kafkaconn_test
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"io"
 	"log/slog"
@@ -20,7 +19,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicehq/sluice/internal/kafkaconn"
-	"github.com/sluicehq/sluice/internal/kafkatest"
+	"github.com/sluicehq/sluice/internal/tlsfiles"
+	"github.com/sluicehq/sluice/internal/tlsfiles/tlstest"
 )
 
 const checkTimeout = 10 * time.Second
@@ -175,15 +175,15 @@ func TestSASLPasswordFile(t *testing.T) {
 }
 
 func TestTLS(t *testing.T) {
-	ca := kafkatest.NewCA(t, "cluster")
+	ca := tlstest.NewCA(t, "cluster")
 	addrs := newCluster(t, kfake.TLS(ca.ServerTLS(t)))
-	other := kafkatest.NewCA(t, "other")
+	other := tlstest.NewCA(t, "other")
 	base := kafkaconn.NewDefaultConfig()
 	base.Brokers = addrs
 
 	t.Run("trusted CA", func(t *testing.T) {
 		c := base
-		c.TLS.CAFile = ca.File // implies enabled
+		c.TLS.CAFile = ca.File(t) // implies enabled
 		if err := check(t, c); err != nil {
 			t.Fatal(err)
 		}
@@ -191,7 +191,7 @@ func TestTLS(t *testing.T) {
 	})
 	t.Run("server name override", func(t *testing.T) {
 		c := base
-		c.TLS = kafkaconn.TLSConfig{CAFile: ca.File, ServerName: "localhost"}
+		c.TLS = tlsfiles.ClientConfig{CAFile: ca.File(t), ServerName: "localhost"}
 		if err := check(t, c); err != nil {
 			t.Fatal(err)
 		}
@@ -200,7 +200,7 @@ func TestTLS(t *testing.T) {
 	})
 	t.Run("unknown CA", func(t *testing.T) {
 		c := base
-		c.TLS.CAFile = other.File
+		c.TLS.CAFile = other.File(t)
 		wantRefused(t, check(t, c), kafkaconn.ReasonCertificate, "certificate")
 	})
 	t.Run("system roots do not know a test CA", func(t *testing.T) {
@@ -210,7 +210,7 @@ func TestTLS(t *testing.T) {
 	})
 	t.Run("insecure skip verify connects and warns", func(t *testing.T) {
 		c := base
-		c.TLS = kafkaconn.TLSConfig{CAFile: other.File, InsecureSkipVerify: true}
+		c.TLS = tlsfiles.ClientConfig{CAFile: other.File(t), InsecureSkipVerify: true}
 		var logs strings.Builder
 		opts, err := c.Options(textLogger(&logs))
 		if err != nil {
@@ -238,17 +238,17 @@ func TestTLS(t *testing.T) {
 }
 
 func TestMutualTLS(t *testing.T) {
-	ca := kafkatest.NewCA(t, "cluster")
+	ca := tlstest.NewCA(t, "cluster")
 	srv := ca.ServerTLS(t)
 	srv.ClientAuth, srv.ClientCAs = tls.RequireAndVerifyClientCert, ca.Pool()
 	addrs := newCluster(t, kfake.TLS(srv))
-	certFile, keyFile, _ := ca.Issue(t, "client", x509.ExtKeyUsageClientAuth)
-	other := kafkatest.NewCA(t, "other")
-	strangerCert, strangerKey, _ := other.Issue(t, "stranger", x509.ExtKeyUsageClientAuth)
+	certFile, keyFile := ca.Client(t, tlstest.Identity{CommonName: "client"}).Files(t)
+	other := tlstest.NewCA(t, "other")
+	strangerCert, strangerKey := other.Client(t, tlstest.Identity{CommonName: "stranger"}).Files(t)
 
 	c := kafkaconn.NewDefaultConfig()
 	c.Brokers = addrs
-	c.TLS = kafkaconn.TLSConfig{CAFile: ca.File, CertFile: certFile, KeyFile: keyFile}
+	c.TLS = tlsfiles.ClientConfig{CAFile: ca.File(t), CertFile: certFile, KeyFile: keyFile}
 	if err := check(t, c); err != nil {
 		t.Fatalf("with the client certificate: %v", err)
 	}
@@ -263,13 +263,13 @@ func TestMutualTLS(t *testing.T) {
 // TestSASLOverTLS is the production shape: SCRAM-SHA-512 inside TLS, and
 // no warning about credentials in clear.
 func TestSASLOverTLS(t *testing.T) {
-	ca := kafkatest.NewCA(t, "cluster")
+	ca := tlstest.NewCA(t, "cluster")
 	addrs := newCluster(t, kfake.TLS(ca.ServerTLS(t)), kfake.EnableSASL(),
 		kfake.Superuser(kafkaconn.MechanismSCRAMSHA512, "sluice", "pw"))
 	t.Setenv("KAFKACONN_TEST_PASSWORD", "pw")
 	c := kafkaconn.NewDefaultConfig()
 	c.Brokers = addrs
-	c.TLS.CAFile = ca.File
+	c.TLS.CAFile = ca.File(t)
 	c.SASL = kafkaconn.SASLConfig{Mechanism: kafkaconn.MechanismSCRAMSHA512, Username: "sluice", PasswordEnv: "KAFKACONN_TEST_PASSWORD"}
 	var logs strings.Builder
 	if _, err := c.Options(textLogger(&logs)); err != nil {

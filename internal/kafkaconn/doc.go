@@ -23,6 +23,9 @@
 //     (kafka.tls.ca_file, kafka.sasl.password_env, ...). It reads what the
 //     block points at: the password's environment variable or file, the CA
 //     bundle, the client certificate and key (which must parse and match).
+//     The tls block is tlsfiles.ClientConfig, so the CA bundle and the
+//     certificate are parsed strictly: every PEM block a certificate, at
+//     least one.
 //     A config that validates gives the same connection in Options.
 //   - Setting any file under tls turns TLS on; TLS without a CA file
 //     verifies the brokers against the system roots. The minimum version is

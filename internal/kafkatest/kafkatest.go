@@ -7,6 +7,7 @@ package kafkatest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluicehq/sluice/internal/kafkaconn"
@@ -84,29 +86,65 @@ func CreateTopic(t testing.TB, brokers []string, partitions int32, configs map[s
 // CreateTopicOn is CreateTopic over the connection conn (kafkaconn.Config.Options).
 func CreateTopicOn(t testing.TB, conn []kgo.Opt, partitions int32, configs map[string]*string) string {
 	t.Helper()
-	cl, err := kgo.NewClient(conn...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	adm := kadm.NewClient(cl)
 	topic := fmt.Sprintf("sluice.test.%s.%d", strings.ToLower(t.Name()), time.Now().UnixNano())
 	topic = strings.NewReplacer("/", "-", "_", "-", " ", "-").Replace(topic)
 	if len(topic) > 249 {
 		topic = topic[len(topic)-249:]
 	}
+	CreateTopicsOn(t, conn, partitions, configs, topic)
+	return topic
+}
+
+// CreateTopicsOn creates the topics named over conn, with the broker's
+// default replication, and deletes them when the test ends: the topics
+// whose names follow from another's (its DLQ, its parked topic).
+func CreateTopicsOn(t testing.TB, conn []kgo.Opt, partitions int32, configs map[string]*string, topics ...string) {
+	t.Helper()
+	cl, err := kgo.NewClient(conn...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	adm := kadm.NewClient(cl)
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	if _, err := adm.CreateTopic(ctx, partitions, -1, configs, topic); err != nil {
+	resp, err := adm.CreateTopics(ctx, partitions, -1, configs, topics...)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
 		cl.Close()
-		t.Fatalf("create topic %s: %v", topic, err)
+		t.Fatalf("create topics %v: %v", topics, err)
 	}
 	t.Cleanup(func() {
 		defer cl.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), wait)
 		defer cancel()
-		if _, err := adm.DeleteTopic(ctx, topic); err != nil {
-			t.Logf("delete topic %s: %v", topic, err)
+		resp, err := adm.DeleteTopics(ctx, topics...)
+		if err == nil {
+			err = resp.Error()
+		}
+		if err != nil {
+			t.Logf("delete topics %v: %v", topics, err)
 		}
 	})
-	return topic
+}
+
+// EnsureTopicOn creates a topic that tests share (sluice.audit) over conn
+// unless it exists; it is left behind.
+func EnsureTopicOn(t testing.TB, conn []kgo.Opt, topic string) {
+	t.Helper()
+	cl, err := kgo.NewClient(conn...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	resp, err := kadm.NewClient(cl).CreateTopic(ctx, 1, -1, nil, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+		t.Fatalf("create topic %s: %v", topic, err)
+	}
 }

@@ -146,6 +146,9 @@ func load(c ServerConfig) (*loaded, error) {
 	return out, nil
 }
 
+// errNoCertificate is parseCertificates' error for data without a PEM block.
+var errNoCertificate = errors.New("no PEM certificate in it")
+
 // parseCertificates reads every PEM block as a certificate: a block of
 // another type, or one that does not parse, is an error rather than skipped,
 // so a truncated or mixed-up file is noticed.
@@ -170,7 +173,7 @@ func parseCertificates(data []byte) ([]*x509.Certificate, error) {
 		return nil, fmt.Errorf("PEM block %d is truncated", len(out)+1)
 	}
 	if len(out) == 0 {
-		return nil, errors.New("no PEM certificate in it")
+		return nil, errNoCertificate
 	}
 	return out, nil
 }

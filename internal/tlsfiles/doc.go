@@ -1,6 +1,7 @@
-// Package tlsfiles is the server side of TLS for sluice's listeners: one
-// config block, its validation, and a Reloader that serves the certificate
-// files as they are now, so rotating a certificate needs no restart.
+// Package tlsfiles is TLS from files for sluice: the server side of its
+// listeners (one config block, its validation, and a Reloader that serves
+// the certificate files as they are now, so rotating a certificate needs
+// no restart), and the client side of its connections (ClientConfig).
 //
 // # The block
 //
@@ -23,6 +24,27 @@
 // certificate and nothing else. A ConfigError names the field
 // ("cert_file", "client_auth", …); the caller puts its own block's path in
 // front.
+//
+// A listener's block is ListenerConfig: the same keys and insecure, which
+// says that plaintext on an address other than loopback is meant.
+// ListenerConfig.ValidateAt names the wrong field by its path in the config
+// file, and PlaintextBeyondLoopback is the one rule for which addresses
+// need TLS or insecure (Loopback decides what loopback is).
+//
+// # The client block
+//
+//	tls:
+//	  enabled: false              # on also when ca_file, cert_file or key_file is set
+//	  ca_file: ""                 # PEM CAs that sign the server's certificate; empty: system roots
+//	  cert_file: ""               # client certificate (PEM), with key_file, for mTLS
+//	  key_file: ""
+//	  server_name: ""             # name checked instead of the host dialed
+//	  insecure_skip_verify: false # tests only
+//
+// ClientConfig.Load reads the files once, into a tls.Config of TLS 1.2 or
+// newer; the CA file and the certificate are parsed strictly, as the
+// server's are. Its ConfigError names the field; the caller puts its own
+// path in front (kafka.tls.ca_file). Client files are not reloaded.
 //
 // # Reload
 //
@@ -53,7 +75,7 @@
 //
 // # What it does not do
 //
-// No OCSP stapling, no revocation lists, no client side. A connection that
+// No OCSP stapling, no revocation lists, no reload on the client side. A connection that
 // is open when its certificate is rotated, or when a client CA is removed,
 // is not closed.
 package tlsfiles

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -435,5 +436,73 @@ func TestConcurrentHandshakes(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+}
+
+func TestListenerConfig(t *testing.T) {
+	tlsOn := tlsfiles.ListenerConfig{ServerConfig: tlsfiles.ServerConfig{CertFile: "/nonexistent.pem", KeyFile: "/nonexistent-key.pem"}}
+	for _, c := range []struct {
+		l                     tlsfiles.ListenerConfig
+		tlsPath, insecurePath string
+		field, reason         string
+	}{
+		{tlsfiles.ListenerConfig{}, "grpc_tls", "grpc_tls.insecure", "", ""},
+		{tlsfiles.ListenerConfig{Insecure: true}, "grpc_tls", "grpc_tls.insecure", "", ""},
+		{tlsOn, "grpc_tls", "grpc_tls.insecure", "grpc_tls.cert_file", ""},
+		{tlsfiles.ListenerConfig{ServerConfig: tlsOn.ServerConfig, Insecure: true}, "grpc_tls", "grpc_tls.insecure", "grpc_tls.insecure", "when cert_file is set"},
+		{tlsfiles.ListenerConfig{ServerConfig: tlsOn.ServerConfig, Insecure: true}, "tls", "insecure", "insecure", "when tls.cert_file is set"},
+		{tlsfiles.ListenerConfig{ServerConfig: tlsfiles.ServerConfig{ClientAuth: "sometimes"}}, "tls", "insecure", "tls.client_auth", ""},
+		{tlsfiles.ListenerConfig{ServerConfig: tlsfiles.ServerConfig{ClientAuth: "sometimes"}}, "", "insecure", "client_auth", ""},
+	} {
+		err := c.l.ValidateAt(c.tlsPath, c.insecurePath)
+		var ce *tlsfiles.ConfigError
+		switch {
+		case c.field == "" && err != nil:
+			t.Errorf("%+v: %v", c.l, err)
+		case c.field != "" && (!errors.As(err, &ce) || ce.Field != c.field || !strings.Contains(err.Error(), c.reason)):
+			t.Errorf("%+v at %s: %v, want an error naming %s (%s)", c.l, c.tlsPath, err, c.field, c.reason)
+		}
+	}
+	for _, c := range []struct {
+		l    tlsfiles.ListenerConfig
+		addr string
+		want bool
+	}{
+		{tlsfiles.ListenerConfig{}, "127.0.0.1:9090", false},
+		{tlsfiles.ListenerConfig{}, "", false},
+		{tlsfiles.ListenerConfig{}, ":9090", true},
+		{tlsfiles.ListenerConfig{Insecure: true}, "0.0.0.0:9090", true},
+		{tlsOn, "0.0.0.0:9090", false},
+	} {
+		if got := c.l.PlaintextBeyondLoopback(c.addr); got != c.want {
+			t.Errorf("%+v on %q: %v, want %v", c.l, c.addr, got, c.want)
+		}
+	}
+}
+
+func TestClientConfigLoad(t *testing.T) {
+	dir := t.TempDir()
+	ca := tlstest.NewCA(t, "client-test-ca")
+	caFile, mixed := filepath.Join(dir, "ca.pem"), filepath.Join(dir, "mixed.pem")
+	tlstest.WriteFile(t, caFile, ca.PEM)
+	leaf := ca.Client(t, tlstest.Identity{CommonName: "c"})
+	tlstest.WriteFile(t, mixed, append(append([]byte{}, ca.PEM...), leaf.KeyPEM...))
+	leaf.Write(t, filepath.Join(dir, "c.pem"), filepath.Join(dir, "c-key.pem"))
+
+	if cfg, err := (tlsfiles.ClientConfig{}).Load(); cfg != nil || err != nil {
+		t.Fatalf("off: %v, %v", cfg, err)
+	}
+	cfg, err := tlsfiles.ClientConfig{CAFile: caFile, CertFile: filepath.Join(dir, "c.pem"), KeyFile: filepath.Join(dir, "c-key.pem"), ServerName: "kafka"}.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.MinVersion != tls.VersionTLS12 || cfg.RootCAs == nil || len(cfg.Certificates) != 1 || cfg.ServerName != "kafka" {
+		t.Fatalf("loaded: %+v", cfg)
+	}
+	// A key block among the CAs is refused, not skipped.
+	_, err = tlsfiles.ClientConfig{CAFile: mixed}.Load()
+	var ce *tlsfiles.ConfigError
+	if !errors.As(err, &ce) || ce.Field != "ca_file" {
+		t.Fatalf("a CA file with a key in it: %v", err)
 	}
 }

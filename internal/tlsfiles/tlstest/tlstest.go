@@ -1,5 +1,6 @@
 // Package tlstest makes certificates for tests: a CA, server and client
-// certificates it signs, written to files the way an operator rotates them.
+// certificates it signs, written to files the way an operator rotates them,
+// and a server's tls.Config (for kfake.TLS).
 package tlstest
 
 import (
@@ -70,6 +71,22 @@ func (ca *CA) Pool() *x509.CertPool {
 	p := x509.NewCertPool()
 	p.AddCert(ca.Cert)
 	return p
+}
+
+// File writes the CA's certificate to a file of the test's and returns its
+// path: a ca_file or client_ca_file.
+func (ca *CA) File(t testing.TB) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "ca.pem")
+	WriteFile(t, path, ca.PEM)
+	return path
+}
+
+// ServerTLS is a server's tls.Config, TLS 1.2 or newer, presenting a
+// certificate of ca for 127.0.0.1 and localhost (for kfake.TLS).
+func (ca *CA) ServerTLS(t testing.TB) *tls.Config {
+	t.Helper()
+	return &tls.Config{Certificates: []tls.Certificate{ca.Server(t).TLS(t)}, MinVersion: tls.VersionTLS12}
 }
 
 // Server issues a server certificate for 127.0.0.1 and localhost.
@@ -144,6 +161,16 @@ func (l *Leaf) Write(t testing.TB, certPath, keyPath string) {
 	t.Helper()
 	WriteFile(t, certPath, l.CertPEM)
 	WriteFile(t, keyPath, l.KeyPEM)
+}
+
+// Files writes the certificate and key to files of the test's and returns
+// their paths.
+func (l *Leaf) Files(t testing.TB) (certFile, keyFile string) {
+	t.Helper()
+	dir := t.TempDir()
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	l.Write(t, certFile, keyFile)
+	return certFile, keyFile
 }
 
 // WriteFile replaces path with data by rename, as a rotation would.
