@@ -1,7 +1,6 @@
 package loadgen_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -26,24 +25,15 @@ func TestDirectUsesTheConnectionBlock(t *testing.T) {
 	cfg.Target, cfg.Addr = loadgen.TargetDirect, cluster.ListenAddrs()[0]
 	cfg.Kafka.SASL = kafkaconn.SASLConfig{Mechanism: kafkaconn.MechanismSCRAMSHA256, Username: "load", PasswordEnv: "LOADGEN_TEST_KAFKA_PASSWORD"}
 	cfg.EventsPerRequest, cfg.Events, cfg.Concurrency, cfg.Duration, cfg.Timeout = 5, 20, 1, time.Minute, 10*time.Second
-	gen, err := loadgen.NewGenerator(cfg, time.Now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	target, err := loadgen.NewTarget(cfg, gen)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer target.Close()
-	rep, err := loadgen.Run(context.Background(), cfg, gen, target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rep.Accepted != 20 {
+	if rep := runLoad(t, cfg); rep.Accepted != 20 {
 		t.Fatalf("accepted %d of 20 over SCRAM: %+v", rep.Accepted, rep)
 	}
 
 	cfg.Kafka.SASL.PasswordEnv = "LOADGEN_TEST_UNSET"
+	gen, err := loadgen.NewGenerator(cfg, time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := loadgen.NewTarget(cfg, gen); err == nil {
 		t.Fatal("a direct target without its password")
 	}

@@ -221,19 +221,7 @@ func TestBaselines(t *testing.T) {
 			if kind == loadgen.BaselineHTTP {
 				cfg.Target, cfg.Encoding = loadgen.TargetREST, loadgen.EncodingJSON
 			}
-			gen, err := loadgen.NewGenerator(cfg, time.Now)
-			if err != nil {
-				t.Fatal(err)
-			}
-			target, err := loadgen.NewTarget(cfg, gen)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer target.Close()
-			rep, err := loadgen.Run(context.Background(), cfg, gen, target)
-			if err != nil {
-				t.Fatal(err)
-			}
+			rep := runLoad(t, cfg)
 			if rep.Accepted != 20*int64(cfg.EventsPerRequest) || rep.Answered != 20 {
 				t.Fatal(fmt.Sprintf("accepted %d answered %d", rep.Accepted, rep.Answered))
 			}

@@ -2,10 +2,7 @@ package tlsfiles
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
-	"fmt"
-	"os"
 )
 
 // ClientConfig is a client's TLS block: what it trusts, the certificate it
@@ -60,40 +57,17 @@ func (c ClientConfig) Load() (*tls.Config, error) {
 	}
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: c.ServerName, InsecureSkipVerify: c.InsecureSkipVerify}
 	if c.CAFile != "" {
-		caPEM, err := os.ReadFile(c.CAFile)
+		pool, err := loadPool("ca_file", c.CAFile)
 		if err != nil {
-			return nil, fieldErr("ca_file", err)
+			return nil, err
 		}
-		cas, err := parseCertificates(caPEM)
-		if errors.Is(err, errNoCertificate) {
-			return nil, fieldErr("ca_file", fmt.Errorf("%s holds no PEM certificate", c.CAFile))
-		} else if err != nil {
-			return nil, fieldErr("ca_file", fmt.Errorf("%s: %w", c.CAFile, err))
-		}
-		cfg.RootCAs = x509.NewCertPool()
-		for _, ca := range cas {
-			cfg.RootCAs.AddCert(ca)
-		}
+		cfg.RootCAs = pool
 	}
 	if c.CertFile != "" {
-		certPEM, err := os.ReadFile(c.CertFile)
+		pair, err := loadKeyPair(c.CertFile, c.KeyFile)
 		if err != nil {
-			return nil, fieldErr("cert_file", err)
+			return nil, err
 		}
-		chain, err := parseCertificates(certPEM)
-		if err != nil {
-			return nil, fieldErr("cert_file", fmt.Errorf("%s: %w", c.CertFile, err))
-		}
-		keyPEM, err := os.ReadFile(c.KeyFile)
-		if err != nil {
-			return nil, fieldErr("key_file", err)
-		}
-		// The chain parsed, so what X509KeyPair refuses now is the key.
-		pair, err := tls.X509KeyPair(certPEM, keyPEM)
-		if err != nil {
-			return nil, fieldErr("key_file", fmt.Errorf("%s and %s: %w", c.CertFile, c.KeyFile, err))
-		}
-		pair.Leaf = chain[0]
 		cfg.Certificates = []tls.Certificate{pair}
 	}
 	return cfg, nil

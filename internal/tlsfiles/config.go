@@ -110,40 +110,60 @@ type loaded struct {
 
 // load reads and checks the files; errors name the file's field.
 func load(c ServerConfig) (*loaded, error) {
-	certPEM, err := os.ReadFile(c.CertFile)
+	cert, err := loadKeyPair(c.CertFile, c.KeyFile)
 	if err != nil {
-		return nil, fieldErr("cert_file", err)
+		return nil, err
+	}
+	out := &loaded{cert: cert}
+	if c.ClientCAFile != "" {
+		if out.clientCAs, err = loadPool("client_ca_file", c.ClientCAFile); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// loadKeyPair reads a certificate chain and the key of its leaf; errors
+// name cert_file or key_file.
+func loadKeyPair(certFile, keyFile string) (tls.Certificate, error) {
+	certPEM, err := os.ReadFile(certFile)
+	if err != nil {
+		return tls.Certificate{}, fieldErr("cert_file", err)
 	}
 	chain, err := parseCertificates(certPEM)
 	if err != nil {
-		return nil, fieldErr("cert_file", fmt.Errorf("%s: %w", c.CertFile, err))
+		return tls.Certificate{}, fieldErr("cert_file", fmt.Errorf("%s: %w", certFile, err))
 	}
-	keyPEM, err := os.ReadFile(c.KeyFile)
+	keyPEM, err := os.ReadFile(keyFile)
 	if err != nil {
-		return nil, fieldErr("key_file", err)
+		return tls.Certificate{}, fieldErr("key_file", err)
 	}
 	// The chain parsed, so what X509KeyPair refuses now is the key.
 	cert, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
-		return nil, fieldErr("key_file", fmt.Errorf("%s: %w", c.KeyFile, err))
+		return tls.Certificate{}, fieldErr("key_file", fmt.Errorf("%s and %s: %w", certFile, keyFile, err))
 	}
 	cert.Leaf = chain[0]
-	out := &loaded{cert: cert}
-	if c.ClientCAFile != "" {
-		caPEM, err := os.ReadFile(c.ClientCAFile)
-		if err != nil {
-			return nil, fieldErr("client_ca_file", err)
-		}
-		cas, err := parseCertificates(caPEM)
-		if err != nil {
-			return nil, fieldErr("client_ca_file", fmt.Errorf("%s: %w", c.ClientCAFile, err))
-		}
-		out.clientCAs = x509.NewCertPool()
-		for _, ca := range cas {
-			out.clientCAs.AddCert(ca)
-		}
+	return cert, nil
+}
+
+// loadPool reads a PEM bundle of CA certificates; errors name field.
+func loadPool(field, path string) (*x509.CertPool, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fieldErr(field, err)
 	}
-	return out, nil
+	cas, err := parseCertificates(data)
+	if errors.Is(err, errNoCertificate) {
+		return nil, fieldErr(field, fmt.Errorf("%s holds no PEM certificate", path))
+	} else if err != nil {
+		return nil, fieldErr(field, fmt.Errorf("%s: %w", path, err))
+	}
+	pool := x509.NewCertPool()
+	for _, ca := range cas {
+		pool.AddCert(ca)
+	}
+	return pool, nil
 }
 
 // errNoCertificate is parseCertificates' error for data without a PEM block.
