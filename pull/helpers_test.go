@@ -149,8 +149,14 @@ type partner struct {
 }
 
 func newPartner(t testing.TB, handle func(n int, w http.ResponseWriter, r *http.Request)) *partner {
+	return startPartner(t, httptest.NewServer, handle)
+}
+
+// startPartner serves handle with start (httptest.NewServer or
+// NewTLSServer), recording every request.
+func startPartner(t testing.TB, start func(http.Handler) *httptest.Server, handle func(n int, w http.ResponseWriter, r *http.Request)) *partner {
 	p := &partner{}
-	p.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	p.Server = start(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.mu.Lock()
 		p.requests = append(p.requests, r.Clone(context.Background()))
 		n := len(p.requests)

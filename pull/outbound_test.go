@@ -2,7 +2,6 @@ package pull
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -18,16 +17,7 @@ import (
 
 // newSecurePartner is newPartner over TLS; its Client trusts it.
 func newSecurePartner(t testing.TB, handle func(n int, w http.ResponseWriter, r *http.Request)) *partner {
-	p := &partner{}
-	p.Server = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p.mu.Lock()
-		p.requests = append(p.requests, r.Clone(context.Background()))
-		n := len(p.requests)
-		p.mu.Unlock()
-		handle(n, w, r)
-	}))
-	t.Cleanup(p.Close)
-	return p
+	return startPartner(t, httptest.NewTLSServer, handle)
 }
 
 // attackerLinks answers like a partner with link pagination whose next
