@@ -134,7 +134,8 @@ type SourceConfig struct {
 	// ClientCerts identify the source by its client certificate: a
 	// certificate verified against a listener's client_ca_file that has
 	// any of these is the source. Each entry is one of "dns:<SAN>",
-	// "uri:<SAN>", "email:<SAN>" or "cn:<subject common name>", matched
+	// "uri:<SAN>", "email:<SAN>", "cn:<subject common name>" or
+	// "subject:<the whole subject, RFC 2253>" (CN=checkout,O=Shop), matched
 	// exactly (DNS names and email domains without regard to case;
 	// wildcards are not expanded). An entry names one source only.
 	ClientCerts []string `yaml:"client_certs"`

@@ -86,7 +86,7 @@ func verifiedLeaf(ctx context.Context) *x509.Certificate {
 func parseCertMatch(entry string) (string, error) {
 	kind, name, ok := strings.Cut(entry, ":")
 	if !ok || name == "" {
-		return "", errors.New(`must be "dns:<name>", "uri:<uri>", "email:<address>" or "cn:<common name>"`)
+		return "", errors.New(`must be "dns:<name>", "uri:<uri>", "email:<address>", "cn:<common name>" or "subject:<RFC 2253 name>"`)
 	}
 	switch kind {
 	case "dns":
@@ -107,8 +107,13 @@ func parseCertMatch(entry string) (string, error) {
 		return "email:" + foldEmail(name), nil
 	case "cn":
 		return "cn:" + name, nil
+	case "subject":
+		if !strings.Contains(name, "=") {
+			return "", errors.New("subject: needs a distinguished name as RFC 2253 writes it, such as CN=checkout,O=Shop")
+		}
+		return "subject:" + name, nil
 	}
-	return "", errors.New(`must start with dns:, uri:, email: or cn:`)
+	return "", errors.New(`must start with dns:, uri:, email:, cn: or subject:`)
 }
 
 // certIdentities are the names a certificate says its holder has, in the
@@ -126,6 +131,11 @@ func certIdentities(c *x509.Certificate) []string {
 	}
 	if c.Subject.CommonName != "" {
 		out = append(out, "cn:"+c.Subject.CommonName)
+	}
+	// The whole subject, as RFC 2253 writes it (most specific first), as
+	// `openssl x509 -noout -subject -nameopt RFC2253` prints it too.
+	if len(c.Subject.Names) > 0 {
+		out = append(out, "subject:"+c.Subject.String())
 	}
 	return out
 }

@@ -69,6 +69,7 @@ func TestTLSConfigValidate(t *testing.T) {
 		{"sources[1].client_certs[1]", func(c *Config) { c.Sources[1].ClientCerts[1] = "uri:shop/b" }},
 		{"sources[1].client_certs[2]", func(c *Config) { c.Sources[1].ClientCerts[2] = "email:ops" }},
 		{"sources[1].client_certs[3]", func(c *Config) { c.Sources[1].ClientCerts[3] = "checkout" }},
+		{"sources[1].client_certs[3]", func(c *Config) { c.Sources[1].ClientCerts[3] = "subject:checkout" }},
 		{"sources[1].client_certs[1]", func(c *Config) { c.Sources[1].ClientCerts[1] = "dns:B.internal" }},
 		{"sources[2].client_certs[0]", func(c *Config) {
 			// The same name, in another case: one source only.
@@ -136,6 +137,7 @@ func TestAuthenticateByCertificate(t *testing.T) {
 		{Name: "keyed", KeyHashes: []string{HashKey("k")}, EventTypes: []string{"*"}},
 		{Name: "checkout", ClientCerts: []string{"dns:checkout.internal", "uri:spiffe://shop/checkout"}, EventTypes: []string{"*"}},
 		{Name: "ops", ClientCerts: []string{"email:ops@example.com", "cn:ops"}, EventTypes: []string{"*"}},
+		{Name: "payments", ClientCerts: []string{"subject:CN=pay-1,O=Shop"}, EventTypes: []string{"*"}},
 	})
 	cert := func(id tlstest.Identity) *x509.Certificate { return ca.Client(t, id).Cert }
 	checkout := cert(tlstest.Identity{CommonName: "pod-1", DNSNames: []string{"CHECKOUT.internal"}})
@@ -151,6 +153,8 @@ func TestAuthenticateByCertificate(t *testing.T) {
 		{"email SAN, domain in any case", peerCtx(cert(tlstest.Identity{Emails: []string{"ops@EXAMPLE.com"}}), true, ""), "ops"},
 		{"common name", peerCtx(cert(tlstest.Identity{CommonName: "ops"}), true, ""), "ops"},
 		{"common name is exact", peerCtx(cert(tlstest.Identity{CommonName: "OPS"}), true, ""), "not mapped"},
+		{"whole subject", peerCtx(cert(tlstest.Identity{CommonName: "pay-1", Organization: []string{"Shop"}}), true, ""), "payments"},
+		{"whole subject is exact", peerCtx(cert(tlstest.Identity{CommonName: "pay-1", Organization: []string{"Other"}}), true, ""), "not mapped"},
 		{"unverified certificate", peerCtx(checkout, false, ""), "no API key and no verified client certificate"},
 		{"unmapped certificate", peerCtx(cert(tlstest.Identity{CommonName: "stranger", DNSNames: []string{"other.internal"}}), true, ""), "not mapped"},
 		{"two sources", peerCtx(cert(tlstest.Identity{CommonName: "ops", DNSNames: []string{"checkout.internal"}}), true, ""), "names two sources"},

@@ -36,10 +36,11 @@ type Leaf struct {
 
 // Identity is what a client certificate says about its holder.
 type Identity struct {
-	CommonName string
-	DNSNames   []string
-	URIs       []string
-	Emails     []string
+	CommonName   string
+	Organization []string
+	DNSNames     []string
+	URIs         []string
+	Emails       []string
 }
 
 // NewCA makes a self-signed CA named name.
@@ -104,7 +105,7 @@ func (ca *CA) Server(t testing.TB) *Leaf {
 func (ca *CA) Client(t testing.TB, id Identity) *Leaf {
 	t.Helper()
 	tmpl := &x509.Certificate{
-		Subject:        pkix.Name{CommonName: id.CommonName},
+		Subject:        pkix.Name{CommonName: id.CommonName, Organization: id.Organization},
 		DNSNames:       id.DNSNames,
 		EmailAddresses: id.Emails,
 		ExtKeyUsage:    []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
