@@ -6,32 +6,14 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/sluicehq/sluice/internal/logtest"
 	"github.com/sluicehq/sluice/sink"
 )
-
-// logBuffer is a log destination the test reads while the consumer writes.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // counter returns the value of the counter name with labels in reg, 0 when
 // it has none.
@@ -86,7 +68,7 @@ func TestSinkConflictCounted(t *testing.T) {
 	run := func(group string) (conflicts, written float64, logs string) {
 		t.Helper()
 		reg := prometheus.NewRegistry()
-		var buf logBuffer
+		var buf logtest.Buffer
 		r := start(t, testConfig(group), addrs, db, WithRegisterer(reg), WithLogger(slog.New(slog.NewTextHandler(&buf, nil))))
 		waitFor(t, 20*time.Second, "every record written", func() bool {
 			return counter(t, reg, "sluice_consumer_events_total", map[string]string{"outcome": "written"}) == 5

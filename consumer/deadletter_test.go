@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"github.com/sluicehq/sluice/internal/logtest"
 	"github.com/sluicehq/sluice/publish"
 	"github.com/sluicehq/sluice/sink"
 )
@@ -307,7 +308,7 @@ func TestDeadLetterAndParkedRefusedStopsRun(t *testing.T) {
 		}
 		return nil
 	})
-	var logs lockedBuffer
+	var logs logtest.Buffer
 	_, done, runErr := runConsumer(t, testConfig("stop"), addrs, s, nil, WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	select {
 	case <-done:
@@ -352,7 +353,7 @@ func TestDeadLetterTransientRetried(t *testing.T) {
 	})
 	cfg := testConfig("transient")
 	cfg.WriteTimeout = 50 * time.Millisecond
-	var logs lockedBuffer
+	var logs logtest.Buffer
 	// The client checks a produce's context when it retries, after a
 	// metadata refresh: at most every MetadataMinAge.
 	c, done, runErr := runConsumer(t, cfg, addrs, s, []kgo.Opt{kgo.MetadataMinAge(20 * time.Millisecond)},

@@ -1,11 +1,9 @@
 package consumer
 
 import (
-	"bytes"
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"github.com/sluicehq/sluice/internal/logtest"
 	"github.com/sluicehq/sluice/publish"
 	"github.com/sluicehq/sluice/sink"
 )
@@ -66,7 +65,7 @@ func TestDrainDLQ(t *testing.T) {
 	seedDLQ(t, addrs, "drain", 20, []string{"e00004", "e00011"}, []string{"e00007"}, nil)
 
 	s := newMemSink()
-	var logs lockedBuffer
+	var logs logtest.Buffer
 	r := start(t, drainConfig("drain"), addrs, s, WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	waitFor(t, 20*time.Second, "retryable dead letters written", func() bool {
 		return s.hasAll([]string{"e00004", "e00011"})
@@ -189,24 +188,6 @@ func TestDrainParksUnreadableEnvelope(t *testing.T) {
 	if s.count() != 0 {
 		t.Fatal("a record without envelope was written")
 	}
-}
-
-// lockedBuffer is a log destination safe for concurrent writes.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // dlqRecord is a retryable dead letter of event id in the test topic's

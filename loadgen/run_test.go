@@ -7,6 +7,7 @@ import (
 	"time"
 
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
+	"github.com/sluicehq/sluice/internal/logtest"
 )
 
 // fakeClock is virtual time: SleepUntil jumps to the time asked for, and
@@ -185,7 +186,7 @@ func TestTimeoutIsNotSuccess(t *testing.T) {
 	cfg.Requests = 3
 	cfg.Concurrency = 3
 	cfg.Timeout = 20 * time.Millisecond
-	var led syncBuffer
+	var led logtest.Buffer
 	rep := run(t, cfg, &fakeTarget{block: true}, WithLedger(&led))
 	if rep.Timeouts != 3 || rep.Answered != 0 || rep.Accepted != 0 || rep.UnansweredEvents != 30 {
 		t.Fatalf("timeouts %d answered %d accepted %d unanswered events %d; want 3, 0, 0, 30",

@@ -1,18 +1,17 @@
 package pull
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/sluicehq/sluice/internal/logtest"
 )
 
 // newSecurePartner is newPartner over TLS; its Client trusts it.
@@ -265,25 +264,6 @@ func TestRequestDeadline(t *testing.T) {
 	}
 }
 
-// syncBuffer is a log destination the poller's goroutine writes to while
-// the test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestLogsRedactURLs: the URLs in log lines, in Status and in errors from
 // net/http keep their query keys and lose their values; no metric label
 // carries one.
@@ -331,7 +311,7 @@ func TestLogsRedactURLs(t *testing.T) {
 			if tc.saved != nil {
 				store.saves = []CursorRecord{{Poller: "p", Position: *tc.saved}}
 			}
-			var out syncBuffer
+			var out logtest.Buffer
 			reg := prometheus.NewRegistry()
 			m, err := NewMetrics(reg)
 			if err != nil {

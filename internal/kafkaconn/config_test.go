@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluicehq/sluice/internal/kafkaconn"
+	"github.com/sluicehq/sluice/internal/logtest"
 	"github.com/sluicehq/sluice/internal/tlsfiles"
 	"github.com/sluicehq/sluice/internal/tlsfiles/tlstest"
 )
@@ -144,7 +144,7 @@ func TestErrorsNeverCarryThePassword(t *testing.T) {
 			c := kafkaconn.NewDefaultConfig()
 			c.Brokers = addrs
 			c.SASL = tc.sasl()
-			logs := &lockedBuffer{}
+			logs := &logtest.Buffer{}
 			opts, err := c.Options(textLogger(logs))
 			switch {
 			case tc.warning == "" && err == nil:
@@ -173,22 +173,4 @@ func TestErrorsNeverCarryThePassword(t *testing.T) {
 			}
 		})
 	}
-}
-
-// lockedBuffer is a log sink that the client's goroutines may write to.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
