@@ -3,6 +3,7 @@ package contract_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -354,5 +355,55 @@ func TestCheckConcurrent(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+}
+
+// TestViolationReportIsBounded: a small message lists every failed rule; a
+// message over FullReportBytes, which could make protovalidate build a
+// violation for every few bytes, reports its first failed rule only.
+func TestViolationReportIsBounded(t *testing.T) {
+	c := lookup(t, loadExamples(t), logsType)
+	withBadLabels := func(n int) *logsv1.LogLine {
+		m := validLogLine()
+		m.Labels = map[string]string{}
+		for i := range n {
+			m.Labels[fmt.Sprintf("K%d", i)] = ""
+		}
+		return m
+	}
+	for _, tc := range []struct {
+		name        string
+		labels      int
+		wantPartial bool
+	}{
+		{"small: every rule", 40, false},
+		{"over the bound: the first rule", 20000, true},
+	} {
+		m := withBadLabels(tc.labels)
+		forms := map[string]func() ([]byte, error){
+			"json":   func() ([]byte, error) { return c.CheckJSON(toJSON(t, m)) },
+			"binary": func() ([]byte, error) { return c.CheckBinary(marshal(t, m)) },
+		}
+		for form, check := range forms {
+			t.Run(tc.name+"/"+form, func(t *testing.T) {
+				_, err := check()
+				var verr *contract.ViolationError
+				if !errors.As(err, &verr) {
+					t.Fatalf("got %v, want a *ViolationError", err)
+				}
+				if verr.Partial != tc.wantPartial {
+					t.Fatalf("Partial = %v, want %v", verr.Partial, tc.wantPartial)
+				}
+				// 40 bad keys and max_pairs 32: one violation per key and
+				// the map's own.
+				want := tc.labels + 1
+				if tc.wantPartial {
+					want = 1
+				}
+				if len(verr.Violations) != want {
+					t.Fatalf("got %d violations, want %d", len(verr.Violations), want)
+				}
+			})
+		}
 	}
 }

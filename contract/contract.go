@@ -52,7 +52,7 @@ func (c *Contract) CheckBinary(b []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := c.registry.Validate(m.Interface()); err != nil {
+	if err := c.registry.validate(m.Interface(), len(b)); err != nil {
 		return nil, err
 	}
 	return b, nil
@@ -110,7 +110,9 @@ func (c *Contract) CheckJSON(b []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := c.registry.Validate(m.Interface()); err != nil {
+	// JSON is longer than the binary it stands for; its own length keeps
+	// the fail-fast bound on what the sender sent.
+	if err := c.registry.validate(m.Interface(), len(b)); err != nil {
 		return nil, err
 	}
 	return c.marshal(m)

@@ -38,7 +38,9 @@
 //   - *ViolationError: the payload decoded but broke one or more rules; each
 //     Violation names the field path, the rule id and the rule's message.
 //     All violations are reported, in field order (entries of one map field
-//     in no set order).
+//     in no set order), for a message of at most FullReportBytes; a larger
+//     one reports its first failed rule only (Partial), so that a refusal
+//     never costs more than a small multiple of the message's size.
 //   - another error: a rule could not be evaluated. That is not the
 //     sender's fault and should be treated as internal.
 //

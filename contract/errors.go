@@ -34,6 +34,9 @@ func (e *MalformedError) Unwrap() error { return e.Err }
 // violations attached.
 type ViolationError struct {
 	Violations []Violation
+	// Partial is set when the message was over FullReportBytes and
+	// Violations holds its first failed rule only.
+	Partial bool
 }
 
 func (e *ViolationError) Error() string {

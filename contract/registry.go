@@ -134,15 +134,53 @@ func (r *Registry) Types() []string { return slices.Clone(r.types) }
 // Validate runs the registry's protovalidate rules on any message, compiled
 // in or dynamic. It returns nil, a *ViolationError, or another error for a
 // rule that cannot be evaluated, which is the gateway's fault, not the
-// sender's.
+// sender's. A message over FullReportBytes in protobuf binary reports only
+// its first failed rule (ViolationError.Partial).
 func (r *Registry) Validate(msg proto.Message) error {
-	err := r.validator.Validate(msg)
+	return r.validate(msg, -1)
+}
+
+// FullReportBytes bounds the messages whose every failed rule is reported.
+// protovalidate builds every violation of a message before it returns, a
+// few hundred bytes each, and a payload of short invalid map keys or list
+// items has one for every few bytes: a 256 KiB payload would build some
+// 40,000. A message larger than this is checked with fail-fast and
+// reported by its first failed rule only, so the work and memory of a
+// refusal stay within a small multiple of the message's size.
+const FullReportBytes = 4 << 10
+
+// validate is Validate for a message of size bytes in protobuf binary (-1:
+// not known yet). Every message is first checked with fail-fast, which
+// costs what a full check costs for a valid message and stops at the first
+// failed rule otherwise; only a small message is then checked again for
+// the full report.
+func (r *Registry) validate(msg proto.Message, size int) error {
+	err := r.validator.Validate(msg, protovalidate.WithFailFast())
 	if err == nil {
 		return nil
 	}
-	if vs, ok := Violations(err); ok {
+	vs, ok := Violations(err)
+	if !ok {
+		return r.ruleError(msg, err)
+	}
+	if size < 0 {
+		size = proto.Size(msg)
+	}
+	if size > FullReportBytes {
+		return &ViolationError{Violations: vs, Partial: true}
+	}
+	if err = r.validator.Validate(msg); err == nil {
+		// The rules do not depend on the message alone (a CEL rule on now):
+		// the first check's answer stands.
 		return &ViolationError{Violations: vs}
 	}
+	if vs, ok = Violations(err); ok {
+		return &ViolationError{Violations: vs}
+	}
+	return r.ruleError(msg, err)
+}
+
+func (r *Registry) ruleError(msg proto.Message, err error) error {
 	return fmt.Errorf("contract: evaluate rules of %s: %w", msg.ProtoReflect().Descriptor().FullName(), err)
 }
 
