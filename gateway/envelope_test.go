@@ -1,0 +1,327 @@
+package gateway
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
+)
+
+// testLimits are the limits the service decodes with by default.
+var testLimits = envelopeLimits{maxEvents: 500, maxAttributeKeys: maxAttributes + 1}
+
+// noField stands for a refusal without a violation in decodeCase.refused.
+const noField = "(no violation)"
+
+// decodeCase is one request and what a decoder is to make of it.
+type decodeCase struct {
+	name string
+	in   []byte
+	lim  *envelopeLimits // testLimits when nil
+	// fail is the whole-request failure's reason, field its violation's
+	// field ("" for none). Unset, the request must decode.
+	fail  ingestv1.Reason
+	field string
+	// events are the events decoded, refused the fields of the refused
+	// ones by index (noField: a refusal with no violation).
+	events  []*ingestv1.Event
+	refused map[int]string
+	batchID uint64
+	// check, when set, replaces the comparison of events.
+	check func(t *testing.T, b *batch)
+}
+
+func (c decodeCase) run(t *testing.T, decode func([]byte, envelopeLimits) (*batch, *Failure)) {
+	lim := testLimits
+	if c.lim != nil {
+		lim = *c.lim
+	}
+	b, f := decode(c.in, lim)
+	checkDecoded(t, b, f, len(c.in), lim)
+	if c.fail != ingestv1.Reason_REASON_UNSPECIFIED {
+		if f == nil {
+			t.Fatalf("decoded %v, want a %s failure", b.events, c.fail)
+		}
+		if f.Reason != c.fail || violationField(f.Violations) != orNoField(c.field) {
+			t.Fatalf("failure %s at %q (%s), want %s at %q", f.Reason, violationField(f.Violations), f.Message, c.fail, c.field)
+		}
+		return
+	}
+	if f != nil {
+		t.Fatalf("failure %+v", f)
+	}
+	for i := range b.events {
+		var r *ingestv1.Rejection
+		if b.refused != nil {
+			r = b.refused[i]
+		}
+		want, refused := c.refused[i]
+		switch {
+		case r == nil && refused:
+			t.Errorf("event %d decoded, want it refused at %q", i, want)
+		case r != nil && !refused:
+			t.Errorf("event %d refused: %v", i, r)
+		case r != nil && violationField(r.GetViolations()) != want:
+			t.Errorf("event %d refused at %q (%s), want at %q", i, violationField(r.GetViolations()), r.GetMessage(), want)
+		}
+	}
+	if len(c.refused) > len(b.events) {
+		t.Errorf("%d events, want %d refused", len(b.events), len(c.refused))
+	}
+	if b.batchID != c.batchID {
+		t.Errorf("batch_id %d, want %d", b.batchID, c.batchID)
+	}
+	if c.check != nil {
+		c.check(t, b)
+		return
+	}
+	got, want := &ingestv1.PublishRequest{Events: b.events}, &ingestv1.PublishRequest{Events: c.events}
+	if !proto.Equal(got, want) {
+		t.Errorf("decoded\n%v\nwant\n%v", got, want)
+	}
+}
+
+// checkDecoded fails t unless exactly one of b and f is set and each is
+// typed as the decoders promise: whole refusals MALFORMED or
+// BATCH_TOO_LARGE with a message and at most one sluice.decode violation,
+// per-event refusals MALFORMED at the index of an event that is there, and
+// everything kept marshals (its strings are UTF-8).
+func checkDecoded(t *testing.T, b *batch, f *Failure, size int, lim envelopeLimits) {
+	t.Helper()
+	if (b == nil) == (f == nil) {
+		t.Fatalf("batch %v and failure %v: want exactly one", b, f)
+	}
+	if f != nil {
+		if f.Reason != ingestv1.Reason_MALFORMED && f.Reason != ingestv1.Reason_BATCH_TOO_LARGE || f.Message == "" {
+			t.Fatalf("failure %+v", f)
+		}
+		checkViolations(t, f.Violations)
+		if _, err := proto.Marshal(f.Body()); err != nil {
+			t.Fatalf("failure %+v does not marshal: %v", f, err)
+		}
+		return
+	}
+	if b.size != size {
+		t.Fatalf("size %d, want %d", b.size, size)
+	}
+	if len(b.events) > lim.maxEvents || cap(b.events) > lim.maxEvents {
+		t.Fatalf("%d events (room for %d), over the limit of %d", len(b.events), cap(b.events), lim.maxEvents)
+	}
+	if b.refused != nil && len(b.refused) != len(b.events) {
+		t.Fatalf("%d refusals for %d events", len(b.refused), len(b.events))
+	}
+	for i, ev := range b.events {
+		if ev == nil {
+			t.Fatalf("event %d is nil", i)
+		}
+		if len(ev.GetAttributes()) > lim.maxAttributeKeys {
+			t.Fatalf("event %d keeps %d attributes", i, len(ev.GetAttributes()))
+		}
+		if _, err := proto.Marshal(ev); err != nil {
+			t.Fatalf("event %d does not marshal: %v", i, err)
+		}
+	}
+	for i, r := range b.refused {
+		if r == nil {
+			continue
+		}
+		if r.GetReason() != ingestv1.Reason_MALFORMED || r.GetRetryable() || r.GetMessage() == "" {
+			t.Fatalf("event %d: refusal %v", i, r)
+		}
+		checkViolations(t, r.GetViolations())
+		if _, err := proto.Marshal(r); err != nil {
+			t.Fatalf("event %d: refusal does not marshal: %v", i, err)
+		}
+	}
+}
+
+func checkViolations(t *testing.T, vs []*ingestv1.FieldViolation) {
+	t.Helper()
+	if len(vs) > 1 {
+		t.Fatalf("%d violations, want at most one", len(vs))
+	}
+	for _, v := range vs {
+		if v.GetRule() != decodeRule || v.GetMessage() == "" {
+			t.Fatalf("violation %v", v)
+		}
+	}
+}
+
+// clean reports whether a request decoded with no event refused.
+func clean(b *batch, f *Failure) bool {
+	return f == nil && b.refused == nil
+}
+
+func violationField(vs []*ingestv1.FieldViolation) string {
+	if len(vs) == 0 {
+		return noField
+	}
+	return vs[0].GetField()
+}
+
+func orNoField(field string) string {
+	if field == "" {
+		return noField
+	}
+	return field
+}
+
+var testAt = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+
+// fullJSON is an event with every field, fullEvent what it decodes to.
+const fullJSON = `{"id":"a-1","type":"examples.logs.v1.LogLine","occurred_at":"2026-11-29T12:00:00Z",` +
+	`"partition_key":"k","payload":{"x": [1, {"y": null}]},"attributes":{"env":"prod","region":"eu"}}`
+
+func fullEvent() *ingestv1.Event {
+	return &ingestv1.Event{
+		Id: "a-1", Type: "examples.logs.v1.LogLine", OccurredAt: timestamppb.New(testAt), PartitionKey: "k",
+		Payload:    &ingestv1.Event_Json{Json: `{"x": [1, {"y": null}]}`},
+		Attributes: map[string]string{"env": "prod", "region": "eu"},
+	}
+}
+
+func body(events ...string) []byte {
+	return []byte(`{"events":[` + strings.Join(events, ",") + `]}`)
+}
+
+func emptyEvents(n int) string {
+	return strings.TrimSuffix(strings.Repeat("{},", n), ",")
+}
+
+func manyAttributesJSON(n int) []byte {
+	var b bytes.Buffer
+	b.WriteString(`{"events":[{"id":"a","attributes":{`)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `"k%d":"v"`, i)
+	}
+	b.WriteString(`}}]}`)
+	return b.Bytes()
+}
+
+func keepsAttributes(n int) func(t *testing.T, b *batch) {
+	return func(t *testing.T, b *batch) {
+		if len(b.events) != 1 || len(b.events[0].GetAttributes()) != n || b.events[0].GetId() != "a" {
+			t.Fatalf("decoded %d events, the first with %d attributes, want 1 with %d", len(b.events), len(b.events[0].GetAttributes()), n)
+		}
+	}
+}
+
+func hasEvents(n int) func(t *testing.T, b *batch) {
+	return func(t *testing.T, b *batch) {
+		if len(b.events) != n {
+			t.Fatalf("%d events, want %d", len(b.events), n)
+		}
+	}
+}
+
+func TestDecodeJSONBatch(t *testing.T) {
+	malformed, tooLarge := ingestv1.Reason_MALFORMED, ingestv1.Reason_BATCH_TOO_LARGE
+	one := &envelopeLimits{maxEvents: 1, maxAttributeKeys: 2}
+	deep := strings.Repeat(`{"a":[`, 100_000) + strings.Repeat(`]}`, 100_000)
+	cases := []decodeCase{
+		// Requests that decode.
+		{name: "full event", in: body(fullJSON), events: []*ingestv1.Event{fullEvent()}},
+		{name: "no members", in: []byte(`{}`)},
+		{name: "events null", in: []byte(`{"events":null}`)},
+		{name: "events empty", in: []byte(` {"events" : [ ] } `)},
+		{name: "RFC 8259 whitespace", in: []byte("\t{\r\n\"events\"\n:\t[\r{ \"id\" :\"a\" } ]\n}\r\n"), events: []*ingestv1.Event{{Id: "a"}}},
+		{name: "null fields are absent", in: body(`{"id":null,"type":null,"occurred_at":null,"partition_key":null,"payload":null,"attributes":null}`), events: []*ingestv1.Event{{}}},
+		{name: "escaped keys and values", in: body(`{"\u0069d":"a\u00e9\ud83d\ude00\"\\\/\b\f\n\r\t","attributes":{"\u006b":"\u0076"}}`),
+			events: []*ingestv1.Event{{Id: "a\u00e9\U0001F600\"\\/\b\f\n\r\t", Attributes: map[string]string{"k": "v"}}}},
+		{name: "nanoseconds and offsets", in: body(`{"occurred_at":"2026-11-29T13:00:00.000000001+01:00"}`),
+			events: []*ingestv1.Event{{OccurredAt: timestamppb.New(testAt.Add(time.Nanosecond))}}},
+		{name: "payload nested deeper than anything recurses", in: body(`{"payload":` + deep + `}`),
+			events: []*ingestv1.Event{{Payload: &ingestv1.Event_Json{Json: deep}}}},
+		{name: "500 events", in: body(emptyEvents(500)), check: hasEvents(500)},
+		{name: "only maxAttributeKeys of 300000 kept", in: manyAttributesJSON(300_000), check: keepsAttributes(maxAttributes + 1)},
+
+		// Whole-request failures.
+		{name: "events twice", in: []byte(`{"events":[` + fullJSON + `],"events":[]}`), fail: malformed, field: "events"},
+		{name: "events twice, null", in: []byte(`{"events":null,"events":null}`), fail: malformed, field: "events"},
+		{name: "EVENTS", in: []byte(`{"EVENTS":[]}`), fail: malformed, field: "EVENTS"},
+		{name: "Events", in: []byte(`{"Events":[` + fullJSON + `]}`), fail: malformed, field: "Events"},
+		{name: "unknown top-level field", in: []byte(`{"events":[],"batch_id":1}`), fail: malformed, field: "batch_id"},
+		{name: "whole failure after a refused event", in: []byte(`{"events":[{"ID":1}],"x":1}`), fail: malformed, field: "x"},
+		{name: "body null", in: []byte(`null`), fail: malformed},
+		{name: "body array", in: []byte(`[{"events":[]}]`), fail: malformed},
+		{name: "body string", in: []byte(`"events"`), fail: malformed},
+		{name: "body number", in: []byte(`5`), fail: malformed},
+		{name: "body true", in: []byte(`true`), fail: malformed},
+		{name: "body empty", in: []byte(``), fail: malformed},
+		{name: "body whitespace", in: []byte(" \n"), fail: malformed},
+		{name: "byte order mark", in: []byte("\xef\xbb\xbf{}"), fail: malformed},
+		{name: "not UTF-8", in: []byte("{\"events\":[{\"id\":\"\xff\"}]}"), fail: malformed},
+		{name: "trailing garbage byte", in: []byte(`{"events":[]}x`), fail: malformed},
+		{name: "two top values", in: []byte(`{}{}`), fail: malformed},
+		{name: "form feed is not whitespace", in: []byte("{\f}"), fail: malformed},
+		{name: "events a string", in: []byte(`{"events":"[]"}`), fail: malformed, field: "events"},
+		{name: "events an object", in: []byte(`{"events":{}}`), fail: malformed, field: "events"},
+		{name: "lone surrogate in a top-level key", in: []byte(`{"\ud800":[]}`), fail: malformed},
+		{name: "syntax error in a payload", in: body(`{"id":"a"}`, `{"payload":{"a":}}`), fail: malformed, field: "events[1]"},
+		{name: "mismatched brackets in a payload", in: body(`{"payload":{"a":[1}}`), fail: malformed, field: "events[0]"},
+		{name: "syntax error in a skipped value", in: body(`{"ID":[1,]}`), fail: malformed, field: "events[0]"},
+		{name: "missing comma between events", in: body(`{} {}`), fail: malformed, field: "events"},
+		{name: "unterminated events", in: []byte(`{"events":[{}`), fail: malformed, field: "events"},
+		{name: "unterminated string", in: []byte(`{"events":[{"id":"a`), fail: malformed, field: "events[0]"},
+		{name: "raw control character in a string", in: body("{\"id\":\"a\tb\"}"), fail: malformed, field: "events[0]"},
+		{name: "bad escape", in: body(`{"id":"\x41"}`), fail: malformed, field: "events[0]"},
+		{name: "short \\u escape", in: body(`{"id":"\u41"}`), fail: malformed, field: "events[0]"},
+		{name: "leading zero", in: body(`{"payload":{"n":01}}`), fail: malformed, field: "events[0]"},
+		{name: "bare minus", in: body(`{"payload":{"n":-}}`), fail: malformed, field: "events[0]"},
+		{name: "no fraction digits", in: body(`{"payload":{"n":1.}}`), fail: malformed, field: "events[0]"},
+		{name: "no exponent digits", in: body(`{"payload":{"n":1e+}}`), fail: malformed, field: "events[0]"},
+		{name: "bad literal", in: body(`{"id":nul}`), fail: malformed, field: "events[0]"},
+		{name: "element 501", in: body(emptyEvents(501)), fail: tooLarge},
+		{name: "element 2 of 1, not read", in: []byte(`{"events":[{},{`), lim: one, fail: tooLarge},
+
+		// Events refused one by one; the others still decode.
+		{name: "id twice", in: body(`{"id":"a","id":"b"}`), refused: map[int]string{0: "id"}, events: []*ingestv1.Event{{Id: "a"}}},
+		{name: "null id twice", in: body(`{"id":null,"id":null}`), refused: map[int]string{0: "id"}, events: []*ingestv1.Event{{}}},
+		{name: "payload twice", in: body(`{"payload":{},"payload":{"a":1}}`), refused: map[int]string{0: "payload"},
+			events: []*ingestv1.Event{{Payload: &ingestv1.Event_Json{Json: `{}`}}}},
+		{name: "ID", in: body(`{"ID":"a","id":"b"}`), refused: map[int]string{0: "ID"}, events: []*ingestv1.Event{{Id: "b"}}},
+		{name: "Payload", in: body(`{"id":"a","Payload":{}}`), refused: map[int]string{0: "Payload"}, events: []*ingestv1.Event{{Id: "a"}}},
+		{name: "occurredAt", in: body(`{"id":"a","occurredAt":"2026-11-29T12:00:00Z"}`), refused: map[int]string{0: "occurredAt"}, events: []*ingestv1.Event{{Id: "a"}}},
+		{name: "the first problem is kept", in: body(`{"ID":1,"id":"a","id":"b","type":5}`), refused: map[int]string{0: "ID"}, events: []*ingestv1.Event{{Id: "a"}}},
+		{name: "lone high surrogate in partition_key", in: body(`{"id":"a","partition_key":"\ud800"}`), refused: map[int]string{0: "partition_key"}, events: []*ingestv1.Event{{Id: "a"}}},
+		{name: "high surrogate then a letter", in: body(`{"partition_key":"\ud800\u0041"}`), refused: map[int]string{0: "partition_key"}, events: []*ingestv1.Event{{}}},
+		{name: "lone low surrogate in type", in: body(`{"type":"x\udc00"}`), refused: map[int]string{0: "type"}, events: []*ingestv1.Event{{}}},
+		{name: "lone surrogate in an attribute value", in: body(`{"id":"a","attributes":{"k":"\ud800"}}`), refused: map[int]string{0: `attributes["k"]`}, events: []*ingestv1.Event{{Id: "a"}}},
+		{name: "lone surrogate in an attribute key", in: body(`{"id":"a","attributes":{"\udfff":"v"}}`), refused: map[int]string{0: "attributes"}, events: []*ingestv1.Event{{Id: "a"}}},
+		{name: "lone surrogate in an event key", in: body(`{"\ud800":1}`), refused: map[int]string{0: `\ud800`}, events: []*ingestv1.Event{{}}},
+		{name: "payload a number, a good event after", in: body(`{"id":"a","payload":5}`, fullJSON), refused: map[int]string{0: "payload"}, events: []*ingestv1.Event{{Id: "a"}, fullEvent()}},
+		{name: "payload a string, a good event after", in: body(`{"id":"a","payload":"x"}`, fullJSON), refused: map[int]string{0: "payload"}, events: []*ingestv1.Event{{Id: "a"}, fullEvent()}},
+		{name: "payload an array, a good event after", in: body(`{"id":"a","payload":[1]}`, fullJSON), refused: map[int]string{0: "payload"}, events: []*ingestv1.Event{{Id: "a"}, fullEvent()}},
+		{name: "payload true", in: body(`{"payload":true}`), refused: map[int]string{0: "payload"}, events: []*ingestv1.Event{{}}},
+		{name: "events not objects", in: body(`null`, `5`, `[{"id":"a"}]`, `"x"`, fullJSON), refused: map[int]string{0: noField, 1: noField, 2: noField, 3: noField},
+			events: []*ingestv1.Event{{}, {}, {}, {}, fullEvent()}},
+		{name: "id a number", in: body(`{"id":5}`), refused: map[int]string{0: "id"}, events: []*ingestv1.Event{{}}},
+		{name: "type an object", in: body(`{"id":"a","type":{"a":"b"}}`), refused: map[int]string{0: "type"}, events: []*ingestv1.Event{{Id: "a"}}},
+		{name: "occurred_at not RFC 3339", in: body(`{"id":"a","occurred_at":"x"}`), refused: map[int]string{0: "occurred_at"}, events: []*ingestv1.Event{{Id: "a"}}},
+		{name: "occurred_at empty", in: body(`{"occurred_at":""}`), refused: map[int]string{0: "occurred_at"}, events: []*ingestv1.Event{{}}},
+		{name: "occurred_at a number", in: body(`{"occurred_at":1764417600}`), refused: map[int]string{0: "occurred_at"}, events: []*ingestv1.Event{{}}},
+		{name: "occurred_at in year 0", in: body(`{"occurred_at":"0000-12-31T00:00:00Z"}`), refused: map[int]string{0: "occurred_at"}, events: []*ingestv1.Event{{}}},
+		{name: "attributes an array", in: body(`{"attributes":["k","v"]}`), refused: map[int]string{0: "attributes"}, events: []*ingestv1.Event{{}}},
+		{name: "attribute a number", in: body(`{"attributes":{"a":"b","k":5}}`), refused: map[int]string{0: `attributes["k"]`},
+			events: []*ingestv1.Event{{Attributes: map[string]string{"a": "b"}}}},
+		{name: "attribute null", in: body(`{"attributes":{"k":null}}`), refused: map[int]string{0: `attributes["k"]`}, events: []*ingestv1.Event{{}}},
+		{name: "attribute twice", in: body(`{"attributes":{"k":"a","\u006b":"b"}}`), refused: map[int]string{0: `attributes["k"]`},
+			events: []*ingestv1.Event{{Attributes: map[string]string{"k": "a"}}}},
+		{name: "attribute twice among those kept", in: body(`{"attributes":{"a":"1","b":"2","c":"3","a":"4"}}`), lim: &envelopeLimits{maxEvents: 1, maxAttributeKeys: 2},
+			refused: map[int]string{0: `attributes["a"]`}, events: []*ingestv1.Event{{Attributes: map[string]string{"a": "1", "b": "2"}}}},
+		{name: "attribute past those kept is still checked", in: body(`{"attributes":{"a":"1","b":"2","c":3}}`), lim: &envelopeLimits{maxEvents: 1, maxAttributeKeys: 2},
+			refused: map[int]string{0: `attributes["c"]`}, events: []*ingestv1.Event{{Attributes: map[string]string{"a": "1", "b": "2"}}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) { c.run(t, decodeJSONBatch) })
+	}
+}
