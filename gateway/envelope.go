@@ -4,28 +4,30 @@ import (
 	"bytes"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf16"
 	"unicode/utf8"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
 )
 
 // The publish request envelope, decoded strictly from the REST body
-// (decodeJSONBatch). The decoder:
-//   - refuses the whole request, with a Failure, when the request itself
+// (decodeJSONBatch) or the gRPC message (decodeWireBatch). Both decoders:
+//   - refuse the whole request, with a Failure, when the request itself
 //     cannot be read: bad syntax, an unknown or repeated top-level field,
 //     more events than the limit;
-//   - refuses one event, with a Rejection at its index, when the request is
+//   - refuse one event, with a Rejection at its index, when the request is
 //     readable but that event is not: an unknown or repeated field, a field
 //     of the wrong type, text that is not Unicode, a bad occurred_at; the
 //     first such problem of an event is the one reported;
-//   - never recurses on the input's nesting and builds at most a constant
+//   - never recurse on the input's nesting and build at most a constant
 //     factor of the input: no more than maxEvents events, maxAttributeKeys
 //     attributes an event, and nothing of what is skipped;
-//   - copies what it keeps out of the input, which the caller may reuse.
+//   - copy what they keep out of the input, which the caller may reuse.
 // The contract judges the payload later; the JSON decoder checks only its
 // syntax.
 
@@ -888,4 +890,307 @@ func (d *jsonDecoder) skipValue() error {
 			}
 		}
 	}
+}
+
+// Protobuf.
+
+// decodeWireBatch decodes a PublishRequest, or with stream a
+// PublishStreamRequest, as protobuf's binary format, refusing what
+// proto.Unmarshal would keep as unknown fields. For what it accepts it
+// builds what proto.Unmarshal would.
+func decodeWireBatch(msg []byte, stream bool, lim envelopeLimits) (*batch, *Failure) {
+	eventsField := protowire.Number(1)
+	if stream {
+		eventsField = 2
+	}
+	b := &batch{size: len(msg)}
+	for off := 0; off < len(msg); {
+		num, typ, n := protowire.ConsumeTag(msg[off:])
+		if n < 0 {
+			return nil, envelopeMalformed("", fmt.Sprintf("invalid tag at offset %d: %s", off, wireError(n)))
+		}
+		off += n
+		switch {
+		case num == eventsField:
+			if typ != protowire.BytesType {
+				return nil, envelopeMalformed("events", fmt.Sprintf("field %d (events): wire type %s, want bytes", num, wireTypeName(typ)))
+			}
+			if len(b.events) >= lim.maxEvents {
+				return nil, tooManyEvents(lim.maxEvents)
+			}
+			v, n := protowire.ConsumeBytes(msg[off:])
+			if n < 0 {
+				at := "events[" + strconv.Itoa(len(b.events)) + "]"
+				return nil, envelopeMalformed(at, fmt.Sprintf("%s: field %d (events) at offset %d: %s", at, num, off, wireError(n)))
+			}
+			off += n
+			ev, rej := decodeWireEvent(v, lim)
+			b.add(ev, rej, lim.maxEvents)
+		case stream && num == 1:
+			if typ != protowire.VarintType {
+				return nil, envelopeMalformed("batch_id", fmt.Sprintf("field 1 (batch_id): wire type %s, want varint", wireTypeName(typ)))
+			}
+			v, n := protowire.ConsumeVarint(msg[off:])
+			if n < 0 {
+				return nil, envelopeMalformed("batch_id", fmt.Sprintf("field 1 (batch_id) at offset %d: %s", off, wireError(n)))
+			}
+			off += n
+			b.batchID = v
+		default:
+			return nil, envelopeMalformed("", fmt.Sprintf("unknown field %d", num))
+		}
+	}
+	return b, nil
+}
+
+// wireError says what a negative protowire length means, without the
+// "proto:" prefix protowire gives it.
+func wireError(n int) string {
+	msg := strings.TrimPrefix(protowire.ParseError(n).Error(), "proto:")
+	return strings.TrimLeft(msg, " \u00a0")
+}
+
+func wireTypeName(t protowire.Type) string {
+	switch t {
+	case protowire.VarintType:
+		return "varint"
+	case protowire.Fixed32Type:
+		return "fixed32"
+	case protowire.Fixed64Type:
+		return "fixed64"
+	case protowire.BytesType:
+		return "bytes"
+	case protowire.StartGroupType:
+		return "start group"
+	case protowire.EndGroupType:
+		return "end group"
+	}
+	return strconv.Itoa(int(t))
+}
+
+// eventFieldNames are the Event's fields by number; each is
+// length-delimited.
+var eventFieldNames = [...]string{1: "id", 2: "type", 3: "occurred_at", 4: "partition_key", 5: "binary", 6: "json", 7: "attributes"}
+
+// wireTimestamp is an occurred_at merged from its occurrences.
+type wireTimestamp struct {
+	set     bool
+	seconds int64
+	nanos   int32
+}
+
+// decodeWireEvent decodes one Event. Its scalars keep their last
+// occurrence, as protobuf does, and are copied out once it ends.
+func decodeWireEvent(b []byte, lim envelopeLimits) (*ingestv1.Event, *ingestv1.Rejection) {
+	ev := &ingestv1.Event{}
+	var p eventProblem
+	var id, typ, key, payload []byte
+	var payloadField protowire.Number
+	var ts wireTimestamp
+	for off := 0; off < len(b); {
+		num, wt, n := protowire.ConsumeTag(b[off:])
+		if n < 0 {
+			p.whole(fmt.Sprintf("invalid tag at offset %d of the event: %s", off, wireError(n)))
+			break
+		}
+		off += n
+		if num >= protowire.Number(len(eventFieldNames)) || eventFieldNames[num] == "" || wt != protowire.BytesType {
+			if !p.set {
+				if num < protowire.Number(len(eventFieldNames)) && eventFieldNames[num] != "" {
+					p.whole(fmt.Sprintf("field %d (%s): wire type %s, want bytes", num, eventFieldNames[num], wireTypeName(wt)))
+				} else {
+					p.whole(fmt.Sprintf("unknown field %d", num))
+				}
+			}
+			if n = skipWireValue(wt, b[off:]); n < 0 {
+				break
+			}
+			off += n
+			continue
+		}
+		v, n := protowire.ConsumeBytes(b[off:])
+		if n < 0 {
+			p.whole(fmt.Sprintf("field %d (%s) at offset %d of the event: %s", num, eventFieldNames[num], off, wireError(n)))
+			break
+		}
+		off += n
+		switch num {
+		case 1, 2, 4, 6:
+			if !utf8.Valid(v) {
+				p.at(eventFieldNames[num], eventFieldNames[num]+": not valid UTF-8")
+				continue
+			}
+			switch num {
+			case 1:
+				id = v
+			case 2:
+				typ = v
+			case 4:
+				key = v
+			case 6:
+				payload, payloadField = v, 6
+			}
+		case 5:
+			payload, payloadField = v, 5
+		case 3:
+			ts.merge(v, &p)
+		case 7:
+			addWireAttribute(v, ev, lim, &p)
+		}
+	}
+	if id != nil {
+		ev.Id = string(id)
+	}
+	if typ != nil {
+		ev.Type = string(typ)
+	}
+	if key != nil {
+		ev.PartitionKey = string(key)
+	}
+	switch payloadField {
+	case 5:
+		ev.Payload = &ingestv1.Event_Binary{Binary: bytes.Clone(payload)}
+	case 6:
+		ev.Payload = &ingestv1.Event_Json{Json: string(payload)}
+	}
+	if ts.set {
+		at := &timestamppb.Timestamp{Seconds: ts.seconds, Nanos: ts.nanos}
+		if msg := timestampProblem(at); msg != "" {
+			p.at("occurred_at", msg)
+		} else {
+			ev.OccurredAt = at
+		}
+	}
+	return ev, p.rejection()
+}
+
+// merge decodes one occurrence of a google.protobuf.Timestamp into ts,
+// field by field.
+func (ts *wireTimestamp) merge(b []byte, p *eventProblem) {
+	ts.set = true
+	for off := 0; off < len(b); {
+		num, wt, n := protowire.ConsumeTag(b[off:])
+		if n < 0 {
+			p.at("occurred_at", fmt.Sprintf("occurred_at: invalid tag: %s", wireError(n)))
+			return
+		}
+		off += n
+		if (num != 1 && num != 2) || wt != protowire.VarintType {
+			if !p.set {
+				if num == 1 || num == 2 {
+					p.at("occurred_at", fmt.Sprintf("occurred_at: field %d: wire type %s, want varint", num, wireTypeName(wt)))
+				} else {
+					p.at("occurred_at", fmt.Sprintf("occurred_at: unknown field %d", num))
+				}
+			}
+			if n = skipWireValue(wt, b[off:]); n < 0 {
+				return
+			}
+			off += n
+			continue
+		}
+		v, n := protowire.ConsumeVarint(b[off:])
+		if n < 0 {
+			p.at("occurred_at", fmt.Sprintf("occurred_at: field %d: %s", num, wireError(n)))
+			return
+		}
+		off += n
+		if num == 1 {
+			ts.seconds = int64(v)
+		} else {
+			ts.nanos = int32(v)
+		}
+	}
+}
+
+// addWireAttribute decodes one attributes map entry into ev. A later entry
+// for a key kept replaces it; once lim.maxAttributeKeys keys are kept, new
+// keys are checked and dropped.
+func addWireAttribute(b []byte, ev *ingestv1.Event, lim envelopeLimits, p *eventProblem) {
+	var k, v []byte
+	for off := 0; off < len(b); {
+		num, wt, n := protowire.ConsumeTag(b[off:])
+		if n < 0 {
+			if !p.set {
+				p.at("attributes", fmt.Sprintf("attributes: invalid tag in an entry: %s", wireError(n)))
+			}
+			return
+		}
+		off += n
+		if (num != 1 && num != 2) || wt != protowire.BytesType {
+			if !p.set {
+				if num == 1 || num == 2 {
+					p.at("attributes", fmt.Sprintf("attributes: entry field %d: wire type %s, want bytes", num, wireTypeName(wt)))
+				} else {
+					p.at("attributes", fmt.Sprintf("attributes: unknown entry field %d", num))
+				}
+			}
+			return
+		}
+		s, n := protowire.ConsumeBytes(b[off:])
+		if n < 0 {
+			if !p.set {
+				p.at("attributes", fmt.Sprintf("attributes: entry field %d: %s", num, wireError(n)))
+			}
+			return
+		}
+		off += n
+		if num == 1 {
+			k = s
+		} else {
+			v = s
+		}
+	}
+	if !utf8.Valid(k) {
+		p.at("attributes", "attributes: a key is not valid UTF-8")
+		return
+	}
+	if !utf8.Valid(v) {
+		if !p.set {
+			at := attributePath(k)
+			p.at(at, at+": not valid UTF-8")
+		}
+		return
+	}
+	if _, kept := ev.Attributes[string(k)]; !kept && len(ev.Attributes) >= lim.maxAttributeKeys {
+		return
+	}
+	if ev.Attributes == nil {
+		ev.Attributes = make(map[string]string)
+	}
+	ev.Attributes[string(k)] = string(v)
+}
+
+// skipWireValue returns the length of a value of wire type wt at the start
+// of b, or a negative protowire error code. A group is skipped to its end
+// by counting the starts and ends within, without recursion; end numbers
+// are not matched, the field being refused already.
+func skipWireValue(wt protowire.Type, b []byte) int {
+	switch wt {
+	case protowire.StartGroupType:
+	case protowire.EndGroupType:
+		return -1
+	default:
+		return protowire.ConsumeFieldValue(1, wt, b)
+	}
+	off := 0
+	for depth := 1; depth > 0; {
+		num, t, n := protowire.ConsumeTag(b[off:])
+		if n < 0 {
+			return n
+		}
+		off += n
+		switch t {
+		case protowire.StartGroupType:
+			depth++
+		case protowire.EndGroupType:
+			depth--
+		default:
+			if n = protowire.ConsumeFieldValue(num, t, b[off:]); n < 0 {
+				return n
+			}
+			off += n
+		}
+	}
+	return off
 }

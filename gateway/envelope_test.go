@@ -3,10 +3,13 @@ package gateway
 import (
 	"bytes"
 	"fmt"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -323,5 +326,165 @@ func TestDecodeJSONBatch(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.run(t, decodeJSONBatch) })
+	}
+}
+
+// Protobuf messages, built field by field.
+
+func wireBytes(num protowire.Number, v []byte) []byte {
+	return protowire.AppendBytes(protowire.AppendTag(nil, num, protowire.BytesType), v)
+}
+
+func wireVarint(num protowire.Number, v uint64) []byte {
+	return protowire.AppendVarint(protowire.AppendTag(nil, num, protowire.VarintType), v)
+}
+
+func wireCat(parts ...[]byte) []byte {
+	return bytes.Join(parts, nil)
+}
+
+func wireEvent(fields ...[]byte) []byte {
+	return wireBytes(1, wireCat(fields...))
+}
+
+func wireTime(seconds int64, nanos int32) []byte {
+	return wireBytes(3, wireCat(wireVarint(1, uint64(seconds)), wireVarint(2, uint64(nanos))))
+}
+
+func wireAttribute(k, v string) []byte {
+	return wireBytes(7, wireCat(wireBytes(1, []byte(k)), wireBytes(2, []byte(v))))
+}
+
+func marshal(t testing.TB, m proto.Message) []byte {
+	b, err := proto.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestDecodeWireBatch(t *testing.T) {
+	malformed, tooLarge := ingestv1.Reason_MALFORMED, ingestv1.Reason_BATCH_TOO_LARGE
+	full := &ingestv1.Event{
+		Id: "a-1", Type: "examples.logs.v1.LogLine", OccurredAt: timestamppb.New(testAt.Add(5)), PartitionKey: "k",
+		Payload: &ingestv1.Event_Binary{Binary: []byte{0x0a, 0x01, 'x'}}, Attributes: map[string]string{"env": "prod", "region": "eu"},
+	}
+	id := wireBytes(1, []byte("a"))
+	emptyEvent := []byte{0x0a, 0x00}
+	manyAttributes := [][]byte{id}
+	for i := range 300_000 {
+		manyAttributes = append(manyAttributes, wireAttribute("k"+strconv.Itoa(i), "v"))
+	}
+	type wireCase struct {
+		decodeCase
+		stream bool
+	}
+	cases := []wireCase{
+		// Requests that decode.
+		{decodeCase: decodeCase{name: "full event", in: marshal(t, &ingestv1.PublishRequest{Events: []*ingestv1.Event{full}}), events: []*ingestv1.Event{full}}},
+		{decodeCase: decodeCase{name: "empty message", in: nil}},
+		{decodeCase: decodeCase{name: "empty events", in: bytes.Repeat(emptyEvent, 3), events: []*ingestv1.Event{{}, {}, {}}}},
+		{decodeCase: decodeCase{name: "last scalar wins", in: wireEvent(id, wireBytes(1, []byte("b")), wireBytes(2, []byte("t")), wireBytes(2, nil)), events: []*ingestv1.Event{{Id: "b"}}}},
+		{decodeCase: decodeCase{name: "oneof takes the last", in: wireEvent(wireBytes(6, []byte("{}")), wireBytes(5, []byte{1}), wireBytes(6, []byte(`{"a":1}`))),
+			events: []*ingestv1.Event{{Payload: &ingestv1.Event_Json{Json: `{"a":1}`}}}}},
+		{decodeCase: decodeCase{name: "empty binary is set", in: wireEvent(wireBytes(5, nil)), events: []*ingestv1.Event{{Payload: &ingestv1.Event_Binary{Binary: []byte{}}}}}},
+		{decodeCase: decodeCase{name: "occurred_at merges field by field", in: wireEvent(wireBytes(3, wireVarint(1, 10)), wireBytes(3, wireVarint(2, 7)), wireBytes(3, nil)),
+			events: []*ingestv1.Event{{OccurredAt: &timestamppb.Timestamp{Seconds: 10, Nanos: 7}}}}},
+		{decodeCase: decodeCase{name: "empty occurred_at is the epoch", in: wireEvent(wireBytes(3, nil)), events: []*ingestv1.Event{{OccurredAt: &timestamppb.Timestamp{}}}}},
+		{decodeCase: decodeCase{name: "a later attribute entry replaces", in: wireEvent(wireAttribute("k", "a"), wireAttribute("k", "b"), wireBytes(7, nil)),
+			events: []*ingestv1.Event{{Attributes: map[string]string{"k": "b", "": ""}}}}},
+		{decodeCase: decodeCase{name: "500 events", in: bytes.Repeat(emptyEvent, 500), check: hasEvents(500)}},
+		{decodeCase: decodeCase{name: "only maxAttributeKeys of 300000 kept", in: wireEvent(manyAttributes...), check: keepsAttributes(maxAttributes + 1)}},
+		{decodeCase: decodeCase{name: "batch_id read for streams", in: wireCat(wireVarint(1, 3), wireBytes(2, id), wireVarint(1, 1<<63)),
+			batchID: 1 << 63, events: []*ingestv1.Event{{Id: "a"}}}, stream: true},
+
+		// Whole-request failures.
+		{decodeCase: decodeCase{name: "events a varint", in: wireVarint(1, 1), fail: malformed, field: "events"}},
+		{decodeCase: decodeCase{name: "stream events a varint", in: wireVarint(2, 1), fail: malformed, field: "events"}, stream: true},
+		{decodeCase: decodeCase{name: "batch_id outside a stream", in: wireVarint(1, 7), fail: malformed, field: "events"}},
+		{decodeCase: decodeCase{name: "batch_id as bytes", in: wireBytes(1, nil), fail: malformed, field: "batch_id"}, stream: true},
+		{decodeCase: decodeCase{name: "unknown top-level field", in: wireCat(wireEvent(id), wireVarint(9, 1)), fail: malformed}},
+		{decodeCase: decodeCase{name: "top-level group", in: protowire.AppendTag(protowire.AppendTag(nil, 1, protowire.StartGroupType), 1, protowire.EndGroupType), fail: malformed, field: "events"}},
+		{decodeCase: decodeCase{name: "field number 0", in: []byte{0x02, 0x00}, fail: malformed}},
+		{decodeCase: decodeCase{name: "truncated tag", in: []byte{0x8a}, fail: malformed}},
+		{decodeCase: decodeCase{name: "truncated batch_id", in: []byte{0x08, 0xff}, fail: malformed, field: "batch_id"}, stream: true},
+		{decodeCase: decodeCase{name: "event longer than the message", in: wireCat(emptyEvent, []byte{0x0a, 0x05, 0x0a, 0x01}), fail: malformed, field: "events[1]"}},
+		{decodeCase: decodeCase{name: "element 501", in: bytes.Repeat(emptyEvent, 501), fail: tooLarge}},
+		{decodeCase: decodeCase{name: "4 million empty events", in: bytes.Repeat(emptyEvent, 4_000_000), fail: tooLarge}},
+
+		// Events refused one by one; the others still decode.
+		{decodeCase: decodeCase{name: "nanos -1", in: wireCat(wireEvent(id, wireTime(1, -1)), wireEvent(id)), refused: map[int]string{0: "occurred_at"},
+			events: []*ingestv1.Event{{Id: "a"}, {Id: "a"}}}},
+		{decodeCase: decodeCase{name: "nanos 1e9", in: wireEvent(wireTime(1, 1e9)), refused: map[int]string{0: "occurred_at"}, events: []*ingestv1.Event{{}}}},
+		{decodeCase: decodeCase{name: "seconds past 9999", in: wireEvent(wireTime(253402300800, 0)), refused: map[int]string{0: "occurred_at"}, events: []*ingestv1.Event{{}}}},
+		{decodeCase: decodeCase{name: "unknown occurred_at field", in: wireEvent(wireBytes(3, wireVarint(3, 1))), refused: map[int]string{0: "occurred_at"}, events: []*ingestv1.Event{{OccurredAt: &timestamppb.Timestamp{}}}}},
+		{decodeCase: decodeCase{name: "seconds as bytes", in: wireEvent(wireBytes(3, wireBytes(1, nil))), refused: map[int]string{0: "occurred_at"}, events: []*ingestv1.Event{{OccurredAt: &timestamppb.Timestamp{}}}}},
+		{decodeCase: decodeCase{name: "unknown event field", in: wireEvent(wireVarint(9, 1), id), refused: map[int]string{0: noField}, events: []*ingestv1.Event{{Id: "a"}}}},
+		{decodeCase: decodeCase{name: "group in an event is skipped", in: wireEvent(protowire.AppendTag(wireCat(protowire.AppendTag(nil, 9, protowire.StartGroupType), wireVarint(1, 1),
+			protowire.AppendTag(nil, 8, protowire.StartGroupType), protowire.AppendTag(nil, 8, protowire.EndGroupType)), 9, protowire.EndGroupType), id),
+			refused: map[int]string{0: noField}, events: []*ingestv1.Event{{Id: "a"}}}},
+		{decodeCase: decodeCase{name: "id as a varint", in: wireEvent(wireVarint(1, 1), wireBytes(2, []byte("t"))), refused: map[int]string{0: noField}, events: []*ingestv1.Event{{Type: "t"}}}},
+		{decodeCase: decodeCase{name: "truncated inside an event", in: wireCat(wireEvent(id, []byte{0x12, 0x09, 'x'}), wireEvent(id)), refused: map[int]string{0: noField},
+			events: []*ingestv1.Event{{Id: "a"}, {Id: "a"}}}},
+		{decodeCase: decodeCase{name: "invalid UTF-8 in an id", in: wireEvent(wireBytes(1, []byte{'a', 0xff})), refused: map[int]string{0: "id"}, events: []*ingestv1.Event{{}}}},
+		{decodeCase: decodeCase{name: "invalid UTF-8 in a partition_key", in: wireEvent(id, wireBytes(4, []byte{0xed, 0xa0, 0x80})), refused: map[int]string{0: "partition_key"}, events: []*ingestv1.Event{{Id: "a"}}}},
+		{decodeCase: decodeCase{name: "invalid UTF-8 in json", in: wireEvent(id, wireBytes(6, []byte{'{', 0xc0, '}'})), refused: map[int]string{0: "json"}, events: []*ingestv1.Event{{Id: "a"}}}},
+		{decodeCase: decodeCase{name: "invalid UTF-8 in an attribute value", in: wireEvent(id, wireAttribute("k", "\xff")), refused: map[int]string{0: `attributes["k"]`}, events: []*ingestv1.Event{{Id: "a"}}}},
+		{decodeCase: decodeCase{name: "invalid UTF-8 in an attribute key", in: wireEvent(id, wireAttribute("\xff", "v")), refused: map[int]string{0: "attributes"}, events: []*ingestv1.Event{{Id: "a"}}}},
+		{decodeCase: decodeCase{name: "unknown attribute entry field", in: wireEvent(id, wireBytes(7, wireVarint(3, 1))), refused: map[int]string{0: "attributes"}, events: []*ingestv1.Event{{Id: "a"}}}},
+		{decodeCase: decodeCase{name: "attribute key as a varint", in: wireEvent(id, wireBytes(7, wireVarint(1, 1))), refused: map[int]string{0: "attributes"}, events: []*ingestv1.Event{{Id: "a"}}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			c.run(t, func(msg []byte, lim envelopeLimits) (*batch, *Failure) { return decodeWireBatch(msg, c.stream, lim) })
+		})
+	}
+}
+
+// TestDecodeWireBatchCopies: what is kept does not alias the message,
+// which gRPC reuses once the handler has it.
+func TestDecodeWireBatchCopies(t *testing.T) {
+	ev := &ingestv1.Event{Id: "a", Type: "t", PartitionKey: "k", Payload: &ingestv1.Event_Binary{Binary: []byte("payload")}, Attributes: map[string]string{"k": "v"}}
+	msg := marshal(t, &ingestv1.PublishRequest{Events: []*ingestv1.Event{ev, {Payload: &ingestv1.Event_Json{Json: "{}"}}}})
+	b, f := decodeWireBatch(msg, false, testLimits)
+	if f != nil {
+		t.Fatal(f)
+	}
+	clear(msg)
+	if want := []*ingestv1.Event{ev, {Payload: &ingestv1.Event_Json{Json: "{}"}}}; !proto.Equal(&ingestv1.PublishRequest{Events: b.events}, &ingestv1.PublishRequest{Events: want}) {
+		t.Fatalf("after the message is cleared: %v", b.events)
+	}
+}
+
+// TestDecodeBoundsWhatItBuilds: a request of millions of events costs what
+// maxEvents of them do, whatever its length.
+func TestDecodeBoundsWhatItBuilds(t *testing.T) {
+	const n = 4_000_000
+	for _, c := range []struct {
+		name   string
+		in     []byte
+		decode func([]byte, envelopeLimits) (*batch, *Failure)
+	}{
+		{"wire", bytes.Repeat([]byte{0x0a, 0x00}, n), func(b []byte, l envelopeLimits) (*batch, *Failure) { return decodeWireBatch(b, false, l) }},
+		{"json", body(emptyEvents(n)), decodeJSONBatch},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			decode := func() {
+				if _, f := c.decode(c.in, testLimits); f == nil || f.Reason != ingestv1.Reason_BATCH_TOO_LARGE {
+					t.Fatalf("failure %v, want BATCH_TOO_LARGE", f)
+				}
+			}
+			// An event, and the slices' growth: twice 500 pointers at most.
+			if allocs := testing.AllocsPerRun(5, decode); allocs > float64(testLimits.maxEvents+20) {
+				t.Errorf("%.0f allocations for a request of %d events", allocs, n)
+			}
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			decode()
+			runtime.ReadMemStats(&after)
+			if bytes := after.TotalAlloc - before.TotalAlloc; bytes > 256<<10 {
+				t.Errorf("%d bytes allocated for a request of %d bytes", bytes, len(c.in))
+			}
+		})
 	}
 }
