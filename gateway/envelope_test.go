@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"runtime"
 	"strconv"
@@ -9,10 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/sluicehq/sluice/examples"
+	logsv1 "github.com/sluicehq/sluice/gen/examples/logs/v1"
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
 )
 
@@ -487,4 +491,93 @@ func TestDecodeBoundsWhatItBuilds(t *testing.T) {
 			}
 		})
 	}
+}
+
+// logLineBatch is a 100-event batch of log lines as REST and gRPC send it.
+func logLineBatch(t testing.TB) (restBody, grpcMsg []byte) {
+	var line logsv1.LogLine
+	if err := protojson.Unmarshal(examples.LogLineJSON, &line); err != nil {
+		t.Fatal(err)
+	}
+	binary := marshal(t, &line)
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, examples.LogLineJSON); err != nil {
+		t.Fatal(err)
+	}
+	req := &ingestv1.PublishRequest{}
+	var events []string
+	for i := range 100 {
+		id, key := fmt.Sprintf("log-%d", i), fmt.Sprintf("svc-%d", i%16)
+		at := testAt.Add(time.Duration(i) * time.Millisecond)
+		req.Events = append(req.Events, &ingestv1.Event{
+			Id: id, Type: "examples.logs.v1.LogLine", OccurredAt: timestamppb.New(at), PartitionKey: key,
+			Payload: &ingestv1.Event_Binary{Binary: binary}, Attributes: map[string]string{"env": "prod"},
+		})
+		events = append(events, fmt.Sprintf(`{"id":%q,"type":"examples.logs.v1.LogLine","occurred_at":%q,"partition_key":%q,"payload":%s,"attributes":{"env":"prod"}}`,
+			id, at.Format(time.RFC3339Nano), key, compact.Bytes()))
+	}
+	return body(events...), marshal(t, req)
+}
+
+// TestLogLineBatchDecodes: the benchmarks' batch decodes cleanly.
+func TestLogLineBatchDecodes(t *testing.T) {
+	rest, grpc := logLineBatch(t)
+	for name, decode := range map[string]func() (*batch, *Failure){
+		"json": func() (*batch, *Failure) { return decodeJSONBatch(rest, testLimits) },
+		"wire": func() (*batch, *Failure) { return decodeWireBatch(grpc, false, testLimits) },
+	} {
+		if b, f := decode(); !clean(b, f) || len(b.events) != 100 {
+			t.Errorf("%s: %v %v", name, b, f)
+		}
+	}
+}
+
+// BenchmarkDecodeJSONBatch is decodeJSONBatch against the REST decoder it
+// replaces (with that one's depth check), on logLineBatch's REST body.
+func BenchmarkDecodeJSONBatch(b *testing.B) {
+	rest, _ := logLineBatch(b)
+	b.Run("decodeJSONBatch", func(b *testing.B) {
+		b.SetBytes(int64(len(rest)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, f := decodeJSONBatch(rest, testLimits); f != nil {
+				b.Fatal(f)
+			}
+		}
+	})
+	b.Run("legacy", func(b *testing.B) {
+		b.SetBytes(int64(len(rest)))
+		b.ReportAllocs()
+		for b.Loop() {
+			var req ingestv1.PublishRequest
+			if f := legacyDecodeJSON(rest, 32, &req); f != nil {
+				b.Fatal(f)
+			}
+		}
+	})
+}
+
+// BenchmarkDecodeWireBatch is decodeWireBatch against proto.Unmarshal, on
+// logLineBatch's gRPC message.
+func BenchmarkDecodeWireBatch(b *testing.B) {
+	_, grpc := logLineBatch(b)
+	b.Run("decodeWireBatch", func(b *testing.B) {
+		b.SetBytes(int64(len(grpc)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, f := decodeWireBatch(grpc, false, testLimits); f != nil {
+				b.Fatal(f)
+			}
+		}
+	})
+	b.Run("proto.Unmarshal", func(b *testing.B) {
+		b.SetBytes(int64(len(grpc)))
+		b.ReportAllocs()
+		for b.Loop() {
+			var req ingestv1.PublishRequest
+			if err := proto.Unmarshal(grpc, &req); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
