@@ -1,0 +1,1196 @@
+package gateway
+
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
+)
+
+// The publish request envelope, decoded strictly from the REST body
+// (decodeJSONBatch) or the gRPC message (decodeWireBatch). Both decoders:
+//   - refuse the whole request, with a Failure, when the request itself
+//     cannot be read: bad syntax, an unknown or repeated top-level field,
+//     more events than the limit;
+//   - refuse one event, with a Rejection at its index, when the request is
+//     readable but that event is not: an unknown or repeated field, a field
+//     of the wrong type, text that is not Unicode, a bad occurred_at; the
+//     first such problem of an event is the one reported;
+//   - never recurse on the input's nesting and build at most a constant
+//     factor of the input: no more than maxEvents events, maxAttributeKeys
+//     attributes an event, and nothing of what is skipped;
+//   - copy what they keep out of the input, which the caller may reuse.
+// The contract judges the payload later; the JSON decoder checks only its
+// syntax.
+
+// decodeRule is the FieldViolation rule of a decoding problem.
+const decodeRule = "sluice.decode"
+
+// envelopeLimits bounds what decoding one request builds.
+type envelopeLimits struct {
+	maxEvents        int // Limits.MaxEventsPerRequest: event maxEvents+1 stops decoding with BATCH_TOO_LARGE
+	maxAttributeKeys int // distinct attribute keys kept per event; use maxAttributes+1 in callers, so validation still refuses the event (map.max_pairs)
+}
+
+// batch is one decoded request: the events, and for each event that did not decode, its refusal.
+type batch struct {
+	batchID uint64                // PublishStreamRequest's batch_id; 0 otherwise
+	events  []*ingestv1.Event     // never nil entries
+	refused []*ingestv1.Rejection // nil, or len(events): non-nil at i when event i did not decode
+	size    int                   // bytes of the request as received
+}
+
+// add appends an event and its refusal, if any. The slices grow to at most
+// limit, the most events a batch holds.
+func (b *batch) add(ev *ingestv1.Event, rej *ingestv1.Rejection, limit int) {
+	if n := len(b.events); n == cap(b.events) {
+		c := min(max(2*n, 8), limit)
+		b.events = append(make([]*ingestv1.Event, 0, c), b.events...)
+		if b.refused != nil {
+			b.refused = append(make([]*ingestv1.Rejection, 0, c), b.refused...)
+		}
+	}
+	if rej != nil && b.refused == nil {
+		b.refused = make([]*ingestv1.Rejection, len(b.events), cap(b.events))
+	}
+	b.events = append(b.events, ev)
+	if b.refused != nil {
+		b.refused = append(b.refused, rej)
+	}
+}
+
+// envelopeMalformed is a whole-request MALFORMED, blamed on field unless
+// field is "".
+func envelopeMalformed(field, msg string) *Failure {
+	f := &Failure{Reason: ingestv1.Reason_MALFORMED, Message: msg}
+	if field != "" {
+		f.Violations = []*ingestv1.FieldViolation{{Field: field, Rule: decodeRule, Message: msg}}
+	}
+	return f
+}
+
+func tooManyEvents(limit int) *Failure {
+	return &Failure{Reason: ingestv1.Reason_BATCH_TOO_LARGE,
+		Message: fmt.Sprintf("more than %d events in one request", limit)}
+}
+
+// eventProblem is the first reason one event did not decode.
+type eventProblem struct {
+	set   bool
+	blame bool   // field says where; otherwise the event as a whole
+	field string // relative to the event: "id", `attributes["k"]`, ...
+	msg   string
+}
+
+// at notes a problem with field, unless the event has one already.
+func (p *eventProblem) at(field, msg string) {
+	if !p.set {
+		*p = eventProblem{set: true, blame: true, field: field, msg: msg}
+	}
+}
+
+// whole notes a problem of the event as a whole, unless it has one already.
+func (p *eventProblem) whole(msg string) {
+	if !p.set {
+		*p = eventProblem{set: true, msg: msg}
+	}
+}
+
+func (p *eventProblem) rejection() *ingestv1.Rejection {
+	if !p.set {
+		return nil
+	}
+	r := reject(ingestv1.Reason_MALFORMED, p.msg)
+	if p.blame {
+		r.Violations = []*ingestv1.FieldViolation{{Field: p.field, Rule: decodeRule, Message: p.msg}}
+	}
+	return r
+}
+
+func attributePath(key []byte) string {
+	return fmt.Sprintf("attributes[%q]", key)
+}
+
+// timestampProblem says why a Timestamp is not one protobuf accepts, or
+// returns "".
+func timestampProblem(ts *timestamppb.Timestamp) string {
+	if ts.CheckValid() == nil {
+		return ""
+	}
+	if n := ts.GetNanos(); n < 0 || n > 999_999_999 {
+		return fmt.Sprintf("occurred_at: nanos %d is out of range", n)
+	}
+	return fmt.Sprintf("occurred_at: seconds %d is out of range (years 1 to 9999)", ts.GetSeconds())
+}
+
+// JSON.
+
+// decodeJSONBatch decodes a REST body, {"events": [...]}, by RFC 8259 with
+// exact, case-sensitive field names. Each payload must be a JSON object and
+// is kept as its text, from '{' to '}', in Event_Json.
+func decodeJSONBatch(body []byte, lim envelopeLimits) (*batch, *Failure) {
+	if !utf8.Valid(body) {
+		return nil, envelopeMalformed("", "body is not valid UTF-8")
+	}
+	if bytes.HasPrefix(body, []byte("\xef\xbb\xbf")) {
+		return nil, envelopeMalformed("", "body is not a publish request: it starts with a byte order mark")
+	}
+	d := &jsonDecoder{b: body, lim: lim, elem: -1}
+	b, err := d.request()
+	switch err := err.(type) {
+	case nil:
+		return b, nil
+	case *Failure:
+		return nil, err
+	default:
+		at := d.path()
+		msg := err.Error()
+		if at != "" {
+			msg = at + ": " + msg
+		}
+		return nil, envelopeMalformed(at, msg)
+	}
+}
+
+// jsonSyntaxError is input that is not JSON, at a byte offset of the body.
+type jsonSyntaxError struct {
+	off int
+	msg string
+}
+
+func (e *jsonSyntaxError) Error() string {
+	return "invalid JSON at offset " + strconv.Itoa(e.off) + ": " + e.msg
+}
+
+// jsonDecoder reads one body from b[i:].
+type jsonDecoder struct {
+	b   []byte
+	i   int
+	lim envelopeLimits
+	// elem is the event being read, for the path of a syntax error: -1
+	// outside "events", -2 in it between elements.
+	elem int
+	// open has a bit for each container skipValue has open: 1 object, 0
+	// array. It stands in for recursion; its words are reused.
+	open []uint64
+	// scratch holds the last escaped key unescaped.
+	scratch []byte
+}
+
+func (d *jsonDecoder) path() string {
+	switch {
+	case d.elem >= 0:
+		return "events[" + strconv.Itoa(d.elem) + "]"
+	case d.elem == -2:
+		return "events"
+	}
+	return ""
+}
+
+func (d *jsonDecoder) request() (*batch, error) {
+	b := &batch{size: len(d.b)}
+	notRequest := func(what string) error {
+		return envelopeMalformed("", "body is not a publish request: "+what)
+	}
+	switch d.peek() {
+	case '{':
+	case '[':
+		return nil, notRequest("it is an array")
+	case '"':
+		return nil, notRequest("it is a string")
+	case 'n':
+		return nil, notRequest("it is null")
+	case 't', 'f':
+		return nil, notRequest("it is a boolean")
+	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		return nil, notRequest("it is a number")
+	default:
+		if d.i == len(d.b) {
+			return nil, notRequest("the body is empty")
+		}
+		return nil, d.unexpected("a JSON object")
+	}
+	d.i++
+	if d.peek() == '}' {
+		d.i++
+	} else {
+		seen := false
+		for {
+			keyAt := d.i
+			k, err := d.str()
+			if err != nil {
+				return nil, err
+			}
+			if k.lone {
+				return nil, envelopeMalformed("", fmt.Sprintf("the key at offset %d is not Unicode text: it has a lone surrogate", keyAt))
+			}
+			if name := d.key(k); string(name) != "events" {
+				return nil, envelopeMalformed(string(name), fmt.Sprintf("unknown field %q", name))
+			}
+			if seen {
+				return nil, envelopeMalformed("events", `duplicate key "events"`)
+			}
+			seen = true
+			if err := d.expect(':', "':'"); err != nil {
+				return nil, err
+			}
+			switch d.peek() {
+			case 'n':
+				err = d.literal("null")
+			case '[':
+				err = d.events(b)
+			default:
+				return nil, envelopeMalformed("events", "events: must be an array or null")
+			}
+			if err != nil {
+				return nil, err
+			}
+			if c := d.peek(); c == '}' {
+				d.i++
+				break
+			} else if c != ',' {
+				return nil, d.unexpected("',' or '}'")
+			}
+			d.i++
+		}
+	}
+	if d.ws(); d.i != len(d.b) {
+		return nil, &jsonSyntaxError{d.i, "data after the top value"}
+	}
+	return b, nil
+}
+
+// events reads the events array, from its '['.
+func (d *jsonDecoder) events(b *batch) error {
+	d.i++
+	d.elem = -2
+	if d.peek() == ']' {
+		d.i++
+		d.elem = -1
+		return nil
+	}
+	for {
+		n := len(b.events)
+		if n >= d.lim.maxEvents {
+			return tooManyEvents(d.lim.maxEvents)
+		}
+		d.elem = n
+		ev, rej, err := d.event()
+		if err != nil {
+			return err
+		}
+		b.add(ev, rej, d.lim.maxEvents)
+		d.elem = -2
+		if c := d.peek(); c == ']' {
+			d.i++
+			d.elem = -1
+			return nil
+		} else if c != ',' {
+			return d.unexpected("',' or ']'")
+		}
+		d.i++
+	}
+}
+
+// The fields of an event, a bit each.
+const (
+	jsonID = 1 << iota
+	jsonType
+	jsonOccurredAt
+	jsonPartitionKey
+	jsonPayload
+	jsonAttributes
+)
+
+func eventFieldBit(name []byte) uint8 {
+	switch string(name) {
+	case "id":
+		return jsonID
+	case "type":
+		return jsonType
+	case "occurred_at":
+		return jsonOccurredAt
+	case "partition_key":
+		return jsonPartitionKey
+	case "payload":
+		return jsonPayload
+	case "attributes":
+		return jsonAttributes
+	}
+	return 0
+}
+
+// event reads one element of events. A problem inside the event refuses it
+// and the rest of it is still read, for its syntax and for what else
+// decodes (its id, to answer it by).
+func (d *jsonDecoder) event() (*ingestv1.Event, *ingestv1.Rejection, error) {
+	ev := &ingestv1.Event{}
+	if d.peek() != '{' {
+		if err := d.skipValue(); err != nil {
+			return nil, nil, err
+		}
+		return ev, reject(ingestv1.Reason_MALFORMED, "event is not a JSON object"), nil
+	}
+	d.i++
+	var p eventProblem
+	if d.peek() == '}' {
+		d.i++
+		return ev, nil, nil
+	}
+	var seen uint8
+	for {
+		k, err := d.str()
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := d.expect(':', "':'"); err != nil {
+			return nil, nil, err
+		}
+		if k.lone {
+			if !p.set {
+				p.at(string(k.raw), fmt.Sprintf("the key %q is not Unicode text: it has a lone surrogate", k.raw))
+			}
+			err = d.skipValue()
+		} else {
+			name := d.key(k)
+			switch bit := eventFieldBit(name); {
+			case bit == 0:
+				if !p.set {
+					p.at(string(name), fmt.Sprintf("unknown field %q", name))
+				}
+				err = d.skipValue()
+			case seen&bit != 0:
+				if !p.set {
+					p.at(string(name), fmt.Sprintf("duplicate key %q", name))
+				}
+				err = d.skipValue()
+			default:
+				seen |= bit
+				err = d.eventField(bit, ev, &p)
+			}
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		if c := d.peek(); c == '}' {
+			d.i++
+			return ev, p.rejection(), nil
+		} else if c != ',' {
+			return nil, nil, d.unexpected("',' or '}'")
+		}
+		d.i++
+	}
+}
+
+// eventField reads the value of one field of an event; null is absent.
+func (d *jsonDecoder) eventField(bit uint8, ev *ingestv1.Event, p *eventProblem) error {
+	switch bit {
+	case jsonID:
+		return d.stringField("id", &ev.Id, p)
+	case jsonType:
+		return d.stringField("type", &ev.Type, p)
+	case jsonPartitionKey:
+		return d.stringField("partition_key", &ev.PartitionKey, p)
+	case jsonOccurredAt:
+		s, ok, err := d.stringValue("occurred_at", p)
+		if !ok || err != nil {
+			return err
+		}
+		t, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			p.at("occurred_at", "occurred_at: not an RFC 3339 time: "+strconv.Quote(s))
+			return nil
+		}
+		ts := timestamppb.New(t)
+		if msg := timestampProblem(ts); msg != "" {
+			p.at("occurred_at", msg)
+			return nil
+		}
+		ev.OccurredAt = ts
+		return nil
+	case jsonPayload:
+		switch d.peek() {
+		case 'n':
+			return d.literal("null")
+		case '{':
+			start := d.i
+			if err := d.skipValue(); err != nil {
+				return err
+			}
+			ev.Payload = &ingestv1.Event_Json{Json: string(d.b[start:d.i])}
+			return nil
+		}
+		p.at("payload", "payload: must be a JSON object (the contract message)")
+		return d.skipValue()
+	}
+	return d.attributes(ev, p)
+}
+
+// stringField reads a string or null into dst.
+func (d *jsonDecoder) stringField(name string, dst *string, p *eventProblem) error {
+	s, ok, err := d.stringValue(name, p)
+	if ok {
+		*dst = s
+	}
+	return err
+}
+
+// stringValue reads a string or null; ok is whether it was a string of
+// Unicode text.
+func (d *jsonDecoder) stringValue(name string, p *eventProblem) (string, bool, error) {
+	switch d.peek() {
+	case 'n':
+		return "", false, d.literal("null")
+	case '"':
+		s, err := d.str()
+		if err != nil {
+			return "", false, err
+		}
+		if s.lone {
+			p.at(name, name+": not Unicode text: a \\u escape is a lone surrogate")
+			return "", false, nil
+		}
+		return d.text(s), true, nil
+	}
+	p.at(name, name+": must be a string")
+	return "", false, d.skipValue()
+}
+
+// attributes reads an object of strings, or null. It keeps the first
+// lim.maxAttributeKeys distinct keys; later keys are read and checked but
+// not kept, so what is built stays bounded.
+func (d *jsonDecoder) attributes(ev *ingestv1.Event, p *eventProblem) error {
+	switch d.peek() {
+	case 'n':
+		return d.literal("null")
+	case '{':
+	default:
+		p.at("attributes", "attributes: must be an object of strings")
+		return d.skipValue()
+	}
+	d.i++
+	if d.peek() == '}' {
+		d.i++
+		return nil
+	}
+	var m map[string]string
+	for {
+		k, err := d.str()
+		if err != nil {
+			return err
+		}
+		if err := d.expect(':', "':'"); err != nil {
+			return err
+		}
+		key := d.key(k)
+		if d.peek() != '"' {
+			if !p.set {
+				if k.lone {
+					p.at("attributes", "attributes: a key is not Unicode text: it has a lone surrogate")
+				} else {
+					at := attributePath(key)
+					p.at(at, at+": must be a string")
+				}
+			}
+			if err := d.skipValue(); err != nil {
+				return err
+			}
+		} else {
+			v, err := d.str()
+			if err != nil {
+				return err
+			}
+			_, dup := m[string(key)]
+			switch {
+			case k.lone:
+				p.at("attributes", "attributes: a key is not Unicode text: it has a lone surrogate")
+			case v.lone:
+				if !p.set {
+					at := attributePath(key)
+					p.at(at, at+": not Unicode text: a \\u escape is a lone surrogate")
+				}
+			case dup:
+				if !p.set {
+					p.at(attributePath(key), "duplicate key "+strconv.Quote(string(key))+" in attributes")
+				}
+			case len(m) < d.lim.maxAttributeKeys:
+				if m == nil {
+					m = make(map[string]string)
+				}
+				m[string(key)] = d.text(v)
+			}
+		}
+		if c := d.peek(); c == '}' {
+			d.i++
+			break
+		} else if c != ',' {
+			return d.unexpected("',' or '}'")
+		}
+		d.i++
+	}
+	if len(m) > 0 {
+		ev.Attributes = m
+	}
+	return nil
+}
+
+// The tokenizer.
+
+// jsonString is a string token.
+type jsonString struct {
+	raw     []byte // the text between the quotes, as sent
+	escaped bool   // raw has a backslash escape
+	lone    bool   // raw escapes a lone surrogate, so it is not Unicode text
+}
+
+// text is s unescaped, a lone surrogate as U+FFFD.
+func (d *jsonDecoder) text(s jsonString) string {
+	if !s.escaped {
+		return string(s.raw)
+	}
+	return string(unescapeJSON(nil, s.raw))
+}
+
+// key is s unescaped, valid until the next call.
+func (d *jsonDecoder) key(s jsonString) []byte {
+	if !s.escaped {
+		return s.raw
+	}
+	d.scratch = unescapeJSON(d.scratch[:0], s.raw)
+	return d.scratch
+}
+
+func (d *jsonDecoder) ws() {
+	for d.i < len(d.b) {
+		switch d.b[d.i] {
+		case ' ', '\t', '\n', '\r':
+			d.i++
+		default:
+			return
+		}
+	}
+}
+
+// peek skips whitespace and returns the next byte, 0 at the end.
+func (d *jsonDecoder) peek() byte {
+	if d.ws(); d.i == len(d.b) {
+		return 0
+	}
+	return d.b[d.i]
+}
+
+func (d *jsonDecoder) unexpected(want string) error {
+	if d.i >= len(d.b) {
+		return &jsonSyntaxError{len(d.b), "unexpected end of input, want " + want}
+	}
+	r, _ := utf8.DecodeRune(d.b[d.i:])
+	return &jsonSyntaxError{d.i, fmt.Sprintf("unexpected %q, want %s", r, want)}
+}
+
+func (d *jsonDecoder) expect(c byte, want string) error {
+	if d.peek() != c {
+		return d.unexpected(want)
+	}
+	d.i++
+	return nil
+}
+
+func (d *jsonDecoder) literal(word string) error {
+	if !bytes.HasPrefix(d.b[d.i:], []byte(word)) {
+		return &jsonSyntaxError{d.i, "invalid literal, want " + word}
+	}
+	d.i += len(word)
+	return nil
+}
+
+// str reads a string token, checking its escapes and noting whether a
+// \u escape is a lone surrogate. The body is valid UTF-8 already.
+func (d *jsonDecoder) str() (jsonString, error) {
+	if d.peek() != '"' {
+		return jsonString{}, d.unexpected("a string")
+	}
+	b := d.b
+	start := d.i + 1
+	var s jsonString
+	high := false // the last \u escape was a high surrogate, waiting for its low half
+	for i := start; ; {
+		j := i
+		for j < len(b) && b[j] >= 0x20 && b[j] != '"' && b[j] != '\\' {
+			j++
+		}
+		if j > i && high {
+			s.lone, high = true, false
+		}
+		if i = j; i == len(b) {
+			d.i = i
+			return s, d.unexpected("'\"'")
+		}
+		switch b[i] {
+		case '"':
+			s.lone = s.lone || high
+			s.raw = b[start:i]
+			d.i = i + 1
+			return s, nil
+		case '\\':
+		default:
+			return s, &jsonSyntaxError{i, fmt.Sprintf("control character %q in a string", b[i])}
+		}
+		s.escaped = true
+		if i+1 == len(b) {
+			d.i = i + 1
+			return s, d.unexpected("an escape")
+		}
+		switch b[i+1] {
+		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			s.lone = s.lone || high
+			high = false
+			i += 2
+			continue
+		case 'u':
+		default:
+			return s, &jsonSyntaxError{i, fmt.Sprintf("invalid escape %q", b[i:i+2])}
+		}
+		u, ok := hex4(b[i+2:])
+		if !ok {
+			return s, &jsonSyntaxError{i, "invalid \\u escape: want four hex digits"}
+		}
+		i += 6
+		switch {
+		case u >= 0xd800 && u < 0xdc00:
+			s.lone = s.lone || high
+			high = true
+		case u >= 0xdc00 && u < 0xe000:
+			s.lone = s.lone || !high
+			high = false
+		default:
+			s.lone = s.lone || high
+			high = false
+		}
+	}
+}
+
+func hex4(b []byte) (rune, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c -= 'a' - 10
+		case c >= 'A' && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
+}
+
+// unescapeJSON appends the text of a string token that str accepted to
+// dst: escapes decoded, surrogate pairs combined, a lone surrogate as
+// U+FFFD.
+func unescapeJSON(dst, raw []byte) []byte {
+	for i := 0; i < len(raw); {
+		j := bytes.IndexByte(raw[i:], '\\')
+		if j < 0 {
+			return append(dst, raw[i:]...)
+		}
+		dst = append(dst, raw[i:i+j]...)
+		i += j
+		c := raw[i+1]
+		i += 2
+		switch c {
+		case 'b':
+			dst = append(dst, '\b')
+		case 'f':
+			dst = append(dst, '\f')
+		case 'n':
+			dst = append(dst, '\n')
+		case 'r':
+			dst = append(dst, '\r')
+		case 't':
+			dst = append(dst, '\t')
+		case 'u':
+			r, _ := hex4(raw[i:])
+			i += 4
+			if utf16.IsSurrogate(r) {
+				low := utf8.RuneError
+				if i+6 <= len(raw) && raw[i] == '\\' && raw[i+1] == 'u' {
+					low, _ = hex4(raw[i+2:])
+				}
+				if r = utf16.DecodeRune(r, low); r != utf8.RuneError {
+					i += 6
+				}
+			}
+			dst = utf8.AppendRune(dst, r)
+		default: // '"', '\\', '/'
+			dst = append(dst, c)
+		}
+	}
+	return dst
+}
+
+func (d *jsonDecoder) number() error {
+	b, i := d.b, d.i
+	digits := func(i int) int {
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		return i
+	}
+	bad := func(i int) error {
+		d.i = i
+		return d.unexpected("a digit")
+	}
+	if b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && b[i] >= '1' && b[i] <= '9':
+		i = digits(i + 1)
+	default:
+		return bad(i)
+	}
+	if i < len(b) && b[i] == '.' {
+		j := digits(i + 1)
+		if j == i+1 {
+			return bad(j)
+		}
+		i = j
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		j := digits(i)
+		if j == i {
+			return bad(j)
+		}
+		i = j
+	}
+	d.i = i
+	return nil
+}
+
+// scalar reads a string, number, true, false or null.
+func (d *jsonDecoder) scalar() error {
+	switch c := d.peek(); {
+	case c == '"':
+		_, err := d.str()
+		return err
+	case c == 't':
+		return d.literal("true")
+	case c == 'f':
+		return d.literal("false")
+	case c == 'n':
+		return d.literal("null")
+	case c == '-' || c >= '0' && c <= '9':
+		return d.number()
+	}
+	return d.unexpected("a value")
+}
+
+func (d *jsonDecoder) push(depth int, object bool) {
+	w := depth / 64
+	if w == len(d.open) {
+		d.open = append(d.open, 0)
+	}
+	if bit := uint64(1) << (depth % 64); object {
+		d.open[w] |= bit
+	} else {
+		d.open[w] &^= bit
+	}
+}
+
+func (d *jsonDecoder) isObject(depth int) bool {
+	return d.open[depth/64]&(1<<(depth%64)) != 0
+}
+
+// memberKey reads an object member's key and its ':'.
+func (d *jsonDecoder) memberKey() error {
+	if _, err := d.str(); err != nil {
+		return err
+	}
+	return d.expect(':', "':'")
+}
+
+// skipValue reads one value, checking only its syntax, to any depth: the
+// containers open are kept a bit each in d.open, not on the stack.
+func (d *jsonDecoder) skipValue() error {
+	depth := 0
+	for {
+		// A value starts here.
+		switch d.peek() {
+		case '{':
+			d.i++
+			if d.peek() == '}' {
+				d.i++
+				break
+			}
+			d.push(depth, true)
+			depth++
+			if err := d.memberKey(); err != nil {
+				return err
+			}
+			continue
+		case '[':
+			d.i++
+			if d.peek() == ']' {
+				d.i++
+				break
+			}
+			d.push(depth, false)
+			depth++
+			continue
+		default:
+			if err := d.scalar(); err != nil {
+				return err
+			}
+		}
+		// A value ended: close the containers it ends, or go on to the
+		// next member or element.
+		for {
+			if depth == 0 {
+				return nil
+			}
+			object := d.isObject(depth - 1)
+			c := d.peek()
+			if c == ',' {
+				d.i++
+				if object {
+					if err := d.memberKey(); err != nil {
+						return err
+					}
+				}
+				break
+			}
+			switch {
+			case object && c == '}', !object && c == ']':
+				d.i++
+				depth--
+			case object:
+				return d.unexpected("',' or '}'")
+			default:
+				return d.unexpected("',' or ']'")
+			}
+		}
+	}
+}
+
+// Protobuf.
+
+// decodeWireBatch decodes a PublishRequest, or with stream a
+// PublishStreamRequest, as protobuf's binary format, refusing what
+// proto.Unmarshal would keep as unknown fields. For what it accepts it
+// builds what proto.Unmarshal would.
+func decodeWireBatch(msg []byte, stream bool, lim envelopeLimits) (*batch, *Failure) {
+	eventsField := protowire.Number(1)
+	if stream {
+		eventsField = 2
+	}
+	b := &batch{size: len(msg)}
+	for off := 0; off < len(msg); {
+		num, typ, n := protowire.ConsumeTag(msg[off:])
+		if n < 0 {
+			return nil, envelopeMalformed("", fmt.Sprintf("invalid tag at offset %d: %s", off, wireError(n)))
+		}
+		off += n
+		switch {
+		case num == eventsField:
+			if typ != protowire.BytesType {
+				return nil, envelopeMalformed("events", fmt.Sprintf("field %d (events): wire type %s, want bytes", num, wireTypeName(typ)))
+			}
+			if len(b.events) >= lim.maxEvents {
+				return nil, tooManyEvents(lim.maxEvents)
+			}
+			v, n := protowire.ConsumeBytes(msg[off:])
+			if n < 0 {
+				at := "events[" + strconv.Itoa(len(b.events)) + "]"
+				return nil, envelopeMalformed(at, fmt.Sprintf("%s: field %d (events) at offset %d: %s", at, num, off, wireError(n)))
+			}
+			off += n
+			ev, rej := decodeWireEvent(v, lim)
+			b.add(ev, rej, lim.maxEvents)
+		case stream && num == 1:
+			if typ != protowire.VarintType {
+				return nil, envelopeMalformed("batch_id", fmt.Sprintf("field 1 (batch_id): wire type %s, want varint", wireTypeName(typ)))
+			}
+			v, n := protowire.ConsumeVarint(msg[off:])
+			if n < 0 {
+				return nil, envelopeMalformed("batch_id", fmt.Sprintf("field 1 (batch_id) at offset %d: %s", off, wireError(n)))
+			}
+			off += n
+			b.batchID = v
+		default:
+			return nil, envelopeMalformed("", fmt.Sprintf("unknown field %d", num))
+		}
+	}
+	return b, nil
+}
+
+// wireError says what a negative protowire length means, without the
+// "proto:" prefix protowire gives it.
+func wireError(n int) string {
+	msg := strings.TrimPrefix(protowire.ParseError(n).Error(), "proto:")
+	return strings.TrimLeft(msg, " \u00a0")
+}
+
+func wireTypeName(t protowire.Type) string {
+	switch t {
+	case protowire.VarintType:
+		return "varint"
+	case protowire.Fixed32Type:
+		return "fixed32"
+	case protowire.Fixed64Type:
+		return "fixed64"
+	case protowire.BytesType:
+		return "bytes"
+	case protowire.StartGroupType:
+		return "start group"
+	case protowire.EndGroupType:
+		return "end group"
+	}
+	return strconv.Itoa(int(t))
+}
+
+// eventFieldNames are the Event's fields by number; each is
+// length-delimited.
+var eventFieldNames = [...]string{1: "id", 2: "type", 3: "occurred_at", 4: "partition_key", 5: "binary", 6: "json", 7: "attributes"}
+
+// wireTimestamp is an occurred_at merged from its occurrences.
+type wireTimestamp struct {
+	set     bool
+	seconds int64
+	nanos   int32
+}
+
+// decodeWireEvent decodes one Event. Its scalars keep their last
+// occurrence, as protobuf does, and are copied out once it ends.
+func decodeWireEvent(b []byte, lim envelopeLimits) (*ingestv1.Event, *ingestv1.Rejection) {
+	ev := &ingestv1.Event{}
+	var p eventProblem
+	var id, typ, key, payload []byte
+	var payloadField protowire.Number
+	var ts wireTimestamp
+	for off := 0; off < len(b); {
+		num, wt, n := protowire.ConsumeTag(b[off:])
+		if n < 0 {
+			p.whole(fmt.Sprintf("invalid tag at offset %d of the event: %s", off, wireError(n)))
+			break
+		}
+		off += n
+		if num >= protowire.Number(len(eventFieldNames)) || eventFieldNames[num] == "" || wt != protowire.BytesType {
+			if !p.set {
+				if num < protowire.Number(len(eventFieldNames)) && eventFieldNames[num] != "" {
+					p.whole(fmt.Sprintf("field %d (%s): wire type %s, want bytes", num, eventFieldNames[num], wireTypeName(wt)))
+				} else {
+					p.whole(fmt.Sprintf("unknown field %d", num))
+				}
+			}
+			if n = skipWireValue(wt, b[off:]); n < 0 {
+				break
+			}
+			off += n
+			continue
+		}
+		v, n := protowire.ConsumeBytes(b[off:])
+		if n < 0 {
+			p.whole(fmt.Sprintf("field %d (%s) at offset %d of the event: %s", num, eventFieldNames[num], off, wireError(n)))
+			break
+		}
+		off += n
+		switch num {
+		case 1, 2, 4, 6:
+			if !utf8.Valid(v) {
+				p.at(eventFieldNames[num], eventFieldNames[num]+": not valid UTF-8")
+				continue
+			}
+			switch num {
+			case 1:
+				id = v
+			case 2:
+				typ = v
+			case 4:
+				key = v
+			case 6:
+				payload, payloadField = v, 6
+			}
+		case 5:
+			payload, payloadField = v, 5
+		case 3:
+			ts.merge(v, &p)
+		case 7:
+			addWireAttribute(v, ev, lim, &p)
+		}
+	}
+	if id != nil {
+		ev.Id = string(id)
+	}
+	if typ != nil {
+		ev.Type = string(typ)
+	}
+	if key != nil {
+		ev.PartitionKey = string(key)
+	}
+	switch payloadField {
+	case 5:
+		ev.Payload = &ingestv1.Event_Binary{Binary: bytes.Clone(payload)}
+	case 6:
+		ev.Payload = &ingestv1.Event_Json{Json: string(payload)}
+	}
+	if ts.set {
+		at := &timestamppb.Timestamp{Seconds: ts.seconds, Nanos: ts.nanos}
+		if msg := timestampProblem(at); msg != "" {
+			p.at("occurred_at", msg)
+		} else {
+			ev.OccurredAt = at
+		}
+	}
+	return ev, p.rejection()
+}
+
+// merge decodes one occurrence of a google.protobuf.Timestamp into ts,
+// field by field.
+func (ts *wireTimestamp) merge(b []byte, p *eventProblem) {
+	ts.set = true
+	for off := 0; off < len(b); {
+		num, wt, n := protowire.ConsumeTag(b[off:])
+		if n < 0 {
+			p.at("occurred_at", fmt.Sprintf("occurred_at: invalid tag: %s", wireError(n)))
+			return
+		}
+		off += n
+		if (num != 1 && num != 2) || wt != protowire.VarintType {
+			if !p.set {
+				if num == 1 || num == 2 {
+					p.at("occurred_at", fmt.Sprintf("occurred_at: field %d: wire type %s, want varint", num, wireTypeName(wt)))
+				} else {
+					p.at("occurred_at", fmt.Sprintf("occurred_at: unknown field %d", num))
+				}
+			}
+			if n = skipWireValue(wt, b[off:]); n < 0 {
+				return
+			}
+			off += n
+			continue
+		}
+		v, n := protowire.ConsumeVarint(b[off:])
+		if n < 0 {
+			p.at("occurred_at", fmt.Sprintf("occurred_at: field %d: %s", num, wireError(n)))
+			return
+		}
+		off += n
+		if num == 1 {
+			ts.seconds = int64(v)
+		} else {
+			ts.nanos = int32(v)
+		}
+	}
+}
+
+// addWireAttribute decodes one attributes map entry into ev. A later entry
+// for a key kept replaces it; once lim.maxAttributeKeys keys are kept, new
+// keys are checked and dropped.
+func addWireAttribute(b []byte, ev *ingestv1.Event, lim envelopeLimits, p *eventProblem) {
+	var k, v []byte
+	for off := 0; off < len(b); {
+		num, wt, n := protowire.ConsumeTag(b[off:])
+		if n < 0 {
+			if !p.set {
+				p.at("attributes", fmt.Sprintf("attributes: invalid tag in an entry: %s", wireError(n)))
+			}
+			return
+		}
+		off += n
+		if (num != 1 && num != 2) || wt != protowire.BytesType {
+			if !p.set {
+				if num == 1 || num == 2 {
+					p.at("attributes", fmt.Sprintf("attributes: entry field %d: wire type %s, want bytes", num, wireTypeName(wt)))
+				} else {
+					p.at("attributes", fmt.Sprintf("attributes: unknown entry field %d", num))
+				}
+			}
+			return
+		}
+		s, n := protowire.ConsumeBytes(b[off:])
+		if n < 0 {
+			if !p.set {
+				p.at("attributes", fmt.Sprintf("attributes: entry field %d: %s", num, wireError(n)))
+			}
+			return
+		}
+		off += n
+		if num == 1 {
+			k = s
+		} else {
+			v = s
+		}
+	}
+	if !utf8.Valid(k) {
+		p.at("attributes", "attributes: a key is not valid UTF-8")
+		return
+	}
+	if !utf8.Valid(v) {
+		if !p.set {
+			at := attributePath(k)
+			p.at(at, at+": not valid UTF-8")
+		}
+		return
+	}
+	if _, kept := ev.Attributes[string(k)]; !kept && len(ev.Attributes) >= lim.maxAttributeKeys {
+		return
+	}
+	if ev.Attributes == nil {
+		ev.Attributes = make(map[string]string)
+	}
+	ev.Attributes[string(k)] = string(v)
+}
+
+// skipWireValue returns the length of a value of wire type wt at the start
+// of b, or a negative protowire error code. A group is skipped to its end
+// by counting the starts and ends within, without recursion; end numbers
+// are not matched, the field being refused already.
+func skipWireValue(wt protowire.Type, b []byte) int {
+	switch wt {
+	case protowire.StartGroupType:
+	case protowire.EndGroupType:
+		return -1
+	default:
+		return protowire.ConsumeFieldValue(1, wt, b)
+	}
+	off := 0
+	for depth := 1; depth > 0; {
+		num, t, n := protowire.ConsumeTag(b[off:])
+		if n < 0 {
+			return n
+		}
+		off += n
+		switch t {
+		case protowire.StartGroupType:
+			depth++
+		case protowire.EndGroupType:
+			depth--
+		default:
+			if n = protowire.ConsumeFieldValue(num, t, b[off:]); n < 0 {
+				return n
+			}
+			off += n
+		}
+	}
+	return off
+}
