@@ -50,11 +50,22 @@ type LimitsConfig struct {
 	MaxEventBytes int `yaml:"max_event_bytes"`
 	// MaxEventsPerRequest bounds the events of one request or stream batch.
 	MaxEventsPerRequest int `yaml:"max_events_per_request"`
-	// MaxRequestBytes bounds a request body (REST) or message (gRPC). REST
-	// bodies over it are refused without being read; gRPC messages up to
-	// twice it are read and refused as BATCH_TOO_LARGE, larger ones are cut
-	// off by the gRPC transport itself (RESOURCE_EXHAUSTED).
+	// MaxRequestBytes bounds a request body (REST) or message (gRPC). Both
+	// are refused BATCH_TOO_LARGE without being read: REST from its
+	// Content-Length (or when a chunked body passes it), gRPC from its
+	// message's length prefix.
 	MaxRequestBytes int `yaml:"max_request_bytes"`
+	// RequestMemoryBytes bounds the memory of the requests the gateway
+	// holds at once, across REST, gRPC and streams: from before a body or
+	// message is read until its answer is written. A request is charged
+	// twice its size and 64 KiB (its bytes, their decoded events and its
+	// answer); one that cannot get its charge within MaxQueueWait is
+	// refused UNAVAILABLE with Retry-After, unread. Before a gRPC message
+	// arrives its size is not known, so the charge of a request of
+	// MaxRequestBytes is taken and the rest handed back once it is in: a
+	// PublishStream waiting for its next batch holds that much. 0 means a quarter of MemoryLimit, or
+	// 256 MiB when that is not set.
+	RequestMemoryBytes int64 `yaml:"request_memory_bytes"`
 	// MaxDepth bounds the nesting of a payload (JSON and protobuf).
 	MaxDepth int `yaml:"max_depth"`
 	// MaxEventAge and MaxEventFuture are the occurred_at skew window around
@@ -73,6 +84,21 @@ type LimitsConfig struct {
 	// StreamWindow is how many batches of one PublishStream may be in flight
 	// before the gateway stops reading the stream.
 	StreamWindow int `yaml:"stream_window"`
+	// StreamWindowBytes bounds the memory one PublishStream's batches in
+	// flight hold (charged as RequestMemoryBytes counts them); the stream is
+	// not read while the next batch could pass it.
+	StreamWindowBytes int64 `yaml:"stream_window_bytes"`
+	// StreamIdleTimeout ends a PublishStream that makes no progress for
+	// this long: no batch arrives and no answer is sent. It is ended with
+	// UNAVAILABLE and RetryInfo, so the client opens a new one when it has
+	// events; a stream whose client stops reading its answers is ended the
+	// same way, and the memory of its batches is freed.
+	StreamIdleTimeout time.Duration `yaml:"stream_idle_timeout"`
+	// MaxViolationsPerEvent and MaxViolationsPerResponse bound the field
+	// violations listed in answers; the message of a rejection with more
+	// says how many were left out.
+	MaxViolationsPerEvent    int `yaml:"max_violations_per_event"`
+	MaxViolationsPerResponse int `yaml:"max_violations_per_response"`
 	// CheckingEvents bounds the events being decoded and validated at once,
 	// across every request: the CPU-bound part of a request. A request
 	// waits for room in turn; one that cannot get it within MaxQueueWait
@@ -164,9 +190,14 @@ func NewDefaultConfig() Config {
 			MaxConcurrentStreams: 100,
 			MaxStreams:           1000,
 			StreamWindow:         4,
-			CheckingEvents:       2000,
-			MaxQueueWait:         time.Second,
-			ReceivingRequests:    64,
+			StreamWindowBytes:    32 << 20,
+			StreamIdleTimeout:    time.Minute,
+
+			MaxViolationsPerEvent:    20,
+			MaxViolationsPerResponse: 1000,
+			CheckingEvents:           2000,
+			MaxQueueWait:             time.Second,
+			ReceivingRequests:        64,
 
 			ReceiveTimeout:        10 * time.Second,
 			MaxHeaderListBytes:    16 << 10,
@@ -213,6 +244,20 @@ func (c Config) Validate() error {
 		return fieldErr("limits.max_concurrent_streams", "must be > 0")
 	case l.StreamWindow < 1 || l.StreamWindow > 64:
 		return fieldErr("limits.stream_window", "must be in [1, 64]")
+	case l.StreamWindowBytes < requestCost(l.MaxRequestBytes):
+		return fieldErr("limits.stream_window_bytes", fmt.Sprintf("must be >= %d (what one request of limits.max_request_bytes is charged), or no batch could pass", requestCost(l.MaxRequestBytes)))
+	case l.StreamIdleTimeout <= c.PublishTimeout:
+		return fieldErr("limits.stream_idle_timeout", "must be > publish_timeout, or a batch waiting on Kafka would end its stream")
+	case l.MaxViolationsPerEvent < 1:
+		return fieldErr("limits.max_violations_per_event", "must be >= 1")
+	case l.MaxViolationsPerResponse < l.MaxViolationsPerEvent:
+		return fieldErr("limits.max_violations_per_response", "must be >= limits.max_violations_per_event")
+	case l.RequestMemoryBytes < 0:
+		return fieldErr("limits.request_memory_bytes", "must be >= 0 (0: a quarter of memory_limit, or 256 MiB)")
+	case c.RequestMemory() < requestCost(l.MaxRequestBytes):
+		return fieldErr("limits.request_memory_bytes", fmt.Sprintf("%d is less than one request of limits.max_request_bytes is charged (%d)", c.RequestMemory(), requestCost(l.MaxRequestBytes)))
+	case c.MemoryLimit > 0 && c.RequestMemory() > c.MemoryLimit/2:
+		return fieldErr("limits.request_memory_bytes", "must be at most half of memory_limit")
 	case l.CheckingEvents < l.MaxEventsPerRequest:
 		return fieldErr("limits.checking_events", "must be >= limits.max_events_per_request, or a full batch could never be checked")
 	case l.MaxQueueWait <= 0:
@@ -344,6 +389,17 @@ func (c Config) RuntimeMemoryLimit() int64 {
 		return 0
 	}
 	return c.MemoryLimit - max(c.MemoryLimit/10, 48<<20)
+}
+
+// RequestMemory is Limits.RequestMemoryBytes, or its default when 0.
+func (c Config) RequestMemory() int64 {
+	switch {
+	case c.Limits.RequestMemoryBytes > 0:
+		return c.Limits.RequestMemoryBytes
+	case c.MemoryLimit > 0:
+		return c.MemoryLimit / 4
+	}
+	return 256 << 20
 }
 
 // ConfigError names a config field and what is wrong with it.

@@ -47,29 +47,6 @@ func restSeeds() [][]byte {
 	}
 }
 
-// FuzzDecodePublishRequest: the REST decoder answers every input with a
-// request or a typed MALFORMED refusal, and never panics.
-func FuzzDecodePublishRequest(f *testing.F) {
-	for _, s := range restSeeds() {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, body []byte) {
-		var req ingestv1.PublishRequest
-		fail := decodePublishRequest(body, 8, &req)
-		if fail != nil {
-			if fail.Reason != ingestv1.Reason_MALFORMED || fail.Message == "" {
-				t.Fatalf("refusal %+v", fail)
-			}
-			return
-		}
-		for i, ev := range req.GetEvents() {
-			if js := ev.GetJson(); js != "" && js[0] != '{' {
-				t.Fatalf("event %d: payload %q is not an object", i, js)
-			}
-		}
-	})
-}
-
 // FuzzRESTPublish sends each input through the whole REST path (grpc-
 // gateway's mux, the decoder, contracts, dedup) with a Kafka that accepts
 // everything: the answer is never a 5xx other than a typed 503, and always

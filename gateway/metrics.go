@@ -17,9 +17,11 @@ type metrics struct {
 	requestsShed    prometheus.Counter
 	streamsRefused  prometheus.Counter
 	receiveTimeouts prometheus.Counter
+	memoryRefusals  prometheus.Counter
+	streamsIdle     prometheus.Counter
 }
 
-func newMetrics(reg prometheus.Registerer, dedupLen func() float64) *metrics {
+func newMetrics(reg prometheus.Registerer, dedupLen, memoryHeld func() float64) *metrics {
 	m := &metrics{
 		events: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sluice_events_total",
@@ -63,13 +65,25 @@ func newMetrics(reg prometheus.Registerer, dedupLen func() float64) *metrics {
 			Name: "sluice_receive_timeouts_total",
 			Help: "gRPC Publish calls cut off (DEADLINE_EXCEEDED) because their message had not arrived within limits.receive_timeout.",
 		}),
+		memoryRefusals: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sluice_request_memory_refusals_total",
+			Help: "Requests refused UNAVAILABLE, unread, because limits.request_memory_bytes had no room for them within limits.max_queue_wait.",
+		}),
+		streamsIdle: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sluice_streams_idle_closed_total",
+			Help: "PublishStream streams ended because they made no progress (no batch, no answer sent) for limits.stream_idle_timeout.",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.events, m.requests, m.requestDuration, m.batchSize, m.dedupEvictions, m.streamsOpen, m.shed, m.requestsShed, m.streamsRefused, m.receiveTimeouts,
+		reg.MustRegister(m.events, m.requests, m.requestDuration, m.batchSize, m.dedupEvictions, m.streamsOpen, m.shed, m.requestsShed, m.streamsRefused, m.receiveTimeouts, m.memoryRefusals, m.streamsIdle,
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 				Name: "sluice_dedup_entries",
 				Help: "Event ids remembered by the dedup window or being published.",
-			}, dedupLen))
+			}, dedupLen),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Name: "sluice_request_memory_bytes",
+				Help: "Bytes charged to limits.request_memory_bytes by the requests the gateway holds.",
+			}, memoryHeld))
 	}
 	return m
 }

@@ -7,43 +7,48 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/sluicehq/sluice/contract"
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
 )
 
-// REST: POST /v1/events goes through grpc-gateway's mux and the generated
-// handler, with four pieces of sluice's own:
+// REST: POST /v1/events is a route on grpc-gateway's mux (HandlePath),
+// served by servePublish, with these pieces around it:
+//   - restRoutes sends /v1/... to the mux and answers anything else with
+//     the typed 404, without net/http's redirects or text bodies;
 //   - authenticateREST finds the caller's source from the headers before
 //     anything reads the body, and refuses an unknown caller with 401
 //     without reading it;
 //   - limitBody refuses a body over MaxRequestBytes from its Content-Length
 //     without reading it, and stops reading one that turns out longer;
-//   - restMarshaler decodes the request so that each event's "payload" is
-//     the contract message as a JSON object, kept as text for the contract
-//     to decode (a generic JSON value would lose int64 precision);
-//   - errorHandler and forwardResponse give DESIGN.md's status codes, the
-//     typed JSON body of a whole-request failure, and Retry-After.
+//   - servePublish charges the memory budget, reads the body, decodes it
+//     with decodeJSONBatch (strict: duplicate keys, names in another letter
+//     case and lone surrogates are MALFORMED; each payload is kept as text
+//     for its contract to decode, since a generic JSON value would lose
+//     int64 precision) and answers with DESIGN.md's status codes, the typed
+//     JSON body of a whole-request failure, and Retry-After;
+//   - the mux's routing errors are typed 404s and 405s (with Allow).
+//
+// X-HTTP-Method-Override and the form-body fallback of grpc-gateway are
+// off: a JSON body sent with curl's default form content type is judged as
+// JSON. Grpc-Timeout, when sent, is the request's deadline; one that does
+// not parse is MALFORMED.
 
 // requestBody wraps a REST body: it counts what is read against the limit
 // and carries a decode failure from the decoder to the error handler, which
 // grpc-gateway otherwise flattens to a plain INVALID_ARGUMENT.
 type requestBody struct {
 	io.ReadCloser
-	limit   int64
-	read    int64
-	failure *Failure
+	limit int64
+	read  int64
 }
 
 var errBodyTooLarge = errors.New("gateway: request body over the limit")
@@ -99,12 +104,7 @@ func (s *Service) authenticateREST(next http.Handler) http.Handler {
 		src, f := s.sources.authenticate(metadata.NewIncomingContext(ctx, md))
 		if f != nil {
 			s.metrics.requests.WithLabelValues("rest", f.Reason.String()).Inc()
-			// HTTP/1.1 cannot skip an unread body but by closing; HTTP/2
-			// resets the one stream, and a Connection header there would
-			// end the whole connection, every other caller's streams too.
-			if r.ContentLength != 0 && r.ProtoMajor == 1 {
-				w.Header().Set("Connection", "close")
-			}
+			skipBody(w, r)
 			writeFailure(w, f)
 			return
 		}
@@ -112,182 +112,165 @@ func (s *Service) authenticateREST(next http.Handler) http.Handler {
 	})
 }
 
-// restMarshaler is grpc-gateway's JSON marshaler with sluice's decoding of
-// PublishRequest. Responses use proto field names and print default values,
-// so "index": 0 and "retryable": false are always there.
-type restMarshaler struct {
-	runtime.JSONPb
-	maxDepth int
-}
-
-func newRESTMarshaler(maxDepth int) *restMarshaler {
-	return &restMarshaler{
-		JSONPb: runtime.JSONPb{
-			MarshalOptions:   protojson.MarshalOptions{UseProtoNames: true, EmitDefaultValues: true},
-			UnmarshalOptions: protojson.UnmarshalOptions{DiscardUnknown: false},
-		},
-		maxDepth: maxDepth,
+// skipBody answers a request whose body is left unread. HTTP/1.1 cannot
+// skip it but by closing the connection; HTTP/2 resets the one stream, and
+// a Connection header there would end the whole connection, every other
+// caller's streams too.
+func skipBody(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength != 0 && r.ProtoMajor == 1 {
+		w.Header().Set("Connection", "close")
 	}
 }
 
-// Marshal prints compact JSON: protojson varies its spacing on purpose, and
-// an answer should read the same every time.
-func (m *restMarshaler) Marshal(v any) ([]byte, error) {
-	b, err := m.JSONPb.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	var out bytes.Buffer
-	out.Grow(len(b))
-	if err := json.Compact(&out, b); err != nil {
-		return b, nil
-	}
-	return out.Bytes(), nil
-}
-
-func (m *restMarshaler) NewDecoder(r io.Reader) runtime.Decoder {
-	return runtime.DecoderFunc(func(v any) error {
-		req, ok := v.(*ingestv1.PublishRequest)
-		if !ok {
-			return m.JSONPb.NewDecoder(r).Decode(v)
+// restRoutes serves /v1/... with api and answers any other path with the
+// typed 404. The path is taken as sent (escaped), so /v1%2Fevents is not
+// /v1/events.
+func restRoutes(api http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.EscapedPath(), "/v1/") {
+			api.ServeHTTP(w, r)
+			return
 		}
-		body, err := io.ReadAll(r)
-		var f *Failure
-		switch {
-		case errors.Is(err, errBodyTooLarge):
-			f = &Failure{Reason: ingestv1.Reason_BATCH_TOO_LARGE, Message: "request body is over the limit"}
-		case err != nil:
-			f = &Failure{Reason: ingestv1.Reason_MALFORMED, Message: "reading the body: " + err.Error()}
-		default:
-			f = decodePublishRequest(body, m.maxDepth, req)
-		}
-		if f == nil {
-			return nil
-		}
-		if rb, ok := r.(*requestBody); ok {
-			rb.failure = f
-		}
-		return f
+		skipBody(w, r)
+		writeFailureStatus(w, noSuchEndpoint(), http.StatusNotFound)
 	})
 }
 
-// restEvent is an Event as REST sends it.
-type restEvent struct {
-	ID           string            `json:"id"`
-	Type         string            `json:"type"`
-	OccurredAt   string            `json:"occurred_at"`
-	PartitionKey string            `json:"partition_key"`
-	Payload      json.RawMessage   `json:"payload"`
-	Attributes   map[string]string `json:"attributes"`
+func noSuchEndpoint() *Failure {
+	return &Failure{Reason: ingestv1.Reason_MALFORMED, Message: "no such endpoint: the publish API is POST /v1/events"}
 }
 
-// decodePublishRequest reads {"events": [...]} into req. The envelope is
-// strict (unknown members are refused, so a misspelt field is not silently
-// dropped); each payload must be a JSON object and is kept as text for its
-// contract to decode, which judges it per event.
-func decodePublishRequest(body []byte, maxDepth int, req *ingestv1.PublishRequest) *Failure {
-	malformed := func(field, msg string) *Failure {
-		f := &Failure{Reason: ingestv1.Reason_MALFORMED, Message: msg}
-		if field != "" {
-			f.Violations = []*ingestv1.FieldViolation{{Field: field, Rule: "sluice.decode", Message: msg}}
+// servePublish is POST /v1/events.
+func (s *Service) servePublish(mux *runtime.ServeMux) runtime.HandlerFunc {
+	limits := envelopeLimitsOf(s.cfg.Limits)
+	return func(w http.ResponseWriter, r *http.Request, _ map[string]string) {
+		start := s.now()
+		defer func() { s.metrics.requestDuration.WithLabelValues("rest").Observe(s.now().Sub(start).Seconds()) }()
+		fail := func(f *Failure) {
+			s.metrics.requests.WithLabelValues("rest", f.Reason.String()).Inc()
+			writeFailure(w, f)
 		}
-		return f
-	}
-	if !utf8.Valid(body) {
-		return malformed("", "body is not valid UTF-8")
-	}
-	// The envelope adds three levels above the payload: the request
-	// object, the events array and the event object.
-	if err := contract.CheckJSONDepth(body, maxDepth+3); err != nil {
-		return malformed("", err.Error())
-	}
-	var envelope struct {
-		Events []json.RawMessage `json:"events"`
-	}
-	if err := strictUnmarshal(body, &envelope); err != nil {
-		return malformed("", "body is not a publish request: "+err.Error())
-	}
-	req.Events = make([]*ingestv1.Event, len(envelope.Events))
-	for i, raw := range envelope.Events {
-		at := fmt.Sprintf("events[%d]", i)
-		var re restEvent
-		if err := strictUnmarshal(raw, &re); err != nil {
-			return malformed(at, at+": "+err.Error())
+		ctx, err := runtime.AnnotateIncomingContext(r.Context(), mux, r, ingestv1.IngestService_Publish_FullMethodName,
+			runtime.WithHTTPPathPattern("/v1/events"))
+		if err != nil { // a Grpc-Timeout that does not parse
+			skipBody(w, r)
+			fail(&Failure{Reason: ingestv1.Reason_MALFORMED, Message: status.Convert(err).Message()})
+			return
 		}
-		ev := &ingestv1.Event{Id: re.ID, Type: re.Type, PartitionKey: re.PartitionKey, Attributes: re.Attributes}
-		if re.OccurredAt != "" {
-			t, err := time.Parse(time.RFC3339Nano, re.OccurredAt)
-			if err != nil {
-				return malformed(at+".occurred_at", at+".occurred_at: not an RFC 3339 time: "+strconv.Quote(re.OccurredAt))
-			}
-			ev.OccurredAt = timestamppb.New(t)
+		src, f := s.source(ctx)
+		if f != nil {
+			skipBody(w, r)
+			fail(f)
+			return
 		}
-		if p := bytes.TrimSpace(re.Payload); len(p) > 0 && !bytes.Equal(p, []byte("null")) {
-			if p[0] != '{' {
-				return malformed(at+".payload", at+".payload: must be a JSON object (the contract message)")
-			}
-			ev.Payload = &ingestv1.Event_Json{Json: string(p)}
+		size := s.cfg.Limits.MaxRequestBytes
+		if r.ContentLength >= 0 && r.ContentLength < int64(size) {
+			size = int(r.ContentLength)
 		}
-		req.Events[i] = ev
+		hold, f := s.holdMemory(ctx, requestCost(size))
+		if f != nil {
+			skipBody(w, r)
+			fail(f)
+			return
+		}
+		defer hold.release()
+		body, f := readBody(r, size)
+		if f != nil {
+			fail(f)
+			return
+		}
+		b, f := decodeJSONBatch(body, limits)
+		if f != nil {
+			fail(f)
+			return
+		}
+		hold.shrink(requestCost(len(body)))
+		body = nil // the events hold copies; the text may go
+		resp, f := s.publishBatch(ctx, "rest", src, b)
+		if f != nil {
+			writeFailure(w, f) // counted by publishBatch
+			return
+		}
+		writeAnswer(w, resp)
 	}
-	return nil
 }
 
-func strictUnmarshal(b []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
+// readBody reads a body of about size bytes (its Content-Length, or the
+// limit when it has none) within the limit limitBody set.
+func readBody(r *http.Request, size int) ([]byte, *Failure) {
+	buf := bytes.NewBuffer(make([]byte, 0, min(size, 64<<10)+1))
+	if r.ContentLength >= 0 {
+		buf.Grow(size + 1)
 	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return errors.New("trailing data after the JSON value")
-	}
-	return nil
-}
-
-// errorHandler renders a whole-request failure as DESIGN.md's table says:
-// the reason's HTTP status, the ErrorBody JSON and Retry-After.
-func errorHandler(_ context.Context, _ *runtime.ServeMux, _ runtime.Marshaler, w http.ResponseWriter, r *http.Request, err error) {
-	var f *Failure
+	_, err := buf.ReadFrom(r.Body)
+	var ne net.Error
 	switch {
-	case rbFailure(r) != nil:
-		f = rbFailure(r)
-	case errors.As(err, &f):
-	default:
-		f = failureOf(err)
+	case errors.Is(err, errBodyTooLarge):
+		return nil, &Failure{Reason: ingestv1.Reason_BATCH_TOO_LARGE, Message: "request body is over the limit"}
+	case errors.As(err, &ne) && ne.Timeout():
+		return nil, &Failure{Reason: ingestv1.Reason_MALFORMED, Message: "the body did not arrive in full within the server's read timeout (http.read_timeout)"}
+	case err != nil:
+		return nil, &Failure{Reason: ingestv1.Reason_MALFORMED, Message: "reading the body: " + err.Error()}
 	}
-	writeFailure(w, f)
+	return buf.Bytes(), nil
 }
 
-// routingErrorHandler keeps the 404 or 405 of an unknown path or method,
-// with the typed body.
-func routingErrorHandler(_ context.Context, _ *runtime.ServeMux, _ runtime.Marshaler, w http.ResponseWriter, _ *http.Request, httpStatus int) {
-	f := &Failure{Reason: ingestv1.Reason_MALFORMED, Message: "no such endpoint: the publish API is POST /v1/events"}
+// answerJSON prints answers with proto field names and default values, so
+// "index": 0 and "retryable": false are always there.
+var answerJSON = protojson.MarshalOptions{UseProtoNames: true, EmitDefaultValues: true}
+
+// writeAnswer writes a batch's results with the batch status (200, 207,
+// or the shared refusal) and Retry-After when every event was refused
+// retryably. JSON is compact: protojson varies its spacing on purpose, and
+// an answer should read the same every time.
+func writeAnswer(w http.ResponseWriter, resp *ingestv1.PublishResponse) {
+	body, err := answerJSON.Marshal(resp)
+	if err != nil {
+		writeFailure(w, &Failure{Reason: ingestv1.Reason_UNAVAILABLE, RetryAfter: time.Second, Message: "encoding the answer: " + err.Error()})
+		return
+	}
+	var out bytes.Buffer
+	out.Grow(len(body))
+	if json.Compact(&out, body) == nil {
+		body = out.Bytes()
+	}
+	code, wait := batchHTTPStatus(resp.GetResults())
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	if wait > 0 {
+		h.Set("Retry-After", retryAfterHeader(wait))
+	}
+	w.WriteHeader(code)
+	_, _ = w.Write(body)
+}
+
+// errorHandler answers the mux's own errors: a path with a malformed
+// escape, the one error it raises outside routing once method override is
+// off. It is the request's fault.
+func errorHandler(_ context.Context, _ *runtime.ServeMux, _ runtime.Marshaler, w http.ResponseWriter, r *http.Request, err error) {
+	skipBody(w, r)
+	writeFailure(w, &Failure{Reason: ingestv1.Reason_MALFORMED, Message: "request not understood: " + err.Error()})
+}
+
+// routingErrorHandler keeps the 404 or 405 of an unknown path or method
+// (or 400 for a path that is not absolute), with the typed body; a 405
+// names the one method there is.
+func routingErrorHandler(_ context.Context, _ *runtime.ServeMux, _ runtime.Marshaler, w http.ResponseWriter, r *http.Request, httpStatus int) {
+	skipBody(w, r)
+	f := noSuchEndpoint()
+	if httpStatus == http.StatusMethodNotAllowed {
+		w.Header().Set("Allow", http.MethodPost)
+		f.Message = r.Method + " is not allowed: the publish API is POST /v1/events"
+	}
 	writeFailureStatus(w, f, httpStatus)
 }
-
-func rbFailure(r *http.Request) *Failure {
-	if rb, ok := r.Body.(*requestBody); ok {
-		return rb.failure
-	}
-	return nil
-}
-
-// failureOf types an error that did not come from sluice's own checks:
-// grpc-gateway's routing errors and the like. A request never gets a 5xx
-// for its input, so anything unknown is UNAVAILABLE and retryable.
-func failureOf(err error) *Failure {
-	return &Failure{Reason: ingestv1.Reason_UNAVAILABLE, RetryAfter: time.Second, Message: err.Error()}
-}
-
-var failureJSON = protojson.MarshalOptions{UseProtoNames: true, EmitDefaultValues: true}
 
 func writeFailure(w http.ResponseWriter, f *Failure) {
 	writeFailureStatus(w, f, traits(f.Reason).http)
 }
 
 func writeFailureStatus(w http.ResponseWriter, f *Failure, code int) {
-	body, err := failureJSON.Marshal(f.Body())
+	body, err := answerJSON.Marshal(f.Body())
 	var compact bytes.Buffer
 	if err == nil && json.Compact(&compact, body) == nil {
 		body = compact.Bytes()
@@ -301,23 +284,6 @@ func writeFailureStatus(w http.ResponseWriter, f *Failure, code int) {
 	}
 	w.WriteHeader(code)
 	_, _ = w.Write(body)
-}
-
-// forwardResponse sets the batch status (200, 207, or the shared refusal)
-// and Retry-After when every event was refused retryably.
-func forwardResponse(_ context.Context, w http.ResponseWriter, m proto.Message) error {
-	resp, ok := m.(*ingestv1.PublishResponse)
-	if !ok {
-		return nil
-	}
-	code, wait := batchHTTPStatus(resp.GetResults())
-	if wait > 0 {
-		w.Header().Set("Retry-After", retryAfterHeader(wait))
-	}
-	if code != http.StatusOK {
-		w.WriteHeader(code)
-	}
-	return nil
 }
 
 // headerMatcher passes the API key and trace context to the service as

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -19,10 +18,9 @@ import (
 
 // TestRESTRequestFailures: bodies that are not a publish request are
 // refused whole with their reason and, where one is known, the field.
+// What is wrong inside one event refuses that event (TestHostileREST).
 func TestRESTRequestFailures(t *testing.T) {
 	h := newHarness(t, harnessOpts{})
-	at := h.clock.Now().Format(time.RFC3339)
-	deep := strings.Repeat(`{"a":`, 12) + "1" + strings.Repeat("}", 12)
 	for _, c := range []struct {
 		name   string
 		body   string
@@ -34,11 +32,7 @@ func TestRESTRequestFailures(t *testing.T) {
 		{"not JSON", `events=1`, 400, ingestv1.Reason_MALFORMED, ""},
 		{"trailing data", `{"events":[]} {}`, 400, ingestv1.Reason_MALFORMED, ""},
 		{"unknown member", `{"events":[],"evnts":[]}`, 400, ingestv1.Reason_MALFORMED, ""},
-		{"misspelt event field", `{"events":[{"id":"a","typ":"x"}]}`, 400, ingestv1.Reason_MALFORMED, "events[0]"},
 		{"invalid UTF-8", "{\"events\":[{\"id\":\"\xff\"}]}", 400, ingestv1.Reason_MALFORMED, ""},
-		{"bad time", `{"events":[{"id":"a","type":"t","occurred_at":"yesterday"}]}`, 400, ingestv1.Reason_MALFORMED, "events[0].occurred_at"},
-		{"payload not an object", `{"events":[{"id":"a","type":"t","occurred_at":"` + at + `","payload":[1]}]}`, 400, ingestv1.Reason_MALFORMED, "events[0].payload"},
-		{"too deep", `{"events":[{"id":"a","type":"t","occurred_at":"` + at + `","payload":` + deep + `}]}`, 400, ingestv1.Reason_MALFORMED, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			resp, body := h.postREST(keyAll, []byte(c.body))

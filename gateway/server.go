@@ -75,6 +75,14 @@ func WithServerRegisterer(r prometheus.Registerer) ServerOption {
 	return serverOptionFunc(func(o *serverOptions) { o.reg = r })
 }
 
+// streamFlowWindow and connFlowWindow are the gRPC server's HTTP/2
+// flow-control windows, per stream and per connection: gRPC's defaults
+// before its window growth, which lets a window grow to 16 MiB.
+const (
+	streamFlowWindow = 64 << 10
+	connFlowWindow   = 1 << 20
+)
+
 // NewServer binds both listeners; Serve starts answering. A listener with
 // a TLS block serves TLS, its certificate files reloaded when they change.
 func NewServer(svc *Service, opts ...ServerOption) (*Server, error) {
@@ -94,9 +102,12 @@ func NewServer(svc *Service, opts ...ServerOption) (*Server, error) {
 
 	l := cfg.Limits
 	s.grpc = grpc.NewServer(
-		// Messages up to twice the limit are read and refused as
-		// BATCH_TOO_LARGE; beyond that gRPC cuts them off unread.
-		grpc.MaxRecvMsgSize(2*l.MaxRequestBytes),
+		grpc.MaxRecvMsgSize(maxReceiveBytes(l)),
+		// Fixed flow-control windows, which also turn off gRPC's window
+		// growth: a stream whose handler is not reading buffers at most
+		// its window, so a stream's memory is what the handler charges.
+		grpc.InitialWindowSize(streamFlowWindow),
+		grpc.InitialConnWindowSize(connFlowWindow),
 		grpc.MaxConcurrentStreams(l.MaxConcurrentStreams),
 		grpc.MaxHeaderListSize(uint32(l.MaxHeaderListBytes)),
 		// Authentication, the receiving bound, the receive deadline and
@@ -108,29 +119,28 @@ func NewServer(svc *Service, opts ...ServerOption) (*Server, error) {
 			MaxConnectionAgeGrace: l.MaxConnectionAgeGrace,
 		}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
-		grpc.ForceServerCodecV2(newServerCodec(svc.decodeFailures)),
+		grpc.ForceServerCodecV2(newServerCodec(l)),
 		grpc.Creds(grpcCreds), // nil: plaintext
 	)
-	ingestv1.RegisterIngestServiceServer(s.grpc, svc)
+	s.grpc.RegisterService(&ingestService, svc)
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	reflection.Register(s.grpc)
 
 	gw := runtime.NewServeMux(
-		runtime.WithMarshalerOption(runtime.MIMEWildcard, newRESTMarshaler(cfg.Limits.MaxDepth)),
 		runtime.WithErrorHandler(errorHandler),
 		runtime.WithRoutingErrorHandler(routingErrorHandler),
-		runtime.WithForwardResponseOption(forwardResponse),
 		runtime.WithIncomingHeaderMatcher(headerMatcher),
 		runtime.WithOutgoingHeaderMatcher(func(string) (string, bool) { return "", false }),
+		runtime.WithDisableHTTPMethodOverride(),
+		runtime.WithDisablePathLengthFallback(),
 	)
-	if err := ingestv1.RegisterIngestServiceHandlerServer(context.Background(), gw, svc); err != nil {
+	if err := gw.HandlePath(http.MethodPost, "/v1/events", svc.servePublish(gw)); err != nil {
 		return nil, err
 	}
-	mux := http.NewServeMux()
 	// The caller is known before its body is read or its size judged.
-	mux.Handle("/v1/", svc.authenticateREST(limitBody(l.MaxRequestBytes, gw)))
+	routes := restRoutes(svc.authenticateREST(limitBody(l.MaxRequestBytes, gw)))
 	s.http = &http.Server{
-		Handler:           restPeer(mux),
+		Handler:           restPeer(routes),
 		TLSConfig:         httpTLS,
 		ReadHeaderTimeout: cfg.HTTP.ReadHeaderTimeout,
 		ReadTimeout:       cfg.HTTP.ReadTimeout,
@@ -231,6 +241,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		<-stopped
 	}
 	s.wg.Wait()
+	s.svc.streamWorkers.Wait()
 	// A server shut down before Start never served its listeners, so
 	// neither server above closed them.
 	_ = s.grpcLis.Close()

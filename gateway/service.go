@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
@@ -15,7 +15,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/semaphore"
 	"google.golang.org/grpc/metadata"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/sluicehq/sluice/buffer"
 	"github.com/sluicehq/sluice/contract"
@@ -33,8 +32,6 @@ type Admitter interface {
 // Service implements sluice.ingest.v1.IngestService for gRPC and, through
 // grpc-gateway, for REST.
 type Service struct {
-	ingestv1.UnimplementedIngestServiceServer
-
 	cfg       Config
 	contracts *contract.Registry
 	pub       Admitter
@@ -44,12 +41,14 @@ type Service struct {
 	now       func() time.Time
 	log       *slog.Logger
 	metrics   *metrics
-	// decodeFailures carries gRPC decode errors from the server's codec.
-	decodeFailures *decodeFailures
 	// checking admits Limits.CheckingEvents events at a time to be checked.
-	checking  *semaphore.Weighted
-	receiving receiving
-	streams   streamSlots
+	checking *semaphore.Weighted
+	memory   *memoryBudget
+	// streamWorkers are the streams' readers and senders, which outlive
+	// their handler until the stream is closed.
+	streamWorkers sync.WaitGroup
+	receiving     receiving
+	streams       streamSlots
 }
 
 // Option configures a Service.
@@ -93,8 +92,7 @@ func New(cfg Config, contracts *contract.Registry, pub Admitter, opts ...Option)
 		topics:    map[string]string{},
 		now:       o.now,
 		log:       o.log,
-
-		decodeFailures: newDecodeFailures(),
+		memory:    newMemoryBudget(cfg.RequestMemory()),
 	}
 	for _, t := range contracts.Types() {
 		topic := cfg.Topics[t]
@@ -115,12 +113,32 @@ func New(cfg Config, contracts *contract.Registry, pub Admitter, opts ...Option)
 	} else {
 		dedupLen = func() float64 { return 0 }
 	}
-	s.metrics = newMetrics(o.reg, dedupLen)
+	s.metrics = newMetrics(o.reg, dedupLen, s.memory.inUse)
 	s.checking = semaphore.NewWeighted(int64(cfg.Limits.CheckingEvents))
 	s.receiving.limit = int64(cfg.Limits.ReceivingRequests)
 	s.receiving.timeout = cfg.Limits.ReceiveTimeout
 	s.streams.limit = int64(cfg.Limits.MaxStreams)
 	return s, nil
+}
+
+// refusal is event i's refusal from decoding, if it did not decode.
+func (b *batch) refusal(i int) *ingestv1.Rejection {
+	if b.refused == nil {
+		return nil
+	}
+	return b.refused[i]
+}
+
+// checkingUnitBytes is the request bytes that weigh as much as one event
+// in the checking gate: checking costs by the bytes decoded and validated
+// as well as by the events.
+const checkingUnitBytes = 8 << 10
+
+// checkingWeight is a request's place in the checking gate: its events, or
+// its bytes in units of checkingUnitBytes if that is more, at most the
+// whole gate.
+func (s *Service) checkingWeight(events, bytes int) int {
+	return min(max(events, (bytes+checkingUnitBytes-1)/checkingUnitBytes), s.cfg.Limits.CheckingEvents)
 }
 
 // waitTurn waits for room to check n events: at most Limits.MaxQueueWait,
@@ -150,28 +168,18 @@ func (s *Service) Topics() map[string]string {
 	return out
 }
 
-// Publish judges one batch. Whole-request failures are returned as errors
-// carrying a *Failure; every other outcome is a per-event result.
-func (s *Service) Publish(ctx context.Context, req *ingestv1.PublishRequest) (*ingestv1.PublishResponse, error) {
-	received(ctx)
-	start := s.now()
-	transport := transportOf(ctx)
-	defer func() { s.metrics.requestDuration.WithLabelValues(transport).Observe(s.now().Sub(start).Seconds()) }()
-	src, f := s.source(ctx)
-	if f == nil {
-		if err := s.decodeFailures.take(req); err != nil {
-			f = malformedRequest(err)
-		}
-	}
-	if f == nil {
-		f = s.admitBatch(src, req.GetEvents(), proto.Size(req))
-	}
-	if f != nil {
+// publishBatch judges one decoded request, REST or unary gRPC. A
+// whole-request failure (the rate, the limits, a request that did not
+// decode) is returned as a *Failure; every other outcome is a per-event
+// result. For gRPC, a request whose every event was refused for the same
+// pressure reason is a whole-request failure too (pushBack).
+func (s *Service) publishBatch(ctx context.Context, transport string, src *source, b *batch) (*ingestv1.PublishResponse, *Failure) {
+	if f := s.admitBatch(src, b.events, b.size); f != nil {
 		s.metrics.requests.WithLabelValues(transport, f.Reason.String()).Inc()
 		return nil, f
 	}
 	s.metrics.requests.WithLabelValues(transport, "ok").Inc()
-	results := s.judge(ctx, src, req.GetEvents())
+	results := s.judge(ctx, src, b)
 	if transport == "grpc" {
 		if f := pushBack(results); f != nil {
 			return nil, f
@@ -195,7 +203,7 @@ func (s *Service) source(ctx context.Context) (*source, *Failure) {
 // per-request limits and a source's rate do not apply: a poller is trusted
 // and paces itself against its partner.
 func (s *Service) Ingest(ctx context.Context, sourceName string, events []*ingestv1.Event) []*ingestv1.EventResult {
-	return s.judge(ctx, &source{name: sourceName}, events)
+	return s.judge(ctx, &source{name: sourceName}, &batch{events: events})
 }
 
 // pushBack turns a request whose every event was refused for the same
@@ -220,86 +228,6 @@ func pushBack(results []*ingestv1.EventResult) *Failure {
 		return &Failure{Reason: first.GetReason(), RetryAfter: wait, Message: first.GetMessage()}
 	}
 	return nil
-}
-
-// PublishStream judges batch after batch. At most StreamWindow batches are
-// in flight; while the window is full the stream is not read, so HTTP/2
-// flow control slows the sender instead of memory growing here. Responses
-// leave in the order the batches arrived.
-func (s *Service) PublishStream(stream ingestv1.IngestService_PublishStreamServer) error {
-	ctx := stream.Context()
-	src, f := s.source(ctx)
-	if f != nil {
-		s.metrics.requests.WithLabelValues("grpc-stream", f.Reason.String()).Inc()
-		return f
-	}
-	s.metrics.streamsOpen.Inc()
-	defer s.metrics.streamsOpen.Dec()
-
-	type inFlight struct {
-		batchID uint64
-		results []*ingestv1.EventResult
-		done    chan struct{}
-	}
-	window := make(chan *inFlight, s.cfg.Limits.StreamWindow-1)
-	sendErr := make(chan error, 1)
-	// The sender owns the window's receive side; it keeps draining after a
-	// send fails so that no batch goroutine is left unwaited.
-	go func() {
-		var failed error
-		for b := range window {
-			<-b.done
-			if failed != nil {
-				continue
-			}
-			if err := stream.Send(&ingestv1.PublishStreamResponse{BatchId: b.batchID, Results: b.results}); err != nil {
-				failed = err
-			}
-		}
-		sendErr <- failed
-	}()
-
-	var recvErr error
-	for {
-		req, err := stream.Recv()
-		if err != nil {
-			if !errors.Is(err, io.EOF) {
-				recvErr = err
-			}
-			break
-		}
-		if err := s.decodeFailures.take(req); err != nil {
-			// A batch that does not decode ends the stream with MALFORMED
-			// once the batches before it are answered.
-			recvErr = malformedRequest(err)
-			s.metrics.requests.WithLabelValues("grpc-stream", ingestv1.Reason_MALFORMED.String()).Inc()
-			break
-		}
-		b := &inFlight{batchID: req.GetBatchId(), done: make(chan struct{})}
-		start := s.now()
-		// Taking a place in the window before starting the batch bounds the
-		// batches in flight to StreamWindow: one the sender waits on, the
-		// rest queued in the channel.
-		window <- b
-		go func() {
-			defer close(b.done)
-			defer func() {
-				s.metrics.requestDuration.WithLabelValues("grpc-stream").Observe(s.now().Sub(start).Seconds())
-			}()
-			if f := s.admitBatch(src, req.GetEvents(), proto.Size(req)); f != nil {
-				s.metrics.requests.WithLabelValues("grpc-stream", f.Reason.String()).Inc()
-				b.results = s.refuseAll(src, req.GetEvents(), f)
-				return
-			}
-			s.metrics.requests.WithLabelValues("grpc-stream", "ok").Inc()
-			b.results = s.judge(ctx, src, req.GetEvents())
-		}()
-	}
-	close(window)
-	if err := <-sendErr; err != nil {
-		return err
-	}
-	return recvErr
 }
 
 // admitBatch applies the whole-request limits and the source's rate.
@@ -340,7 +268,9 @@ type candidate struct {
 // judge checks, deduplicates and publishes a batch, and answers every
 // event. It returns once every accepted event is acknowledged by Kafka and
 // every other event has its rejection.
-func (s *Service) judge(ctx context.Context, src *source, events []*ingestv1.Event) []*ingestv1.EventResult {
+func (s *Service) judge(ctx context.Context, src *source, b *batch) []*ingestv1.EventResult {
+	events := b.events
+	s.metrics.batchSize.Observe(float64(len(events)))
 	results := make([]*ingestv1.EventResult, len(events))
 	pctx, cancel := context.WithDeadline(ctx, s.publishDeadline(ctx))
 	defer cancel()
@@ -350,7 +280,7 @@ func (s *Service) judge(ctx context.Context, src *source, events []*ingestv1.Eve
 	}
 	ingestedAt := s.now()
 
-	release, rej := s.waitTurn(pctx, len(events))
+	release, rej := s.waitTurn(pctx, s.checkingWeight(len(events), b.size))
 	if rej != nil {
 		for i, ev := range events {
 			results[i] = rejected(i, ev.GetId(), rej)
@@ -360,9 +290,15 @@ func (s *Service) judge(ctx context.Context, src *source, events []*ingestv1.Eve
 	}
 	var owners, waiters []*candidate
 	seen := make(map[string]bool, len(events))
+	violations := s.cfg.Limits.MaxViolationsPerResponse
 	for i, ev := range events {
-		c, rej := s.check(src, ev)
+		rej := b.refusal(i)
+		var c *candidate
+		if rej == nil {
+			c, rej = s.check(src, ev)
+		}
 		if rej != nil {
+			violations -= capViolations(rej, min(violations, s.cfg.Limits.MaxViolationsPerEvent))
 			results[i] = rejected(i, ev.GetId(), rej)
 			continue
 		}
@@ -520,17 +456,40 @@ func violationRejection(err error, prefix string) *ingestv1.Rejection {
 		if len(r.Violations) > 0 {
 			r.Message = fmt.Sprintf("%d contract rule(s) failed, first: %s: %s", len(r.Violations), r.Violations[0].Field, r.Violations[0].Message)
 		}
+		if ve.Partial {
+			r.Message = fmt.Sprintf("a contract rule failed: %s: %s (a payload over %d bytes is reported by its first failed rule only)",
+				r.Violations[0].Field, r.Violations[0].Message, contract.FullReportBytes)
+		}
 		return r
 	}
 	var me *contract.MalformedError
 	if errors.As(err, &me) {
-		r := reject(ingestv1.Reason_MALFORMED, me.Msg)
+		// The decoder's own error names what it could not read (a field,
+		// 1e999, a bad escape).
+		msg := me.Msg
+		if me.Err != nil {
+			msg += ": " + me.Err.Error()
+		}
+		r := reject(ingestv1.Reason_MALFORMED, msg)
 		if prefix != "" {
-			r.Violations = []*ingestv1.FieldViolation{{Field: "payload", Rule: "sluice.decode", Message: me.Msg}}
+			r.Violations = []*ingestv1.FieldViolation{{Field: "payload", Rule: "sluice.decode", Message: msg}}
 		}
 		return r
 	}
 	return reject(ingestv1.Reason_MALFORMED, err.Error())
+}
+
+// capViolations keeps at most n of r's violations and says in its message
+// how many were left out; it returns how many it kept.
+func capViolations(r *ingestv1.Rejection, n int) int {
+	n = max(n, 0)
+	if len(r.Violations) <= n {
+		return len(r.Violations)
+	}
+	left := len(r.Violations) - n
+	r.Violations = r.Violations[:n:n]
+	r.Message += fmt.Sprintf(" (%d violations listed, and %d more)", n, left)
+	return n
 }
 
 // publish sends the candidates to Kafka in batch order, so events with one

@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
@@ -129,9 +131,10 @@ func TestStreamWindow(t *testing.T) {
 	}
 }
 
-// TestStreamRefusals: a batch refused whole is answered per event and the
-// stream goes on; an undecodable batch ends the stream with MALFORMED; a
-// stream without a key is UNAUTHENTICATED.
+// TestStreamRefusals: a batch over the event limit, which decoding stops
+// at, ends the stream with BATCH_TOO_LARGE once the batches before it are
+// answered; an undecodable batch ends the stream with MALFORMED; a stream
+// without a key is UNAUTHENTICATED.
 func TestStreamRefusals(t *testing.T) {
 	h := newHarness(t, harnessOpts{})
 	ctx, cancel := context.WithTimeout(withKey(context.Background(), keyAll), 30*time.Second)
@@ -145,26 +148,19 @@ func TestStreamRefusals(t *testing.T) {
 	for range h.cfg.Limits.MaxEventsPerRequest + 1 {
 		tooMany = append(tooMany, good.proto())
 	}
-	for i, events := range [][]*ingestv1.Event{tooMany, {good.proto()}} {
+	for i, events := range [][]*ingestv1.Event{{good.proto()}, tooMany} {
 		if err := stream.Send(&ingestv1.PublishStreamRequest{BatchId: uint64(i), Events: events}); err != nil {
 			t.Fatal(err)
 		}
-		resp, err := stream.Recv()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if i == 0 {
-			for _, r := range resp.GetResults() {
-				if r.GetRejection().GetReason() != ingestv1.Reason_BATCH_TOO_LARGE {
-					t.Fatalf("result %v", r)
-				}
-			}
-			if len(resp.GetResults()) != len(tooMany) {
-				t.Fatalf("%d results for %d events", len(resp.GetResults()), len(tooMany))
-			}
-			continue
-		}
-		wantOutcomes(t, resp.GetResults(), ingestv1.Outcome_ACCEPTED)
+	}
+	resp, err := stream.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantOutcomes(t, resp.GetResults(), ingestv1.Outcome_ACCEPTED)
+	_, err = stream.Recv()
+	if status.Code(err) != codes.InvalidArgument || errorInfo(err).GetReason() != "BATCH_TOO_LARGE" {
+		t.Fatalf("batch over the limit: %v, want INVALID_ARGUMENT with BATCH_TOO_LARGE", err)
 	}
 	// Undecodable: on a stream that sends raw bytes, a good batch is
 	// answered and then field 2 (events) claiming 9 bytes and carrying 1
@@ -187,9 +183,9 @@ func TestStreamRefusals(t *testing.T) {
 	if err := raw.RecvMsg(&first); err != nil {
 		t.Fatal(err)
 	}
-	var resp ingestv1.PublishStreamResponse
-	if err := proto.Unmarshal(first, &resp); err != nil || resp.GetBatchId() != 7 {
-		t.Fatalf("first response %v %v", &resp, err)
+	resp = &ingestv1.PublishStreamResponse{}
+	if err := proto.Unmarshal(first, resp); err != nil || resp.GetBatchId() != 7 {
+		t.Fatalf("first response %v %v", resp, err)
 	}
 	wantOutcomes(t, resp.GetResults(), ingestv1.Outcome_DUPLICATE) // st-1 was accepted above
 	var second []byte
@@ -217,4 +213,97 @@ func errorInfo(err error) *errdetails.ErrorInfo {
 		}
 	}
 	return nil
+}
+
+// gaugeValue reads a metric without labels from the harness's registry.
+func gaugeValue(t *testing.T, h *harness, name string) float64 {
+	t.Helper()
+	families, err := h.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if m.GetGauge() != nil {
+				return m.GetGauge().GetValue()
+			}
+			return m.GetCounter().GetValue()
+		}
+	}
+	t.Fatalf("no metric %s", name)
+	return 0
+}
+
+func idleStreamConfig(c *gateway.Config) {
+	c.PublishTimeout = 500 * time.Millisecond
+	c.Limits.StreamIdleTimeout = time.Second
+}
+
+// TestStreamIdleClosed: a stream that sends nothing is ended, once
+// limits.stream_idle_timeout passes, with UNAVAILABLE and ErrorInfo.
+func TestStreamIdleClosed(t *testing.T) {
+	h := newHarness(t, harnessOpts{config: idleStreamConfig})
+	ctx, cancel := context.WithTimeout(withKey(context.Background(), keyAll), 20*time.Second)
+	defer cancel()
+	stream, err := h.client.PublishStream(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = stream.Recv()
+	if status.Code(err) != codes.Unavailable || errorInfo(err).GetReason() != "UNAVAILABLE" {
+		t.Fatalf("idle stream ended with %v, want UNAVAILABLE with ErrorInfo", err)
+	}
+	if n := gaugeValue(t, h, "sluice_streams_idle_closed_total"); n != 1 {
+		t.Errorf("sluice_streams_idle_closed_total = %v, want 1", n)
+	}
+}
+
+// TestStreamNeverReadFreed: a client that sends batches and never reads
+// its answers fills its window and then is ended as idle; the memory its
+// batches held is handed back.
+func TestStreamNeverReadFreed(t *testing.T) {
+	h := newHarness(t, harnessOpts{config: idleStreamConfig})
+	// Fixed client windows: the answers it does not read stop the
+	// gateway's sends once 64 KiB are unread.
+	conn, err := grpc.NewClient(h.srv.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithInitialWindowSize(64<<10), grpc.WithInitialConnWindowSize(64<<10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(withKey(context.Background(), keyAll), 30*time.Second)
+	defer cancel()
+	stream, err := ingestv1.NewIngestServiceClient(conn).PublishStream(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := make(chan error, 1)
+	go func() {
+		for i := range 20000 {
+			var events []*ingestv1.Event
+			for j := range h.cfg.Limits.MaxEventsPerRequest {
+				events = append(events, ev{ID: fmt.Sprintf("nr-%d-%d", i, j), Type: typeLog, Key: "svc", At: h.clock.Now(), JSON: examples.LogLineJSON}.proto())
+			}
+			if err := stream.Send(&ingestv1.PublishStreamRequest{BatchId: uint64(i), Events: events}); err != nil {
+				sent <- err
+				return
+			}
+		}
+		sent <- nil
+	}()
+	eventually(t, "the never-read stream to be ended as idle", func() bool {
+		return gaugeValue(t, h, "sluice_streams_idle_closed_total") == 1
+	})
+	eventually(t, "the stream's memory to be handed back", func() bool {
+		return gaugeValue(t, h, "sluice_request_memory_bytes") == 0
+	})
+	// The client, blocked on its own unread answers, learns nothing more;
+	// its send ends with its context.
+	cancel()
+	if err := <-sent; err == nil {
+		t.Fatal("every batch was sent: the gateway never stopped reading")
+	}
 }

@@ -1,0 +1,92 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/semaphore"
+
+	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
+)
+
+// requestOverhead is the fixed part of a request's charge: its events'
+// structures beyond their bytes, its answer, and the transient memory of
+// checking one payload at a time (contract.FullReportBytes bounds what a
+// refusal's violations take).
+const requestOverhead = 64 << 10
+
+// requestCost is what a request of n bytes is charged while the gateway
+// holds it: the bytes as received and the decoded copy of them (strings
+// and payloads are copied out of the message, which is then freed; each
+// JSON payload's binary form is no larger than its text, and a binary one
+// is published as received), and requestOverhead.
+func requestCost(n int) int64 { return 2*int64(n) + requestOverhead }
+
+// memoryBudget is Limits.RequestMemoryBytes: the bytes that requests held
+// at once may be charged, across every transport. Waiters are served in
+// order (semaphore.Weighted), so a large request is not starved by small
+// ones.
+type memoryBudget struct {
+	sem *semaphore.Weighted
+	// held is the sum of the holds, for sluice_request_memory_bytes.
+	mu   sync.Mutex
+	held int64
+}
+
+func newMemoryBudget(capacity int64) *memoryBudget {
+	return &memoryBudget{sem: semaphore.NewWeighted(capacity)}
+}
+
+func (m *memoryBudget) add(n int64) {
+	m.mu.Lock()
+	m.held += n
+	m.mu.Unlock()
+}
+
+func (m *memoryBudget) inUse() float64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return float64(m.held)
+}
+
+// memoryHold is one request's charge. It is owned by one goroutine at a
+// time; release is idempotent.
+type memoryHold struct {
+	m *memoryBudget
+	n int64
+}
+
+// shrink hands back what the hold has beyond n.
+func (h *memoryHold) shrink(n int64) {
+	if h == nil || n >= h.n {
+		return
+	}
+	d := h.n - n
+	h.n = n
+	h.m.add(-d)
+	h.m.sem.Release(d)
+}
+
+func (h *memoryHold) release() { h.shrink(0) }
+
+// holdMemory charges n bytes to the budget, waiting for room at most
+// Limits.MaxQueueWait and at most half of what ctx's deadline leaves (as
+// waitTurn does). A request that does not get its charge is refused
+// UNAVAILABLE with Retry-After before it is read.
+func (s *Service) holdMemory(ctx context.Context, n int64) (*memoryHold, *Failure) {
+	wait := s.cfg.Limits.MaxQueueWait
+	if d, ok := ctx.Deadline(); ok {
+		wait = min(wait, time.Until(d)/2)
+	}
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	if err := s.memory.sem.Acquire(wctx, n); err != nil {
+		s.metrics.memoryRefusals.Inc()
+		return nil, &Failure{Reason: ingestv1.Reason_UNAVAILABLE, RetryAfter: s.cfg.UnavailableRetryAfter,
+			Message: fmt.Sprintf("the gateway is at capacity: no room for a request of up to %d bytes within %v", n, wait.Round(time.Millisecond))}
+	}
+	s.memory.add(n)
+	return &memoryHold{m: s.memory, n: n}, nil
+}
