@@ -1,5 +1,6 @@
 // Package gateway is sluice's front door: the sluice.ingest.v1 IngestService
-// over gRPC and, through grpc-gateway, over REST (POST /v1/events).
+// over gRPC and, as a route on grpc-gateway's mux, over REST (POST
+// /v1/events).
 //
 // # What happens to a request
 //
@@ -10,20 +11,29 @@
 //     read; on REST in a handler before the body is read. A caller that is
 //     not a source is refused UNAUTHENTICATED (401) and holds nothing an
 //     authenticated one needs. Keys are stored as SHA-256 digests only.
-//  2. Whole-request limits: events per request, bytes per request (a REST
-//     body over the limit is refused from its Content-Length, unread), and
-//     the source's token bucket, which is charged one token per event and
+//  2. The request's memory is charged to RequestMemoryBytes before it is
+//     read (UNAVAILABLE, unread, when there is no room in time); a body or
+//     message over MaxRequestBytes is BATCH_TOO_LARGE (REST from its
+//     Content-Length, unread).
+//  3. The envelope is decoded by sluice's own strict decoders
+//     (envelope.go): duplicate JSON keys, names in another letter case,
+//     unknown or mistyped fields, lone surrogates, invalid UTF-8 and
+//     Timestamps out of range are MALFORMED, and decoding stops at event
+//     MaxEventsPerRequest+1 (BATCH_TOO_LARGE). What breaks the structure
+//     refuses the request; what is wrong inside one event refuses that
+//     event, and the others are judged.
+//  4. The source's token bucket, which is charged one token per event and
 //     answers RATE_LIMITED with the exact wait as retry_after.
-//  3. Each event on its own: envelope rules (protovalidate on Event), the
+//  5. Each event on its own: envelope rules (protovalidate on Event), the
 //     source's allowed types, a loaded contract for the type, the payload
 //     size, the occurred_at skew window, then decode and protovalidate
 //     against the contract (package contract).
-//  4. The dedup window: an (source, event id) accepted within the window is
+//  6. The dedup window: an (source, event id) accepted within the window is
 //     answered DUPLICATE and not published again. While one attempt of an id
 //     is being published, others wait for its outcome, so concurrent retries
 //     make one record and no caller is told DUPLICATE for an event that then
 //     fails.
-//  5. The surviving events are handed to admission (publish.Admission) in
+//  7. The surviving events are handed to admission (publish.Admission) in
 //     request order, so one key keeps its order, and each is answered
 //     ACCEPTED only once it is durable: acknowledged by Kafka with acks=all
 //     (durability KAFKA) or fsync'd in the local spool while Kafka pushes
@@ -64,7 +74,19 @@
 //   - Whole-request refusals carry ErrorInfo (reason, retryable),
 //     BadRequest and RetryInfo on gRPC, and the same fields as JSON with the
 //     table's HTTP status and Retry-After on REST. Undecodable requests are
-//     MALFORMED (INVALID_ARGUMENT, 400), never a bare INTERNAL or a 5xx.
+//     MALFORMED (INVALID_ARGUMENT, 400), never a bare INTERNAL or a 5xx;
+//     unknown paths and methods are typed 404s and 405s (with Allow).
+//     Answers gRPC gives itself, before or after sluice's handler, have no
+//     ErrorInfo: a message over twice MaxRequestBytes (RESOURCE_EXHAUSTED,
+//     unread), one that missed ReceiveTimeout (DEADLINE_EXCEEDED), a unary
+//     call with no message or two (INTERNAL), headers over
+//     MaxHeaderListBytes and streams past MaxConcurrentStreams (stream
+//     resets). net/http answers a request it cannot parse (a bad request
+//     line or version, headers over MaxHeaderBytes) in plain text.
+//   - Answers are bounded: at most MaxViolationsPerEvent violations per
+//     rejection and MaxViolationsPerResponse per answer, the message saying
+//     how many more; a payload over contract.FullReportBytes is reported by
+//     its first failed rule.
 //   - REST batch status: 200 when every event succeeded, 207 when some were
 //     rejected, and when none succeeded the status the reasons share (400,
 //     403, 413, 422, 503) or 422 when they differ; Retry-After when every
@@ -75,9 +97,17 @@
 //     retryable, with the spool's estimate of the wait. It may still reach Kafka later;
 //     a retry may then make a duplicate record, which the sinks absorb by
 //     event id. Nothing answered ACCEPTED exists only in memory.
-//   - Memory is bounded: request sizes, the dedup window's MaxEntries, and
-//     StreamWindow batches in flight per stream (a full window stops reading
-//     the stream, so HTTP/2 flow control slows the sender).
+//   - Memory is bounded: the requests held at once by RequestMemoryBytes
+//     (each charged twice its size and 64 KiB, a gRPC receive as a request
+//     of MaxRequestBytes; what decoding builds stays within that), the
+//     dedup window's MaxEntries, each stream's batches in flight by
+//     StreamWindow and StreamWindowBytes (a full window stops reading the
+//     stream, so HTTP/2 flow control, with fixed windows, slows the
+//     sender), and the work of checking by CheckingEvents, where a request
+//     weighs its events or its bytes in 8 KiB units, whichever is more.
+//   - A PublishStream that makes no progress for StreamIdleTimeout (no
+//     batch arrives, no answer can be sent) is ended UNAVAILABLE with
+//     RetryInfo, and what it held is freed.
 //   - Connections are bounded on gRPC: header bytes per call
 //     (MaxHeaderListBytes), streams per connection (MaxConcurrentStreams)
 //     and in total (MaxStreams, UNAVAILABLE past it), unary calls whose
