@@ -81,3 +81,69 @@ func TestCapacityShedsAtOnce(t *testing.T) {
 		t.Fatal("room was not released after the checks")
 	}
 }
+
+// TestCheckingWeighsBytes: a request weighs its events or its bytes in
+// checkingUnitBytes units, whichever is more, and never more than the
+// whole gate.
+func TestCheckingWeighsBytes(t *testing.T) {
+	cfg := NewDefaultConfig()
+	cfg.Sources = []SourceConfig{{Name: "src", KeyHashes: []string{HashKey("k")}, EventTypes: []string{"*"}}}
+	registry, err := contract.Load(examples.Contracts, examples.Types)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(cfg, registry, acceptAll{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ events, bytes, want int }{
+		{100, 30 << 10, 100},
+		{1, 4 << 20, 512},
+		{1, 1, 1},
+		{500, 64 << 20, cfg.Limits.CheckingEvents},
+	} {
+		if got := s.checkingWeight(c.events, c.bytes); got != c.want {
+			t.Errorf("checkingWeight(%d events, %d bytes) = %d, want %d", c.events, c.bytes, got, c.want)
+		}
+	}
+}
+
+// TestMemoryHoldShrinks: a hold hands back what it has beyond its new
+// size, once, and a budget with no room refuses UNAVAILABLE in time.
+func TestMemoryHoldShrinks(t *testing.T) {
+	cfg := NewDefaultConfig()
+	cfg.Limits.RequestMemoryBytes = requestCost(cfg.Limits.MaxRequestBytes)
+	cfg.Limits.MaxQueueWait = 20 * time.Millisecond
+	cfg.Sources = []SourceConfig{{Name: "src", KeyHashes: []string{HashKey("k")}, EventTypes: []string{"*"}}}
+	registry, err := contract.Load(examples.Contracts, examples.Types)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(cfg, registry, acceptAll{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	full := requestCost(cfg.Limits.MaxRequestBytes)
+	h, f := s.holdMemory(ctx, full)
+	if f != nil {
+		t.Fatal(f)
+	}
+	if _, f := s.holdMemory(ctx, 1); f == nil || f.Reason != ingestv1.Reason_UNAVAILABLE || f.RetryAfter <= 0 {
+		t.Fatalf("a full budget: %v, want UNAVAILABLE with a retry_after", f)
+	}
+	h.shrink(requestCost(100))
+	if s.memory.inUse() != float64(requestCost(100)) {
+		t.Fatalf("held %v after shrinking, want %d", s.memory.inUse(), requestCost(100))
+	}
+	other, f := s.holdMemory(ctx, full-requestCost(100))
+	if f != nil {
+		t.Fatalf("the room handed back: %v", f)
+	}
+	other.release()
+	h.release()
+	h.release()
+	if s.memory.inUse() != 0 {
+		t.Fatalf("held %v after release, want 0", s.memory.inUse())
+	}
+}

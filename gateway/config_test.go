@@ -16,6 +16,13 @@ func TestConfigValidate(t *testing.T) {
 	if err := valid().Validate(); err != nil {
 		t.Fatalf("valid config: %v", err)
 	}
+	for limit, want := range map[int64]int64{0: 256 << 20, 512 << 20: 128 << 20} {
+		c := valid()
+		c.MemoryLimit = limit
+		if got := c.RequestMemory(); got != want {
+			t.Errorf("memory_limit %d: request memory %d, want %d", limit, got, want)
+		}
+	}
 	for _, c := range []struct {
 		field  string
 		mutate func(*Config)
@@ -24,6 +31,13 @@ func TestConfigValidate(t *testing.T) {
 		{"limits.max_request_bytes", func(c *Config) { c.Limits.MaxRequestBytes = c.Limits.MaxEventBytes - 1 }},
 		{"limits.max_depth", func(c *Config) { c.Limits.MaxDepth = 1000 }},
 		{"limits.stream_window", func(c *Config) { c.Limits.StreamWindow = 0 }},
+		{"limits.stream_window_bytes", func(c *Config) { c.Limits.StreamWindowBytes = int64(c.Limits.MaxRequestBytes) }},
+		{"limits.stream_idle_timeout", func(c *Config) { c.Limits.StreamIdleTimeout = c.PublishTimeout }},
+		{"limits.max_violations_per_event", func(c *Config) { c.Limits.MaxViolationsPerEvent = 0 }},
+		{"limits.max_violations_per_response", func(c *Config) { c.Limits.MaxViolationsPerResponse = c.Limits.MaxViolationsPerEvent - 1 }},
+		{"limits.request_memory_bytes", func(c *Config) { c.Limits.RequestMemoryBytes = -1 }},
+		{"limits.request_memory_bytes", func(c *Config) { c.Limits.RequestMemoryBytes = int64(c.Limits.MaxRequestBytes) }},
+		{"limits.request_memory_bytes", func(c *Config) { c.MemoryLimit = 512 << 20; c.Limits.RequestMemoryBytes = 300 << 20 }},
 		{"limits.checking_events", func(c *Config) { c.Limits.CheckingEvents = c.Limits.MaxEventsPerRequest - 1 }},
 		{"limits.max_queue_wait", func(c *Config) { c.Limits.MaxQueueWait = 0 }},
 		{"limits.max_streams", func(c *Config) { c.Limits.MaxStreams = 0 }},
