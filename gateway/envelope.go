@@ -1017,7 +1017,9 @@ func decodeWireEvent(b []byte, lim envelopeLimits) (*ingestv1.Event, *ingestv1.R
 		switch num {
 		case 1, 2, 4, 6:
 			if !utf8.Valid(v) {
-				p.at(eventFieldNames[num], eventFieldNames[num]+": not valid UTF-8")
+				if !p.set {
+					p.at(eventFieldNames[num], eventFieldNames[num]+": not valid UTF-8")
+				}
 				continue
 			}
 			switch num {
@@ -1071,7 +1073,9 @@ func (ts *wireTimestamp) merge(b []byte, p *eventProblem) {
 	for off := 0; off < len(b); {
 		num, wt, n := protowire.ConsumeTag(b[off:])
 		if n < 0 {
-			p.at("occurred_at", fmt.Sprintf("occurred_at: invalid tag: %s", wireError(n)))
+			if !p.set {
+				p.at("occurred_at", "occurred_at: invalid tag: "+wireError(n))
+			}
 			return
 		}
 		off += n
@@ -1091,7 +1095,9 @@ func (ts *wireTimestamp) merge(b []byte, p *eventProblem) {
 		}
 		v, n := protowire.ConsumeVarint(b[off:])
 		if n < 0 {
-			p.at("occurred_at", fmt.Sprintf("occurred_at: field %d: %s", num, wireError(n)))
+			if !p.set {
+				p.at("occurred_at", fmt.Sprintf("occurred_at: field %d: %s", num, wireError(n)))
+			}
 			return
 		}
 		off += n

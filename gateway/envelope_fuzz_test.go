@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -126,7 +127,8 @@ func jsonSeeds() [][]byte {
 }
 
 // FuzzDecodeJSONBatch: decodeJSONBatch answers every body with a batch or
-// a typed failure and never panics; it is never looser than the decoder it
+// a typed failure and never panics; its syntax is RFC 8259 as
+// encoding/json reads it; it is never looser than the decoder it
 // replaces; and a repeated or case-folded field name is never accepted.
 func FuzzDecodeJSONBatch(f *testing.F) {
 	for _, s := range jsonSeeds() {
@@ -135,6 +137,12 @@ func FuzzDecodeJSONBatch(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		b, fail := decodeJSONBatch(body, fuzzLimits)
 		checkDecoded(t, b, fail, len(body), fuzzLimits)
+		// encoding/json's scanner is the reference for the syntax.
+		if valid := json.Valid(body); !valid && fail == nil {
+			t.Fatalf("accepted JSON encoding/json finds invalid: %q", body)
+		} else if valid && fail != nil && strings.Contains(fail.Message, "invalid JSON") {
+			t.Fatalf("%s, for JSON encoding/json finds valid: %q", fail.Message, body)
+		}
 		if !clean(b, fail) {
 			return
 		}

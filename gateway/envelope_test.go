@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -202,16 +203,28 @@ func emptyEvents(n int) string {
 }
 
 func manyAttributesJSON(n int) []byte {
-	var b bytes.Buffer
-	b.WriteString(`{"events":[{"id":"a","attributes":{`)
+	return body(`{"id":"a","attributes":{` + manyAttributesJSONMembers(n) + `}}`)
+}
+
+// manyAttributesJSONMembers is n attributes, "k0":"v" to "k<n-1>":"v".
+func manyAttributesJSONMembers(n int) string {
+	var b strings.Builder
 	for i := range n {
 		if i > 0 {
 			b.WriteByte(',')
 		}
 		fmt.Fprintf(&b, `"k%d":"v"`, i)
 	}
-	b.WriteString(`}}]}`)
-	return b.Bytes()
+	return b.String()
+}
+
+// manyAttributesWire is n attributes entries, k0=v to k<n-1>=v.
+func manyAttributesWire(n int) [][]byte {
+	var out [][]byte
+	for i := range n {
+		out = append(out, wireAttribute("k"+strconv.Itoa(i), "v"))
+	}
+	return out
 }
 
 func keepsAttributes(n int) func(t *testing.T, b *batch) {
@@ -375,10 +388,7 @@ func TestDecodeWireBatch(t *testing.T) {
 	}
 	id := wireBytes(1, []byte("a"))
 	emptyEvent := []byte{0x0a, 0x00}
-	manyAttributes := [][]byte{id}
-	for i := range 300_000 {
-		manyAttributes = append(manyAttributes, wireAttribute("k"+strconv.Itoa(i), "v"))
-	}
+	manyAttributes := append([][]byte{id}, manyAttributesWire(300_000)...)
 	type wireCase struct {
 		decodeCase
 		stream bool
@@ -460,27 +470,43 @@ func TestDecodeWireBatchCopies(t *testing.T) {
 	}
 }
 
-// TestDecodeBoundsWhatItBuilds: a request of millions of events costs what
-// maxEvents of them do, whatever its length.
+// TestDecodeBoundsWhatItBuilds: what a request costs is bounded by the
+// limits, not by its length: millions of events cost what maxEvents of
+// them do, and an event of millions of fields what one field does.
 func TestDecodeBoundsWhatItBuilds(t *testing.T) {
 	const n = 4_000_000
+	wire := func(b []byte, l envelopeLimits) (*batch, *Failure) { return decodeWireBatch(b, false, l) }
+	// A decoded event is one allocation, its refusal four; the batch's
+	// slices add a few as they grow.
 	for _, c := range []struct {
-		name   string
-		in     []byte
-		decode func([]byte, envelopeLimits) (*batch, *Failure)
+		name      string
+		in        []byte
+		decode    func([]byte, envelopeLimits) (*batch, *Failure)
+		tooLarge  bool
+		refused   bool // the one event of the request
+		maxAllocs int
 	}{
-		{"wire", bytes.Repeat([]byte{0x0a, 0x00}, n), func(b []byte, l envelopeLimits) (*batch, *Failure) { return decodeWireBatch(b, false, l) }},
-		{"json", body(emptyEvents(n)), decodeJSONBatch},
+		{"wire events", bytes.Repeat([]byte{0x0a, 0x00}, n), wire, true, false, testLimits.maxEvents + 20},
+		{"json events", body(emptyEvents(n)), decodeJSONBatch, true, false, testLimits.maxEvents + 20},
+		{"wire ids not UTF-8", wireEvent(bytes.Repeat(wireBytes(1, []byte{0xff}), n/3)), wire, false, true, 20},
+		{"wire attributes past the limit", wireEvent(append(manyAttributesWire(testLimits.maxAttributeKeys), slices.Repeat([][]byte{wireAttribute("x", "v"), wireAttribute("y", "w")}, n/10)...)...),
+			wire, false, false, 60},
+		{"wire occurred_at truncated", wireEvent(bytes.Repeat(wireBytes(3, []byte{0x08}), n/3)), wire, false, true, 20},
+		{"json unknown fields", body("{" + strings.Repeat(`"X":1,`, n/6) + `"id":"a"}`), decodeJSONBatch, false, true, 20},
+		{"json attributes not strings", body(`{"attributes":{` + strings.Repeat(`"k":1,`, n/6) + `"k":"v"}}`), decodeJSONBatch, false, true, 20},
+		{"json escaped attributes past the limit", body(`{"attributes":{` + manyAttributesJSONMembers(testLimits.maxAttributeKeys) + strings.Repeat(`,"\u0078":"v","\u0079":"w"`, n/24) + `}}`),
+			decodeJSONBatch, false, false, 60},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			decode := func() {
-				if _, f := c.decode(c.in, testLimits); f == nil || f.Reason != ingestv1.Reason_BATCH_TOO_LARGE {
-					t.Fatalf("failure %v, want BATCH_TOO_LARGE", f)
+				b, f := c.decode(c.in, testLimits)
+				if c.tooLarge != (f != nil && f.Reason == ingestv1.Reason_BATCH_TOO_LARGE) ||
+					!c.tooLarge && (f != nil || len(b.events) != 1 || c.refused != (b.refused != nil)) {
+					t.Fatalf("decoded %v, %v", b, f)
 				}
 			}
-			// An event, and the slices' growth: twice 500 pointers at most.
-			if allocs := testing.AllocsPerRun(5, decode); allocs > float64(testLimits.maxEvents+20) {
-				t.Errorf("%.0f allocations for a request of %d events", allocs, n)
+			if allocs := testing.AllocsPerRun(3, decode); allocs > float64(c.maxAllocs) {
+				t.Errorf("%.0f allocations for a request of %d bytes", allocs, len(c.in))
 			}
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
