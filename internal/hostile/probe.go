@@ -1,0 +1,202 @@
+package hostile
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sluicehq/sluice/loadgen"
+)
+
+// ProcMemory is what /proc/PID/status says of a process's resident
+// memory, in bytes.
+type ProcMemory struct {
+	RSS  int64 // VmRSS: resident now
+	Peak int64 // VmHWM: the most the process has ever had resident
+}
+
+// ReadProcMemory reads /proc/PID/status.
+func ReadProcMemory(pid int) (ProcMemory, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return ProcMemory{}, err
+	}
+	rss, err := loadgen.ParseProcStatusRSS(b)
+	if err != nil {
+		return ProcMemory{}, err
+	}
+	peak, err := parseStatusKB(b, "VmHWM")
+	if err != nil {
+		return ProcMemory{}, err
+	}
+	return ProcMemory{RSS: rss, Peak: peak}, nil
+}
+
+// parseStatusKB reads the "<field>: <n> kB" line of a /proc/PID/status.
+func parseStatusKB(b []byte, field string) (int64, error) {
+	for line := range bytes.SplitSeq(b, []byte("\n")) {
+		rest, ok := bytes.CutPrefix(line, []byte(field+":"))
+		if !ok {
+			continue
+		}
+		f := bytes.Fields(rest)
+		if len(f) != 2 || string(f[1]) != "kB" {
+			return 0, fmt.Errorf("hostile: /proc status: %s is not \"<n> kB\"", field)
+		}
+		kb, err := strconv.ParseInt(string(f[0]), 10, 64)
+		if err != nil || kb < 0 || kb > 1<<53 {
+			return 0, fmt.Errorf("hostile: /proc status: %s %q is not a size", field, f[0])
+		}
+		return kb << 10, nil
+	}
+	return 0, fmt.Errorf("hostile: /proc status: no %s line", field)
+}
+
+// Peak is the largest of a series of samples and how many were taken.
+type Peak struct {
+	mu      sync.Mutex
+	max     int64
+	samples int
+	failed  int
+}
+
+func (p *Peak) observe(v int64, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err != nil {
+		p.failed++
+		return
+	}
+	p.samples++
+	p.max = max(p.max, v)
+}
+
+// Value is the largest sample, with the number of samples taken and of
+// those that failed.
+func (p *Peak) Value() (peak int64, samples, failed int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.max, p.samples, p.failed
+}
+
+// Sample calls read now and every interval until ctx ends, keeping the
+// largest value in p; a read that ctx's end cut off is not counted. It
+// returns when ctx ends: the caller runs it in a goroutine it waits for.
+func Sample(ctx context.Context, every time.Duration, p *Peak, read func(context.Context) (int64, error)) {
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		v, err := read(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		p.observe(v, err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// Admin reads a gateway's admin listener; Pprof must be on for ForceGC.
+type Admin struct {
+	Addr   string // host:port
+	Client *http.Client
+}
+
+// Runtime is what the gateway's Go runtime says of itself on /metrics.
+type Runtime struct {
+	HeapAlloc  int64 // go_memstats_heap_alloc_bytes: bytes of live and not yet swept heap objects
+	Goroutines int64 // go_goroutines
+}
+
+// Ready is nil once /readyz answers 200.
+func (a Admin) Ready(ctx context.Context) error {
+	body, err := a.get(ctx, "/readyz")
+	if err != nil {
+		return fmt.Errorf("%w: %s", err, strings.TrimSpace(string(body)))
+	}
+	return nil
+}
+
+// ForceGC runs a garbage collection in the gateway: a heap profile asked
+// for with gc=1 is taken after one. The profile is discarded.
+func (a Admin) ForceGC(ctx context.Context) error {
+	_, err := a.get(ctx, "/debug/pprof/heap?gc=1")
+	return err
+}
+
+// Runtime reads the heap and goroutine gauges from /metrics.
+func (a Admin) Runtime(ctx context.Context) (Runtime, error) {
+	body, err := a.get(ctx, "/metrics")
+	if err != nil {
+		return Runtime{}, err
+	}
+	return parseRuntime(body)
+}
+
+// parseRuntime finds the two gauges in the Prometheus text format.
+func parseRuntime(body []byte) (Runtime, error) {
+	var r Runtime
+	var heap, goroutines bool
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		name, value, ok := strings.Cut(sc.Text(), " ")
+		if !ok {
+			continue
+		}
+		var dst *int64
+		switch name {
+		case "go_memstats_heap_alloc_bytes":
+			dst, heap = &r.HeapAlloc, true
+		case "go_goroutines":
+			dst, goroutines = &r.Goroutines, true
+		default:
+			continue
+		}
+		v, err := strconv.ParseFloat(value, 64)
+		if err != nil {
+			return Runtime{}, fmt.Errorf("hostile: /metrics: %s %q is not a number", name, value)
+		}
+		*dst = int64(v)
+	}
+	if err := sc.Err(); err != nil {
+		return Runtime{}, fmt.Errorf("hostile: /metrics: %w", err)
+	}
+	if !heap || !goroutines {
+		return Runtime{}, fmt.Errorf("hostile: /metrics: no go_memstats_heap_alloc_bytes or go_goroutines")
+	}
+	return r, nil
+}
+
+// get returns the body of a 200 answer, or an error with the body of
+// another.
+func (a Admin) get(ctx context.Context, path string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+a.Addr+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := a.Client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return body, fmt.Errorf("hostile: admin %s: HTTP %d", path, resp.StatusCode)
+	}
+	return body, nil
+}
