@@ -112,7 +112,7 @@ func TestCheckingWeighsBytes(t *testing.T) {
 // size, once, and a budget with no room refuses UNAVAILABLE in time.
 func TestMemoryHoldShrinks(t *testing.T) {
 	cfg := NewDefaultConfig()
-	cfg.Limits.RequestMemoryBytes = requestCost(cfg.Limits.MaxRequestBytes)
+	cfg.Limits.RequestMemoryBytes = 2 * requestCost(cfg.Limits.MaxRequestBytes)
 	cfg.Limits.MaxQueueWait = 20 * time.Millisecond
 	cfg.Sources = []SourceConfig{{Name: "src", KeyHashes: []string{HashKey("k")}, EventTypes: []string{"*"}}}
 	registry, err := contract.Load(examples.Contracts, examples.Types)

@@ -60,7 +60,9 @@ type LimitsConfig struct {
 	// message is read until its answer is written. A request is charged
 	// twice its size and 64 KiB (its bytes, their decoded events and its
 	// answer); one that cannot get its charge within MaxQueueWait is
-	// refused UNAVAILABLE with Retry-After, unread. Before a gRPC message
+	// refused UNAVAILABLE with Retry-After, unread. Half of it is for
+	// requests (REST, unary gRPC), half for PublishStream batches, so that
+	// neither can starve the other. Before a gRPC message
 	// arrives its size is not known, so the charge of a request of
 	// MaxRequestBytes is taken and the rest handed back once it is in: a
 	// PublishStream waiting for its next batch holds that much. 0 means a quarter of MemoryLimit, or
@@ -254,8 +256,8 @@ func (c Config) Validate() error {
 		return fieldErr("limits.max_violations_per_response", "must be >= limits.max_violations_per_event")
 	case l.RequestMemoryBytes < 0:
 		return fieldErr("limits.request_memory_bytes", "must be >= 0 (0: a quarter of memory_limit, or 256 MiB)")
-	case c.RequestMemory() < requestCost(l.MaxRequestBytes):
-		return fieldErr("limits.request_memory_bytes", fmt.Sprintf("%d is less than one request of limits.max_request_bytes is charged (%d)", c.RequestMemory(), requestCost(l.MaxRequestBytes)))
+	case c.RequestMemory()/2 < requestCost(l.MaxRequestBytes):
+		return fieldErr("limits.request_memory_bytes", fmt.Sprintf("%d is less than twice what one request of limits.max_request_bytes is charged (%d): each half must hold one", c.RequestMemory(), requestCost(l.MaxRequestBytes)))
 	case c.MemoryLimit > 0 && c.RequestMemory() > c.MemoryLimit/2:
 		return fieldErr("limits.request_memory_bytes", "must be at most half of memory_limit")
 	case l.CheckingEvents < l.MaxEventsPerRequest:

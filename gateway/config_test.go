@@ -36,7 +36,7 @@ func TestConfigValidate(t *testing.T) {
 		{"limits.max_violations_per_event", func(c *Config) { c.Limits.MaxViolationsPerEvent = 0 }},
 		{"limits.max_violations_per_response", func(c *Config) { c.Limits.MaxViolationsPerResponse = c.Limits.MaxViolationsPerEvent - 1 }},
 		{"limits.request_memory_bytes", func(c *Config) { c.Limits.RequestMemoryBytes = -1 }},
-		{"limits.request_memory_bytes", func(c *Config) { c.Limits.RequestMemoryBytes = int64(c.Limits.MaxRequestBytes) }},
+		{"limits.request_memory_bytes", func(c *Config) { c.Limits.RequestMemoryBytes = 3 * int64(c.Limits.MaxRequestBytes) }},
 		{"limits.request_memory_bytes", func(c *Config) { c.MemoryLimit = 512 << 20; c.Limits.RequestMemoryBytes = 300 << 20 }},
 		{"limits.checking_events", func(c *Config) { c.Limits.CheckingEvents = c.Limits.MaxEventsPerRequest - 1 }},
 		{"limits.max_queue_wait", func(c *Config) { c.Limits.MaxQueueWait = 0 }},

@@ -99,7 +99,9 @@
 //     event id. Nothing answered ACCEPTED exists only in memory.
 //   - Memory is bounded: the requests held at once by RequestMemoryBytes
 //     (each charged twice its size and 64 KiB, a gRPC receive as a request
-//     of MaxRequestBytes; what decoding builds stays within that), the
+//     of MaxRequestBytes; what decoding builds stays within that), half
+//     for requests and half for stream batches, so idle streams cannot
+//     starve requests; the
 //     dedup window's MaxEntries, each stream's batches in flight by
 //     StreamWindow and StreamWindowBytes (a full window stops reading the
 //     stream, so HTTP/2 flow control, with fixed windows, slows the

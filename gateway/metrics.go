@@ -21,7 +21,7 @@ type metrics struct {
 	streamsIdle     prometheus.Counter
 }
 
-func newMetrics(reg prometheus.Registerer, dedupLen, memoryHeld func() float64) *metrics {
+func newMetrics(reg prometheus.Registerer, dedupLen, requestMemory, streamMemory func() float64) *metrics {
 	m := &metrics{
 		events: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sluice_events_total",
@@ -81,9 +81,15 @@ func newMetrics(reg prometheus.Registerer, dedupLen, memoryHeld func() float64) 
 				Help: "Event ids remembered by the dedup window or being published.",
 			}, dedupLen),
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-				Name: "sluice_request_memory_bytes",
-				Help: "Bytes charged to limits.request_memory_bytes by the requests the gateway holds.",
-			}, memoryHeld))
+				Name:        "sluice_request_memory_bytes",
+				Help:        "Bytes charged to limits.request_memory_bytes by what the gateway holds, by half: requests (REST, unary gRPC) or streams.",
+				ConstLabels: prometheus.Labels{"pool": "requests"},
+			}, requestMemory),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Name:        "sluice_request_memory_bytes",
+				Help:        "Bytes charged to limits.request_memory_bytes by what the gateway holds, by half: requests (REST, unary gRPC) or streams.",
+				ConstLabels: prometheus.Labels{"pool": "streams"},
+			}, streamMemory))
 	}
 	return m
 }

@@ -43,7 +43,10 @@ type Service struct {
 	metrics   *metrics
 	// checking admits Limits.CheckingEvents events at a time to be checked.
 	checking *semaphore.Weighted
-	memory   *memoryBudget
+	// memory and streamMemory are the two halves of
+	// Limits.RequestMemoryBytes: one for requests (REST, unary gRPC), one
+	// for PublishStream batches, so that neither can starve the other.
+	memory, streamMemory *memoryBudget
 	// streamWorkers are the streams' readers and senders, which outlive
 	// their handler until the stream is closed.
 	streamWorkers sync.WaitGroup
@@ -85,14 +88,15 @@ func New(cfg Config, contracts *contract.Registry, pub Admitter, opts ...Option)
 		opt.apply(&o)
 	}
 	s := &Service{
-		cfg:       cfg,
-		contracts: contracts,
-		pub:       pub,
-		sources:   newSources(cfg.Sources),
-		topics:    map[string]string{},
-		now:       o.now,
-		log:       o.log,
-		memory:    newMemoryBudget(cfg.RequestMemory()),
+		cfg:          cfg,
+		contracts:    contracts,
+		pub:          pub,
+		sources:      newSources(cfg.Sources),
+		topics:       map[string]string{},
+		now:          o.now,
+		log:          o.log,
+		memory:       newMemoryBudget(cfg.RequestMemory() / 2),
+		streamMemory: newMemoryBudget(cfg.RequestMemory() / 2),
 	}
 	for _, t := range contracts.Types() {
 		topic := cfg.Topics[t]
@@ -113,7 +117,7 @@ func New(cfg Config, contracts *contract.Registry, pub Admitter, opts ...Option)
 	} else {
 		dedupLen = func() float64 { return 0 }
 	}
-	s.metrics = newMetrics(o.reg, dedupLen, s.memory.inUse)
+	s.metrics = newMetrics(o.reg, dedupLen, s.memory.inUse, s.streamMemory.inUse)
 	s.checking = semaphore.NewWeighted(int64(cfg.Limits.CheckingEvents))
 	s.receiving.limit = int64(cfg.Limits.ReceivingRequests)
 	s.receiving.timeout = cfg.Limits.ReceiveTimeout

@@ -50,11 +50,14 @@ func (w *streamWatch) check() {
 func (w *streamWatch) stop() { w.timer.Stop() }
 
 // publishStream serves PublishStream: batch after batch, answered in the
-// order they arrived. Each batch in flight is charged to the gateway's
-// memory budget and to the stream's own window (Limits.StreamWindowBytes,
+// order they arrived. Each batch in flight is charged to the streams' half
+// of the memory budget and to the stream's own window (Limits.StreamWindowBytes,
 // and at most Limits.StreamWindow batches); before the next batch is read
 // there must be room in both for the largest request, so while they are
-// full the stream is not read and HTTP/2 flow control slows the sender.
+// full the stream is not read and HTTP/2 flow control slows the sender. A
+// stream waiting for its next batch holds that room: idle streams can keep
+// other streams waiting (until StreamIdleTimeout ends them), never
+// requests.
 //
 // The stream is read and written by two goroutines of its own, so that
 // the handler can end a stream that makes no progress with a typed answer:
@@ -140,12 +143,12 @@ recv:
 		}
 		// A stream waits for room as long as it lives; its idle bound
 		// ends the wait of one that never gets it.
-		if err := s.memory.sem.Acquire(waits, maxCharge); err != nil {
+		if err := s.streamMemory.sem.Acquire(waits, maxCharge); err != nil {
 			windowBytes.Release(maxCharge)
 			break
 		}
-		s.memory.add(maxCharge)
-		r := read{hold: &memoryHold{m: s.memory, n: maxCharge}, charge: maxCharge}
+		s.streamMemory.add(maxCharge)
+		r := read{hold: &memoryHold{m: s.streamMemory, n: maxCharge}, charge: maxCharge}
 		select {
 		case next <- r:
 		case <-waits.Done():

@@ -215,7 +215,8 @@ func errorInfo(err error) *errdetails.ErrorInfo {
 	return nil
 }
 
-// gaugeValue reads a metric without labels from the harness's registry.
+// gaugeValue reads a gauge or counter from the harness's registry, summed
+// over its labels.
 func gaugeValue(t *testing.T, h *harness, name string) float64 {
 	t.Helper()
 	families, err := h.reg.Gather()
@@ -226,12 +227,11 @@ func gaugeValue(t *testing.T, h *harness, name string) float64 {
 		if f.GetName() != name {
 			continue
 		}
+		var sum float64
 		for _, m := range f.GetMetric() {
-			if m.GetGauge() != nil {
-				return m.GetGauge().GetValue()
-			}
-			return m.GetCounter().GetValue()
+			sum += m.GetGauge().GetValue() + m.GetCounter().GetValue()
 		}
+		return sum
 	}
 	t.Fatalf("no metric %s", name)
 	return 0

@@ -105,6 +105,19 @@ func (t *Tally) Count(k Kind) int {
 	return n
 }
 
+// Total is how many answers there were, of every kind.
+func (t *Tally) Total() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for _, byWhat := range t.answers {
+		for _, c := range byWhat {
+			n += c
+		}
+	}
+	return n
+}
+
 // Line is one row of a tally's table.
 type Line struct {
 	Kind  Kind

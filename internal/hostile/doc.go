@@ -15,6 +15,8 @@
 // build for a before-and-after comparison. SLUICE_HOSTILE_LIMITS is a YAML
 // flow mapping merged into gateway.limits ("{stream_idle_timeout: 3s}");
 // unset, the config sets no limits, so a binary of any version accepts it.
+// SLUICE_HOSTILE_GATEWAY is the same for the gateway block itself
+// ("{publish_timeout: 2s}").
 //
 // The gateway's config: loopback listeners on free ports, the admin
 // listener with pprof, memory_limit 512 MiB, one source with an API key
@@ -80,9 +82,14 @@
 //     mostly start-up structures, so a ratio of it would say little);
 //   - goroutines after the load <= before + 20, waited for up to 30 s;
 //   - no untyped answer in any load;
-//   - when SLUICE_HOSTILE_LIMITS sets stream_idle_timeout, no stream of
-//     the never-read and idle loads left open: the server ended each,
-//     typed (without it, this is logged and not held against the server);
+//   - when SLUICE_HOSTILE_LIMITS sets stream_idle_timeout, the server
+//     ended every stream of the never-read and idle loads as idle
+//     (sluice_streams_idle_closed_total), and no idle stream was left
+//     open: each heard its end, typed. A never-read stream may not hear
+//     it: its client, on fixed 64 KiB windows, reads none of the answers
+//     queued in front of the final status, and HTTP/2 flow control keeps
+//     them all there (without stream_idle_timeout, this is logged and
+//     not held against the server);
 //   - the gateway still runs at the end.
 //
 // Nothing asserts a duration: waits are conditions polled with a

@@ -51,7 +51,8 @@ const (
 	// neverReadConns connections, each sending batches of
 	// streamBatchEvents valid LogLines with streamMessageBytes messages
 	// (~3.6 MB a batch) until flow control stops it or neverReadBatches
-	// are out, never reading an answer, for neverReadHold.
+	// are out, never reading an answer, for neverReadHold after the last
+	// batch that went out.
 	neverReadStreams   = 80
 	neverReadConns     = 2
 	neverReadBatches   = 64
@@ -104,7 +105,10 @@ type Load struct {
 	// Streams says the tally's answers are how streams ended, and Open
 	// ones are streams the server left open.
 	Streams bool
-	Run     func(ctx context.Context, tgt Target) *Tally
+	// Unread: its streams read none of their answers, so the server's
+	// end of them cannot reach the client (see TestHostileLoad).
+	Unread bool
+	Run    func(ctx context.Context, tgt Target) *Tally
 }
 
 // Loads are the hostile loads, meant to run at once. Each builds its
@@ -115,7 +119,7 @@ func Loads() []Load {
 		{Name: "giant-count gRPC", Run: giantGRPC},
 		{Name: "giant-count REST", Run: giantREST},
 		{Name: "violation bombs", Run: violationBombs},
-		{Name: "never-read streams", Streams: true, Run: neverReadStreamsLoad},
+		{Name: "never-read streams", Streams: true, Unread: true, Run: neverReadStreamsLoad},
 		{Name: "idle streams", Streams: true, Run: idleStreamsLoad},
 		{Name: "unauthenticated flood", Run: flood},
 	}
@@ -201,7 +205,12 @@ func neverReadStreamsLoad(ctx context.Context, tgt Target) *Tally {
 	t := NewTally("never-read streams")
 	batch := StreamBatch(streamBatchEvents, streamMessageBytes, time.Now())
 	t.Max("batch bytes", int64(len(batch)))
-	conns, closeConns, err := dialN(tgt.GRPCAddr, neverReadConns)
+	// Fixed 64 KiB windows: answers left unread fill them and stop the
+	// gateway's sends. With gRPC's growing windows the client's own
+	// buffers would take the answers, and a stream that is answered makes
+	// progress, so it is rightly not idle.
+	conns, closeConns, err := dialN(tgt.GRPCAddr, neverReadConns,
+		grpc.WithInitialWindowSize(64<<10), grpc.WithInitialConnWindowSize(64<<10))
 	if err != nil {
 		t.Answer(Untyped, "dial: "+normalize(err.Error()))
 		return t
@@ -231,9 +240,12 @@ func neverRead(ctx context.Context, conn *grpc.ClientConn, batch Wire, t *Tally)
 	if err != nil {
 		return streamOutcome(sctx, err)
 	}
+	// The hold runs from the last batch that went out: a stream still
+	// being read is not idle, and the server's clock starts when it stops.
 	sent := 0
 	for sent < neverReadBatches && cs.SendMsg(batch) == nil {
 		sent++
+		hold.Reset(neverReadHold)
 	}
 	t.Add("batches sent", int64(sent))
 	t.Max("most batches sent on one stream", int64(sent))
@@ -378,15 +390,16 @@ func withKey(ctx context.Context, key string) context.Context {
 
 // dial opens a plaintext connection whose calls may send Wire messages of
 // any size and accept answers up to maxAnswerBytes.
-func dial(addr string) (*grpc.ClientConn, error) {
-	return grpc.NewClient(addr,
+func dial(addr string, opts ...grpc.DialOption) (*grpc.ClientConn, error) {
+	return grpc.NewClient(addr, append([]grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(SendWire(),
-			grpc.MaxCallSendMsgSize(64<<20), grpc.MaxCallRecvMsgSize(maxAnswerBytes)))
+			grpc.MaxCallSendMsgSize(64<<20), grpc.MaxCallRecvMsgSize(maxAnswerBytes)),
+	}, opts...)...)
 }
 
 // dialN opens n connections and returns the function that closes them.
-func dialN(addr string, n int) ([]*grpc.ClientConn, func(), error) {
+func dialN(addr string, n int, opts ...grpc.DialOption) ([]*grpc.ClientConn, func(), error) {
 	conns := make([]*grpc.ClientConn, 0, n)
 	closeAll := func() {
 		for _, c := range conns {
@@ -394,7 +407,7 @@ func dialN(addr string, n int) ([]*grpc.ClientConn, func(), error) {
 		}
 	}
 	for range n {
-		c, err := dial(addr)
+		c, err := dial(addr, opts...)
 		if err != nil {
 			closeAll()
 			return nil, nil, err

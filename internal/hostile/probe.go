@@ -117,6 +117,9 @@ type Admin struct {
 type Runtime struct {
 	HeapAlloc  int64 // go_memstats_heap_alloc_bytes: bytes of live and not yet swept heap objects
 	Goroutines int64 // go_goroutines
+	// IdleStreamsClosed is sluice_streams_idle_closed_total, or -1 for a
+	// gateway that does not have it.
+	IdleStreamsClosed int64
 }
 
 // Ready is nil once /readyz answers 200.
@@ -146,7 +149,7 @@ func (a Admin) Runtime(ctx context.Context) (Runtime, error) {
 
 // parseRuntime finds the two gauges in the Prometheus text format.
 func parseRuntime(body []byte) (Runtime, error) {
-	var r Runtime
+	r := Runtime{IdleStreamsClosed: -1}
 	var heap, goroutines bool
 	sc := bufio.NewScanner(bytes.NewReader(body))
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
@@ -161,6 +164,8 @@ func parseRuntime(body []byte) (Runtime, error) {
 			dst, heap = &r.HeapAlloc, true
 		case "go_goroutines":
 			dst, goroutines = &r.Goroutines, true
+		case "sluice_streams_idle_closed_total":
+			dst = &r.IdleStreamsClosed
 		default:
 			continue
 		}
