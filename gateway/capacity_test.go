@@ -86,16 +86,8 @@ func TestCapacityShedsAtOnce(t *testing.T) {
 // checkingUnitBytes units, whichever is more, and never more than the
 // whole gate.
 func TestCheckingWeighsBytes(t *testing.T) {
-	cfg := NewDefaultConfig()
-	cfg.Sources = []SourceConfig{{Name: "src", KeyHashes: []string{HashKey("k")}, EventTypes: []string{"*"}}}
-	registry, err := contract.Load(examples.Contracts, examples.Types)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := New(cfg, registry, acceptAll{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := defaultService(t, func(*Config) {})
+	cfg := s.cfg
 	for _, c := range []struct{ events, bytes, want int }{
 		{100, 30 << 10, 100},
 		{1, 4 << 20, 512},
@@ -111,18 +103,11 @@ func TestCheckingWeighsBytes(t *testing.T) {
 // TestMemoryHoldShrinks: a hold hands back what it has beyond its new
 // size, once, and a budget with no room refuses UNAVAILABLE in time.
 func TestMemoryHoldShrinks(t *testing.T) {
-	cfg := NewDefaultConfig()
-	cfg.Limits.RequestMemoryBytes = 2 * requestCost(cfg.Limits.MaxRequestBytes)
-	cfg.Limits.MaxQueueWait = 20 * time.Millisecond
-	cfg.Sources = []SourceConfig{{Name: "src", KeyHashes: []string{HashKey("k")}, EventTypes: []string{"*"}}}
-	registry, err := contract.Load(examples.Contracts, examples.Types)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := New(cfg, registry, acceptAll{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := defaultService(t, func(c *Config) {
+		c.Limits.RequestMemoryBytes = 2 * requestCost(c.Limits.MaxRequestBytes)
+		c.Limits.MaxQueueWait = 20 * time.Millisecond
+	})
+	cfg := s.cfg
 	ctx := context.Background()
 	full := requestCost(cfg.Limits.MaxRequestBytes)
 	h, f := s.holdMemory(ctx, full)
@@ -146,4 +131,22 @@ func TestMemoryHoldShrinks(t *testing.T) {
 	if s.memory.inUse() != 0 {
 		t.Fatalf("held %v after release, want 0", s.memory.inUse())
 	}
+}
+
+// defaultService is a Service on the default config, changed by mutate,
+// with one source and the example contracts.
+func defaultService(t *testing.T, mutate func(*Config)) *Service {
+	t.Helper()
+	cfg := NewDefaultConfig()
+	cfg.Sources = []SourceConfig{{Name: "src", KeyHashes: []string{HashKey("k")}, EventTypes: []string{"*"}}}
+	mutate(&cfg)
+	registry, err := contract.Load(examples.Contracts, examples.Types)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(cfg, registry, acceptAll{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

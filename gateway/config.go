@@ -254,12 +254,6 @@ func (c Config) Validate() error {
 		return fieldErr("limits.max_violations_per_event", "must be >= 1")
 	case l.MaxViolationsPerResponse < l.MaxViolationsPerEvent:
 		return fieldErr("limits.max_violations_per_response", "must be >= limits.max_violations_per_event")
-	case l.RequestMemoryBytes < 0:
-		return fieldErr("limits.request_memory_bytes", "must be >= 0 (0: a quarter of memory_limit, or 256 MiB)")
-	case c.RequestMemory()/2 < requestCost(l.MaxRequestBytes):
-		return fieldErr("limits.request_memory_bytes", fmt.Sprintf("%d is less than twice what one request of limits.max_request_bytes is charged (%d): each half must hold one", c.RequestMemory(), requestCost(l.MaxRequestBytes)))
-	case c.MemoryLimit > 0 && c.RequestMemory() > c.MemoryLimit/2:
-		return fieldErr("limits.request_memory_bytes", "must be at most half of memory_limit")
 	case l.CheckingEvents < l.MaxEventsPerRequest:
 		return fieldErr("limits.checking_events", "must be >= limits.max_events_per_request, or a full batch could never be checked")
 	case l.MaxQueueWait <= 0:
@@ -301,6 +295,12 @@ func (c Config) Validate() error {
 	case c.MemoryLimit > 0 && c.Dedup.Window > 0 && int64(c.Dedup.MaxEntries)*dedupBytesPerEntry > c.MemoryLimit/4:
 		return fieldErr("dedup.max_entries", fmt.Sprintf("%d ids take about %d MiB, more than a quarter of memory_limit; lower it or raise memory_limit",
 			c.Dedup.MaxEntries, int64(c.Dedup.MaxEntries)*dedupBytesPerEntry>>20))
+	case l.RequestMemoryBytes < 0:
+		return fieldErr("limits.request_memory_bytes", "must be >= 0 (0: a quarter of memory_limit, or 256 MiB)")
+	case c.RequestMemory()/2 < requestCost(l.MaxRequestBytes):
+		return fieldErr("limits.request_memory_bytes", fmt.Sprintf("%d is less than twice what one request of limits.max_request_bytes is charged (%d): each half must hold one", c.RequestMemory(), requestCost(l.MaxRequestBytes)))
+	case c.MemoryLimit > 0 && c.RequestMemory() > c.MemoryLimit/2:
+		return fieldErr("limits.request_memory_bytes", "must be at most half of memory_limit")
 	case len(c.Sources) == 0:
 		return fieldErr("sources", "at least one source is needed")
 	}

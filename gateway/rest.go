@@ -42,9 +42,7 @@ import (
 // JSON. Grpc-Timeout, when sent, is the request's deadline; one that does
 // not parse is MALFORMED.
 
-// requestBody wraps a REST body: it counts what is read against the limit
-// and carries a decode failure from the decoder to the error handler, which
-// grpc-gateway otherwise flattens to a plain INVALID_ARGUMENT.
+// requestBody wraps a REST body and counts what is read against the limit.
 type requestBody struct {
 	io.ReadCloser
 	limit int64

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -595,12 +594,4 @@ func duplicate(i int, id string) *ingestv1.EventResult {
 func metadataOf(ctx context.Context) metadata.MD {
 	md, _ := metadata.FromIncomingContext(ctx)
 	return md
-}
-
-// transportOf tells REST calls (through grpc-gateway) from gRPC ones.
-func transportOf(ctx context.Context) string {
-	if _, ok := runtime.HTTPPathPattern(ctx); ok {
-		return "rest"
-	}
-	return "grpc"
 }
