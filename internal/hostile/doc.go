@@ -39,8 +39,9 @@
 //     keys that break the key pattern, as REST (~3.8 MB) and gRPC
 //     (~3.6 MB), 4 callers: one rule violation per key.
 //   - Never-read streams: 80 PublishStream streams over 2 connections,
-//     each sending ~3.6 MB batches of 500 valid LogLines as fast as flow
-//     control lets it, never reading an answer, held 20 s. The batch's ids
+//     on fixed 64 KiB windows, each sending ~3.6 MB batches of 500 valid
+//     LogLines as fast as flow control lets it, never reading an answer,
+//     held 20 s after the last batch that went out. The batch's ids
 //     repeat, so after the first the gateway answers DUPLICATE: what it
 //     holds is decoded batches and answers nobody reads, not Kafka's
 //     backlog.
