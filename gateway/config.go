@@ -65,8 +65,11 @@ type LimitsConfig struct {
 	// neither can starve the other. Before a gRPC message
 	// arrives its size is not known, so the charge of a request of
 	// MaxRequestBytes is taken and the rest handed back once it is in: a
-	// PublishStream waiting for its next batch holds that much. 0 means a quarter of MemoryLimit, or
-	// 256 MiB when that is not set.
+	// PublishStream waiting for its next batch holds that much. While a
+	// gRPC message is decoded it takes up to half as much again (see
+	// requestCost), so with MemoryLimit this may be at most a third of
+	// it. 0 means a quarter of MemoryLimit, or 256 MiB when that is not
+	// set.
 	RequestMemoryBytes int64 `yaml:"request_memory_bytes"`
 	// MaxDepth bounds the nesting of a payload (JSON and protobuf).
 	MaxDepth int `yaml:"max_depth"`
@@ -299,8 +302,8 @@ func (c Config) Validate() error {
 		return fieldErr("limits.request_memory_bytes", "must be >= 0 (0: a quarter of memory_limit, or 256 MiB)")
 	case c.RequestMemory()/2 < requestCost(l.MaxRequestBytes):
 		return fieldErr("limits.request_memory_bytes", fmt.Sprintf("%d is less than twice what one request of limits.max_request_bytes is charged (%d): each half must hold one", c.RequestMemory(), requestCost(l.MaxRequestBytes)))
-	case c.MemoryLimit > 0 && c.RequestMemory() > c.MemoryLimit/2:
-		return fieldErr("limits.request_memory_bytes", "must be at most half of memory_limit")
+	case c.MemoryLimit > 0 && c.RequestMemory() > c.MemoryLimit/3:
+		return fieldErr("limits.request_memory_bytes", "must be at most a third of memory_limit (a gRPC message being decoded takes up to half as much again as it is charged)")
 	case len(c.Sources) == 0:
 		return fieldErr("sources", "at least one source is needed")
 	}

@@ -37,7 +37,7 @@ func TestConfigValidate(t *testing.T) {
 		{"limits.max_violations_per_response", func(c *Config) { c.Limits.MaxViolationsPerResponse = c.Limits.MaxViolationsPerEvent - 1 }},
 		{"limits.request_memory_bytes", func(c *Config) { c.Limits.RequestMemoryBytes = -1 }},
 		{"limits.request_memory_bytes", func(c *Config) { c.Limits.RequestMemoryBytes = 3 * int64(c.Limits.MaxRequestBytes) }},
-		{"limits.request_memory_bytes", func(c *Config) { c.MemoryLimit = 512 << 20; c.Limits.RequestMemoryBytes = 300 << 20 }},
+		{"limits.request_memory_bytes", func(c *Config) { c.MemoryLimit = 512 << 20; c.Limits.RequestMemoryBytes = 200 << 20 }},
 		{"memory_limit", func(c *Config) { c.MemoryLimit = 64 << 20 }},
 		{"limits.checking_events", func(c *Config) { c.Limits.CheckingEvents = c.Limits.MaxEventsPerRequest - 1 }},
 		{"limits.max_queue_wait", func(c *Config) { c.Limits.MaxQueueWait = 0 }},

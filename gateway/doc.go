@@ -99,7 +99,8 @@
 //     event id. Nothing answered ACCEPTED exists only in memory.
 //   - Memory is bounded: the requests held at once by RequestMemoryBytes
 //     (each charged twice its size and 64 KiB, a gRPC receive as a request
-//     of MaxRequestBytes; what decoding builds stays within that), half
+//     of MaxRequestBytes; what decoding builds stays within that, but for
+//     the moment a gRPC message and its copy are both there), half
 //     for requests and half for stream batches, so idle streams cannot
 //     starve requests; the
 //     dedup window's MaxEntries, each stream's batches in flight by

@@ -21,7 +21,13 @@ const requestOverhead = 64 << 10
 // holds it: the bytes as received and the decoded copy of them (strings
 // and payloads are copied out of the message, which is then freed; each
 // JSON payload's binary form is no larger than its text, and a binary one
-// is published as received), and requestOverhead.
+// is published as received), and requestOverhead. One moment is not
+// covered: while a gRPC message is decoded, its HTTP/2 frames and their
+// contiguous copy exist together with the events being built, up to three
+// times n. The charge is not raised for it, since a decode that had to
+// wait for room while holding its message would have many such decodes
+// wait on each other; Config.Validate keeps RequestMemoryBytes within a
+// third of MemoryLimit instead, so that moment stays within half of it.
 func requestCost(n int) int64 { return 2*int64(n) + requestOverhead }
 
 // memoryBudget is Limits.RequestMemoryBytes: the bytes that requests held
