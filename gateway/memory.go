@@ -3,7 +3,7 @@ package gateway
 import (
 	"context"
 	"fmt"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/semaphore"
@@ -37,25 +37,23 @@ func requestCost(n int) int64 { return 2*int64(n) + requestOverhead }
 type memoryBudget struct {
 	sem *semaphore.Weighted
 	// held is the sum of the holds, for sluice_request_memory_bytes.
-	mu   sync.Mutex
-	held int64
+	held atomic.Int64
 }
 
 func newMemoryBudget(capacity int64) *memoryBudget {
 	return &memoryBudget{sem: semaphore.NewWeighted(capacity)}
 }
 
-func (m *memoryBudget) add(n int64) {
-	m.mu.Lock()
-	m.held += n
-	m.mu.Unlock()
+// take waits for n bytes of room until ctx ends.
+func (m *memoryBudget) take(ctx context.Context, n int64) (*memoryHold, error) {
+	if err := m.sem.Acquire(ctx, n); err != nil {
+		return nil, err
+	}
+	m.held.Add(n)
+	return &memoryHold{m: m, n: n}, nil
 }
 
-func (m *memoryBudget) inUse() float64 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return float64(m.held)
-}
+func (m *memoryBudget) inUse() float64 { return float64(m.held.Load()) }
 
 // memoryHold is one request's charge. It is owned by one goroutine at a
 // time; release is idempotent.
@@ -71,7 +69,7 @@ func (h *memoryHold) shrink(n int64) {
 	}
 	d := h.n - n
 	h.n = n
-	h.m.add(-d)
+	h.m.held.Add(-d)
 	h.m.sem.Release(d)
 }
 
@@ -88,11 +86,11 @@ func (s *Service) holdMemory(ctx context.Context, n int64) (*memoryHold, *Failur
 	}
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	if err := s.memory.sem.Acquire(wctx, n); err != nil {
+	h, err := s.memory.take(wctx, n)
+	if err != nil {
 		s.metrics.memoryRefusals.Inc()
 		return nil, &Failure{Reason: ingestv1.Reason_UNAVAILABLE, RetryAfter: s.cfg.UnavailableRetryAfter,
 			Message: fmt.Sprintf("the gateway is at capacity: no room for a request of up to %d bytes within %v", n, wait.Round(time.Millisecond))}
 	}
-	s.memory.add(n)
-	return &memoryHold{m: s.memory, n: n}, nil
+	return h, nil
 }

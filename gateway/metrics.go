@@ -80,16 +80,16 @@ func newMetrics(reg prometheus.Registerer, dedupLen, requestMemory, streamMemory
 				Name: "sluice_dedup_entries",
 				Help: "Event ids remembered by the dedup window or being published.",
 			}, dedupLen),
-			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-				Name:        "sluice_request_memory_bytes",
-				Help:        "Bytes charged to limits.request_memory_bytes by what the gateway holds, by half: requests (REST, unary gRPC) or streams.",
-				ConstLabels: prometheus.Labels{"pool": "requests"},
-			}, requestMemory),
-			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-				Name:        "sluice_request_memory_bytes",
-				Help:        "Bytes charged to limits.request_memory_bytes by what the gateway holds, by half: requests (REST, unary gRPC) or streams.",
-				ConstLabels: prometheus.Labels{"pool": "streams"},
-			}, streamMemory))
+			memoryGauge("requests", requestMemory), memoryGauge("streams", streamMemory))
 	}
 	return m
+}
+
+// memoryGauge is sluice_request_memory_bytes of one half of the budget.
+func memoryGauge(pool string, held func() float64) prometheus.Collector {
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name:        "sluice_request_memory_bytes",
+		Help:        "Bytes charged to limits.request_memory_bytes by what the gateway holds, by half: requests (REST, unary gRPC) or streams.",
+		ConstLabels: prometheus.Labels{"pool": pool},
+	}, held)
 }

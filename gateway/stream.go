@@ -143,12 +143,12 @@ recv:
 		}
 		// A stream waits for room as long as it lives; its idle bound
 		// ends the wait of one that never gets it.
-		if err := s.streamMemory.sem.Acquire(waits, maxCharge); err != nil {
+		hold, err := s.streamMemory.take(waits, maxCharge)
+		if err != nil {
 			windowBytes.Release(maxCharge)
 			break
 		}
-		s.streamMemory.add(maxCharge)
-		r := read{hold: &memoryHold{m: s.streamMemory, n: maxCharge}, charge: maxCharge}
+		r := read{hold: hold, charge: maxCharge}
 		select {
 		case next <- r:
 		case <-waits.Done():
