@@ -44,11 +44,23 @@
 //   - another error: a rule could not be evaluated. That is not the
 //     sender's fault and should be treated as internal.
 //
-// The same input always gets the same kind of answer. No input panics:
-// map entries that crash the reflective protobuf decoder are refused before
-// decoding, and any other decoder panic is recovered as a MalformedError
-// whose cause says "decoder panic". Decoding is bounded by the input size
-// and the depth limit.
+// The same input always gets the same kind of answer. No input panics or
+// crashes the process: a binary payload is walked once before it is
+// decoded, and only wire data that parses, with every field known and in
+// its wire type and within the depth limit, reaches the decoder; any
+// decoder panic is recovered as a MalformedError whose cause says "decoder
+// panic". Decoding is bounded by the input size and the depth limit.
+//
+// # How payloads are decoded
+//
+// Binary payloads are decoded with hyperpb, a table-driven decoder
+// compiled for each contract at load, onto arenas that are recycled from
+// one payload to the next (payloads up to 64 KiB; a larger one gets an
+// arena of its own). Its messages are read by protovalidate like any
+// other, and never outlive the check: nothing a Check returns points into
+// them. The walk before it (wire.go) is what keeps the decoder's unchecked
+// reads on well-formed data. FuzzBinaryDecoders holds it to the answers
+// of protobuf-go's reflective decoder, which it replaced.
 //
 // # What is published
 //

@@ -142,3 +142,65 @@ func FuzzCheckBinary(f *testing.F) {
 		}
 	})
 }
+
+// FuzzBinaryDecoders holds CheckBinary, which decodes with hyperpb, to the
+// answers of the reflective dynamicpb decoder it replaced: both accept, or
+// both refuse with the same kind of error and, for rules, the same
+// violations.
+func FuzzBinaryDecoders(f *testing.F) {
+	contracts := fuzzContracts(f)
+	for typ, m := range validExamples() {
+		b := marshal(f, m)
+		f.Add(indexOf(typ), b)
+		f.Add(indexOf(typ), b[:len(b)/2])
+	}
+	for typ, cases := range violationCases() {
+		for _, tc := range cases {
+			f.Add(indexOf(typ), marshal(f, tc.msg))
+		}
+	}
+	f.Add(indexOf(shopType), append(marshal(f, validOrder()), unknownField()...))
+	f.Add(indexOf(logsType), labelsEntry(str(1, "k"), str(2, "v"), str(3, "x")))
+	kid := protowire.AppendBytes(protowire.AppendTag(nil, 2, protowire.BytesType), str(2, "leaf"))
+	f.Add(uint8(nodeIndex), protowire.AppendBytes(protowire.AppendTag(nil, 3, protowire.BytesType), append(str(1, "k"), kid...)))
+	f.Fuzz(func(t *testing.T, which uint8, b []byte) {
+		c := contracts[int(which)%len(contracts)]
+		_, fast := c.CheckBinary(b)
+		_, slow := c.DynamicCheckBinary(b)
+		if fast == nil || slow == nil {
+			if fast != slow {
+				t.Fatalf("hyperpb: %v; dynamicpb: %v", fast, slow)
+			}
+			return
+		}
+		checkRefusal(t, fast)
+		var fv, sv *contract.ViolationError
+		var fm, sm *contract.MalformedError
+		switch {
+		case errors.As(fast, &fv) && errors.As(slow, &sv):
+			if fv.Partial != sv.Partial || !sameViolations(fv.Violations, sv.Violations) {
+				t.Fatalf("hyperpb: %v; dynamicpb: %v", fast, slow)
+			}
+		case errors.As(fast, &fm) && errors.As(slow, &sm):
+		default:
+			t.Fatalf("hyperpb: %v; dynamicpb: %v", fast, slow)
+		}
+	})
+}
+
+// sameViolations compares two reports as sets: the entries of one map
+// field come in no set order.
+func sameViolations(a, b []contract.Violation) bool {
+	key := func(v contract.Violation) string { return v.Field + "\x00" + v.Rule + "\x00" + v.Message }
+	ka := make([]string, len(a))
+	kb := make([]string, len(b))
+	for i := range a {
+		ka[i] = key(a[i])
+	}
+	for i := range b {
+		kb[i] = key(b[i])
+	}
+	slices.Sort(ka)
+	slices.Sort(kb)
+	return slices.Equal(ka, kb)
+}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 
+	"buf.build/go/hyperpb"
 	"buf.build/go/protovalidate"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -26,6 +27,7 @@ type Registry struct {
 	contracts map[string]*Contract
 	types     []string
 	validator protovalidate.Validator
+	arenas    arenaPool
 }
 
 // Load builds a registry from a serialized FileDescriptorSet or buf image.
@@ -86,12 +88,12 @@ func Load(image []byte, types []string, opts ...Option) (*Registry, error) {
 			typ:         name,
 			desc:        md,
 			msgType:     dynamicpb.NewMessageType(md),
+			parser:      hyperpb.CompileMessageDescriptor(md, hyperpb.WithExtensionsFromTypes(local)),
 			fingerprint: fp.fingerprint(md),
 			maxDepth:    o.maxDepth,
 			hasRequired: hasRequiredFields(md),
-			mapEntries:  newMapEntryChecker(md, local, o.maxDepth),
+			wire:        newWireChecker(md, local, o.maxDepth),
 			scanPlans:   newScanPlans(md),
-			binary:      proto.UnmarshalOptions{RecursionLimit: o.maxDepth, Resolver: local, AllowPartial: true},
 			json:        protojson.UnmarshalOptions{RecursionLimit: o.maxDepth, Resolver: local, AllowPartial: true},
 			registry:    r,
 		}

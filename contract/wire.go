@@ -9,156 +9,222 @@ import (
 	"google.golang.org/protobuf/reflect/protoregistry"
 )
 
-// The reflective decoder that dynamic messages use drops any field of a
-// map entry other than the key and the value, and panics on some entries
-// whose key field repeats with the wrong wire type (google.golang.org/protobuf
-// v1.36.12, proto.UnmarshalOptions.unmarshalMap). mapEntryChecker walks the
-// wire bytes before decoding and refuses such entries, so that unknown
-// fields are refused inside map entries too and the decoder never sees what
-// makes it panic. It looks only into messages that can hold a map.
+// A binary payload is walked once, in wire order, before it is decoded.
+// The walk refuses what the decoder must never see and what the gateway
+// refuses although a decoder takes it:
+//
+//   - wire data that does not parse: a bad tag, a length past the end, a
+//     group without its end, a packed list that is not whole elements;
+//   - an unknown field, and a known field in a wire type that does not
+//     match its type, at any depth, map entries included (a reflective
+//     decoder keeps the first as unknown and drops the second inside map
+//     entries; it has panicked on some entries whose key repeats with the
+//     wrong wire type);
+//   - nesting deeper than the limit, counted as protobuf-go's recursion
+//     limit counts it: the contract message is level 1, and each message,
+//     group or map entry within it one more.
+//
+// hyperpb, which decodes what the walk lets through, reads wire data with
+// unchecked pointer arithmetic and has faulted (a crash that recover cannot
+// catch) on unknown fields and wrong wire types in v0.1.3: it only ever sees
+// data the walk has proven well formed and known.
 
-// mapEntryChecker knows which messages reachable from a contract can hold
-// a map, directly or through their fields.
-type mapEntryChecker struct {
-	holders  map[protoreflect.FullName]bool
+// wireChecker walks the payloads of one contract.
+type wireChecker struct {
+	root     *wirePlan
 	resolver protoregistry.ExtensionTypeResolver
 	maxDepth int
 }
 
-// newMapEntryChecker returns nil when no message reachable from md holds a
-// map: such contracts skip the walk.
-func newMapEntryChecker(md protoreflect.MessageDescriptor, resolver protoregistry.ExtensionTypeResolver, maxDepth int) *mapEntryChecker {
-	var reachable []protoreflect.MessageDescriptor
-	seen := make(map[protoreflect.FullName]bool)
-	var visit func(md protoreflect.MessageDescriptor)
-	visit = func(md protoreflect.MessageDescriptor) {
-		if seen[md.FullName()] {
-			return
-		}
-		seen[md.FullName()] = true
-		reachable = append(reachable, md)
-		fields := md.Fields()
-		for i := range fields.Len() {
-			if fd := fields.Get(i); fd.Message() != nil {
-				visit(fd.Message()) // a map's entry message, too
-			}
-		}
-	}
-	visit(md)
-
-	// A message holds a map if it has a map field, may have extensions
-	// (which the descriptor does not show), or has a field of a message
-	// that holds one. Repeat until nothing changes, for recursive types.
-	holders := make(map[protoreflect.FullName]bool)
-	for changed := true; changed; {
-		changed = false
-		for _, m := range reachable {
-			if holders[m.FullName()] {
-				continue
-			}
-			holds := m.ExtensionRanges().Len() > 0
-			fields := m.Fields()
-			for i := 0; i < fields.Len() && !holds; i++ {
-				fd := fields.Get(i)
-				holds = fd.IsMap() || (fd.Message() != nil && holders[fd.Message().FullName()])
-			}
-			if holds {
-				holders[m.FullName()] = true
-				changed = true
-			}
-		}
-	}
-	if !holders[md.FullName()] {
-		return nil
-	}
-	return &mapEntryChecker{holders: holders, resolver: resolver, maxDepth: maxDepth}
+// wirePlan is what the walk knows of one message type, planned at load.
+type wirePlan struct {
+	desc protoreflect.MessageDescriptor
+	// byNumber holds the fields numbered below its length; others the rest.
+	byNumber []*wireField
+	others   map[protowire.Number]*wireField
+	entry    bool // a map entry: its problems are named as such
 }
 
-// check walks b as message md at nesting level depth (the contract message
-// is 1). It counts levels as the decoder does, a map entry being one, and
-// stops where the decoder stops. Bytes that are not valid wire data are
-// left to the decoder, which refuses them.
-func (c *mapEntryChecker) check(b []byte, md protoreflect.MessageDescriptor, depth int) *problem {
-	if depth > c.maxDepth || !c.holders[md.FullName()] {
-		return nil
-	}
-	return eachField(b, func(num protowire.Number, typ protowire.Type, val []byte) *problem {
-		fd := md.Fields().ByNumber(num)
-		if fd == nil && md.ExtensionRanges().Has(num) && c.resolver != nil {
-			if xt, err := c.resolver.FindExtensionByNumber(md.FullName(), num); err == nil {
-				fd = xt.TypeDescriptor()
-			}
-		}
-		if fd == nil {
-			return nil
-		}
-		var p *problem
-		switch {
-		case fd.IsMap() && typ == protowire.BytesType:
-			entry, _ := protowire.ConsumeBytes(val)
-			p = c.checkEntry(entry, fd, depth+1)
-		case fd.Message() != nil && typ == protowire.BytesType:
-			inner, _ := protowire.ConsumeBytes(val)
-			p = c.check(inner, fd.Message(), depth+1)
-		case fd.Message() != nil && typ == protowire.StartGroupType:
-			// val ends with the END_GROUP tag of this field.
-			inner := val[:len(val)-protowire.SizeTag(num)]
-			p = c.check(inner, fd.Message(), depth+1)
-		}
-		if p != nil {
-			return p.at(fieldSegment(fd))
-		}
-		return nil
-	})
+// wireField is one known field.
+type wireField struct {
+	fd     protoreflect.FieldDescriptor
+	wire   protowire.Type // the wire type of one value
+	packed bool           // a repeated scalar, which may also come packed
+	inner  *wirePlan      // the message, group or map entry it holds
 }
 
-// checkEntry refuses a map entry with a field other than the key (1) and
-// the value (2), or with either of them in a wire type that does not match.
-func (c *mapEntryChecker) checkEntry(b []byte, fd protoreflect.FieldDescriptor, depth int) *problem {
+// maxIndexedNumber bounds wirePlan.byNumber, so a sparse message with a
+// large field number costs a map entry, not a large slice.
+const maxIndexedNumber = 64
+
+func newWireChecker(md protoreflect.MessageDescriptor, resolver protoregistry.ExtensionTypeResolver, maxDepth int) *wireChecker {
+	c := &wireChecker{resolver: resolver, maxDepth: maxDepth}
+	plans := make(map[protoreflect.FullName]*wirePlan)
+	c.root = planWire(md, plans)
+	return c
+}
+
+// planWire plans md and every message type reachable from it; plans ends
+// cycles.
+func planWire(md protoreflect.MessageDescriptor, plans map[protoreflect.FullName]*wirePlan) *wirePlan {
+	if p, ok := plans[md.FullName()]; ok {
+		return p
+	}
+	p := &wirePlan{desc: md, entry: md.IsMapEntry()}
+	plans[md.FullName()] = p
+	fields := md.Fields()
+	for i := range fields.Len() {
+		fd := fields.Get(i)
+		f := newWireField(fd)
+		if fd.Message() != nil {
+			f.inner = planWire(fd.Message(), plans)
+		}
+		p.add(fd.Number(), f)
+	}
+	return p
+}
+
+func newWireField(fd protoreflect.FieldDescriptor) *wireField {
+	f := &wireField{fd: fd, wire: wireType(fd)}
+	f.packed = fd.IsList() && f.wire != protowire.BytesType && f.wire != protowire.StartGroupType
+	return f
+}
+
+func (p *wirePlan) add(num protowire.Number, f *wireField) {
+	if num < maxIndexedNumber {
+		if int(num) >= len(p.byNumber) {
+			p.byNumber = append(p.byNumber, make([]*wireField, int(num)+1-len(p.byNumber))...)
+		}
+		p.byNumber[num] = f
+		return
+	}
+	if p.others == nil {
+		p.others = make(map[protowire.Number]*wireField)
+	}
+	p.others[num] = f
+}
+
+// field returns the known field num of the plan's message, or nil.
+func (c *wireChecker) field(p *wirePlan, num protowire.Number) *wireField {
+	if int(num) < len(p.byNumber) {
+		if f := p.byNumber[num]; f != nil {
+			return f
+		}
+	} else if f := p.others[num]; f != nil {
+		return f
+	}
+	if c.resolver == nil || !p.desc.ExtensionRanges().Has(num) {
+		return nil
+	}
+	xt, err := c.resolver.FindExtensionByNumber(p.desc.FullName(), num)
+	if err != nil {
+		return nil
+	}
+	// Extensions are rare and resolved here, each time: a plan is
+	// immutable once loaded, and shared by concurrent walks.
+	fd := xt.TypeDescriptor()
+	f := newWireField(fd)
+	if fd.Message() != nil {
+		f.inner = planWire(fd.Message(), make(map[protoreflect.FullName]*wirePlan))
+	}
+	return f
+}
+
+// check walks b as the plan's message at nesting level depth (the
+// contract message is 1).
+func (c *wireChecker) check(b []byte, p *wirePlan, depth int) *problem {
 	if depth > c.maxDepth {
-		return nil
+		return &problem{what: "message nesting exceeds the recursion depth limit of " + strconv.Itoa(c.maxDepth)}
 	}
-	return eachField(b, func(num protowire.Number, typ protowire.Type, val []byte) *problem {
-		var want protoreflect.FieldDescriptor
-		switch num {
-		case 1:
-			want = fd.MapKey()
-		case 2:
-			want = fd.MapValue()
-		default:
-			return &problem{what: "map entry has unknown field " + strconv.Itoa(int(num))}
-		}
-		if typ != wireType(want) {
-			return &problem{what: fmt.Sprintf("map entry %s has wire type %d, which does not match its type %s", want.Name(), typ, want.Kind())}
-		}
-		if num == 2 && want.Message() != nil {
-			inner, _ := protowire.ConsumeBytes(val)
-			return c.check(inner, want.Message(), depth+1)
-		}
-		return nil
-	})
-}
-
-// eachField calls fn with each field of the wire data b, in order, until fn
-// reports a problem. It stops quietly at bytes that are not valid wire
-// data: those are left to the decoder, which refuses them.
-func eachField(b []byte, fn func(num protowire.Number, typ protowire.Type, val []byte) *problem) *problem {
+	whole := b
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
-			return nil
+			return &problem{what: "invalid wire data", err: protowire.ParseError(n)}
 		}
 		b = b[n:]
 		n = protowire.ConsumeFieldValue(num, typ, b)
 		if n < 0 {
-			return nil
+			return &problem{what: "invalid wire data in field " + strconv.Itoa(int(num)), err: protowire.ParseError(n)}
 		}
-		if p := fn(num, typ, b[:n]); p != nil {
-			return p
+		val := b[:n]
+		b = b[n:]
+
+		f := c.field(p, num)
+		if f == nil {
+			if p.entry {
+				return &problem{what: "map entry has unknown field " + strconv.Itoa(int(num))}
+			}
+			return &problem{what: "unknown field " + strconv.Itoa(int(num))}
+		}
+		if typ != f.wire && !(f.packed && typ == protowire.BytesType) {
+			if p.entry {
+				return &problem{what: fmt.Sprintf("map entry %s has wire type %d, which does not match its type %s", f.fd.Name(), typ, f.fd.Kind())}
+			}
+			return &problem{what: fmt.Sprintf("field %s has wire type %d, which does not match its type %s", fieldSegment(f.fd), typ, f.fd.Kind())}
+		}
+		var inner []byte
+		switch {
+		case f.inner != nil && typ == protowire.BytesType:
+			inner, _ = protowire.ConsumeBytes(val)
+		case f.inner != nil: // a group; val ends with its END_GROUP tag
+			inner = val[:len(val)-protowire.SizeTag(num)]
+		case typ == protowire.BytesType && f.packed:
+			list, _ := protowire.ConsumeBytes(val)
+			if !wholeElements(list, f.wire) {
+				return (&problem{what: "packed list is not whole " + f.fd.Kind().String() + " elements"}).at(fieldSegment(f.fd))
+			}
+			continue
+		default:
+			continue
+		}
+		if q := c.check(inner, f.inner, depth+1); q != nil {
+			if p.entry {
+				return q // named by the map field it belongs to
+			}
+			return q.at(c.segment(whole, len(whole)-len(b), f))
+		}
+	}
+	return nil
+}
+
+// segment names f in a problem's path: its name, and for a list element
+// its index, counted over the message bytes up to end.
+func (c *wireChecker) segment(msg []byte, end int, f *wireField) string {
+	name := fieldSegment(f.fd)
+	if !f.fd.IsList() {
+		return name
+	}
+	index := -1
+	for b := msg[:end]; len(b) > 0; {
+		num, typ, n := protowire.ConsumeTag(b)
+		b = b[n:]
+		n = protowire.ConsumeFieldValue(num, typ, b)
+		b = b[n:]
+		if num == f.fd.Number() {
+			index++
+		}
+	}
+	return name + "[" + strconv.Itoa(index) + "]"
+}
+
+// wholeElements reports whether a packed list's bytes are whole elements
+// of wire type typ.
+func wholeElements(b []byte, typ protowire.Type) bool {
+	switch typ {
+	case protowire.Fixed32Type:
+		return len(b)%4 == 0
+	case protowire.Fixed64Type:
+		return len(b)%8 == 0
+	}
+	for len(b) > 0 {
+		_, n := protowire.ConsumeVarint(b)
+		if n < 0 {
+			return false
 		}
 		b = b[n:]
 	}
-	return nil
+	return true
 }
 
 func fieldSegment(fd protoreflect.FieldDescriptor) string {
@@ -168,8 +234,8 @@ func fieldSegment(fd protoreflect.FieldDescriptor) string {
 	return string(fd.Name())
 }
 
-// wireType is the wire type of a map key or value: map fields are never
-// packed, and a message value is length-delimited.
+// wireType is the wire type of one value of fd: a message is
+// length-delimited, a group is delimited by its tags.
 func wireType(fd protoreflect.FieldDescriptor) protowire.Type {
 	switch fd.Kind() {
 	case protoreflect.BoolKind, protoreflect.EnumKind,
