@@ -31,10 +31,6 @@ type Config struct {
 	PublishTimeout time.Duration `yaml:"publish_timeout"`
 	// UnavailableRetryAfter is the retry_after given with UNAVAILABLE.
 	UnavailableRetryAfter time.Duration `yaml:"unavailable_retry_after"`
-	// SkipValidation is for benchmarking only: payloads are decoded but
-	// protovalidate rules are not evaluated. The envelope (Event) rules,
-	// the size limits and the skew window still apply.
-	SkipValidation bool `yaml:"skip_validation"`
 	// MemoryLimit bounds the gateway's resident memory (RSS) in bytes; 0
 	// sets no bound. The sluice binary gives the Go runtime a soft limit of
 	// RuntimeMemoryLimit, below this by what the runtime does not count

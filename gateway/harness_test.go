@@ -83,6 +83,8 @@ type harnessOpts struct {
 	// realKafka publishes to SLUICE_KAFKA_BROKERS, on topics of the test's
 	// own, and skips the test when it is not set.
 	realKafka bool
+	// service adds options to gateway.New.
+	service []gateway.Option
 	// server adds options to gateway.NewServer.
 	server []gateway.ServerOption
 	// readiness checks admission's readiness every few milliseconds.
@@ -177,7 +179,8 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 	if o.config != nil {
 		o.config(&h.cfg)
 	}
-	svc, err := gateway.New(h.cfg, registry, pub, gateway.WithClock(h.clock.Now), gateway.WithRegisterer(h.reg))
+	svc, err := gateway.New(h.cfg, registry, pub,
+		append([]gateway.Option{gateway.WithClock(h.clock.Now), gateway.WithRegisterer(h.reg)}, o.service...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

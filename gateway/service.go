@@ -40,6 +40,8 @@ type Service struct {
 	now       func() time.Time
 	log       *slog.Logger
 	metrics   *metrics
+	// skipValidation decodes payloads without their contracts' rules.
+	skipValidation bool
 	// checking admits Limits.CheckingEvents events at a time to be checked.
 	checking *semaphore.Weighted
 	// memory and streamMemory are the two halves of
@@ -60,6 +62,9 @@ type options struct {
 	now func() time.Time
 	reg prometheus.Registerer
 	log *slog.Logger
+	// skipValidation is set only by WithoutValidation, which exists only
+	// in benchmark builds.
+	skipValidation bool
 }
 
 type optionFunc func(*options)
@@ -87,15 +92,16 @@ func New(cfg Config, contracts *contract.Registry, pub Admitter, opts ...Option)
 		opt.apply(&o)
 	}
 	s := &Service{
-		cfg:          cfg,
-		contracts:    contracts,
-		pub:          pub,
-		sources:      newSources(cfg.Sources),
-		topics:       map[string]string{},
-		now:          o.now,
-		log:          o.log,
-		memory:       newMemoryBudget(cfg.RequestMemory() / 2),
-		streamMemory: newMemoryBudget(cfg.RequestMemory() / 2),
+		cfg:            cfg,
+		contracts:      contracts,
+		pub:            pub,
+		sources:        newSources(cfg.Sources),
+		topics:         map[string]string{},
+		now:            o.now,
+		log:            o.log,
+		skipValidation: o.skipValidation,
+		memory:         newMemoryBudget(cfg.RequestMemory() / 2),
+		streamMemory:   newMemoryBudget(cfg.RequestMemory() / 2),
 	}
 	for _, t := range contracts.Types() {
 		topic := cfg.Topics[t]
@@ -417,9 +423,9 @@ func (s *Service) check(src *source, ev *ingestv1.Event) (*candidate, *ingestv1.
 	var value []byte
 	var err error
 	switch {
-	case s.cfg.SkipValidation && ev.GetJson() != "":
+	case s.skipValidation && ev.GetJson() != "":
 		value, err = c.DecodeJSON([]byte(ev.GetJson()))
-	case s.cfg.SkipValidation:
+	case s.skipValidation:
 		value, err = c.DecodeBinary(ev.GetBinary())
 	case ev.GetJson() != "":
 		value, err = c.CheckJSON([]byte(ev.GetJson()))

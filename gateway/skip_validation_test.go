@@ -1,7 +1,8 @@
+//go:build sluicebench
+
 package gateway_test
 
 import (
-	"errors"
 	"fmt"
 	"testing"
 
@@ -15,9 +16,10 @@ import (
 )
 
 // TestSkipValidation: a payload that decodes but breaks a contract rule is
-// REJECTED (SCHEMA_VIOLATION) with skip_validation off and ACCEPTED with it
-// on, in both payload forms; a payload that does not decode is MALFORMED
-// either way, and the envelope's own rules still apply.
+// REJECTED (SCHEMA_VIOLATION) without WithoutValidation and ACCEPTED with
+// it, in both payload forms; a payload that does not decode is MALFORMED
+// either way, and the envelope's own rules still apply. The option exists
+// only in benchmark builds: go test -tags sluicebench.
 func TestSkipValidation(t *testing.T) {
 	badJSON := setJSON(t, examples.LogLineJSON, "trace_id", "XYZ")
 	var line logsv1.LogLine
@@ -31,8 +33,12 @@ func TestSkipValidation(t *testing.T) {
 	undecodable := []byte{0x0a, 0xff} // field 1, length past the end
 
 	for _, skip := range []bool{false, true} {
-		t.Run(fmt.Sprintf("skip_validation=%v", skip), func(t *testing.T) {
-			h := newHarness(t, harnessOpts{config: func(c *gateway.Config) { c.SkipValidation = skip }})
+		t.Run(fmt.Sprintf("without_validation=%v", skip), func(t *testing.T) {
+			var opts []gateway.Option
+			if skip {
+				opts = append(opts, gateway.WithoutValidation())
+			}
+			h := newHarness(t, harnessOpts{service: opts})
 			now := h.clock.Now()
 			out, err := h.publishGRPC(keyAll,
 				ev{ID: "rule-json", Type: typeLog, Key: "svc", At: now, JSON: badJSON},
@@ -63,44 +69,5 @@ func TestSkipValidation(t *testing.T) {
 				t.Errorf("envelope rule: %v", r)
 			}
 		})
-	}
-}
-
-// TestMemoryLimitConfig: a negative or tiny memory_limit is refused by
-// name, and so is a dedup window that would not fit in a quarter of it;
-// zero (no limit) and a bound with room pass. The runtime's soft limit
-// leaves headroom below the bound.
-func TestMemoryLimitConfig(t *testing.T) {
-	for _, tc := range []struct {
-		limit      int64
-		maxEntries int
-		field      string // "" when the config is valid
-	}{
-		{-1, 1_000_000, "memory_limit"},
-		{64 << 20, 1_000_000, "memory_limit"},
-		{0, 1_000_000, ""},
-		{512 << 20, 1_000_000, ""},
-		{256 << 20, 1_000_000, "dedup.max_entries"},
-		{256 << 20, 500_000, ""},
-	} {
-		cfg := testConfig()
-		cfg.MemoryLimit = tc.limit
-		cfg.Dedup.MaxEntries = tc.maxEntries
-		err := cfg.Validate()
-		var ce *gateway.ConfigError
-		if (tc.field == "") != (err == nil) || (err != nil && (!errors.As(err, &ce) || ce.Field != tc.field)) {
-			t.Errorf("memory_limit %d, max_entries %d: got %v, want an error on %q", tc.limit, tc.maxEntries, err, tc.field)
-		}
-	}
-	for _, tc := range []struct{ limit, want int64 }{
-		{0, 0},
-		{512 << 20, 512<<20 - (512<<20)/10},
-		{200 << 20, 152 << 20},
-	} {
-		cfg := testConfig()
-		cfg.MemoryLimit = tc.limit
-		if got := cfg.RuntimeMemoryLimit(); got != tc.want {
-			t.Errorf("RuntimeMemoryLimit(%d) = %d, want %d", tc.limit, got, tc.want)
-		}
 	}
 }

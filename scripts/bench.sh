@@ -182,7 +182,6 @@ gateway:
   grpc_addr: 127.0.0.1:0
   http_addr: 127.0.0.1:0
   memory_limit: $MEMORY_LIMIT
-  skip_validation: $skip
   dedup:
     window: $window
 sources:
@@ -213,7 +212,11 @@ EOF
 		sed -i "s|^  http_addr: 127.0.0.1:0\$|&\\n  grpc_tls: {cert_file: $WORK/gateway.pem, key_file: $WORK/gateway-key.pem}\\n  http_tls: {cert_file: $WORK/gateway.pem, key_file: $WORK/gateway-key.pem}|" "$cfg"
 	fi
 	local args=(gateway --config "$cfg")
-	start "gw-$name-$GW_N" "$SUT_CPU" GOMAXPROCS=1 -- "${args[@]}"
+	local novalidation=0
+	if [ "$skip" = true ]; then
+		novalidation=1 # a switch of the sluicebench build only
+	fi
+	start "gw-$name-$GW_N" "$SUT_CPU" GOMAXPROCS=1 SLUICE_BENCH_SKIP_VALIDATION=$novalidation -- "${args[@]}"
 	GW_PID=$LAST_PID
 	local line
 	line=$(await "$WORK/gw-$name-$GW_N.err" '^\{.*"msg":"gateway serving".*' "$GW_PID")
@@ -405,7 +408,7 @@ tls_matrix() {
 }
 
 log "building sluice"
-go build -o "$BIN" ./cmd/sluice
+go build -tags sluicebench -o "$BIN" ./cmd/sluice
 KEY_HASH=$("$BIN" hash-key "$KEY")
 : >"$OUT/rounds.txt"
 STARTED=$(date -u +%FT%TZ)

@@ -49,6 +49,9 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{`password_env: ""            # environment`, "password_env: KAFKA_PASSWORD #", "kafka.sasl.mechanism: must be set"},
 		{"descriptor_set: examples/contracts.binpb", "descriptor_set: ''", "contracts.descriptor_set"},
 		{"format: json", "format: xml", "log.format"},
+		// Validation cannot be turned off by config: that switch is the
+		// benchmark build's (bench_on.go).
+		{"  memory_limit: 0 ", "  skip_validation: true\n  memory_limit: 0 ", "field skip_validation not found"},
 		// An event within max_event_bytes must fit the spool and a batch.
 		{"max_record_bytes: 4194304", "max_record_bytes: 262144", "spool.max_record_bytes"},
 		{"segment_bytes: 67108864\n  max_bytes: 1073741824", "segment_bytes: 131072\n  max_bytes: 270000", "spool.max_bytes"},

@@ -103,7 +103,7 @@ func serve(ctx context.Context, cfg fileConfig, registry *contract.Registry, log
 		closeSpool(spool, log)
 	}
 	svc, err := gateway.New(cfg.Gateway, registry, admission,
-		gateway.WithRegisterer(reg), gateway.WithLogger(log))
+		append([]gateway.Option{gateway.WithRegisterer(reg), gateway.WithLogger(log)}, benchGatewayOptions(log)...)...)
 	if err != nil {
 		closeAll()
 		return err
