@@ -25,6 +25,43 @@ const (
 
 const timeLayout = "2006-01-02T15:04:05.000000000Z07:00"
 
+// appendTime appends t in UTC as timeLayout formats it. Every record has
+// two times, and the layout interpreter of time.Time.AppendFormat was a
+// tenth of the gateway's cost per event; a year outside 0 to 9999 takes
+// that path still. FuzzAppendTime holds the two to the same bytes.
+func appendTime(b []byte, t time.Time) []byte {
+	t = t.UTC()
+	year, month, day := t.Date()
+	if year < 0 || year > 9999 {
+		return t.AppendFormat(b, timeLayout)
+	}
+	hour, min, sec := t.Clock()
+	b = appendDigits(b, year, 4)
+	b = append(b, '-')
+	b = appendDigits(b, int(month), 2)
+	b = append(b, '-')
+	b = appendDigits(b, day, 2)
+	b = append(b, 'T')
+	b = appendDigits(b, hour, 2)
+	b = append(b, ':')
+	b = appendDigits(b, min, 2)
+	b = append(b, ':')
+	b = appendDigits(b, sec, 2)
+	b = append(b, '.')
+	b = appendDigits(b, t.Nanosecond(), 9)
+	return append(b, 'Z')
+}
+
+// appendDigits appends v, which is not negative, in exactly width digits.
+func appendDigits(b []byte, v, width int) []byte {
+	b = append(b, make([]byte, width)...)
+	for i := len(b) - 1; i >= len(b)-width; i-- {
+		b[i] = byte('0' + v%10)
+		v /= 10
+	}
+	return b
+}
+
 // DefaultTopic is the topic of an event type when the config names none.
 func DefaultTopic(eventType string) string { return "ingest." + eventType }
 
@@ -87,7 +124,7 @@ func NewRecord(e *Event) *kgo.Record {
 	}
 	timeValue := func(t time.Time) []byte {
 		start := len(buf)
-		buf = t.UTC().AppendFormat(buf, timeLayout)
+		buf = appendTime(buf, t)
 		return buf[start:len(buf):len(buf)]
 	}
 
