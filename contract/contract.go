@@ -22,8 +22,12 @@ type Contract struct {
 	// parser is the message compiled for hyperpb's table-driven decoder,
 	// which binary payloads are decoded with: an order of magnitude faster
 	// than dynamicpb, and its messages are read by protovalidate as any
-	// protoreflect.Message.
+	// protoreflect.Message. It is nil for a contract hyperpb mishandles
+	// (see hyperpbRefuses), whose payloads decode into dynamicpb with
+	// binary instead; decoders names the choice.
 	parser      *hyperpb.MessageType
+	binary      proto.UnmarshalOptions
+	decoders    Decoders
 	fingerprint string
 	maxDepth    int
 	// hasRequired says whether the message has proto2 required fields at
@@ -77,18 +81,32 @@ func (c *Contract) DecodeBinary(b []byte) ([]byte, error) {
 }
 
 // decodeBinary decodes b, applies every refusal short of the rules and
-// calls use, if not nil, with the message. The message aliases b and lives
-// on an arena that is reused once use returns: nothing use returns may
-// point into it.
+// calls use, if not nil, with the message. The message aliases b and may
+// live on an arena that is reused once use returns: nothing use returns
+// may point into it.
 func (c *Contract) decodeBinary(b []byte, use func(protoreflect.Message) error) error {
 	if p := c.wire.check(b, c.wire.root, 1); p != nil {
 		return p.malformed(c.typ)
 	}
-	a := c.registry.arenas.get(len(b))
-	defer c.registry.arenas.put(a, len(b))
-	m := a.NewMessage(c.parser)
-	if err := c.unmarshal(b, m); err != nil {
-		return &MalformedError{Msg: "decode " + c.typ + " from protobuf binary", Err: err}
+	var m protoreflect.Message
+	if c.parser != nil {
+		a := c.registry.arenas.get(len(b))
+		defer c.registry.arenas.put(a, len(b))
+		hm := a.NewMessage(c.parser)
+		m = hm
+		if err := c.unmarshal(func() error {
+			// The depth limit is the contract's, enforced by the wire walk
+			// as protobuf-go counts it; hyperpb counts its own way, and its
+			// limit only bounds its stack here.
+			return hm.Unmarshal(b, hyperpb.WithMaxDepth(2*c.maxDepth+2), hyperpb.WithAllowAlias(true))
+		}); err != nil {
+			return &MalformedError{Msg: "decode " + c.typ + " from protobuf binary", Err: err}
+		}
+	} else {
+		m = c.msgType.New()
+		if err := c.unmarshal(func() error { return c.binary.Unmarshal(b, m.Interface()) }); err != nil {
+			return &MalformedError{Msg: "decode " + c.typ + " from protobuf binary", Err: err}
+		}
 	}
 	if err := c.checkInitialized(m); err != nil {
 		return err
@@ -102,19 +120,16 @@ func (c *Contract) decodeBinary(b []byte, use func(protoreflect.Message) error) 
 	return use(m)
 }
 
-// unmarshal decodes b, which the wire walk has let through, into m. Should
+// unmarshal runs a decoder on data the wire walk has let through. Should
 // the decoder panic all the same, the panic is this input's refusal, not
 // the gateway's crash.
-func (c *Contract) unmarshal(b []byte, m *hyperpb.Message) (err error) {
+func (c *Contract) unmarshal(decode func() error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("contract: decoder panic: %v", r)
 		}
 	}()
-	// The depth limit is the contract's, enforced by the wire walk as the
-	// reflective decoder counted it; hyperpb counts its own way, and its
-	// limit only bounds its stack here.
-	return m.Unmarshal(b, hyperpb.WithMaxDepth(2*c.maxDepth+2), hyperpb.WithAllowAlias(false))
+	return decode()
 }
 
 // CheckJSON decodes b as the contract's message in its protojson form
@@ -367,14 +382,29 @@ func scanValue(fd protoreflect.FieldDescriptor, v protoreflect.Value, plans scan
 }
 
 // scanPlans maps a message type to the fields scanMessage must visit in it:
-// those of message type (a nested message may hold unknown fields, or be a
-// Timestamp or Duration out of range) and strings the decoder does not
-// check for UTF-8 (outside proto3), also as map keys or values. A type that
-// can hold extensions has no plan: its set fields are not known ahead.
+// strings the decoder does not check for UTF-8 (outside proto3), also as
+// map keys or values, and fields of message type that can hold what the
+// scan looks for. A type that can hold extensions has no plan: its set
+// fields are not known ahead.
 type scanPlans map[protoreflect.MessageDescriptor][]protoreflect.FieldDescriptor
 
-// newScanPlans plans md and every message type reachable from it.
-func newScanPlans(md protoreflect.MessageDescriptor) scanPlans {
+// newScanPlans plans md and every message type reachable from it. walked
+// says the payload has passed the wire walk, which refuses unknown fields:
+// a nested message is then visited only if it can hold a Timestamp or a
+// Duration (out of range), or a string the decoder does not check.
+// Otherwise every nested message is, as it may hold unknown fields.
+func newScanPlans(md protoreflect.MessageDescriptor, walked bool) scanPlans {
+	holds := scanHolders(md)
+	needsScan := func(fd protoreflect.FieldDescriptor) bool {
+		switch fd.Kind() {
+		case protoreflect.MessageKind, protoreflect.GroupKind:
+			// A map field is judged by its key and value.
+			return !fd.IsMap() && (!walked || holds[fd.Message().FullName()])
+		case protoreflect.StringKind:
+			return uncheckedString(fd)
+		}
+		return false
+	}
 	plans := scanPlans{}
 	var walk func(md protoreflect.MessageDescriptor)
 	walk = func(md protoreflect.MessageDescriptor) {
@@ -408,15 +438,55 @@ func newScanPlans(md protoreflect.MessageDescriptor) scanPlans {
 	return plans
 }
 
-// needsScan says whether a value of fd can hold what scanMessage looks for.
-func needsScan(fd protoreflect.FieldDescriptor) bool {
-	switch fd.Kind() {
-	case protoreflect.MessageKind, protoreflect.GroupKind:
-		return !fd.IsMap() // a map field is judged by its key and value
-	case protoreflect.StringKind:
-		return fd.ParentFile().Syntax() != protoreflect.Proto3
+// uncheckedString says whether fd is a string the decoder does not check
+// for UTF-8.
+func uncheckedString(fd protoreflect.FieldDescriptor) bool {
+	return fd.Kind() == protoreflect.StringKind && fd.ParentFile().Syntax() != protoreflect.Proto3
+}
+
+// scanHolders returns the message types reachable from md that can hold,
+// at any depth, a Timestamp or Duration, a string the decoder does not
+// check, or extensions (whose fields are not known ahead). It repeats
+// until nothing changes, for recursive types.
+func scanHolders(md protoreflect.MessageDescriptor) map[protoreflect.FullName]bool {
+	var reachable []protoreflect.MessageDescriptor
+	seen := make(map[protoreflect.FullName]bool)
+	var visit func(md protoreflect.MessageDescriptor)
+	visit = func(md protoreflect.MessageDescriptor) {
+		if seen[md.FullName()] {
+			return
+		}
+		seen[md.FullName()] = true
+		reachable = append(reachable, md)
+		fields := md.Fields()
+		for i := range fields.Len() {
+			if fd := fields.Get(i); fd.Message() != nil {
+				visit(fd.Message()) // a map's entry message, too
+			}
+		}
 	}
-	return false
+	visit(md)
+	holds := make(map[protoreflect.FullName]bool)
+	for changed := true; changed; {
+		changed = false
+		for _, m := range reachable {
+			if holds[m.FullName()] {
+				continue
+			}
+			name := m.FullName()
+			h := name == "google.protobuf.Timestamp" || name == "google.protobuf.Duration" || m.ExtensionRanges().Len() > 0
+			fields := m.Fields()
+			for i := 0; i < fields.Len() && !h; i++ {
+				fd := fields.Get(i)
+				h = uncheckedString(fd) || fd.Message() != nil && holds[fd.Message().FullName()]
+			}
+			if h {
+				holds[name] = true
+				changed = true
+			}
+		}
+	}
+	return holds
 }
 
 // Limits of google.protobuf.Timestamp (0001-01-01T00:00:00Z to

@@ -56,7 +56,11 @@
 // Binary payloads are decoded with hyperpb, a table-driven decoder
 // compiled for each contract at load, onto arenas that are recycled from
 // one payload to the next (payloads up to 64 KiB; a larger one gets an
-// arena of its own). Its messages are read by protovalidate like any
+// arena of its own). A contract that is not proto3, can hold extensions
+// or has a map with message values decodes with dynamicpb instead: there
+// hyperpb v0.1.3 has not been held to protobuf-go's answers, or was found
+// not to hold. Contract.Decoders names the choice, and sluice logs it at
+// start. Its messages are read by protovalidate like any
 // other, and never outlive the check: nothing a Check returns points into
 // them. The walk before it (wire.go) is what keeps the decoder's unchecked
 // reads on well-formed data. FuzzBinaryDecoders holds it to the answers

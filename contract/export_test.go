@@ -39,7 +39,7 @@ func (c *Contract) DynamicCheckBinary(b []byte) (_ []byte, err error) {
 	if err := c.checkInitialized(m); err != nil {
 		return nil, err
 	}
-	if p := scanMessage(m, c.scanPlans); p != nil {
+	if p := scanMessage(m, newScanPlans(c.desc, false)); p != nil {
 		return nil, p.malformed(c.typ)
 	}
 	if err := c.registry.validate(m.Interface(), len(b)); err != nil {

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/descriptorpb"
 	"google.golang.org/protobuf/types/dynamicpb"
 
 	"github.com/sluicehq/sluice/contract"
@@ -149,6 +150,22 @@ func FuzzCheckBinary(f *testing.F) {
 // violations.
 func FuzzBinaryDecoders(f *testing.F) {
 	contracts := fuzzContracts(f)
+	trees, err := contract.Load(setOf(f, treeFile()), []string{"test.v1.Tree"})
+	if err != nil {
+		f.Fatal(err)
+	}
+	contracts = append(contracts, lookup(f, trees, "test.v1.Tree"))
+	if d := contracts[len(contracts)-1].Decoders(); d.Binary != "hyperpb" {
+		f.Fatalf("test.v1.Tree decodes with %+v, want hyperpb", d)
+	}
+	tree := uint8(len(contracts) - 1)
+	leaf := str(2, "leaf")
+	f.Add(tree, protowire.AppendBytes(protowire.AppendTag(leaf, 1, protowire.BytesType), leaf))
+	f.Add(tree, protowire.AppendBytes(protowire.AppendTag(leaf, 3, protowire.BytesType), leaf))
+	f.Add(tree, protowire.AppendBytes(protowire.AppendTag(nil, 4, protowire.BytesType), append(str(1, "k"), str(2, "v")...)))
+	f.Add(tree, protowire.AppendBytes(protowire.AppendTag(nil, 5, protowire.BytesType), protowire.AppendVarint(protowire.AppendVarint(nil, 1), 1<<40)))
+	f.Add(tree, protowire.AppendVarint(protowire.AppendTag(nil, 8, protowire.VarintType), 7))
+	f.Add(tree, protowire.AppendBytes(protowire.AppendTag(nil, 10, protowire.BytesType), protowire.AppendVarint(protowire.AppendTag(nil, 1, protowire.VarintType), 1<<41)))
 	for typ, m := range validExamples() {
 		b := marshal(f, m)
 		f.Add(indexOf(typ), b)
@@ -203,4 +220,75 @@ func sameViolations(a, b []contract.Violation) bool {
 	slices.Sort(ka)
 	slices.Sort(kb)
 	return slices.Equal(ka, kb)
+}
+
+// treeFile is test.v1.Tree, a proto3 contract that hyperpb decodes, with
+// what the examples lack: recursion through a field and a list, packed
+// lists of every width, an enum, a oneof, a map with an integer key, bytes
+// and the two well-known types the scan checks.
+func treeFile() *descriptorpb.FileDescriptorProto {
+	field := func(name string, num int32, typ descriptorpb.FieldDescriptorProto_Type, label descriptorpb.FieldDescriptorProto_Label, typeName string) *descriptorpb.FieldDescriptorProto {
+		fd := &descriptorpb.FieldDescriptorProto{Name: proto.String(name), JsonName: proto.String(name), Number: proto.Int32(num), Type: typ.Enum(), Label: label.Enum()}
+		if typeName != "" {
+			fd.TypeName = proto.String(typeName)
+		}
+		return fd
+	}
+	const (
+		opt = descriptorpb.FieldDescriptorProto_LABEL_OPTIONAL
+		rep = descriptorpb.FieldDescriptorProto_LABEL_REPEATED
+	)
+	entry := func(name string, key descriptorpb.FieldDescriptorProto_Type) *descriptorpb.DescriptorProto {
+		return &descriptorpb.DescriptorProto{
+			Name:    proto.String(name),
+			Options: &descriptorpb.MessageOptions{MapEntry: proto.Bool(true)},
+			Field: []*descriptorpb.FieldDescriptorProto{
+				field("key", 1, key, opt, ""),
+				field("value", 2, descriptorpb.FieldDescriptorProto_TYPE_STRING, opt, ""),
+			},
+		}
+	}
+	oneof := func(fd *descriptorpb.FieldDescriptorProto) *descriptorpb.FieldDescriptorProto {
+		fd.OneofIndex = proto.Int32(0)
+		return fd
+	}
+	return &descriptorpb.FileDescriptorProto{
+		Name:       proto.String("test/v1/tree.proto"),
+		Package:    proto.String("test.v1"),
+		Syntax:     proto.String("proto3"),
+		Dependency: []string{"google/protobuf/timestamp.proto", "google/protobuf/duration.proto"},
+		EnumType: []*descriptorpb.EnumDescriptorProto{{
+			Name: proto.String("Kind"),
+			Value: []*descriptorpb.EnumValueDescriptorProto{
+				{Name: proto.String("KIND_UNSPECIFIED"), Number: proto.Int32(0)},
+				{Name: proto.String("KIND_LEAF"), Number: proto.Int32(1)},
+			},
+		}},
+		MessageType: []*descriptorpb.DescriptorProto{{
+			Name: proto.String("Tree"),
+			Field: []*descriptorpb.FieldDescriptorProto{
+				field("child", 1, descriptorpb.FieldDescriptorProto_TYPE_MESSAGE, opt, ".test.v1.Tree"),
+				field("name", 2, descriptorpb.FieldDescriptorProto_TYPE_STRING, opt, ""),
+				field("kids", 3, descriptorpb.FieldDescriptorProto_TYPE_MESSAGE, rep, ".test.v1.Tree"),
+				field("labels", 4, descriptorpb.FieldDescriptorProto_TYPE_MESSAGE, rep, ".test.v1.Tree.LabelsEntry"),
+				field("nums", 5, descriptorpb.FieldDescriptorProto_TYPE_INT64, rep, ""),
+				field("fixed", 6, descriptorpb.FieldDescriptorProto_TYPE_FIXED32, rep, ""),
+				field("ratios", 7, descriptorpb.FieldDescriptorProto_TYPE_DOUBLE, rep, ""),
+				field("kind", 8, descriptorpb.FieldDescriptorProto_TYPE_ENUM, opt, ".test.v1.Kind"),
+				field("at", 9, descriptorpb.FieldDescriptorProto_TYPE_MESSAGE, opt, ".google.protobuf.Timestamp"),
+				field("took", 10, descriptorpb.FieldDescriptorProto_TYPE_MESSAGE, opt, ".google.protobuf.Duration"),
+				field("ranks", 11, descriptorpb.FieldDescriptorProto_TYPE_MESSAGE, rep, ".test.v1.Tree.RanksEntry"),
+				oneof(field("text", 12, descriptorpb.FieldDescriptorProto_TYPE_STRING, opt, "")),
+				oneof(field("blob", 13, descriptorpb.FieldDescriptorProto_TYPE_BYTES, opt, "")),
+				field("flags", 14, descriptorpb.FieldDescriptorProto_TYPE_BOOL, rep, ""),
+				field("delta", 15, descriptorpb.FieldDescriptorProto_TYPE_SINT32, opt, ""),
+				field("ids", 16, descriptorpb.FieldDescriptorProto_TYPE_UINT64, rep, ""),
+			},
+			NestedType: []*descriptorpb.DescriptorProto{
+				entry("LabelsEntry", descriptorpb.FieldDescriptorProto_TYPE_STRING),
+				entry("RanksEntry", descriptorpb.FieldDescriptorProto_TYPE_INT32),
+			},
+			OneofDecl: []*descriptorpb.OneofDescriptorProto{{Name: proto.String("body")}},
+		}},
+	}
 }

@@ -88,14 +88,21 @@ func Load(image []byte, types []string, opts ...Option) (*Registry, error) {
 			typ:         name,
 			desc:        md,
 			msgType:     dynamicpb.NewMessageType(md),
-			parser:      hyperpb.CompileMessageDescriptor(md, hyperpb.WithExtensionsFromTypes(local)),
+			binary:      proto.UnmarshalOptions{RecursionLimit: o.maxDepth, Resolver: local, AllowPartial: true},
 			fingerprint: fp.fingerprint(md),
 			maxDepth:    o.maxDepth,
 			hasRequired: hasRequiredFields(md),
 			wire:        newWireChecker(md, local, o.maxDepth),
-			scanPlans:   newScanPlans(md),
+			scanPlans:   newScanPlans(md, true),
 			json:        protojson.UnmarshalOptions{RecursionLimit: o.maxDepth, Resolver: local, AllowPartial: true},
 			registry:    r,
+		}
+		c := r.contracts[name]
+		c.decoders = Decoders{Binary: "hyperpb", JSON: "protojson"}
+		if why := hyperpbRefuses(md); why != "" {
+			c.decoders.Binary, c.decoders.BinaryReason = "dynamicpb", why
+		} else {
+			c.parser = hyperpb.CompileMessageDescriptor(md, hyperpb.WithExtensionsFromTypes(local))
 		}
 		r.types = append(r.types, name)
 		descs = append(descs, md)

@@ -466,3 +466,34 @@ func TestNestedMapEntries(t *testing.T) {
 		})
 	}
 }
+
+// TestDecodersChosenAtLoad: binary payloads decode with hyperpb where the
+// differential fuzz holds it to protobuf-go, and with dynamicpb, for a
+// stated reason, where it does not: a map with message values, a file
+// that is not proto3.
+func TestDecodersChosenAtLoad(t *testing.T) {
+	r := loadExamples(t)
+	for _, typ := range exampleTypes() {
+		if d := lookup(t, r, typ).Decoders(); d.Binary != "hyperpb" || d.BinaryReason != "" {
+			t.Errorf("%s: %+v, want hyperpb", typ, d)
+		}
+	}
+	nodes, err := contract.Load(setOf(t, nodeFile(nil)), []string{"test.v1.Node"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := lookup(t, nodes, "test.v1.Node").Decoders(); d.Binary != "dynamicpb" || !strings.Contains(d.BinaryReason, "test.v1.Node.kids is a map with message values") {
+		t.Errorf("test.v1.Node: %+v, want dynamicpb for its map of messages", d)
+	}
+	proto2 := nodeFile(nil)
+	proto2.Syntax = proto.String("proto2")
+	proto2.MessageType[0].Field = proto2.MessageType[0].Field[1:2] // name only
+	proto2.MessageType[0].NestedType = nil
+	r2, err := contract.Load(setOf(t, proto2), []string{"test.v1.Node"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := lookup(t, r2, "test.v1.Node").Decoders(); d.Binary != "dynamicpb" || !strings.Contains(d.BinaryReason, "not in a proto3 file") {
+		t.Errorf("proto2 test.v1.Node: %+v, want dynamicpb", d)
+	}
+}

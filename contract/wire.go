@@ -20,6 +20,8 @@ import (
 //     decoder keeps the first as unknown and drops the second inside map
 //     entries; it has panicked on some entries whose key repeats with the
 //     wrong wire type);
+//   - a value a closed (proto2) enum does not define, which protobuf-go
+//     keeps as an unknown field;
 //   - nesting deeper than the limit, counted as protobuf-go's recursion
 //     limit counts it: the contract message is level 1, and each message,
 //     group or map entry within it one more.
@@ -48,9 +50,10 @@ type wirePlan struct {
 // wireField is one known field.
 type wireField struct {
 	fd     protoreflect.FieldDescriptor
-	wire   protowire.Type // the wire type of one value
-	packed bool           // a repeated scalar, which may also come packed
-	inner  *wirePlan      // the message, group or map entry it holds
+	wire   protowire.Type                    // the wire type of one value
+	packed bool                              // a repeated scalar, which may also come packed
+	inner  *wirePlan                         // the message, group or map entry it holds
+	closed protoreflect.EnumValueDescriptors // the values of a closed enum
 }
 
 // maxIndexedNumber bounds wirePlan.byNumber, so a sparse message with a
@@ -87,6 +90,9 @@ func planWire(md protoreflect.MessageDescriptor, plans map[protoreflect.FullName
 func newWireField(fd protoreflect.FieldDescriptor) *wireField {
 	f := &wireField{fd: fd, wire: wireType(fd)}
 	f.packed = fd.IsList() && f.wire != protowire.BytesType && f.wire != protowire.StartGroupType
+	if ed := fd.Enum(); ed != nil && ed.IsClosed() {
+		f.closed = ed.Values()
+	}
 	return f
 }
 
@@ -171,8 +177,14 @@ func (c *wireChecker) check(b []byte, p *wirePlan, depth int) *problem {
 			inner = val[:len(val)-protowire.SizeTag(num)]
 		case typ == protowire.BytesType && f.packed:
 			list, _ := protowire.ConsumeBytes(val)
-			if !wholeElements(list, f.wire) {
-				return (&problem{what: "packed list is not whole " + f.fd.Kind().String() + " elements"}).at(fieldSegment(f.fd))
+			if q := f.checkPacked(list); q != nil {
+				return q.at(fieldSegment(f.fd))
+			}
+			continue
+		case f.closed != nil:
+			v, _ := protowire.ConsumeVarint(val)
+			if q := f.checkEnum(v); q != nil {
+				return q.at(fieldSegment(f.fd))
 			}
 			continue
 		default:
@@ -208,23 +220,44 @@ func (c *wireChecker) segment(msg []byte, end int, f *wireField) string {
 	return name + "[" + strconv.Itoa(index) + "]"
 }
 
-// wholeElements reports whether a packed list's bytes are whole elements
-// of wire type typ.
-func wholeElements(b []byte, typ protowire.Type) bool {
-	switch typ {
+// checkPacked refuses a packed list that is not whole elements of the
+// field's type, or holds a value its closed enum does not define.
+func (f *wireField) checkPacked(b []byte) *problem {
+	switch f.wire {
 	case protowire.Fixed32Type:
-		return len(b)%4 == 0
-	case protowire.Fixed64Type:
-		return len(b)%8 == 0
-	}
-	for len(b) > 0 {
-		_, n := protowire.ConsumeVarint(b)
-		if n < 0 {
-			return false
+		if len(b)%4 == 0 {
+			return nil
 		}
-		b = b[n:]
+	case protowire.Fixed64Type:
+		if len(b)%8 == 0 {
+			return nil
+		}
+	default:
+		for len(b) > 0 {
+			v, n := protowire.ConsumeVarint(b)
+			if n < 0 {
+				break
+			}
+			if q := f.checkEnum(v); q != nil {
+				return q
+			}
+			b = b[n:]
+		}
+		if len(b) == 0 {
+			return nil
+		}
 	}
-	return true
+	return &problem{what: "packed list is not whole " + f.fd.Kind().String() + " elements"}
+}
+
+// checkEnum refuses a value of a closed enum that the enum does not
+// define: protobuf-go keeps one as an unknown field, which the gateway
+// refuses. The number is the varint's low 32 bits, as decoders read it.
+func (f *wireField) checkEnum(v uint64) *problem {
+	if f.closed == nil || f.closed.ByNumber(protoreflect.EnumNumber(int32(v))) != nil {
+		return nil
+	}
+	return &problem{what: "value " + strconv.Itoa(int(int32(v))) + " is not defined in closed enum " + string(f.fd.Enum().FullName())}
 }
 
 func fieldSegment(fd protoreflect.FieldDescriptor) string {

@@ -55,6 +55,7 @@ func runGatewayCmd(ctx context.Context, args []string, stderr io.Writer) error {
 // producer. started, when set, is called with the running server and the
 // admin listener's address.
 func serve(ctx context.Context, cfg fileConfig, registry *contract.Registry, log *slog.Logger, started func(srv *gateway.Server, adminAddr string)) error {
+	logDecoders(log, registry)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
@@ -170,5 +171,22 @@ func closeSpool(s *buffer.Spool, log *slog.Logger) {
 	}
 	if err := s.Close(); err != nil {
 		log.Error("spool close", "err", err)
+	}
+}
+
+// logDecoders says, per contract, which decoders its payloads go through:
+// the fast ones, or the reflective ones and why (contract.Decoders).
+func logDecoders(log *slog.Logger, registry *contract.Registry) {
+	for _, typ := range registry.Types() {
+		c, _ := registry.Lookup(typ)
+		d := c.Decoders()
+		attrs := []any{"type", typ, "binary", d.Binary, "json", d.JSON}
+		if d.BinaryReason != "" {
+			attrs = append(attrs, "binary_because", d.BinaryReason)
+		}
+		if d.JSONReason != "" {
+			attrs = append(attrs, "json_because", d.JSONReason)
+		}
+		log.Info("contract decoders", attrs...)
 	}
 }
