@@ -98,7 +98,8 @@ func (c *Contract) decodeBinary(b []byte, use func(protoreflect.Message) error) 
 			// The depth limit is the contract's, enforced by the wire walk
 			// as protobuf-go counts it; hyperpb counts its own way, and its
 			// limit only bounds its stack here.
-			return hm.Unmarshal(b, hyperpb.WithMaxDepth(2*c.maxDepth+2), hyperpb.WithAllowAlias(true))
+			return hm.Unmarshal(b, hyperpb.WithMaxDepth(2*c.maxDepth+2), hyperpb.WithAllowAlias(true),
+				hyperpb.WithAllowInvalidUTF8(true)) // the walk checked it
 		}); err != nil {
 			return &MalformedError{Msg: "decode " + c.typ + " from protobuf binary", Err: err}
 		}

@@ -3,6 +3,7 @@ package contract
 import (
 	"fmt"
 	"strconv"
+	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -22,6 +23,10 @@ import (
 //     wrong wire type);
 //   - a value a closed (proto2) enum does not define, which protobuf-go
 //     keeps as an unknown field;
+//   - a string that is not UTF-8, in any file (protobuf-go checks proto3
+//     strings while decoding, and the scan after it checked the others;
+//     hyperpb v0.1.3 refuses some valid four-byte sequences, so its own
+//     check is off);
 //   - nesting deeper than the limit, counted as protobuf-go's recursion
 //     limit counts it: the contract message is level 1, and each message,
 //     group or map entry within it one more.
@@ -54,6 +59,7 @@ type wireField struct {
 	packed bool                              // a repeated scalar, which may also come packed
 	inner  *wirePlan                         // the message, group or map entry it holds
 	closed protoreflect.EnumValueDescriptors // the values of a closed enum
+	text   bool                              // a string, which must be UTF-8
 }
 
 // maxIndexedNumber bounds wirePlan.byNumber, so a sparse message with a
@@ -90,6 +96,7 @@ func planWire(md protoreflect.MessageDescriptor, plans map[protoreflect.FullName
 func newWireField(fd protoreflect.FieldDescriptor) *wireField {
 	f := &wireField{fd: fd, wire: wireType(fd)}
 	f.packed = fd.IsList() && f.wire != protowire.BytesType && f.wire != protowire.StartGroupType
+	f.text = fd.Kind() == protoreflect.StringKind
 	if ed := fd.Enum(); ed != nil && ed.IsClosed() {
 		f.closed = ed.Values()
 	}
@@ -179,6 +186,14 @@ func (c *wireChecker) check(b []byte, p *wirePlan, depth int) *problem {
 			list, _ := protowire.ConsumeBytes(val)
 			if q := f.checkPacked(list); q != nil {
 				return q.at(fieldSegment(f.fd))
+			}
+			continue
+		case f.text:
+			if v, _ := protowire.ConsumeBytes(val); !utf8.Valid(v) {
+				if p.entry {
+					return &problem{what: "map entry " + string(f.fd.Name()) + " is not valid UTF-8"}
+				}
+				return (&problem{what: "invalid UTF-8"}).at(c.segment(whole, len(whole)-len(b), f))
 			}
 			continue
 		case f.closed != nil:
