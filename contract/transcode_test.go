@@ -550,3 +550,196 @@ func TestTranscodeBytes(t *testing.T) {
 		})
 	}
 }
+
+// TestTranscodeAgrees: each case is decided as expected, and the same way
+// and with the same bytes as the protojson path.
+func TestTranscodeAgrees(t *testing.T) {
+	targets := transcodeTargets(t)
+	tests := []struct {
+		name string
+		tg   int
+		in   string
+		ok   bool
+	}{
+		{"proto and JSON names", tgShop, `{"order_id":"a","totalCents":"1","shipping_address":{"postalCode":"x"}}`, true},
+		{"same field twice by both names", tgShop, `{"order_id":"a","orderId":"b"}`, false},
+		{"json_name", tgRich, `{"customName":1}`, true},
+		{"json_name and proto name twice", tgRich, `{"customName":1,"renamed":2}`, false},
+		{"JSON name wins over another's proto name", tgRich, `{"snake_case_name":"x","snakeCaseName":"y"}`, true},
+		{"escaped name", tgRich, `{"i\u0033\u0032":5}`, true},
+		{"unknown field", tgRich, `{"nope":1}`, false},
+		{"extension syntax", tgRich, `{"[test.rich.v1.ext]":1}`, false},
+		{"oneof twice", tgRich, `{"oS":"a","oI":1}`, false},
+		{"oneof null does not count", tgRich, `{"oS":null,"oI":1}`, true},
+		{"oneof Value null counts", tgRich, `{"oV":null,"oS":"a"}`, false},
+		{"oneof zero written", tgRich, `{"oI":0}`, true},
+		{"null skipped after the duplicate check", tgRich, `{"i32":null,"i32":1}`, false},
+		{"int forms", tgRich, `{"i32":"1e3","i64":"-9223372036854775808","u64":"18446744073709551615","u32":4294967295}`, true},
+		{"int exponent and fraction forms", tgRich, `{"i32":1.5e1,"sf32":100e-2,"s64":"0e99999999999"}`, true},
+		{"int bare e", tgRich, `{"i32":1e}`, true},
+		{"int e and sign", tgRich, `{"i32":1e+}`, false},
+		{"int fraction", tgRich, `{"i32":1.5}`, false},
+		{"int over 20 digits after the exponent", tgRich, `{"u64":0.00000000000000000000001e23}`, false},
+		{"int32 out of range", tgRich, `{"i32":2147483648}`, false},
+		{"int64 out of range", tgRich, `{"i64":9223372036854775808}`, false},
+		{"uint negative", tgRich, `{"u64":-1}`, false},
+		{"uint minus zero", tgRich, `{"u32":-0}`, true},
+		{"int string with space", tgRich, `{"i32":" 1"}`, false},
+		{"leading zero", tgRich, `{"i32":01}`, false},
+		{"bool as string", tgRich, `{"b":"true"}`, false},
+		{"float specials", tgRich, `{"fl":"NaN","db":"-Infinity","rFl":["Infinity","-0",1e-50]}`, true},
+		{"float32 out of range", tgRich, `{"fl":3.5e38}`, false},
+		{"double out of range", tgRich, `{"db":1e400}`, false},
+		{"minus zero written", tgRich, `{"db":-0,"fl":-0.0}`, true},
+		{"float string with space", tgRich, `{"fl":" 1"}`, false},
+		{"base64 forms", tgRich, `{"rBy":["AQI","AQI=","-_8","+/8=","AQ\nID"]}`, true},
+		{"base64 bad padding", tgRich, `{"by":"AQ==="}`, false},
+		{"base64 one char", tgRich, `{"by":"A"}`, false},
+		{"enum names and numbers", tgRich, `{"color":"COLOR_NEG","rColor":[1,"COLOR_RED",-3,7]}`, true},
+		{"enum null in a list", tgRich, `{"rColor":[null]}`, false},
+		{"enum number as string", tgRich, `{"color":"1"}`, false},
+		{"closed enum unknown number", tgLegacy, `{"shade":0,"shades":[5]}`, true},
+		{"closed enum unknown name", tgLegacy, `{"shade":"SHADE_DIM"}`, false},
+		{"NullValue", tgRich, `{"nv":null,"rNv":[null,"NULL_VALUE",0],"oNv":null}`, true},
+		{"surrogate pair and escapes", tgRich, `{"s":"\ud83d\ude00 \/ \b\f\n\r\t \"\\"}`, true},
+		{"lone surrogate", tgRich, `{"s":"\ud83d"}`, false},
+		{"reversed surrogates", tgRich, `{"s":"\ude00\ud83d"}`, false},
+		{"raw control character", tgRich, "{\"s\":\"a\tb\"}", false},
+		{"invalid UTF-8", tgRich, "{\"s\":\"\xff\"}", false},
+		{"UTF-8 surrogate", tgRich, "{\"s\":\"\xed\xa0\x80\"}", false},
+		{"null list and map skipped", tgRich, `{"rI32":null,"mSi":null}`, true},
+		{"null in a list", tgRich, `{"rI32":[null]}`, false},
+		{"null Value list", tgRich, `{"rV":null}`, false},
+		{"map key kinds", tgRich, `{"mBc":{"true":1,"false":"COLOR_RED"},"mUd":{"18446744073709551615":1.5},"mS64":{"-9223372036854775808":true},"mSf64":{"-5":"x"}}`, true},
+		{"map key plus sign", tgRich, `{"mIs":{"+1":"a","-0":"b"}}`, true},
+		{"map keys equal as numbers", tgRich, `{"mIs":{"1":"a","01":"b"}}`, false},
+		{"map key bad bool", tgRich, `{"mBc":{"True":1}}`, false},
+		{"map null value", tgRich, `{"mIr":{"1":null}}`, false},
+		{"map Value and NullValue null", tgRich, `{"mSv":{"a":null},"mSnv":{"a":null}}`, true},
+		{"proto2 zeros written", tgLegacy, `{"i32":0,"s":"","b":false,"sixtyFour":"0"}`, true},
+		{"editions presence and packing", tgEd, `{"a":0,"b":0,"c":[1,2],"d":[1,2],"e":9}`, true},
+		{"depth at the limit", tgShallow, `{"child":{"child":{"child":{"child":{}}}}}`, true},
+		{"depth over the limit", tgShallow, `{"child":{"child":{"child":{"child":{"child":{}}}}}}`, false},
+		{"a Timestamp is a message level", tgShallow, `{"child":{"child":{"child":{"child":{"ts":"1970-01-01T00:00:01Z"}}}}}`, false},
+		{"Struct values count as levels", tgShallow, `{"st":{"a":{"b":{"c":1}}}}`, true},
+		{"Struct values at the limit", tgShallow, `{"st":{"a":{"b":{"c":{}}}}}`, true},
+		{"Struct values over the limit", tgShallow, `{"st":{"a":{"b":{"c":{"d":1}}}}}`, false},
+		{"ListValue values over the limit", tgShallow, `{"lv":[[[[1]]]]}`, false},
+		{"JSON depth over the limit", tgShallow, `{"child":{"child":{"child":{"child":{"rI32":[]}}}}}`, false},
+		{"Timestamp offset", tgLogs, `{"timestamp":"2025-03-14T09:26:53.589+01:00"}`, true},
+		{"Timestamp one-digit hour", tgLogs, `{"timestamp":"2025-03-14T9:26:53Z"}`, true},
+		{"Timestamp ten fraction digits", tgLogs, `{"timestamp":"9999-12-31T23:59:59.9999999999Z"}`, false},
+		{"Timestamp year 0", tgLogs, `{"timestamp":"0000-12-31T23:59:59Z"}`, false},
+		{"Timestamp not a leap year", tgLogs, `{"timestamp":"2023-02-29T00:00:00Z"}`, false},
+		{"Duration forms", tgRich, `{"rDur":["-0.5s","0s","+1s",".5s","1.s","-.s","315576000000.999999999s"]}`, true},
+		{"Duration out of range", tgRich, `{"dur":"315576000001s"}`, false},
+		{"Duration ten fraction digits", tgRich, `{"dur":"1.0000000001s"}`, false},
+		{"Struct, Value, ListValue", tgRich, `{"st":{"b":1,"a":"x","c":[true,null,{"d":false}]},"v":null,"lv":[1,[2]]}`, true},
+		{"Struct duplicate key", tgRich, `{"st":{"a":1,"a":2}}`, false},
+		{"Value number out of range", tgRich, `{"v":1e400}`, false},
+		{"FieldMask", tgRich, `{"fm":" a , b "}`, false},
+		{"FieldMask camel paths", tgRich, `{"fm":"a,bC.dEf,g1,A"}`, true},
+		{"FieldMask underscore", tgRich, `{"fm":"a_b"}`, false},
+		{"FieldMask empty path", tgRich, `{"fm":"a,,b"}`, false},
+		{"Empty with a field", tgRich, `{"empty":{"a":1}}`, false},
+		{"wrappers", tgRich, `{"wI64":"5","wU64":0,"wB":false,"wS":"","wBy":"AQ==","wFl":-0,"wDb":"NaN"}`, true},
+		{"wrapper null in a list", tgRich, `{"rW":[null]}`, false},
+		{"trailing comma", tgRich, `{"i32":1,}`, false},
+		{"whitespace", tgRich, "\t{\r\n \"i32\" : 1 }\n ", true},
+		{"missing comma", tgRich, `{"i32":1 "b":true}`, false},
+		{"literal run on", tgRich, `{"b":truee}`, false},
+		{"trailing data", tgRich, `{}]`, false},
+		{"not an object", tgRich, `[]`, false},
+		{"empty", tgRich, ``, false},
+		{"byte order mark", tgRich, "\ufeff{}", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := compareTranscode(t, targets[tc.tg], []byte(tc.in)); got != tc.ok {
+				t.Errorf("accepted %v, want %v", got, tc.ok)
+			}
+		})
+	}
+}
+
+// TestTranscodeErrorSays: a refusal names the contract, the field and what
+// was wrong.
+func TestTranscodeErrorSays(t *testing.T) {
+	targets := transcodeTargets(t)
+	tests := []struct {
+		tg      int
+		in      string
+		mention string
+	}{
+		{tgShop, `{"items":[{"sku":"a"},{"quantity":"x"}]}`, `examples.shop.v1.OrderPlaced: field "items[1].quantity": invalid value for uint32`},
+		{tgShop, `{"customer":{"age":3}}`, `field "customer": unknown field "age"`},
+		{tgLogs, `{"labels":{"a":1}}`, `field "labels["a"]": invalid value for string`},
+		{tgLogs, `{"labels":{"a":"1","a":"2"}}`, `duplicate map key ["a"]`},
+		{tgShop, `[]`, `examples.shop.v1.OrderPlaced: payload is not a JSON object`},
+		{tgShallow, `{"child":{"child":{"child":{"child":{"rI32":[]}}}}}`, `JSON nests deeper than 5`},
+		{tgShallow, `{"st":{"a":{"b":{"c":{"d":1}}}}}`, `messages nest deeper than 5`},
+	}
+	for _, tc := range tests {
+		_, err := targets[tc.tg].t.transcode(nil, []byte(tc.in))
+		if err == nil || !strings.Contains(err.Error(), tc.mention) {
+			t.Errorf("%s: got %v, want it to mention %q", tc.in, err, tc.mention)
+		}
+	}
+}
+
+// TestTranscodeAllocs: a valid payload costs no allocation beyond dst.
+func TestTranscodeAllocs(t *testing.T) {
+	targets := transcodeTargets(t)
+	for path, b := range exampleEvents(t) {
+		tg := targets[eventTarget(path)]
+		dst := make([]byte, 0, 4096)
+		tg.t.transcode(dst, b) // warm the pool
+		if n := testing.AllocsPerRun(100, func() {
+			if _, err := tg.t.transcode(dst, b); err != nil {
+				t.Fatal(err)
+			}
+		}); n != 0 {
+			t.Errorf("%s: %v allocations per run", path, n)
+		}
+	}
+}
+
+// BenchmarkTranscodeJSON prices each example fixture through the
+// transcoder and through the protojson path it replaces (decode into a
+// dynamic message, then deterministic marshal).
+func BenchmarkTranscodeJSON(b *testing.B) {
+	targets := transcodeTargets(b)
+	for _, tc := range []struct {
+		name, fixture string
+		tg            int
+	}{
+		{"shop", "order_placed.json", tgShop},
+		{"identity", "user_profile_updated.json", tgIdentity},
+		{"logs", "log_line.json", tgLogs},
+	} {
+		js, err := os.ReadFile(filepath.Join("testdata", tc.fixture))
+		if err != nil {
+			b.Fatal(err)
+		}
+		tg := targets[tc.tg]
+		b.Run(tc.name+"/transcoder", func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(js)))
+			var dst []byte
+			for b.Loop() {
+				if dst, err = tg.t.transcode(dst[:0], js); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(tc.name+"/protojson", func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(js)))
+			for b.Loop() {
+				if _, err := tg.c.DecodeJSON(js); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
