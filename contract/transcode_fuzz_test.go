@@ -260,12 +260,46 @@ func eventSeeds(tb testing.TB) []transcodeSeed {
 
 // FuzzTranscodeJSON holds the transcoder to the protojson path: the same
 // inputs accepted, refusals MalformedErrors, and the same bytes published.
+//
+// The input is also read as the contract's message in protobuf binary;
+// when it is one, protojson's JSON of it is checked too. Mutating binary
+// reaches every field's shape far sooner than mutating JSON text does.
 func FuzzTranscodeJSON(f *testing.F) {
 	targets := transcodeTargets(f)
 	for _, s := range append(eventSeeds(f), edgeSeeds()...) {
 		f.Add(uint8(s.tg), []byte(s.in))
+		if bin, err := targets[s.tg].c.DecodeJSON([]byte(s.in)); err == nil && len(bin) > 0 {
+			f.Add(uint8(s.tg), bin)
+		}
 	}
 	f.Fuzz(func(t *testing.T, which uint8, in []byte) {
-		compareTranscode(t, targets[int(which)%len(targets)], in)
+		tg := targets[int(which)%len(targets)]
+		compareTranscode(t, tg, in)
+		m, ok := binaryMessage(tg, in)
+		if !ok {
+			return
+		}
+		for _, opts := range []protojson.MarshalOptions{
+			{},
+			{UseProtoNames: true, UseEnumNumbers: true},
+			{EmitUnpopulated: true, Multiline: true},
+		} {
+			if js, err := opts.Marshal(m); err == nil {
+				compareTranscode(t, tg, js)
+			}
+		}
 	})
+}
+
+// binaryMessage decodes in as tg's message in protobuf binary, if it is
+// one. The decoder has panicked on hostile map entries; such input is
+// simply not one.
+func binaryMessage(tg transcodeTarget, in []byte) (m *dynamicpb.Message, ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	m = dynamicpb.NewMessage(tg.c.desc)
+	return m, proto.Unmarshal(in, m) == nil
 }

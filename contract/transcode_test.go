@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -689,6 +690,14 @@ func TestTranscodeErrorSays(t *testing.T) {
 
 // TestTranscodeAllocs: a valid payload costs no allocation beyond dst.
 func TestTranscodeAllocs(t *testing.T) {
+	// The race detector makes sync.Pool drop a share of what is put back.
+	var probe sync.Pool
+	for range 100 {
+		probe.Put(new(int))
+		if probe.Get() == nil {
+			t.Skip("sync.Pool drops items in this build")
+		}
+	}
 	targets := transcodeTargets(t)
 	for path, b := range exampleEvents(t) {
 		tg := targets[eventTarget(path)]
