@@ -1,0 +1,1134 @@
+package contract
+
+import (
+	"bytes"
+	"encoding/base64"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/reflect/protoreflect"
+)
+
+// Scratch a pooled transcoding may keep: more is dropped after the call,
+// so one huge payload does not pin its buffers for good.
+const (
+	maxPooledBytes    = 64 << 10
+	maxPooledSegments = 4 << 10
+)
+
+// transcode appends to dst the protobuf binary of the JSON payload src and returns it.
+// A refusal is a *MalformedError (same type the protojson path returns).
+func (t *jsonTranscoder) transcode(dst, src []byte) ([]byte, error) {
+	d := t.pool.Get().(*transcoding)
+	d.t, d.src, d.pos, d.out, d.depth = t, src, 0, dst, 0
+	err := d.payload()
+	out := d.out
+	d.src, d.out = nil, nil
+	if cap(d.buf) <= maxPooledBytes && cap(d.tmp) <= maxPooledBytes &&
+		cap(d.segs) <= maxPooledSegments && cap(d.seen) <= maxPooledSegments {
+		d.segs, d.seen = d.segs[:0], d.seen[:0]
+		t.pool.Put(d)
+	}
+	if err != nil {
+		return nil, t.malformed(err)
+	}
+	return out, nil
+}
+
+// transcoding is one call's state and the scratch it reuses.
+type transcoding struct {
+	t     *jsonTranscoder
+	src   []byte
+	pos   int
+	out   []byte
+	depth int // of JSON objects and arrays, as CheckJSONDepth counts
+	// segs holds, for each object and map being read, the span each field
+	// or entry took in out, to reorder them when they came out of order.
+	segs []segment
+	// seen holds the fields and oneofs set in each object being read.
+	seen   []uint64
+	buf    []byte // the value of the last string read that had escapes
+	tmp    []byte // a copy of what is being reordered
+	sorter segmentSorter
+}
+
+// segment is what one field or map entry wrote to out.
+type segment struct {
+	start, end int
+	// key orders segments: a field's rank, or a map entry's key (bools as
+	// 0 and 1, signed integers offset so that unsigned order is theirs).
+	key uint64
+	// kstart and kend hold a string key's bytes in out.
+	kstart, kend int
+	off          int // where the entry's key is in src, for errors
+}
+
+// transcodeError is a refusal on its way up; path gathers where it
+// happened, innermost first, only once something failed.
+type transcodeError struct {
+	what string
+	off  int
+	path []string
+}
+
+func (e *transcodeError) Error() string { return e.what }
+
+func (d *transcoding) fail(what string) error {
+	return &transcodeError{what: what, off: d.pos}
+}
+
+func (d *transcoding) failf(format string, args ...any) error {
+	return &transcodeError{what: fmt.Sprintf(format, args...), off: d.pos}
+}
+
+// errAt adds a path segment to err: a field's name, "[3]" or `["key"]`.
+func errAt(err error, segment string) error {
+	if e, ok := err.(*transcodeError); ok {
+		e.path = append(e.path, segment)
+	}
+	return err
+}
+
+func (t *jsonTranscoder) malformed(err error) *MalformedError {
+	e, ok := err.(*transcodeError)
+	if !ok {
+		return &MalformedError{Msg: t.typ + ": " + err.Error()}
+	}
+	var b strings.Builder
+	b.WriteString(t.typ)
+	b.WriteString(": ")
+	if len(e.path) > 0 {
+		b.WriteString(`field "`)
+		for i := len(e.path) - 1; i >= 0; i-- {
+			if i != len(e.path)-1 && e.path[i][0] != '[' {
+				b.WriteByte('.')
+			}
+			b.WriteString(e.path[i])
+		}
+		b.WriteString(`": `)
+	}
+	b.WriteString(e.what)
+	b.WriteString(" at offset ")
+	b.WriteString(strconv.Itoa(e.off))
+	return &MalformedError{Msg: b.String()}
+}
+
+// payload reads the whole of src: one object and whitespace.
+func (d *transcoding) payload() error {
+	if d.next() != '{' {
+		return d.fail("payload is not a JSON object")
+	}
+	if err := d.message(d.t.root, 1); err != nil {
+		return err
+	}
+	if d.next() != 0 || d.pos != len(d.src) {
+		return d.fail("data after the JSON object")
+	}
+	return nil
+}
+
+// next skips whitespace and returns the byte there, 0 at the end. No
+// valid JSON token starts with 0, so a NUL byte fails like the end does.
+func (d *transcoding) next() byte {
+	for d.pos < len(d.src) {
+		switch c := d.src[d.pos]; c {
+		case ' ', '\t', '\n', '\r':
+			d.pos++
+		default:
+			return c
+		}
+	}
+	return 0
+}
+
+// open consumes the '{' or '[' at d.pos, within the depth limit.
+func (d *transcoding) open() error {
+	d.depth++
+	if d.depth > d.t.maxDepth {
+		return d.failf("JSON nests deeper than %d", d.t.maxDepth)
+	}
+	d.pos++
+	return nil
+}
+
+// more reads what follows a member or element: true after a comma, false
+// at close, which it consumes.
+func (d *transcoding) more(close byte) (bool, error) {
+	switch d.next() {
+	case ',':
+		d.pos++
+		return true, nil
+	case close:
+		d.pos++
+		d.depth--
+		return false, nil
+	}
+	return false, d.failf("expected ',' or '%c'", close)
+}
+
+// name reads an object member's name and the colon after it.
+func (d *transcoding) name() ([]byte, error) {
+	if d.next() != '"' {
+		return nil, d.fail("expected a field name")
+	}
+	s, err := d.str()
+	if err != nil {
+		return nil, err
+	}
+	if d.next() != ':' {
+		return nil, d.fail("expected ':' after a field name")
+	}
+	d.pos++
+	return s, nil
+}
+
+// lit consumes the literal s if it is at d.pos. What follows it is left
+// to the grammar: no valid continuation is a letter or digit.
+func (d *transcoding) lit(s string) bool {
+	if len(d.src)-d.pos >= len(s) && string(d.src[d.pos:d.pos+len(s)]) == s {
+		d.pos += len(s)
+		return true
+	}
+	return false
+}
+
+// message reads a value of message type p, nested depth messages deep
+// (the payload is 1), as protojson's unmarshalMessage counts them.
+func (d *transcoding) message(p *msgPlan, depth int) error {
+	if depth > d.t.maxDepth {
+		return d.failf("messages nest deeper than %d", d.t.maxDepth)
+	}
+	switch p.wk {
+	case wkTimestamp:
+		return d.timestamp(p)
+	case wkDuration:
+		return d.duration(p)
+	case wkWrapper:
+		return d.singular(&p.fields[0], depth)
+	case wkStruct:
+		return d.mapField(&p.fields[0], depth)
+	case wkListValue:
+		return d.listField(&p.fields[0], depth)
+	case wkValue:
+		return d.value(p, depth)
+	case wkFieldMask:
+		return d.fieldMask(p)
+	case wkEmpty:
+		return d.empty()
+	}
+	return d.object(p, depth)
+}
+
+func (d *transcoding) object(p *msgPlan, depth int) error {
+	if d.next() != '{' {
+		return d.fail("expected an object for " + p.name)
+	}
+	if err := d.open(); err != nil {
+		return err
+	}
+	segBase, seenBase := len(d.segs), len(d.seen)
+	for range p.words {
+		d.seen = append(d.seen, 0)
+	}
+	seen := d.seen[seenBase:]
+	sorted, last := true, -1
+	if d.next() == '}' {
+		d.pos++
+		d.depth--
+	} else {
+		for {
+			nameAt := d.pos
+			name, err := d.name()
+			if err != nil {
+				return err
+			}
+			i, ok := p.byName[string(name)]
+			if !ok {
+				d.pos = nameAt
+				return d.failf("unknown field %q", name)
+			}
+			f := &p.fields[i]
+			if seen[i/64]&(1<<(i%64)) != 0 {
+				d.pos = nameAt
+				return d.failf("duplicate field %q", name)
+			}
+			seen[i/64] |= 1 << (i % 64)
+			if d.next() == 'n' && !f.nullable {
+				// protojson skips a null, but only after the duplicate check.
+				if !d.lit("null") {
+					return errAt(d.fail("invalid value"), f.name)
+				}
+			} else {
+				if o := f.oneof; o >= 0 {
+					if seen[o/64]&(1<<(o%64)) != 0 {
+						d.pos = nameAt
+						return errAt(d.fail("another field of its oneof is already set"), f.name)
+					}
+					seen[o/64] |= 1 << (o % 64)
+				}
+				start := len(d.out)
+				if err := d.field(f, depth); err != nil {
+					return errAt(err, f.name)
+				}
+				if len(d.out) > start {
+					if i < last {
+						sorted = false
+					}
+					last = i
+					d.segs = append(d.segs, segment{start: start, end: len(d.out), key: uint64(i)})
+				}
+			}
+			more, err := d.more('}')
+			if err != nil {
+				return err
+			}
+			if !more {
+				break
+			}
+		}
+	}
+	if !sorted {
+		segs := d.segs[segBase:]
+		start, end := d.sort(segs, false)
+		d.rewrite(segs, start, end)
+	}
+	d.segs, d.seen = d.segs[:segBase], d.seen[:seenBase]
+	return nil
+}
+
+func (d *transcoding) field(f *fieldPlan, depth int) error {
+	switch {
+	case f.mapf:
+		return d.mapField(f, depth)
+	case f.list:
+		return d.listField(f, depth)
+	}
+	return d.singular(f, depth)
+}
+
+// singular writes one field's tag and value, or nothing for an implicit
+// field's zero value.
+func (d *transcoding) singular(f *fieldPlan, depth int) error {
+	start := len(d.out)
+	d.out = append(d.out, f.tag...)
+	if f.msg != nil {
+		return d.embedded(f.msg, depth+1)
+	}
+	zero, err := d.scalar(f)
+	if zero && f.implicit {
+		d.out = d.out[:start]
+	}
+	return err
+}
+
+// embedded writes a length-prefixed message.
+func (d *transcoding) embedded(p *msgPlan, depth int) error {
+	at := len(d.out)
+	d.out = append(d.out, 0)
+	err := d.message(p, depth)
+	d.out, _ = endLen(d.out, at)
+	return err
+}
+
+// endLen writes the length of b[pos+1:] into the byte reserved for it at
+// pos, moving the bytes after when it needs more than one, and returns
+// how far they moved.
+func endLen(b []byte, pos int) ([]byte, int) {
+	n := len(b) - pos - 1
+	if n < 0x80 {
+		b[pos] = byte(n)
+		return b, 0
+	}
+	extra := protowire.SizeVarint(uint64(n)) - 1
+	b = append(b, make([]byte, extra)...)
+	copy(b[pos+1+extra:], b[pos+1:pos+1+n])
+	protowire.AppendVarint(b[:pos], uint64(n))
+	return b, extra
+}
+
+func (d *transcoding) listField(f *fieldPlan, depth int) error {
+	if d.next() != '[' {
+		return d.fail("expected an array")
+	}
+	if err := d.open(); err != nil {
+		return err
+	}
+	start, lenAt := len(d.out), -1
+	if f.packed {
+		d.out = append(d.out, f.ptag...)
+		lenAt = len(d.out)
+		d.out = append(d.out, 0)
+	}
+	n := 0
+	if d.next() == ']' {
+		d.pos++
+		d.depth--
+	} else {
+		for {
+			if err := d.element(f, depth); err != nil {
+				return errAt(err, "["+strconv.Itoa(n)+"]")
+			}
+			n++
+			more, err := d.more(']')
+			if err != nil {
+				return err
+			}
+			if !more {
+				break
+			}
+		}
+	}
+	if f.packed {
+		if n == 0 {
+			d.out = d.out[:start]
+		} else {
+			d.out, _ = endLen(d.out, lenAt)
+		}
+	}
+	return nil
+}
+
+func (d *transcoding) element(f *fieldPlan, depth int) error {
+	if !f.packed {
+		d.out = append(d.out, f.tag...)
+	}
+	if f.msg != nil {
+		return d.embedded(f.msg, depth+1)
+	}
+	_, err := d.scalar(f)
+	return err
+}
+
+// mapField reads a JSON object as map entries, which marshal writes with
+// both key and value, sorted by key.
+func (d *transcoding) mapField(f *fieldPlan, depth int) error {
+	if d.next() != '{' {
+		return d.fail("expected an object")
+	}
+	if err := d.open(); err != nil {
+		return err
+	}
+	base := len(d.segs)
+	sorted := true
+	if d.next() == '}' {
+		d.pos++
+		d.depth--
+	} else {
+		for {
+			seg := segment{off: d.pos}
+			name, err := d.name()
+			if err != nil {
+				return err
+			}
+			seg.start = len(d.out)
+			d.out = append(d.out, f.tag...)
+			lenAt := len(d.out)
+			d.out = append(d.out, 0)
+			d.out = append(d.out, f.key.tag...)
+			if !d.mapKey(f.key, name, &seg) {
+				d.pos = seg.off
+				return d.failf("invalid %v map key %q", f.key.kind, name)
+			}
+			d.out = append(d.out, f.val.tag...)
+			if f.val.msg != nil {
+				err = d.embedded(f.val.msg, depth+1)
+			} else {
+				_, err = d.scalar(f.val)
+			}
+			if err != nil {
+				return errAt(err, d.keySegment(f.key, seg))
+			}
+			var moved int
+			d.out, moved = endLen(d.out, lenAt)
+			seg.kstart += moved
+			seg.kend += moved
+			seg.end = len(d.out)
+			if n := len(d.segs); sorted && n > base && !d.sorter.less(&d.segs[n-1], &seg, d.out, f.key.kind) {
+				sorted = false
+			}
+			d.segs = append(d.segs, seg)
+			more, err := d.more('}')
+			if err != nil {
+				return err
+			}
+			if !more {
+				break
+			}
+		}
+	}
+	if !sorted {
+		segs := d.segs[base:]
+		start, end := d.sort(segs, f.key.kind == protoreflect.StringKind)
+		for i := 1; i < len(segs); i++ {
+			if !d.sorter.less(&segs[i-1], &segs[i], d.out, f.key.kind) {
+				// Sorted, so not less is equal.
+				d.pos = segs[i].off
+				return d.failf("duplicate map key %s", d.keySegment(f.key, segs[i]))
+			}
+		}
+		d.rewrite(segs, start, end)
+	}
+	d.segs = d.segs[:base]
+	return nil
+}
+
+// mapKey writes an entry's key (its tag is written) as protojson reads a
+// member name for it, and sets seg's key.
+func (d *transcoding) mapKey(f *fieldPlan, name []byte, seg *segment) bool {
+	switch f.kind {
+	case protoreflect.StringKind:
+		d.out = protowire.AppendVarint(d.out, uint64(len(name)))
+		seg.kstart = len(d.out)
+		d.out = append(d.out, name...)
+		seg.kend = len(d.out)
+		return true
+	case protoreflect.BoolKind:
+		switch string(name) {
+		case "true":
+			seg.key = 1
+		case "false":
+			seg.key = 0
+		default:
+			return false
+		}
+		d.out = append(d.out, byte(seg.key))
+		return true
+	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind,
+		protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind:
+		bits := 64
+		if f.kind == protoreflect.Int32Kind || f.kind == protoreflect.Sint32Kind || f.kind == protoreflect.Sfixed32Kind {
+			bits = 32
+		}
+		v, ok := keyInt(name, bits)
+		if !ok {
+			return false
+		}
+		seg.key = uint64(v) ^ 1<<63
+		d.out = appendInteger(d.out, f.kind, uint64(v))
+		return true
+	default: // unsigned
+		bits := 64
+		if f.kind == protoreflect.Uint32Kind || f.kind == protoreflect.Fixed32Kind {
+			bits = 32
+		}
+		v, ok := keyUint(name, bits)
+		if !ok {
+			return false
+		}
+		seg.key = v
+		d.out = appendInteger(d.out, f.kind, v)
+		return true
+	}
+}
+
+// keySegment is an entry's path segment, for errors.
+func (d *transcoding) keySegment(f *fieldPlan, seg segment) string {
+	switch f.kind {
+	case protoreflect.StringKind:
+		return "[" + strconv.Quote(string(d.out[seg.kstart:seg.kend])) + "]"
+	case protoreflect.BoolKind:
+		return "[" + strconv.FormatBool(seg.key == 1) + "]"
+	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind,
+		protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind:
+		return "[" + strconv.FormatInt(int64(seg.key^1<<63), 10) + "]"
+	}
+	return "[" + strconv.FormatUint(seg.key, 10) + "]"
+}
+
+// keyInt and keyUint read a map key as strconv.ParseInt and ParseUint do
+// in base 10, which is how protojson reads them: ParseInt takes a sign,
+// '+' too; leading zeros are fine.
+func keyInt(s []byte, bits int) (int64, bool) {
+	neg := false
+	if len(s) > 0 && (s[0] == '+' || s[0] == '-') {
+		neg = s[0] == '-'
+		s = s[1:]
+	}
+	mag, ok := decimalDigits(s)
+	limit := uint64(1) << (bits - 1)
+	switch {
+	case !ok:
+		return 0, false
+	case neg:
+		return -int64(mag), mag <= limit
+	}
+	return int64(mag), mag < limit
+}
+
+func keyUint(s []byte, bits int) (uint64, bool) {
+	v, ok := decimalDigits(s)
+	return v, ok && (bits == 64 || v <= math.MaxUint32)
+}
+
+// decimalDigits reads one or more ASCII digits; false if there are none, any
+// other byte, or the value overflows.
+func decimalDigits(s []byte) (uint64, bool) {
+	if len(s) == 0 {
+		return 0, false
+	}
+	var v uint64
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		var ok bool
+		if v, ok = times10Plus(v, c-'0'); !ok {
+			return 0, false
+		}
+	}
+	return v, true
+}
+
+func times10Plus(v uint64, digit byte) (uint64, bool) {
+	if v > (math.MaxUint64-uint64(digit))/10 {
+		return 0, false
+	}
+	return v*10 + uint64(digit), true
+}
+
+// appendInteger writes an integer value of kind k, given as its 64 bits
+// (sign-extended for signed kinds), as marshal does.
+func appendInteger(b []byte, k protoreflect.Kind, v uint64) []byte {
+	switch k {
+	case protoreflect.Sint32Kind:
+		return protowire.AppendVarint(b, protowire.EncodeZigZag(int64(int32(v))))
+	case protoreflect.Sint64Kind:
+		return protowire.AppendVarint(b, protowire.EncodeZigZag(int64(v)))
+	case protoreflect.Fixed32Kind, protoreflect.Sfixed32Kind:
+		return protowire.AppendFixed32(b, uint32(v))
+	case protoreflect.Fixed64Kind, protoreflect.Sfixed64Kind:
+		return protowire.AppendFixed64(b, v)
+	case protoreflect.Uint32Kind:
+		return protowire.AppendVarint(b, uint64(uint32(v)))
+	case protoreflect.Int32Kind, protoreflect.EnumKind:
+		return protowire.AppendVarint(b, uint64(int32(v)))
+	}
+	return protowire.AppendVarint(b, v)
+}
+
+// segmentSorter sorts segments of out by key, or by string key bytes.
+type segmentSorter struct {
+	segs    []segment
+	out     []byte
+	byBytes bool
+}
+
+func (s *segmentSorter) Len() int      { return len(s.segs) }
+func (s *segmentSorter) Swap(i, j int) { s.segs[i], s.segs[j] = s.segs[j], s.segs[i] }
+func (s *segmentSorter) Less(i, j int) bool {
+	if s.byBytes {
+		return bytes.Compare(s.out[s.segs[i].kstart:s.segs[i].kend], s.out[s.segs[j].kstart:s.segs[j].kend]) < 0
+	}
+	return s.segs[i].key < s.segs[j].key
+}
+
+// less orders two map entries by key, as deterministic marshal does.
+func (s *segmentSorter) less(x, y *segment, out []byte, k protoreflect.Kind) bool {
+	if k == protoreflect.StringKind {
+		return bytes.Compare(out[x.kstart:x.kend], out[y.kstart:y.kend]) < 0
+	}
+	return x.key < y.key
+}
+
+// sort sorts segs, which lie end to end in out, and returns the span they
+// cover. Their bytes stay where they are until rewrite.
+func (d *transcoding) sort(segs []segment, byBytes bool) (start, end int) {
+	start, end = segs[0].start, segs[len(segs)-1].end
+	d.sorter = segmentSorter{segs: segs, out: d.out, byBytes: byBytes}
+	sort.Sort(&d.sorter)
+	d.sorter = segmentSorter{}
+	return start, end
+}
+
+// rewrite puts the bytes of sorted segs in their order over out[start:end].
+func (d *transcoding) rewrite(segs []segment, start, end int) {
+	d.tmp = append(d.tmp[:0], d.out[start:end]...)
+	w := start
+	for _, s := range segs {
+		w += copy(d.out[w:], d.tmp[s.start-start:s.end-start])
+	}
+}
+
+// scalar reads a value of a non-message field and writes it without its
+// tag, reporting whether it is the zero value.
+func (d *transcoding) scalar(f *fieldPlan) (zero bool, err error) {
+	c := d.next()
+	start := d.pos
+	switch f.kind {
+	case protoreflect.BoolKind:
+		switch {
+		case d.lit("true"):
+			d.out = append(d.out, 1)
+			return false, nil
+		case d.lit("false"):
+			d.out = append(d.out, 0)
+			return true, nil
+		}
+	case protoreflect.StringKind:
+		if c == '"' {
+			s, err := d.str()
+			if err != nil {
+				return false, err
+			}
+			d.out = protowire.AppendBytes(d.out, s)
+			return len(s) == 0, nil
+		}
+	case protoreflect.BytesKind:
+		if c == '"' {
+			return d.bytesValue()
+		}
+	case protoreflect.EnumKind:
+		switch {
+		case c == '"':
+			s, err := d.str()
+			if err != nil {
+				return false, err
+			}
+			if n, ok := f.enum[string(s)]; ok {
+				d.out = appendInteger(d.out, protoreflect.EnumKind, uint64(n))
+				return n == 0, nil
+			}
+			d.pos = start
+			return false, d.failf("invalid value for enum %s: %q is not one of its names", f.name, s)
+		case c == 'n' && f.nullable:
+			if d.lit("null") {
+				d.out = append(d.out, 0)
+				return true, nil
+			}
+		case c == '-' || '0' <= c && c <= '9':
+			raw, err := d.number()
+			if err != nil {
+				return false, err
+			}
+			if neg, mag, ok := integral(raw); ok && fitsInt(neg, mag, 32, true) {
+				v := signedValue(neg, mag)
+				d.out = appendInteger(d.out, protoreflect.EnumKind, uint64(v))
+				return v == 0, nil
+			}
+		}
+	case protoreflect.FloatKind, protoreflect.DoubleKind:
+		bits := 64
+		if f.kind == protoreflect.FloatKind {
+			bits = 32
+		}
+		v, ok, err := d.float(c, bits)
+		if err != nil {
+			return false, err
+		}
+		if ok {
+			if bits == 32 {
+				u := math.Float32bits(float32(v))
+				d.out = protowire.AppendFixed32(d.out, u)
+				return u == 0, nil
+			}
+			u := math.Float64bits(v)
+			d.out = protowire.AppendFixed64(d.out, u)
+			return u == 0, nil
+		}
+	default:
+		var raw []byte
+		switch {
+		case c == '"':
+			s, err := d.str()
+			if err != nil {
+				return false, err
+			}
+			if n, ok := numberLen(s); ok && n == len(s) {
+				raw = s
+			}
+		case c == '-' || '0' <= c && c <= '9':
+			if raw, err = d.number(); err != nil {
+				return false, err
+			}
+		}
+		if raw != nil {
+			bits, isSigned := intKind(f.kind)
+			if neg, mag, ok := integral(raw); ok && fitsInt(neg, mag, bits, isSigned) {
+				v := uint64(signedValue(neg, mag))
+				d.out = appendInteger(d.out, f.kind, v)
+				return v == 0, nil
+			}
+		}
+	}
+	d.pos = start
+	return false, d.failf("invalid value for %v field %s", f.kind, f.name)
+}
+
+func intKind(k protoreflect.Kind) (bits int, isSigned bool) {
+	switch k {
+	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind:
+		return 32, true
+	case protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind:
+		return 64, true
+	case protoreflect.Uint32Kind, protoreflect.Fixed32Kind:
+		return 32, false
+	}
+	return 64, false
+}
+
+func fitsInt(neg bool, mag uint64, bits int, isSigned bool) bool {
+	if !isSigned {
+		return !neg && (bits == 64 || mag <= math.MaxUint32)
+	}
+	limit := uint64(1) << (bits - 1)
+	if neg {
+		return mag <= limit
+	}
+	return mag < limit
+}
+
+func signedValue(neg bool, mag uint64) int64 {
+	if neg {
+		return -int64(mag)
+	}
+	return int64(mag)
+}
+
+// float reads a floating-point value as protojson does: a number, or a
+// string holding "NaN", "Infinity", "-Infinity" or exactly a number.
+// ok is false for a value that is none of these or out of range.
+func (d *transcoding) float(c byte, bits int) (v float64, ok bool, err error) {
+	var raw []byte
+	switch {
+	case c == '"':
+		s, err := d.str()
+		if err != nil {
+			return 0, false, err
+		}
+		switch string(s) {
+		case "NaN":
+			if bits == 32 {
+				return float64(float32(math.NaN())), true, nil
+			}
+			return math.NaN(), true, nil
+		case "Infinity":
+			return math.Inf(1), true, nil
+		case "-Infinity":
+			return math.Inf(-1), true, nil
+		}
+		if n, ok := numberLen(s); !ok || n != len(s) {
+			return 0, false, nil
+		}
+		raw = s
+	case c == '-' || '0' <= c && c <= '9':
+		if raw, err = d.number(); err != nil {
+			return 0, false, err
+		}
+	default:
+		return 0, false, nil
+	}
+	v, perr := strconv.ParseFloat(string(raw), bits)
+	return v, perr == nil, nil
+}
+
+func (d *transcoding) bytesValue() (zero bool, err error) {
+	start := d.pos
+	s, err := d.str()
+	if err != nil {
+		return false, err
+	}
+	// protojson's choice of alphabet and padding, and base64's leniency:
+	// it skips '\r' and '\n' and ignores stray low bits.
+	enc := base64.StdEncoding
+	if bytes.ContainsAny(s, "-_") {
+		enc = base64.URLEncoding
+	}
+	if len(s)%4 != 0 {
+		enc = base64.RawStdEncoding
+		if bytes.ContainsAny(s, "-_") {
+			enc = base64.RawURLEncoding
+		}
+	}
+	lenAt := len(d.out)
+	d.out = append(d.out, 0)
+	w := len(d.out)
+	d.out = append(d.out, make([]byte, enc.DecodedLen(len(s)))...)
+	n, err := enc.Decode(d.out[w:], s)
+	if err != nil {
+		d.pos = start
+		return false, d.fail("invalid base64 for bytes field")
+	}
+	d.out = d.out[:w+n]
+	d.out, _ = endLen(d.out, lenAt)
+	return n == 0, nil
+}
+
+// number reads a JSON number token and returns its text.
+func (d *transcoding) number() ([]byte, error) {
+	n, ok := numberLen(d.src[d.pos:])
+	if !ok {
+		return nil, d.fail("invalid number")
+	}
+	raw := d.src[d.pos : d.pos+n]
+	d.pos += n
+	return raw, nil
+}
+
+// numberLen is the length of the JSON number b starts with, read as
+// protojson's tokenizer reads one: an 'e' is taken without digits when
+// any byte follows it, and the number must not run into a letter, digit
+// or one of "-+._".
+func numberLen(b []byte) (int, bool) {
+	i := 0
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && '1' <= b[i] && b[i] <= '9':
+		for i++; i < len(b) && jsonDigit(b[i]); i++ {
+		}
+	default:
+		return 0, false
+	}
+	if i+1 < len(b) && b[i] == '.' && jsonDigit(b[i+1]) {
+		for i += 2; i < len(b) && jsonDigit(b[i]); i++ {
+		}
+	}
+	if i+1 < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if b[i] == '+' || b[i] == '-' {
+			i++
+			if i == len(b) {
+				return 0, false
+			}
+		}
+		for ; i < len(b) && jsonDigit(b[i]); i++ {
+		}
+	}
+	if i < len(b) && runsOn(b[i]) {
+		return 0, false
+	}
+	return i, true
+}
+
+func jsonDigit(c byte) bool { return '0' <= c && c <= '9' }
+
+// runsOn reports whether c may not directly follow a number or literal.
+func runsOn(c byte) bool {
+	return c == '-' || c == '+' || c == '.' || c == '_' ||
+		'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || jsonDigit(c)
+}
+
+// integral reads a number token as protojson does for an integer field:
+// any notation whose value is an integer. It keeps protojson's limits: no
+// more than 20 digits once the exponent is applied, and an exponent that
+// fits in 32 bits.
+func integral(b []byte) (neg bool, mag uint64, ok bool) {
+	i := 0
+	if b[0] == '-' {
+		neg = true
+		i++
+	}
+	var intp, frac, exp []byte
+	if b[i] == '0' {
+		i++
+	} else {
+		j := i
+		for ; i < len(b) && jsonDigit(b[i]); i++ {
+		}
+		intp = b[j:i]
+	}
+	if i+1 < len(b) && b[i] == '.' && jsonDigit(b[i+1]) {
+		j := i + 1
+		for i += 2; i < len(b) && jsonDigit(b[i]); i++ {
+		}
+		frac = b[j:i]
+	}
+	if i+1 < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		j := i
+		if b[i] == '+' || b[i] == '-' {
+			i++
+			if i == len(b) {
+				return false, 0, false
+			}
+		}
+		for ; i < len(b) && jsonDigit(b[i]); i++ {
+		}
+		exp = b[j:i]
+	}
+	frac = bytes.TrimRight(frac, "0")
+	if len(intp) == 0 && len(frac) == 0 {
+		return false, 0, true
+	}
+	e := 0
+	if len(exp) > 0 {
+		v, ok := keyInt(exp, 32)
+		if !ok {
+			return false, 0, false
+		}
+		e = int(v)
+	}
+	if e >= 0 {
+		if len(frac) > e || len(intp)+e > 20 {
+			return false, 0, false
+		}
+		for _, digits := range [][]byte{intp, frac} {
+			for _, c := range digits {
+				if mag, ok = times10Plus(mag, c-'0'); !ok {
+					return false, 0, false
+				}
+			}
+		}
+		for range e - len(frac) {
+			if mag, ok = times10Plus(mag, 0); !ok {
+				return false, 0, false
+			}
+		}
+		return neg, mag, true
+	}
+	if len(frac) > 0 {
+		return false, 0, false
+	}
+	end := len(intp) + e
+	if end <= 0 {
+		return false, 0, false
+	}
+	for _, c := range intp[end:] {
+		if c != '0' {
+			return false, 0, false
+		}
+	}
+	for _, c := range intp[:end] {
+		if mag, ok = times10Plus(mag, c-'0'); !ok {
+			return false, 0, false
+		}
+	}
+	return neg, mag, true
+}
+
+// str reads the JSON string at d.pos and returns its value: a slice of
+// src when it has no escapes, else of d.buf, good until the next string.
+func (d *transcoding) str() ([]byte, error) {
+	src := d.src
+	start := d.pos + 1
+	for i := start; i < len(src); i++ {
+		switch c := src[i]; {
+		case c == '"':
+			d.pos = i + 1
+			return src[start:i], nil
+		case c == '\\' || c < ' ' || c >= utf8.RuneSelf:
+			return d.strSlow(start, i)
+		}
+	}
+	d.pos = len(src)
+	return nil, d.fail("unterminated string")
+}
+
+// strSlow is str from the first byte that is not plain ASCII.
+func (d *transcoding) strSlow(start, i int) ([]byte, error) {
+	src := d.src
+	buf := d.buf[:0]
+	escaped := false
+	for i < len(src) {
+		c := src[i]
+		switch {
+		case c == '"':
+			d.pos = i + 1
+			if !escaped {
+				return src[start:i], nil
+			}
+			d.buf = buf
+			return buf, nil
+		case c == '\\':
+			if !escaped {
+				buf = append(buf, src[start:i]...)
+				escaped = true
+			}
+			if i+1 >= len(src) {
+				d.pos = i
+				return nil, d.fail("unterminated string")
+			}
+			switch e := src[i+1]; e {
+			case '"', '\\', '/':
+				buf = append(buf, e)
+			case 'b':
+				buf = append(buf, '\b')
+			case 'f':
+				buf = append(buf, '\f')
+			case 'n':
+				buf = append(buf, '\n')
+			case 'r':
+				buf = append(buf, '\r')
+			case 't':
+				buf = append(buf, '\t')
+			case 'u':
+				r, ok := hex4(src, i+2)
+				if !ok {
+					d.pos = i
+					return nil, d.fail("invalid escape in string")
+				}
+				if utf16.IsSurrogate(r) {
+					lo, ok := hex4(src, i+8)
+					if !ok || src[i+6] != '\\' || src[i+7] != 'u' {
+						d.pos = i
+						return nil, d.fail("invalid surrogate escape in string")
+					}
+					if r = utf16.DecodeRune(r, lo); r == unicode.ReplacementChar {
+						d.pos = i
+						return nil, d.fail("invalid surrogate pair in string")
+					}
+					i += 6
+				}
+				buf = utf8.AppendRune(buf, r)
+				i += 4
+			default:
+				d.pos = i
+				return nil, d.fail("invalid escape in string")
+			}
+			i += 2
+		case c < ' ':
+			d.pos = i
+			return nil, d.fail("control character in string")
+		case c < utf8.RuneSelf:
+			if escaped {
+				buf = append(buf, c)
+			}
+			i++
+		default:
+			r, n := utf8.DecodeRune(src[i:])
+			if r == utf8.RuneError && n == 1 {
+				d.pos = i
+				return nil, d.fail("invalid UTF-8 in string")
+			}
+			if escaped {
+				buf = append(buf, src[i:i+n]...)
+			}
+			i += n
+		}
+	}
+	d.buf = buf
+	d.pos = len(src)
+	return nil, d.fail("unterminated string")
+}
+
+// hex4 reads four hex digits at src[i:].
+func hex4(src []byte, i int) (rune, bool) {
+	if i+4 > len(src) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range src[i : i+4] {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c -= 'a' - 10
+		case 'A' <= c && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
+}
