@@ -25,8 +25,11 @@ type Contract struct {
 	// protoreflect.Message. It is nil for a contract hyperpb mishandles
 	// (see hyperpbRefuses), whose payloads decode into dynamicpb with
 	// binary instead; decoders names the choice.
-	parser      *hyperpb.MessageType
-	binary      proto.UnmarshalOptions
+	parser *hyperpb.MessageType
+	binary proto.UnmarshalOptions
+	// transcoder writes a JSON payload's binary without reflection; nil
+	// for a contract it does not cover, whose JSON goes through protojson.
+	transcoder  *jsonTranscoder
 	decoders    Decoders
 	fingerprint string
 	maxDepth    int
@@ -34,11 +37,12 @@ type Contract struct {
 	// any depth. Decoders run with AllowPartial, which skips a costly walk
 	// of the message, and only such contracts pay for proto.CheckInitialized.
 	hasRequired bool
-	// wire walks binary payloads before they are decoded.
-	wire      *wireChecker
-	scanPlans scanPlans
-	json      protojson.UnmarshalOptions
-	registry  *Registry
+	// wire walks binary payloads before they are decoded, jsonWire the
+	// transcoder's output.
+	wire, jsonWire *wireChecker
+	scanPlans      scanPlans
+	json           protojson.UnmarshalOptions
+	registry       *Registry
 }
 
 // Type returns the event type: the message's full name.
@@ -85,7 +89,14 @@ func (c *Contract) DecodeBinary(b []byte) ([]byte, error) {
 // live on an arena that is reused once use returns: nothing use returns
 // may point into it.
 func (c *Contract) decodeBinary(b []byte, use func(protoreflect.Message) error) error {
-	if p := c.wire.check(b, c.wire.root, 1); p != nil {
+	return c.decodeWalked(b, c.wire, use)
+}
+
+// decodeWalked is decodeBinary with the walk given: the transcoder's
+// output takes jsonWire, whose depth limit allows what JSON's allows (a
+// JSON level of google.protobuf.Struct is three levels of binary).
+func (c *Contract) decodeWalked(b []byte, wire *wireChecker, use func(protoreflect.Message) error) error {
+	if p := wire.check(b, wire.root, 1); p != nil {
 		return p.malformed(c.typ)
 	}
 	var m protoreflect.Message
@@ -137,26 +148,80 @@ func (c *Contract) unmarshal(decode func() error) (err error) {
 // (proto field names and lowerCamelCase names both accepted, unknown fields
 // rejected), enforces the depth limit, runs the contract's rules and returns
 // the message's deterministic protobuf binary, to publish.
+//
+// The transcoder, where it covers the contract, writes that binary
+// straight from the JSON text, and the binary is decoded and validated as
+// CheckBinary does; otherwise protojson decodes b into a dynamic message,
+// which is validated and marshalled.
 func (c *Contract) CheckJSON(b []byte) ([]byte, error) {
-	m, err := c.decodeJSON(b)
+	if c.transcoder == nil {
+		return c.reflectJSON(b, true)
+	}
+	out, err := c.transcode(b)
 	if err != nil {
 		return nil, err
 	}
-	// JSON is longer than the binary it stands for; its own length keeps
-	// the fail-fast bound on what the sender sent.
-	if err := c.registry.validate(m.Interface(), len(b)); err != nil {
+	err = c.decodeWalked(out, c.jsonWire, func(m protoreflect.Message) error {
+		// JSON is longer than the binary it stands for; its own length
+		// keeps the fail-fast bound on what the sender sent.
+		if err := c.registry.validate(m.Interface(), len(b)); err != nil {
+			return detach(err)
+		}
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
-	return c.marshal(m)
+	return out, nil
 }
 
 // DecodeJSON is CheckJSON without the contract's rules: b must decode (as
 // CheckJSON, refusals are MalformedError) but protovalidate is not run. It
 // exists to price validation in benchmarks.
 func (c *Contract) DecodeJSON(b []byte) ([]byte, error) {
+	if c.transcoder == nil {
+		return c.reflectJSON(b, false)
+	}
+	out, err := c.transcode(b)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.decodeWalked(out, c.jsonWire, nil); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// transcode runs the transcoder. A payload it refuses is refused as the
+// protojson path refuses it first: not an object, then too deep, then
+// whatever the transcoder found; the transcoder reads in one pass and may
+// find a wrong value before the depth the other path checks ahead.
+func (c *Contract) transcode(b []byte) ([]byte, error) {
+	out, err := c.transcoder.transcode(make([]byte, 0, len(b)), b)
+	if err == nil {
+		return out, nil
+	}
+	if !isJSONObject(b) {
+		return nil, &MalformedError{Msg: c.typ + " payload is not a JSON object"}
+	}
+	if derr := CheckJSONDepth(b, c.maxDepth); derr != nil {
+		return nil, derr
+	}
+	return nil, err
+}
+
+// reflectJSON is CheckJSON (DecodeJSON without validate) through protojson
+// and a dynamic message: the path for contracts the transcoder does not
+// cover, and the one FuzzJSONDecoders holds the transcoder's to.
+func (c *Contract) reflectJSON(b []byte, validate bool) ([]byte, error) {
 	m, err := c.decodeJSON(b)
 	if err != nil {
 		return nil, err
+	}
+	if validate {
+		if err := c.registry.validate(m.Interface(), len(b)); err != nil {
+			return nil, err
+		}
 	}
 	return c.marshal(m)
 }

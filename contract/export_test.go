@@ -11,6 +11,10 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
+// ReflectCheckJSON is CheckJSON through protojson and a dynamic message,
+// which the transcoder's path replaces where it covers the contract.
+func (c *Contract) ReflectCheckJSON(b []byte) ([]byte, error) { return c.reflectJSON(b, true) }
+
 // DynamicCheckBinary is CheckBinary as it was before hyperpb: the payload
 // decoded into a dynamicpb message by protobuf-go's reflective decoder,
 // with the refusals that stood around it: the decoder's own, then the

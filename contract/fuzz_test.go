@@ -292,3 +292,55 @@ func treeFile() *descriptorpb.FileDescriptorProto {
 		}},
 	}
 }
+
+// FuzzJSONDecoders holds CheckJSON, which transcodes JSON to binary and
+// checks that as CheckBinary does, to the protojson path it replaced: both
+// accept with the same bytes to publish, or both refuse with the same kind
+// of error and, for rules, the same violations.
+func FuzzJSONDecoders(f *testing.F) {
+	contracts := fuzzContracts(f)
+	trees, err := contract.Load(setOf(f, treeFile()), []string{"test.v1.Tree"})
+	if err != nil {
+		f.Fatal(err)
+	}
+	contracts = append(contracts, lookup(f, trees, "test.v1.Tree"))
+	for typ, name := range fixtures() {
+		f.Add(indexOf(typ), fixture(f, name))
+	}
+	for typ, m := range validExamples() {
+		f.Add(indexOf(typ), toJSON(f, m))
+	}
+	for typ, cases := range violationCases() {
+		for _, tc := range cases {
+			f.Add(indexOf(typ), toJSON(f, tc.msg))
+		}
+	}
+	tree := uint8(len(contracts) - 1)
+	f.Add(tree, []byte(`{"child":{"name":"a","kids":[{}]},"labels":{"k":"v"},"nums":["1",2],"fixed":[3],"ratios":["NaN",-0.0,1e300],"kind":"KIND_LEAF"}`))
+	f.Add(tree, []byte(`{"at":"2026-12-01T10:00:00.5+01:00","took":"-1.000000001s","ranks":{"-3":"x"},"blob":"_-8=","flags":[true],"delta":-7,"ids":["18446744073709551615"]}`))
+	f.Add(tree, []byte(`{"text":"a","blob":"AA=="}`))
+	f.Add(uint8(nodeIndex), []byte(`{"child":{"name":"a"},"kids":{"k":{"kids":{"j":{}}}}}`))
+	f.Fuzz(func(t *testing.T, which uint8, b []byte) {
+		c := contracts[int(which)%len(contracts)]
+		fast, ferr := c.CheckJSON(b)
+		slow, serr := c.ReflectCheckJSON(b)
+		if ferr == nil || serr == nil {
+			if ferr != serr || !bytes.Equal(fast, slow) {
+				t.Fatalf("transcoder: %x, %v; protojson: %x, %v", fast, ferr, slow, serr)
+			}
+			return
+		}
+		checkRefusal(t, ferr)
+		var fv, sv *contract.ViolationError
+		var fm, sm *contract.MalformedError
+		switch {
+		case errors.As(ferr, &fv) && errors.As(serr, &sv):
+			if fv.Partial != sv.Partial || !sameViolations(fv.Violations, sv.Violations) {
+				t.Fatalf("transcoder: %v; protojson: %v", ferr, serr)
+			}
+		case errors.As(ferr, &fm) && errors.As(serr, &sm):
+		default:
+			t.Fatalf("transcoder: %v; protojson: %v", ferr, serr)
+		}
+	})
+}

@@ -93,16 +93,21 @@ func Load(image []byte, types []string, opts ...Option) (*Registry, error) {
 			maxDepth:    o.maxDepth,
 			hasRequired: hasRequiredFields(md),
 			wire:        newWireChecker(md, local, o.maxDepth),
+			jsonWire:    newWireChecker(md, local, 3*o.maxDepth+1),
 			scanPlans:   newScanPlans(md, true),
 			json:        protojson.UnmarshalOptions{RecursionLimit: o.maxDepth, Resolver: local, AllowPartial: true},
 			registry:    r,
 		}
 		c := r.contracts[name]
-		c.decoders = Decoders{Binary: "hyperpb", JSON: "protojson"}
+		c.decoders = Decoders{Binary: "hyperpb", JSON: "transcoder"}
 		if why := hyperpbRefuses(md); why != "" {
 			c.decoders.Binary, c.decoders.BinaryReason = "dynamicpb", why
 		} else {
 			c.parser = hyperpb.CompileMessageDescriptor(md, hyperpb.WithExtensionsFromTypes(local))
+		}
+		var why string
+		if c.transcoder, why = newJSONTranscoder(md, o.maxDepth); c.transcoder == nil {
+			c.decoders.JSON, c.decoders.JSONReason = "protojson", why
 		}
 		r.types = append(r.types, name)
 		descs = append(descs, md)

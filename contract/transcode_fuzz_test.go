@@ -268,7 +268,7 @@ func FuzzTranscodeJSON(f *testing.F) {
 	targets := transcodeTargets(f)
 	for _, s := range append(eventSeeds(f), edgeSeeds()...) {
 		f.Add(uint8(s.tg), []byte(s.in))
-		if bin, err := targets[s.tg].c.DecodeJSON([]byte(s.in)); err == nil && len(bin) > 0 {
+		if bin, err := targets[s.tg].c.reflectJSON([]byte(s.in), false); err == nil && len(bin) > 0 {
 			f.Add(uint8(s.tg), bin)
 		}
 	}
