@@ -376,21 +376,10 @@ func scanMessage(m protoreflect.Message, plans scanPlans) *problem {
 			return &problem{what: "google.protobuf.Duration out of range"}
 		}
 	}
-	visit := func(fd protoreflect.FieldDescriptor, v protoreflect.Value) *problem {
-		p := scanField(fd, v, plans)
-		if p != nil {
-			if fd.IsExtension() {
-				p.at("[" + string(fd.FullName()) + "]")
-			} else {
-				p.at(string(fd.Name()))
-			}
-		}
-		return p
-	}
 	if fields, ok := plans[m.Descriptor()]; ok {
 		for _, fd := range fields {
 			if m.Has(fd) {
-				if p := visit(fd, m.Get(fd)); p != nil {
+				if p := scanNamed(fd, m.Get(fd), plans); p != nil {
 					return p
 				}
 			}
@@ -399,9 +388,22 @@ func scanMessage(m protoreflect.Message, plans scanPlans) *problem {
 	}
 	var p *problem
 	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
-		p = visit(fd, v)
+		p = scanNamed(fd, v, plans)
 		return p == nil
 	})
+	return p
+}
+
+// scanNamed is scanField with the field's name put on the problem's path.
+func scanNamed(fd protoreflect.FieldDescriptor, v protoreflect.Value, plans scanPlans) *problem {
+	p := scanField(fd, v, plans)
+	if p != nil {
+		if fd.IsExtension() {
+			p.at("[" + string(fd.FullName()) + "]")
+		} else {
+			p.at(string(fd.Name()))
+		}
+	}
 	return p
 }
 

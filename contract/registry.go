@@ -27,7 +27,11 @@ type Registry struct {
 	contracts map[string]*Contract
 	types     []string
 	validator protovalidate.Validator
-	arenas    arenaPool
+	// failFast is validator stopping at the first failed rule, built so:
+	// the option given per call costs a copy of the configuration, on
+	// every event.
+	failFast protovalidate.Validator
+	arenas   arenaPool
 }
 
 // Load builds a registry from a serialized FileDescriptorSet or buf image.
@@ -114,12 +118,21 @@ func Load(image []byte, types []string, opts ...Option) (*Registry, error) {
 	}
 	sort.Strings(r.types)
 
-	r.validator, err = protovalidate.New(
-		protovalidate.WithExtensionTypeResolver(chainResolver{local, protoregistry.GlobalTypes}),
-		protovalidate.WithMessageDescriptors(descs...),
-	)
-	if err != nil {
-		return nil, fmt.Errorf("contract: create validator: %w", err)
+	newValidator := func(more ...protovalidate.ValidatorOption) (protovalidate.Validator, error) {
+		v, err := protovalidate.New(append([]protovalidate.ValidatorOption{
+			protovalidate.WithExtensionTypeResolver(chainResolver{local, protoregistry.GlobalTypes}),
+			protovalidate.WithMessageDescriptors(descs...),
+		}, more...)...)
+		if err != nil {
+			return nil, fmt.Errorf("contract: create validator: %w", err)
+		}
+		return v, nil
+	}
+	if r.validator, err = newValidator(); err != nil {
+		return nil, err
+	}
+	if r.failFast, err = newValidator(protovalidate.WithFailFast()); err != nil {
+		return nil, err
 	}
 	if err := checkRulesCompile(r.validator, descs); err != nil {
 		return nil, err
@@ -169,7 +182,7 @@ const FullReportBytes = 4 << 10
 // failed rule otherwise; only a small message is then checked again for
 // the full report.
 func (r *Registry) validate(msg proto.Message, size int) error {
-	err := r.validator.Validate(msg, protovalidate.WithFailFast())
+	err := r.failFast.Validate(msg)
 	if err == nil {
 		return nil
 	}
