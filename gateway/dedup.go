@@ -45,7 +45,7 @@ type dedupShard struct {
 	// committed maps an accepted id to its commit time (Unix ns).
 	committed map[digest]int64
 	// pending holds the ids being published, each with the channel closed
-	// when that attempt ends.
+	// when that attempt ends: nil until another claim of the id waits.
 	pending map[digest]chan struct{}
 	// ring holds committed ids in commit order, so the oldest is forgotten
 	// first; it never grows past its capacity.
@@ -94,12 +94,17 @@ func (d *dedupWindow) claim(dg digest) claim {
 	defer s.mu.Unlock()
 	s.expire(now, int64(d.window))
 	if done, ok := s.pending[dg]; ok {
+		if done == nil {
+			// The first to wait makes the channel: most claims see none.
+			done = make(chan struct{})
+			s.pending[dg] = done
+		}
 		return claim{wait: done}
 	}
 	if at, ok := s.committed[dg]; ok && now-at < int64(d.window) {
 		return claim{duplicate: true}
 	}
-	s.pending[dg] = make(chan struct{})
+	s.pending[dg] = nil
 	return claim{owner: true}
 }
 
@@ -114,7 +119,9 @@ func (d *dedupWindow) settle(dg digest, accepted bool) {
 	if !ok {
 		return
 	}
-	close(done)
+	if done != nil {
+		close(done)
+	}
 	delete(s.pending, dg)
 	if !accepted || len(s.ring) == 0 {
 		return
