@@ -12,7 +12,9 @@
 #               BENCHMARKS.md
 #   --profile   save CPU and allocation profiles of the gateway under the
 #               heaviest workload (gRPC Publish) and under both REST
-#               workloads to bench-out/ and print the top 15 of each
+#               workloads to bench-out/, print the top 15 of each, and
+#               merge the CPU ones into bench-out/default.pgo (the
+#               profile cmd/sluice/default.pgo is a copy of)
 #   --rounds N  rounds of the matrix (default 5); figures are medians
 #
 # Layout on a 2-CPU machine: the system under test (gateway, baseline, or
@@ -496,6 +498,10 @@ log "overload at $OVER_RATE requests/s, unlimited source"
 overload_run over-unlimited 0
 
 if [ "$PROFILE" = 1 ]; then
+	# The three CPU profiles merged are what cmd/sluice/default.pgo is
+	# made of: copy bench-out/default.pgo there to refresh it.
+	go tool pprof -proto "$OUT/gateway-cpu.pprof" "$OUT/gateway-rest-cpu.pprof" "$OUT/gateway-rest10-cpu.pprof" >"$OUT/default.pgo" 2>/dev/null ||
+		log "merging the profiles for PGO failed"
 	for p in gateway-cpu gateway-allocs gateway-rest-cpu gateway-rest-allocs gateway-rest10-cpu gateway-rest10-allocs; do
 		if [ -s "$OUT/$p.pprof" ]; then
 			echo "== $p profile (bench-out/$p.pprof), top 15"
