@@ -96,11 +96,6 @@ type Event struct {
 // record's timestamp, so a record stamped with an older time (the event's
 // ingestion time, when the spool replays it) would be failed at once.
 func NewRecord(e *Event) *kgo.Record {
-	key := e.Key
-	if len(key) == 0 {
-		key = []byte(e.ID)
-	}
-
 	attrKeys := make([]string, 0, len(e.Attributes))
 	for k := range e.Attributes {
 		attrKeys = append(attrKeys, k)
@@ -132,9 +127,19 @@ func NewRecord(e *Event) *kgo.Record {
 	if e.Traceparent != "" {
 		n++
 	}
-	headers := make([]kgo.RecordHeader, 0, n)
+	// The record and its headers are one allocation when they fit.
+	r := new(recordWithHeaders)
+	headers := r.headers[:0]
+	if n > len(r.headers) {
+		headers = make([]kgo.RecordHeader, 0, n)
+	}
+	id := value(e.ID)
+	key := e.Key
+	if len(key) == 0 {
+		key = id // the ID header's bytes, which nothing writes to
+	}
 	headers = append(headers,
-		kgo.RecordHeader{Key: HeaderEventID, Value: value(e.ID)},
+		kgo.RecordHeader{Key: HeaderEventID, Value: id},
 		kgo.RecordHeader{Key: HeaderEventType, Value: value(e.Type)},
 		kgo.RecordHeader{Key: HeaderSource, Value: value(e.Source)},
 		kgo.RecordHeader{Key: HeaderOccurredAt, Value: timeValue(e.OccurredAt)},
@@ -159,7 +164,15 @@ func NewRecord(e *Event) *kgo.Record {
 		}
 	}
 
-	return &kgo.Record{Topic: e.Topic, Key: key, Value: e.Value, Headers: headers}
+	r.Record = kgo.Record{Topic: e.Topic, Key: key, Value: e.Value, Headers: headers}
+	return &r.Record
+}
+
+// recordWithHeaders holds a record and room for the headers of an event
+// with the traceparent and one attribute.
+type recordWithHeaders struct {
+	kgo.Record
+	headers [8]kgo.RecordHeader
 }
 
 // EventHeaders are the sluice headers of a record, as ParseHeaders reads them.
