@@ -147,7 +147,8 @@ func (c *Contract) unmarshal(decode func() error) (err error) {
 // CheckJSON decodes b as the contract's message in its protojson form
 // (proto field names and lowerCamelCase names both accepted, unknown fields
 // rejected), enforces the depth limit, runs the contract's rules and returns
-// the message's deterministic protobuf binary, to publish.
+// the message's deterministic protobuf binary, to publish. It does not
+// write to b, and what it returns does not alias b.
 //
 // The transcoder, where it covers the contract, writes that binary
 // straight from the JSON text, and the binary is decoded and validated as
