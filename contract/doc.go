@@ -56,15 +56,26 @@
 // Binary payloads are decoded with hyperpb, a table-driven decoder
 // compiled for each contract at load, onto arenas that are recycled from
 // one payload to the next (payloads up to 64 KiB; a larger one gets an
-// arena of its own). A contract that is not proto3, can hold extensions
-// or has a map with message values decodes with dynamicpb instead: there
-// hyperpb v0.1.3 has not been held to protobuf-go's answers, or was found
-// not to hold. Contract.Decoders names the choice, and sluice logs it at
-// start. Its messages are read by protovalidate like any
+// arena of its own). Its messages are read by protovalidate like any
 // other, and never outlive the check: nothing a Check returns points into
 // them. The walk before it (wire.go) is what keeps the decoder's unchecked
-// reads on well-formed data. FuzzBinaryDecoders holds it to the answers
-// of protobuf-go's reflective decoder, which it replaced.
+// reads on well-formed data. A contract that is not proto3, can hold
+// extensions or has a map with message values decodes with dynamicpb
+// instead: there hyperpb v0.1.3 has not been held to protobuf-go's
+// answers, or was found not to hold.
+//
+// JSON payloads are transcoded straight to the deterministic protobuf
+// binary that protojson and proto.Marshal would make of them, by a
+// transcoder compiled from the contract's descriptor (transcode*.go), and
+// that binary is decoded and validated as a binary payload is. A contract
+// the transcoder does not cover (google.protobuf.Any, extensions, proto2
+// required fields, among others: newJSONTranscoder says which) goes
+// through protojson and a dynamic message instead.
+//
+// Contract.Decoders names both choices, and sluice logs them at start.
+// FuzzBinaryDecoders, FuzzTranscodeJSON and FuzzJSONDecoders hold each
+// fast path to the answers, and the bytes, of the reflective one it
+// replaced.
 //
 // # What is published
 //
