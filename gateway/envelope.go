@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"strconv"
 	"strings"
@@ -622,10 +623,7 @@ func (d *jsonDecoder) str() (jsonString, error) {
 	var s jsonString
 	high := false // the last \u escape was a high surrogate, waiting for its low half
 	for i := start; ; {
-		j := i
-		for j < len(b) && b[j] >= 0x20 && b[j] != '"' && b[j] != '\\' {
-			j++
-		}
+		j := plainRun(b, i)
 		if j > i && high {
 			s.lone, high = true, false
 		}
@@ -1199,4 +1197,25 @@ func skipWireValue(wt protowire.Type, b []byte) int {
 		}
 	}
 	return off
+}
+
+// plainRun returns the index of the first byte at or after i that ends a
+// run of plain string bytes: a control character, '"' or '\\'. It tests
+// eight bytes at a time, as most of a payload is such a run.
+func plainRun(b []byte, i int) int {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for ; i+8 <= len(b); i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		quote, slash := x^(ones*'"'), x^(ones*'\\')
+		// Each term has a high bit set in some byte iff a byte of x is
+		// below 0x20, or equals '"' or '\\' (a zero byte of quote or
+		// slash): the classic has-less and has-zero tests.
+		if ((x-ones*0x20)&^x|(quote-ones)&^quote|(slash-ones)&^slash)&highs != 0 {
+			break
+		}
+	}
+	for i < len(b) && b[i] >= 0x20 && b[i] != '"' && b[i] != '\\' {
+		i++
+	}
+	return i
 }
