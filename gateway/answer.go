@@ -100,25 +100,17 @@ func appendDuration(b []byte, secs int64, nanos int32) ([]byte, bool) {
 	}
 	b = strconv.AppendInt(b, secs, 10)
 	if nanos != 0 {
-		digits, n := 9, nanos
-		for digits > 0 && n%1000 == 0 {
-			digits -= 3
-			n /= 1000
+		// 1e9+nanos, trailing zeros dropped three at a time, is "1" and
+		// the fraction's digits: the "1" becomes the point.
+		frac := int64(1e9 + nanos)
+		for frac%1000 == 0 {
+			frac /= 1000
 		}
-		b = append(b, '.')
-		b = appendDigits(b, int(n), digits)
+		point := len(b)
+		b = strconv.AppendInt(b, frac, 10)
+		b[point] = '.'
 	}
 	return append(b, `s"`...), true
-}
-
-// appendDigits appends v, which is not negative, in exactly width digits.
-func appendDigits(b []byte, v, width int) []byte {
-	b = append(b, make([]byte, width)...)
-	for i := len(b) - 1; i >= len(b)-width; i-- {
-		b[i] = byte('0' + v%10)
-		v /= 10
-	}
-	return b
 }
 
 // appendJSONString is a string as protojson prints it: `"` and `\`
