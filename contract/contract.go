@@ -513,11 +513,9 @@ func uncheckedString(fd protoreflect.FieldDescriptor) bool {
 	return fd.Kind() == protoreflect.StringKind && fd.ParentFile().Syntax() != protoreflect.Proto3
 }
 
-// scanHolders returns the message types reachable from md that can hold,
-// at any depth, a Timestamp or Duration, a string the decoder does not
-// check, or extensions (whose fields are not known ahead). It repeats
-// until nothing changes, for recursive types.
-func scanHolders(md protoreflect.MessageDescriptor) map[protoreflect.FullName]bool {
+// reachableMessages returns md and every message type reachable from its
+// fields (map entries included), each once.
+func reachableMessages(md protoreflect.MessageDescriptor) []protoreflect.MessageDescriptor {
 	var reachable []protoreflect.MessageDescriptor
 	seen := make(map[protoreflect.FullName]bool)
 	var visit func(md protoreflect.MessageDescriptor)
@@ -535,6 +533,15 @@ func scanHolders(md protoreflect.MessageDescriptor) map[protoreflect.FullName]bo
 		}
 	}
 	visit(md)
+	return reachable
+}
+
+// scanHolders returns the message types reachable from md that can hold,
+// at any depth, a Timestamp or Duration, a string the decoder does not
+// check, or extensions (whose fields are not known ahead). It repeats
+// until nothing changes, for recursive types.
+func scanHolders(md protoreflect.MessageDescriptor) map[protoreflect.FullName]bool {
+	reachable := reachableMessages(md)
 	holds := make(map[protoreflect.FullName]bool)
 	for changed := true; changed; {
 		changed = false

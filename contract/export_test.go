@@ -72,23 +72,7 @@ type mapEntryChecker struct {
 // newMapEntryChecker returns nil when no message reachable from md holds a
 // map: such contracts skip the walk.
 func newMapEntryChecker(md protoreflect.MessageDescriptor, resolver protoregistry.ExtensionTypeResolver, maxDepth int) *mapEntryChecker {
-	var reachable []protoreflect.MessageDescriptor
-	seen := make(map[protoreflect.FullName]bool)
-	var visit func(md protoreflect.MessageDescriptor)
-	visit = func(md protoreflect.MessageDescriptor) {
-		if seen[md.FullName()] {
-			return
-		}
-		seen[md.FullName()] = true
-		reachable = append(reachable, md)
-		fields := md.Fields()
-		for i := range fields.Len() {
-			if fd := fields.Get(i); fd.Message() != nil {
-				visit(fd.Message()) // a map's entry message, too
-			}
-		}
-	}
-	visit(md)
+	reachable := reachableMessages(md)
 
 	// A message holds a map if it has a map field, may have extensions
 	// (which the descriptor does not show), or has a field of a message

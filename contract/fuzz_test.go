@@ -149,12 +149,7 @@ func FuzzCheckBinary(f *testing.F) {
 // both refuse with the same kind of error and, for rules, the same
 // violations.
 func FuzzBinaryDecoders(f *testing.F) {
-	contracts := fuzzContracts(f)
-	trees, err := contract.Load(setOf(f, treeFile()), []string{"test.v1.Tree"})
-	if err != nil {
-		f.Fatal(err)
-	}
-	contracts = append(contracts, lookup(f, trees, "test.v1.Tree"))
+	contracts := append(fuzzContracts(f), treeContract(f))
 	if d := contracts[len(contracts)-1].Decoders(); d.Binary != "hyperpb" {
 		f.Fatalf("test.v1.Tree decodes with %+v, want hyperpb", d)
 	}
@@ -190,19 +185,26 @@ func FuzzBinaryDecoders(f *testing.F) {
 			}
 			return
 		}
-		checkRefusal(t, fast)
-		var fv, sv *contract.ViolationError
-		var fm, sm *contract.MalformedError
-		switch {
-		case errors.As(fast, &fv) && errors.As(slow, &sv):
-			if fv.Partial != sv.Partial || !sameViolations(fv.Violations, sv.Violations) {
-				t.Fatalf("hyperpb: %v; dynamicpb: %v", fast, slow)
-			}
-		case errors.As(fast, &fm) && errors.As(slow, &sm):
-		default:
-			t.Fatalf("hyperpb: %v; dynamicpb: %v", fast, slow)
-		}
+		sameRefusal(t, "hyperpb", fast, "dynamicpb", slow)
 	})
+}
+
+// sameRefusal fails unless the fast path's refusal is typed and of the
+// slow one's kind, and for rules lists the same violations.
+func sameRefusal(t *testing.T, fastName string, fast error, slowName string, slow error) {
+	t.Helper()
+	checkRefusal(t, fast)
+	var fv, sv *contract.ViolationError
+	var fm, sm *contract.MalformedError
+	switch {
+	case errors.As(fast, &fv) && errors.As(slow, &sv):
+		if fv.Partial != sv.Partial || !sameViolations(fv.Violations, sv.Violations) {
+			t.Fatalf("%s: %v; %s: %v", fastName, fast, slowName, slow)
+		}
+	case errors.As(fast, &fm) && errors.As(slow, &sm):
+	default:
+		t.Fatalf("%s: %v; %s: %v", fastName, fast, slowName, slow)
+	}
 }
 
 // sameViolations compares two reports as sets: the entries of one map
@@ -220,6 +222,15 @@ func sameViolations(a, b []contract.Violation) bool {
 	slices.Sort(ka)
 	slices.Sort(kb)
 	return slices.Equal(ka, kb)
+}
+
+// treeContract loads test.v1.Tree.
+func treeContract(f *testing.F) *contract.Contract {
+	trees, err := contract.Load(setOf(f, treeFile()), []string{"test.v1.Tree"})
+	if err != nil {
+		f.Fatal(err)
+	}
+	return lookup(f, trees, "test.v1.Tree")
 }
 
 // treeFile is test.v1.Tree, a proto3 contract that hyperpb decodes, with
@@ -298,12 +309,7 @@ func treeFile() *descriptorpb.FileDescriptorProto {
 // accept with the same bytes to publish, or both refuse with the same kind
 // of error and, for rules, the same violations.
 func FuzzJSONDecoders(f *testing.F) {
-	contracts := fuzzContracts(f)
-	trees, err := contract.Load(setOf(f, treeFile()), []string{"test.v1.Tree"})
-	if err != nil {
-		f.Fatal(err)
-	}
-	contracts = append(contracts, lookup(f, trees, "test.v1.Tree"))
+	contracts := append(fuzzContracts(f), treeContract(f))
 	for typ, name := range fixtures() {
 		f.Add(indexOf(typ), fixture(f, name))
 	}
@@ -334,17 +340,6 @@ func FuzzJSONDecoders(f *testing.F) {
 			}
 			return
 		}
-		checkRefusal(t, ferr)
-		var fv, sv *contract.ViolationError
-		var fm, sm *contract.MalformedError
-		switch {
-		case errors.As(ferr, &fv) && errors.As(serr, &sv):
-			if fv.Partial != sv.Partial || !sameViolations(fv.Violations, sv.Violations) {
-				t.Fatalf("transcoder: %v; protojson: %v", ferr, serr)
-			}
-		case errors.As(ferr, &fm) && errors.As(serr, &sm):
-		default:
-			t.Fatalf("transcoder: %v; protojson: %v", ferr, serr)
-		}
+		sameRefusal(t, "transcoder", ferr, "protojson", serr)
 	})
 }
