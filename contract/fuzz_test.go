@@ -92,20 +92,7 @@ func FuzzCheckJSON(f *testing.F) {
 
 func FuzzCheckBinary(f *testing.F) {
 	contracts := fuzzContracts(f)
-	for typ, m := range validExamples() {
-		b := marshal(f, m)
-		f.Add(indexOf(typ), b)
-		f.Add(indexOf(typ), b[:len(b)/2])
-	}
-	for typ, cases := range violationCases() {
-		for _, tc := range cases[:3] {
-			f.Add(indexOf(typ), marshal(f, tc.msg))
-		}
-	}
-	f.Add(indexOf(shopType), append(marshal(f, validOrder()), unknownField()...))
-	f.Add(indexOf(logsType), labelsEntry(str(1, "k"), str(2, "v"), str(3, "x")))
-	kid := protowire.AppendBytes(protowire.AppendTag(nil, 2, protowire.BytesType), str(2, "leaf"))
-	f.Add(uint8(nodeIndex), protowire.AppendBytes(protowire.AppendTag(nil, 3, protowire.BytesType), append(str(1, "k"), kid...)))
+	addBinarySeeds(f, 3)
 	f.Fuzz(func(t *testing.T, which uint8, b []byte) {
 		c := contracts[int(which)%len(contracts)]
 		in := slices.Clone(b)
@@ -161,20 +148,7 @@ func FuzzBinaryDecoders(f *testing.F) {
 	f.Add(tree, protowire.AppendBytes(protowire.AppendTag(nil, 5, protowire.BytesType), protowire.AppendVarint(protowire.AppendVarint(nil, 1), 1<<40)))
 	f.Add(tree, protowire.AppendVarint(protowire.AppendTag(nil, 8, protowire.VarintType), 7))
 	f.Add(tree, protowire.AppendBytes(protowire.AppendTag(nil, 10, protowire.BytesType), protowire.AppendVarint(protowire.AppendTag(nil, 1, protowire.VarintType), 1<<41)))
-	for typ, m := range validExamples() {
-		b := marshal(f, m)
-		f.Add(indexOf(typ), b)
-		f.Add(indexOf(typ), b[:len(b)/2])
-	}
-	for typ, cases := range violationCases() {
-		for _, tc := range cases {
-			f.Add(indexOf(typ), marshal(f, tc.msg))
-		}
-	}
-	f.Add(indexOf(shopType), append(marshal(f, validOrder()), unknownField()...))
-	f.Add(indexOf(logsType), labelsEntry(str(1, "k"), str(2, "v"), str(3, "x")))
-	kid := protowire.AppendBytes(protowire.AppendTag(nil, 2, protowire.BytesType), str(2, "leaf"))
-	f.Add(uint8(nodeIndex), protowire.AppendBytes(protowire.AppendTag(nil, 3, protowire.BytesType), append(str(1, "k"), kid...)))
+	addBinarySeeds(f, -1)
 	f.Fuzz(func(t *testing.T, which uint8, b []byte) {
 		c := contracts[int(which)%len(contracts)]
 		_, fast := c.CheckBinary(b)
@@ -187,6 +161,29 @@ func FuzzBinaryDecoders(f *testing.F) {
 		}
 		sameRefusal(t, "hyperpb", fast, "dynamicpb", slow)
 	})
+}
+
+// addBinarySeeds seeds a binary fuzz target with the valid examples, whole
+// and cut in half, each contract's first perType violation cases (all for
+// -1), and payloads with unknown fields in a message and a map entry.
+func addBinarySeeds(f *testing.F, perType int) {
+	for typ, m := range validExamples() {
+		b := marshal(f, m)
+		f.Add(indexOf(typ), b)
+		f.Add(indexOf(typ), b[:len(b)/2])
+	}
+	for typ, cases := range violationCases() {
+		if perType >= 0 {
+			cases = cases[:perType]
+		}
+		for _, tc := range cases {
+			f.Add(indexOf(typ), marshal(f, tc.msg))
+		}
+	}
+	f.Add(indexOf(shopType), append(marshal(f, validOrder()), unknownField()...))
+	f.Add(indexOf(logsType), labelsEntry(str(1, "k"), str(2, "v"), str(3, "x")))
+	kid := protowire.AppendBytes(protowire.AppendTag(nil, 2, protowire.BytesType), str(2, "leaf"))
+	f.Add(uint8(nodeIndex), protowire.AppendBytes(protowire.AppendTag(nil, 3, protowire.BytesType), append(str(1, "k"), kid...)))
 }
 
 // sameRefusal fails unless the fast path's refusal is typed and of the
