@@ -305,7 +305,7 @@ func (s *Service) judge(ctx context.Context, src *source, b *batch) []*ingestv1.
 		rej := b.refusal(i)
 		var c *candidate
 		if rej == nil {
-			c, rej = s.check(src, ev)
+			c, rej = s.check(src, ev, ingestedAt)
 		}
 		if rej != nil {
 			violations -= capViolations(rej, min(violations, s.cfg.Limits.MaxViolationsPerEvent))
@@ -395,8 +395,9 @@ func (s *Service) publishDeadline(ctx context.Context) time.Time {
 	return d
 }
 
-// check runs every per-event check short of dedup and publishing.
-func (s *Service) check(src *source, ev *ingestv1.Event) (*candidate, *ingestv1.Rejection) {
+// check runs every per-event check short of dedup and publishing. now is
+// when the batch arrived, which the skew window is around.
+func (s *Service) check(src *source, ev *ingestv1.Event, now time.Time) (*candidate, *ingestv1.Rejection) {
 	if !envelopeValid(ev) {
 		if err := s.contracts.Validate(ev); err != nil {
 			return nil, violationRejection(err, "")
@@ -415,7 +416,6 @@ func (s *Service) check(src *source, ev *ingestv1.Event) (*candidate, *ingestv1.
 		return nil, reject(ingestv1.Reason_EVENT_TOO_LARGE,
 			fmt.Sprintf("payload of %d bytes is over the limit of %d", size, s.cfg.Limits.MaxEventBytes))
 	}
-	now := s.now()
 	at := ev.GetOccurredAt().AsTime()
 	if at.Before(now.Add(-s.cfg.Limits.MaxEventAge)) || at.After(now.Add(s.cfg.Limits.MaxEventFuture)) {
 		r := reject(ingestv1.Reason_EVENT_TIME_OUT_OF_RANGE, fmt.Sprintf(
