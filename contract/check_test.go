@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"buf.build/gen/go/bufbuild/protovalidate/protocolbuffers/go/buf/validate"
 	identityv1 "github.com/sluicehq/sluice/gen/examples/identity/v1"
 	logsv1 "github.com/sluicehq/sluice/gen/examples/logs/v1"
 	shopv1 "github.com/sluicehq/sluice/gen/examples/shop/v1"
@@ -404,6 +405,49 @@ func TestViolationReportIsBounded(t *testing.T) {
 					t.Fatalf("got %d violations, want %d", len(verr.Violations), want)
 				}
 			})
+		}
+	}
+}
+
+// TestRefusalOutlivesInput: a refusal does not point into the payload it
+// refuses or the arena that decoded it, so the caller may reuse its buffer
+// as soon as Check returns: a rule whose message is the field's own value
+// still reads the same after the payload is overwritten and another
+// payload decoded.
+func TestRefusalOutlivesInput(t *testing.T) {
+	rules := &validate.MessageRules{Cel: []*validate.Rule{{
+		Id: proto.String("node.name"), Expression: proto.String("this.name.startsWith('ok') ? '' : this.name"),
+	}}}
+	file := nodeFile(rules, "buf/validate/validate.proto")
+	file.MessageType[0].Field = file.MessageType[0].Field[:2] // no map of messages: hyperpb decodes it
+	r, err := contract.Load(setOf(t, file), []string{"test.v1.Node"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := lookup(t, r, "test.v1.Node")
+	if d := c.Decoders(); d.Binary != "hyperpb" || d.JSON != "transcoder" {
+		t.Fatalf("decoders %+v", d)
+	}
+	name := strings.Repeat("n", 40)
+	for _, form := range []struct {
+		name  string
+		check func([]byte) ([]byte, error)
+		in    func(string) []byte
+	}{
+		{"binary", c.CheckBinary, func(s string) []byte { return str(2, s) }},
+		{"json", c.CheckJSON, func(s string) []byte { return []byte(`{"name":"` + s + `"}`) }},
+	} {
+		in := form.in(name)
+		_, err := form.check(in)
+		for i := range in {
+			in[i] = 'x'
+		}
+		if _, again := form.check(form.in(strings.Repeat("m", 40))); again == nil {
+			t.Fatalf("%s: the second payload passed", form.name)
+		}
+		var verr *contract.ViolationError
+		if !errors.As(err, &verr) || len(verr.Violations) != 1 || verr.Violations[0].Message != name {
+			t.Errorf("%s: after the payload is reused, the refusal reads %v", form.name, err)
 		}
 	}
 }
