@@ -150,3 +150,39 @@ func defaultService(t *testing.T, mutate func(*Config)) *Service {
 	}
 	return s
 }
+
+// TestCountRuns: events are counted by runs of neighbours with the same
+// labels, and every event of every run is counted under its own.
+func TestCountRuns(t *testing.T) {
+	s := defaultService(t, func(*Config) {})
+	src := &source{name: "src"}
+	const logs, shop = "examples.logs.v1.LogLine", "examples.shop.v1.OrderPlaced"
+	var events []*ingestv1.Event
+	var results []*ingestv1.EventResult
+	add := func(typ string, r *ingestv1.EventResult) {
+		events = append(events, &ingestv1.Event{Type: typ})
+		results = append(results, r)
+	}
+	ok := &ingestv1.EventResult{Outcome: ingestv1.Outcome_ACCEPTED}
+	bad := rejected(0, "", reject(ingestv1.Reason_MALFORMED, "x"))
+	for _, step := range []struct {
+		typ string
+		r   *ingestv1.EventResult
+	}{{logs, ok}, {logs, ok}, {logs, bad}, {logs, ok}, {shop, ok}, {"nope", ok}, {"nope", ok}} {
+		add(step.typ, step.r)
+	}
+	s.count(src, events, results)
+	for _, want := range []struct {
+		labels []string
+		n      float64
+	}{
+		{[]string{"src", logs, "ACCEPTED", ""}, 3},
+		{[]string{"src", logs, "REJECTED", "MALFORMED"}, 1},
+		{[]string{"src", shop, "ACCEPTED", ""}, 1},
+		{[]string{"src", "unknown", "ACCEPTED", ""}, 2},
+	} {
+		if got := testutil.ToFloat64(s.metrics.events.WithLabelValues(want.labels...)); got != want.n {
+			t.Errorf("%v: %v, want %v", want.labels, got, want.n)
+		}
+	}
+}

@@ -260,8 +260,8 @@ func (s *Service) refuseAll(src *source, events []*ingestv1.Event, f *Failure) [
 	results := make([]*ingestv1.EventResult, len(events))
 	for i, ev := range events {
 		results[i] = rejected(i, ev.GetId(), f.rejection())
-		s.count(src, ev.GetType(), results[i])
 	}
+	s.count(src, events, results)
 	return results
 }
 
@@ -294,8 +294,8 @@ func (s *Service) judge(ctx context.Context, src *source, b *batch) []*ingestv1.
 	if rej != nil {
 		for i, ev := range events {
 			results[i] = rejected(i, ev.GetId(), rej)
-			s.count(src, ev.GetType(), results[i])
 		}
+		s.count(src, events, results)
 		return results
 	}
 	var owners, waiters []*candidate
@@ -371,9 +371,7 @@ func (s *Service) judge(ctx context.Context, src *source, b *batch) []*ingestv1.
 	for _, c := range waiters {
 		results[c.index] = rejected(c.index, c.event.GetId(), s.unavailable("this event id is being published by another request"))
 	}
-	for i, r := range results {
-		s.count(src, events[i].GetType(), r)
-	}
+	s.count(src, events, results)
 	return results
 }
 
@@ -581,15 +579,32 @@ func (s *Service) unavailable(msg string) *ingestv1.Rejection {
 	return rejectRetry(ingestv1.Reason_UNAVAILABLE, s.cfg.UnavailableRetryAfter, msg)
 }
 
-func (s *Service) count(src *source, typ string, r *ingestv1.EventResult) {
-	if _, ok := s.topics[typ]; !ok {
-		typ = "unknown" // callers choose the type; only loaded ones become labels
+func (s *Service) count(src *source, events []*ingestv1.Event, results []*ingestv1.EventResult) {
+	// Neighbours mostly share their labels (a batch is mostly one type and
+	// one outcome): each run of them is one lookup of the counter.
+	var run [3]string
+	n := 0
+	flush := func() {
+		if n > 0 {
+			s.metrics.events.WithLabelValues(src.name, run[0], run[1], run[2]).Add(float64(n))
+		}
 	}
-	reason := ""
-	if r.GetOutcome() == ingestv1.Outcome_REJECTED {
-		reason = r.GetRejection().GetReason().String()
+	for i, r := range results {
+		typ := events[i].GetType()
+		if _, ok := s.topics[typ]; !ok {
+			typ = "unknown" // callers choose the type; only loaded ones become labels
+		}
+		reason := ""
+		if r.GetOutcome() == ingestv1.Outcome_REJECTED {
+			reason = r.GetRejection().GetReason().String()
+		}
+		if labels := [3]string{typ, r.GetOutcome().String(), reason}; labels != run {
+			flush()
+			run, n = labels, 0
+		}
+		n++
 	}
-	s.metrics.events.WithLabelValues(src.name, typ, r.GetOutcome().String(), reason).Inc()
+	flush()
 }
 
 func rejected(i int, id string, r *ingestv1.Rejection) *ingestv1.EventResult {
