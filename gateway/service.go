@@ -511,13 +511,11 @@ func (s *Service) publish(ctx context.Context, src *source, cands []*candidate, 
 	records := make([]*kgo.Record, len(cands))
 	for i, c := range cands {
 		ev := c.event
-		key := ev.GetPartitionKey()
-		if key == "" {
-			key = ev.GetId()
-		}
 		records[i] = publish.NewRecord(&publish.Event{
-			Topic:       s.topics[ev.GetType()],
-			Key:         []byte(key),
+			Topic: s.topics[ev.GetType()],
+			// Kafka's client only reads a key; without a partition key,
+			// NewRecord keys the record by its id.
+			Key:         readOnlyBytes(ev.GetPartitionKey()),
 			Value:       c.value,
 			ID:          ev.GetId(),
 			Type:        ev.GetType(),
@@ -530,17 +528,21 @@ func (s *Service) publish(ctx context.Context, src *source, cands []*candidate, 
 		})
 	}
 	admitted := s.pub.Admit(ctx, records)
+	// The accepted results are one allocation, and share their durability.
+	accepted := make([]ingestv1.EventResult, len(cands))
+	durability := []ingestv1.Durability{ingestv1.Durability_KAFKA, ingestv1.Durability_LOCAL_DISK}
 	for i, c := range cands {
 		a := admitted[i]
 		if s.dedup != nil {
 			s.dedup.settle(c.key, a.Err == nil)
 		}
 		if a.Err == nil {
-			d := ingestv1.Durability_KAFKA
+			r := &accepted[i]
+			r.Index, r.Id, r.Outcome, r.Durability = uint32(c.index), c.event.GetId(), ingestv1.Outcome_ACCEPTED, &durability[0]
 			if a.Durability == publish.DurabilityLocalDisk {
-				d = ingestv1.Durability_LOCAL_DISK
+				r.Durability = &durability[1]
 			}
-			results[c.index] = &ingestv1.EventResult{Index: uint32(c.index), Id: c.event.GetId(), Outcome: ingestv1.Outcome_ACCEPTED, Durability: &d}
+			results[c.index] = r
 			continue
 		}
 		results[c.index] = rejected(c.index, c.event.GetId(), s.admitRejection(a))
