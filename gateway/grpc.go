@@ -92,10 +92,20 @@ func (c serverCodec) Unmarshal(data mem.BufferSlice, v any) error {
 		return nil
 	}
 	// The decoder copies what it keeps, so the message's buffers go back
-	// to their pool when this returns.
-	buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
-	defer buf.Free()
-	w.batch, w.failure = decodeWireBatch(buf.ReadOnlyData(), w.stream, c.limits)
+	// to their pool when this returns. gRPC reads a message into one
+	// buffer, which is decoded where it is; only a message in pieces is
+	// first copied into one (into a pooled buffer, which the pool clears).
+	var msg []byte
+	switch len(data) {
+	case 0: // an empty message
+	case 1:
+		msg = data[0].ReadOnlyData()
+	default:
+		buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
+		defer buf.Free()
+		msg = buf.ReadOnlyData()
+	}
+	w.batch, w.failure = decodeWireBatch(msg, w.stream, c.limits)
 	return nil
 }
 
