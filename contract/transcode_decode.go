@@ -25,10 +25,17 @@ const (
 
 // transcode appends to dst the protobuf binary of the JSON payload src and returns it.
 // A refusal is a *MalformedError (same type the protojson path returns).
-func (t *jsonTranscoder) transcode(dst, src []byte) ([]byte, error) {
+func (t *jsonTranscoder) transcode(dst, src []byte) (_ []byte, err error) {
 	d := t.pool.Get().(*transcoding)
+	defer func() {
+		// A panic is a bug here, but it is this input's refusal, not the
+		// gateway's crash. The scratch it leaves is not pooled again.
+		if r := recover(); r != nil {
+			err = &MalformedError{Msg: t.typ + ": " + fmt.Sprintf("transcoder panic: %v", r)}
+		}
+	}()
 	d.t, d.src, d.pos, d.out, d.depth = t, src, 0, dst, 0
-	err := d.payload()
+	err = d.payload()
 	out := d.out
 	d.src, d.out = nil, nil
 	if cap(d.buf) <= maxPooledBytes && cap(d.tmp) <= maxPooledBytes &&

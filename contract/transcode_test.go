@@ -373,6 +373,9 @@ func compareTranscode(t *testing.T, tg transcodeTarget, in []byte) bool {
 		if !errors.As(gerr, &m) {
 			t.Fatalf("%s %q: transcoder refused with %T %v, want a *MalformedError", tg.c.typ, in, gerr, gerr)
 		}
+		if strings.Contains(m.Msg, "transcoder panic") {
+			t.Fatalf("%s %q: %v", tg.c.typ, in, gerr)
+		}
 		if !strings.HasPrefix(m.Msg, tg.c.typ+": ") {
 			t.Fatalf("%s %q: refusal %q does not start with the type", tg.c.typ, in, m.Msg)
 		}
