@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"unsafe"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -68,15 +69,21 @@ func decodeSpooledOwned(b []byte) (*kgo.Record, error) {
 	if v := d.byte(); v != spooledVersion {
 		return nil, fmt.Errorf("%w: version %d", errSpooled, v)
 	}
-	r := &kgo.Record{}
-	r.Topic = string(d.bytes())
+	// One allocation holds the record and the headers of a usual event;
+	// the topic is b's bytes, which nothing writes to, as the key and
+	// value are.
+	rh := new(recordWithHeaders)
+	r := &rh.Record
+	topic := d.bytes()
+	r.Topic = unsafe.String(unsafe.SliceData(topic), len(topic))
 	r.Key = d.bytes()
 	r.Value = d.bytes()
 	n := d.uvarint()
 	if n > maxSpooledHeaders {
 		return nil, fmt.Errorf("%w: %d headers", errSpooled, n)
 	}
-	if n > 0 {
+	r.Headers = rh.headers[:0]
+	if n > uint64(len(rh.headers)) {
 		r.Headers = make([]kgo.RecordHeader, 0, n)
 	}
 	for i := uint64(0); i < n && d.err == nil; i++ {
