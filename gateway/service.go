@@ -581,6 +581,8 @@ func (s *Service) unavailable(msg string) *ingestv1.Rejection {
 	return rejectRetry(ingestv1.Reason_UNAVAILABLE, s.cfg.UnavailableRetryAfter, msg)
 }
 
+// count adds each event's result to sluice_events_total, by source, type
+// (only loaded ones), outcome and reason.
 func (s *Service) count(src *source, events []*ingestv1.Event, results []*ingestv1.EventResult) {
 	// Neighbours mostly share their labels (a batch is mostly one type and
 	// one outcome): each run of them is one lookup of the counter.
