@@ -5,14 +5,14 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/sluicehq/sluice/publish"
+	"github.com/sluicehq/sluice/record"
 )
 
 // Config is the consumer tier's config block.
 type Config struct {
 	// Group is the Kafka consumer group.
 	Group string `yaml:"group"`
-	// Topics are the source topics. EventTypes adds publish.DefaultTopic of
+	// Topics are the source topics. EventTypes adds record.EventTopic of
 	// each type; at least one of the two must name a topic.
 	Topics     []string `yaml:"topics"`
 	EventTypes []string `yaml:"event_types"`
@@ -194,10 +194,10 @@ func (c *Config) Validate() error {
 		return bad("gateway.limits.max_event_bytes", "must not be negative")
 	case c.DLQ.MaxRecordBytes < minRecordBytes || c.DLQ.MaxRecordBytes > maxRecordBytes:
 		return bad("dlq.max_record_bytes", fmt.Sprintf("must be in [%d, %d]", minRecordBytes, maxRecordBytes))
-	case int(c.DLQ.MaxRecordBytes) < deadLetterBound(c, c.MaxEventBytes):
+	case int(c.DLQ.MaxRecordBytes) < record.DeadLetterBound(c.MaxEventBytes, c.DLQ.MaxErrorBytes, c.Group):
 		return bad("dlq.max_record_bytes", fmt.Sprintf(
 			"%d bytes cannot hold the dead letter of an event of gateway.limits.max_event_bytes (%d): with its envelope and event headers it may take %d",
-			c.DLQ.MaxRecordBytes, c.MaxEventBytes, deadLetterBound(c, c.MaxEventBytes)))
+			c.DLQ.MaxRecordBytes, c.MaxEventBytes, record.DeadLetterBound(c.MaxEventBytes, c.DLQ.MaxErrorBytes, c.Group)))
 	case c.CommitInterval <= 0:
 		return bad("commit_interval", "must be positive")
 	case c.RevokeTimeout <= 0:
@@ -206,7 +206,7 @@ func (c *Config) Validate() error {
 		return bad("lag_interval", "must be positive")
 	}
 	for _, t := range c.SourceTopics() {
-		if isDerivedTopic(t) {
+		if record.IsDerived(t) {
 			return bad("topics", fmt.Sprintf("%q is a DLQ or parked topic", t))
 		}
 	}
@@ -228,7 +228,7 @@ func (c *Config) SourceTopics() []string {
 		add(t)
 	}
 	for _, typ := range c.EventTypes {
-		add(publish.DefaultTopic(typ))
+		add(record.EventTopic(typ))
 	}
 	return out
 }

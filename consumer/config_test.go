@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/sluicehq/sluice/record"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -32,7 +33,7 @@ func TestConfigValidate(t *testing.T) {
 	}{
 		{"group", func(c *Config) { c.Group = "" }},
 		{"topics", func(c *Config) { c.Topics = nil }},
-		{"topics", func(c *Config) { c.Topics = []string{DLQTopic(testTopic)} }},
+		{"topics", func(c *Config) { c.Topics = []string{record.DLQTopic(testTopic)} }},
 		{"max_in_flight", func(c *Config) { c.MaxInFlight = 0 }},
 		{"write_batch", func(c *Config) { c.WriteBatch = 0 }},
 		{"write_batch", func(c *Config) { c.WriteBatch = c.MaxInFlight + 1 }},
@@ -75,24 +76,5 @@ func TestConfigValidate(t *testing.T) {
 				t.Fatalf("New accepted a bad config: %v", err)
 			}
 		})
-	}
-}
-
-func TestTruncateError(t *testing.T) {
-	tests := []struct {
-		in   string
-		max  int
-		want string
-	}{
-		{"short", 16, "short"},
-		{"0123456789abcdefXYZ", 16, "0123456789abc..."},
-		// A rune is never cut in half.
-		{"0123456789abcé-----", 16, "0123456789abc..."},
-		{"0123456789abcdé----", 16, "0123456789abc..."},
-	}
-	for _, tt := range tests {
-		if got := truncateError(tt.in, tt.max); got != tt.want || len(got) > tt.max {
-			t.Errorf("truncateError(%q, %d) = %q, want %q", tt.in, tt.max, got, tt.want)
-		}
 	}
 }

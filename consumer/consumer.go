@@ -17,6 +17,8 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/sluicehq/sluice/contract"
+	"github.com/sluicehq/sluice/internal/clip"
+	"github.com/sluicehq/sluice/record"
 	"github.com/sluicehq/sluice/sink"
 )
 
@@ -177,7 +179,7 @@ type job struct {
 	part *partState
 	key  string
 	// env is the envelope of a DLQ record being drained; nil otherwise.
-	env *Envelope
+	env *record.Envelope
 }
 
 // keyQueue holds the jobs of one key in offset order; jobs[0] is running
@@ -220,7 +222,7 @@ func New(cfg Config, reg *contract.Registry, s sink.Sink, kopts []kgo.Opt, opts 
 	}
 	c.produceWarn.every = produceWarnInterval
 	for _, t := range c.sources {
-		c.dlqs = append(c.dlqs, DLQTopic(t))
+		c.dlqs = append(c.dlqs, record.DLQTopic(t))
 	}
 	c.workCtx, c.abandonAll = context.WithCancel(context.Background())
 	c.quietSince = o.clock.Now()
@@ -526,11 +528,11 @@ func (c *Consumer) process(batch []*job) {
 	for _, j := range batch {
 		topic := j.rec.Topic
 		if j.part.dlq {
-			env, err := ParseEnvelope(j.rec)
+			env, err := record.ParseEnvelope(j.rec)
 			if err != nil {
 				// A DLQ record sluice did not write: park it rather than
 				// loop on it.
-				c.deadLetter(ctx, j, &failure{class: classDecode, err: err, park: parkedReasonUnreadable})
+				c.deadLetter(ctx, j, &failure{class: record.ClassDecode, err: err, park: record.ParkedUnreadable})
 				continue
 			}
 			if !env.Retryable {
@@ -541,10 +543,10 @@ func (c *Consumer) process(batch []*job) {
 			j.env = &env
 			// The envelope is anyone's who may write the DLQ topic: the
 			// source topic is the DLQ topic's own.
-			topic = trimDerived(j.rec.Topic)
+			topic = record.SourceOf(j.rec.Topic)
 			if reason, err := c.checkDrained(topic, j.rec, &env); err != nil {
 				c.m.drainRefused.WithLabelValues(j.rec.Topic, reason).Inc()
-				c.deadLetter(ctx, j, &failure{class: classDecode, err: err, park: reason})
+				c.deadLetter(ctx, j, &failure{class: record.ClassDecode, err: err, park: reason})
 				continue
 			}
 			if err := c.limiter.Wait(ctx); err != nil {
@@ -554,7 +556,7 @@ func (c *Consumer) process(batch []*job) {
 		}
 		ev, err := Decode(c.reg, topic, j.rec)
 		if err != nil {
-			c.deadLetter(ctx, j, &failure{class: classDecode, err: err})
+			c.deadLetter(ctx, j, &failure{class: record.ClassDecode, err: err})
 			continue
 		}
 		if j.env != nil {
@@ -716,9 +718,9 @@ func (c *Consumer) backoff(attempt int, retryAfter time.Duration) time.Duration 
 // j stays unfinished, so its offset is never committed.
 func (c *Consumer) deadLetter(ctx context.Context, j *job, f *failure) {
 	now := c.o.clock.Now()
-	env := Envelope{
+	env := record.Envelope{
 		Class:           f.class,
-		Error:           truncateError(f.err.Error(), c.cfg.DLQ.MaxErrorBytes),
+		Error:           clip.String(f.err.Error(), c.cfg.DLQ.MaxErrorBytes),
 		Sink:            c.sink.Name(),
 		Attempts:        f.attempts,
 		FirstFailureAt:  now,
@@ -737,7 +739,7 @@ func (c *Consumer) deadLetter(ctx context.Context, j *job, f *failure) {
 	if j.part.dlq {
 		// A drained record goes back to the DLQ or parked topic of the
 		// topic it was drained from, whatever its envelope says.
-		source = trimDerived(j.rec.Topic)
+		source = record.SourceOf(j.rec.Topic)
 		env.SourceTopic = source
 		if prev := j.env; prev != nil {
 			env.SourcePartition = prev.SourcePartition
@@ -748,23 +750,23 @@ func (c *Consumer) deadLetter(ctx context.Context, j *job, f *failure) {
 			switch {
 			case park != "":
 			case env.DLQRetries > c.cfg.DLQ.MaxRetries:
-				park = parkedReasonMaxRetries
+				park = record.ParkedMaxRetries
 			case now.After(prev.FirstFailureAt.Add(c.cfg.DLQ.Deadline)):
-				park = parkedReasonDeadline
+				park = record.ParkedDeadline
 			}
 		}
 	}
-	topic, kind := DLQTopic(source), "dlq"
+	topic, kind := record.DLQTopic(source), "dlq"
 	if park != "" {
-		topic, kind = ParkedTopic(source), "parked"
+		topic, kind = record.ParkedTopic(source), "parked"
 		env.ParkedReason = park
 		env.Retryable = false
 	}
-	err := c.produceDeadLetter(ctx, envelopeRecord(topic, j.rec, &env))
+	err := c.produceDeadLetter(ctx, record.NewDeadLetter(topic, j.rec, &env))
 	if err != nil && ctx.Err() == nil {
 		// Kafka will never take it: park a copy cut to fit instead.
 		refused := topic
-		topic, kind = ParkedTopic(source), "parked"
+		topic, kind = record.ParkedTopic(source), "parked"
 		env, err = c.parkRefused(ctx, j, env, refused, err)
 	}
 	if err != nil {
@@ -778,22 +780,13 @@ func (c *Consumer) deadLetter(ctx context.Context, j *job, f *failure) {
 	c.finish(j, true)
 }
 
-func trimDerived(t string) string {
-	for _, s := range [...]string{DLQSuffix, ParkedSuffix} {
-		if len(t) > len(s) && t[len(t)-len(s):] == s {
-			return t[:len(t)-len(s)]
-		}
-	}
-	return t
-}
-
 func (c *Consumer) onAssigned(_ context.Context, _ *kgo.Client, assigned map[string][]int32) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for t, ps := range assigned {
 		for _, p := range ps {
 			tp := topicPartition{t, p}
-			c.parts[tp] = newPartState(c.workCtx, tp, isDerivedTopic(t))
+			c.parts[tp] = newPartState(c.workCtx, tp, record.IsDerived(t))
 		}
 	}
 	c.log.Info("partitions assigned", "partitions", assigned)

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluicehq/sluice/record"
 	"github.com/sluicehq/sluice/sink"
 )
 
@@ -98,7 +99,7 @@ func TestPoisonEventToDLQ(t *testing.T) {
 	r := start(t, cfg, addrs, s, WithRegisterer(reg))
 	want := slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return id == "e00007" })
 	waitFor(t, 20*time.Second, "the rest written", func() bool { return s.hasAll(want) })
-	waitFor(t, 20*time.Second, "two dead letters", func() bool { return len(readAll(t, addrs, DLQTopic(testTopic))) == 2 })
+	waitFor(t, 20*time.Second, "two dead letters", func() bool { return len(readAll(t, addrs, record.DLQTopic(testTopic))) == 2 })
 	waitFor(t, 20*time.Second, "everything committed", func() bool {
 		return committed(t, addrs, "poison", testTopic)[0] == 31
 	})
@@ -149,10 +150,10 @@ func TestPoisonEventToDLQ(t *testing.T) {
 	if s.count() != 29 {
 		t.Fatalf("sink holds %d events, want 29", s.count())
 	}
-	dl := readAll(t, addrs, DLQTopic(testTopic))
-	byClass := map[string]Envelope{}
+	dl := readAll(t, addrs, record.DLQTopic(testTopic))
+	byClass := map[string]record.Envelope{}
 	for _, rec := range dl {
-		env, err := ParseEnvelope(rec)
+		env, err := record.ParseEnvelope(rec)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -172,7 +173,7 @@ func TestPoisonEventToDLQ(t *testing.T) {
 	}
 	// The original key, value and headers are kept.
 	for _, rec := range dl {
-		if env, _ := ParseEnvelope(rec); env.Class == "decode" {
+		if env, _ := record.ParseEnvelope(rec); env.Class == "decode" {
 			if string(rec.Key) != "kx" || string(rec.Value) != string(bad.Value) {
 				t.Fatalf("dead letter lost the original record: key %q value %x", rec.Key, rec.Value)
 			}
@@ -208,11 +209,11 @@ func TestTransientRetriesThenDLQ(t *testing.T) {
 	r := start(t, cfg, addrs, s)
 	want := slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return id == "e00003" })
 	waitFor(t, 20*time.Second, "the rest written", func() bool { return s.hasAll(want) })
-	waitFor(t, 20*time.Second, "one dead letter", func() bool { return len(readAll(t, addrs, DLQTopic(testTopic))) == 1 })
+	waitFor(t, 20*time.Second, "one dead letter", func() bool { return len(readAll(t, addrs, record.DLQTopic(testTopic))) == 1 })
 	if err := r.stop(); err != nil {
 		t.Fatal(err)
 	}
-	env, err := ParseEnvelope(readAll(t, addrs, DLQTopic(testTopic))[0])
+	env, err := record.ParseEnvelope(readAll(t, addrs, record.DLQTopic(testTopic))[0])
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluicehq/sluice/contract"
+	"github.com/sluicehq/sluice/internal/clip"
 	"github.com/sluicehq/sluice/publish"
+	"github.com/sluicehq/sluice/record"
 )
 
 // DeadLetterError is what Run returns when Kafka refused a record's dead
@@ -62,7 +64,7 @@ func (c *Consumer) produceDeadLetter(ctx context.Context, rec *kgo.Record) error
 		}
 		if !publish.Retryable(err) {
 			c.m.deadLetterErrors.WithLabelValues(rec.Topic, "permanent").Inc()
-			c.log.Warn("dead-letter produce refused", "topic", rec.Topic, "bytes", recordBatchBytes(rec), "err", err)
+			c.log.Warn("dead-letter produce refused", "topic", rec.Topic, "bytes", record.BatchBytes(rec), "err", err)
 			return err
 		}
 		c.m.deadLetterErrors.WithLabelValues(rec.Topic, "retryable").Inc()
@@ -84,13 +86,13 @@ func (c *Consumer) produceDeadLetter(ctx context.Context, rec *kgo.Record) error
 // ctx ended first, or, when the copy is refused as well, the
 // *DeadLetterError that stops Run; j's partition is then abandoned, so
 // that later records of j's key are not written ahead of it.
-func (c *Consumer) parkRefused(ctx context.Context, j *job, env Envelope, refused string, refusal error) (Envelope, error) {
-	source := trimDerived(refused)
-	env.ParkedReason = parkedReasonDLQRefused
+func (c *Consumer) parkRefused(ctx context.Context, j *job, env record.Envelope, refused string, refusal error) (record.Envelope, error) {
+	source := record.SourceOf(refused)
+	env.ParkedReason = record.ParkedDLQRefused
 	env.Retryable = false
-	env.Refusal = truncateError(refused+": "+refusal.Error(), c.cfg.DLQ.MaxErrorBytes)
-	parked := ParkedTopic(source)
-	rec, err := parkedCopy(parked, j.rec, &env, int(c.cfg.DLQ.MaxRecordBytes))
+	env.Refusal = clip.String(refused+": "+refusal.Error(), c.cfg.DLQ.MaxErrorBytes)
+	parked := record.ParkedTopic(source)
+	rec, err := record.NewParkedCopy(parked, j.rec, &env, int(c.cfg.DLQ.MaxRecordBytes))
 	if err == nil {
 		if err = c.produceDeadLetter(ctx, rec); err == nil {
 			if len(rec.Value) < len(j.rec.Value) {
@@ -128,33 +130,33 @@ func (c *Consumer) stop(err error) {
 // anyone who may write the DLQ topic may write an envelope. The value must
 // pass its contract, since such a record never passed the gateway. The
 // reason is the parked reason of a record refused.
-func (c *Consumer) checkDrained(source string, r *kgo.Record, env *Envelope) (reason string, err error) {
+func (c *Consumer) checkDrained(source string, r *kgo.Record, env *record.Envelope) (reason string, err error) {
 	if !slices.Contains(c.sources, source) {
-		return parkedReasonSourceMismatch, fmt.Errorf("consumer: %s is not the DLQ topic of a source topic", r.Topic)
+		return record.ParkedSourceMismatch, fmt.Errorf("consumer: %s is not the DLQ topic of a source topic", r.Topic)
 	}
 	if env.SourceTopic != source {
-		return parkedReasonSourceMismatch, fmt.Errorf("consumer: envelope names source topic %q, the record is in %s",
+		return record.ParkedSourceMismatch, fmt.Errorf("consumer: envelope names source topic %q, the record is in %s",
 			env.SourceTopic, r.Topic)
 	}
 	if err := checkContract(c.reg, r); err != nil {
-		return parkedReasonContract, err
+		return record.ParkedContract, err
 	}
 	return "", nil
 }
 
 // errTruncated is a parked copy whose value was cut: it is not the event.
-var errTruncated = errors.New("consumer: value truncated (" + HeaderTruncated + ")")
+var errTruncated = errors.New("consumer: value truncated (" + record.DLQHeaderTruncated + ")")
 
 // checkContract checks r's value as the gateway does before it publishes:
 // against the contract of the type its sluice headers name, rules
-// included. A value cut by parkedCopy fails.
+// included. A value cut by record.NewParkedCopy fails.
 func checkContract(reg *contract.Registry, r *kgo.Record) error {
 	for _, h := range r.Headers {
-		if h.Key == HeaderTruncated {
+		if h.Key == record.DLQHeaderTruncated {
 			return errTruncated
 		}
 	}
-	h, err := publish.ParseHeaders(r)
+	h, err := record.ParseEvent(r)
 	if err != nil {
 		return err
 	}

@@ -20,7 +20,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/sluicehq/sluice/internal/logtest"
-	"github.com/sluicehq/sluice/publish"
+	"github.com/sluicehq/sluice/record"
 	"github.com/sluicehq/sluice/sink"
 )
 
@@ -34,7 +34,7 @@ func newTopicCluster(t testing.TB, configs map[string]map[string]string) (*kfake
 		t.Fatal(err)
 	}
 	t.Cleanup(cl.Close)
-	for _, tp := range []string{testTopic, DLQTopic(testTopic), ParkedTopic(testTopic), AuditTopic} {
+	for _, tp := range []string{testTopic, record.DLQTopic(testTopic), record.ParkedTopic(testTopic), record.AuditTopic} {
 		if err := cl.CreateTopic(tp, 1, configs[tp]); err != nil {
 			t.Fatal(err)
 		}
@@ -71,7 +71,7 @@ func produceLarge(t testing.TB, addrs []string, recs ...*kgo.Record) {
 	}
 }
 
-// TestRecordBatchBytes: recordBatchBytes is the size kgo measures against
+// TestRecordBatchBytes: record.BatchBytes is the size kgo measures against
 // ProducerBatchMaxBytes, or up to 3 bytes more (a flexible produce request
 // frames the batch with a uvarint): a record of the maximum is produced,
 // one of 4 bytes more fails with MESSAGE_TOO_LARGE.
@@ -86,13 +86,13 @@ func TestRecordBatchBytes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	for _, key := range [][]byte{nil, []byte("k"), bytes.Repeat([]byte("k"), 300)} {
-		r := eventRecord(t, DLQTopic(testTopic), "e1", string(key), nil)
+		r := eventRecord(t, record.DLQTopic(testTopic), "e1", string(key), nil)
 		r.Key = key
-		r.Value = make([]byte, maxBytes-recordBatchBytes(r))
-		for recordBatchBytes(r) > maxBytes {
+		r.Value = make([]byte, maxBytes-record.BatchBytes(r))
+		for record.BatchBytes(r) > maxBytes {
 			r.Value = r.Value[:len(r.Value)-1]
 		}
-		if got := recordBatchBytes(r); got != maxBytes {
+		if got := record.BatchBytes(r); got != maxBytes {
 			t.Fatalf("key %d bytes: could not build a record of %d bytes, got %d", len(key), maxBytes, got)
 		}
 		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: r.Topic, Key: r.Key, Value: r.Value, Headers: r.Headers}).FirstErr(); err != nil {
@@ -107,8 +107,8 @@ func TestRecordBatchBytes(t *testing.T) {
 }
 
 func TestParkedCopy(t *testing.T) {
-	env := Envelope{Class: "permanent", Error: "x", Sink: "mem", SourceTopic: testTopic, Group: "g",
-		ParkedReason: parkedReasonDLQRefused, Refusal: "ingest.x.dlq: MESSAGE_TOO_LARGE"}
+	env := record.Envelope{Class: "permanent", Error: "x", Sink: "mem", SourceTopic: testTopic, Group: "g",
+		ParkedReason: record.ParkedDLQRefused, Refusal: "ingest.x.dlq: MESSAGE_TOO_LARGE"}
 	value := bytes.Repeat([]byte("v"), 10000)
 	tests := []struct {
 		name     string
@@ -123,31 +123,31 @@ func TestParkedCopy(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			src := eventRecord(t, testTopic, "e1", "k", value)
-			got, err := parkedCopy(ParkedTopic(testTopic), src, &env, tt.maxBytes)
+			got, err := record.NewParkedCopy(record.ParkedTopic(testTopic), src, &env, tt.maxBytes)
 			if tt.wantErr {
-				var ce *CopyTooLargeError
+				var ce *record.CopyTooLargeError
 				if !errors.As(err, &ce) || ce.MaxRecordBytes != tt.maxBytes {
-					t.Fatalf("err %v, want a CopyTooLargeError", err)
+					t.Fatalf("err %v, want a record.CopyTooLargeError", err)
 				}
 				return
 			}
 			if err != nil {
 				t.Fatal(err)
 			}
-			if n := recordBatchBytes(got); n > tt.maxBytes {
+			if n := record.BatchBytes(got); n > tt.maxBytes {
 				t.Fatalf("copy takes %d bytes, over %d", n, tt.maxBytes)
 			}
 			parsed := mustEnvelope(t, got)
-			if !bytes.HasPrefix(value, got.Value) || parsed.ParkedReason != parkedReasonDLQRefused || parsed.Refusal != env.Refusal {
+			if !bytes.HasPrefix(value, got.Value) || parsed.ParkedReason != record.ParkedDLQRefused || parsed.Refusal != env.Refusal {
 				t.Fatalf("copy %+v, value %d bytes", parsed, len(got.Value))
 			}
 			if cut := len(got.Value) < len(value); cut != tt.wantCut || (parsed.TruncatedFrom == len(value)) != tt.wantCut {
-				t.Fatalf("value %d of %d bytes, %s %d", len(got.Value), len(value), HeaderTruncated, parsed.TruncatedFrom)
+				t.Fatalf("value %d of %d bytes, %s %d", len(got.Value), len(value), record.DLQHeaderTruncated, parsed.TruncatedFrom)
 			}
-			if tt.wantCut && tt.maxBytes-recordBatchBytes(got) > 8 {
-				t.Fatalf("cut copy takes %d of %d bytes: more of the value fits", recordBatchBytes(got), tt.maxBytes)
+			if tt.wantCut && tt.maxBytes-record.BatchBytes(got) > 8 {
+				t.Fatalf("cut copy takes %d of %d bytes: more of the value fits", record.BatchBytes(got), tt.maxBytes)
 			}
-			if h, err := publish.ParseHeaders(got); err != nil || h.ID != "e1" {
+			if h, err := record.ParseEvent(got); err != nil || h.ID != "e1" {
 				t.Fatalf("event headers of the copy: %+v, %v", h, err)
 			}
 		})
@@ -177,12 +177,12 @@ func TestDeadLetterRefusedParksCopy(t *testing.T) {
 		{
 			name:    "too large for the DLQ topic's max.message.bytes",
 			value:   64 << 10,
-			configs: map[string]map[string]string{DLQTopic(testTopic): {"max.message.bytes": "8192"}},
+			configs: map[string]map[string]string{record.DLQTopic(testTopic): {"max.message.bytes": "8192"}},
 			refusal: "MESSAGE_TOO_LARGE",
 		},
 		{
 			name:    "DLQ topic not authorized",
-			fault:   &kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: DLQTopic(testTopic), Err: kerr.TopicAuthorizationFailed, Count: -1},
+			fault:   &kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: record.DLQTopic(testTopic), Err: kerr.TopicAuthorizationFailed, Count: -1},
 			refusal: "TOPIC_AUTHORIZATION_FAILED",
 		},
 	}
@@ -220,42 +220,42 @@ func TestDeadLetterRefusedParksCopy(t *testing.T) {
 			cfg := testConfig("refused")
 			r := start(t, cfg, addrs, s)
 			waitFor(t, 20*time.Second, "the refused dead letter parked", func() bool {
-				return len(readAll(t, addrs, ParkedTopic(testTopic))) == 1
+				return len(readAll(t, addrs, record.ParkedTopic(testTopic))) == 1
 			})
 			waitFor(t, 20*time.Second, "committed past it", func() bool {
 				return committed(t, addrs, "refused", testTopic)[0] == 10
 			})
 			waitFor(t, 20*time.Second, "the other events written", func() bool { return s.hasAll(ids) })
-			if n := testutil.ToFloat64(r.c.m.deadLetterErrors.WithLabelValues(DLQTopic(testTopic), "permanent")); n != 1 {
+			if n := testutil.ToFloat64(r.c.m.deadLetterErrors.WithLabelValues(record.DLQTopic(testTopic), "permanent")); n != 1 {
 				t.Errorf("%v permanent DLQ produce errors counted, want 1", n)
 			}
 			if err := r.stop(); err != nil {
 				t.Fatal(err)
 			}
 
-			if n := len(readAll(t, addrs, DLQTopic(testTopic))); n != 0 {
+			if n := len(readAll(t, addrs, record.DLQTopic(testTopic))); n != 0 {
 				t.Fatalf("%d records in the DLQ", n)
 			}
-			rec := readAll(t, addrs, ParkedTopic(testTopic))[0]
+			rec := readAll(t, addrs, record.ParkedTopic(testTopic))[0]
 			env := mustEnvelope(t, rec)
-			if env.ParkedReason != parkedReasonDLQRefused || env.Class != "permanent" || env.Retryable ||
+			if env.ParkedReason != record.ParkedDLQRefused || env.Class != "permanent" || env.Retryable ||
 				env.SourceTopic != testTopic || env.SourceOffset != 3 || !strings.Contains(env.Error, "receiver 422") ||
-				!strings.Contains(env.Refusal, DLQTopic(testTopic)) || !strings.Contains(env.Refusal, tt.refusal) {
+				!strings.Contains(env.Refusal, record.DLQTopic(testTopic)) || !strings.Contains(env.Refusal, tt.refusal) {
 				t.Fatalf("parked envelope %+v", env)
 			}
-			if h, err := publish.ParseHeaders(rec); err != nil || h.ID != "e00003" {
+			if h, err := record.ParseEvent(rec); err != nil || h.ID != "e00003" {
 				t.Fatalf("event headers of the parked copy: %+v, %v", h, err)
 			}
 			if !bytes.HasPrefix(failing, rec.Value) {
 				t.Fatal("parked value is not a prefix of the original")
 			}
 			if tt.wantCut {
-				if env.TruncatedFrom != len(failing) || len(rec.Value) >= len(failing) || recordBatchBytes(rec) > int(cfg.DLQ.MaxRecordBytes) {
-					t.Fatalf("cut copy: %s %d, value %d of %d bytes, record %d bytes", HeaderTruncated, env.TruncatedFrom,
-						len(rec.Value), len(failing), recordBatchBytes(rec))
+				if env.TruncatedFrom != len(failing) || len(rec.Value) >= len(failing) || record.BatchBytes(rec) > int(cfg.DLQ.MaxRecordBytes) {
+					t.Fatalf("cut copy: %s %d, value %d of %d bytes, record %d bytes", record.DLQHeaderTruncated, env.TruncatedFrom,
+						len(rec.Value), len(failing), record.BatchBytes(rec))
 				}
 			} else if env.TruncatedFrom != 0 || len(rec.Value) != len(failing) {
-				t.Fatalf("copy cut although it fits: %s %d, value %d of %d bytes", HeaderTruncated, env.TruncatedFrom,
+				t.Fatalf("copy cut although it fits: %s %d, value %d of %d bytes", record.DLQHeaderTruncated, env.TruncatedFrom,
 					len(rec.Value), len(failing))
 			}
 		})
@@ -297,7 +297,7 @@ func runConsumer(t *testing.T, cfg Config, addrs []string, s sink.Sink, kopts []
 // record, and the committed offset stays below it.
 func TestDeadLetterAndParkedRefusedStopsRun(t *testing.T) {
 	cl, addrs := newTopicCluster(t, nil)
-	for _, tp := range []string{DLQTopic(testTopic), ParkedTopic(testTopic)} {
+	for _, tp := range []string{record.DLQTopic(testTopic), record.ParkedTopic(testTopic)} {
 		cl.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: tp, Err: kerr.TopicAuthorizationFailed, Count: -1})
 	}
 	produceEvents(t, addrs, 10, 10)
@@ -318,7 +318,7 @@ func TestDeadLetterAndParkedRefusedStopsRun(t *testing.T) {
 	err := *runErr
 	var dle *DeadLetterError
 	if !errors.As(err, &dle) || dle.Topic != testTopic || dle.Partition != 0 || dle.Offset != 4 ||
-		dle.Refused != DLQTopic(testTopic) || dle.Parked != ParkedTopic(testTopic) || !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		dle.Refused != record.DLQTopic(testTopic) || dle.Parked != record.ParkedTopic(testTopic) || !errors.Is(err, kerr.TopicAuthorizationFailed) {
 		t.Fatalf("Run returned %v, want a DeadLetterError for %s/0@4", err, testTopic)
 	}
 	if !strings.Contains(err.Error(), testTopic+"/0@4") {
@@ -327,7 +327,7 @@ func TestDeadLetterAndParkedRefusedStopsRun(t *testing.T) {
 	if off, ok := committed(t, addrs, "stop", testTopic)[0]; ok && off > 4 {
 		t.Fatalf("committed %d, past the refused record at 4", off)
 	}
-	for _, tp := range []string{DLQTopic(testTopic), ParkedTopic(testTopic)} {
+	for _, tp := range []string{record.DLQTopic(testTopic), record.ParkedTopic(testTopic)} {
 		if n := len(readAll(t, addrs, tp)); n != 0 {
 			t.Fatalf("%d records in %s", n, tp)
 		}
@@ -342,7 +342,7 @@ func TestDeadLetterAndParkedRefusedStopsRun(t *testing.T) {
 // with the warnings spaced; once Kafka takes it, it is in the DLQ.
 func TestDeadLetterTransientRetried(t *testing.T) {
 	cl, addrs := newTopicCluster(t, nil)
-	h := cl.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: DLQTopic(testTopic), Err: kerr.NotEnoughReplicas, Count: -1})
+	h := cl.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: record.DLQTopic(testTopic), Err: kerr.NotEnoughReplicas, Count: -1})
 	produceEvents(t, addrs, 5, 5)
 	s := newMemSink()
 	s.setFail(func(b []sink.Event) error {
@@ -358,7 +358,7 @@ func TestDeadLetterTransientRetried(t *testing.T) {
 	// metadata refresh: at most every MetadataMinAge.
 	c, done, runErr := runConsumer(t, cfg, addrs, s, []kgo.Opt{kgo.MetadataMinAge(20 * time.Millisecond)},
 		WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
-	failures := c.m.deadLetterErrors.WithLabelValues(DLQTopic(testTopic), "retryable")
+	failures := c.m.deadLetterErrors.WithLabelValues(record.DLQTopic(testTopic), "retryable")
 	waitFor(t, 20*time.Second, "failed DLQ produces retried", func() bool { return testutil.ToFloat64(failures) >= 10 })
 	if off := committed(t, addrs, "transient", testTopic)[0]; off > 2 {
 		t.Fatalf("committed %d past the dead letter still being produced", off)
@@ -367,14 +367,14 @@ func TestDeadLetterTransientRetried(t *testing.T) {
 		t.Fatalf("%d warnings for %v failed produces", n, testutil.ToFloat64(failures))
 	}
 	h.Remove()
-	waitFor(t, 20*time.Second, "the dead letter in the DLQ", func() bool { return len(readAll(t, addrs, DLQTopic(testTopic))) == 1 })
+	waitFor(t, 20*time.Second, "the dead letter in the DLQ", func() bool { return len(readAll(t, addrs, record.DLQTopic(testTopic))) == 1 })
 	waitFor(t, 20*time.Second, "committed past it", func() bool { return committed(t, addrs, "transient", testTopic)[0] == 5 })
 	select {
 	case <-done:
 		t.Fatalf("Run returned: %v", *runErr)
 	default:
 	}
-	if n := len(readAll(t, addrs, ParkedTopic(testTopic))); n != 0 {
+	if n := len(readAll(t, addrs, record.ParkedTopic(testTopic))); n != 0 {
 		t.Fatalf("a transient failure parked %d records", n)
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"google.golang.org/protobuf/types/dynamicpb"
 
 	"github.com/sluicehq/sluice/contract"
-	"github.com/sluicehq/sluice/publish"
+	"github.com/sluicehq/sluice/record"
 	"github.com/sluicehq/sluice/sink"
 )
 
@@ -42,7 +42,7 @@ func Decode(reg *contract.Registry, topic string, r *kgo.Record) (sink.Event, er
 	fail := func(err error) (sink.Event, error) {
 		return sink.Event{}, &DecodeError{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Err: err}
 	}
-	h, err := publish.ParseHeaders(r)
+	h, err := record.ParseEvent(r)
 	if err != nil {
 		return fail(err)
 	}

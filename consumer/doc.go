@@ -76,7 +76,7 @@
 //
 // The DLQ of topic T is T.dlq and its parked topic T.parked. A dead letter
 // keeps the original key, value and headers and adds the envelope
-// (Envelope, headers prefixed sluice-dlq-). The group also consumes the
+// (record.Envelope, headers prefixed sluice-dlq-). The group also consumes the
 // DLQ topics; they stay paused except in DRAIN_DLQ. A drain pass starts
 // when the breaker has been closed, and the last pass over, for
 // DLQ.DrainInterval and an assigned DLQ partition has records past this

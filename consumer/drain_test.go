@@ -12,7 +12,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/sluicehq/sluice/internal/logtest"
-	"github.com/sluicehq/sluice/publish"
+	"github.com/sluicehq/sluice/record"
 	"github.com/sluicehq/sluice/sink"
 )
 
@@ -38,7 +38,7 @@ func seedDLQ(t *testing.T, addrs []string, group string, n int, transient, perma
 	cfg.DLQ.DrainInterval = time.Hour
 	r := start(t, cfg, addrs, s, WithClock(clock))
 	waitFor(t, 20*time.Second, "dead letters", func() bool {
-		return len(readAll(t, addrs, DLQTopic(testTopic))) == len(transient)+len(permanent)
+		return len(readAll(t, addrs, record.DLQTopic(testTopic))) == len(transient)+len(permanent)
 	})
 	waitFor(t, 20*time.Second, "the rest written", func() bool { return s.count() == len(ids)-len(transient)-len(permanent) })
 	if err := r.stop(); err != nil {
@@ -71,7 +71,7 @@ func TestDrainDLQ(t *testing.T) {
 		return s.hasAll([]string{"e00004", "e00011"})
 	})
 	waitFor(t, 20*time.Second, "DLQ committed to its end", func() bool {
-		return committed(t, addrs, "drain", DLQTopic(testTopic))[0] == 3
+		return committed(t, addrs, "drain", record.DLQTopic(testTopic))[0] == 3
 	})
 	waitFor(t, 20*time.Second, "NORMAL", func() bool { return r.c.Mode() == ModeNormal })
 	if err := r.stop(); err != nil {
@@ -83,7 +83,7 @@ func TestDrainDLQ(t *testing.T) {
 	if s.count() != 2 {
 		t.Fatalf("drain wrote %v, want the two retryable events", s.ids())
 	}
-	if n := len(readAll(t, addrs, DLQTopic(testTopic))); n != 3 {
+	if n := len(readAll(t, addrs, record.DLQTopic(testTopic))); n != 3 {
 		t.Fatalf("DLQ holds %d records, want the 3 original ones", n)
 	}
 }
@@ -104,11 +104,11 @@ func TestDrainRefailsToParked(t *testing.T) {
 	})
 	cfg := drainConfig("refail")
 	r := start(t, cfg, addrs, s)
-	waitFor(t, 20*time.Second, "parked", func() bool { return len(readAll(t, addrs, ParkedTopic(testTopic))) == 1 })
+	waitFor(t, 20*time.Second, "parked", func() bool { return len(readAll(t, addrs, record.ParkedTopic(testTopic))) == 1 })
 	if err := r.stop(); err != nil {
 		t.Fatal(err)
 	}
-	dlq := readAll(t, addrs, DLQTopic(testTopic))
+	dlq := readAll(t, addrs, record.DLQTopic(testTopic))
 	if len(dlq) != 3 {
 		t.Fatalf("DLQ holds %d records, want 3 (dlq_retries 0, 1, 2)", len(dlq))
 	}
@@ -119,8 +119,8 @@ func TestDrainRefailsToParked(t *testing.T) {
 			t.Fatalf("DLQ record %d: %+v", i, env)
 		}
 	}
-	parked := mustEnvelope(t, readAll(t, addrs, ParkedTopic(testTopic))[0])
-	if parked.DLQRetries != 3 || parked.ParkedReason != parkedReasonMaxRetries || parked.Retryable || !parked.FirstFailureAt.Equal(first) {
+	parked := mustEnvelope(t, readAll(t, addrs, record.ParkedTopic(testTopic))[0])
+	if parked.DLQRetries != 3 || parked.ParkedReason != record.ParkedMaxRetries || parked.Retryable || !parked.FirstFailureAt.Equal(first) {
 		t.Fatalf("parked envelope %+v", parked)
 	}
 }
@@ -144,22 +144,22 @@ func TestDrainPastDeadlineParks(t *testing.T) {
 	cfg.DLQ.MaxRetries = 100
 	cfg.DLQ.Deadline = time.Hour
 	r := start(t, cfg, addrs, s, WithClock(clock))
-	waitFor(t, 20*time.Second, "parked", func() bool { return len(readAll(t, addrs, ParkedTopic(testTopic))) == 1 })
+	waitFor(t, 20*time.Second, "parked", func() bool { return len(readAll(t, addrs, record.ParkedTopic(testTopic))) == 1 })
 	if err := r.stop(); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(readAll(t, addrs, DLQTopic(testTopic))); n != 1 {
+	if n := len(readAll(t, addrs, record.DLQTopic(testTopic))); n != 1 {
 		t.Fatalf("DLQ holds %d records, want only the original", n)
 	}
-	parked := mustEnvelope(t, readAll(t, addrs, ParkedTopic(testTopic))[0])
-	if parked.ParkedReason != parkedReasonDeadline || parked.DLQRetries != 1 {
+	parked := mustEnvelope(t, readAll(t, addrs, record.ParkedTopic(testTopic))[0])
+	if parked.ParkedReason != record.ParkedDeadline || parked.DLQRetries != 1 {
 		t.Fatalf("parked envelope %+v", parked)
 	}
 }
 
-func mustEnvelope(t *testing.T, r *kgo.Record) Envelope {
+func mustEnvelope(t *testing.T, r *kgo.Record) record.Envelope {
 	t.Helper()
-	env, err := ParseEnvelope(r)
+	env, err := record.ParseEnvelope(r)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,19 +170,19 @@ func mustEnvelope(t *testing.T, r *kgo.Record) Envelope {
 // envelope) is parked, not retried and not dropped.
 func TestDrainParksUnreadableEnvelope(t *testing.T) {
 	addrs := newCluster(t, 1)
-	rec := eventRecord(t, DLQTopic(testTopic), "stray", "k", logLine(t))
+	rec := eventRecord(t, record.DLQTopic(testTopic), "stray", "k", logLine(t))
 	produce(t, addrs, rec)
 	s := newMemSink()
 	r := start(t, drainConfig("stray"), addrs, s)
-	waitFor(t, 20*time.Second, "parked", func() bool { return len(readAll(t, addrs, ParkedTopic(testTopic))) == 1 })
+	waitFor(t, 20*time.Second, "parked", func() bool { return len(readAll(t, addrs, record.ParkedTopic(testTopic))) == 1 })
 	waitFor(t, 20*time.Second, "DLQ committed", func() bool {
-		return committed(t, addrs, "stray", DLQTopic(testTopic))[0] == 1
+		return committed(t, addrs, "stray", record.DLQTopic(testTopic))[0] == 1
 	})
 	if err := r.stop(); err != nil {
 		t.Fatal(err)
 	}
-	env := mustEnvelope(t, readAll(t, addrs, ParkedTopic(testTopic))[0])
-	if env.ParkedReason != parkedReasonUnreadable || env.Class != "decode" || env.SourceTopic != testTopic {
+	env := mustEnvelope(t, readAll(t, addrs, record.ParkedTopic(testTopic))[0])
+	if env.ParkedReason != record.ParkedUnreadable || env.Class != "decode" || env.SourceTopic != testTopic {
 		t.Fatalf("parked envelope %+v", env)
 	}
 	if s.count() != 0 {
@@ -195,9 +195,9 @@ func TestDrainParksUnreadableEnvelope(t *testing.T) {
 func dlqRecord(t *testing.T, id, source string, value []byte) *kgo.Record {
 	t.Helper()
 	at := time.Now().UTC()
-	env := Envelope{Class: "transient", Error: "receiver 503", Sink: "mem", Attempts: 2, FirstFailureAt: at,
+	env := record.Envelope{Class: "transient", Error: "receiver 503", Sink: "mem", Attempts: 2, FirstFailureAt: at,
 		LastFailureAt: at, Retryable: true, SourceTopic: source, SourceOffset: 7, Group: "g"}
-	return envelopeRecord(DLQTopic(testTopic), eventRecord(t, testTopic, id, id, value), &env)
+	return record.NewDeadLetter(record.DLQTopic(testTopic), eventRecord(t, testTopic, id, id, value), &env)
 }
 
 // brokenLogLine is a LogLine that decodes but breaks its contract: its
@@ -214,19 +214,19 @@ func brokenLogLine(t *testing.T) []byte {
 func TestDrainRefusesUncheckedRecords(t *testing.T) {
 	addrs := newCluster(t, 1)
 	produce(t, addrs,
-		dlqRecord(t, "to-audit", AuditTopic, logLine(t)),
+		dlqRecord(t, "to-audit", record.AuditTopic, logLine(t)),
 		dlqRecord(t, "to-orders", "ingest.examples.shop.v1.OrderPlaced", logLine(t)),
 		dlqRecord(t, "broken", testTopic, brokenLogLine(t)),
 		dlqRecord(t, "fine", testTopic, logLine(t)),
 	)
 	s := newMemSink()
 	r := start(t, drainConfig("unchecked"), addrs, s)
-	waitFor(t, 20*time.Second, "three parked", func() bool { return len(readAll(t, addrs, ParkedTopic(testTopic))) == 3 })
+	waitFor(t, 20*time.Second, "three parked", func() bool { return len(readAll(t, addrs, record.ParkedTopic(testTopic))) == 3 })
 	waitFor(t, 20*time.Second, "the valid one written", func() bool { return s.hasAll([]string{"fine"}) })
 	waitFor(t, 20*time.Second, "DLQ committed", func() bool {
-		return committed(t, addrs, "unchecked", DLQTopic(testTopic))[0] == 4
+		return committed(t, addrs, "unchecked", record.DLQTopic(testTopic))[0] == 4
 	})
-	refused := testutil.ToFloat64(r.c.m.drainRefused.WithLabelValues(DLQTopic(testTopic), parkedReasonSourceMismatch))
+	refused := testutil.ToFloat64(r.c.m.drainRefused.WithLabelValues(record.DLQTopic(testTopic), record.ParkedSourceMismatch))
 	if err := r.stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -236,10 +236,10 @@ func TestDrainRefusesUncheckedRecords(t *testing.T) {
 	if refused != 2 {
 		t.Fatalf("%v source mismatches counted, want 2", refused)
 	}
-	want := map[string]string{"to-audit": parkedReasonSourceMismatch, "to-orders": parkedReasonSourceMismatch, "broken": parkedReasonContract}
-	for _, rec := range readAll(t, addrs, ParkedTopic(testTopic)) {
+	want := map[string]string{"to-audit": record.ParkedSourceMismatch, "to-orders": record.ParkedSourceMismatch, "broken": record.ParkedContract}
+	for _, rec := range readAll(t, addrs, record.ParkedTopic(testTopic)) {
 		env := mustEnvelope(t, rec)
-		h, err := publish.ParseHeaders(rec)
+		h, err := record.ParseEvent(rec)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -248,8 +248,8 @@ func TestDrainRefusesUncheckedRecords(t *testing.T) {
 		}
 		delete(want, h.ID)
 	}
-	for _, tp := range []string{AuditTopic, DLQTopic(testTopic)} {
-		if n := len(readAll(t, addrs, tp)); tp == AuditTopic && n != 0 || tp != AuditTopic && n != 4 {
+	for _, tp := range []string{record.AuditTopic, record.DLQTopic(testTopic)} {
+		if n := len(readAll(t, addrs, tp)); tp == record.AuditTopic && n != 0 || tp != record.AuditTopic && n != 4 {
 			t.Fatalf("%d records in %s", n, tp)
 		}
 	}

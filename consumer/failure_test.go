@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/record"
 	"github.com/sluicehq/sluice/sink"
 )
 
@@ -96,7 +97,7 @@ func TestCrashThenRestart(t *testing.T) {
 			t.Fatalf("event %s: %v", id, err)
 		}
 	}
-	if len(readAll(t, addrs, DLQTopic(testTopic))) != 0 {
+	if len(readAll(t, addrs, record.DLQTopic(testTopic))) != 0 {
 		t.Fatal("the crash sent events to the DLQ")
 	}
 }
@@ -201,8 +202,8 @@ func TestSinkOutage(t *testing.T) {
 	if err := r.stop(); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(readAll(t, addrs, DLQTopic(testTopic))); n != 0 {
-		env, _ := ParseEnvelope(readAll(t, addrs, DLQTopic(testTopic))[0])
+	if n := len(readAll(t, addrs, record.DLQTopic(testTopic))); n != 0 {
+		env, _ := record.ParseEnvelope(readAll(t, addrs, record.DLQTopic(testTopic))[0])
 		t.Fatalf("the outage sent %d events to the DLQ: %+v", n, env)
 	}
 	s.mu.Lock()

@@ -16,7 +16,7 @@ import (
 
 	"github.com/sluicehq/sluice/contract"
 	"github.com/sluicehq/sluice/examples"
-	"github.com/sluicehq/sluice/publish"
+	"github.com/sluicehq/sluice/record"
 	"github.com/sluicehq/sluice/sink"
 )
 
@@ -59,7 +59,7 @@ func eventRecord(t testing.TB, topic, id, key string, value []byte) *kgo.Record 
 	t.Helper()
 	c, _ := testRegistry(t).Lookup(testType)
 	now := time.Date(2026, 11, 29, 8, 0, 0, 0, time.UTC)
-	r := publish.NewRecord(&publish.Event{
+	r := record.NewEvent(&record.Event{
 		Topic: topic, Key: []byte(key), Value: value, ID: id, Type: testType, Source: "test",
 		OccurredAt: now, IngestedAt: now, Fingerprint: c.Fingerprint(),
 	})
@@ -70,7 +70,7 @@ func eventRecord(t testing.TB, topic, id, key string, value []byte) *kgo.Record 
 func newCluster(t testing.TB, partitions int32) []string {
 	t.Helper()
 	cl, err := kfake.NewCluster(kfake.NumBrokers(1),
-		kfake.SeedTopics(partitions, testTopic, DLQTopic(testTopic), ParkedTopic(testTopic), AuditTopic))
+		kfake.SeedTopics(partitions, testTopic, record.DLQTopic(testTopic), record.ParkedTopic(testTopic), record.AuditTopic))
 	if err != nil {
 		t.Fatal(err)
 	}

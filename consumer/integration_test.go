@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluicehq/sluice/internal/kafkatest"
+	"github.com/sluicehq/sluice/record"
 	"github.com/sluicehq/sluice/sink"
 )
 
@@ -63,7 +64,7 @@ func TestIntegrationKafka(t *testing.T) {
 	var dl []DeadLetter
 	waitFor(t, time.Minute, "dead letter", func() bool {
 		dl = dl[:0]
-		err := List(ctx, kopts, DLQTopic(topic), Selection{}, func(d DeadLetter) error {
+		err := List(ctx, kopts, record.DLQTopic(topic), Selection{}, func(d DeadLetter) error {
 			dl = append(dl, d)
 			return nil
 		})
@@ -129,7 +130,7 @@ func TestIntegrationDeadLetterRefused(t *testing.T) {
 	var parked []*kgo.Record
 	waitFor(t, time.Minute, "the refused dead letter parked", func() bool {
 		var err error
-		parked, err = readToEnd(ctx, kopts, ParkedTopic(topic))
+		parked, err = readToEnd(ctx, kopts, record.ParkedTopic(topic))
 		return err == nil && len(parked) == 1
 	})
 	waitFor(t, time.Minute, "offsets committed", func() bool {
@@ -145,8 +146,8 @@ func TestIntegrationDeadLetterRefused(t *testing.T) {
 		t.Fatalf("Run returned: %v", *runErr)
 	default:
 	}
-	env, err := ParseEnvelope(parked[0])
-	if err != nil || env.ParkedReason != parkedReasonDLQRefused || !strings.Contains(env.Refusal, "MESSAGE_TOO_LARGE") ||
+	env, err := record.ParseEnvelope(parked[0])
+	if err != nil || env.ParkedReason != record.ParkedDLQRefused || !strings.Contains(env.Refusal, "MESSAGE_TOO_LARGE") ||
 		env.TruncatedFrom != 0 || !bytes.Equal(parked[0].Value, big) {
 		t.Fatalf("parked envelope %+v, %v; value %d of %d bytes", env, err, len(parked[0].Value), len(big))
 	}
@@ -164,7 +165,7 @@ func integrationTopics(ctx context.Context, t *testing.T, brokers []string, part
 	}
 	t.Cleanup(cl.Close)
 	adm := kadm.NewClient(cl)
-	for tp, configs := range map[string]map[string]*string{DLQTopic(topic): dlqConfigs, ParkedTopic(topic): nil} {
+	for tp, configs := range map[string]map[string]*string{record.DLQTopic(topic): dlqConfigs, record.ParkedTopic(topic): nil} {
 		if _, err := adm.CreateTopic(ctx, partitions, -1, configs, tp); err != nil {
 			t.Fatal(err)
 		}

@@ -17,11 +17,8 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/sluicehq/sluice/contract"
-	"github.com/sluicehq/sluice/publish"
+	"github.com/sluicehq/sluice/record"
 )
-
-// AuditTopic receives the JSON audit records of replays (ReplayReport).
-const AuditTopic = "sluice.audit"
 
 // scanIdle ends a scan when no record arrives for this long although some
 // partition has not reached its end offset: its last offsets are then
@@ -55,17 +52,17 @@ type Selection struct {
 type DeadLetter struct {
 	Record *kgo.Record
 	// Envelope is valid when EnvelopeErr is nil.
-	Envelope    Envelope
+	Envelope    record.Envelope
 	EnvelopeErr error
 	// Event holds the original sluice headers; zero when EventErr is set.
-	Event    publish.EventHeaders
+	Event    record.EventHeaders
 	EventErr error
 }
 
 func readDeadLetter(r *kgo.Record) DeadLetter {
 	d := DeadLetter{Record: r}
-	d.Envelope, d.EnvelopeErr = ParseEnvelope(r)
-	d.Event, d.EventErr = publish.ParseHeaders(r)
+	d.Envelope, d.EnvelopeErr = record.ParseEnvelope(r)
+	d.Event, d.EventErr = record.ParseEvent(r)
 	return d
 }
 
@@ -311,7 +308,7 @@ var (
 // produced. Records are produced with their original key, value and
 // headers, envelope removed.
 //
-// An AuditStarted record goes to AuditTopic before anything is produced;
+// An AuditStarted record goes to record.AuditTopic before anything is produced;
 // without it there is no replay. An AuditFinished record follows when the
 // replay ends, however it ends. The report is returned even when the
 // replay fails part way.
@@ -320,7 +317,7 @@ func Replay(ctx context.Context, kopts []kgo.Opt, topic string, sel Selection, o
 	if now == nil {
 		now = time.Now
 	}
-	dest := trimDerived(topic)
+	dest := record.SourceOf(topic)
 	rep := ReplayReport{Action: AuditStarted, ReplayID: newReplayID(), Actor: opts.Actor, StartedAt: now().UTC(),
 		Topic: topic, Destination: dest, Selection: sel, DryRun: opts.DryRun, Rate: opts.Rate}
 	switch {
@@ -330,7 +327,7 @@ func Replay(ctx context.Context, kopts []kgo.Opt, topic string, sel Selection, o
 		return rep, errors.New("consumer: replay rate must be positive")
 	case len(opts.Topics) == 0 || opts.Registry == nil:
 		return rep, ErrNoContracts
-	case !isDerivedTopic(topic):
+	case !record.IsDerived(topic):
 		return rep, fmt.Errorf("consumer: %q is not a DLQ or parked topic", topic)
 	case !slices.Contains(opts.Topics, dest):
 		return rep, fmt.Errorf("consumer: %s is the DLQ or parked topic of %s, which is not an ingest topic (%s)",
@@ -343,13 +340,13 @@ func Replay(ctx context.Context, kopts []kgo.Opt, topic string, sel Selection, o
 	defer cl.Close()
 	// No replay without a place for its audit records.
 	actx, cancel := context.WithTimeout(ctx, adminTimeout)
-	ends, err := kadm.NewClient(cl).ListEndOffsets(actx, AuditTopic)
+	ends, err := kadm.NewClient(cl).ListEndOffsets(actx, record.AuditTopic)
 	cancel()
 	if err == nil {
 		err = ends.Error()
 	}
 	if err != nil {
-		return rep, fmt.Errorf("consumer: audit topic %s must exist before a replay: %w", AuditTopic, err)
+		return rep, fmt.Errorf("consumer: audit topic %s must exist before a replay: %w", record.AuditTopic, err)
 	}
 	if err := writeAudit(ctx, cl, &rep); err != nil {
 		return rep, err
@@ -399,7 +396,7 @@ func Replay(ctx context.Context, kopts []kgo.Opt, topic string, sel Selection, o
 			if err := lim.Wait(ctx); err != nil {
 				return err
 			}
-			out := &kgo.Record{Topic: dest, Key: r.Key, Value: r.Value, Headers: originalHeaders(r)}
+			out := &kgo.Record{Topic: dest, Key: r.Key, Value: r.Value, Headers: record.OriginalHeaders(r)}
 			pctx, cancel := context.WithTimeout(ctx, adminTimeout)
 			err := cl.ProduceSync(pctx, out).FirstErr()
 			cancel()
@@ -449,7 +446,7 @@ func newReplayID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// writeAudit produces rep to AuditTopic, keyed by the replayed topic so
+// writeAudit produces rep to record.AuditTopic, keyed by the replayed topic so
 // that a replay's records keep their order. It uses its own deadline so
 // that a replay canceled part way is still audited.
 func writeAudit(ctx context.Context, cl *kgo.Client, rep *ReplayReport) error {
@@ -459,8 +456,8 @@ func writeAudit(ctx context.Context, cl *kgo.Client, rep *ReplayReport) error {
 	}
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), adminTimeout)
 	defer cancel()
-	if err := cl.ProduceSync(actx, &kgo.Record{Topic: AuditTopic, Key: []byte(rep.Topic), Value: b}).FirstErr(); err != nil {
-		return fmt.Errorf("consumer: audit record to %s: %w", AuditTopic, err)
+	if err := cl.ProduceSync(actx, &kgo.Record{Topic: record.AuditTopic, Key: []byte(rep.Topic), Value: b}).FirstErr(); err != nil {
+		return fmt.Errorf("consumer: audit record to %s: %w", record.AuditTopic, err)
 	}
 	return nil
 }

@@ -10,19 +10,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/record"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/sluicehq/sluice/publish"
 )
 
 func deadLetterFor(t *testing.T, source, typ, class string, partition int32, offset int64, failedAt time.Time) DeadLetter {
 	t.Helper()
-	r := publish.NewRecord(&publish.Event{Topic: testTopic, ID: "id", Type: typ, Source: source,
+	r := record.NewEvent(&record.Event{Topic: testTopic, ID: "id", Type: typ, Source: source,
 		OccurredAt: failedAt, IngestedAt: failedAt, Fingerprint: "f"})
-	env := Envelope{Class: class, Error: "x", Sink: "mem", FirstFailureAt: failedAt, LastFailureAt: failedAt,
+	env := record.Envelope{Class: class, Error: "x", Sink: "mem", FirstFailureAt: failedAt, LastFailureAt: failedAt,
 		SourceTopic: testTopic, Group: "g"}
-	rec := envelopeRecord(DLQTopic(testTopic), r, &env)
+	rec := record.NewDeadLetter(record.DLQTopic(testTopic), r, &env)
 	rec.Partition, rec.Offset = partition, offset
 	return readDeadLetter(rec)
 }
@@ -31,8 +30,8 @@ func TestSelectionMatch(t *testing.T) {
 	t0 := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 	d := deadLetterFor(t, "checkout", testType, "transient", 2, 40, t0)
 	garbled := DeadLetter{Record: &kgo.Record{Partition: 2, Offset: 40}}
-	garbled.Envelope, garbled.EnvelopeErr = ParseEnvelope(garbled.Record)
-	garbled.Event, garbled.EventErr = publish.ParseHeaders(garbled.Record)
+	garbled.Envelope, garbled.EnvelopeErr = record.ParseEnvelope(garbled.Record)
+	garbled.Event, garbled.EventErr = record.ParseEvent(garbled.Record)
 	tests := []struct {
 		name        string
 		sel         Selection
@@ -78,7 +77,7 @@ func TestReplay(t *testing.T) {
 	defer cancel()
 
 	var listed []string
-	err := List(ctx, kopts, DLQTopic(testTopic), Selection{Class: "transient"}, func(d DeadLetter) error {
+	err := List(ctx, kopts, record.DLQTopic(testTopic), Selection{Class: "transient"}, func(d DeadLetter) error {
 		listed = append(listed, d.Event.ID)
 		return nil
 	})
@@ -92,7 +91,7 @@ func TestReplay(t *testing.T) {
 
 	sourceEnd := len(readAll(t, addrs, testTopic))
 	var progress bytes.Buffer
-	dry, err := Replay(ctx, kopts, DLQTopic(testTopic), Selection{Class: "permanent"},
+	dry, err := Replay(ctx, kopts, record.DLQTopic(testTopic), Selection{Class: "permanent"},
 		ReplayOptions{DryRun: true, Rate: 1000, Actor: "alice", Progress: &progress, Topics: []string{testTopic}, Registry: testRegistry(t)})
 	if err != nil {
 		t.Fatal(err)
@@ -107,7 +106,7 @@ func TestReplay(t *testing.T) {
 		t.Fatalf("progress %q", progress.String())
 	}
 
-	rep, err := Replay(ctx, kopts, DLQTopic(testTopic), Selection{Class: "transient"},
+	rep, err := Replay(ctx, kopts, record.DLQTopic(testTopic), Selection{Class: "transient"},
 		ReplayOptions{Rate: 1000, Actor: "bob", Topics: []string{testTopic}, Registry: testRegistry(t)})
 	if err != nil {
 		t.Fatal(err)
@@ -121,13 +120,13 @@ func TestReplay(t *testing.T) {
 	}
 	var replayed []string
 	for _, r := range src[sourceEnd:] {
-		h, err := publish.ParseHeaders(r)
+		h, err := record.ParseEvent(r)
 		if err != nil {
 			t.Fatal(err)
 		}
 		replayed = append(replayed, h.ID)
 		for _, hh := range r.Headers {
-			if strings.HasPrefix(hh.Key, EnvelopePrefix) {
+			if strings.HasPrefix(hh.Key, record.DLQHeaderPrefix) {
 				t.Fatalf("replayed record keeps envelope header %s", hh.Key)
 			}
 		}
@@ -136,7 +135,7 @@ func TestReplay(t *testing.T) {
 		t.Fatalf("replayed %v", replayed)
 	}
 
-	audit := readAll(t, addrs, AuditTopic)
+	audit := readAll(t, addrs, record.AuditTopic)
 	if len(audit) != 4 {
 		t.Fatalf("%d audit records, want 4: started and finished of two replays", len(audit))
 	}
@@ -152,28 +151,28 @@ func TestReplay(t *testing.T) {
 		t.Fatalf("dry-run audit record %+v, %v", a, err)
 	}
 
-	if _, err := Replay(ctx, kopts, DLQTopic(testTopic), Selection{}, ReplayOptions{Rate: 1}); err != ErrNoActor {
+	if _, err := Replay(ctx, kopts, record.DLQTopic(testTopic), Selection{}, ReplayOptions{Rate: 1}); err != ErrNoActor {
 		t.Fatalf("replay without actor: %v", err)
 	}
-	if _, err := Replay(ctx, kopts, DLQTopic(testTopic), Selection{}, ReplayOptions{Rate: 1, Actor: "a"}); err != ErrNoContracts {
+	if _, err := Replay(ctx, kopts, record.DLQTopic(testTopic), Selection{}, ReplayOptions{Rate: 1, Actor: "a"}); err != ErrNoContracts {
 		t.Fatalf("replay without topics and contracts: %v", err)
 	}
 }
 
 // TestReplayNeedsAuditTopic: without the audit topic nothing is replayed.
 func TestReplayNeedsAuditTopic(t *testing.T) {
-	cl, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, testTopic, DLQTopic(testTopic)))
+	cl, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, testTopic, record.DLQTopic(testTopic)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cl.Close()
 	addrs := cl.ListenAddrs()
-	env := Envelope{Class: "transient", SourceTopic: testTopic, Retryable: true, Group: "g", Sink: "mem"}
-	produce(t, addrs, envelopeRecord(DLQTopic(testTopic), eventRecord(t, testTopic, "a", "k", logLine(t)), &env))
+	env := record.Envelope{Class: "transient", SourceTopic: testTopic, Retryable: true, Group: "g", Sink: "mem"}
+	produce(t, addrs, record.NewDeadLetter(record.DLQTopic(testTopic), eventRecord(t, testTopic, "a", "k", logLine(t)), &env))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	rep, err := Replay(ctx, []kgo.Opt{kgo.SeedBrokers(addrs...)}, DLQTopic(testTopic), Selection{}, ReplayOptions{Rate: 100, Actor: "a", Topics: []string{testTopic}, Registry: testRegistry(t)})
-	if err == nil || !strings.Contains(err.Error(), AuditTopic) || rep.Replayed != 0 {
+	rep, err := Replay(ctx, []kgo.Opt{kgo.SeedBrokers(addrs...)}, record.DLQTopic(testTopic), Selection{}, ReplayOptions{Rate: 100, Actor: "a", Topics: []string{testTopic}, Registry: testRegistry(t)})
+	if err == nil || !strings.Contains(err.Error(), record.AuditTopic) || rep.Replayed != 0 {
 		t.Fatalf("replay without audit topic: %+v, %v", rep, err)
 	}
 	if n := len(readAll(t, addrs, testTopic)); n != 0 {
@@ -188,7 +187,7 @@ const orderTopic = "ingest.examples.shop.v1.OrderPlaced"
 func replayCluster(t *testing.T, recs ...*kgo.Record) []string {
 	t.Helper()
 	cl, err := kfake.NewCluster(kfake.NumBrokers(1),
-		kfake.SeedTopics(1, testTopic, DLQTopic(testTopic), ParkedTopic(testTopic), AuditTopic, orderTopic))
+		kfake.SeedTopics(1, testTopic, record.DLQTopic(testTopic), record.ParkedTopic(testTopic), record.AuditTopic, orderTopic))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +206,7 @@ func replayedIDs(t *testing.T, addrs []string, topic string) []string {
 	t.Helper()
 	var ids []string
 	for _, r := range readAll(t, addrs, topic) {
-		h, _ := publish.ParseHeaders(r)
+		h, _ := record.ParseEvent(r)
 		ids = append(ids, h.ID)
 	}
 	return ids
@@ -218,7 +217,7 @@ func replayedIDs(t *testing.T, addrs []string, topic string) []string {
 // topic (the audit topic, another type's topic) is refused and counted.
 func TestReplayRefusesMismatchedSource(t *testing.T) {
 	addrs := replayCluster(t,
-		dlqRecord(t, "to-audit", AuditTopic, logLine(t)),
+		dlqRecord(t, "to-audit", record.AuditTopic, logLine(t)),
 		dlqRecord(t, "to-orders", orderTopic, logLine(t)),
 		dlqRecord(t, "fine", testTopic, logLine(t)),
 	)
@@ -233,7 +232,7 @@ func TestReplayRefusesMismatchedSource(t *testing.T) {
 			refused[d.Event.ID] = rf.Reason
 		}
 	}
-	rep, err := Replay(ctx, kopts, DLQTopic(testTopic), Selection{}, opts)
+	rep, err := Replay(ctx, kopts, record.DLQTopic(testTopic), Selection{}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,10 +248,10 @@ func TestReplayRefusesMismatchedSource(t *testing.T) {
 	if n := len(readAll(t, addrs, orderTopic)); n != 0 {
 		t.Fatalf("%d records replayed to %s", n, orderTopic)
 	}
-	for _, r := range readAll(t, addrs, AuditTopic) {
+	for _, r := range readAll(t, addrs, record.AuditTopic) {
 		var a ReplayReport
 		if err := json.Unmarshal(r.Value, &a); err != nil || a.ReplayID != rep.ReplayID {
-			t.Fatalf("a record in %s that is not this replay's audit: %q", AuditTopic, r.Value)
+			t.Fatalf("a record in %s that is not this replay's audit: %q", record.AuditTopic, r.Value)
 		}
 	}
 }
@@ -263,14 +262,14 @@ func TestReplayRefusesDestination(t *testing.T) {
 	addrs := replayCluster(t, dlqRecord(t, "a", testTopic, logLine(t)))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	for _, topic := range []string{DLQTopic(AuditTopic), ParkedTopic("ingest.unknown")} {
+	for _, topic := range []string{record.DLQTopic(record.AuditTopic), record.ParkedTopic("ingest.unknown")} {
 		_, err := Replay(ctx, []kgo.Opt{kgo.SeedBrokers(addrs...)}, topic, Selection{}, replayOpts(t, "dave"))
 		if err == nil || !strings.Contains(err.Error(), "not an ingest topic") {
 			t.Fatalf("replay of %s: %v, want it refused", topic, err)
 		}
 	}
-	if n := len(readAll(t, addrs, AuditTopic)); n != 0 {
-		t.Fatalf("%d records in %s", n, AuditTopic)
+	if n := len(readAll(t, addrs, record.AuditTopic)); n != 0 {
+		t.Fatalf("%d records in %s", n, record.AuditTopic)
 	}
 }
 
@@ -282,12 +281,12 @@ func TestReplayRefusesInvalid(t *testing.T) {
 	noHeaders := dlqRecord(t, "no-headers", testTopic, logLine(t))
 	truncated := dlqRecord(t, "truncated", testTopic, logLine(t))
 	for i, h := range unknown.Headers {
-		if h.Key == publish.HeaderEventType {
+		if h.Key == record.HeaderEventType {
 			unknown.Headers[i].Value = []byte("examples.nope.v1.Nope")
 		}
 	}
-	noHeaders.Headers = slices.DeleteFunc(noHeaders.Headers, func(h kgo.RecordHeader) bool { return h.Key == publish.HeaderEventID })
-	truncated.Headers = append(truncated.Headers, kgo.RecordHeader{Key: HeaderTruncated, Value: []byte("9999")})
+	noHeaders.Headers = slices.DeleteFunc(noHeaders.Headers, func(h kgo.RecordHeader) bool { return h.Key == record.HeaderEventID })
+	truncated.Headers = append(truncated.Headers, kgo.RecordHeader{Key: record.DLQHeaderTruncated, Value: []byte("9999")})
 	addrs := replayCluster(t,
 		dlqRecord(t, "broken", testTopic, brokenLogLine(t)),
 		dlqRecord(t, "garbage", testTopic, []byte{0xff, 0xff, 0xff}),
@@ -307,7 +306,7 @@ func TestReplayRefusesInvalid(t *testing.T) {
 				invalid++
 			}
 		}
-		rep, err := Replay(ctx, kopts, DLQTopic(testTopic), Selection{}, opts)
+		rep, err := Replay(ctx, kopts, record.DLQTopic(testTopic), Selection{}, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -332,7 +331,7 @@ func TestReplayAudit(t *testing.T) {
 	kopts := []kgo.Opt{kgo.SeedBrokers(addrs...)}
 	audit := func() []ReplayReport {
 		var out []ReplayReport
-		for _, r := range readAll(t, addrs, AuditTopic) {
+		for _, r := range readAll(t, addrs, record.AuditTopic) {
 			var a ReplayReport
 			if err := json.Unmarshal(r.Value, &a); err != nil {
 				t.Fatal(err)
@@ -369,7 +368,7 @@ func TestReplayAudit(t *testing.T) {
 					cancel()
 				}
 			}
-			rep, err := Replay(ctx, kopts, DLQTopic(testTopic), Selection{}, opts)
+			rep, err := Replay(ctx, kopts, record.DLQTopic(testTopic), Selection{}, opts)
 			if (tt.cancelAt > 0) != errors.Is(err, context.Canceled) {
 				t.Fatalf("replay: %v", err)
 			}

@@ -18,7 +18,7 @@ import (
 	logsv1 "github.com/sluicehq/sluice/gen/examples/logs/v1"
 	shopv1 "github.com/sluicehq/sluice/gen/examples/shop/v1"
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
-	"github.com/sluicehq/sluice/publish"
+	"github.com/sluicehq/sluice/record"
 )
 
 // contractOf returns an empty message of the example type and its JSON.
@@ -77,7 +77,7 @@ func testEndToEnd(t *testing.T, o harnessOpts) {
 			}
 			byID := map[string]*kgo.Record{}
 			for _, r := range recs {
-				byID[header(r, publish.HeaderEventID)] = r
+				byID[header(r, record.HeaderEventID)] = r
 			}
 			for _, c := range []struct {
 				ev          ev
@@ -102,7 +102,7 @@ func testEndToEnd(t *testing.T, o harnessOpts) {
 				if !proto.Equal(got, msg) {
 					t.Errorf("%s: value %v, want %v", c.ev.ID, got, msg)
 				}
-				hs, err := publish.ParseHeaders(r)
+				hs, err := record.ParseEvent(r)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -154,7 +154,7 @@ func testMixedBatch(t *testing.T, o harnessOpts) {
 	recs := h.consume(h.topics[typeLog], 4)
 	got := map[string]int{}
 	for _, r := range recs {
-		got[header(r, publish.HeaderEventID)]++
+		got[header(r, record.HeaderEventID)]++
 	}
 	want := map[string]int{"mix-good-1": 1, "mix-good-2": 1, "mix-grpc-1": 1, "mix-grpc-2": 1}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
@@ -209,7 +209,7 @@ func testDuplicate(t *testing.T, o harnessOpts) {
 	recs := h.consume(h.topics[typeProfile], 4)
 	count := map[string]int{}
 	for _, r := range recs {
-		count[header(r, publish.HeaderSource)+"/"+header(r, publish.HeaderEventID)]++
+		count[header(r, record.HeaderSource)+"/"+header(r, record.HeaderEventID)]++
 	}
 	want := map[string]int{"all/dup-1": 2, "slow/dup-1": 1, "all/dup-2": 1}
 	if fmt.Sprint(count) != fmt.Sprint(want) {

@@ -28,6 +28,7 @@ import (
 	"github.com/sluicehq/sluice/internal/admin"
 	"github.com/sluicehq/sluice/internal/kafkatest"
 	"github.com/sluicehq/sluice/publish"
+	"github.com/sluicehq/sluice/record"
 )
 
 // Keys of the test sources.
@@ -122,7 +123,7 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 	h.brokers = o.brokers
 	h.topics = map[string]string{}
 	for _, typ := range examples.Types {
-		h.topics[typ] = publish.DefaultTopic(typ)
+		h.topics[typ] = record.EventTopic(typ)
 	}
 	if o.realKafka {
 		h.brokers = kafkatest.Brokers(t)
@@ -133,7 +134,7 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 	if h.brokers == nil {
 		var topics []string
 		for _, typ := range examples.Types {
-			topics = append(topics, publish.DefaultTopic(typ))
+			topics = append(topics, record.EventTopic(typ))
 		}
 		h.cluster, err = kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, topics...))
 		if err != nil {
@@ -359,7 +360,7 @@ func (h *harness) consumeUntil(topic string, done func([]*kgo.Record, map[string
 		cancel()
 		fs.EachRecord(func(r *kgo.Record) {
 			out = append(out, r)
-			ids[header(r, publish.HeaderEventID)] = true
+			ids[header(r, record.HeaderEventID)] = true
 		})
 	}
 }

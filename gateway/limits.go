@@ -2,7 +2,7 @@ package gateway
 
 import (
 	"github.com/sluicehq/sluice/contract"
-	"github.com/sluicehq/sluice/publish"
+	"github.com/sluicehq/sluice/record"
 )
 
 // The envelope's bounds, from the rules of sluice.ingest.v1.Event
@@ -23,12 +23,12 @@ const (
 )
 
 // RecordLimits bounds what an event the gateway accepts puts into its Kafka
-// record, for publish.RecordLimits.Sizes: the payload's binary form is at
+// record, for record.Limits.Sizes: the payload's binary form is at
 // most Limits.MaxEventBytes (the gateway checks it after transcoding JSON),
 // the envelope's fields are within the contract's rules, and the source and
 // topic are one of those given (every source and poller name, every topic
 // the gateway publishes to).
-func (c Config) RecordLimits(sources, topics []string) publish.RecordLimits {
+func (c Config) RecordLimits(sources, topics []string) record.Limits {
 	longest := func(names []string) int {
 		n := 0
 		for _, s := range names {
@@ -36,7 +36,7 @@ func (c Config) RecordLimits(sources, topics []string) publish.RecordLimits {
 		}
 		return n
 	}
-	return publish.RecordLimits{
+	return record.Limits{
 		Value:          c.Limits.MaxEventBytes,
 		ID:             maxIDChars,
 		Type:           maxTypeChars * utf8Max,

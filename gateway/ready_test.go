@@ -14,7 +14,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/sluicehq/sluice/examples"
-	"github.com/sluicehq/sluice/publish"
+	"github.com/sluicehq/sluice/record"
 )
 
 // TestReadinessFollowsKafka: without a spool the gateway is ready only
@@ -73,7 +73,7 @@ func TestReadinessFollowsKafka(t *testing.T) {
 
 	var topics []string
 	for _, typ := range examples.Types {
-		topics = append(topics, publish.DefaultTopic(typ))
+		topics = append(topics, record.EventTopic(typ))
 	}
 	back, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(port), kfake.SeedTopics(3, topics...))
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/sluicehq/sluice/contract"
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
 	"github.com/sluicehq/sluice/publish"
+	"github.com/sluicehq/sluice/record"
 )
 
 // Admitter makes records durable, in Kafka or in the local spool
@@ -105,11 +106,7 @@ func New(cfg Config, contracts *contract.Registry, pub Admitter, opts ...Option)
 		streamMemory:   newMemoryBudget(cfg.RequestMemory() / 2),
 	}
 	for _, t := range contracts.Types() {
-		topic := cfg.Topics[t]
-		if topic == "" {
-			topic = publish.DefaultTopic(t)
-		}
-		s.topics[t] = topic
+		s.topics[t] = record.TopicOf(cfg.Topics, t)
 	}
 	for t := range cfg.Topics {
 		if _, ok := s.topics[t]; !ok {
@@ -511,7 +508,7 @@ func (s *Service) publish(ctx context.Context, src *source, cands []*candidate, 
 	records := make([]*kgo.Record, len(cands))
 	for i, c := range cands {
 		ev := c.event
-		records[i] = publish.NewRecord(&publish.Event{
+		records[i] = record.NewEvent(&record.Event{
 			Topic: s.topics[ev.GetType()],
 			// Kafka's client only reads a key; without a partition key,
 			// NewRecord keys the record by its id.

@@ -19,6 +19,7 @@ import (
 	"github.com/sluicehq/sluice/examples"
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
 	"github.com/sluicehq/sluice/publish"
+	"github.com/sluicehq/sluice/record"
 )
 
 // kafkaOutage drops every produce request while it is on: faults injected
@@ -129,7 +130,7 @@ func TestKafkaOutageSpools(t *testing.T) {
 	seen := map[string]bool{}
 	lastByKey := map[string]string{}
 	for _, r := range recs {
-		id := header(r, publish.HeaderEventID)
+		id := header(r, record.HeaderEventID)
 		if seen[id] {
 			continue
 		}

@@ -23,7 +23,7 @@ import (
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
 	"github.com/sluicehq/sluice/internal/tlsfiles"
 	"github.com/sluicehq/sluice/internal/tlsfiles/tlstest"
-	"github.com/sluicehq/sluice/publish"
+	"github.com/sluicehq/sluice/record"
 )
 
 // tlsGateway is a harness whose listeners both serve TLS from files in a
@@ -130,8 +130,8 @@ func (g *tlsGateway) postTLS(t *testing.T, hc *http.Client, key string, body []b
 func (g *tlsGateway) sourceOf(t *testing.T, typ, id string) string {
 	t.Helper()
 	for _, r := range g.consumeIDs(g.topics[typ], []string{id}) {
-		if header(r, publish.HeaderEventID) == id {
-			return header(r, publish.HeaderSource)
+		if header(r, record.HeaderEventID) == id {
+			return header(r, record.HeaderSource)
 		}
 	}
 	t.Fatalf("no record of %s", id)

@@ -15,13 +15,14 @@ import (
 	"github.com/sluicehq/sluice/examples"
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
 	"github.com/sluicehq/sluice/publish"
+	"github.com/sluicehq/sluice/record"
 )
 
 // directSource is the sluice-source header of records direct produces.
 const directSource = "loadgen-direct"
 
 // directTarget produces the records the gateway would make for the same
-// events (publish.NewRecord: same key, value, headers) straight to Kafka,
+// events (record.NewEvent: same key, value, headers) straight to Kafka,
 // with the gateway's producer settings (publish.NewDefaultConfig): the
 // floor of what an event costs to get into Kafka. It decodes and validates
 // nothing.
@@ -77,7 +78,7 @@ func newDirectTarget(cfg Config, gen *Generator) (*directTarget, error) {
 	}
 	topic := cfg.Topic
 	if topic == "" {
-		topic = publish.DefaultTopic(cfg.EventType)
+		topic = record.EventTopic(cfg.EventType)
 	}
 	return &directTarget{client: client, gen: gen, topic: topic, fingerprint: c.Fingerprint()}, nil
 }
@@ -97,7 +98,7 @@ func (t *directTarget) send(ctx context.Context, events []*ingestv1.Event) (Answ
 	now := time.Now()
 	records := make([]*kgo.Record, len(events))
 	for i, ev := range events {
-		records[i] = publish.NewRecord(&publish.Event{
+		records[i] = record.NewEvent(&record.Event{
 			Topic:       t.topic,
 			Key:         []byte(ev.GetPartitionKey()),
 			Value:       t.gen.binaryOf(ev),

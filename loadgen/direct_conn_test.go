@@ -8,13 +8,13 @@ import (
 
 	"github.com/sluicehq/sluice/internal/kafkaconn"
 	"github.com/sluicehq/sluice/loadgen"
-	"github.com/sluicehq/sluice/publish"
+	"github.com/sluicehq/sluice/record"
 )
 
 // TestDirectUsesTheConnectionBlock: direct connects with Config.Kafka, so
 // it reaches a cluster that wants SCRAM; its brokers come from Addr.
 func TestDirectUsesTheConnectionBlock(t *testing.T) {
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, publish.DefaultTopic(loadgen.TypeLogLine)),
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, record.EventTopic(loadgen.TypeLogLine)),
 		kfake.EnableSASL(), kfake.Superuser(kafkaconn.MechanismSCRAMSHA256, "load", "pw"))
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 	"github.com/sluicehq/sluice/gateway"
 	"github.com/sluicehq/sluice/loadgen"
 	"github.com/sluicehq/sluice/publish"
+	"github.com/sluicehq/sluice/record"
 )
 
 const testKey = "loadgen-test-key"
@@ -39,7 +40,7 @@ func startGateway(t *testing.T, configure ...func(*gateway.Config)) *gatewayUnde
 	}
 	var topics []string
 	for _, typ := range examples.Types {
-		topics = append(topics, publish.DefaultTopic(typ))
+		topics = append(topics, record.EventTopic(typ))
 	}
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, topics...))
 	if err != nil {
@@ -174,7 +175,7 @@ func TestDirectProducesGatewayRecords(t *testing.T) {
 	if rep.Accepted != 50 || len(ledgerLines(t, led.String())) != 50 {
 		t.Fatalf("accepted %d, ledger %d lines; want 50: %+v", rep.Accepted, len(ledgerLines(t, led.String())), rep)
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(g.brokers...), kgo.ConsumeTopics(publish.DefaultTopic(cfg.EventType)),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(g.brokers...), kgo.ConsumeTopics(record.EventTopic(cfg.EventType)),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
 		t.Fatal(err)
@@ -185,7 +186,7 @@ func TestDirectProducesGatewayRecords(t *testing.T) {
 	seen := map[string]bool{}
 	for len(seen) < 50 && ctx.Err() == nil {
 		cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
-			h, err := publish.ParseHeaders(r)
+			h, err := record.ParseEvent(r)
 			if err != nil {
 				t.Errorf("record headers: %v", err)
 				return

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sluicehq/sluice/buffer"
 	"github.com/sluicehq/sluice/internal/promreg"
+	"github.com/sluicehq/sluice/record"
 )
 
 // Durability says where an admitted record was made durable.
@@ -335,7 +336,7 @@ func (a *Admission) spoolAll(ctx context.Context, records []*kgo.Record, out []A
 	data := make([][]byte, len(idx))
 	for j, i := range idx {
 		start := len(enc)
-		enc = AppendSpooled(enc, records[i])
+		enc = record.AppendSpooled(enc, records[i])
 		// A record encoded before enc grew keeps pointing at the old array,
 		// which stays valid.
 		data[j] = enc[start:len(enc):len(enc)]
@@ -650,7 +651,7 @@ func (a *Admission) sendBatch(wait, ctx context.Context) (*drainBatch, error) {
 	records := make([]*kgo.Record, 0, len(entries))
 	b.entries = entries[:0:0]
 	for _, e := range entries {
-		r, err := decodeSpooledOwned(e.Data) // Data is the drainer's own
+		r, err := record.DecodeSpooledInPlace(e.Data) // Data is the drainer's own
 		if err != nil {
 			// The spool's checksum passed, so this is not disk damage but
 			// a record this version cannot read; it is counted and logged

@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicehq/sluice/buffer"
+	"github.com/sluicehq/sluice/record"
 )
 
 // outage makes a kfake cluster drop every produce request while it is on:
@@ -78,7 +79,7 @@ func keyedAs(prefix, topic string, from, n, keys int) []*kgo.Record {
 	out := make([]*kgo.Record, n)
 	for i := range out {
 		seq := from + i
-		out[i] = NewRecord(&Event{Topic: topic, Key: []byte(fmt.Sprintf("%sk%d", prefix, seq%keys)), Value: []byte(fmt.Sprintf("%08d", seq)),
+		out[i] = record.NewEvent(&record.Event{Topic: topic, Key: []byte(fmt.Sprintf("%sk%d", prefix, seq%keys)), Value: []byte(fmt.Sprintf("%08d", seq)),
 			ID: fmt.Sprintf("e-%d", seq), Type: "t", Source: "s", OccurredAt: time.Unix(1, 0), IngestedAt: time.Unix(1, 0), Fingerprint: "f"})
 	}
 	return out

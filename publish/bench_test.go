@@ -7,17 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/record"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
-
-func BenchmarkNewRecord(b *testing.B) {
-	e := testEvent()
-	b.ReportAllocs()
-	for b.Loop() {
-		NewRecord(e)
-	}
-}
 
 // BenchmarkPublish publishes batches of 100 records of about 300 bytes
 // (key, value and headers) from one caller to a kfake broker that discards
@@ -39,16 +32,16 @@ func benchmarkPublish(b *testing.B, linger time.Duration) {
 
 	value := make([]byte, 120)
 	rand.Read(value)
-	events := make([]Event, perCall)
+	events := make([]record.Event, perCall)
 	for i := range events {
-		events[i] = Event{
+		events[i] = record.Event{
 			Topic: topic, Key: fmt.Appendf(nil, "customer-%d", i%10), Value: value,
 			ID: fmt.Sprintf("evt-%06d", i), Type: "order.created", Source: "shop",
 			OccurredAt: time.Now(), IngestedAt: time.Now(), Fingerprint: "sha256:0123456789abcdef",
 		}
 	}
 	size := 0
-	for _, h := range NewRecord(&events[0]).Headers {
+	for _, h := range record.NewEvent(&events[0]).Headers {
 		size += len(h.Key) + len(h.Value)
 	}
 	size += len(events[0].Key) + len(value)
@@ -59,7 +52,7 @@ func benchmarkPublish(b *testing.B, linger time.Duration) {
 	b.ReportAllocs()
 	for b.Loop() {
 		for i := range records {
-			records[i] = NewRecord(&events[i])
+			records[i] = record.NewEvent(&events[i])
 		}
 		for _, err := range p.Publish(ctx, records) {
 			if err != nil {

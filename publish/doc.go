@@ -8,7 +8,7 @@
 //	cfg.Brokers = []string{"kafka-0:9092"} // TLS and SASL: cfg.TLS, cfg.SASL (internal/kafkaconn)
 //	p, err := publish.NewProducer(cfg, publish.WithRegisterer(reg))
 //	...
-//	rec := publish.NewRecord(&publish.Event{Topic: publish.DefaultTopic("order.created"), ...})
+//	rec := record.NewEvent(&record.Event{Topic: record.EventTopic("order.created"), ...})
 //	errs := p.Publish(ctx, []*kgo.Record{rec})
 //	// errs[i] == nil: acknowledged. Otherwise publish.Retryable(errs[i])
 //	// says whether sending the event again may succeed.
@@ -26,7 +26,7 @@
 //     exactly like the Java client, so producers in other languages agree.
 //     Records of one partition are written in the order they were produced
 //     and a failed record fails every later buffered record of its partition,
-//     so a successor is never written past a gap. NewRecord always sets a key
+//     so a successor is never written past a gap. record.NewEvent always sets a key
 //     (the event id when the event has no partition key).
 //   - Publish never blocks past its context. A record that is not answered
 //     when the context ends gets an error wrapping ErrTimeout; it may still be

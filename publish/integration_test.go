@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluicehq/sluice/internal/kafkatest"
+	"github.com/sluicehq/sluice/record"
 )
 
 // Integration tests run against the Kafka cluster named by
@@ -38,11 +39,11 @@ func TestIntegrationKafkaTooLarge(t *testing.T) {
 	rand.Read(large)
 	ctx, cancel := context.WithTimeout(context.Background(), testWait)
 	defer cancel()
-	err := p.Publish(ctx, []*kgo.Record{NewRecord(&Event{Topic: topic, ID: "big", Type: "t", Value: large})})[0]
+	err := p.Publish(ctx, []*kgo.Record{record.NewEvent(&record.Event{Topic: topic, ID: "big", Type: "t", Value: large})})[0]
 	if !errors.Is(err, kerr.MessageTooLarge) || Retryable(err) {
 		t.Fatalf("got %v, want a permanent MESSAGE_TOO_LARGE", err)
 	}
-	if err := p.Publish(ctx, []*kgo.Record{NewRecord(&Event{Topic: topic, ID: "small", Type: "t"})})[0]; err != nil {
+	if err := p.Publish(ctx, []*kgo.Record{record.NewEvent(&record.Event{Topic: topic, ID: "small", Type: "t"})})[0]; err != nil {
 		t.Fatalf("small record after a large one: %v", err)
 	}
 }

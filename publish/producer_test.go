@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/sluicehq/sluice/record"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -49,9 +50,9 @@ func testPublishConsume(t *testing.T, brokers []string, topic string, partitions
 	p := newTestProducer(t, brokers, nil, WithRegisterer(reg))
 
 	base := time.Date(2026, 3, 1, 12, 0, 0, 123456789, time.UTC)
-	var events []*Event
+	var events []*record.Event
 	for i := range 30 {
-		e := &Event{
+		e := &record.Event{
 			Topic:       topic,
 			Key:         fmt.Appendf(nil, "customer-%d", i%5),
 			Value:       fmt.Appendf(nil, "payload-%d", i),
@@ -73,7 +74,7 @@ func testPublishConsume(t *testing.T, brokers []string, topic string, partitions
 	}
 	records := make([]*kgo.Record, len(events))
 	for i, e := range events {
-		records[i] = NewRecord(e)
+		records[i] = record.NewEvent(e)
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), testWait)
@@ -84,13 +85,13 @@ func testPublishConsume(t *testing.T, brokers []string, topic string, partitions
 		}
 	}
 
-	byID := make(map[string]*Event)
+	byID := make(map[string]*record.Event)
 	for _, e := range events {
 		byID[e.ID] = e
 	}
 	partitionOfKey := make(map[string]int32)
 	for _, r := range consume(t, brokers, topic, len(events)) {
-		h, err := ParseHeaders(r)
+		h, err := record.ParseEvent(r)
 		if err != nil {
 			t.Fatalf("offset %d: %v", r.Offset, err)
 		}
@@ -107,10 +108,10 @@ func testPublishConsume(t *testing.T, brokers []string, topic string, partitions
 		if !bytes.Equal(r.Key, wantKey) || !bytes.Equal(r.Value, e.Value) {
 			t.Errorf("%s: key %q value %q, want %q %q", e.ID, r.Key, r.Value, wantKey, e.Value)
 		}
-		if want := NewRecord(e).Headers; !reflect.DeepEqual(r.Headers, want) {
+		if want := record.NewEvent(e).Headers; !reflect.DeepEqual(r.Headers, want) {
 			t.Errorf("%s: headers\n got %q\nwant %q", e.ID, r.Headers, want)
 		}
-		want := EventHeaders{
+		want := record.EventHeaders{
 			ID: e.ID, Type: e.Type, Source: e.Source,
 			OccurredAt: e.OccurredAt, IngestedAt: e.IngestedAt,
 			Fingerprint: e.Fingerprint, Traceparent: e.Traceparent, Attributes: e.Attributes,
@@ -163,7 +164,7 @@ func TestPublishConcurrent(t *testing.T) {
 			for range calls {
 				records := make([]*kgo.Record, perCall)
 				for i := range records {
-					records[i] = NewRecord(&Event{Topic: topic, Key: key, Value: fmt.Appendf(nil, "%d", seq), ID: fmt.Sprintf("%d-%d", g, seq), Type: "t"})
+					records[i] = record.NewEvent(&record.Event{Topic: topic, Key: key, Value: fmt.Appendf(nil, "%d", seq), ID: fmt.Sprintf("%d-%d", g, seq), Type: "t"})
 					seq++
 				}
 				for i, err := range p.Publish(ctx, records) {
@@ -213,8 +214,8 @@ func TestPublishUnreachable(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newTestProducer(t, tc.brokers(t), func(c *Config) { c.DialTimeout = 100 * time.Millisecond })
 			records := []*kgo.Record{
-				NewRecord(&Event{Topic: "ingest.t", ID: "1", Type: "t"}),
-				NewRecord(&Event{Topic: "ingest.t", ID: "2", Type: "t"}),
+				record.NewEvent(&record.Event{Topic: "ingest.t", ID: "1", Type: "t"}),
+				record.NewEvent(&record.Event{Topic: "ingest.t", ID: "2", Type: "t"}),
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 			defer cancel()
@@ -243,7 +244,7 @@ func TestPublishBufferFull(t *testing.T) {
 	p := newTestProducer(t, []string{closedPort(t)}, func(c *Config) { c.MaxBufferedRecords = 1 })
 	records := make([]*kgo.Record, 3)
 	for i := range records {
-		records[i] = NewRecord(&Event{Topic: "ingest.t", ID: fmt.Sprint(i), Type: "t"})
+		records[i] = record.NewEvent(&record.Event{Topic: "ingest.t", ID: fmt.Sprint(i), Type: "t"})
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
@@ -291,7 +292,7 @@ func TestPublishContextDone(t *testing.T) {
 	p := newTestProducer(t, c.ListenAddrs(), nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	for i, err := range p.Publish(ctx, []*kgo.Record{NewRecord(&Event{Topic: topic, ID: "1", Type: "t"})}) {
+	for i, err := range p.Publish(ctx, []*kgo.Record{record.NewEvent(&record.Event{Topic: topic, ID: "1", Type: "t"})}) {
 		if !errors.Is(err, ErrTimeout) || !errors.Is(err, context.Canceled) || !Retryable(err) {
 			t.Errorf("record %d: got %v, want a retryable ErrTimeout caused by the cancellation", i, err)
 		}
@@ -310,7 +311,7 @@ func TestPublishInvalidRecords(t *testing.T) {
 	errs := p.Publish(ctx, []*kgo.Record{
 		nil,
 		{Value: []byte("no topic")},
-		NewRecord(&Event{Topic: topic, ID: "ok", Type: "t"}),
+		record.NewEvent(&record.Event{Topic: topic, ID: "ok", Type: "t"}),
 	})
 	for i, err := range errs[:2] {
 		var pe *ProduceError
@@ -356,7 +357,7 @@ func TestPublishTooLarge(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), testWait)
 			defer cancel()
 
-			err := p.Publish(ctx, []*kgo.Record{NewRecord(&Event{Topic: topic, ID: "big", Type: "t", Value: large})})[0]
+			err := p.Publish(ctx, []*kgo.Record{record.NewEvent(&record.Event{Topic: topic, ID: "big", Type: "t", Value: large})})[0]
 			if !errors.Is(err, kerr.MessageTooLarge) || Retryable(err) {
 				t.Fatalf("got %v, want a permanent MESSAGE_TOO_LARGE", err)
 			}
@@ -367,7 +368,7 @@ func TestPublishTooLarge(t *testing.T) {
 				t.Errorf("failed records counted %v, want 1", got)
 			}
 			// The producer keeps working for records that fit.
-			if err := p.Publish(ctx, []*kgo.Record{NewRecord(&Event{Topic: topic, ID: "small", Type: "t"})})[0]; err != nil {
+			if err := p.Publish(ctx, []*kgo.Record{record.NewEvent(&record.Event{Topic: topic, ID: "small", Type: "t"})})[0]; err != nil {
 				t.Fatalf("small record after a large one: %v", err)
 			}
 		})
@@ -384,7 +385,7 @@ func TestCloseFlushes(t *testing.T) {
 
 	records := make([]*kgo.Record, 5)
 	for i := range records {
-		records[i] = NewRecord(&Event{Topic: topic, ID: fmt.Sprint(i), Type: "t"})
+		records[i] = record.NewEvent(&record.Event{Topic: topic, ID: fmt.Sprint(i), Type: "t"})
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), testWait)
 	defer cancel()
@@ -420,7 +421,7 @@ func TestCloseFlushes(t *testing.T) {
 
 func TestCloseDeadline(t *testing.T) {
 	p := newTestProducer(t, []string{closedPort(t)}, nil)
-	records := []*kgo.Record{NewRecord(&Event{Topic: "ingest.t", ID: "1", Type: "t"})}
+	records := []*kgo.Record{record.NewEvent(&record.Event{Topic: "ingest.t", ID: "1", Type: "t"})}
 	result := make(chan []error, 1)
 	go func() { result <- p.Publish(context.Background(), records) }()
 	waitFor(t, "record buffered", func() bool { return p.client.BufferedProduceRecords() == 1 })

@@ -19,6 +19,7 @@ import (
 	"github.com/sluicehq/sluice/gateway"
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
 	"github.com/sluicehq/sluice/publish"
+	"github.com/sluicehq/sluice/record"
 )
 
 const typeOrder = "examples.shop.v1.OrderPlaced"
@@ -38,7 +39,7 @@ func newRealGateway(t testing.TB) *realGateway {
 	}
 	var topics []string
 	for _, typ := range examples.Types {
-		topics = append(topics, publish.DefaultTopic(typ))
+		topics = append(topics, record.EventTopic(typ))
 	}
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, topics...))
 	if err != nil {
@@ -74,7 +75,7 @@ func newRealGateway(t testing.TB) *realGateway {
 // event id.
 func (g *realGateway) eventIDs(t testing.TB, want int) map[string]int {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(g.brokers...), kgo.ConsumeTopics(publish.DefaultTopic(typeOrder)),
+	cl, err := kgo.NewClient(kgo.SeedBrokers(g.brokers...), kgo.ConsumeTopics(record.EventTopic(typeOrder)),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
@@ -89,7 +90,7 @@ func (g *realGateway) eventIDs(t testing.TB, want int) map[string]int {
 		fs := cl.PollFetches(ctx)
 		cancel()
 		fs.EachRecord(func(r *kgo.Record) {
-			h, err := publish.ParseHeaders(r)
+			h, err := record.ParseEvent(r)
 			if err != nil {
 				t.Errorf("record headers: %v", err)
 				return

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/sluicehq/sluice/internal/clip"
 )
 
 var (
@@ -101,7 +103,7 @@ func checkBatch(batch []Event) error {
 	for i := range batch {
 		if err := checkEvent(&batch[i]); err != nil {
 			return PermanentError(fmt.Errorf("event %d (source %q, id %q): %w", i,
-				truncate(batch[i].Source, 64), truncate(batch[i].ID, 64), err))
+				clip.String(batch[i].Source, 64), clip.String(batch[i].ID, 64), err))
 		}
 	}
 	return nil
@@ -125,7 +127,7 @@ func checkEvent(e *Event) error {
 		return fmt.Errorf("%w: source must be valid UTF-8 without control characters", ErrInvalidEvent)
 	case !validFingerprint(e.PayloadFingerprint):
 		return fmt.Errorf("%w: payload fingerprint must be %s and 64 lowercase hex digits, got %q",
-			ErrInvalidEvent, fingerprintPrefix, truncate(e.PayloadFingerprint, 80))
+			ErrInvalidEvent, fingerprintPrefix, clip.String(e.PayloadFingerprint, 80))
 	}
 	for _, f := range [...]struct{ name, v string }{
 		{"type", e.Type},
@@ -155,23 +157,6 @@ func printable(s string) bool {
 	}
 	return true
 }
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	// Cut on a rune boundary so the result stays valid UTF-8.
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
-}
-
-// timeLayout stores times in UTC with nine fractional digits, so that
-// SQLite's text columns sort in time order.
-const timeLayout = "2006-01-02T15:04:05.000000000Z07:00"
-
-func formatTime(t time.Time) string { return t.UTC().Format(timeLayout) }
 
 // conflictsSuffix names a table's conflicts table: <table>_conflicts.
 const conflictsSuffix = "_conflicts"

@@ -13,8 +13,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/clip"
 	"github.com/sluicehq/sluice/internal/outbound"
 	"github.com/sluicehq/sluice/internal/retryafter"
+	"github.com/sluicehq/sluice/internal/utctime"
 )
 
 // HTTP is the HTTP sink: one POST per event, in batch order, each carrying
@@ -188,8 +190,8 @@ func (h *HTTP) post(ctx context.Context, e *Event) (string, error) {
 		ID:                e.ID,
 		Type:              e.Type,
 		Source:            e.Source,
-		OccurredAt:        formatTime(e.OccurredAt),
-		IngestedAt:        formatTime(e.IngestedAt),
+		OccurredAt:        utctime.Format(e.OccurredAt),
+		IngestedAt:        utctime.Format(e.IngestedAt),
 		PartitionKey:      string(e.Key),
 		SchemaFingerprint: e.SchemaFingerprint,
 		Payload:           json.RawMessage("null"),
@@ -230,7 +232,7 @@ func (h *HTTP) post(ctx context.Context, e *Event) (string, error) {
 	}
 	// The receiver's text goes to logs: keep it short and valid UTF-8.
 	stored := strings.ToValidUTF8(strings.TrimSpace(resp.Header.Get(HeaderPayloadFingerprint)), "\uFFFD")
-	return truncate(stored, maxEchoedFingerprint), nil
+	return clip.String(stored, maxEchoedFingerprint), nil
 }
 
 // classifyResponse is the HTTP boundary's one decision on retrying: of
@@ -259,7 +261,7 @@ func (h *HTTP) classifyResponse(e *Event, reqErr error, status int, retryAfter s
 	if status >= 200 && status <= 299 {
 		return nil
 	}
-	err := &StatusError{Source: e.Source, EventID: e.ID, StatusCode: status, Body: truncate(string(bytes.ToValidUTF8(body, nil)), errPrefixLen)}
+	err := &StatusError{Source: e.Source, EventID: e.ID, StatusCode: status, Body: clip.Bytes(body, errPrefixLen)}
 	switch {
 	case status == http.StatusRequestTimeout, status == http.StatusTooManyRequests, status >= 500 && status <= 599:
 		d, _ := retryafter.Parse(retryAfter, h.now())

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/clip"
+	"github.com/sluicehq/sluice/internal/utctime"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 )
@@ -39,7 +41,7 @@ var _ Sink = (*SQLite)(nil)
 const SQLiteSchemaVersion = 2
 
 // sqliteTable and sqliteConflictsTable create the tables of the newest
-// version; %[1]s is the quoted name. Times are text in timeLayout (UTC,
+// version; %[1]s is the quoted name. Times are text in utctime.Layout (UTC,
 // nine fractional digits) so they sort.
 const (
 	sqliteTable = `CREATE TABLE %[1]s (
@@ -296,7 +298,7 @@ func recordSQLiteVersion(ctx context.Context, tx *sql.Tx, table string, v int, n
 		return err
 	}
 	_, err := tx.ExecContext(ctx, "INSERT INTO sluice_sink_migrations (table_name, version, applied_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
-		table, v, formatTime(now))
+		table, v, utctime.Format(now))
 	return err
 }
 
@@ -401,7 +403,7 @@ func (s *SQLite) write(ctx context.Context, batch []Event) ([]Conflict, error) {
 		return nil, err
 	}
 	defer stmt.Close()
-	written := formatTime(s.now())
+	written := utctime.Format(s.now())
 	var conflicts []Conflict
 	for i := range batch {
 		e := &batch[i]
@@ -415,11 +417,11 @@ func (s *SQLite) write(ctx context.Context, batch []Event) ([]Conflict, error) {
 		}
 		res, err := stmt.ExecContext(ctx,
 			e.ID, e.Type, e.Source, string(e.Key),
-			formatTime(e.OccurredAt), formatTime(e.IngestedAt), e.SchemaFingerprint,
+			utctime.Format(e.OccurredAt), utctime.Format(e.IngestedAt), e.SchemaFingerprint,
 			payload, value, e.Topic, e.Partition, e.Offset, written, e.PayloadFingerprint,
 		)
 		if err != nil {
-			return nil, fmt.Errorf("event %d (source %q, id %q): %w", i, truncate(e.Source, 64), truncate(e.ID, 64), err)
+			return nil, fmt.Errorf("event %d (source %q, id %q): %w", i, clip.String(e.Source, 64), clip.String(e.ID, 64), err)
 		}
 		inserted, err := res.RowsAffected()
 		if err != nil {
@@ -431,18 +433,18 @@ func (s *SQLite) write(ctx context.Context, batch []Event) ([]Conflict, error) {
 		// The identity was held: a duplicate, or a conflict to record.
 		var stored string
 		if err := tx.QueryRowContext(ctx, s.stored, e.Source, e.ID).Scan(&stored); err != nil {
-			return nil, fmt.Errorf("event %d (source %q, id %q): read stored fingerprint: %w", i, truncate(e.Source, 64), truncate(e.ID, 64), err)
+			return nil, fmt.Errorf("event %d (source %q, id %q): read stored fingerprint: %w", i, clip.String(e.Source, 64), clip.String(e.ID, 64), err)
 		}
 		if stored == e.PayloadFingerprint {
 			continue
 		}
 		res, err = tx.ExecContext(ctx, s.record,
 			e.ID, e.Type, e.Source, string(e.Key),
-			formatTime(e.OccurredAt), formatTime(e.IngestedAt), e.SchemaFingerprint,
+			utctime.Format(e.OccurredAt), utctime.Format(e.IngestedAt), e.SchemaFingerprint,
 			payload, value, e.Topic, e.Partition, e.Offset, written, e.PayloadFingerprint, stored,
 		)
 		if err != nil {
-			return nil, fmt.Errorf("event %d (source %q, id %q): record conflict: %w", i, truncate(e.Source, 64), truncate(e.ID, 64), err)
+			return nil, fmt.Errorf("event %d (source %q, id %q): record conflict: %w", i, clip.String(e.Source, 64), clip.String(e.ID, 64), err)
 		}
 		recorded, err := res.RowsAffected()
 		if err != nil {
@@ -581,7 +583,7 @@ func scanSQLiteRow(rs *sql.Rows, row *Row, extra ...any) error {
 		dst *time.Time
 		src string
 	}{{&row.OccurredAt, occurred}, {&row.IngestedAt, ingested}, {&row.WrittenAt, written}} {
-		t, err := time.Parse(timeLayout, f.src)
+		t, err := time.Parse(utctime.Layout, f.src)
 		if err != nil {
 			return fmt.Errorf("sink: sqlite: row %q/%q: %w", row.Source, row.EventID, err)
 		}

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/utctime"
 )
 
 func TestSQLiteReopen(t *testing.T) {
@@ -268,8 +270,8 @@ func writeSQLiteV1(t *testing.T, path, table string, events []Event, written tim
 	for _, e := range events {
 		if _, err := tx.ExecContext(ctx, fmt.Sprintf(`INSERT INTO %s (%s) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT(event_id) DO NOTHING`, quoteIdent(table), v1Columns),
-			e.ID, e.Type, e.Source, string(e.Key), formatTime(e.OccurredAt), formatTime(e.IngestedAt),
-			e.SchemaFingerprint, string(e.JSON), e.Value, e.Topic, e.Partition, e.Offset, formatTime(written)); err != nil {
+			e.ID, e.Type, e.Source, string(e.Key), utctime.Format(e.OccurredAt), utctime.Format(e.IngestedAt),
+			e.SchemaFingerprint, string(e.JSON), e.Value, e.Topic, e.Partition, e.Offset, utctime.Format(written)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -13,9 +13,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
-	"github.com/sluicehq/sluice/consumer"
 	"github.com/sluicehq/sluice/examples"
-	"github.com/sluicehq/sluice/publish"
+	"github.com/sluicehq/sluice/record"
 )
 
 // adminGet fetches path from addr: its status, or 0 when nothing answered.
@@ -91,7 +90,7 @@ admin:
 func TestGatewayAdmin(t *testing.T) {
 	var topics []string
 	for _, typ := range examples.Types {
-		topics = append(topics, publish.DefaultTopic(typ))
+		topics = append(topics, record.EventTopic(typ))
 	}
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, topics...))
 	if err != nil {
@@ -130,7 +129,7 @@ func TestGatewayAdmin(t *testing.T) {
 // /readyz (ready while its Kafka answers), and no profiles by default.
 func TestConsumerAdmin(t *testing.T) {
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(1),
-		kfake.SeedTopics(1, "t", consumer.DLQTopic("t"), consumer.ParkedTopic("t"), consumer.AuditTopic))
+		kfake.SeedTopics(1, "t", record.DLQTopic("t"), record.ParkedTopic("t"), record.AuditTopic))
 	if err != nil {
 		t.Fatal(err)
 	}

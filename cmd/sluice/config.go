@@ -18,6 +18,7 @@ import (
 	"github.com/sluicehq/sluice/internal/tlsfiles"
 	"github.com/sluicehq/sluice/publish"
 	"github.com/sluicehq/sluice/pull"
+	"github.com/sluicehq/sluice/record"
 	"github.com/sluicehq/sluice/sink"
 )
 
@@ -242,17 +243,7 @@ func (c fileConfig) checkRecordFits() error {
 
 // topics are the topics the gateway publishes to: one per contract type,
 // named by gateway.topics or by default.
-func (c fileConfig) topics() []string {
-	var out []string
-	for _, typ := range c.Contracts.Types {
-		t := c.Gateway.Topics[typ]
-		if t == "" {
-			t = publish.DefaultTopic(typ)
-		}
-		out = append(out, t)
-	}
-	return out
-}
+func (c fileConfig) topics() []string { return record.TopicsOf(c.Gateway.Topics, c.Contracts.Types) }
 
 // validateConsumer checks what the consumer tier uses: kafka, contracts,
 // log, consumer and sink.

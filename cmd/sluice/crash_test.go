@@ -27,7 +27,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicehq/sluice/examples"
-	"github.com/sluicehq/sluice/publish"
+	"github.com/sluicehq/sluice/record"
 )
 
 // The crash test runs the gateway as a child process: this test binary,
@@ -228,7 +228,7 @@ func TestCrashLosesNothingAcknowledged(t *testing.T) {
 	}
 	var topics []string
 	for _, typ := range examples.Types {
-		topics = append(topics, publish.DefaultTopic(typ))
+		topics = append(topics, record.EventTopic(typ))
 	}
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, topics...))
 	if err != nil {
@@ -322,7 +322,7 @@ func TestCrashLosesNothingAcknowledged(t *testing.T) {
 	for missing() > 0 && ctx.Err() == nil {
 		cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
 			for _, h := range r.Headers {
-				if h.Key == publish.HeaderEventID {
+				if h.Key == record.HeaderEventID {
 					inKafka[string(h.Value)]++
 				}
 			}

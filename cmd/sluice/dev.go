@@ -20,7 +20,7 @@ import (
 	"github.com/sluicehq/sluice/examples"
 	"github.com/sluicehq/sluice/gateway"
 	"github.com/sluicehq/sluice/internal/admin"
-	"github.com/sluicehq/sluice/publish"
+	"github.com/sluicehq/sluice/record"
 	"github.com/sluicehq/sluice/sink"
 )
 
@@ -51,16 +51,9 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	topics := make([]string, 0, len(examples.Types))
-	for _, t := range registry.Types() {
-		topics = append(topics, publish.DefaultTopic(t))
-	}
-	seed := []string{consumer.AuditTopic}
-	for _, t := range topics {
-		seed = append(seed, t, consumer.DLQTopic(t), consumer.ParkedTopic(t))
-	}
+	topics := record.TopicsOf(nil, registry.Types())
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(*kafkaPort),
-		kfake.SeedTopics(int32(*partitions), seed...))
+		kfake.SeedTopics(int32(*partitions), record.Cluster(topics)...))
 	if err != nil {
 		return fmt.Errorf("dev: in-process kafka: %w", err)
 	}
@@ -190,7 +183,7 @@ func tailRecords(ctx context.Context, cl *kgo.Client, w io.Writer) {
 			return
 		}
 		fetches.EachRecord(func(r *kgo.Record) {
-			h, err := publish.ParseHeaders(r)
+			h, err := record.ParseEvent(r)
 			if err != nil {
 				fmt.Fprintf(w, "kafka: %s[%d]@%d: %v\n", r.Topic, r.Partition, r.Offset, err)
 				return

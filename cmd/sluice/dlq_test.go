@@ -13,10 +13,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/sluicehq/sluice/consumer"
 	"github.com/sluicehq/sluice/contract"
 	"github.com/sluicehq/sluice/examples"
-	"github.com/sluicehq/sluice/publish"
+	"github.com/sluicehq/sluice/record"
 )
 
 const logTopic = "ingest.examples.logs.v1.LogLine"
@@ -27,7 +26,7 @@ const logTopic = "ingest.examples.logs.v1.LogLine"
 func dlqFixture(t *testing.T, contracts string) (cfgPath string, addrs []string) {
 	t.Helper()
 	cl, err := kfake.NewCluster(kfake.NumBrokers(1),
-		kfake.SeedTopics(1, logTopic, consumer.DLQTopic(logTopic), consumer.AuditTopic))
+		kfake.SeedTopics(1, logTopic, record.DLQTopic(logTopic), record.AuditTopic))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,20 +43,20 @@ func dlqFixture(t *testing.T, contracts string) (cfgPath string, addrs []string)
 	}
 	now := time.Now().UTC()
 	var recs []*kgo.Record
-	for _, d := range []struct{ id, source string }{{"injected", consumer.AuditTopic}, {"fine", logTopic}} {
-		r := publish.NewRecord(&publish.Event{Topic: consumer.DLQTopic(logTopic), Key: []byte(d.id), Value: value,
+	for _, d := range []struct{ id, source string }{{"injected", record.AuditTopic}, {"fine", logTopic}} {
+		r := record.NewEvent(&record.Event{Topic: record.DLQTopic(logTopic), Key: []byte(d.id), Value: value,
 			ID: d.id, Type: c.Type(), Source: "test", OccurredAt: now, IngestedAt: now, Fingerprint: c.Fingerprint()})
 		ts := []byte(now.Format(time.RFC3339Nano))
 		for _, h := range [][2]string{
-			{consumer.HeaderErrorClass, "transient"}, {consumer.HeaderError, "503"}, {consumer.HeaderSink, "http"},
-			{consumer.HeaderAttempts, "3"}, {consumer.HeaderDLQRetries, "0"}, {consumer.HeaderRetryable, "true"},
-			{consumer.HeaderSourceTopic, d.source}, {consumer.HeaderSourcePartition, "0"},
-			{consumer.HeaderSourceOffset, "1"}, {consumer.HeaderGroup, "g"},
+			{record.DLQHeaderErrorClass, "transient"}, {record.DLQHeaderError, "503"}, {record.DLQHeaderSink, "http"},
+			{record.DLQHeaderAttempts, "3"}, {record.DLQHeaderDLQRetries, "0"}, {record.DLQHeaderRetryable, "true"},
+			{record.DLQHeaderSourceTopic, d.source}, {record.DLQHeaderSourcePartition, "0"},
+			{record.DLQHeaderSourceOffset, "1"}, {record.DLQHeaderGroup, "g"},
 		} {
 			r.Headers = append(r.Headers, kgo.RecordHeader{Key: h[0], Value: []byte(h[1])})
 		}
-		r.Headers = append(r.Headers, kgo.RecordHeader{Key: consumer.HeaderFirstFailureAt, Value: ts},
-			kgo.RecordHeader{Key: consumer.HeaderLastFailureAt, Value: ts})
+		r.Headers = append(r.Headers, kgo.RecordHeader{Key: record.DLQHeaderFirstFailureAt, Value: ts},
+			kgo.RecordHeader{Key: record.DLQHeaderLastFailureAt, Value: ts})
 		recs = append(recs, r)
 	}
 	pcl, err := kgo.NewClient(kgo.SeedBrokers(addrs...))
@@ -91,11 +90,11 @@ func TestDLQReplayCommand(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
-	err = runDLQCmd(ctx, []string{"replay", "--brokers", strings.Join(addrs, ","), "--topic", consumer.DLQTopic(logTopic)}, &stdout, &stderr)
+	err = runDLQCmd(ctx, []string{"replay", "--brokers", strings.Join(addrs, ","), "--topic", record.DLQTopic(logTopic)}, &stdout, &stderr)
 	if err == nil || !strings.Contains(err.Error(), "--config is required") {
 		t.Fatalf("replay without --config: %v", err)
 	}
-	err = runDLQCmd(ctx, []string{"replay", "--config", cfg, "--topic", consumer.DLQTopic(logTopic), "--actor", "ops"}, &stdout, &stderr)
+	err = runDLQCmd(ctx, []string{"replay", "--config", cfg, "--topic", record.DLQTopic(logTopic), "--actor", "ops"}, &stdout, &stderr)
 	if err != nil {
 		t.Fatalf("replay: %v\n%s", err, stderr.String())
 	}
@@ -104,7 +103,7 @@ func TestDLQReplayCommand(t *testing.T) {
 		t.Fatalf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
 	}
 	var ids []string
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.ConsumeTopics(logTopic, consumer.AuditTopic))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.ConsumeTopics(logTopic, record.AuditTopic))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,11 +115,11 @@ func TestDLQReplayCommand(t *testing.T) {
 			t.Fatalf("replayed %v, %d audit records", ids, audit)
 		}
 		fs.EachRecord(func(r *kgo.Record) {
-			if r.Topic == consumer.AuditTopic {
+			if r.Topic == record.AuditTopic {
 				audit++
 				return
 			}
-			h, _ := publish.ParseHeaders(r)
+			h, _ := record.ParseEvent(r)
 			ids = append(ids, h.ID)
 		})
 	}
@@ -136,7 +135,7 @@ func TestDLQShowSaysWhyBase64(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
-	err := runDLQCmd(ctx, []string{"show", "--config", cfg, "--topic", consumer.DLQTopic(logTopic), "--partition", "0", "--offset", "1"}, &stdout, &stderr)
+	err := runDLQCmd(ctx, []string{"show", "--config", cfg, "--topic", record.DLQTopic(logTopic), "--partition", "0", "--offset", "1"}, &stdout, &stderr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +143,7 @@ func TestDLQShowSaysWhyBase64(t *testing.T) {
 		!strings.Contains(stderr.String(), "missing.binpb") {
 		t.Fatalf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
 	}
-	err = runDLQCmd(ctx, []string{"replay", "--config", cfg, "--topic", consumer.DLQTopic(logTopic), "--actor", "ops"}, &stdout, &stderr)
+	err = runDLQCmd(ctx, []string{"replay", "--config", cfg, "--topic", record.DLQTopic(logTopic), "--actor", "ops"}, &stdout, &stderr)
 	if err == nil || !strings.Contains(err.Error(), "contracts") {
 		t.Fatalf("replay without contracts: %v", err)
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/sluicehq/sluice/examples"
-	"github.com/sluicehq/sluice/publish"
+	"github.com/sluicehq/sluice/record"
 )
 
 // runKfakeCmd is `sluice kfake`: the in-memory Kafka of `sluice dev` as a
@@ -39,10 +39,7 @@ func runKfakeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if *partitions < 1 || *partitions > 1000 {
 		return fmt.Errorf("kfake: --partitions: %d is not in [1, 1000]", *partitions)
 	}
-	topics := make([]string, 0, len(examples.Types))
-	for _, t := range examples.Types {
-		topics = append(topics, publish.DefaultTopic(t))
-	}
+	topics := record.TopicsOf(nil, examples.Types)
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(port),
 		kfake.SeedTopics(int32(*partitions), topics...))
 	if err != nil {

@@ -18,15 +18,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/sluicehq/sluice/consumer"
 	"github.com/sluicehq/sluice/contract"
 	"github.com/sluicehq/sluice/examples"
 	"github.com/sluicehq/sluice/gateway"
 	"github.com/sluicehq/sluice/internal/kafkaconn"
 	"github.com/sluicehq/sluice/internal/kafkatest"
 	"github.com/sluicehq/sluice/internal/tlsfiles/tlstest"
-	"github.com/sluicehq/sluice/publish"
 	"github.com/sluicehq/sluice/pull"
+	"github.com/sluicehq/sluice/record"
 )
 
 // The tests below run against the SASL_SSL cluster of
@@ -94,7 +93,7 @@ func readIDs(t *testing.T, conn []kgo.Opt, topic string, want int) map[string]in
 	ids := map[string]int{}
 	for len(ids) < want && ctx.Err() == nil {
 		cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
-			if h, err := publish.ParseHeaders(r); err == nil {
+			if h, err := record.ParseEvent(r); err == nil {
 				ids[h.ID]++
 			}
 		})
@@ -113,7 +112,7 @@ func TestSecureIntegrationGatewayToPostgres(t *testing.T) {
 		t.Skip("SLUICE_POSTGRES_DSN is not set (scripts/postgres.sh up prints one)")
 	}
 	topic := kafkatest.CreateTopicOn(t, conn, 3, nil)
-	kafkatest.CreateTopicsOn(t, conn, 3, nil, consumer.DLQTopic(topic), consumer.ParkedTopic(topic))
+	kafkatest.CreateTopicsOn(t, conn, 3, nil, record.DLQTopic(topic), record.ParkedTopic(topic))
 	table := uniqueName("secure_e2e")
 	extra := fmt.Sprintf(`spool:
   dir: %s
@@ -189,9 +188,9 @@ sink:
 func TestSecureIntegrationDLQReplay(t *testing.T) {
 	_, conn, kafka := secureKafka(t)
 	topic := kafkatest.CreateTopicOn(t, conn, 1, nil)
-	dlq := consumer.DLQTopic(topic)
+	dlq := record.DLQTopic(topic)
 	kafkatest.CreateTopicsOn(t, conn, 1, nil, dlq)
-	kafkatest.EnsureTopicOn(t, conn, consumer.AuditTopic)
+	kafkatest.EnsureTopicOn(t, conn, record.AuditTopic)
 
 	reg, err := contract.Load(examples.Contracts, examples.Types)
 	if err != nil {
@@ -204,19 +203,19 @@ func TestSecureIntegrationDLQReplay(t *testing.T) {
 	}
 	id := uniqueName("dead")
 	now := time.Now().UTC()
-	r := publish.NewRecord(&publish.Event{Topic: dlq, Key: []byte(id), Value: value,
+	r := record.NewEvent(&record.Event{Topic: dlq, Key: []byte(id), Value: value,
 		ID: id, Type: c.Type(), Source: "test", OccurredAt: now, IngestedAt: now, Fingerprint: c.Fingerprint()})
 	ts := []byte(now.Format(time.RFC3339Nano))
 	for _, h := range [][2]string{
-		{consumer.HeaderErrorClass, "transient"}, {consumer.HeaderError, "503"}, {consumer.HeaderSink, "http"},
-		{consumer.HeaderAttempts, "3"}, {consumer.HeaderDLQRetries, "0"}, {consumer.HeaderRetryable, "true"},
-		{consumer.HeaderSourceTopic, topic}, {consumer.HeaderSourcePartition, "0"},
-		{consumer.HeaderSourceOffset, "1"}, {consumer.HeaderGroup, "g"},
+		{record.DLQHeaderErrorClass, "transient"}, {record.DLQHeaderError, "503"}, {record.DLQHeaderSink, "http"},
+		{record.DLQHeaderAttempts, "3"}, {record.DLQHeaderDLQRetries, "0"}, {record.DLQHeaderRetryable, "true"},
+		{record.DLQHeaderSourceTopic, topic}, {record.DLQHeaderSourcePartition, "0"},
+		{record.DLQHeaderSourceOffset, "1"}, {record.DLQHeaderGroup, "g"},
 	} {
 		r.Headers = append(r.Headers, kgo.RecordHeader{Key: h[0], Value: []byte(h[1])})
 	}
-	r.Headers = append(r.Headers, kgo.RecordHeader{Key: consumer.HeaderFirstFailureAt, Value: ts},
-		kgo.RecordHeader{Key: consumer.HeaderLastFailureAt, Value: ts})
+	r.Headers = append(r.Headers, kgo.RecordHeader{Key: record.DLQHeaderFirstFailureAt, Value: ts},
+		kgo.RecordHeader{Key: record.DLQHeaderLastFailureAt, Value: ts})
 	pcl, err := kgo.NewClient(conn...)
 	if err != nil {
 		t.Fatal(err)

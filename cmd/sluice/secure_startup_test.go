@@ -14,9 +14,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
-	"github.com/sluicehq/sluice/consumer"
 	"github.com/sluicehq/sluice/examples"
 	"github.com/sluicehq/sluice/internal/tlsfiles/tlstest"
+	"github.com/sluicehq/sluice/record"
 )
 
 // startBound bounds a command that must stop at start.
@@ -155,12 +155,12 @@ func TestGatewayStartsAndSpoolsWithKafkaDown(t *testing.T) {
 // block, TLS included, and --brokers replaces only its brokers.
 func TestDLQCommandConnectsWithTheConfig(t *testing.T) {
 	ca := tlstest.NewCA(t, "cluster")
-	addrs := tlsCluster(t, ca, consumer.DLQTopic(logTopic))
+	addrs := tlsCluster(t, ca, record.DLQTopic(logTopic))
 	cfg := writeConfig(t, fmt.Sprintf("kafka: {brokers: [127.0.0.1:1], tls: {ca_file: %s}}\ncontracts: {descriptor_set: ../../examples/contracts.binpb, types: [examples.logs.v1.LogLine]}\n", ca.File(t)))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
-	args := []string{"list", "--config", cfg, "--brokers", strings.Join(addrs, ","), "--topic", consumer.DLQTopic(logTopic)}
+	args := []string{"list", "--config", cfg, "--brokers", strings.Join(addrs, ","), "--topic", record.DLQTopic(logTopic)}
 	if err := runDLQCmd(ctx, args, &stdout, &stderr); err != nil {
 		t.Fatalf("dlq list over TLS: %v\n%s", err, stderr.String())
 	}
@@ -171,7 +171,7 @@ func TestDLQCommandConnectsWithTheConfig(t *testing.T) {
 	// answer it.
 	short, cancelShort := context.WithTimeout(ctx, 5*time.Second)
 	defer cancelShort()
-	if err := runDLQCmd(short, []string{"list", "--brokers", strings.Join(addrs, ","), "--topic", consumer.DLQTopic(logTopic)}, &stdout, &stderr); err == nil {
+	if err := runDLQCmd(short, []string{"list", "--brokers", strings.Join(addrs, ","), "--topic", record.DLQTopic(logTopic)}, &stdout, &stderr); err == nil {
 		t.Fatal("a plaintext dlq list read a TLS cluster")
 	}
 }

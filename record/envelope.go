@@ -1,4 +1,4 @@
-package consumer
+package record
 
 import (
 	"errors"
@@ -9,68 +9,53 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/sluicehq/sluice/internal/utctime"
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/sluicehq/sluice/publish"
 )
-
-// DLQ and parked topic suffixes.
-const (
-	DLQSuffix    = ".dlq"
-	ParkedSuffix = ".parked"
-)
-
-// DLQTopic and ParkedTopic name the dead-letter and parked topics of a
-// source topic.
-func DLQTopic(topic string) string    { return topic + DLQSuffix }
-func ParkedTopic(topic string) string { return topic + ParkedSuffix }
-
-func isDerivedTopic(t string) bool {
-	return strings.HasSuffix(t, DLQSuffix) || strings.HasSuffix(t, ParkedSuffix)
-}
 
 // Envelope header names, added to the original record's headers on a DLQ
 // or parked record. Times are RFC 3339 with nanoseconds in UTC.
 const (
-	EnvelopePrefix        = "sluice-dlq-"
-	HeaderErrorClass      = EnvelopePrefix + "error-class"
-	HeaderError           = EnvelopePrefix + "error"
-	HeaderSink            = EnvelopePrefix + "sink"
-	HeaderAttempts        = EnvelopePrefix + "attempts"
-	HeaderDLQRetries      = EnvelopePrefix + "retries"
-	HeaderFirstFailureAt  = EnvelopePrefix + "first-failure-at"
-	HeaderLastFailureAt   = EnvelopePrefix + "last-failure-at"
-	HeaderRetryable       = EnvelopePrefix + "retryable"
-	HeaderSourceTopic     = EnvelopePrefix + "source-topic"
-	HeaderSourcePartition = EnvelopePrefix + "source-partition"
-	HeaderSourceOffset    = EnvelopePrefix + "source-offset"
-	HeaderGroup           = EnvelopePrefix + "group"
-	HeaderParkedReason    = EnvelopePrefix + "parked-reason"
-	// HeaderRefusal, on a record parked dlq_refused, is the topic that
+	DLQHeaderPrefix          = "sluice-dlq-"
+	DLQHeaderErrorClass      = DLQHeaderPrefix + "error-class"
+	DLQHeaderError           = DLQHeaderPrefix + "error"
+	DLQHeaderSink            = DLQHeaderPrefix + "sink"
+	DLQHeaderAttempts        = DLQHeaderPrefix + "attempts"
+	DLQHeaderDLQRetries      = DLQHeaderPrefix + "retries"
+	DLQHeaderFirstFailureAt  = DLQHeaderPrefix + "first-failure-at"
+	DLQHeaderLastFailureAt   = DLQHeaderPrefix + "last-failure-at"
+	DLQHeaderRetryable       = DLQHeaderPrefix + "retryable"
+	DLQHeaderSourceTopic     = DLQHeaderPrefix + "source-topic"
+	DLQHeaderSourcePartition = DLQHeaderPrefix + "source-partition"
+	DLQHeaderSourceOffset    = DLQHeaderPrefix + "source-offset"
+	DLQHeaderGroup           = DLQHeaderPrefix + "group"
+	DLQHeaderParkedReason    = DLQHeaderPrefix + "parked-reason"
+	// DLQHeaderRefusal, on a record parked dlq_refused, is the topic that
 	// refused its dead letter and Kafka's error.
-	HeaderRefusal = EnvelopePrefix + "refusal"
-	// HeaderTruncated, on a parked copy whose value was cut to fit
+	DLQHeaderRefusal = DLQHeaderPrefix + "refusal"
+	// DLQHeaderTruncated, on a parked copy whose value was cut to fit
 	// dlq.max_record_bytes, is the length of the original value in bytes.
 	// The whole value is still at the source coordinates of the envelope.
-	HeaderTruncated    = EnvelopePrefix + "truncated"
-	envelopeTimeLayout = "2006-01-02T15:04:05.000000000Z07:00"
-	classDecode        = "decode"
+	DLQHeaderTruncated = DLQHeaderPrefix + "truncated"
 )
 
-// Parked reasons (HeaderParkedReason).
+// ClassDecode is the error class of a record that did not decode.
+const ClassDecode = "decode"
+
+// Parked reasons (DLQHeaderParkedReason).
 const (
-	parkedReasonMaxRetries = "max_retries"
-	parkedReasonDeadline   = "deadline"
-	parkedReasonUnreadable = "unreadable_envelope"
-	// parkedReasonDLQRefused: Kafka refused the dead letter permanently (too
+	ParkedMaxRetries = "max_retries"
+	ParkedDeadline   = "deadline"
+	ParkedUnreadable = "unreadable_envelope"
+	// ParkedDLQRefused: Kafka refused the dead letter permanently (too
 	// large, not authorized); a bounded copy is parked instead.
-	parkedReasonDLQRefused = "dlq_refused"
-	// parkedReasonSourceMismatch: a drained DLQ record whose envelope names
+	ParkedDLQRefused = "dlq_refused"
+	// ParkedSourceMismatch: a drained DLQ record whose envelope names
 	// a source topic other than its DLQ topic's.
-	parkedReasonSourceMismatch = "source_mismatch"
-	// parkedReasonContract: a drained DLQ record that fails its contract.
-	parkedReasonContract = "contract"
+	ParkedSourceMismatch = "source_mismatch"
+	// ParkedContract: a drained DLQ record that fails its contract.
+	ParkedContract = "contract"
 )
 
 // Envelope is why and where a record was dead-lettered.
@@ -114,7 +99,7 @@ type EnvelopeError struct {
 }
 
 func (e *EnvelopeError) Error() string {
-	return fmt.Sprintf("consumer: envelope header %s: %v", e.Header, e.Err)
+	return fmt.Sprintf("record: envelope header %s: %v", e.Header, e.Err)
 }
 
 func (e *EnvelopeError) Unwrap() error { return e.Err }
@@ -124,27 +109,27 @@ var errEnvelopeMissing = errors.New("missing")
 // headers returns the envelope as record headers.
 func (e *Envelope) headers() []kgo.RecordHeader {
 	h := []kgo.RecordHeader{
-		{Key: HeaderErrorClass, Value: []byte(e.Class)},
-		{Key: HeaderError, Value: []byte(e.Error)},
-		{Key: HeaderSink, Value: []byte(e.Sink)},
-		{Key: HeaderAttempts, Value: strconv.AppendInt(nil, int64(e.Attempts), 10)},
-		{Key: HeaderDLQRetries, Value: strconv.AppendInt(nil, int64(e.DLQRetries), 10)},
-		{Key: HeaderFirstFailureAt, Value: e.FirstFailureAt.UTC().AppendFormat(nil, envelopeTimeLayout)},
-		{Key: HeaderLastFailureAt, Value: e.LastFailureAt.UTC().AppendFormat(nil, envelopeTimeLayout)},
-		{Key: HeaderRetryable, Value: strconv.AppendBool(nil, e.Retryable)},
-		{Key: HeaderSourceTopic, Value: []byte(e.SourceTopic)},
-		{Key: HeaderSourcePartition, Value: strconv.AppendInt(nil, int64(e.SourcePartition), 10)},
-		{Key: HeaderSourceOffset, Value: strconv.AppendInt(nil, e.SourceOffset, 10)},
-		{Key: HeaderGroup, Value: []byte(e.Group)},
+		{Key: DLQHeaderErrorClass, Value: []byte(e.Class)},
+		{Key: DLQHeaderError, Value: []byte(e.Error)},
+		{Key: DLQHeaderSink, Value: []byte(e.Sink)},
+		{Key: DLQHeaderAttempts, Value: strconv.AppendInt(nil, int64(e.Attempts), 10)},
+		{Key: DLQHeaderDLQRetries, Value: strconv.AppendInt(nil, int64(e.DLQRetries), 10)},
+		{Key: DLQHeaderFirstFailureAt, Value: utctime.Append(nil, e.FirstFailureAt)},
+		{Key: DLQHeaderLastFailureAt, Value: utctime.Append(nil, e.LastFailureAt)},
+		{Key: DLQHeaderRetryable, Value: strconv.AppendBool(nil, e.Retryable)},
+		{Key: DLQHeaderSourceTopic, Value: []byte(e.SourceTopic)},
+		{Key: DLQHeaderSourcePartition, Value: strconv.AppendInt(nil, int64(e.SourcePartition), 10)},
+		{Key: DLQHeaderSourceOffset, Value: strconv.AppendInt(nil, e.SourceOffset, 10)},
+		{Key: DLQHeaderGroup, Value: []byte(e.Group)},
 	}
 	if e.ParkedReason != "" {
-		h = append(h, kgo.RecordHeader{Key: HeaderParkedReason, Value: []byte(e.ParkedReason)})
+		h = append(h, kgo.RecordHeader{Key: DLQHeaderParkedReason, Value: []byte(e.ParkedReason)})
 	}
 	if e.Refusal != "" {
-		h = append(h, kgo.RecordHeader{Key: HeaderRefusal, Value: []byte(e.Refusal)})
+		h = append(h, kgo.RecordHeader{Key: DLQHeaderRefusal, Value: []byte(e.Refusal)})
 	}
 	if e.TruncatedFrom > 0 {
-		h = append(h, kgo.RecordHeader{Key: HeaderTruncated, Value: strconv.AppendInt(nil, int64(e.TruncatedFrom), 10)})
+		h = append(h, kgo.RecordHeader{Key: DLQHeaderTruncated, Value: strconv.AppendInt(nil, int64(e.TruncatedFrom), 10)})
 	}
 	return h
 }
@@ -156,7 +141,7 @@ func ParseEnvelope(r *kgo.Record) (Envelope, error) {
 	var e Envelope
 	seen := make(map[string]bool, 15)
 	for _, h := range r.Headers {
-		if !strings.HasPrefix(h.Key, EnvelopePrefix) {
+		if !strings.HasPrefix(h.Key, DLQHeaderPrefix) {
 			continue
 		}
 		if seen[h.Key] {
@@ -166,55 +151,55 @@ func ParseEnvelope(r *kgo.Record) (Envelope, error) {
 		v := string(h.Value)
 		var err error
 		switch h.Key {
-		case HeaderErrorClass:
+		case DLQHeaderErrorClass:
 			e.Class = v
-		case HeaderError:
+		case DLQHeaderError:
 			e.Error = v
-		case HeaderSink:
+		case DLQHeaderSink:
 			e.Sink = v
-		case HeaderAttempts:
+		case DLQHeaderAttempts:
 			e.Attempts, err = parseCount(v)
-		case HeaderDLQRetries:
+		case DLQHeaderDLQRetries:
 			e.DLQRetries, err = parseCount(v)
-		case HeaderFirstFailureAt:
+		case DLQHeaderFirstFailureAt:
 			e.FirstFailureAt, err = time.Parse(time.RFC3339Nano, v)
-		case HeaderLastFailureAt:
+		case DLQHeaderLastFailureAt:
 			e.LastFailureAt, err = time.Parse(time.RFC3339Nano, v)
-		case HeaderRetryable:
+		case DLQHeaderRetryable:
 			e.Retryable, err = strconv.ParseBool(v)
-		case HeaderSourceTopic:
+		case DLQHeaderSourceTopic:
 			e.SourceTopic = v
 			if v == "" {
 				err = errors.New("empty")
 			}
-		case HeaderSourcePartition:
+		case DLQHeaderSourcePartition:
 			var p int64
 			p, err = strconv.ParseInt(v, 10, 32)
 			if err == nil && p < 0 {
 				err = errors.New("negative")
 			}
 			e.SourcePartition = int32(p)
-		case HeaderSourceOffset:
+		case DLQHeaderSourceOffset:
 			e.SourceOffset, err = strconv.ParseInt(v, 10, 64)
 			if err == nil && e.SourceOffset < 0 {
 				err = errors.New("negative")
 			}
-		case HeaderGroup:
+		case DLQHeaderGroup:
 			e.Group = v
-		case HeaderParkedReason:
+		case DLQHeaderParkedReason:
 			e.ParkedReason = v
-		case HeaderRefusal:
+		case DLQHeaderRefusal:
 			e.Refusal = v
-		case HeaderTruncated:
+		case DLQHeaderTruncated:
 			e.TruncatedFrom, err = parseCount(v)
 		}
 		if err != nil {
 			return Envelope{}, &EnvelopeError{h.Key, err}
 		}
 	}
-	for _, name := range [...]string{HeaderErrorClass, HeaderError, HeaderSink, HeaderAttempts, HeaderDLQRetries,
-		HeaderFirstFailureAt, HeaderLastFailureAt, HeaderRetryable, HeaderSourceTopic, HeaderSourcePartition,
-		HeaderSourceOffset, HeaderGroup} {
+	for _, name := range [...]string{DLQHeaderErrorClass, DLQHeaderError, DLQHeaderSink, DLQHeaderAttempts, DLQHeaderDLQRetries,
+		DLQHeaderFirstFailureAt, DLQHeaderLastFailureAt, DLQHeaderRetryable, DLQHeaderSourceTopic, DLQHeaderSourcePartition,
+		DLQHeaderSourceOffset, DLQHeaderGroup} {
 		if !seen[name] {
 			return Envelope{}, &EnvelopeError{name, errEnvelopeMissing}
 		}
@@ -232,21 +217,21 @@ func parseCount(v string) (int, error) {
 	return int(n), err
 }
 
-// originalHeaders returns r's headers without envelope headers.
-func originalHeaders(r *kgo.Record) []kgo.RecordHeader {
+// OriginalHeaders returns r's headers without envelope headers.
+func OriginalHeaders(r *kgo.Record) []kgo.RecordHeader {
 	out := make([]kgo.RecordHeader, 0, len(r.Headers))
 	for _, h := range r.Headers {
-		if !strings.HasPrefix(h.Key, EnvelopePrefix) {
+		if !strings.HasPrefix(h.Key, DLQHeaderPrefix) {
 			out = append(out, h)
 		}
 	}
 	return out
 }
 
-// envelopeRecord builds the DLQ or parked record of r: its key, value and
+// NewDeadLetter builds the DLQ or parked record of r: its key, value and
 // original headers, then env.
-func envelopeRecord(topic string, r *kgo.Record, env *Envelope) *kgo.Record {
-	h := originalHeaders(r)
+func NewDeadLetter(topic string, r *kgo.Record, env *Envelope) *kgo.Record {
+	h := OriginalHeaders(r)
 	h = append(h, env.headers()...)
 	return &kgo.Record{Topic: topic, Key: r.Key, Value: r.Value, Headers: h}
 }
@@ -255,12 +240,12 @@ func envelopeRecord(topic string, r *kgo.Record, env *Envelope) *kgo.Record {
 // kgo counts it against ProducerBatchMaxBytes.
 const batchOverhead = 4 + 8 + 4 + 4 + 1 + 4 + 2 + 4 + 8 + 8 + 8 + 2 + 4 + 4
 
-// recordBatchBytes is the size of a batch that holds r alone, as kgo
+// BatchBytes is the size of a batch that holds r alone, as kgo
 // measures it against ProducerBatchMaxBytes (dlq.max_record_bytes) before
 // it knows the broker's produce version; after, it measures up to 3 bytes
 // less (a flexible request frames the batch with a uvarint). A record
 // within it is never refused MESSAGE_TOO_LARGE by the client.
-func recordBatchBytes(r *kgo.Record) int {
+func BatchBytes(r *kgo.Record) int {
 	return batchBytes(len(r.Key), len(r.Value), r.Headers)
 }
 
@@ -283,23 +268,23 @@ type CopyTooLargeError struct {
 }
 
 func (e *CopyTooLargeError) Error() string {
-	return fmt.Sprintf("consumer: key and headers take %d bytes, over dlq.max_record_bytes (%d) without any of the value",
+	return fmt.Sprintf("record: key and headers take %d bytes, over dlq.max_record_bytes (%d) without any of the value",
 		e.HeaderBytes, e.MaxRecordBytes)
 }
 
-// parkedCopy is the record parked in place of a dead letter Kafka refused:
+// NewParkedCopy is the record parked in place of a dead letter Kafka refused:
 // r's key and original headers, env, and as much of r's value as fits in
-// maxBytes (as recordBatchBytes counts). A cut value is a prefix of the
-// original, and the copy carries HeaderTruncated with the original length.
-func parkedCopy(topic string, r *kgo.Record, env *Envelope, maxBytes int) (*kgo.Record, error) {
-	out := envelopeRecord(topic, r, env)
-	if recordBatchBytes(out) <= maxBytes {
+// maxBytes (as BatchBytes counts). A cut value is a prefix of the
+// original, and the copy carries DLQHeaderTruncated with the original length.
+func NewParkedCopy(topic string, r *kgo.Record, env *Envelope, maxBytes int) (*kgo.Record, error) {
+	out := NewDeadLetter(topic, r, env)
+	if BatchBytes(out) <= maxBytes {
 		return out, nil
 	}
 	cut := *env
 	cut.TruncatedFrom = len(r.Value)
-	out = envelopeRecord(topic, &kgo.Record{Key: r.Key, Headers: r.Headers}, &cut)
-	bare := recordBatchBytes(out)
+	out = NewDeadLetter(topic, &kgo.Record{Key: r.Key, Headers: r.Headers}, &cut)
+	bare := BatchBytes(out)
 	// The value's length prefix and the record's grow with the value, by
 	// at most 4 bytes each.
 	n := min(maxBytes-bare-8, len(r.Value))
@@ -312,7 +297,7 @@ func parkedCopy(topic string, r *kgo.Record, env *Envelope, maxBytes int) (*kgo.
 
 // Bounds of what a record published by the gateway carries besides its
 // value, from the Event contract (proto/sluice/ingest/v1) and the record
-// format (publish.NewRecord). The gateway does not bound source names nor
+// format (NewEvent). The gateway does not bound source names nor
 // the caller's traceparent: maxSourceBytes and maxTraceparentBytes are
 // assumptions, and a record over them is still parked, cut to fit.
 const (
@@ -329,67 +314,57 @@ const (
 	maxSinkNameBytes       = 64
 	maxCountDigits         = 10 // an int32 count
 	maxOffsetDigits        = 19
+	// maxBatchBytes is the most franz-go allows for ProducerBatchMaxBytes.
+	maxBatchBytes = 1 << 30
 )
 
-// deadLetterBound is the most bytes (as recordBatchBytes counts) a dead
+// DeadLetterBound is the most bytes (as BatchBytes counts) a dead
 // letter of a gateway-published event with a value of valueBytes may take,
-// its envelope included: the parked copy of a refused dead letter, with
+// its envelope included, when error messages are cut to maxErrorBytes and
+// the consumer group is named group: the parked copy of a refused dead letter, with
 // both refusal and truncation headers, is the largest form.
-func deadLetterBound(c *Config, valueBytes int) int {
-	if valueBytes > maxRecordBytes || c.DLQ.MaxErrorBytes > maxRecordBytes || len(c.Group) > maxRecordBytes {
+func DeadLetterBound(valueBytes, maxErrorBytes int, group string) int {
+	if valueBytes > maxBatchBytes || maxErrorBytes > maxBatchBytes || len(group) > maxBatchBytes {
 		return math.MaxInt
 	}
 	x := func(n int) []byte { return make([]byte, n) }
-	ts := x(len(envelopeTimeLayout))
+	ts := x(len(utctime.Layout))
 	h := []kgo.RecordHeader{
-		{Key: publish.HeaderEventID, Value: x(maxEventIDBytes)},
-		{Key: publish.HeaderEventType, Value: x(maxEventTypeBytes)},
-		{Key: publish.HeaderSource, Value: x(maxSourceBytes)},
-		{Key: publish.HeaderOccurredAt, Value: ts},
-		{Key: publish.HeaderIngestedAt, Value: ts},
-		{Key: publish.HeaderFingerprint, Value: x(fingerprintBytes)},
-		{Key: publish.HeaderTraceparent, Value: x(maxTraceparentBytes)},
+		{Key: HeaderEventID, Value: x(maxEventIDBytes)},
+		{Key: HeaderEventType, Value: x(maxEventTypeBytes)},
+		{Key: HeaderSource, Value: x(maxSourceBytes)},
+		{Key: HeaderOccurredAt, Value: ts},
+		{Key: HeaderIngestedAt, Value: ts},
+		{Key: HeaderFingerprint, Value: x(fingerprintBytes)},
+		{Key: HeaderTraceparent, Value: x(maxTraceparentBytes)},
 	}
 	for range maxAttributes {
 		h = append(h, kgo.RecordHeader{
-			Key:   string(x(len(publish.AttributeHeaderPrefix) + maxAttributeKeyBytes)),
+			Key:   string(x(len(AttributeHeaderPrefix) + maxAttributeKeyBytes)),
 			Value: x(maxAttributeValueBytes),
 		})
 	}
 	longest := 0
-	for _, s := range [...]string{parkedReasonMaxRetries, parkedReasonDeadline, parkedReasonUnreadable,
-		parkedReasonDLQRefused, parkedReasonSourceMismatch, parkedReasonContract} {
+	for _, s := range [...]string{ParkedMaxRetries, ParkedDeadline, ParkedUnreadable,
+		ParkedDLQRefused, ParkedSourceMismatch, ParkedContract} {
 		longest = max(longest, len(s))
 	}
 	h = append(h,
-		kgo.RecordHeader{Key: HeaderErrorClass, Value: x(len("transient"))},
-		kgo.RecordHeader{Key: HeaderError, Value: x(c.DLQ.MaxErrorBytes)},
-		kgo.RecordHeader{Key: HeaderSink, Value: x(maxSinkNameBytes)},
-		kgo.RecordHeader{Key: HeaderAttempts, Value: x(maxCountDigits)},
-		kgo.RecordHeader{Key: HeaderDLQRetries, Value: x(maxCountDigits)},
-		kgo.RecordHeader{Key: HeaderFirstFailureAt, Value: ts},
-		kgo.RecordHeader{Key: HeaderLastFailureAt, Value: ts},
-		kgo.RecordHeader{Key: HeaderRetryable, Value: x(len("false"))},
-		kgo.RecordHeader{Key: HeaderSourceTopic, Value: x(maxTopicBytes)},
-		kgo.RecordHeader{Key: HeaderSourcePartition, Value: x(maxCountDigits)},
-		kgo.RecordHeader{Key: HeaderSourceOffset, Value: x(maxOffsetDigits)},
-		kgo.RecordHeader{Key: HeaderGroup, Value: x(len(c.Group))},
-		kgo.RecordHeader{Key: HeaderParkedReason, Value: x(longest)},
-		kgo.RecordHeader{Key: HeaderRefusal, Value: x(c.DLQ.MaxErrorBytes)},
-		kgo.RecordHeader{Key: HeaderTruncated, Value: x(maxCountDigits)},
+		kgo.RecordHeader{Key: DLQHeaderErrorClass, Value: x(len("transient"))},
+		kgo.RecordHeader{Key: DLQHeaderError, Value: x(maxErrorBytes)},
+		kgo.RecordHeader{Key: DLQHeaderSink, Value: x(maxSinkNameBytes)},
+		kgo.RecordHeader{Key: DLQHeaderAttempts, Value: x(maxCountDigits)},
+		kgo.RecordHeader{Key: DLQHeaderDLQRetries, Value: x(maxCountDigits)},
+		kgo.RecordHeader{Key: DLQHeaderFirstFailureAt, Value: ts},
+		kgo.RecordHeader{Key: DLQHeaderLastFailureAt, Value: ts},
+		kgo.RecordHeader{Key: DLQHeaderRetryable, Value: x(len("false"))},
+		kgo.RecordHeader{Key: DLQHeaderSourceTopic, Value: x(maxTopicBytes)},
+		kgo.RecordHeader{Key: DLQHeaderSourcePartition, Value: x(maxCountDigits)},
+		kgo.RecordHeader{Key: DLQHeaderSourceOffset, Value: x(maxOffsetDigits)},
+		kgo.RecordHeader{Key: DLQHeaderGroup, Value: x(len(group))},
+		kgo.RecordHeader{Key: DLQHeaderParkedReason, Value: x(longest)},
+		kgo.RecordHeader{Key: DLQHeaderRefusal, Value: x(maxErrorBytes)},
+		kgo.RecordHeader{Key: DLQHeaderTruncated, Value: x(maxCountDigits)},
 	)
 	return batchBytes(maxKeyBytes, valueBytes, h)
-}
-
-// truncateError cuts msg to at most max bytes on a rune boundary.
-func truncateError(msg string, max int) string {
-	if len(msg) <= max {
-		return msg
-	}
-	const ellipsis = "..."
-	cut := max - len(ellipsis)
-	for cut > 0 && !utf8.RuneStart(msg[cut]) {
-		cut--
-	}
-	return msg[:cut] + ellipsis
 }

@@ -1,22 +1,20 @@
-package publish_test
+package record
 
 import (
 	"strconv"
 	"testing"
 	"time"
-
-	"github.com/sluicehq/sluice/publish"
 )
 
-// BenchmarkNewRecordHeaders prices building one Kafka record from an
+// BenchmarkNewEventHeaders prices building one Kafka record from an
 // accepted event as the gateway sees it, traceparent included, by the
 // attributes it carries: none, and four (each becomes a header, sorted by
 // key). BenchmarkNewRecord (bench_test.go) is the plain case.
-func BenchmarkNewRecordHeaders(b *testing.B) {
+func BenchmarkNewEventHeaders(b *testing.B) {
 	at := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	value := make([]byte, 300)
-	base := publish.Event{
-		Topic:       publish.DefaultTopic("examples.logs.v1.LogLine"),
+	base := Event{
+		Topic:       EventTopic("examples.logs.v1.LogLine"),
 		Key:         []byte("checkout-api"),
 		Value:       value,
 		Type:        "examples.logs.v1.LogLine",
@@ -43,10 +41,18 @@ func BenchmarkNewRecordHeaders(b *testing.B) {
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
 				e.ID = ids[i&1023]
-				if r := publish.NewRecord(&e); len(r.Headers) < 6 {
+				if r := NewEvent(&e); len(r.Headers) < 6 {
 					b.Fatalf("%d headers", len(r.Headers))
 				}
 			}
 		})
+	}
+}
+
+func BenchmarkNewEvent(b *testing.B) {
+	e := testEvent()
+	b.ReportAllocs()
+	for b.Loop() {
+		NewEvent(e)
 	}
 }

@@ -1,4 +1,4 @@
-package publish
+package record
 
 import (
 	"errors"
@@ -7,11 +7,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/utctime"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // Header names of a sluice record. Times are RFC 3339 in UTC with nine
-// fractional digits, so that they sort as strings.
+// fractional digits (utctime.Layout), so that they sort as strings.
 const (
 	HeaderEventID         = "sluice-event-id"
 	HeaderEventType       = "sluice-event-type"
@@ -23,49 +24,7 @@ const (
 	AttributeHeaderPrefix = "sluice-attr-"
 )
 
-const timeLayout = "2006-01-02T15:04:05.000000000Z07:00"
-
-// appendTime appends t in UTC as timeLayout formats it. Every record has
-// two times, and the layout interpreter of time.Time.AppendFormat was a
-// tenth of the gateway's cost per event; a year outside 0 to 9999 takes
-// that path still. FuzzAppendTime holds the two to the same bytes.
-func appendTime(b []byte, t time.Time) []byte {
-	t = t.UTC()
-	year, month, day := t.Date()
-	if year < 0 || year > 9999 {
-		return t.AppendFormat(b, timeLayout)
-	}
-	hour, min, sec := t.Clock()
-	b = appendDigits(b, year, 4)
-	b = append(b, '-')
-	b = appendDigits(b, int(month), 2)
-	b = append(b, '-')
-	b = appendDigits(b, day, 2)
-	b = append(b, 'T')
-	b = appendDigits(b, hour, 2)
-	b = append(b, ':')
-	b = appendDigits(b, min, 2)
-	b = append(b, ':')
-	b = appendDigits(b, sec, 2)
-	b = append(b, '.')
-	b = appendDigits(b, t.Nanosecond(), 9)
-	return append(b, 'Z')
-}
-
-// appendDigits appends v, which is not negative, in exactly width digits.
-func appendDigits(b []byte, v, width int) []byte {
-	b = append(b, make([]byte, width)...)
-	for i := len(b) - 1; i >= len(b)-width; i-- {
-		b[i] = byte('0' + v%10)
-		v /= 10
-	}
-	return b
-}
-
-// DefaultTopic is the topic of an event type when the config names none.
-func DefaultTopic(eventType string) string { return "ingest." + eventType }
-
-// Event is what the gateway knows about an accepted event; NewRecord turns
+// Event is what the gateway knows about an accepted event; NewEvent turns
 // it into a Kafka record.
 type Event struct {
 	Topic string
@@ -86,7 +45,7 @@ type Event struct {
 	Attributes map[string]string
 }
 
-// NewRecord builds the record for e. Headers come in a fixed order: event
+// NewEvent builds the record for e. Headers come in a fixed order: event
 // id, type, source, occurred-at, ingested-at, schema fingerprint,
 // traceparent (when set), then the attributes sorted by key. Key and Value
 // are not copied.
@@ -95,7 +54,7 @@ type Event struct {
 // hands the record over. franz-go measures Config.DeliveryTimeout from the
 // record's timestamp, so a record stamped with an older time (the event's
 // ingestion time, when the spool replays it) would be failed at once.
-func NewRecord(e *Event) *kgo.Record {
+func NewEvent(e *Event) *kgo.Record {
 	attrKeys := make([]string, 0, len(e.Attributes))
 	for k := range e.Attributes {
 		attrKeys = append(attrKeys, k)
@@ -105,7 +64,7 @@ func NewRecord(e *Event) *kgo.Record {
 	// One allocation holds every header value and one every attribute
 	// header name; the three-index slices keep a value from growing into
 	// the next.
-	size := len(e.ID) + len(e.Type) + len(e.Source) + 2*len(timeLayout) + len(e.Fingerprint) + len(e.Traceparent)
+	size := len(e.ID) + len(e.Type) + len(e.Source) + 2*len(utctime.Layout) + len(e.Fingerprint) + len(e.Traceparent)
 	nameSize := 0
 	for _, k := range attrKeys {
 		size += len(e.Attributes[k])
@@ -119,7 +78,7 @@ func NewRecord(e *Event) *kgo.Record {
 	}
 	timeValue := func(t time.Time) []byte {
 		start := len(buf)
-		buf = appendTime(buf, t)
+		buf = utctime.Append(buf, t)
 		return buf[start:len(buf):len(buf)]
 	}
 
@@ -175,7 +134,7 @@ type recordWithHeaders struct {
 	headers [8]kgo.RecordHeader
 }
 
-// EventHeaders are the sluice headers of a record, as ParseHeaders reads them.
+// EventHeaders are the sluice headers of a record, as ParseEvent reads them.
 type EventHeaders struct {
 	ID, Type, Source       string
 	OccurredAt, IngestedAt time.Time // in UTC
@@ -191,7 +150,7 @@ type HeaderError struct {
 }
 
 func (e *HeaderError) Error() string {
-	return fmt.Sprintf("publish: header %s: %v", e.Header, e.Err)
+	return fmt.Sprintf("record: header %s: %v", e.Header, e.Err)
 }
 
 func (e *HeaderError) Unwrap() error { return e.Err }
@@ -202,16 +161,16 @@ var (
 	errHeaderEmpty    = errors.New("empty")
 )
 
-// ParseHeaders reads the sluice headers of r, the inverse of NewRecord. The
+// ParseEvent reads the sluice headers of r, the inverse of NewEvent. The
 // event id, type, source, occurred-at, ingested-at and schema fingerprint
 // headers are required, each exactly once; id and type must not be empty
 // and the times must be RFC 3339 within the years 0000 to 9999 in UTC.
 // Other headers are ignored. The error is a *HeaderError naming the first
 // bad header.
-func ParseHeaders(r *kgo.Record) (EventHeaders, error) {
+func ParseEvent(r *kgo.Record) (EventHeaders, error) {
 	var (
 		h EventHeaders
-		// known are the headers ParseHeaders reads, the required ones
+		// known are the headers ParseEvent reads, the required ones
 		// first; seen marks the ones met, by index in known.
 		known = [...]string{HeaderEventID, HeaderEventType, HeaderSource, HeaderOccurredAt, HeaderIngestedAt, HeaderFingerprint, HeaderTraceparent}
 		seen  [len(known)]bool
@@ -274,7 +233,7 @@ func ParseHeaders(r *kgo.Record) (EventHeaders, error) {
 var errTimeRange = errors.New("outside years 0000 to 9999 in UTC")
 
 // parseTime reads an RFC 3339 time. It refuses times whose UTC form has no
-// four-digit year (RFC 3339 has none), so that what it accepts NewRecord
+// four-digit year (RFC 3339 has none), so that what it accepts NewEvent
 // writes back unchanged.
 func parseTime(v string) (time.Time, error) {
 	t, err := time.Parse(time.RFC3339Nano, v)
@@ -288,11 +247,11 @@ func parseTime(v string) (time.Time, error) {
 	return t, nil
 }
 
-// RecordLimits bound, in bytes, what an event puts into its record, so that
+// Limits bound, in bytes, what an event puts into its record, so that
 // the most a record can take is known before any is built: the spool's
 // record limit and the producer's batch limit must hold it, or an event
 // the gateway accepts could never be spooled or produced.
-type RecordLimits struct {
+type Limits struct {
 	// Value bounds the contract message in binary.
 	Value int
 	// ID, Type, Key, Source, Topic, Fingerprint and Traceparent bound
@@ -304,8 +263,8 @@ type RecordLimits struct {
 	Attributes, AttributeKey, AttributeValue int
 }
 
-// RecordSizes are the most bytes a record within RecordLimits takes.
-type RecordSizes struct {
+// Sizes are the most bytes a record within Limits takes.
+type Sizes struct {
 	// Client is what franz-go counts of it against its buffer: key, value,
 	// header keys and values.
 	Client int
@@ -330,19 +289,19 @@ const (
 )
 
 // Sizes returns the most bytes a record within l takes.
-func (l RecordLimits) Sizes() RecordSizes {
+func (l Limits) Sizes() Sizes {
 	key := max(l.Key, l.ID)
 	headers := 6 + 1 + l.Attributes
 	client := key + l.Value +
 		len(HeaderEventID) + l.ID +
 		len(HeaderEventType) + l.Type +
 		len(HeaderSource) + l.Source +
-		len(HeaderOccurredAt) + len(timeLayout) +
-		len(HeaderIngestedAt) + len(timeLayout) +
+		len(HeaderOccurredAt) + len(utctime.Layout) +
+		len(HeaderIngestedAt) + len(utctime.Layout) +
 		len(HeaderFingerprint) + l.Fingerprint +
 		len(HeaderTraceparent) + l.Traceparent +
 		l.Attributes*(len(AttributeHeaderPrefix)+l.AttributeKey+l.AttributeValue)
-	return RecordSizes{
+	return Sizes{
 		Client:  client,
 		Batch:   batchHeaderBytes + recordFramingBytes + headers*headerFramingBytes + client,
 		Spooled: spooledFramingBytes + l.Topic + headers*spooledHeaderFraming + client,

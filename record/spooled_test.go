@@ -1,4 +1,4 @@
-package publish
+package record
 
 import (
 	"bytes"
@@ -9,7 +9,7 @@ import (
 )
 
 func sampleRecord() *kgo.Record {
-	return NewRecord(&Event{
+	return NewEvent(&Event{
 		Topic: "ingest.t", Key: []byte("k"), Value: []byte{0, 1, 2, 0xff},
 		ID: "e-1", Type: "t", Source: "s",
 		OccurredAt: time.Unix(1, 0), IngestedAt: time.Unix(2, 0),

@@ -1,4 +1,4 @@
-package publish
+package record
 
 import (
 	"bytes"
@@ -30,7 +30,7 @@ const spooledVersion = 1
 // cannot make the decoder allocate without limit.
 const maxSpooledHeaders = 1 << 12
 
-var errSpooled = errors.New("publish: undecodable spooled record")
+var errSpooled = errors.New("record: undecodable spooled record")
 
 // AppendSpooled appends the spooled form of r to dst.
 func AppendSpooled(dst []byte, r *kgo.Record) []byte {
@@ -59,12 +59,12 @@ func appendString(dst []byte, s string) []byte {
 // DecodeSpooled parses a record written by AppendSpooled. The record's
 // slices share one private copy of b: b may be reused.
 func DecodeSpooled(b []byte) (*kgo.Record, error) {
-	return decodeSpooledOwned(bytes.Clone(b))
+	return DecodeSpooledInPlace(bytes.Clone(b))
 }
 
-// decodeSpooledOwned is DecodeSpooled for a b the caller gives away (a
+// DecodeSpooledInPlace is DecodeSpooled for a b the caller gives away (a
 // spool Entry's Data): the record's slices point into b itself.
-func decodeSpooledOwned(b []byte) (*kgo.Record, error) {
+func DecodeSpooledInPlace(b []byte) (*kgo.Record, error) {
 	d := spooledDecoder{b: b}
 	if v := d.byte(); v != spooledVersion {
 		return nil, fmt.Errorf("%w: version %d", errSpooled, v)

@@ -1,8 +1,6 @@
-package publish
+package record
 
 import (
-	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"reflect"
@@ -15,7 +13,7 @@ import (
 
 func testEvent() *Event {
 	return &Event{
-		Topic:       DefaultTopic("order.created"),
+		Topic:       EventTopic("order.created"),
 		Key:         []byte("customer-7"),
 		Value:       []byte("\x0a\x03abc"),
 		ID:          "01J9Z8",
@@ -29,15 +27,9 @@ func testEvent() *Event {
 	}
 }
 
-func TestDefaultTopic(t *testing.T) {
-	if got := DefaultTopic("order.created"); got != "ingest.order.created" {
-		t.Errorf("DefaultTopic = %q", got)
-	}
-}
-
-func TestNewRecord(t *testing.T) {
+func TestNewEvent(t *testing.T) {
 	e := testEvent()
-	r := NewRecord(e)
+	r := NewEvent(e)
 	want := []kgo.RecordHeader{
 		{Key: "sluice-event-id", Value: []byte("01J9Z8")},
 		{Key: "sluice-event-type", Value: []byte("order.created")},
@@ -59,7 +51,7 @@ func TestNewRecord(t *testing.T) {
 	// Deterministic: the same event gives the same headers every time,
 	// whatever the map's iteration order.
 	for range 20 {
-		if got := NewRecord(e).Headers; !reflect.DeepEqual(got, want) {
+		if got := NewEvent(e).Headers; !reflect.DeepEqual(got, want) {
 			t.Fatalf("headers changed between calls: %q", got)
 		}
 	}
@@ -71,8 +63,8 @@ func TestNewRecord(t *testing.T) {
 	}
 }
 
-func TestNewRecordMinimal(t *testing.T) {
-	r := NewRecord(&Event{Topic: "t", ID: "id-1", Type: "x"})
+func TestNewEventMinimal(t *testing.T) {
+	r := NewEvent(&Event{Topic: "t", ID: "id-1", Type: "x"})
 	if string(r.Key) != "id-1" {
 		t.Errorf("key %q, want the event id", r.Key)
 	}
@@ -86,14 +78,14 @@ func TestNewRecordMinimal(t *testing.T) {
 	}
 }
 
-func TestParseHeadersRoundTrip(t *testing.T) {
+func TestParseEventRoundTrip(t *testing.T) {
 	for _, e := range []*Event{
 		testEvent(),
 		{Topic: "t", ID: "id", Type: "x"}, // zero times, no traceparent, no attributes
 	} {
-		h, err := ParseHeaders(NewRecord(e))
+		h, err := ParseEvent(NewEvent(e))
 		if err != nil {
-			t.Fatalf("ParseHeaders: %v", err)
+			t.Fatalf("ParseEvent: %v", err)
 		}
 		want := EventHeaders{
 			ID: e.ID, Type: e.Type, Source: e.Source,
@@ -101,13 +93,13 @@ func TestParseHeadersRoundTrip(t *testing.T) {
 			Fingerprint: e.Fingerprint, Traceparent: e.Traceparent, Attributes: e.Attributes,
 		}
 		if !reflect.DeepEqual(h, want) {
-			t.Errorf("ParseHeaders\n got %+v\nwant %+v", h, want)
+			t.Errorf("ParseEvent\n got %+v\nwant %+v", h, want)
 		}
 	}
 }
 
-func TestParseHeadersErrors(t *testing.T) {
-	valid := NewRecord(testEvent()).Headers
+func TestParseEventErrors(t *testing.T) {
+	valid := NewEvent(testEvent()).Headers
 	without := func(name string) []kgo.RecordHeader {
 		var hs []kgo.RecordHeader
 		for _, h := range valid {
@@ -143,7 +135,7 @@ func TestParseHeadersErrors(t *testing.T) {
 		{"occurred-at before year 0 in UTC", with(HeaderOccurredAt, "0000-01-01T00:00:00+00:01"), HeaderOccurredAt, errTimeRange},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := ParseHeaders(&kgo.Record{Headers: tc.headers})
+			_, err := ParseEvent(&kgo.Record{Headers: tc.headers})
 			var he *HeaderError
 			if !errors.As(err, &he) || he.Header != tc.header {
 				t.Fatalf("got %v, want a *HeaderError for %s", err, tc.header)
@@ -155,17 +147,17 @@ func TestParseHeadersErrors(t *testing.T) {
 	}
 }
 
-func TestParseHeadersIgnoresOthers(t *testing.T) {
-	r := NewRecord(testEvent())
+func TestParseEventIgnoresOthers(t *testing.T) {
+	r := NewEvent(testEvent())
 	r.Headers = append(r.Headers, kgo.RecordHeader{Key: "dlq-error-class", Value: []byte("permanent")})
-	if _, err := ParseHeaders(r); err != nil {
-		t.Fatalf("ParseHeaders with a foreign header: %v", err)
+	if _, err := ParseEvent(r); err != nil {
+		t.Fatalf("ParseEvent with a foreign header: %v", err)
 	}
 }
 
-// FuzzParseHeaders checks that ParseHeaders never panics and that what it
-// accepts survives NewRecord unchanged.
-func FuzzParseHeaders(f *testing.F) {
+// FuzzParseEvent checks that ParseEvent never panics and that what it
+// accepts survives NewEvent unchanged.
+func FuzzParseEvent(f *testing.F) {
 	f.Add("id", "type", "src", "2026-03-01T11:00:00.000000005Z", "2026-03-01T11:00:00Z", "fp", "tp", "k", "v")
 	f.Add("", "", "", "", "", "", "", "", "")
 	f.Add("id", "t", "s", "2026-03-01T11:00:00+01:00", "0001-01-01T00:00:00Z", "", "", "", "")
@@ -180,14 +172,14 @@ func FuzzParseHeaders(f *testing.F) {
 			{Key: HeaderTraceparent, Value: []byte(tp)},
 			{Key: AttributeHeaderPrefix + attrKey, Value: []byte(attrValue)},
 		}}
-		h, err := ParseHeaders(r)
+		h, err := ParseEvent(r)
 		if err != nil {
 			return
 		}
 		if tp == "" {
-			h.Traceparent = "" // NewRecord omits an empty traceparent; so does the comparison.
+			h.Traceparent = "" // NewEvent omits an empty traceparent; so does the comparison.
 		}
-		again, err := ParseHeaders(NewRecord(&Event{
+		again, err := ParseEvent(NewEvent(&Event{
 			ID: h.ID, Type: h.Type, Source: h.Source, OccurredAt: h.OccurredAt, IngestedAt: h.IngestedAt,
 			Fingerprint: h.Fingerprint, Traceparent: h.Traceparent, Attributes: h.Attributes,
 		}))
@@ -200,62 +192,34 @@ func FuzzParseHeaders(f *testing.F) {
 	})
 }
 
-// TestRecordSizes: a record with every field at its limit takes no more
-// than RecordLimits.Sizes says, in the client's count, in the spool and in
-// a batch: a producer whose BatchMaxBytes is exactly Sizes().Batch
-// produces it.
-func TestRecordSizes(t *testing.T) {
+// TestSizes: a record with every field at its limit takes no more
+// than Limits.Sizes says in the client's count and in the spool.
+// publish's TestBatchMaxBytesHoldsSizes produces it in a batch of
+// exactly Sizes().Batch.
+func TestSizes(t *testing.T) {
 	const topic = "ingest.limits"
-	l := RecordLimits{Value: 8 << 10, ID: 128, Type: 800, Key: 1024, Source: 64, Topic: len(topic),
+	l := Limits{Value: 8 << 10, ID: 128, Type: 800, Key: 1024, Source: 64, Topic: len(topic),
 		Fingerprint: 39, Traceparent: 55, Attributes: 16, AttributeKey: 64, AttributeValue: 1024}
 	fill := func(n int, c byte) string { return strings.Repeat(string(c), n) }
 	attrs := map[string]string{}
 	for i := range l.Attributes {
 		attrs[fmt.Sprintf("%02d", i)+fill(l.AttributeKey-2, 'k')] = fill(l.AttributeValue, 'v')
 	}
-	rec := NewRecord(&Event{
+	rec := NewEvent(&Event{
 		Topic: topic, Key: []byte(fill(l.Key, 'p')), Value: make([]byte, l.Value),
 		ID: fill(l.ID, 'i'), Type: fill(l.Type, 't'), Source: fill(l.Source, 's'),
 		OccurredAt: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), IngestedAt: time.Now(),
 		Fingerprint: fill(l.Fingerprint, 'f'), Traceparent: fill(l.Traceparent, '0'), Attributes: attrs,
 	})
 	sz := l.Sizes()
-	if got := recordSize(rec); got > int64(sz.Client) {
+	got := 0
+	for _, h := range rec.Headers {
+		got += len(h.Key) + len(h.Value)
+	}
+	if got += len(rec.Key) + len(rec.Value); got > sz.Client {
 		t.Errorf("client size %d, bound %d", got, sz.Client)
 	}
 	if got := len(AppendSpooled(nil, rec)); got > sz.Spooled || got < sz.Spooled-512 {
 		t.Errorf("spooled size %d, bound %d: over it, or far off", got, sz.Spooled)
 	}
-	c := newCluster(t, []string{topic})
-	p := newTestProducer(t, c.ListenAddrs(), func(c *Config) {
-		c.BatchMaxBytes, c.Compression = int32(sz.Batch), "none"
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), testWait)
-	defer cancel()
-	if err := p.Publish(ctx, []*kgo.Record{rec})[0]; err != nil {
-		t.Fatalf("a record at every limit, BatchMaxBytes %d: %v", sz.Batch, err)
-	}
-}
-
-// FuzzAppendTime holds appendTime to time.Time.AppendFormat with
-// timeLayout, which it replaces on the hot path, for any instant and zone.
-func FuzzAppendTime(f *testing.F) {
-	for _, s := range []struct{ sec, nsec, zone int64 }{
-		{0, 0, 0},
-		{1767225600, 123456789, 3600},
-		{-62135596800, 0, 0},          // 0001-01-01
-		{253402300799, 999999999, 0},  // 9999-12-31T23:59:59.999999999
-		{253402300800, 0, 0},          // year 10000
-		{-62167219200 - 1, 0, -19800}, // before year 0
-		{951782400, 1, -36000},        // 2000-02-29
-	} {
-		f.Add(s.sec, s.nsec, s.zone)
-	}
-	f.Fuzz(func(t *testing.T, sec, nsec, zone int64) {
-		at := time.Unix(sec, nsec%1e9).In(time.FixedZone("z", int(zone%(18*3600))))
-		want := at.UTC().AppendFormat([]byte("x"), timeLayout)
-		if got := appendTime([]byte("x"), at); !bytes.Equal(got, want) {
-			t.Fatalf("appendTime(%v) = %q, want %q", at, got, want)
-		}
-	})
 }
