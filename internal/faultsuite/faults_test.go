@@ -90,7 +90,7 @@ func TestIntegrationFaults(t *testing.T) {
 			// Kills while the gateway publishes directly, then while its
 			// drainer empties the spool into Kafka after an outage.
 			for range 2 {
-				time.Sleep(5 * time.Second)
+				s.waitAccepted(4000)
 				s.kill(s.gateway)
 				s.startGateway(normalSpool, false)
 			}
@@ -99,23 +99,23 @@ func TestIntegrationFaults(t *testing.T) {
 			}
 		}},
 		{name: "kafka-stopped-30s", load: load{duration: 45 * time.Second}, fault: func(s *system) {
-			time.Sleep(5 * time.Second)
+			s.waitAccepted(4000)
 			s.script("kafka.sh", "stop")
-			time.Sleep(30 * time.Second)
+			time.Sleep(30 * time.Second) // the outage itself
 			s.script("kafka.sh", "start")
 		}},
 		{name: "postgres-stopped-30s", load: load{duration: 45 * time.Second}, allInSink: true, fault: func(s *system) {
-			time.Sleep(5 * time.Second)
+			s.waitAccepted(4000)
 			s.script("postgres.sh", "stop")
-			time.Sleep(30 * time.Second)
+			time.Sleep(30 * time.Second) // the outage itself
 			s.script("postgres.sh", "start")
 		}},
 		{name: "consumer-sigkill-and-join", load: load{duration: 25 * time.Second}, fault: func(s *system) {
-			time.Sleep(5 * time.Second)
+			s.waitAccepted(4000)
 			s.kill(s.consumers[0])
-			time.Sleep(2 * time.Second)
+			time.Sleep(2 * time.Second) // the consumer stays dead this long
 			s.start(s.consumers[0])
-			time.Sleep(5 * time.Second)
+			s.waitAccepted(4000)
 			s.addConsumer()
 		}},
 		{name: "two-sources-shared-ids", load: load{duration: 15 * time.Second, sources: []string{sourceA, sourceB}},
@@ -169,7 +169,7 @@ func TestIntegrationFaults(t *testing.T) {
 				s.startGateway(normalSpool, false)
 			},
 			fault: func(s *system) {
-				time.Sleep(2 * time.Second)
+				s.waitAccepted(1000)
 				s.script("kafka.sh", "stop")
 				if !s.waitMetric(40*time.Second, "sluice_admission_buffer_full_records_total", func(v float64) bool { return v > 0 }) {
 					s.t.Error("disk-full-kafka-stopped: the spool never refused BUFFER_FULL")
@@ -223,9 +223,9 @@ func TestIntegrationFaults(t *testing.T) {
 			fault: func(s *system) {
 				// With the broker away the spool only fills: the burst
 				// meets the cap for certain.
-				time.Sleep(2 * time.Second)
+				s.waitAccepted(1000)
 				s.script("kafka.sh", "stop")
-				time.Sleep(10 * time.Second)
+				time.Sleep(10 * time.Second) // the outage itself
 				s.script("kafka.sh", "start")
 			},
 			after: func(s *system, _ *ledger) {

@@ -247,6 +247,53 @@ func (s *system) waitMetric(d time.Duration, name string, cond func(float64) boo
 	return false
 }
 
+// waitAccepted waits until the running gateway has accepted n more events
+// than when it was called: the load reaches it and Kafka or the spool
+// takes it. A scenario's fault starts then, not after a fixed time.
+func (s *system) waitAccepted(n float64) {
+	s.t.Helper()
+	const series = `outcome="ACCEPTED"`
+	from := s.gatewayMetricSum("sluice_events_total", series)
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		if s.gatewayMetricSum("sluice_events_total", series)-from >= n {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	s.t.Errorf("the gateway did not accept %v events within a minute", n)
+}
+
+// gatewayMetricSum is the sum of every series of the gateway's metric
+// that carries each of labels; 0 when there is none.
+func (s *system) gatewayMetricSum(name string, labels ...string) float64 {
+	client := &http.Client{Timeout: 2 * time.Second}
+	resp, err := client.Get("http://" + s.adminAddr + "/metrics")
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0
+	}
+	sum := 0.0
+	for _, line := range strings.Split(string(body), "\n") {
+		series, value, found := strings.Cut(line, " ")
+		if !found || !(series == name || strings.HasPrefix(series, name+"{")) {
+			continue
+		}
+		matches := true
+		for _, l := range labels {
+			matches = matches && strings.Contains(series, l)
+		}
+		if f, err := strconv.ParseFloat(value, 64); matches && err == nil {
+			sum += f
+		}
+	}
+	return sum
+}
+
 // waitDrained waits, at most d, until the gateway's spool is empty and
 // admission is DIRECT.
 func (s *system) waitDrained(d time.Duration) bool {
