@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/clip"
 	"github.com/sluicehq/sluice/internal/outbound"
 )
 
@@ -139,14 +140,14 @@ func (c *credentials) fetchToken(ctx context.Context) (err error) {
 	case kindUnauthorized, kindPageFailed:
 		// The token endpoint refused this client: the same request will be
 		// refused again (RFC 6749 §5.2 invalid_client, invalid_scope, ...).
-		return &AuthError{Partner: c.partner, Status: resp.StatusCode, Body: prefix(body)}
+		return &AuthError{Partner: c.partner, Status: resp.StatusCode, Body: clip.Bytes(body, bodyPrefix)}
 	default:
-		return &fetchError{kind: kind, status: resp.StatusCode, header: resp.Header, body: prefix(body),
+		return &fetchError{kind: kind, status: resp.StatusCode, header: resp.Header, body: clip.Bytes(body, bodyPrefix),
 			err: fmt.Errorf("token request: HTTP %d", resp.StatusCode)}
 	}
 	var tr tokenResponse
 	if err := json.Unmarshal(body, &tr); err != nil || tr.AccessToken == "" {
-		return &AuthError{Partner: c.partner, Status: resp.StatusCode, Body: prefix(body),
+		return &AuthError{Partner: c.partner, Status: resp.StatusCode, Body: clip.Bytes(body, bodyPrefix),
 			Err: errors.New("token response has no access_token")}
 	}
 	if tr.TokenType != "" && !strings.EqualFold(tr.TokenType, "bearer") {

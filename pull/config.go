@@ -2,6 +2,7 @@ package pull
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -10,6 +11,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/sluicehq/sluice/internal/backoff"
 	"github.com/sluicehq/sluice/internal/outbound"
 )
 
@@ -66,8 +68,11 @@ type Config struct {
 	// MaxRetryAfter caps every wait the partner asks for: Retry-After and
 	// the reset of its rate-limit headers. Default 5m.
 	MaxRetryAfter time.Duration `yaml:"max_retry_after"`
-	Backoff       BackoffConfig `yaml:"backoff"`
-	Breaker       BreakerConfig `yaml:"breaker"`
+	// Backoff is the wait after failed requests and pages: the n-th
+	// consecutive failure waits a uniform time in
+	// [0, min(Max, Initial·2ⁿ⁻¹)]. Default initial 1s, max 5m.
+	Backoff backoff.Config `yaml:"backoff"`
+	Breaker BreakerConfig  `yaml:"breaker"`
 }
 
 // AuthConfig says how requests are authenticated.
@@ -138,13 +143,6 @@ type RateLimitConfig struct {
 	MinRemaining int64 `yaml:"min_remaining"`
 }
 
-// BackoffConfig is exponential backoff with full jitter: the n-th
-// consecutive failure waits a uniform time in [0, min(Max, Initial·2ⁿ)].
-type BackoffConfig struct {
-	Initial time.Duration `yaml:"initial"` // default 1s
-	Max     time.Duration `yaml:"max"`     // default 5m
-}
-
 // BreakerConfig is the per-partner circuit breaker.
 type BreakerConfig struct {
 	// Failures is the number of consecutive server errors, timeouts or
@@ -166,7 +164,7 @@ func DefaultConfig() Config {
 		Pagination:     PaginationConfig{Type: PaginateCursor, StartPage: 1},
 		RateLimit:      RateLimitConfig{Burst: 1},
 		MaxRetryAfter:  5 * time.Minute,
-		Backoff:        BackoffConfig{Initial: time.Second, Max: 5 * time.Minute},
+		Backoff:        backoff.Config{Initial: time.Second, Max: 5 * time.Minute},
 		Breaker:        BreakerConfig{Failures: 5, Cooldown: time.Minute},
 	}
 }
@@ -279,10 +277,15 @@ func (c Config) Validate() error {
 		return bad("max_body_bytes", "must be > 0")
 	case c.MaxRetryAfter <= 0:
 		return bad("max_retry_after", "must be > 0")
-	case c.Backoff.Initial <= 0:
-		return bad("backoff.initial", "must be > 0")
-	case c.Backoff.Max < c.Backoff.Initial:
-		return bad("backoff.max", "must be >= backoff.initial")
+	}
+	if err := c.Backoff.Validate(); err != nil {
+		var fe *backoff.FieldError
+		if errors.As(err, &fe) {
+			return bad("backoff."+fe.Field, "%v", fe.Err)
+		}
+		return bad("backoff", "%v", err)
+	}
+	switch {
 	case c.Breaker.Failures < 1:
 		return bad("breaker.failures", "must be >= 1")
 	case c.Breaker.Cooldown <= 0:

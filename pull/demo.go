@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/backoff"
 )
 
 // Demo partner behaviour.
@@ -93,7 +95,7 @@ func DemoConfig(baseURL string) Config {
 	}
 	c.RateLimit = RateLimitConfig{Rate: 20, Burst: 5}
 	c.MaxRetryAfter = 10 * time.Second
-	c.Backoff = BackoffConfig{Initial: 200 * time.Millisecond, Max: 5 * time.Second}
+	c.Backoff = backoff.Config{Initial: 200 * time.Millisecond, Max: 5 * time.Second}
 	c.Breaker = BreakerConfig{Failures: 5, Cooldown: 5 * time.Second}
 	return c
 }

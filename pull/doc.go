@@ -57,7 +57,10 @@
 //   - Other 5xx, timeouts, connection errors: backoff with full jitter; after
 //     Breaker.Failures in a row the breaker opens, no request is made for
 //     Breaker.Cooldown, then one probe decides: an answer closes it, a
-//     failure opens it again.
+//     failure opens it again. Any answer of the partner (401, 429, a failed
+//     page included) counts as a success for the breaker: the partner is
+//     up. The schedule is internal/backoff's and the breaker
+//     internal/breaker's, as for the sinks and the spool's drainer.
 //   - 401: the credentials are refreshed once (a new OAuth2 token, or the
 //     bearer token read again from its environment variable) and the page is
 //     retried; a second 401 in a row stops that poller with an *AuthError,

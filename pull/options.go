@@ -3,12 +3,13 @@ package pull
 import (
 	"context"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"os"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sluicehq/sluice/internal/backoff"
 )
 
 // Clock is the pollers' time: every wait goes through Sleep, so tests
@@ -47,7 +48,7 @@ type options struct {
 	reg     prometheus.Registerer
 	client  *http.Client
 	getenv  func(string) string
-	jitter  func(time.Duration) time.Duration
+	jitter  backoff.Jitter
 }
 
 type optionFunc func(*options)
@@ -60,7 +61,7 @@ func defaultOptions() options {
 		log:    slog.Default(),
 		client: &http.Client{},
 		getenv: os.Getenv,
-		jitter: fullJitter,
+		jitter: backoff.Full,
 	}
 }
 
@@ -89,15 +90,8 @@ func WithHTTPClient(c *http.Client) Option { return optionFunc(func(o *options) 
 // WithGetenv replaces os.Getenv for reading tokens and secrets.
 func WithGetenv(f func(string) string) Option { return optionFunc(func(o *options) { o.getenv = f }) }
 
-// WithJitter replaces full jitter: given the backoff ceiling it returns the
-// wait. The default draws uniformly from [0, ceiling].
-func WithJitter(f func(ceiling time.Duration) time.Duration) Option {
-	return optionFunc(func(o *options) { o.jitter = f })
-}
-
-func fullJitter(ceiling time.Duration) time.Duration {
-	if ceiling <= 0 {
-		return 0
-	}
-	return time.Duration(rand.Int64N(int64(ceiling) + 1))
+// WithJitter replaces full jitter (backoff.Full, uniform in [0, ceiling]):
+// given the backoff ceiling it returns the wait, held to the ceiling.
+func WithJitter(j backoff.Jitter) Option {
+	return optionFunc(func(o *options) { o.jitter = j })
 }

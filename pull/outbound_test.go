@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sluicehq/sluice/internal/backoff"
 	"github.com/sluicehq/sluice/internal/logtest"
 )
 
@@ -163,7 +165,7 @@ func TestSavedURLOffOrigin(t *testing.T) {
 		writeJSON(w, http.StatusOK, items("a", 0, 2))
 	})
 	cfg := linkConfig(srv.URL)
-	cfg.Backoff = BackoffConfig{Initial: 2 * time.Hour, Max: 2 * time.Hour} // parks after the failure
+	cfg.Backoff = backoff.Config{Initial: 2 * time.Hour, Max: 2 * time.Hour} // parks after the failure
 	saved := CursorRecord{Poller: "p", Position: Position{URL: attacker.URL + "/items?after=10"}}
 	store := &memStore{saves: []CursorRecord{saved}}
 	clk := newFakeClock()
@@ -306,7 +308,7 @@ func TestLogsRedactURLs(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := tc.cfg()
 			cfg.Breaker = BreakerConfig{Failures: 1, Cooldown: 2 * time.Hour}
-			cfg.Backoff = BackoffConfig{Initial: 2 * time.Hour, Max: 2 * time.Hour} // either parks
+			cfg.Backoff = backoff.Config{Initial: 2 * time.Hour, Max: 2 * time.Hour} // either parks
 			store := &memStore{}
 			if tc.saved != nil {
 				store.saves = []CursorRecord{{Poller: "p", Position: *tc.saved}}
