@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,6 +22,19 @@ const (
 	AuthNone   = "none"
 	AuthBearer = "bearer"
 	AuthOAuth2 = "oauth2"
+)
+
+// OAuth2 client authentication styles, OAuth2Config.AuthStyle.
+const (
+	// AuthStyleAuto tries HTTP Basic first and, when the token endpoint
+	// refuses, the request body; the style that worked is kept.
+	AuthStyleAuto = "auto"
+	// AuthStyleHeader sends the client id and secret as HTTP Basic
+	// (RFC 6749 §2.3.1).
+	AuthStyleHeader = "header"
+	// AuthStyleParams sends them as client_id and client_secret in the
+	// request body.
+	AuthStyleParams = "params"
 )
 
 // Pagination types.
@@ -91,6 +106,17 @@ type OAuth2Config struct {
 	// ClientSecretEnv names the environment variable holding the secret.
 	ClientSecretEnv string   `yaml:"client_secret_env"`
 	Scopes          []string `yaml:"scopes"`
+	// Audience, when set, is sent as the audience parameter of the token
+	// request (Auth0, Okta and others name the API the token is for).
+	Audience string `yaml:"audience"`
+	// ExtraParams are added to the token request's form. They may not set
+	// grant_type, scope, audience, client_id or client_secret: those have
+	// fields of their own (and a secret has no place in a config file).
+	ExtraParams map[string]string `yaml:"extra_params"`
+	// AuthStyle is how the client authenticates to the token endpoint:
+	// "auto" (default; "" is auto too), "header" (HTTP Basic) or "params"
+	// (in the request body).
+	AuthStyle string `yaml:"auth_style"`
 	// RefreshBefore is how long before its expiry a token is replaced.
 	// Default 1m.
 	RefreshBefore time.Duration `yaml:"refresh_before"`
@@ -157,7 +183,7 @@ type BreakerConfig struct {
 func DefaultConfig() Config {
 	return Config{
 		Method:         http.MethodGet,
-		Auth:           AuthConfig{Type: AuthNone, OAuth2: OAuth2Config{RefreshBefore: time.Minute}},
+		Auth:           AuthConfig{Type: AuthNone, OAuth2: OAuth2Config{RefreshBefore: time.Minute, AuthStyle: AuthStyleAuto}},
 		Interval:       30 * time.Second,
 		RequestTimeout: 30 * time.Second,
 		MaxBodyBytes:   16 << 20,
@@ -264,6 +290,23 @@ func (c Config) Validate() error {
 			return bad("auth.oauth2.client_secret_env", "must name the environment variable holding the secret")
 		case o.RefreshBefore < 0:
 			return bad("auth.oauth2.refresh_before", "must be >= 0")
+		}
+		switch o.AuthStyle {
+		case "", AuthStyleAuto, AuthStyleHeader, AuthStyleParams:
+		default:
+			return bad("auth.oauth2.auth_style", "%q is not auto, header or params", o.AuthStyle)
+		}
+		for _, k := range slices.Sorted(maps.Keys(o.ExtraParams)) {
+			switch k {
+			case "":
+				return bad("auth.oauth2.extra_params", "a parameter name is empty")
+			case "grant_type", "client_id", "client_secret":
+				return bad("auth.oauth2.extra_params", "%s is set by the client credentials grant", k)
+			case "scope":
+				return bad("auth.oauth2.extra_params", "scope is set by auth.oauth2.scopes")
+			case "audience":
+				return bad("auth.oauth2.extra_params", "audience is set by auth.oauth2.audience")
+			}
 		}
 	default:
 		return bad("auth.type", "%q is not none, bearer or oauth2", c.Auth.Type)

@@ -65,8 +65,14 @@
 //     bearer token read again from its environment variable) and the page is
 //     retried; a second 401 in a row stops that poller with an *AuthError,
 //     sluice_poller_up 0 and sluice_poller_auth_failures_total. The other
-//     pollers keep running. A token endpoint that refuses the client (4xx)
-//     stops the poller the same way.
+//     pollers keep running. A token endpoint that refuses the client (4xx,
+//     or a 2xx with an error member) stops the poller the same way; one
+//     that is down, slow or redirects off its origin is retried like a
+//     page, behind the breaker. Tokens come from the client credentials
+//     grant of golang.org/x/oauth2/clientcredentials (scopes, audience,
+//     extra_params; the client authenticated per auth_style), sent over
+//     the poller's own HTTP client, and are kept until RefreshBefore ahead
+//     of their expires_in, counted on the poller's Clock.
 //   - Other 4xx, and 2xx bodies that are not a page: the page is recorded as
 //     failed (status and a bounded body prefix, in Status, a log line and
 //     sluice_poller_page_failures_total), the position stays, and the page is
