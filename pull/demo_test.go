@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"testing"
-
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // TestDemoPartner: the demo poller pulls the demo partner's backlog through
@@ -49,32 +47,5 @@ func TestDemoPartner(t *testing.T) {
 	stopPartner()
 	if _, err := http.Get(base + "/orders"); err == nil {
 		t.Error("demo partner still answers after stop")
-	}
-}
-
-// TestDemoThroughRunner is `sluice dev`'s wiring: a Runner over the
-// in-process Kafka runs the demo poller into a real gateway.
-func TestDemoThroughRunner(t *testing.T) {
-	g := newRealGateway(t)
-	base, stopPartner, err := StartDemoPartner(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stopPartner()
-	oc := NewDefaultOwnershipConfig()
-	r, err := NewRunner(oc, []kgo.Opt{kgo.SeedBrokers(g.brokers...)}, []Config{DemoConfig(base)}, g.svc, WithLogger(quietLog()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	if ids := g.eventIDs(t, demoBacklog); len(ids) < demoBacklog {
-		t.Fatalf("%d demo orders in Kafka, want at least %d", len(ids), demoBacklog)
-	}
-	st := r.Status()
-	if len(st) != 1 || st[0].Partner != demoPollerName || st[0].SavedAt.IsZero() {
-		t.Errorf("status %+v", st)
 	}
 }

@@ -7,8 +7,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/sluicehq/sluice/internal/backoff"
 )
 
@@ -38,14 +36,13 @@ func (realClock) Sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// Option configures a Poller or a Runner.
+// Option configures a Poller.
 type Option interface{ apply(*options) }
 
 type options struct {
 	clock   Clock
 	log     *slog.Logger
 	metrics *Metrics
-	reg     prometheus.Registerer
 	client  *http.Client
 	getenv  func(string) string
 	jitter  backoff.Jitter
@@ -72,14 +69,8 @@ func WithClock(c Clock) Option { return optionFunc(func(o *options) { o.clock = 
 func WithLogger(l *slog.Logger) Option { return optionFunc(func(o *options) { o.log = l }) }
 
 // WithMetrics shares one Metrics between pollers; by default a Poller has
-// unregistered metrics of its own and a Runner registers on
-// WithRegisterer's registerer.
+// unregistered metrics of its own.
 func WithMetrics(m *Metrics) Option { return optionFunc(func(o *options) { o.metrics = m }) }
-
-// WithRegisterer registers a Runner's metrics; by default none are.
-func WithRegisterer(r prometheus.Registerer) Option {
-	return optionFunc(func(o *options) { o.reg = r })
-}
 
 // WithHTTPClient replaces the HTTP client (default: a plain http.Client).
 // Whatever c's CheckRedirect says, the poller follows no redirect off the

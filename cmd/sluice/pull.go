@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluicehq/sluice/gateway"
 	"github.com/sluicehq/sluice/pull"
+	"github.com/sluicehq/sluice/pull/ownership"
 )
 
 // The gateway judges pulled events.
@@ -26,8 +27,8 @@ func startPollers(ctx context.Context, cfg fileConfig, conn []kgo.Opt, ing pull.
 	if len(cfg.Pollers) == 0 {
 		return func() {}, nil
 	}
-	oc := pull.NewDefaultOwnershipConfig()
-	r, err := pull.NewRunner(oc, conn, cfg.Pollers, ing, pull.WithRegisterer(reg), pull.WithLogger(log))
+	oc := ownership.NewDefaultConfig()
+	r, err := ownership.NewRunner(oc, conn, cfg.Pollers, ing, ownership.WithRegisterer(reg), ownership.WithLogger(log))
 	if err != nil {
 		return nil, fmt.Errorf("config: pollers: %w", err)
 	}

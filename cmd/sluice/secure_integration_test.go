@@ -27,6 +27,7 @@ import (
 	"github.com/sluicehq/sluice/internal/tlsfiles/tlstest"
 	"github.com/sluicehq/sluice/publish"
 	"github.com/sluicehq/sluice/pull"
+	"github.com/sluicehq/sluice/pull/ownership"
 )
 
 // The tests below run against the SASL_SSL cluster of
@@ -262,7 +263,7 @@ func TestSecureIntegrationPoller(t *testing.T) {
 	topic := kafkatest.CreateTopicOn(t, conn, 1, nil)
 	// The cursor topic is the runner's fixed one: start it afresh, so that
 	// no cursor of an earlier run is read, and remove it afterwards.
-	oc := pull.NewDefaultOwnershipConfig()
+	oc := ownership.NewDefaultConfig()
 	deleteTopic := func() {
 		cl, err := kgo.NewClient(conn...)
 		if err != nil {
