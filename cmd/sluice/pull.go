@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluicehq/sluice/gateway"
+	"github.com/sluicehq/sluice/internal/devpartner"
 	"github.com/sluicehq/sluice/pull"
 	"github.com/sluicehq/sluice/pull/ownership"
 )
@@ -44,10 +45,10 @@ func startPollers(ctx context.Context, cfg fileConfig, conn []kgo.Opt, ing pull.
 // adds its poller to cfg.Pollers. stop shuts the partner down; call it
 // after the pollers stopped.
 func startDemoPartner(ctx context.Context, cfg *fileConfig) (stop func(), err error) {
-	url, stop, err := pull.StartDemoPartner(ctx)
+	url, stop, err := devpartner.Start(ctx)
 	if err != nil {
 		return nil, err
 	}
-	cfg.Pollers = append(cfg.Pollers, pull.DemoConfig(url))
+	cfg.Pollers = append(cfg.Pollers, devpartner.Config(url))
 	return stop, nil
 }

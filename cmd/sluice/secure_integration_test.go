@@ -22,6 +22,7 @@ import (
 	"github.com/sluicehq/sluice/contract"
 	"github.com/sluicehq/sluice/examples"
 	"github.com/sluicehq/sluice/gateway"
+	"github.com/sluicehq/sluice/internal/devpartner"
 	"github.com/sluicehq/sluice/internal/kafkaconn"
 	"github.com/sluicehq/sluice/internal/kafkatest"
 	"github.com/sluicehq/sluice/internal/tlsfiles/tlstest"
@@ -279,7 +280,7 @@ func TestSecureIntegrationPoller(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	partner, stopPartner, err := pull.StartDemoPartner(ctx)
+	partner, stopPartner, err := devpartner.Start(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +292,7 @@ func TestSecureIntegrationPoller(t *testing.T) {
 	cfg.Gateway.Topics = map[string]string{"examples.shop.v1.OrderPlaced": topic}
 	cfg.Kafka.Config = block
 	cfg.Contracts = contractsConfig{DescriptorSet: "(embedded example contracts)", Types: examples.Types}
-	cfg.Pollers = []pull.Config{pull.DemoConfig(partner)}
+	cfg.Pollers = []pull.Config{devpartner.Config(partner)}
 	if err := cfg.validate(); err != nil {
 		t.Fatal(err)
 	}
