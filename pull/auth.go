@@ -2,15 +2,19 @@ package pull
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
+	"golang.org/x/oauth2"
+	"golang.org/x/oauth2/clientcredentials"
+
+	"github.com/sluicehq/sluice/internal/clip"
 	"github.com/sluicehq/sluice/internal/outbound"
 )
 
@@ -43,15 +47,18 @@ func (e *AuthError) Unwrap() error { return e.Err }
 // environment variable is empty.
 var ErrNoCredentials = errors.New("pull: credentials environment variable is empty or unset")
 
-// credentials sets a request's Authorization header.
+// credentials sets a request's Authorization header. It is used by Run's
+// goroutine only.
 type credentials struct {
 	cfg     AuthConfig
 	partner string
 	getenv  func(string) string
-	client  *http.Client
+	client  *http.Client // outbound.StayOnOrigin: the secret stays on the token URL's origin
 	timeout time.Duration
 	now     func() time.Time
 	metrics *Metrics
+
+	grant *clientcredentials.Config // built at the first token request; it remembers the auth style auto found
 
 	token   string
 	expires time.Time // zero: does not expire
@@ -89,15 +96,20 @@ func (c *credentials) invalidate() {
 	c.token, c.expires = "", time.Time{}
 }
 
-// tokenResponse is RFC 6749 §5.1.
-type tokenResponse struct {
-	AccessToken string          `json:"access_token"`
-	TokenType   string          `json:"token_type"`
-	ExpiresIn   json.RawMessage `json:"expires_in"`
+// oauth2Style maps auth_style to the library's.
+func oauth2Style(s string) oauth2.AuthStyle {
+	switch s {
+	case AuthStyleHeader:
+		return oauth2.AuthStyleInHeader
+	case AuthStyleParams:
+		return oauth2.AuthStyleInParams
+	}
+	return oauth2.AuthStyleAutoDetect
 }
 
-// fetchToken runs the client credentials grant with HTTP Basic client
-// authentication (RFC 6749 §2.3.1).
+// fetchToken runs the client credentials grant (golang.org/x/oauth2's
+// clientcredentials) over c.client, within c.timeout. The secret is read
+// from the environment at every fetch, so a rotated one is picked up.
 func (c *credentials) fetchToken(ctx context.Context) (err error) {
 	o := c.cfg.OAuth2
 	defer func() {
@@ -111,54 +123,134 @@ func (c *credentials) fetchToken(ctx context.Context) (err error) {
 	if secret == "" {
 		return &AuthError{Partner: c.partner, Err: fmt.Errorf("%w: %s", ErrNoCredentials, o.ClientSecretEnv)}
 	}
-	form := url.Values{"grant_type": {"client_credentials"}}
-	if len(o.Scopes) > 0 {
-		form.Set("scope", strings.Join(o.Scopes, " "))
+	if c.grant == nil {
+		params := url.Values{}
+		for k, v := range o.ExtraParams {
+			params.Set(k, v)
+		}
+		if o.Audience != "" {
+			params.Set("audience", o.Audience)
+		}
+		c.grant = &clientcredentials.Config{ClientID: o.ClientID, TokenURL: o.TokenURL, Scopes: o.Scopes,
+			EndpointParams: params, AuthStyle: oauth2Style(o.AuthStyle)}
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	c.grant.ClientSecret = secret
+	// The library sends the request with the client from the context: the
+	// poller's, so redirects stay on the origin, seen by tokenTransport so
+	// that the answer's status and a cut body are judged here.
+	seen := &tokenTransport{next: c.client.Transport}
+	hc := *c.client
+	hc.Transport = seen
+	ctx, cancel := context.WithTimeout(context.WithValue(ctx, oauth2.HTTPClient, &hc), c.timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, o.TokenURL, strings.NewReader(form.Encode()))
+	tok, err := c.grant.Token(ctx)
 	if err != nil {
-		return &AuthError{Partner: c.partner, Err: outbound.RedactError(err)}
+		return c.tokenError(err, seen)
 	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Accept", "application/json")
-	req.SetBasicAuth(url.QueryEscape(o.ClientID), url.QueryEscape(secret))
-	resp, err := c.client.Do(req)
-	if err != nil {
+	c.metrics.requests.WithLabelValues(c.partner, statusLabel(seen.status, nil)).Inc()
+	if tok.TokenType != "" && !strings.EqualFold(tok.TokenType, "bearer") {
+		return &AuthError{Partner: c.partner, Status: seen.status,
+			Err: fmt.Errorf("token_type %q is not bearer", tok.TokenType)}
+	}
+	// The expiry is counted on the poller's clock, not the library's.
+	c.token, c.expires = tok.AccessToken, time.Time{}
+	if secs, ok := seconds(tok.Extra("expires_in")); ok && secs > 0 && secs < maxWaitSeconds {
+		c.expires = c.now().Add(time.Duration(secs * float64(time.Second)))
+	}
+	return nil
+}
+
+// tokenError judges a failed token request: the endpoint refusing the
+// client is an *AuthError (the same request will be refused again, RFC
+// 6749 §5.2 invalid_client, invalid_scope, ...); an outage, a timeout or
+// an off-origin redirect is a *fetchError, retried like a page.
+func (c *credentials) tokenError(err error, seen *tokenTransport) error {
+	var re *oauth2.RetrieveError
+	var ue *url.Error
+	switch {
+	case errors.As(err, &re):
+		resp := re.Response
+		c.metrics.requests.WithLabelValues(c.partner, statusLabel(resp.StatusCode, nil)).Inc()
+		body := clip.Bytes(re.Body, bodyPrefix)
+		switch kind := judgeResponse(resp, nil); kind {
+		case kindOK, kindUnauthorized, kindPageFailed:
+			// A 2xx here carries an "error" member instead of a token.
+			return &AuthError{Partner: c.partner, Status: resp.StatusCode, Body: body}
+		default:
+			return &fetchError{kind: kind, status: resp.StatusCode, header: resp.Header, body: body,
+				err: fmt.Errorf("token request: HTTP %d", resp.StatusCode)}
+		}
+	case seen.readErr != nil:
+		// The answer came and was cut: judged like a page's cut body.
+		c.metrics.requests.WithLabelValues(c.partner, statusLabel(seen.status, nil)).Inc()
+		rerr := outbound.RedactError(seen.readErr)
+		return &fetchError{kind: judgeResponse(nil, rerr), status: seen.status, err: fmt.Errorf("token request: %w", rerr)}
+	case errors.As(err, &ue) && ue.Op != "parse":
+		// The request got no answer: http.Client.Do's error.
 		err = outbound.RedactError(err)
 		c.metrics.requests.WithLabelValues(c.partner, statusLabel(0, err)).Inc()
 		return &fetchError{kind: judgeResponse(nil, err), err: fmt.Errorf("token request: %w", err)}
-	}
-	defer resp.Body.Close()
-	c.metrics.requests.WithLabelValues(c.partner, statusLabel(resp.StatusCode, nil)).Inc()
-	body, rerr := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	kind := judgeResponse(resp, rerr)
-	switch kind {
-	case kindOK:
-	case kindUnauthorized, kindPageFailed:
-		// The token endpoint refused this client: the same request will be
-		// refused again (RFC 6749 §5.2 invalid_client, invalid_scope, ...).
-		return &AuthError{Partner: c.partner, Status: resp.StatusCode, Body: prefix(body)}
+	case seen.status != 0:
+		// An answer that is not a token: no access_token, or not JSON.
+		c.metrics.requests.WithLabelValues(c.partner, statusLabel(seen.status, nil)).Inc()
+		return &AuthError{Partner: c.partner, Status: seen.status, Err: errors.New("token response has no access_token")}
 	default:
-		return &fetchError{kind: kind, status: resp.StatusCode, header: resp.Header, body: prefix(body),
-			err: fmt.Errorf("token request: HTTP %d", resp.StatusCode)}
+		return &AuthError{Partner: c.partner, Err: outbound.RedactError(err)}
 	}
-	var tr tokenResponse
-	if err := json.Unmarshal(body, &tr); err != nil || tr.AccessToken == "" {
-		return &AuthError{Partner: c.partner, Status: resp.StatusCode, Body: prefix(body),
-			Err: errors.New("token response has no access_token")}
+}
+
+// seconds reads expires_in as the library keeps it: a JSON number or
+// string, or a form value.
+func seconds(v any) (float64, bool) {
+	switch v := v.(type) {
+	case float64:
+		return v, true
+	case int64:
+		return float64(v), true
+	case string:
+		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		return f, err == nil
 	}
-	if tr.TokenType != "" && !strings.EqualFold(tr.TokenType, "bearer") {
-		return &AuthError{Partner: c.partner, Status: resp.StatusCode,
-			Err: fmt.Errorf("token_type %q is not bearer", tr.TokenType)}
+	return 0, false
+}
+
+// tokenTransport sends the token request with Accept: application/json
+// and notes the last answer's status and an error reading its body, which
+// the library reports without wrapping.
+type tokenTransport struct {
+	next    http.RoundTripper // nil: http.DefaultTransport
+	status  int
+	readErr error
+}
+
+func (t *tokenTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	next := t.next
+	if next == nil {
+		next = http.DefaultTransport
 	}
-	c.token, c.expires = tr.AccessToken, time.Time{}
-	if s, err := scalarString(tr.ExpiresIn); err == nil {
-		var secs float64
-		if _, err := fmt.Sscan(s, &secs); err == nil && secs > 0 && secs < maxWaitSeconds {
-			c.expires = c.now().Add(time.Duration(secs * float64(time.Second)))
-		}
+	if req.Header.Get("Accept") == "" {
+		req = req.Clone(req.Context())
+		req.Header.Set("Accept", "application/json")
 	}
-	return nil
+	t.status, t.readErr = 0, nil // each hop and each attempt starts afresh
+	resp, err := next.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	t.status = resp.StatusCode
+	resp.Body = &notedBody{ReadCloser: resp.Body, t: t}
+	return resp, nil
+}
+
+type notedBody struct {
+	io.ReadCloser
+	t *tokenTransport
+}
+
+func (b *notedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && err != io.EOF {
+		b.t.readErr = err
+	}
+	return n, err
 }

@@ -2,14 +2,18 @@ package pull
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/sluicehq/sluice/internal/backoff"
 	"github.com/sluicehq/sluice/internal/outbound"
 )
 
@@ -18,6 +22,19 @@ const (
 	AuthNone   = "none"
 	AuthBearer = "bearer"
 	AuthOAuth2 = "oauth2"
+)
+
+// OAuth2 client authentication styles, OAuth2Config.AuthStyle.
+const (
+	// AuthStyleAuto tries HTTP Basic first and, when the token endpoint
+	// refuses, the request body; the style that worked is kept.
+	AuthStyleAuto = "auto"
+	// AuthStyleHeader sends the client id and secret as HTTP Basic
+	// (RFC 6749 §2.3.1).
+	AuthStyleHeader = "header"
+	// AuthStyleParams sends them as client_id and client_secret in the
+	// request body.
+	AuthStyleParams = "params"
 )
 
 // Pagination types.
@@ -66,8 +83,11 @@ type Config struct {
 	// MaxRetryAfter caps every wait the partner asks for: Retry-After and
 	// the reset of its rate-limit headers. Default 5m.
 	MaxRetryAfter time.Duration `yaml:"max_retry_after"`
-	Backoff       BackoffConfig `yaml:"backoff"`
-	Breaker       BreakerConfig `yaml:"breaker"`
+	// Backoff is the wait after failed requests and pages: the n-th
+	// consecutive failure waits a uniform time in
+	// [0, min(Max, Initial·2ⁿ⁻¹)]. Default initial 1s, max 5m.
+	Backoff backoff.Config `yaml:"backoff"`
+	Breaker BreakerConfig  `yaml:"breaker"`
 }
 
 // AuthConfig says how requests are authenticated.
@@ -86,6 +106,17 @@ type OAuth2Config struct {
 	// ClientSecretEnv names the environment variable holding the secret.
 	ClientSecretEnv string   `yaml:"client_secret_env"`
 	Scopes          []string `yaml:"scopes"`
+	// Audience, when set, is sent as the audience parameter of the token
+	// request (Auth0, Okta and others name the API the token is for).
+	Audience string `yaml:"audience"`
+	// ExtraParams are added to the token request's form. They may not set
+	// grant_type, scope, audience, client_id or client_secret: those have
+	// fields of their own (and a secret has no place in a config file).
+	ExtraParams map[string]string `yaml:"extra_params"`
+	// AuthStyle is how the client authenticates to the token endpoint:
+	// "auto" (default; "" is auto too), "header" (HTTP Basic) or "params"
+	// (in the request body).
+	AuthStyle string `yaml:"auth_style"`
 	// RefreshBefore is how long before its expiry a token is replaced.
 	// Default 1m.
 	RefreshBefore time.Duration `yaml:"refresh_before"`
@@ -138,13 +169,6 @@ type RateLimitConfig struct {
 	MinRemaining int64 `yaml:"min_remaining"`
 }
 
-// BackoffConfig is exponential backoff with full jitter: the n-th
-// consecutive failure waits a uniform time in [0, min(Max, Initial·2ⁿ)].
-type BackoffConfig struct {
-	Initial time.Duration `yaml:"initial"` // default 1s
-	Max     time.Duration `yaml:"max"`     // default 5m
-}
-
 // BreakerConfig is the per-partner circuit breaker.
 type BreakerConfig struct {
 	// Failures is the number of consecutive server errors, timeouts or
@@ -159,14 +183,14 @@ type BreakerConfig struct {
 func DefaultConfig() Config {
 	return Config{
 		Method:         http.MethodGet,
-		Auth:           AuthConfig{Type: AuthNone, OAuth2: OAuth2Config{RefreshBefore: time.Minute}},
+		Auth:           AuthConfig{Type: AuthNone, OAuth2: OAuth2Config{RefreshBefore: time.Minute, AuthStyle: AuthStyleAuto}},
 		Interval:       30 * time.Second,
 		RequestTimeout: 30 * time.Second,
 		MaxBodyBytes:   16 << 20,
 		Pagination:     PaginationConfig{Type: PaginateCursor, StartPage: 1},
 		RateLimit:      RateLimitConfig{Burst: 1},
 		MaxRetryAfter:  5 * time.Minute,
-		Backoff:        BackoffConfig{Initial: time.Second, Max: 5 * time.Minute},
+		Backoff:        backoff.Config{Initial: time.Second, Max: 5 * time.Minute},
 		Breaker:        BreakerConfig{Failures: 5, Cooldown: time.Minute},
 	}
 }
@@ -267,6 +291,23 @@ func (c Config) Validate() error {
 		case o.RefreshBefore < 0:
 			return bad("auth.oauth2.refresh_before", "must be >= 0")
 		}
+		switch o.AuthStyle {
+		case "", AuthStyleAuto, AuthStyleHeader, AuthStyleParams:
+		default:
+			return bad("auth.oauth2.auth_style", "%q is not auto, header or params", o.AuthStyle)
+		}
+		for _, k := range slices.Sorted(maps.Keys(o.ExtraParams)) {
+			switch k {
+			case "":
+				return bad("auth.oauth2.extra_params", "a parameter name is empty")
+			case "grant_type", "client_id", "client_secret":
+				return bad("auth.oauth2.extra_params", "%s is set by the client credentials grant", k)
+			case "scope":
+				return bad("auth.oauth2.extra_params", "scope is set by auth.oauth2.scopes")
+			case "audience":
+				return bad("auth.oauth2.extra_params", "audience is set by auth.oauth2.audience")
+			}
+		}
 	default:
 		return bad("auth.type", "%q is not none, bearer or oauth2", c.Auth.Type)
 	}
@@ -279,10 +320,15 @@ func (c Config) Validate() error {
 		return bad("max_body_bytes", "must be > 0")
 	case c.MaxRetryAfter <= 0:
 		return bad("max_retry_after", "must be > 0")
-	case c.Backoff.Initial <= 0:
-		return bad("backoff.initial", "must be > 0")
-	case c.Backoff.Max < c.Backoff.Initial:
-		return bad("backoff.max", "must be >= backoff.initial")
+	}
+	if err := c.Backoff.Validate(); err != nil {
+		var fe *backoff.FieldError
+		if errors.As(err, &fe) {
+			return bad("backoff."+fe.Field, "%v", fe.Err)
+		}
+		return bad("backoff", "%v", err)
+	}
+	switch {
 	case c.Breaker.Failures < 1:
 		return bad("breaker.failures", "must be >= 1")
 	case c.Breaker.Cooldown <= 0:

@@ -35,6 +35,21 @@ func TestConfigValidate(t *testing.T) {
 		{"auth.oauth2.client_secret_env", func(c *Config) {
 			c.Auth = AuthConfig{Type: AuthOAuth2, OAuth2: OAuth2Config{TokenURL: "https://t/token", ClientID: "c"}}
 		}},
+		{"auth.oauth2.auth_style", func(c *Config) {
+			c.Auth = AuthConfig{Type: AuthOAuth2, OAuth2: OAuth2Config{TokenURL: "https://t/token", ClientID: "c", ClientSecretEnv: "S", AuthStyle: "basic"}}
+		}},
+		{"auth.oauth2.extra_params", func(c *Config) {
+			c.Auth = AuthConfig{Type: AuthOAuth2, OAuth2: OAuth2Config{TokenURL: "https://t/token", ClientID: "c", ClientSecretEnv: "S",
+				ExtraParams: map[string]string{"client_secret": "x"}}}
+		}},
+		{"auth.oauth2.extra_params", func(c *Config) {
+			c.Auth = AuthConfig{Type: AuthOAuth2, OAuth2: OAuth2Config{TokenURL: "https://t/token", ClientID: "c", ClientSecretEnv: "S",
+				ExtraParams: map[string]string{"scope": "x"}}}
+		}},
+		{"auth.oauth2.extra_params", func(c *Config) {
+			c.Auth = AuthConfig{Type: AuthOAuth2, OAuth2: OAuth2Config{TokenURL: "https://t/token", ClientID: "c", ClientSecretEnv: "S",
+				Audience: "a", ExtraParams: map[string]string{"audience": "b"}}}
+		}},
 		{"headers", func(c *Config) {
 			c.Auth = AuthConfig{Type: AuthBearer, TokenEnv: "T"}
 			c.Headers = map[string]string{"authorization": "x"}
@@ -99,6 +114,39 @@ pollers:
 	bad := strings.Replace(src, "interval:", "intervall:", 1)
 	if err := yaml.Unmarshal([]byte(bad), &doc); err == nil || !strings.Contains(err.Error(), "intervall") {
 		t.Errorf("unknown key: %v", err)
+	}
+}
+
+// TestOAuth2ConfigYAML: the token request's keys decode; auth_style
+// defaults to auto.
+func TestOAuth2ConfigYAML(t *testing.T) {
+	var c Config
+	src := `
+name: acme
+url: https://api.acme.example/orders?cursor={cursor}
+pagination: {cursor: /next}
+mapping: {id: /id, type: examples.shop.v1.OrderPlaced}
+auth:
+  type: oauth2
+  oauth2:
+    token_url: https://auth.acme.example/oauth/token
+    client_id: sluice
+    client_secret_env: ACME_SECRET
+    audience: https://api.acme.example
+    extra_params: {resource: orders}
+`
+	if err := yaml.Unmarshal([]byte(src), &c); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	o := c.Auth.OAuth2
+	if o.Audience != "https://api.acme.example" || o.ExtraParams["resource"] != "orders" || o.AuthStyle != AuthStyleAuto || o.RefreshBefore != time.Minute {
+		t.Errorf("decoded %+v", o)
+	}
+	if err := yaml.Unmarshal([]byte(strings.Replace(src, "audience:", "auth_style: params\n    audience:", 1)), &c); err != nil || c.Auth.OAuth2.AuthStyle != AuthStyleParams {
+		t.Errorf("auth_style params: %v, %q", err, c.Auth.OAuth2.AuthStyle)
 	}
 }
 

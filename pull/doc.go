@@ -9,15 +9,12 @@
 //	cfg.Name, cfg.URL = "acme-orders", "https://api.acme.test/orders?cursor={cursor}"
 //	cfg.Pagination.Cursor, cfg.Items = "/next", "/data"
 //	cfg.Mapping = pull.MappingConfig{ID: "/id", Type: "examples.shop.v1.OrderPlaced", OccurredAt: "/created_at"}
-//	oc := pull.NewDefaultOwnershipConfig()
-//	conn, err := kafkaBlock.Options(log) // kafkaconn: brokers, TLS, SASL
-//	r, err := pull.NewRunner(oc, conn, []pull.Config{cfg}, svc, pull.WithRegisterer(reg))
-//	err = r.Start(ctx) // pollers run while this replica owns them
-//	...
-//	r.Close()
+//	p, err := pull.NewPoller(cfg, svc, store) // store: a CursorStore
+//	err = p.Run(ctx) // until ctx ends, or an *AuthError
 //
-// A Poller runs alone against any CursorStore (NewPoller, Run); the Runner
-// gives each poller one owner across replicas and keeps cursors in Kafka.
+// A Poller runs alone against any CursorStore. Package pull/ownership
+// runs the configured pollers across replicas, one owner each, and keeps
+// their cursors in Kafka; that is how the gateway runs them.
 //
 // # Exactly the right pages
 //
@@ -57,13 +54,22 @@
 //   - Other 5xx, timeouts, connection errors: backoff with full jitter; after
 //     Breaker.Failures in a row the breaker opens, no request is made for
 //     Breaker.Cooldown, then one probe decides: an answer closes it, a
-//     failure opens it again.
+//     failure opens it again. Any answer of the partner (401, 429, a failed
+//     page included) counts as a success for the breaker: the partner is
+//     up. The schedule is internal/backoff's and the breaker
+//     internal/breaker's, as for the sinks and the spool's drainer.
 //   - 401: the credentials are refreshed once (a new OAuth2 token, or the
 //     bearer token read again from its environment variable) and the page is
 //     retried; a second 401 in a row stops that poller with an *AuthError,
 //     sluice_poller_up 0 and sluice_poller_auth_failures_total. The other
-//     pollers keep running. A token endpoint that refuses the client (4xx)
-//     stops the poller the same way.
+//     pollers keep running. A token endpoint that refuses the client (4xx,
+//     or a 2xx with an error member) stops the poller the same way; one
+//     that is down, slow or redirects off its origin is retried like a
+//     page, behind the breaker. Tokens come from the client credentials
+//     grant of golang.org/x/oauth2/clientcredentials (scopes, audience,
+//     extra_params; the client authenticated per auth_style), sent over
+//     the poller's own HTTP client, and are kept until RefreshBefore ahead
+//     of their expires_in, counted on the poller's Clock.
 //   - Other 4xx, and 2xx bodies that are not a page: the page is recorded as
 //     failed (status and a bounded body prefix, in Status, a log line and
 //     sluice_poller_page_failures_total), the position stays, and the page is
@@ -94,39 +100,15 @@
 // values (?api_key=REDACTED&cursor=REDACTED) and a userinfo password
 // (outbound.RedactURL). No metric label carries a URL.
 //
-// # One owner per poller
+// # What survives a crash
 //
-// The Runner joins the consumer group OwnershipConfig.Group over the
-// compacted topic OwnershipConfig.Topic, which has one partition per
-// poller: poller i of the list sorted by name is partition i. Start creates
-// the topic with as many partitions as pollers when it is missing and
-// refuses to start (*TopicMismatchError) when the count differs. The
-// replica assigned partition i runs poller i. On assignment the poller
-// reads its cursor: the last record of partition i (key: the poller's name,
-// value: CursorRecord as JSON); compaction keeps a key's last record and
-// the partition holds no other key. Each new position is produced to
-// partition i by the group's client, idempotent with acks=all: the produce
-// being acknowledged is "saved durably". The group never consumes the
-// topic (its fetches are paused) and commits no offsets; it only assigns.
-// On revoke or loss the poller is stopped and waited for before the
-// callback returns, so with a clean rebalance the next owner starts after
-// the last save of the previous one.
-//
-// A cursor record that does not decode is not taken for "no cursor": that
-// poller logs the error and retries the load with backoff until an operator
-// produces a good record, since starting afresh would re-admit the feed's
-// whole history.
-//
-// Failure modes: a replica cut off from Kafka keeps its pollers until it
-// notices the lost session, so for up to the session timeout a zombie
-// owner may poll and admit once more while the new owner polls the same
-// pages; its save may land after the new owner's first ones. Either way a
-// page is repeated, never skipped (every saved position is past pages
-// whose items were settled), and repeats are absorbed by event ids. Adding
-// or removing a poller changes the partition count and needs the topic to
-// be grown (or recreated) to match; renaming one leaves the old name's
-// last record in the partition, which the new poller ignores and starts
-// afresh.
+// Nothing of a poller but what its CursorStore saved: the position past
+// the last page whose items were all settled. A poller that restarts
+// loads it and repeats at most the page it was on; tokens, the breaker's
+// state, the backoff count and the partner's rate-limit advice are
+// memory only and start afresh. A CursorStore whose Load fails is retried
+// with backoff, never taken for "no cursor", since starting afresh would
+// re-admit the feed's whole history.
 //
 // # What it does not do
 //
@@ -134,5 +116,6 @@
 //     admission (Kafka or the disk spool).
 //   - It does not follow a Link or a redirect to another origin
 //     (credentials would leak); see One origin.
-//   - Cursors of pollers that were removed are not deleted from the topic.
+//   - It does not pick which replica polls a partner, nor keep cursors
+//     itself: pull/ownership does both, over Kafka.
 package pull

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
+	"github.com/sluicehq/sluice/internal/backoff"
 )
 
 // fakeClock advances by every Sleep at once and records the waits. A
@@ -223,7 +224,7 @@ func testConfig(name, base string) Config {
 	c.Items = "/data"
 	c.Mapping = MappingConfig{ID: "/id", Type: "test.Item", OccurredAt: "/at", PartitionKey: "/key", Payload: "/body"}
 	c.MaxRetryAfter = 10 * time.Minute
-	c.Backoff = BackoffConfig{Initial: time.Second, Max: 30 * time.Second}
+	c.Backoff = backoff.Config{Initial: time.Second, Max: 30 * time.Second}
 	c.Breaker = BreakerConfig{Failures: 3, Cooldown: time.Minute}
 	return c
 }

@@ -8,6 +8,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/backoff"
+	"github.com/sluicehq/sluice/internal/breaker"
 )
 
 // TestRetryAfter: a 429 or 503 waits what Retry-After says (seconds or an
@@ -238,6 +241,16 @@ func TestBreaker(t *testing.T) {
 	}
 }
 
+// TestCircuitNames: Status.Circuit is the breaker's state name, so the
+// documented constants must be those names.
+func TestCircuitNames(t *testing.T) {
+	for s, want := range map[breaker.State]string{breaker.Closed: CircuitClosed, breaker.Open: CircuitOpen, breaker.HalfOpen: CircuitHalfOpen} {
+		if s.String() != want {
+			t.Errorf("breaker state %d is %q, pull documents %q", s, s.String(), want)
+		}
+	}
+}
+
 // TestBreakerOnConnectionErrors: a partner that is not listening counts
 // as failing; the breaker opens.
 func TestBreakerOnConnectionErrors(t *testing.T) {
@@ -259,40 +272,81 @@ func TestBreakerOnConnectionErrors(t *testing.T) {
 	}
 }
 
-// TestBackoffFullJitter: the n-th failure waits a uniform time in
-// [0, min(Max, Initial·2ⁿ⁻¹)].
+// TestBackoffFullJitter: the n-th consecutive failure waits what
+// Backoff.Wait draws under min(Max, Initial·2ⁿ⁻¹), and by default the
+// draw is full jitter, in [0, ceiling]. The jitter's distribution is
+// backoff.Full's, tested in internal/backoff.
 func TestBackoffFullJitter(t *testing.T) {
-	cfg := testConfig("p", "http://127.0.0.1:1")
-	cfg.Backoff = BackoffConfig{Initial: 100 * time.Millisecond, Max: 3 * time.Second}
-	p, err := NewPoller(cfg, newRecorder(), &memStore{}, WithLogger(quietLog()))
-	if err != nil {
-		t.Fatal(err)
+	ceilings := []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond,
+		800 * time.Millisecond, 1600 * time.Millisecond, 3 * time.Second, 3 * time.Second}
+	failing := func(t *testing.T) *partner {
+		return newPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
+			if n <= len(ceilings) {
+				http.Error(w, "not yet", http.StatusNotFound)
+				return
+			}
+			cursorPage(w, items("a", 0, 1), "")
+		})
 	}
-	for n, ceiling := range []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond,
-		800 * time.Millisecond, 1600 * time.Millisecond, 3 * time.Second, 3 * time.Second} {
-		p.failures = n + 1
+	cfg := func(url string) Config {
+		c := testConfig("p", url)
+		c.Backoff = backoff.Config{Initial: 100 * time.Millisecond, Max: 3 * time.Second}
+		return c
+	}
+
+	t.Run("schedule", func(t *testing.T) {
+		var asked, drawn []time.Duration
+		jitter := func(ceiling time.Duration) time.Duration {
+			d := backoff.Full(ceiling)
+			asked, drawn = append(asked, ceiling), append(drawn, d)
+			return d
+		}
+		clk := newFakeClock()
+		p, _ := newTestPoller(t, cfg(failing(t).URL), newRecorder(), &memStore{}, clk, WithJitter(jitter))
+		stop := run(t, p)
+		eventually(t, "caught up", func() bool { return clk.Parked() > 0 })
+		stop()
+		if joinDur(asked) != joinDur(ceilings) {
+			t.Errorf("ceilings asked %s, want %s", joinDur(asked), joinDur(ceilings))
+		}
+		var want []time.Duration // a wait of 0 is no sleep
+		for _, d := range drawn {
+			if d > 0 {
+				want = append(want, d)
+			}
+		}
+		want = append(want, time.Hour)
+		if got := clk.Sleeps(); joinDur(got) != joinDur(want) {
+			t.Errorf("sleeps %s, want the draws %s and the interval", joinDur(got), joinDur(want))
+		}
+	})
+
+	t.Run("default jitter", func(t *testing.T) {
+		clk := newFakeClock()
+		m, err := NewMetrics(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := NewPoller(cfg(failing(t).URL), newRecorder(), &memStore{}, WithClock(clk), WithLogger(quietLog()), WithMetrics(m))
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop := run(t, p)
+		eventually(t, "caught up", func() bool { return clk.Parked() > 0 })
+		stop()
+		sleeps := clk.Sleeps()
+		waits := sleeps[:len(sleeps)-1]
 		distinct := map[time.Duration]bool{}
-		var sum time.Duration
-		const draws = 400
-		for range draws {
-			d := p.backoff()
-			if d < 0 || d > ceiling {
-				t.Fatalf("failure %d: wait %v outside [0, %v]", n+1, d, ceiling)
+		for n, d := range waits {
+			if d < 0 || d > ceilings[min(n, len(ceilings)-1)] {
+				t.Errorf("failure %d: wait %v outside [0, %v]", n+1, d, ceilings[min(n, len(ceilings)-1)])
 			}
 			distinct[d] = true
-			sum += d
 		}
-		if len(distinct) < draws/2 {
-			t.Errorf("failure %d: only %d distinct waits of %d: not jittered", n+1, len(distinct), draws)
+		if len(waits) > len(ceilings) || len(distinct) < 2 {
+			t.Errorf("waits %s: not %d jittered draws", joinDur(waits), len(ceilings))
 		}
-		if mean := sum / draws; mean < ceiling/4 || mean > ceiling*3/4 {
-			t.Errorf("failure %d: mean %v is far from %v", n+1, mean, ceiling/2)
-		}
-	}
-	p.failures = 500 // no overflow
-	if d := p.backoff(); d < 0 || d > 3*time.Second {
-		t.Errorf("failure 500: wait %v", d)
-	}
+	})
 }
 
 // TestOther4xx: a 404 records the page as failed (status and a bounded
@@ -563,7 +617,7 @@ func TestRequestAndBodies(t *testing.T) {
 	cfg.Headers = map[string]string{"X-Tenant": "acme"}
 	cfg.Interval = time.Minute // not parked: polls again after the empty answer
 	cfg.MaxBodyBytes = 256
-	cfg.Backoff = BackoffConfig{Initial: 2 * time.Hour, Max: 2 * time.Hour} // parks after the failure
+	cfg.Backoff = backoff.Config{Initial: 2 * time.Hour, Max: 2 * time.Hour} // parks after the failure
 	clk := newFakeClock()
 	rec := newRecorder()
 	p, _ := newTestPoller(t, cfg, rec, &memStore{}, clk)

@@ -3,12 +3,11 @@ package pull
 import (
 	"context"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"os"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
+	"github.com/sluicehq/sluice/internal/backoff"
 )
 
 // Clock is the pollers' time: every wait goes through Sleep, so tests
@@ -37,17 +36,16 @@ func (realClock) Sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// Option configures a Poller or a Runner.
+// Option configures a Poller.
 type Option interface{ apply(*options) }
 
 type options struct {
 	clock   Clock
 	log     *slog.Logger
 	metrics *Metrics
-	reg     prometheus.Registerer
 	client  *http.Client
 	getenv  func(string) string
-	jitter  func(time.Duration) time.Duration
+	jitter  backoff.Jitter
 }
 
 type optionFunc func(*options)
@@ -60,7 +58,7 @@ func defaultOptions() options {
 		log:    slog.Default(),
 		client: &http.Client{},
 		getenv: os.Getenv,
-		jitter: fullJitter,
+		jitter: backoff.Full,
 	}
 }
 
@@ -71,14 +69,8 @@ func WithClock(c Clock) Option { return optionFunc(func(o *options) { o.clock = 
 func WithLogger(l *slog.Logger) Option { return optionFunc(func(o *options) { o.log = l }) }
 
 // WithMetrics shares one Metrics between pollers; by default a Poller has
-// unregistered metrics of its own and a Runner registers on
-// WithRegisterer's registerer.
+// unregistered metrics of its own.
 func WithMetrics(m *Metrics) Option { return optionFunc(func(o *options) { o.metrics = m }) }
-
-// WithRegisterer registers a Runner's metrics; by default none are.
-func WithRegisterer(r prometheus.Registerer) Option {
-	return optionFunc(func(o *options) { o.reg = r })
-}
 
 // WithHTTPClient replaces the HTTP client (default: a plain http.Client).
 // Whatever c's CheckRedirect says, the poller follows no redirect off the
@@ -89,15 +81,8 @@ func WithHTTPClient(c *http.Client) Option { return optionFunc(func(o *options) 
 // WithGetenv replaces os.Getenv for reading tokens and secrets.
 func WithGetenv(f func(string) string) Option { return optionFunc(func(o *options) { o.getenv = f }) }
 
-// WithJitter replaces full jitter: given the backoff ceiling it returns the
-// wait. The default draws uniformly from [0, ceiling].
-func WithJitter(f func(ceiling time.Duration) time.Duration) Option {
-	return optionFunc(func(o *options) { o.jitter = f })
-}
-
-func fullJitter(ceiling time.Duration) time.Duration {
-	if ceiling <= 0 {
-		return 0
-	}
-	return time.Duration(rand.Int64N(int64(ceiling) + 1))
+// WithJitter replaces full jitter (backoff.Full, uniform in [0, ceiling]):
+// given the backoff ceiling it returns the wait, held to the ceiling.
+func WithJitter(j backoff.Jitter) Option {
+	return optionFunc(func(o *options) { o.jitter = j })
 }

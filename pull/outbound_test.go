@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sluicehq/sluice/internal/backoff"
 	"github.com/sluicehq/sluice/internal/logtest"
 )
 
@@ -163,7 +165,7 @@ func TestSavedURLOffOrigin(t *testing.T) {
 		writeJSON(w, http.StatusOK, items("a", 0, 2))
 	})
 	cfg := linkConfig(srv.URL)
-	cfg.Backoff = BackoffConfig{Initial: 2 * time.Hour, Max: 2 * time.Hour} // parks after the failure
+	cfg.Backoff = backoff.Config{Initial: 2 * time.Hour, Max: 2 * time.Hour} // parks after the failure
 	saved := CursorRecord{Poller: "p", Position: Position{URL: attacker.URL + "/items?after=10"}}
 	store := &memStore{saves: []CursorRecord{saved}}
 	clk := newFakeClock()
@@ -186,33 +188,47 @@ func TestSavedURLOffOrigin(t *testing.T) {
 // origin does not get the client secret sent there; the poller backs off
 // behind its breaker and keeps running.
 func TestTokenEndpointRedirect(t *testing.T) {
-	attacker := newPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]any{"access_token": "stolen", "token_type": "Bearer"})
-	})
-	token := newPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, attacker.URL+"/token", http.StatusTemporaryRedirect) // a 307 resends the POST
-	})
-	api := newPartner(t, func(n int, w http.ResponseWriter, r *http.Request) { cursorPage(w, nil, "") })
-	cfg := testConfig("p", api.URL)
-	cfg.Auth = AuthConfig{Type: AuthOAuth2, OAuth2: OAuth2Config{
-		TokenURL: token.URL + "/token", ClientID: "client-1", ClientSecretEnv: "SECRET", RefreshBefore: time.Minute}}
-	cfg.Breaker.Cooldown = 2 * time.Hour
-	clk := newFakeClock()
-	p, m := newTestPoller(t, cfg, newRecorder(), &memStore{}, clk, WithGetenv(getenv))
-	stop := run(t, p)
-	eventually(t, "the breaker to open", func() bool { return clk.Parked() > 0 })
-	if err := stop(); err != nil {
-		t.Fatalf("Run: %v, want the poller to keep running", err)
-	}
-	for _, r := range attacker.Requests() {
-		_, secret, _ := r.BasicAuth()
-		t.Errorf("the other origin got a request, client secret %q", secret)
-	}
-	if len(token.Requests()) != 3 || len(api.Requests()) != 0 {
-		t.Errorf("%d token requests, %d API requests; want 3 and 0", len(token.Requests()), len(api.Requests()))
-	}
-	if got := counter(t, m, "tokenRefresh", "p", "error"); got != 3 {
-		t.Errorf("failed token refreshes %v, want 3", got)
+	for _, tc := range []struct {
+		style string
+		sent  int // token requests for the 3 refreshes that open the breaker
+	}{
+		{AuthStyleHeader, 3},
+		{AuthStyleParams, 3},
+		{AuthStyleAuto, 6}, // each refresh tries HTTP Basic, then the body
+	} {
+		t.Run(tc.style, func(t *testing.T) {
+			attacker := newPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
+				writeJSON(w, http.StatusOK, map[string]any{"access_token": "stolen", "token_type": "Bearer"})
+			})
+			token := newPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
+				http.Redirect(w, r, attacker.URL+"/token", http.StatusTemporaryRedirect) // a 307 resends the POST
+			})
+			api := newPartner(t, func(n int, w http.ResponseWriter, r *http.Request) { cursorPage(w, nil, "") })
+			cfg := testConfig("p", api.URL)
+			cfg.Auth = AuthConfig{Type: AuthOAuth2, OAuth2: OAuth2Config{
+				TokenURL: token.URL + "/token", ClientID: "client-1", ClientSecretEnv: "SECRET", RefreshBefore: time.Minute, AuthStyle: tc.style}}
+			cfg.Breaker.Cooldown = 2 * time.Hour
+			clk := newFakeClock()
+			p, m := newTestPoller(t, cfg, newRecorder(), &memStore{}, clk, WithGetenv(getenv))
+			stop := run(t, p)
+			eventually(t, "the breaker to open", func() bool { return clk.Parked() > 0 })
+			if err := stop(); err != nil {
+				t.Fatalf("Run: %v, want the poller to keep running", err)
+			}
+			for _, r := range attacker.Requests() {
+				_, secret, _ := r.BasicAuth()
+				t.Errorf("the other origin got a request, client secret %q (Basic) %q (body)", secret, r.FormValue("client_secret"))
+			}
+			if len(token.Requests()) != tc.sent || len(api.Requests()) != 0 {
+				t.Errorf("%d token requests, %d API requests; want %d and 0", len(token.Requests()), len(api.Requests()), tc.sent)
+			}
+			if got := counter(t, m, "tokenRefresh", "p", "error"); got != 3 {
+				t.Errorf("failed token refreshes %v, want 3", got)
+			}
+			if got := counter(t, m, "requests", "p", "off_origin_redirect"); got != 3 {
+				t.Errorf("off-origin token redirects counted %v, want 3", got)
+			}
+		})
 	}
 }
 
@@ -220,7 +236,7 @@ func TestTokenEndpointRedirect(t *testing.T) {
 // before the headers or in the body, fails the request at RequestTimeout
 // and counts against the breaker.
 func TestRequestDeadline(t *testing.T) {
-	for _, tc := range []string{"headers", "body", "token"} {
+	for _, tc := range []string{"headers", "body", "token", "token body"} {
 		t.Run(tc, func(t *testing.T) {
 			released := make(chan struct{})
 			hang := func(w http.ResponseWriter, r *http.Request, inBody bool) {
@@ -239,10 +255,15 @@ func TestRequestDeadline(t *testing.T) {
 			cfg := testConfig("p", api.URL)
 			cfg.RequestTimeout = 50 * time.Millisecond
 			cfg.Breaker.Cooldown = 2 * time.Hour
-			if tc == "token" {
-				token := newPartner(t, func(n int, w http.ResponseWriter, r *http.Request) { hang(w, r, false) })
+			if tc == "token" || tc == "token body" {
+				token := newPartner(t, func(n int, w http.ResponseWriter, r *http.Request) { hang(w, r, tc == "token body") })
 				cfg.Auth = AuthConfig{Type: AuthOAuth2, OAuth2: OAuth2Config{
 					TokenURL: token.URL + "/token", ClientID: "client-1", ClientSecretEnv: "SECRET", RefreshBefore: time.Minute}}
+				if tc == "token body" {
+					// One attempt per refresh: auto would try again in the
+					// body, past the deadline, and count that timeout.
+					cfg.Auth.OAuth2.AuthStyle = AuthStyleHeader
+				}
 			}
 			t.Cleanup(func() { close(released) }) // before the servers close
 			clk := newFakeClock()
@@ -251,7 +272,7 @@ func TestRequestDeadline(t *testing.T) {
 			eventually(t, "the breaker to open", func() bool { return clk.Parked() > 0 })
 			stop()
 			label := "timeout"
-			if tc == "body" {
+			if tc == "body" || tc == "token body" {
 				label = "200" // the answer came; reading it timed out
 			}
 			if got := counter(t, m, "requests", "p", label); got != 3 {
@@ -306,7 +327,7 @@ func TestLogsRedactURLs(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := tc.cfg()
 			cfg.Breaker = BreakerConfig{Failures: 1, Cooldown: 2 * time.Hour}
-			cfg.Backoff = BackoffConfig{Initial: 2 * time.Hour, Max: 2 * time.Hour} // either parks
+			cfg.Backoff = backoff.Config{Initial: 2 * time.Hour, Max: 2 * time.Hour} // either parks
 			store := &memStore{}
 			if tc.saved != nil {
 				store.saves = []CursorRecord{{Poller: "p", Position: *tc.saved}}

@@ -13,11 +13,13 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"golang.org/x/time/rate"
 
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
+	"github.com/sluicehq/sluice/internal/backoff"
+	"github.com/sluicehq/sluice/internal/breaker"
+	"github.com/sluicehq/sluice/internal/clip"
 	"github.com/sluicehq/sluice/internal/outbound"
 	"github.com/sluicehq/sluice/internal/retryafter"
 )
@@ -62,7 +64,8 @@ const (
 	StateAuthFailed = "auth_failed"
 )
 
-// Breaker states, in Status.Circuit and sluice_poller_circuit_state.
+// Breaker states, in Status.Circuit and sluice_poller_circuit_state: the
+// names of breaker.State.
 const (
 	CircuitClosed   = "closed"
 	CircuitOpen     = "open"
@@ -74,7 +77,7 @@ const (
 type PageFailure struct {
 	URL    string // query values redacted (outbound.RedactURL)
 	Status int    // 0 when the body, not the status, was wrong
-	Body   string // at most bodyPrefix bytes of the answer
+	Body   string // at most bodyPrefix bytes of the answer (clip.Bytes)
 	Reason string
 	At     time.Time
 }
@@ -108,15 +111,14 @@ type Poller struct {
 	origin  *url.URL     // Config.URL: the only origin page requests go to
 	creds   *credentials
 	limiter *rate.Limiter // nil: no client-side limit
-	jitter  func(time.Duration) time.Duration
+	jitter  backoff.Jitter
+	breaker *breaker.Breaker // transient failures open it; any answer closes it
 	source  string
 
 	// Owned by Run.
-	failures     int       // consecutive failed attempts, for backoff
-	breakerFails int       // consecutive transient failures
-	openUntil    time.Time // while the breaker is open
-	notBefore    time.Time // the partner's rate-limit headers asked to wait until
-	authRetried  bool      // a 401 was answered by refreshing the credentials
+	failures    int       // consecutive failed attempts, for backoff
+	notBefore   time.Time // the partner's rate-limit headers asked to wait until
+	authRetried bool      // a 401 was answered by refreshing the credentials
 
 	mu     sync.Mutex // guards status
 	status Status
@@ -158,6 +160,8 @@ func NewPoller(cfg Config, ing Ingester, store CursorStore, opts ...Option) (*Po
 	if cfg.RateLimit.Rate > 0 {
 		p.limiter = rate.NewLimiter(rate.Limit(cfg.RateLimit.Rate), cfg.RateLimit.Burst)
 	}
+	p.breaker = breaker.New(breaker.Config{ConsecutiveFailures: cfg.Breaker.Failures, Cooldown: cfg.Breaker.Cooldown},
+		o.clock, p.circuitChanged)
 	return p, nil
 }
 
@@ -236,7 +240,7 @@ func (p *Poller) load(ctx context.Context) bool {
 			return false
 		}
 		p.failures++
-		wait := p.backoff()
+		wait := p.cfg.Backoff.Wait(p.failures, p.jitter)
 		p.log.Warn("load of the saved position failed; retrying", "err", err, "wait", wait)
 		if p.sleep(ctx, wait, waitBackoff) != nil {
 			return false
@@ -255,29 +259,10 @@ func (p *Poller) sleep(ctx context.Context, d time.Duration, cause string) error
 	return err
 }
 
-// backoff is the wait after the p.failures-th consecutive failure.
-func (p *Poller) backoff() time.Duration {
-	b := p.cfg.Backoff
-	ceiling := b.Max
-	if n := p.failures - 1; n < 62 {
-		if d := b.Initial << n; d > 0 && d/b.Initial == 1<<n && d < b.Max {
-			ceiling = d
-		}
-	}
-	return min(p.jitter(ceiling), ceiling)
-}
-
 // poll makes at most one request and returns how long to wait before the
 // next one, and why. The error is an *AuthError: the poller must stop.
 func (p *Poller) poll(ctx context.Context) (time.Duration, string, error) {
 	now := p.clock.Now()
-	if p.circuit() == CircuitOpen {
-		if now.Before(p.openUntil) {
-			return p.openUntil.Sub(now), waitBreaker, nil
-		}
-		p.setCircuit(CircuitHalfOpen)
-		p.log.Info("circuit half-open: probing the partner")
-	}
 	if now.Before(p.notBefore) {
 		return p.notBefore.Sub(now), waitRateHeaders, nil
 	}
@@ -289,20 +274,29 @@ func (p *Poller) poll(ctx context.Context) (time.Duration, string, error) {
 			}
 		}
 	}
+	// The permit is taken last, so that a half-open probe is not held
+	// through the waits above. Every path below records its outcome or
+	// abandons it.
+	if ok, wait, _ := p.breaker.Acquire(); !ok {
+		return wait, waitBreaker, nil
+	}
 	pos := p.Status().Position
 	pg, err := p.fetch(ctx, pos)
 	if ctx.Err() != nil {
+		p.breaker.Abandon()
 		return 0, "", nil
 	}
 	var ae *AuthError
 	if errors.As(err, &ae) {
+		// The credentials, not the partner, failed: no outcome to count.
+		p.breaker.Abandon()
 		return 0, "", ae
 	}
 	var fe *fetchError
 	if errors.As(err, &fe) {
 		return p.failed(fe)
 	}
-	p.answered()
+	p.breaker.Record(false)
 	p.authRetried = false
 	p.noteLimits(pg.header)
 	return p.admit(ctx, pos, pg)
@@ -313,7 +307,7 @@ func (p *Poller) failed(fe *fetchError) (time.Duration, string, error) {
 	now := p.clock.Now()
 	switch fe.kind {
 	case kindUnauthorized:
-		p.answered()
+		p.breaker.Record(false)
 		if p.authRetried {
 			return 0, "", &AuthError{Partner: p.cfg.Name, Status: fe.status, Body: fe.body}
 		}
@@ -322,7 +316,7 @@ func (p *Poller) failed(fe *fetchError) (time.Duration, string, error) {
 		p.log.Warn("partner answered 401: refreshing the credentials and retrying once", "body", fe.body)
 		return 0, "", nil
 	case kindThrottled:
-		p.answered()
+		p.breaker.Record(false)
 		p.failures++
 		if d, ok := retryafter.Parse(fe.header.Get("Retry-After"), now); ok {
 			return min(d, p.cfg.MaxRetryAfter), waitRetryAfter, nil
@@ -330,21 +324,19 @@ func (p *Poller) failed(fe *fetchError) (time.Duration, string, error) {
 		if a, ok := parseRateLimit(fe.header, now); ok && a.remaining <= p.cfg.RateLimit.MinRemaining {
 			return min(a.reset, p.cfg.MaxRetryAfter), waitRateHeaders, nil
 		}
-		return p.backoff(), waitBackoff, nil
+		return p.cfg.Backoff.Wait(p.failures, p.jitter), waitBackoff, nil
 	case kindTransient:
 		p.failures++
-		p.breakerFails++
-		if p.circuit() == CircuitHalfOpen || p.breakerFails >= p.cfg.Breaker.Failures {
-			p.openUntil = now.Add(p.cfg.Breaker.Cooldown)
-			p.setCircuit(CircuitOpen)
-			p.log.Warn("circuit open: the partner keeps failing", "failures", p.breakerFails, "cooldown", p.cfg.Breaker.Cooldown, "err", fe.err)
+		p.breaker.Record(true)
+		if p.breaker.State() == breaker.Open {
+			p.log.Warn("circuit open: the partner keeps failing", "failures", p.failures, "cooldown", p.cfg.Breaker.Cooldown, "err", fe.err)
 			return p.cfg.Breaker.Cooldown, waitBreaker, nil
 		}
-		wait := p.backoff()
+		wait := p.cfg.Backoff.Wait(p.failures, p.jitter)
 		p.log.Warn("request failed; backing off", "err", fe.err, "wait", wait)
 		return wait, waitBackoff, nil
 	default: // kindPageFailed
-		p.answered()
+		p.breaker.Record(false)
 		p.failures++
 		f := &PageFailure{URL: fe.url, Status: fe.status, Body: fe.body, Reason: fe.err.Error(), At: now}
 		label := "body"
@@ -352,31 +344,29 @@ func (p *Poller) failed(fe *fetchError) (time.Duration, string, error) {
 			label = strconv.Itoa(fe.status)
 		}
 		p.metrics.pageFailures.WithLabelValues(p.cfg.Name, label).Inc()
-		wait := p.backoff()
+		wait := p.cfg.Backoff.Wait(p.failures, p.jitter)
 		p.log.Error("page failed; it will be retried, the cursor stays", "url", fe.url, "status", fe.status, "body", fe.body, "err", fe.err, "wait", wait)
 		p.update(func(s *Status) { s.LastFailure = f; s.Failures = p.failures })
 		return wait, waitBackoff, nil
 	}
 }
 
-// answered records that the partner answered: the breaker closes.
-func (p *Poller) answered() {
-	p.breakerFails = 0
-	if p.circuit() != CircuitClosed {
-		p.setCircuit(CircuitClosed)
+// circuitChanged is the breaker's onChange: Status.Circuit and
+// sluice_poller_circuit_state follow it. It runs on Run's goroutine, from
+// Acquire and Record. The opening is logged where it is decided, with the
+// failure that caused it.
+func (p *Poller) circuitChanged(s breaker.State) {
+	p.update(func(st *Status) { st.Circuit = s.String() })
+	var v float64
+	switch s {
+	case breaker.Open:
+		v = 1
+	case breaker.HalfOpen:
+		v = 2
+		p.log.Info("circuit half-open: probing the partner")
+	case breaker.Closed:
 		p.log.Info("circuit closed: the partner answers")
 	}
-}
-
-func (p *Poller) circuit() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.status.Circuit
-}
-
-func (p *Poller) setCircuit(c string) {
-	p.update(func(s *Status) { s.Circuit = c })
-	v := map[string]float64{CircuitClosed: 0, CircuitOpen: 1, CircuitHalfOpen: 2}[c]
 	p.metrics.circuit.WithLabelValues(p.cfg.Name).Set(v)
 }
 
@@ -436,7 +426,7 @@ func (p *Poller) admit(ctx context.Context, pos Position, pg *page) (time.Durati
 	if retry {
 		p.failures++
 		p.metrics.pages.WithLabelValues(name, "retried").Inc()
-		wait := max(p.backoff(), min(retryAfter, p.cfg.MaxRetryAfter))
+		wait := max(p.cfg.Backoff.Wait(p.failures, p.jitter), min(retryAfter, p.cfg.MaxRetryAfter))
 		p.log.Warn("page not acknowledged in full; it will be polled again", "wait", wait)
 		p.update(func(s *Status) { s.Failures = p.failures })
 		return wait, waitBackoff, nil
@@ -449,7 +439,7 @@ func (p *Poller) admit(ctx context.Context, pos Position, pg *page) (time.Durati
 			}
 			p.failures++
 			p.metrics.pages.WithLabelValues(name, "retried").Inc()
-			wait := p.backoff()
+			wait := p.cfg.Backoff.Wait(p.failures, p.jitter)
 			p.log.Warn("saving the cursor failed; the page will be polled again", "err", err, "wait", wait)
 			p.update(func(s *Status) { s.Failures = p.failures })
 			return wait, waitBackoff, nil
@@ -553,7 +543,7 @@ func (p *Poller) pageURL(pos Position) string {
 func (p *Poller) fetch(ctx context.Context, pos Position) (*page, error) {
 	target := p.pageURL(pos)
 	fail := func(k kind, status int, h http.Header, body []byte, err error) error {
-		return &fetchError{kind: k, url: outbound.RedactURL(target), status: status, header: h, body: prefix(body), err: err}
+		return &fetchError{kind: k, url: outbound.RedactURL(target), status: status, header: h, body: clip.Bytes(body, bodyPrefix), err: err}
 	}
 	rctx, cancel := context.WithTimeout(ctx, p.cfg.RequestTimeout)
 	defer cancel()
@@ -688,26 +678,4 @@ func statusLabel(code int, err error) string {
 		return "error"
 	}
 	return strconv.Itoa(code)
-}
-
-// prefix returns at most bodyPrefix bytes of b, cut at a rune boundary.
-func prefix(b []byte) string {
-	if len(b) > bodyPrefix {
-		b = b[:bodyPrefix]
-		// Drop a rune cut in half by the bound.
-		for i := 0; i < utf8.UTFMax-1 && len(b) > 0 && !utf8.FullRune(b[lastRuneStart(b):]); i++ {
-			b = b[:len(b)-1]
-		}
-	}
-	return strings.ToValidUTF8(string(b), "?")
-}
-
-// lastRuneStart is the index where the last (possibly partial) rune of b
-// starts.
-func lastRuneStart(b []byte) int {
-	i := len(b) - 1
-	for i > 0 && len(b)-i < utf8.UTFMax && !utf8.RuneStart(b[i]) {
-		i--
-	}
-	return i
 }

@@ -10,7 +10,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/sluicehq/sluice/loadgen"
+	"github.com/sluicehq/sluice/tools/loadgen"
 )
 
 // runLoadgenCmd is `sluice loadgen`: one bounded run against a target, and

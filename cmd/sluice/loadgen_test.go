@@ -14,7 +14,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/sluicehq/sluice/loadgen"
+	"github.com/sluicehq/sluice/tools/loadgen"
 )
 
 // background runs a long-lived command until the test ends.

@@ -9,7 +9,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluicehq/sluice/gateway"
+	"github.com/sluicehq/sluice/internal/devpartner"
 	"github.com/sluicehq/sluice/pull"
+	"github.com/sluicehq/sluice/pull/ownership"
 )
 
 // The gateway judges pulled events.
@@ -26,8 +28,8 @@ func startPollers(ctx context.Context, cfg fileConfig, conn []kgo.Opt, ing pull.
 	if len(cfg.Pollers) == 0 {
 		return func() {}, nil
 	}
-	oc := pull.NewDefaultOwnershipConfig()
-	r, err := pull.NewRunner(oc, conn, cfg.Pollers, ing, pull.WithRegisterer(reg), pull.WithLogger(log))
+	oc := ownership.NewDefaultConfig()
+	r, err := ownership.NewRunner(oc, conn, cfg.Pollers, ing, ownership.WithRegisterer(reg), ownership.WithLogger(log))
 	if err != nil {
 		return nil, fmt.Errorf("config: pollers: %w", err)
 	}
@@ -43,10 +45,10 @@ func startPollers(ctx context.Context, cfg fileConfig, conn []kgo.Opt, ing pull.
 // adds its poller to cfg.Pollers. stop shuts the partner down; call it
 // after the pollers stopped.
 func startDemoPartner(ctx context.Context, cfg *fileConfig) (stop func(), err error) {
-	url, stop, err := pull.StartDemoPartner(ctx)
+	url, stop, err := devpartner.Start(ctx)
 	if err != nil {
 		return nil, err
 	}
-	cfg.Pollers = append(cfg.Pollers, pull.DemoConfig(url))
+	cfg.Pollers = append(cfg.Pollers, devpartner.Config(url))
 	return stop, nil
 }

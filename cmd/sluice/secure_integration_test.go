@@ -21,10 +21,12 @@ import (
 	"github.com/sluicehq/sluice/contract"
 	"github.com/sluicehq/sluice/examples"
 	"github.com/sluicehq/sluice/gateway"
+	"github.com/sluicehq/sluice/internal/devpartner"
 	"github.com/sluicehq/sluice/internal/kafkaconn"
 	"github.com/sluicehq/sluice/internal/kafkatest"
 	"github.com/sluicehq/sluice/internal/tlsfiles/tlstest"
 	"github.com/sluicehq/sluice/pull"
+	"github.com/sluicehq/sluice/pull/ownership"
 	"github.com/sluicehq/sluice/record"
 )
 
@@ -261,7 +263,7 @@ func TestSecureIntegrationPoller(t *testing.T) {
 	topic := kafkatest.CreateTopicOn(t, conn, 1, nil)
 	// The cursor topic is the runner's fixed one: start it afresh, so that
 	// no cursor of an earlier run is read, and remove it afterwards.
-	oc := pull.NewDefaultOwnershipConfig()
+	oc := ownership.NewDefaultConfig()
 	deleteTopic := func() {
 		cl, err := kgo.NewClient(conn...)
 		if err != nil {
@@ -277,7 +279,7 @@ func TestSecureIntegrationPoller(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	partner, stopPartner, err := pull.StartDemoPartner(ctx)
+	partner, stopPartner, err := devpartner.Start(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +291,7 @@ func TestSecureIntegrationPoller(t *testing.T) {
 	cfg.Gateway.Topics = map[string]string{"examples.shop.v1.OrderPlaced": topic}
 	cfg.Kafka.Config = block
 	cfg.Contracts = contractsConfig{DescriptorSet: "(embedded example contracts)", Types: examples.Types}
-	cfg.Pollers = []pull.Config{pull.DemoConfig(partner)}
+	cfg.Pollers = []pull.Config{devpartner.Config(partner)}
 	if err := cfg.validate(); err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ import (
 	logsv1 "github.com/sluicehq/sluice/gen/examples/logs/v1"
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
 	"github.com/sluicehq/sluice/internal/kafkatest"
-	"github.com/sluicehq/sluice/loadgen"
+	"github.com/sluicehq/sluice/tools/loadgen"
 )
 
 const (

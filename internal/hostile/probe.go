@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sluicehq/sluice/loadgen"
+	"github.com/sluicehq/sluice/tools/loadgen"
 )
 
 // ProcMemory is what /proc/PID/status says of a process's resident

@@ -1,4 +1,4 @@
-package pull
+package ownership
 
 import (
 	"context"
@@ -13,12 +13,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluicehq/sluice/pull"
 )
 
-// OwnershipConfig is the Kafka side of the pollers: the consumer group that
-// picks one owner per poller and the compacted topic holding the cursors.
-// The connection is the runner's kopts.
-type OwnershipConfig struct {
+// Config is the Kafka side of the pollers: the consumer group that picks
+// one owner per poller and the compacted topic holding the cursors. The
+// connection is the runner's kopts.
+type Config struct {
 	// Group is the consumer group of the replicas. Default "sluice-pollers".
 	Group string `yaml:"group"`
 	// Topic holds one partition per poller. Default "sluice.pollers".
@@ -37,10 +39,9 @@ type OwnershipConfig struct {
 	IOTimeout time.Duration `yaml:"io_timeout"`
 }
 
-// NewDefaultOwnershipConfig returns the defaults documented on
-// OwnershipConfig.
-func NewDefaultOwnershipConfig() OwnershipConfig {
-	return OwnershipConfig{
+// NewDefaultConfig returns the defaults documented on Config.
+func NewDefaultConfig() Config {
+	return Config{
 		Group:             "sluice-pollers",
 		Topic:             "sluice.pollers",
 		ReplicationFactor: -1,
@@ -51,8 +52,10 @@ func NewDefaultOwnershipConfig() OwnershipConfig {
 }
 
 // Validate reports the first wrong field.
-func (c OwnershipConfig) Validate() error {
-	bad := func(field, reason string) error { return &ConfigError{Field: "ownership." + field, Reason: reason} }
+func (c Config) Validate() error {
+	bad := func(field, reason string) error {
+		return &pull.ConfigError{Field: "ownership." + field, Reason: reason}
+	}
 	switch {
 	case c.Group == "":
 		return bad("group", "must be set")
@@ -79,7 +82,7 @@ type TopicMismatchError struct {
 }
 
 func (e *TopicMismatchError) Error() string {
-	return fmt.Sprintf("pull: topic %s has %d partitions but %d pollers are configured: poller i owns partition i, "+
+	return fmt.Sprintf("ownership: topic %s has %d partitions but %d pollers are configured: poller i owns partition i, "+
 		"so the counts must match (add partitions to the topic, or create it anew with the pollers' cursors)",
 		e.Topic, e.Partitions, e.Pollers)
 }
@@ -87,13 +90,13 @@ func (e *TopicMismatchError) Error() string {
 // Runner runs the pollers this replica owns: it joins the consumer group
 // over the cursor topic and runs poller i while it is assigned partition i.
 type Runner struct {
-	cfg     OwnershipConfig
-	kopts   []kgo.Opt // the connection of every client of the runner
-	pollers []Config  // sorted by name: index i is partition i
-	ing     Ingester
-	opts    []Option
+	cfg     Config
+	kopts   []kgo.Opt     // the connection of every client of the runner
+	pollers []pull.Config // sorted by name: index i is partition i
+	ing     pull.Ingester
+	opts    []pull.Option // every poller's
 	log     *slog.Logger
-	metrics *Metrics
+	metrics *pull.Metrics
 	ownMet  bool // metrics registered by the runner, unregistered by Close
 
 	client *kgo.Client
@@ -102,13 +105,13 @@ type Runner struct {
 
 	mu      sync.Mutex
 	running map[int32]*ownedPoller
-	last    map[string]Status // pollers that stopped here, for Status
-	closing bool              // Close was called
-	closed  bool              // the group is left: no poller starts any more
+	last    map[string]pull.Status // pollers that stopped here, for Status
+	closing bool                   // Close was called
+	closed  bool                   // the group is left: no poller starts any more
 }
 
 type ownedPoller struct {
-	poller *Poller
+	poller *pull.Poller
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -116,18 +119,18 @@ type ownedPoller struct {
 // NewRunner validates the configs. kopts carry the Kafka connection (seed
 // brokers, TLS, SASL: kafkaconn.Config.Options); the runner adds the
 // group, topic and producer settings. Pollers' names must be unique.
-func NewRunner(oc OwnershipConfig, kopts []kgo.Opt, pollers []Config, ing Ingester, opts ...Option) (*Runner, error) {
+func NewRunner(oc Config, kopts []kgo.Opt, pollers []pull.Config, ing pull.Ingester, opts ...Option) (*Runner, error) {
 	if err := oc.Validate(); err != nil {
 		return nil, err
 	}
 	if len(kopts) == 0 {
-		return nil, &ConfigError{Field: "ownership.kafka", Reason: "no connection options (seed brokers)"}
+		return nil, &pull.ConfigError{Field: "ownership.kafka", Reason: "no connection options (seed brokers)"}
 	}
 	if len(pollers) == 0 {
-		return nil, &ConfigError{Field: "pollers", Reason: "no pollers to run"}
+		return nil, &pull.ConfigError{Field: "pollers", Reason: "no pollers to run"}
 	}
 	sorted := slices.Clone(pollers)
-	slices.SortFunc(sorted, func(a, b Config) int {
+	slices.SortFunc(sorted, func(a, b pull.Config) int {
 		switch {
 		case a.Name < b.Name:
 			return -1
@@ -141,23 +144,23 @@ func NewRunner(oc OwnershipConfig, kopts []kgo.Opt, pollers []Config, ing Ingest
 			return nil, err
 		}
 		if i > 0 && sorted[i-1].Name == c.Name {
-			return nil, &ConfigError{Poller: c.Name, Field: "name", Reason: "used by two pollers"}
+			return nil, &pull.ConfigError{Poller: c.Name, Field: "name", Reason: "used by two pollers"}
 		}
 	}
-	o := defaultOptions()
+	o := options{log: slog.Default()}
 	for _, opt := range opts {
 		opt.apply(&o)
 	}
-	r := &Runner{cfg: oc, kopts: slices.Clone(kopts), pollers: sorted, ing: ing, log: o.log, running: map[int32]*ownedPoller{}, last: map[string]Status{}}
+	r := &Runner{cfg: oc, kopts: slices.Clone(kopts), pollers: sorted, ing: ing, log: o.log, running: map[int32]*ownedPoller{}, last: map[string]pull.Status{}}
 	r.metrics = o.metrics
 	if r.metrics == nil {
-		m, err := NewMetrics(o.reg)
+		m, err := pull.NewMetrics(o.reg)
 		if err != nil {
-			return nil, fmt.Errorf("pull: register metrics: %w", err)
+			return nil, fmt.Errorf("ownership: register metrics: %w", err)
 		}
 		r.metrics, r.ownMet = m, true
 	}
-	r.opts = append(slices.Clone(opts), WithMetrics(r.metrics))
+	r.opts = append(append([]pull.Option{pull.WithLogger(o.log)}, o.poller...), pull.WithMetrics(r.metrics))
 	return r, nil
 }
 
@@ -186,7 +189,7 @@ func (r *Runner) Start(ctx context.Context) error {
 	)...)
 	if err != nil {
 		r.cancel()
-		return fmt.Errorf("pull: kafka client: %w", err)
+		return fmt.Errorf("ownership: kafka client: %w", err)
 	}
 	// Membership only: records are read by Load, never by the group.
 	cl.PauseFetchTopics(r.cfg.Topic)
@@ -201,7 +204,7 @@ func (r *Runner) Start(ctx context.Context) error {
 func (r *Runner) ensureTopic(ctx context.Context) error {
 	cl, err := kgo.NewClient(r.kopts...)
 	if err != nil {
-		return fmt.Errorf("pull: kafka client: %w", err)
+		return fmt.Errorf("ownership: kafka client: %w", err)
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
@@ -211,7 +214,7 @@ func (r *Runner) ensureTopic(ctx context.Context) error {
 	for attempt := 0; ; attempt++ {
 		details, err := adm.ListTopics(ctx, r.cfg.Topic)
 		if err != nil {
-			return fmt.Errorf("pull: list topic %s: %w", r.cfg.Topic, err)
+			return fmt.Errorf("ownership: list topic %s: %w", r.cfg.Topic, err)
 		}
 		d, ok := details[r.cfg.Topic]
 		if ok && d.Err == nil {
@@ -221,17 +224,17 @@ func (r *Runner) ensureTopic(ctx context.Context) error {
 			return nil
 		}
 		if ok && d.Err != nil && !errors.Is(d.Err, kerr.UnknownTopicOrPartition) {
-			return fmt.Errorf("pull: topic %s: %w", r.cfg.Topic, d.Err)
+			return fmt.Errorf("ownership: topic %s: %w", r.cfg.Topic, d.Err)
 		}
 		if created {
 			// Another replica created it a moment ago; metadata lags.
 			if attempt > 10 {
-				return fmt.Errorf("pull: topic %s exists but is not listed", r.cfg.Topic)
+				return fmt.Errorf("ownership: topic %s exists but is not listed", r.cfg.Topic)
 			}
 			select {
 			case <-time.After(100 * time.Millisecond):
 			case <-ctx.Done():
-				return fmt.Errorf("pull: topic %s: %w", r.cfg.Topic, ctx.Err())
+				return fmt.Errorf("ownership: topic %s: %w", r.cfg.Topic, ctx.Err())
 			}
 			continue
 		}
@@ -251,7 +254,7 @@ func (r *Runner) ensureTopic(ctx context.Context) error {
 		case errors.Is(err, kerr.TopicAlreadyExists):
 			created = true
 		default:
-			return fmt.Errorf("pull: create topic %s: %w", r.cfg.Topic, err)
+			return fmt.Errorf("ownership: create topic %s: %w", r.cfg.Topic, err)
 		}
 	}
 }
@@ -273,7 +276,7 @@ func (r *Runner) assigned(_ context.Context, cl *kgo.Client, parts map[string][]
 		cfg := r.pollers[part]
 		store := &kafkaStore{client: cl, kopts: r.kopts, topic: r.cfg.Topic, partition: part,
 			poller: cfg.Name, timeout: r.cfg.IOTimeout, log: r.log}
-		p, err := NewPoller(cfg, r.ing, store, r.opts...)
+		p, err := pull.NewPoller(cfg, r.ing, store, r.opts...)
 		if err != nil { // validated in NewRunner
 			r.log.Error("poller not started", "poller", cfg.Name, "err", err)
 			continue
@@ -284,7 +287,7 @@ func (r *Runner) assigned(_ context.Context, cl *kgo.Client, parts map[string][]
 		r.log.Info("poller owned by this replica", "poller", cfg.Name, "partition", part)
 		go func() {
 			defer close(op.done)
-			_ = p.Run(ctx) // an *AuthError is logged and in Status
+			_ = p.Run(ctx) // an *pull.AuthError is logged and in Status
 		}()
 	}
 }
@@ -351,10 +354,10 @@ func (r *Runner) Close() {
 
 // Status returns the pollers running here, then those that stopped here,
 // by name.
-func (r *Runner) Status() []Status {
+func (r *Runner) Status() []pull.Status {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var out []Status
+	var out []pull.Status
 	seen := map[string]bool{}
 	for _, op := range r.running {
 		st := op.poller.Status()
@@ -366,7 +369,7 @@ func (r *Runner) Status() []Status {
 			out = append(out, st)
 		}
 	}
-	slices.SortFunc(out, func(a, b Status) int {
+	slices.SortFunc(out, func(a, b pull.Status) int {
 		switch {
 		case a.Partner < b.Partner:
 			return -1
@@ -379,7 +382,7 @@ func (r *Runner) Status() []Status {
 }
 
 // kafkaStore keeps one poller's cursor in its partition of the cursor
-// topic: key the poller's name, value a CursorRecord as JSON.
+// topic: key the poller's name, value a pull.CursorRecord as JSON.
 type kafkaStore struct {
 	client    *kgo.Client // the group's client, producing
 	kopts     []kgo.Opt   // the connection, for Load's own client
@@ -392,7 +395,7 @@ type kafkaStore struct {
 
 // Save produces the record to the poller's partition; nil once Kafka
 // acknowledged it with acks=all.
-func (s *kafkaStore) Save(ctx context.Context, rec CursorRecord) error {
+func (s *kafkaStore) Save(ctx context.Context, rec pull.CursorRecord) error {
 	value, err := json.Marshal(rec)
 	if err != nil {
 		return err
@@ -401,7 +404,7 @@ func (s *kafkaStore) Save(ctx context.Context, rec CursorRecord) error {
 	defer cancel()
 	r := &kgo.Record{Topic: s.topic, Partition: s.partition, Key: []byte(s.poller), Value: value}
 	if err := s.client.ProduceSync(ctx, r).FirstErr(); err != nil {
-		return fmt.Errorf("pull: save cursor of %s: %w", s.poller, err)
+		return fmt.Errorf("ownership: save cursor of %s: %w", s.poller, err)
 	}
 	return nil
 }
@@ -410,12 +413,12 @@ func (s *kafkaStore) Save(ctx context.Context, rec CursorRecord) error {
 // partition holds only this poller's records and compaction keeps the
 // last record of a key. A last record of another poller (the poller list
 // was renamed) is ignored with a warning: that poller starts afresh.
-func (s *kafkaStore) Load(ctx context.Context) (CursorRecord, bool, error) {
+func (s *kafkaStore) Load(ctx context.Context) (pull.CursorRecord, bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	cl, err := kgo.NewClient(s.kopts...)
 	if err != nil {
-		return CursorRecord{}, false, err
+		return pull.CursorRecord{}, false, err
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
@@ -424,22 +427,22 @@ func (s *kafkaStore) Load(ctx context.Context) (CursorRecord, bool, error) {
 		err = ends.Error()
 	}
 	if err != nil {
-		return CursorRecord{}, false, fmt.Errorf("pull: end offset of %s[%d]: %w", s.topic, s.partition, err)
+		return pull.CursorRecord{}, false, fmt.Errorf("ownership: end offset of %s[%d]: %w", s.topic, s.partition, err)
 	}
 	end, ok := ends.Lookup(s.topic, s.partition)
 	if !ok {
-		return CursorRecord{}, false, fmt.Errorf("pull: %s has no partition %d", s.topic, s.partition)
+		return pull.CursorRecord{}, false, fmt.Errorf("ownership: %s has no partition %d", s.topic, s.partition)
 	}
 	starts, err := adm.ListStartOffsets(ctx, s.topic)
 	if err == nil {
 		err = starts.Error()
 	}
 	if err != nil {
-		return CursorRecord{}, false, fmt.Errorf("pull: start offset of %s[%d]: %w", s.topic, s.partition, err)
+		return pull.CursorRecord{}, false, fmt.Errorf("ownership: start offset of %s[%d]: %w", s.topic, s.partition, err)
 	}
 	start, _ := starts.Lookup(s.topic, s.partition)
 	if end.Offset <= start.Offset {
-		return CursorRecord{}, false, nil
+		return pull.CursorRecord{}, false, nil
 	}
 	cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{
 		s.topic: {s.partition: kgo.NewOffset().At(end.Offset - 1)},
@@ -448,10 +451,10 @@ func (s *kafkaStore) Load(ctx context.Context) (CursorRecord, bool, error) {
 	for last == nil || last.Offset < end.Offset-1 {
 		fs := cl.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
-			return CursorRecord{}, false, fmt.Errorf("pull: read cursor of %s: %w", s.poller, err)
+			return pull.CursorRecord{}, false, fmt.Errorf("ownership: read cursor of %s: %w", s.poller, err)
 		}
 		if err := fs.Err0(); err != nil {
-			return CursorRecord{}, false, fmt.Errorf("pull: read cursor of %s: %w", s.poller, err)
+			return pull.CursorRecord{}, false, fmt.Errorf("ownership: read cursor of %s: %w", s.poller, err)
 		}
 		fs.EachRecord(func(r *kgo.Record) {
 			if r.Partition == s.partition && (last == nil || r.Offset > last.Offset) {
@@ -462,11 +465,11 @@ func (s *kafkaStore) Load(ctx context.Context) (CursorRecord, bool, error) {
 	if string(last.Key) != s.poller {
 		s.log.Warn("the cursor partition's last record is another poller's: starting afresh",
 			"poller", s.poller, "partition", s.partition, "record_key", string(last.Key))
-		return CursorRecord{}, false, nil
+		return pull.CursorRecord{}, false, nil
 	}
-	var rec CursorRecord
+	var rec pull.CursorRecord
 	if err := json.Unmarshal(last.Value, &rec); err != nil {
-		return CursorRecord{}, false, fmt.Errorf("pull: cursor record %s[%d]@%d: %w", s.topic, s.partition, last.Offset, err)
+		return pull.CursorRecord{}, false, fmt.Errorf("ownership: cursor record %s[%d]@%d: %w", s.topic, s.partition, last.Offset, err)
 	}
 	return rec, true, nil
 }

@@ -17,9 +17,9 @@ import (
 	"github.com/sluicehq/sluice/contract"
 	"github.com/sluicehq/sluice/examples"
 	"github.com/sluicehq/sluice/gateway"
-	"github.com/sluicehq/sluice/loadgen"
 	"github.com/sluicehq/sluice/publish"
 	"github.com/sluicehq/sluice/record"
+	"github.com/sluicehq/sluice/tools/loadgen"
 )
 
 const testKey = "loadgen-test-key"

@@ -1,4 +1,4 @@
-package pull
+package devpartner
 
 import (
 	"context"
@@ -9,6 +9,9 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/backoff"
+	"github.com/sluicehq/sluice/pull"
 )
 
 // Demo partner behaviour.
@@ -22,13 +25,9 @@ const (
 	demoPollerName = "demo-shop"
 )
 
-// DemoPartner is an in-process partner API on loopback that serves
-// examples.shop.v1.OrderPlaced events with cursor pagination: an order
-// every half second after a backlog of 25, pages of 10 at
-// GET /orders?cursor=N, every 5th request answered 429 with Retry-After: 1,
-// and every 40th order with a currency that breaks the contract, so `sluice
-// dev` shows throttling and typed rejections too.
-type DemoPartner struct {
+// server is the partner API; the package documentation says what it
+// serves.
+type server struct {
 	srv   *http.Server
 	ln    net.Listener
 	start time.Time
@@ -38,14 +37,14 @@ type DemoPartner struct {
 	requests int
 }
 
-// StartDemoPartner listens on 127.0.0.1 (any free port) and serves until
-// stop is called or ctx ends; stop waits for the server to finish.
-func StartDemoPartner(ctx context.Context) (baseURL string, stop func(), err error) {
+// Start listens on 127.0.0.1 (any free port) and serves until stop is
+// called or ctx ends; stop waits for the server to finish.
+func Start(ctx context.Context) (baseURL string, stop func(), err error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return "", nil, fmt.Errorf("pull: demo partner: %w", err)
+		return "", nil, fmt.Errorf("devpartner: %w", err)
 	}
-	d := &DemoPartner{ln: ln, start: time.Now(), done: make(chan struct{})}
+	d := &server{ln: ln, start: time.Now(), done: make(chan struct{})}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /orders", d.orders)
 	d.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
@@ -73,28 +72,27 @@ func StartDemoPartner(ctx context.Context) (baseURL string, stop func(), err err
 	return "http://" + ln.Addr().String(), stop, nil
 }
 
-// DemoConfig is the poller of the demo partner at baseURL, under source
-// "demo".
-func DemoConfig(baseURL string) Config {
-	c := DefaultConfig()
+// Config is the poller of the partner at baseURL, under source "demo".
+func Config(baseURL string) pull.Config {
+	c := pull.DefaultConfig()
 	c.Name = demoPollerName
 	c.Source = "demo"
 	c.URL = baseURL + "/orders?cursor={cursor}"
 	c.Interval = 2 * time.Second
 	c.RequestTimeout = 5 * time.Second
-	c.Pagination = PaginationConfig{Type: PaginateCursor, Cursor: "/next_cursor", StartPage: 1}
+	c.Pagination = pull.PaginationConfig{Type: pull.PaginateCursor, Cursor: "/next_cursor", StartPage: 1}
 	c.Items = "/orders"
-	c.Mapping = MappingConfig{
+	c.Mapping = pull.MappingConfig{
 		ID:           "/order/order_id",
 		Type:         demoType,
 		OccurredAt:   "/placed_at",
 		PartitionKey: "/order/customer/customer_id",
 		Payload:      "/order",
 	}
-	c.RateLimit = RateLimitConfig{Rate: 20, Burst: 5}
+	c.RateLimit = pull.RateLimitConfig{Rate: 20, Burst: 5}
 	c.MaxRetryAfter = 10 * time.Second
-	c.Backoff = BackoffConfig{Initial: 200 * time.Millisecond, Max: 5 * time.Second}
-	c.Breaker = BreakerConfig{Failures: 5, Cooldown: 5 * time.Second}
+	c.Backoff = backoff.Config{Initial: 200 * time.Millisecond, Max: 5 * time.Second}
+	c.Breaker = pull.BreakerConfig{Failures: 5, Cooldown: 5 * time.Second}
 	return c
 }
 
@@ -103,7 +101,7 @@ type demoItem struct {
 	Order    map[string]any `json:"order"`
 }
 
-func (d *DemoPartner) orders(w http.ResponseWriter, r *http.Request) {
+func (d *server) orders(w http.ResponseWriter, r *http.Request) {
 	d.mu.Lock()
 	d.requests++
 	n := d.requests

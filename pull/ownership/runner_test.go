@@ -1,4 +1,4 @@
-package pull
+package ownership
 
 import (
 	"context"
@@ -14,6 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluicehq/sluice/pull"
 )
 
 // replicaTransport tags each request with the replica that made it.
@@ -52,13 +54,13 @@ func (f *feed) visits() []visit {
 	return out
 }
 
-func newTestRunner(t *testing.T, brokers []string, replica string, cfgs []Config, ing Ingester) *Runner {
+func newTestRunner(t *testing.T, brokers []string, replica string, cfgs []pull.Config, ing pull.Ingester) *Runner {
 	t.Helper()
-	oc := NewDefaultOwnershipConfig()
+	oc := NewDefaultConfig()
 	oc.SessionTimeout = 6 * time.Second
 	oc.RebalanceTimeout = 10 * time.Second
 	r, err := NewRunner(oc, []kgo.Opt{kgo.SeedBrokers(brokers...)}, cfgs, ing, WithLogger(quietLog()),
-		WithHTTPClient(&http.Client{Transport: replicaTransport{replica}}))
+		WithPollerOptions(pull.WithHTTPClient(&http.Client{Transport: replicaTransport{replica}})))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +70,7 @@ func newTestRunner(t *testing.T, brokers []string, replica string, cfgs []Config
 func running(r *Runner) []string {
 	var out []string
 	for _, s := range r.Status() {
-		if s.State != StateStopped && s.State != StateAuthFailed {
+		if s.State != pull.StateStopped && s.State != pull.StateAuthFailed {
 			out = append(out, s.Partner)
 		}
 	}
@@ -88,12 +90,12 @@ func TestOwnership(t *testing.T) {
 	alpha, beta := newFeed(t, "a"), newFeed(t, "b")
 	alpha.released.Store(10)
 	beta.released.Store(10)
-	cfg := func(name string, f *feed) Config {
+	cfg := func(name string, f *feed) pull.Config {
 		c := testConfig(name, f.URL)
 		c.Interval = 20 * time.Millisecond
 		return c
 	}
-	cfgs := []Config{cfg("beta", beta), cfg("alpha", alpha)}
+	cfgs := []pull.Config{cfg("beta", beta), cfg("alpha", alpha)}
 	rec := newRecorder()
 	r1 := newTestRunner(t, brokers, "r1", cfgs, rec)
 	r2 := newTestRunner(t, brokers, "r2", cfgs, rec)
@@ -153,7 +155,7 @@ func TestOwnership(t *testing.T) {
 		t.Fatalf("cursor topic %+v, %v", details, err)
 	}
 	three := append(cfgs, cfg("gamma", alpha))
-	oc := NewDefaultOwnershipConfig()
+	oc := NewDefaultConfig()
 	reg := prometheus.NewRegistry()
 	r3, err := NewRunner(oc, []kgo.Opt{kgo.SeedBrokers(brokers...)}, three, rec, WithLogger(quietLog()), WithRegisterer(reg))
 	if err != nil {
@@ -164,7 +166,7 @@ func TestOwnership(t *testing.T) {
 		t.Fatalf("Start with 3 pollers: %v", err)
 	}
 	r3.Close()
-	if _, err := NewMetrics(reg); err != nil {
+	if _, err := pull.NewMetrics(reg); err != nil {
 		t.Errorf("metrics left registered after a failed start: %v", err)
 	}
 }
@@ -202,7 +204,7 @@ func TestKafkaStore(t *testing.T) {
 	}
 	at := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	for i := range 3 {
-		if err := s.Save(ctx, CursorRecord{Poller: "alpha", Position: Position{Cursor: fmt.Sprint("c", i)}, SavedAt: at}); err != nil {
+		if err := s.Save(ctx, pull.CursorRecord{Poller: "alpha", Position: pull.Position{Cursor: fmt.Sprint("c", i)}, SavedAt: at}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,4 +1,4 @@
-package pull
+package ownership
 
 import (
 	"testing"
@@ -7,6 +7,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/sluicehq/sluice/pull"
 )
 
 // TestRunnerConnectsWithItsOptions: every client of the runner (topic
@@ -25,9 +27,9 @@ func TestRunnerConnectsWithItsOptions(t *testing.T) {
 	c := testConfig("alpha", f.URL)
 	c.Interval = 20 * time.Millisecond
 
-	oc := NewDefaultOwnershipConfig()
+	oc := NewDefaultConfig()
 	oc.IOTimeout = 2 * time.Second
-	anon, err := NewRunner(oc, []kgo.Opt{kgo.SeedBrokers(cluster.ListenAddrs()...)}, []Config{c}, newRecorder(), WithLogger(quietLog()))
+	anon, err := NewRunner(oc, []kgo.Opt{kgo.SeedBrokers(cluster.ListenAddrs()...)}, []pull.Config{c}, newRecorder(), WithLogger(quietLog()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +39,7 @@ func TestRunnerConnectsWithItsOptions(t *testing.T) {
 	}
 
 	rec := newRecorder()
-	r, err := NewRunner(NewDefaultOwnershipConfig(), conn, []Config{c}, rec, WithLogger(quietLog()))
+	r, err := NewRunner(NewDefaultConfig(), conn, []pull.Config{c}, rec, WithLogger(quietLog()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +57,7 @@ func TestRunnerConnectsWithItsOptions(t *testing.T) {
 	// connection: the feed is asked from 5 on.
 	f.released.Store(8)
 	seen := len(f.visits())
-	r2, err := NewRunner(NewDefaultOwnershipConfig(), conn, []Config{c}, rec, WithLogger(quietLog()))
+	r2, err := NewRunner(NewDefaultConfig(), conn, []pull.Config{c}, rec, WithLogger(quietLog()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +70,7 @@ func TestRunnerConnectsWithItsOptions(t *testing.T) {
 		t.Fatalf("visits after the restart %v, want the first at the saved cursor 5", v)
 	}
 
-	if _, err := NewRunner(NewDefaultOwnershipConfig(), nil, []Config{c}, rec); err == nil {
+	if _, err := NewRunner(NewDefaultConfig(), nil, []pull.Config{c}, rec); err == nil {
 		t.Fatal("a runner without a connection")
 	}
 }

@@ -7,8 +7,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/sluicehq/sluice/internal/kafkaconn"
-	"github.com/sluicehq/sluice/loadgen"
 	"github.com/sluicehq/sluice/record"
+	"github.com/sluicehq/sluice/tools/loadgen"
 )
 
 // TestDirectUsesTheConnectionBlock: direct connects with Config.Kafka, so

@@ -10,7 +10,7 @@ import (
 	"github.com/sluicehq/sluice/gateway"
 	"github.com/sluicehq/sluice/internal/tlsfiles"
 	"github.com/sluicehq/sluice/internal/tlsfiles/tlstest"
-	"github.com/sluicehq/sluice/loadgen"
+	"github.com/sluicehq/sluice/tools/loadgen"
 )
 
 // The grpc, stream and rest targets speak TLS to a gateway whose listeners

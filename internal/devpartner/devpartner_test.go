@@ -1,0 +1,328 @@
+package devpartner
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluicehq/sluice/contract"
+	"github.com/sluicehq/sluice/examples"
+	"github.com/sluicehq/sluice/gateway"
+	"github.com/sluicehq/sluice/publish"
+	"github.com/sluicehq/sluice/pull"
+	"github.com/sluicehq/sluice/pull/ownership"
+	"github.com/sluicehq/sluice/record"
+)
+
+const typeOrder = "examples.shop.v1.OrderPlaced"
+
+// TestDemoPartner: the demo poller pulls the demo partner's backlog through
+// a real gateway: the orders pass the OrderPlaced contract, the 429s are
+// waited out, and every 40th order is rejected with a typed reason.
+func TestDemoPartner(t *testing.T) {
+	g := newRealGateway(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	base, stopPartner, err := Start(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stopPartner()
+	cfg := Config(base)
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	clk := newFakeClock()
+	clk.park = cfg.Interval // caught up: parks
+	store := &memStore{}
+	reg := prometheus.NewRegistry()
+	m, err := pull.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := pull.NewPoller(cfg, g.svc, store, pull.WithClock(clk), pull.WithLogger(quietLog()), pull.WithMetrics(m),
+		pull.WithJitter(func(d time.Duration) time.Duration { return d }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := run(t, p)
+	eventually(t, "caught up", func() bool { return clk.Parked() > 0 })
+	stop()
+	accepted := metric(t, reg, "sluice_poller_items_total", "partner", demoPollerName, "outcome", "ACCEPTED", "reason", "")
+	invalid := metric(t, reg, "sluice_poller_items_total", "partner", demoPollerName, "outcome", "REJECTED", "reason", "SCHEMA_VIOLATION")
+	last := store.Saves()[len(store.Saves())-1]
+	var n int
+	fmt.Sscan(last.Cursor, &n)
+	if n < demoBacklog || accepted+invalid != float64(n) || invalid != float64(n/demoInvalidN) {
+		t.Errorf("cursor %d: accepted %v, invalid %v", n, accepted, invalid)
+	}
+	waited := metric(t, reg, "sluice_poller_wait_seconds_total", "partner", demoPollerName, "cause", "retry_after")
+	if got := metric(t, reg, "sluice_poller_requests_total", "partner", demoPollerName, "status", "429"); got != 0 && waited != got {
+		t.Errorf("%v 429s, waited %vs", got, waited)
+	}
+	if ids := g.eventIDs(t, int(accepted)); len(ids) != int(accepted) {
+		t.Errorf("%d records in Kafka, want %v", len(ids), accepted)
+	}
+	stopPartner()
+	if _, err := http.Get(base + "/orders"); err == nil {
+		t.Error("demo partner still answers after stop")
+	}
+}
+
+// TestDemoThroughRunner is `sluice dev`'s wiring: a Runner over the
+// in-process Kafka runs the demo poller into a real gateway.
+func TestDemoThroughRunner(t *testing.T) {
+	g := newRealGateway(t)
+	base, stopPartner, err := Start(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stopPartner()
+	oc := ownership.NewDefaultConfig()
+	r, err := ownership.NewRunner(oc, []kgo.Opt{kgo.SeedBrokers(g.brokers...)}, []pull.Config{Config(base)}, g.svc, ownership.WithLogger(quietLog()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if ids := g.eventIDs(t, demoBacklog); len(ids) < demoBacklog {
+		t.Fatalf("%d demo orders in Kafka, want at least %d", len(ids), demoBacklog)
+	}
+	st := r.Status()
+	if len(st) != 1 || st[0].Partner != demoPollerName || st[0].SavedAt.IsZero() {
+		t.Errorf("status %+v", st)
+	}
+}
+
+// realGateway is a gateway.Service publishing to an in-process Kafka.
+type realGateway struct {
+	svc     *gateway.Service
+	brokers []string
+	cluster *kfake.Cluster
+}
+
+func newRealGateway(t testing.TB) *realGateway {
+	t.Helper()
+	registry, err := contract.Load(examples.Contracts, examples.Types)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var topics []string
+	for _, typ := range examples.Types {
+		topics = append(topics, record.EventTopic(typ))
+	}
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, topics...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cluster.Close)
+	pcfg := publish.NewDefaultConfig()
+	pcfg.Brokers = cluster.ListenAddrs()
+	producer, err := publish.NewProducer(pcfg, publish.WithLogger(quietLog()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = producer.Close(ctx)
+	})
+	admission, err := publish.NewAdmission(publish.NewDefaultAdmissionConfig(), producer, nil, publish.WithLogger(quietLog()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(admission.Close)
+	cfg := gateway.NewDefaultConfig()
+	cfg.Sources = []gateway.SourceConfig{{Name: "pushers", KeyHashes: []string{gateway.HashKey("k")}, EventTypes: []string{"*"}}}
+	svc, err := gateway.New(cfg, registry, admission, gateway.WithLogger(quietLog()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &realGateway{svc: svc, brokers: cluster.ListenAddrs(), cluster: cluster}
+}
+
+// eventIDs reads the OrderPlaced topic to its end and counts records by
+// event id.
+func (g *realGateway) eventIDs(t testing.TB, want int) map[string]int {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(g.brokers...), kgo.ConsumeTopics(record.EventTopic(typeOrder)),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ids := map[string]int{}
+	n := 0
+	deadline := time.Now().Add(10 * time.Second)
+	extra := time.Time{}
+	for time.Now().Before(deadline) && (extra.IsZero() || time.Now().Before(extra)) {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		fs := cl.PollFetches(ctx)
+		cancel()
+		fs.EachRecord(func(r *kgo.Record) {
+			h, err := record.ParseEvent(r)
+			if err != nil {
+				t.Errorf("record headers: %v", err)
+				return
+			}
+			ids[h.ID]++
+			n++
+		})
+		if n >= want && extra.IsZero() {
+			extra = time.Now().Add(300 * time.Millisecond) // catch extra copies
+		}
+	}
+	return ids
+}
+
+// fakeClock advances by every Sleep at once. A sleep of park or longer is
+// the poller being caught up: it blocks until the poller is stopped, so a
+// test can wait for that condition.
+type fakeClock struct {
+	mu     sync.Mutex
+	now    time.Time
+	park   time.Duration
+	parked int
+}
+
+func newFakeClock() *fakeClock {
+	return &fakeClock{now: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC), park: time.Hour}
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
+	c.mu.Lock()
+	if d >= c.park {
+		c.parked++
+		c.mu.Unlock()
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	if d > 0 {
+		c.now = c.now.Add(d)
+	}
+	c.mu.Unlock()
+	return ctx.Err()
+}
+
+func (c *fakeClock) Parked() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.parked
+}
+
+// memStore is a CursorStore in memory; saves are kept in order.
+type memStore struct {
+	mu    sync.Mutex
+	saves []pull.CursorRecord
+}
+
+func (s *memStore) Load(context.Context) (pull.CursorRecord, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.saves) == 0 {
+		return pull.CursorRecord{}, false, nil
+	}
+	return s.saves[len(s.saves)-1], true, nil
+}
+
+func (s *memStore) Save(_ context.Context, rec pull.CursorRecord) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.saves = append(s.saves, rec)
+	return nil
+}
+
+func (s *memStore) Saves() []pull.CursorRecord {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]pull.CursorRecord(nil), s.saves...)
+}
+
+// run starts p and returns a stop that cancels it and returns Run's error.
+func run(t testing.TB, p *pull.Poller) (stop func() error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	var once sync.Once
+	var err error
+	stop = func() error {
+		once.Do(func() {
+			cancel()
+			select {
+			case err = <-done:
+			case <-time.After(20 * time.Second):
+				t.Fatal("poller did not stop")
+			}
+		})
+		return err
+	}
+	t.Cleanup(func() { stop() })
+	return stop
+}
+
+// eventually checks cond until it holds, or fails the test at the deadline.
+func eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.After(20 * time.Second)
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("waited in vain for %s", what)
+		}
+	}
+}
+
+// metric is the value of the counter name{labels} gathered from reg; 0
+// when it has none. labels are name, value pairs.
+func metric(t testing.TB, reg *prometheus.Registry, name string, labels ...string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{}
+	for i := 0; i+1 < len(labels); i += 2 {
+		want[labels[i]] = labels[i+1]
+	}
+	for _, fam := range families {
+		if fam.GetName() != name {
+			continue
+		}
+	metrics:
+		for _, m := range fam.GetMetric() {
+			got := map[string]string{}
+			for _, l := range m.GetLabel() {
+				got[l.GetName()] = l.GetValue()
+			}
+			for k, v := range want {
+				if got[k] != v {
+					continue metrics
+				}
+			}
+			return m.GetCounter().GetValue()
+		}
+	}
+	return 0
+}
+
+func quietLog() *slog.Logger { return slog.New(slog.DiscardHandler) }
