@@ -180,7 +180,7 @@ type BreakerConfig struct {
 
 // DefaultConfig returns the defaults documented on Config. Name, URL and the
 // mapping's ID and Type must be set.
-func DefaultConfig() Config {
+func NewDefaultConfig() Config {
 	return Config{
 		Method:         http.MethodGet,
 		Auth:           AuthConfig{Type: AuthNone, OAuth2: OAuth2Config{RefreshBefore: time.Minute, AuthStyle: AuthStyleAuto}},
@@ -199,7 +199,7 @@ func DefaultConfig() Config {
 // differs, and refuses unknown keys.
 func (c *Config) UnmarshalYAML(n *yaml.Node) error {
 	type plain Config
-	d := plain(DefaultConfig())
+	d := plain(NewDefaultConfig())
 	raw, err := yaml.Marshal(n)
 	if err != nil {
 		return err

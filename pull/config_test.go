@@ -106,7 +106,7 @@ pollers:
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	d := DefaultConfig()
+	d := NewDefaultConfig()
 	if c.Interval != 15*time.Second || c.Backoff.Initial != 2*time.Second || c.Method != d.Method ||
 		c.Breaker != d.Breaker || c.MaxBodyBytes != d.MaxBodyBytes || c.Auth.Type != AuthNone {
 		t.Errorf("decoded %+v", c)

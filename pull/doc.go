@@ -5,7 +5,7 @@
 //
 // # Usage
 //
-//	cfg := pull.DefaultConfig()
+//	cfg := pull.NewDefaultConfig()
 //	cfg.Name, cfg.URL = "acme-orders", "https://api.acme.test/orders?cursor={cursor}"
 //	cfg.Pagination.Cursor, cfg.Items = "/next", "/data"
 //	cfg.Mapping = pull.MappingConfig{ID: "/id", Type: "examples.shop.v1.OrderPlaced", OccurredAt: "/created_at"}

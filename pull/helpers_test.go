@@ -215,7 +215,7 @@ func cursorPage(w http.ResponseWriter, its []map[string]any, next string) {
 
 // testConfig is a cursor poller of url with items at /data and test items.
 func testConfig(name, base string) Config {
-	c := DefaultConfig()
+	c := NewDefaultConfig()
 	c.Name = name
 	c.URL = base + "/items?cursor={cursor}"
 	c.Interval = time.Hour // the fake clock parks here: caught up

@@ -34,7 +34,7 @@ func BenchmarkSQLiteWrite(b *testing.B) {
 	for _, size := range []int{1, 100} {
 		for _, sync := range []string{"full", "normal"} {
 			b.Run(fmt.Sprintf("batch=%d/synchronous=%s", size, sync), func(b *testing.B) {
-				cfg := DefaultConfig().SQLite
+				cfg := NewDefaultConfig().SQLite
 				cfg.Path = b.TempDir() + "/events.db"
 				cfg.Synchronous = sync
 				s, err := OpenSQLite(context.Background(), cfg)

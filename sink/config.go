@@ -85,7 +85,7 @@ type HTTPConfig struct {
 }
 
 // DefaultConfig returns the defaults documented on Config: an SQLite sink.
-func DefaultConfig() Config {
+func NewDefaultConfig() Config {
 	return Config{
 		Kind: KindSQLite,
 		SQLite: SQLiteConfig{

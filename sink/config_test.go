@@ -86,7 +86,7 @@ func TestConfigValidate(t *testing.T) {
 		}, "http.headers_from_env[Authorization]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := DefaultConfig()
+			cfg := NewDefaultConfig()
 			tc.mod(&cfg)
 			err := cfg.Validate()
 			if tc.field == "" {
@@ -106,7 +106,7 @@ func TestConfigValidate(t *testing.T) {
 }
 
 func TestConfigYAML(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := NewDefaultConfig()
 	doc := `
 kind: http
 http:
@@ -129,7 +129,7 @@ http:
 
 func TestOpen(t *testing.T) {
 	ctx := context.Background()
-	cfg := DefaultConfig()
+	cfg := NewDefaultConfig()
 	cfg.SQLite.Path = filepath.Join(t.TempDir(), "events.db")
 	s, err := Open(ctx, cfg)
 	if err != nil {

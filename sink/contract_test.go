@@ -71,7 +71,7 @@ func openTestPostgres(t testing.TB, dsn string, clock *testClock) *Postgres {
 		t.Fatalf("Migrate: %v", err)
 	}
 	t.Cleanup(func() { dropTestTable(t, dsn, table) })
-	cfg := DefaultConfig().Postgres
+	cfg := NewDefaultConfig().Postgres
 	cfg.DSN, cfg.Table = dsn, table
 	p, err := OpenPostgres(ctx, cfg, WithClock(clock.Now))
 	if err != nil {

@@ -4,7 +4,7 @@
 //
 // # Usage
 //
-//	cfg := sink.DefaultConfig() // kind: sqlite
+//	cfg := sink.NewDefaultConfig() // kind: sqlite
 //	// or cfg.Kind = "postgres"; cfg.Postgres.DSN = ...
 //	if err := cfg.Validate(); err != nil { ... } // "sink: <field>: <why>"
 //	s, err := sink.Open(ctx, cfg)

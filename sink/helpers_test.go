@@ -147,7 +147,7 @@ func jsonEqual(t *testing.T, a, b []byte) bool {
 
 func openTestSQLite(t testing.TB, dir string, clock *testClock) *SQLite {
 	t.Helper()
-	cfg := DefaultConfig().SQLite
+	cfg := NewDefaultConfig().SQLite
 	cfg.Path = filepath.Join(dir, "events.db")
 	s, err := OpenSQLite(context.Background(), cfg, WithClock(clock.Now))
 	if err != nil {
@@ -244,7 +244,7 @@ func (rc *receiver) Get(_ context.Context, source, id string) (Row, error) {
 
 func openTestHTTP(t testing.TB, url string, clock *testClock, mod func(*HTTPConfig)) *HTTP {
 	t.Helper()
-	cfg := DefaultConfig().HTTP
+	cfg := NewDefaultConfig().HTTP
 	cfg.URL = url
 	if mod != nil {
 		mod(&cfg)

@@ -213,7 +213,7 @@ func TestHTTPHeaders(t *testing.T) {
 	rc, srv := newReceiverServer(t)
 	env := map[string]string{"SINK_AUTH": "Bearer s3cret"}
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
-	cfg := DefaultConfig().HTTP
+	cfg := NewDefaultConfig().HTTP
 	cfg.URL = srv.URL
 	cfg.Headers = map[string]string{"X-Tenant": "acme"}
 	cfg.HeadersFromEnv = map[string]string{"Authorization": "SINK_AUTH"}
@@ -295,7 +295,7 @@ func TestHTTPRedirects(t *testing.T) {
 			redirect := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				http.Redirect(w, r, target.URL+"/receive", tc.status)
 			})
-			cfg := DefaultConfig().HTTP
+			cfg := NewDefaultConfig().HTTP
 			cfg.HeadersFromEnv = map[string]string{"Authorization": "SINK_AUTH"}
 			opts := []Option{WithLookupEnv(env), WithClock(newTestClock().Now)}
 			if tc.tls {

@@ -97,7 +97,7 @@ func TestIntegrationPostgresMigrate(t *testing.T) {
 	table := testTableName(t)
 	t.Cleanup(func() { dropTestTable(t, dsn, table) })
 
-	cfg := DefaultConfig().Postgres
+	cfg := NewDefaultConfig().Postgres
 	cfg.DSN, cfg.Table = dsn, table
 	if _, err := OpenPostgres(ctx, cfg); err == nil || !strings.Contains(err.Error(), "does not exist") {
 		t.Fatalf("OpenPostgres before Migrate: err = %v, want the table to be missing", err)
@@ -186,7 +186,7 @@ func TestIntegrationPostgresMigrateV1(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	cfg := DefaultConfig().Postgres
+	cfg := NewDefaultConfig().Postgres
 	cfg.DSN, cfg.Table = dsn, table
 	_, err = OpenPostgres(ctx, cfg)
 	if err == nil || !strings.Contains(err.Error(), "schema version 1") || !strings.Contains(err.Error(), "sluice sink migrate") {
@@ -283,7 +283,7 @@ func TestIntegrationPostgresDDLByHand(t *testing.T) {
 	if err := Migrate(ctx, dsn, table); err != nil {
 		t.Fatal(err)
 	}
-	cfg := DefaultConfig().Postgres
+	cfg := NewDefaultConfig().Postgres
 	cfg.DSN, cfg.Table = dsn, table
 	p, err := OpenPostgres(ctx, cfg)
 	if err != nil {
@@ -388,7 +388,7 @@ func TestIntegrationPostgresErrors(t *testing.T) {
 }
 
 func TestPostgresUnreachable(t *testing.T) {
-	cfg := DefaultConfig().Postgres
+	cfg := NewDefaultConfig().Postgres
 	cfg.DSN = "postgres://sluice:sluice@127.0.0.1:1/sluice_test?sslmode=disable"
 	cfg.ConnectTimeout = 2 * time.Second
 	if _, err := OpenPostgres(context.Background(), cfg); err == nil {

@@ -92,7 +92,7 @@ func TestSQLiteSurvivesKill(t *testing.T) {
 	}
 	cmd.Wait()
 
-	cfg := DefaultConfig().SQLite
+	cfg := NewDefaultConfig().SQLite
 	cfg.Path = path
 	s, err := OpenSQLite(ctx, cfg)
 	if err != nil {
@@ -110,7 +110,7 @@ func TestSQLiteCrashChild(t *testing.T) {
 	if path == "" {
 		t.Skip("runs only as TestSQLiteSurvivesKill's child")
 	}
-	cfg := DefaultConfig().SQLite
+	cfg := NewDefaultConfig().SQLite
 	cfg.Path = path
 	s, err := OpenSQLite(context.Background(), cfg)
 	if err != nil {
@@ -131,7 +131,7 @@ func TestSQLiteErrorClasses(t *testing.T) {
 	ctx := context.Background()
 	t.Run("locked file is transient", func(t *testing.T) {
 		dir := t.TempDir()
-		cfg := DefaultConfig().SQLite
+		cfg := NewDefaultConfig().SQLite
 		cfg.Path = filepath.Join(dir, "events.db")
 		cfg.BusyTimeout = 0
 		s, err := OpenSQLite(ctx, cfg)
@@ -161,7 +161,7 @@ func TestSQLiteErrorClasses(t *testing.T) {
 	t.Run("constraint is permanent", func(t *testing.T) {
 		// An operator's table with a stricter rule than the sink's.
 		dir := t.TempDir()
-		cfg := DefaultConfig().SQLite
+		cfg := NewDefaultConfig().SQLite
 		cfg.Path = filepath.Join(dir, "events.db")
 		db, err := sql.Open("sqlite", cfg.Path)
 		if err != nil {
@@ -202,7 +202,7 @@ func TestSQLiteErrorClasses(t *testing.T) {
 
 func TestSQLiteReads(t *testing.T) {
 	ctx := context.Background()
-	cfg := DefaultConfig().SQLite
+	cfg := NewDefaultConfig().SQLite
 	cfg.Path = filepath.Join(t.TempDir(), "events.db")
 	cfg.Table = "order" // a keyword: the sink quotes it
 	s, err := OpenSQLite(ctx, cfg)
@@ -285,7 +285,7 @@ func writeSQLiteV1(t *testing.T, path, table string, events []Event, written tim
 // their order, and fingerprinted; MigrateSQLite runs again without harm.
 func TestSQLiteMigrateV1(t *testing.T) {
 	ctx := context.Background()
-	cfg := DefaultConfig().SQLite
+	cfg := NewDefaultConfig().SQLite
 	cfg.Path = filepath.Join(t.TempDir(), "events.db")
 	old := testEvents(0, 600) // more than one chunk of the fingerprint pass
 	written := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
@@ -379,7 +379,7 @@ func TestSQLiteSchemaVersions(t *testing.T) {
 			{"MigrateSQLite", func(cfg SQLiteConfig) error { return MigrateSQLite(ctx, cfg) }},
 		} {
 			t.Run(create.name, func(t *testing.T) {
-				cfg := DefaultConfig().SQLite
+				cfg := NewDefaultConfig().SQLite
 				cfg.Path = filepath.Join(t.TempDir(), "events.db")
 				if err := create.fn(cfg); err != nil {
 					t.Fatal(err)
@@ -399,7 +399,7 @@ func TestSQLiteSchemaVersions(t *testing.T) {
 		}
 	})
 	t.Run("newer version is refused", func(t *testing.T) {
-		cfg := DefaultConfig().SQLite
+		cfg := NewDefaultConfig().SQLite
 		cfg.Path = filepath.Join(t.TempDir(), "events.db")
 		if err := MigrateSQLite(ctx, cfg); err != nil {
 			t.Fatal(err)

@@ -104,7 +104,7 @@ func defaultFileConfig() fileConfig {
 		Admission: publish.NewDefaultAdmissionConfig(),
 		Log:       logConfig{Level: "info", Format: "json"},
 		Consumer:  consumer.DefaultConfig(),
-		Sink:      sink.DefaultConfig(),
+		Sink:      sink.NewDefaultConfig(),
 		Admin:     admin.NewDefaultConfig(),
 	}
 }

@@ -89,7 +89,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 
-	scfg := sink.DefaultConfig().SQLite
+	scfg := sink.NewDefaultConfig().SQLite
 	scfg.Path = *sinkDB
 	if scfg.Path == "" {
 		dir, err := os.MkdirTemp("", "sluice-dev-sink-")

@@ -34,7 +34,7 @@ func runSinkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
-	cfg := sink.DefaultConfig()
+	cfg := sink.NewDefaultConfig()
 	switch {
 	case *path != "":
 		fc, err := loadConfig(*path, osGetenv, fileConfig.validateSink)

@@ -17,7 +17,7 @@ import (
 // TestSinkRecent: `sluice sink recent` prints the rows of an SQLite sink.
 func TestSinkRecent(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "events.db")
-	cfg := sink.DefaultConfig().SQLite
+	cfg := sink.NewDefaultConfig().SQLite
 	cfg.Path = path
 	ctx := context.Background()
 	s, err := sink.OpenSQLite(ctx, cfg)

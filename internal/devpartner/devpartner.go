@@ -74,7 +74,7 @@ func Start(ctx context.Context) (baseURL string, stop func(), err error) {
 
 // Config is the poller of the partner at baseURL, under source "demo".
 func Config(baseURL string) pull.Config {
-	c := pull.DefaultConfig()
+	c := pull.NewDefaultConfig()
 	c.Name = demoPollerName
 	c.Source = "demo"
 	c.URL = baseURL + "/orders?cursor={cursor}"

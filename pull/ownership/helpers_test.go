@@ -100,7 +100,7 @@ func cursorPage(w http.ResponseWriter, its []map[string]any, next string) {
 
 // testConfig is a cursor poller of base with items at /data.
 func testConfig(name, base string) pull.Config {
-	c := pull.DefaultConfig()
+	c := pull.NewDefaultConfig()
 	c.Name = name
 	c.URL = base + "/items?cursor={cursor}"
 	c.Interval = time.Hour
