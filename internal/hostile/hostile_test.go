@@ -29,6 +29,7 @@ import (
 	"github.com/sluicehq/sluice/examples"
 	"github.com/sluicehq/sluice/gateway"
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
+	"github.com/sluicehq/sluice/internal/procfs"
 )
 
 // The environment that runs TestHostileLoad and shapes it.
@@ -114,7 +115,7 @@ func TestHostileLoad(t *testing.T) {
 	var samplers sync.WaitGroup
 	samplers.Go(func() {
 		Sample(sampleCtx, rssEvery, &rss, func(context.Context) (int64, error) {
-			m, err := ReadProcMemory(gw.pid())
+			m, err := procfs.ReadMemory(gw.pid())
 			return m.RSS, err
 		})
 	})
@@ -152,7 +153,7 @@ func TestHostileLoad(t *testing.T) {
 	if after != nil {
 		afterHeap, afterGoroutines = mib(after.HeapAlloc), fmt.Sprint(after.Goroutines)
 	}
-	mem, memErr := ReadProcMemory(gw.pid())
+	mem, memErr := procfs.ReadMemory(gw.pid())
 	running := gw.running()
 
 	var b strings.Builder
@@ -691,15 +692,5 @@ func TestParseRuntime(t *testing.T) {
 	}
 	if _, err := parseRuntime([]byte("go_goroutines 1\n")); err == nil {
 		t.Error("parseRuntime without the heap gauge: no error")
-	}
-}
-
-func TestParseStatusKB(t *testing.T) {
-	status := []byte("Name:\tsluice\nVmHWM:\t  204800 kB\nVmRSS:\t  102400 kB\n")
-	if n, err := parseStatusKB(status, "VmHWM"); err != nil || n != 200<<20 {
-		t.Errorf("VmHWM: %d, %v", n, err)
-	}
-	if _, err := parseStatusKB(status, "VmSwap"); err == nil {
-		t.Error("a missing field: no error")
 	}
 }

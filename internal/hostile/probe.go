@@ -7,58 +7,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/sluicehq/sluice/tools/loadgen"
 )
-
-// ProcMemory is what /proc/PID/status says of a process's resident
-// memory, in bytes.
-type ProcMemory struct {
-	RSS  int64 // VmRSS: resident now
-	Peak int64 // VmHWM: the most the process has ever had resident
-}
-
-// ReadProcMemory reads /proc/PID/status.
-func ReadProcMemory(pid int) (ProcMemory, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return ProcMemory{}, err
-	}
-	rss, err := loadgen.ParseProcStatusRSS(b)
-	if err != nil {
-		return ProcMemory{}, err
-	}
-	peak, err := parseStatusKB(b, "VmHWM")
-	if err != nil {
-		return ProcMemory{}, err
-	}
-	return ProcMemory{RSS: rss, Peak: peak}, nil
-}
-
-// parseStatusKB reads the "<field>: <n> kB" line of a /proc/PID/status.
-func parseStatusKB(b []byte, field string) (int64, error) {
-	for line := range bytes.SplitSeq(b, []byte("\n")) {
-		rest, ok := bytes.CutPrefix(line, []byte(field+":"))
-		if !ok {
-			continue
-		}
-		f := bytes.Fields(rest)
-		if len(f) != 2 || string(f[1]) != "kB" {
-			return 0, fmt.Errorf("hostile: /proc status: %s is not \"<n> kB\"", field)
-		}
-		kb, err := strconv.ParseInt(string(f[0]), 10, 64)
-		if err != nil || kb < 0 || kb > 1<<53 {
-			return 0, fmt.Errorf("hostile: /proc status: %s %q is not a size", field, f[0])
-		}
-		return kb << 10, nil
-	}
-	return 0, fmt.Errorf("hostile: /proc status: no %s line", field)
-}
 
 // Peak is the largest of a series of samples and how many were taken.
 type Peak struct {
