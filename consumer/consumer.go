@@ -17,6 +17,8 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/sluicehq/sluice/contract"
+	"github.com/sluicehq/sluice/internal/backoff"
+	"github.com/sluicehq/sluice/internal/breaker"
 	"github.com/sluicehq/sluice/internal/clip"
 	"github.com/sluicehq/sluice/record"
 	"github.com/sluicehq/sluice/sink"
@@ -62,7 +64,7 @@ type Consumer struct {
 	log     *slog.Logger
 	client  *kgo.Client
 	m       *metrics
-	breaker *Breaker
+	breaker *breaker.Breaker
 	limiter *rate.Limiter
 
 	sources []string
@@ -226,7 +228,12 @@ func New(cfg Config, reg *contract.Registry, s sink.Sink, kopts []kgo.Opt, opts 
 	}
 	c.workCtx, c.abandonAll = context.WithCancel(context.Background())
 	c.quietSince = o.clock.Now()
-	c.breaker = NewBreaker(cfg.Breaker, o.clock, func(st BreakerState) {
+	c.breaker = breaker.New(breaker.Config{
+		Window:       cfg.Breaker.Window,
+		MinRequests:  cfg.Breaker.MinRequests,
+		FailureRatio: cfg.Breaker.FailureRatio,
+		Cooldown:     cfg.Breaker.Cooldown,
+	}, o.clock, func(st breaker.State) {
 		c.m.circuit.WithLabelValues(s.Name()).Set(float64(st))
 		c.log.Info("circuit breaker", "state", st.String())
 		c.passMu.Lock()
@@ -264,7 +271,7 @@ func New(cfg Config, reg *contract.Registry, s sink.Sink, kopts []kgo.Opt, opts 
 		}
 	}
 	c.setMode(ModeNormal)
-	c.m.circuit.WithLabelValues(s.Name()).Set(float64(Closed))
+	c.m.circuit.WithLabelValues(s.Name()).Set(float64(breaker.Closed))
 	return c, nil
 }
 
@@ -272,7 +279,7 @@ func New(cfg Config, reg *contract.Registry, s sink.Sink, kopts []kgo.Opt, opts 
 func (c *Consumer) Mode() Mode { return Mode(c.mode.Load()) }
 
 // Breaker returns the sink's circuit breaker.
-func (c *Consumer) Breaker() *Breaker { return c.breaker }
+func (c *Consumer) Breaker() *breaker.Breaker { return c.breaker }
 
 // Run consumes until ctx is canceled or the client fails, then stops:
 // polling ends, in-flight work gets RevokeTimeout to finish, what is
@@ -640,7 +647,7 @@ func (c *Consumer) deliver(ctx context.Context, jobs []*job, events []sink.Event
 			c.deadLetter(ctx, jobs[0], &failure{class: class.String(), err: err, attempts: attempts, first: first})
 			return
 		}
-		if c.breaker.State() != Closed {
+		if c.breaker.State() != breaker.Closed {
 			// The sink is down, not this event: wait for the breaker
 			// without spending the retry budget.
 			attempts, first = 0, time.Time{}
@@ -701,12 +708,7 @@ func (c *Consumer) acquire(ctx context.Context) bool {
 // full jitter over an exponential ceiling, and never less than what the
 // sink asked for.
 func (c *Consumer) backoff(attempt int, retryAfter time.Duration) time.Duration {
-	ceil := c.cfg.Retry.InitialBackoff
-	for i := 1; i < attempt && ceil < c.cfg.Retry.MaxBackoff; i++ {
-		ceil *= 2
-	}
-	ceil = min(ceil, c.cfg.Retry.MaxBackoff)
-	d := time.Duration(c.o.rand() * float64(ceil))
+	d := backoff.Config{Initial: c.cfg.Retry.InitialBackoff, Max: c.cfg.Retry.MaxBackoff}.Wait(attempt, nil)
 	return max(d, retryAfter)
 }
 
@@ -1024,7 +1026,7 @@ func (c *Consumer) measureLag(ctx context.Context) {
 // records, up to their current end offsets, when the breaker is closed and
 // has been, with no pass, for DLQ.DrainInterval.
 func (c *Consumer) maybeStartPass(pending map[*partState]int64) {
-	if len(pending) == 0 || c.breaker.State() != Closed {
+	if len(pending) == 0 || c.breaker.State() != breaker.Closed {
 		return
 	}
 	c.passMu.Lock()
@@ -1107,7 +1109,7 @@ func (c *Consumer) evaluateMode() {
 	c.mu.Unlock()
 	var m Mode
 	switch {
-	case st != Closed:
+	case st != breaker.Closed:
 		m = ModePaused
 	case c.passActive():
 		m = ModeDrainDLQ

@@ -53,7 +53,7 @@ func newMetrics() *metrics {
 		}, []string{"sink", "class"}),
 		circuit: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "sluice_sink_circuit_state",
-			Help: "Circuit breaker state of each sink: 0 closed, 1 open, 2 half-open.",
+			Help: "Circuit breaker state of each sink: 0 closed, 1 open, 2 half_open.",
 		}, []string{"sink"}),
 		mode: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "sluice_consumer_mode",
