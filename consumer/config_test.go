@@ -4,8 +4,9 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/sluicehq/sluice/record"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluicehq/sluice/record"
 )
 
 func TestConfigValidate(t *testing.T) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -39,6 +38,76 @@ func (e *DeadLetterError) Error() string {
 }
 
 func (e *DeadLetterError) Unwrap() error { return e.Err }
+
+// deadLetter produces j's record to its DLQ or parked topic and finishes
+// j once the produce is acknowledged. A produce that fails transiently is
+// retried while j's partition is ours; one Kafka refuses for good (too
+// large, not authorized) is replaced by a bounded copy in the parked
+// topic. When that is refused too, Run stops with a *DeadLetterError and
+// j stays unfinished, so its offset is never committed.
+func (c *Consumer) deadLetter(ctx context.Context, j *job, f *failure) {
+	now := c.o.clock.Now()
+	env := record.Envelope{
+		Class:           f.class,
+		Error:           clip.String(f.err.Error(), c.cfg.DLQ.MaxErrorBytes),
+		Sink:            c.sink.Name(),
+		Attempts:        f.attempts,
+		FirstFailureAt:  now,
+		LastFailureAt:   now,
+		Retryable:       f.retryable,
+		SourceTopic:     j.rec.Topic,
+		SourcePartition: j.rec.Partition,
+		SourceOffset:    j.rec.Offset,
+		Group:           c.cfg.Group,
+	}
+	if !f.first.IsZero() {
+		env.FirstFailureAt = f.first
+	}
+	source := j.rec.Topic
+	park := f.park
+	if j.part.dlq {
+		// A drained record goes back to the DLQ or parked topic of the
+		// topic it was drained from, whatever its envelope says.
+		source = record.SourceOf(j.rec.Topic)
+		env.SourceTopic = source
+		if prev := j.env; prev != nil {
+			env.SourcePartition = prev.SourcePartition
+			env.SourceOffset = prev.SourceOffset
+			env.FirstFailureAt = prev.FirstFailureAt
+			env.DLQRetries = prev.DLQRetries + 1
+			env.Attempts = prev.Attempts + f.attempts
+			switch {
+			case park != "":
+			case env.DLQRetries > c.cfg.DLQ.MaxRetries:
+				park = record.ParkedMaxRetries
+			case now.After(prev.FirstFailureAt.Add(c.cfg.DLQ.Deadline)):
+				park = record.ParkedDeadline
+			}
+		}
+	}
+	topic, kind := record.DLQTopic(source), "dlq"
+	if park != "" {
+		topic, kind = record.ParkedTopic(source), "parked"
+		env.ParkedReason = park
+		env.Retryable = false
+	}
+	err := c.produceDeadLetter(ctx, record.NewDeadLetter(topic, j.rec, &env))
+	if err != nil && ctx.Err() == nil {
+		// Kafka will never take it: park a copy cut to fit instead.
+		refused := topic
+		topic, kind = record.ParkedTopic(source), "parked"
+		env, err = c.parkRefused(ctx, j, env, refused, err)
+	}
+	if err != nil {
+		c.finish(j, false)
+		return
+	}
+	c.m.deadLetters.WithLabelValues(topic, kind, env.Class).Inc()
+	c.m.events.WithLabelValues(kind).Inc()
+	c.log.Info("dead-lettered", "topic", topic, "event_topic", j.rec.Topic, "partition", j.rec.Partition,
+		"offset", j.rec.Offset, "class", env.Class, "err", env.Error, "parked_reason", env.ParkedReason)
+	c.finish(j, true)
+}
 
 // produceWarnInterval spaces the warnings of DLQ produces that keep failing
 // transiently: Kafka being away fails every in-flight dead letter at once.
@@ -113,35 +182,6 @@ func (c *Consumer) parkRefused(ctx context.Context, j *job, env record.Envelope,
 	j.part.abandon()
 	c.stop(dle)
 	return env, dle
-}
-
-// stop makes Run stop as if its context ended, and return err.
-func (c *Consumer) stop(err error) {
-	c.fatalMu.Lock()
-	if c.fatal == nil {
-		c.fatal = err
-	}
-	c.fatalMu.Unlock()
-	c.stopPolling()
-}
-
-// checkDrained vets a DLQ record before a drain writes it. source is its
-// DLQ topic's source topic: the envelope must name the same one, since
-// anyone who may write the DLQ topic may write an envelope. The value must
-// pass its contract, since such a record never passed the gateway. The
-// reason is the parked reason of a record refused.
-func (c *Consumer) checkDrained(source string, r *kgo.Record, env *record.Envelope) (reason string, err error) {
-	if !slices.Contains(c.sources, source) {
-		return record.ParkedSourceMismatch, fmt.Errorf("consumer: %s is not the DLQ topic of a source topic", r.Topic)
-	}
-	if env.SourceTopic != source {
-		return record.ParkedSourceMismatch, fmt.Errorf("consumer: envelope names source topic %q, the record is in %s",
-			env.SourceTopic, r.Topic)
-	}
-	if err := checkContract(c.reg, r); err != nil {
-		return record.ParkedContract, err
-	}
-	return "", nil
 }
 
 // errTruncated is a parked copy whose value was cut: it is not the event.

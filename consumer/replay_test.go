@@ -10,9 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/record"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluicehq/sluice/record"
 )
 
 func deadLetterFor(t *testing.T, source, typ, class string, partition int32, offset int64, failedAt time.Time) DeadLetter {
