@@ -13,7 +13,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/time/rate"
 
+	"github.com/sluicehq/sluice/consumer/dlq"
 	"github.com/sluicehq/sluice/contract"
+	"github.com/sluicehq/sluice/internal/backoff"
 	"github.com/sluicehq/sluice/internal/breaker"
 	"github.com/sluicehq/sluice/record"
 	"github.com/sluicehq/sluice/sink"
@@ -34,6 +36,8 @@ type Consumer struct {
 	m       *metrics
 	breaker *breaker.Breaker
 	limiter *rate.Limiter
+	// deadLetters produces the DLQ and parked records through client.
+	deadLetters *dlq.Producer
 
 	sources []string
 	dlqs    []string
@@ -69,11 +73,9 @@ type Consumer struct {
 
 	// stopPolling ends Run's polling; Run sets it before any work starts.
 	stopPolling context.CancelFunc
-	// fatal is the first error that stopped Run (a *DeadLetterError).
+	// fatal is the first error that stopped Run (a *dlq.DeadLetterError).
 	fatalMu sync.Mutex
 	fatal   error
-	// produceWarn holds back repeated warnings of failing DLQ produces.
-	produceWarn logThrottle
 }
 
 // New builds a consumer. kopts carry the Kafka connection (seed brokers,
@@ -108,7 +110,6 @@ func New(cfg Config, reg *contract.Registry, s sink.Sink, kopts []kgo.Opt, opts 
 		ready:    make(chan *job, cfg.MaxInFlight),
 		modeWake: make(chan struct{}, 1),
 	}
-	c.produceWarn.every = produceWarnInterval
 	for _, t := range c.sources {
 		c.dlqs = append(c.dlqs, record.DLQTopic(t))
 	}
@@ -148,10 +149,16 @@ func New(cfg Config, reg *contract.Registry, s sink.Sink, kopts []kgo.Opt, opts 
 		return nil, fmt.Errorf("consumer: kafka client: %w", err)
 	}
 	c.client = cl
+	c.deadLetters = dlq.NewProducer(cl, dlq.ProducerConfig{
+		ProduceTimeout: cfg.WriteTimeout,
+		Backoff:        backoff.Config{Initial: cfg.Retry.InitialBackoff, Max: cfg.Retry.MaxBackoff},
+		MaxRecordBytes: int(cfg.DLQ.MaxRecordBytes),
+		MaxErrorBytes:  cfg.DLQ.MaxErrorBytes,
+	}, dlq.WithLogger(c.log), dlq.WithClock(o.clock))
 	// DLQ topics are fetched only in DRAIN_DLQ.
 	cl.PauseFetchTopics(c.dlqs...)
 	if o.registerer != nil {
-		if err := c.m.register(o.registerer); err != nil {
+		if err := c.m.register(o.registerer, c.deadLetters.Collectors()...); err != nil {
 			cl.Close()
 			return nil, fmt.Errorf("consumer: register metrics: %w", err)
 		}
@@ -173,7 +180,7 @@ func (c *Consumer) Breaker() *breaker.Breaker { return c.breaker }
 // client leaves the group. Run may be called once; it closes the client.
 //
 // Run also stops, the same way, when a record can be neither written,
-// dead-lettered nor parked: it then returns a *DeadLetterError naming the
+// dead-lettered nor parked: it then returns a *dlq.DeadLetterError naming the
 // record, whose offset is not committed.
 func (c *Consumer) Run(ctx context.Context) error {
 	if !c.running.CompareAndSwap(false, true) {
@@ -181,7 +188,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 	}
 	defer func() {
 		if c.o.registerer != nil {
-			c.m.unregister(c.o.registerer)
+			c.m.unregister(c.o.registerer, c.deadLetters.Collectors()...)
 		}
 	}()
 

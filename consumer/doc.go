@@ -11,8 +11,8 @@
 //	err = c.Run(ctx) // until ctx ends; then drains, commits and leaves the group
 //	err = c.Ready(ctx) // for a readiness probe: Kafka reached and the breaker not open
 //
-//	consumer.List(ctx, kopts, "ingest.x.dlq", sel, fn)        // read a DLQ or parked topic
-//	consumer.Replay(ctx, kopts, "ingest.x.dlq", sel, opts)     // re-produce to ingest.x: checked, rate limited, audited
+//	dlq.List(ctx, kopts, "ingest.x.dlq", sel, fn)    // consumer/dlq: read a DLQ or parked topic
+//	dlq.Replay(ctx, kopts, "ingest.x.dlq", sel, opts) // consumer/dlq: re-produce to ingest.x: checked, rate limited, audited
 //
 // Ready is the consumer's readiness: nil when its client answers a ping
 // within ctx and the sink's circuit breaker is not open. While the breaker

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluicehq/sluice/consumer/dlq"
 	"github.com/sluicehq/sluice/contract"
 	"github.com/sluicehq/sluice/examples"
 	"github.com/sluicehq/sluice/record"
@@ -119,10 +120,12 @@ func readAll(t testing.TB, addrs []string, topic string) []*kgo.Record {
 	return recs
 }
 
+// readToEnd reads any topic as dlq.List reads a DLQ topic, selecting
+// everything.
 func readToEnd(ctx context.Context, kopts []kgo.Opt, topic string) ([]*kgo.Record, error) {
 	var out []*kgo.Record
-	err := scanTopic(ctx, kopts, topic, nil, func(r *kgo.Record) error {
-		out = append(out, r)
+	err := dlq.List(ctx, kopts, topic, dlq.Selection{}, func(d dlq.DeadLetter) error {
+		out = append(out, d.Record)
 		return nil
 	})
 	return out, err
@@ -154,12 +157,16 @@ func committed(t testing.TB, addrs []string, group, topic string) map[int32]int6
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
 	for !cond() {
-		if time.Now().After(deadline) {
+		select {
+		case <-tick.C:
+		case <-deadline.C:
 			t.Fatalf("timed out after %v waiting for %s", d, what)
 		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 
