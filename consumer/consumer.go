@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/time/rate"
 
@@ -171,9 +170,6 @@ func New(cfg Config, reg *contract.Registry, s sink.Sink, kopts []kgo.Opt, opts 
 // Mode returns the current mode.
 func (c *Consumer) Mode() Mode { return Mode(c.mode.Load()) }
 
-// Breaker returns the sink's circuit breaker.
-func (c *Consumer) Breaker() *breaker.Breaker { return c.breaker }
-
 // Run consumes until ctx is canceled or the client fails, then stops:
 // polling ends, in-flight work gets RevokeTimeout to finish, what is
 // unfinished then is abandoned, finished offsets are committed and the
@@ -261,7 +257,3 @@ func (c *Consumer) stop(err error) {
 	c.fatalMu.Unlock()
 	c.stopPolling()
 }
-
-// Collectors returns the consumer's metrics, for callers that register
-// them elsewhere.
-func (c *Consumer) Collectors() []prometheus.Collector { return c.m.collectors() }

@@ -268,7 +268,7 @@ func (s *memSink) hasAll(ids []string) bool {
 
 // testConfig is a config with tiny intervals for tests.
 func testConfig(group string) Config {
-	c := DefaultConfig()
+	c := NewDefaultConfig()
 	c.Group = group
 	c.Topics = []string{testTopic}
 	c.Retry.InitialBackoff = time.Millisecond
