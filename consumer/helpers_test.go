@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -317,4 +318,41 @@ func start(t testing.TB, cfg Config, addrs []string, s sink.Sink, opts ...Option
 	}
 	t.Cleanup(func() { _ = stop() })
 	return running{c: c, stop: stop}
+}
+
+// gauge returns the value of the gauge name with exactly labels in reg,
+// and whether reg has it.
+func gauge(t testing.TB, reg *prometheus.Registry, name string, labels map[string]string) (float64, bool) {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range mf.GetMetric() {
+			if len(m.GetLabel()) != len(labels) {
+				continue
+			}
+			for _, lp := range m.GetLabel() {
+				if labels[lp.GetName()] != lp.GetValue() {
+					continue next
+				}
+			}
+			return m.GetGauge().GetValue(), true
+		}
+	}
+	return 0, false
+}
+
+// closeGate makes every write of s wait until the returned open is called (or
+// the write's context ends).
+func (s *memSink) closeGate() (open func()) {
+	g := make(chan struct{})
+	s.gate.Store(&g)
+	var once sync.Once
+	return func() { once.Do(func() { close(g) }) }
 }
