@@ -58,7 +58,7 @@ func BenchmarkConsumerHTTPSink(b *testing.B) {
 		w.WriteHeader(http.StatusOK)
 	}))
 	b.Cleanup(srv.Close)
-	hc := sink.DefaultConfig().HTTP
+	hc := sink.NewDefaultConfig().HTTP
 	hc.URL = srv.URL
 	hc.MaxIdleConns = 1100
 	s, err := sink.OpenHTTP(hc)

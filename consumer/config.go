@@ -100,9 +100,9 @@ const (
 	maxRecordBytes = 1 << 30
 )
 
-// DefaultConfig returns the defaults: sized for a sink with a ~100 ms round
-// trip at a few thousand events per second.
-func DefaultConfig() Config {
+// NewDefaultConfig returns the defaults: sized for a sink with a ~100 ms
+// round trip at a few thousand events per second.
+func NewDefaultConfig() Config {
 	return Config{
 		Group:           "sluice-consumer",
 		MaxInFlight:     1024,
@@ -138,11 +138,25 @@ func DefaultConfig() Config {
 
 // ConfigError names the config field that is wrong.
 type ConfigError struct {
+	// Field is the field's YAML path in the consumer block
+	// (retry.max_attempts), except for MaxEventBytes, which sluice's config
+	// file sets as gateway.limits.max_event_bytes and which is named so.
 	Field string
 	Err   error
 }
 
-func (e *ConfigError) Error() string { return fmt.Sprintf("consumer: config %s: %v", e.Field, e.Err) }
+// maxEventBytesPath is where sluice's config file sets MaxEventBytes.
+const maxEventBytesPath = "gateway.limits.max_event_bytes"
+
+// Error names the field by its path in sluice's config file, where the
+// block is consumer: consumer.retry.max_attempts.
+func (e *ConfigError) Error() string {
+	path := "consumer." + e.Field
+	if e.Field == maxEventBytesPath {
+		path = e.Field
+	}
+	return fmt.Sprintf("%s: %v", path, e.Err)
+}
 
 func (e *ConfigError) Unwrap() error { return e.Err }
 
@@ -191,7 +205,7 @@ func (c *Config) Validate() error {
 	case c.DLQ.MaxErrorBytes < 16:
 		return bad("dlq.max_error_bytes", "must be at least 16")
 	case c.MaxEventBytes < 0:
-		return bad("gateway.limits.max_event_bytes", "must not be negative")
+		return bad(maxEventBytesPath, "must not be negative")
 	case c.DLQ.MaxRecordBytes < minRecordBytes || c.DLQ.MaxRecordBytes > maxRecordBytes:
 		return bad("dlq.max_record_bytes", fmt.Sprintf("must be in [%d, %d]", minRecordBytes, maxRecordBytes))
 	case int(c.DLQ.MaxRecordBytes) < record.DeadLetterBound(c.MaxEventBytes, c.DLQ.MaxErrorBytes, c.Group):

@@ -2,10 +2,12 @@ package consumer
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
-	"github.com/sluicehq/sluice/record"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluicehq/sluice/record"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -13,7 +15,7 @@ func TestConfigValidate(t *testing.T) {
 	if err := ok.Validate(); err != nil {
 		t.Fatalf("test config: %v", err)
 	}
-	def := DefaultConfig()
+	def := NewDefaultConfig()
 	def.EventTypes = []string{testType}
 	if err := def.Validate(); err != nil {
 		t.Fatalf("defaults with event types: %v", err)
@@ -71,6 +73,15 @@ func TestConfigValidate(t *testing.T) {
 			var ce *ConfigError
 			if !errors.As(err, &ce) || ce.Field != tt.field {
 				t.Fatalf("Validate = %v, want a ConfigError on %s", err, tt.field)
+			}
+			// The message names the field as the config file does, under
+			// its consumer block.
+			path := "consumer." + tt.field
+			if tt.field == "gateway.limits.max_event_bytes" {
+				path = tt.field
+			}
+			if !strings.HasPrefix(err.Error(), path+": ") {
+				t.Fatalf("Validate = %q, want it to start with %s", err, path)
 			}
 			if _, err := New(c, testRegistry(t), newMemSink(), []kgo.Opt{kgo.SeedBrokers("127.0.0.1:1")}); !errors.As(err, &ce) {
 				t.Fatalf("New accepted a bad config: %v", err)

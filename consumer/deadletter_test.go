@@ -12,13 +12,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"github.com/sluicehq/sluice/consumer/dlq"
 	"github.com/sluicehq/sluice/internal/logtest"
 	"github.com/sluicehq/sluice/record"
 	"github.com/sluicehq/sluice/sink"
@@ -68,89 +69,6 @@ func produceLarge(t testing.TB, addrs []string, recs ...*kgo.Record) {
 	defer cancel()
 	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// TestRecordBatchBytes: record.BatchBytes is the size kgo measures against
-// ProducerBatchMaxBytes, or up to 3 bytes more (a flexible produce request
-// frames the batch with a uvarint): a record of the maximum is produced,
-// one of 4 bytes more fails with MESSAGE_TOO_LARGE.
-func TestRecordBatchBytes(t *testing.T) {
-	_, addrs := newTopicCluster(t, nil)
-	const maxBytes = 4096
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.ProducerBatchMaxBytes(maxBytes))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	for _, key := range [][]byte{nil, []byte("k"), bytes.Repeat([]byte("k"), 300)} {
-		r := eventRecord(t, record.DLQTopic(testTopic), "e1", string(key), nil)
-		r.Key = key
-		r.Value = make([]byte, maxBytes-record.BatchBytes(r))
-		for record.BatchBytes(r) > maxBytes {
-			r.Value = r.Value[:len(r.Value)-1]
-		}
-		if got := record.BatchBytes(r); got != maxBytes {
-			t.Fatalf("key %d bytes: could not build a record of %d bytes, got %d", len(key), maxBytes, got)
-		}
-		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: r.Topic, Key: r.Key, Value: r.Value, Headers: r.Headers}).FirstErr(); err != nil {
-			t.Fatalf("key %d bytes: a record of exactly ProducerBatchMaxBytes: %v", len(key), err)
-		}
-		r.Value = append(r.Value, 0, 0, 0, 0)
-		err := cl.ProduceSync(ctx, &kgo.Record{Topic: r.Topic, Key: r.Key, Value: r.Value, Headers: r.Headers}).FirstErr()
-		if !errors.Is(err, kerr.MessageTooLarge) {
-			t.Fatalf("key %d bytes: 4 bytes over: %v, want MESSAGE_TOO_LARGE", len(key), err)
-		}
-	}
-}
-
-func TestParkedCopy(t *testing.T) {
-	env := record.Envelope{Class: "permanent", Error: "x", Sink: "mem", SourceTopic: testTopic, Group: "g",
-		ParkedReason: record.ParkedDLQRefused, Refusal: "ingest.x.dlq: MESSAGE_TOO_LARGE"}
-	value := bytes.Repeat([]byte("v"), 10000)
-	tests := []struct {
-		name     string
-		maxBytes int
-		wantCut  bool
-		wantErr  bool
-	}{
-		{"fits whole", 64 << 10, false, false},
-		{"cut to fit", 4096, true, false},
-		{"headers alone too large", 600, false, true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			src := eventRecord(t, testTopic, "e1", "k", value)
-			got, err := record.NewParkedCopy(record.ParkedTopic(testTopic), src, &env, tt.maxBytes)
-			if tt.wantErr {
-				var ce *record.CopyTooLargeError
-				if !errors.As(err, &ce) || ce.MaxRecordBytes != tt.maxBytes {
-					t.Fatalf("err %v, want a record.CopyTooLargeError", err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if n := record.BatchBytes(got); n > tt.maxBytes {
-				t.Fatalf("copy takes %d bytes, over %d", n, tt.maxBytes)
-			}
-			parsed := mustEnvelope(t, got)
-			if !bytes.HasPrefix(value, got.Value) || parsed.ParkedReason != record.ParkedDLQRefused || parsed.Refusal != env.Refusal {
-				t.Fatalf("copy %+v, value %d bytes", parsed, len(got.Value))
-			}
-			if cut := len(got.Value) < len(value); cut != tt.wantCut || (parsed.TruncatedFrom == len(value)) != tt.wantCut {
-				t.Fatalf("value %d of %d bytes, %s %d", len(got.Value), len(value), record.DLQHeaderTruncated, parsed.TruncatedFrom)
-			}
-			if tt.wantCut && tt.maxBytes-record.BatchBytes(got) > 8 {
-				t.Fatalf("cut copy takes %d of %d bytes: more of the value fits", record.BatchBytes(got), tt.maxBytes)
-			}
-			if h, err := record.ParseEvent(got); err != nil || h.ID != "e1" {
-				t.Fatalf("event headers of the copy: %+v, %v", h, err)
-			}
-		})
 	}
 }
 
@@ -218,7 +136,8 @@ func TestDeadLetterRefusedParksCopy(t *testing.T) {
 				return nil
 			})
 			cfg := testConfig("refused")
-			r := start(t, cfg, addrs, s)
+			reg := prometheus.NewRegistry()
+			r := start(t, cfg, addrs, s, WithRegisterer(reg))
 			waitFor(t, 20*time.Second, "the refused dead letter parked", func() bool {
 				return len(readAll(t, addrs, record.ParkedTopic(testTopic))) == 1
 			})
@@ -226,7 +145,8 @@ func TestDeadLetterRefusedParksCopy(t *testing.T) {
 				return committed(t, addrs, "refused", testTopic)[0] == 10
 			})
 			waitFor(t, 20*time.Second, "the other events written", func() bool { return s.hasAll(ids) })
-			if n := testutil.ToFloat64(r.c.m.deadLetterErrors.WithLabelValues(record.DLQTopic(testTopic), "permanent")); n != 1 {
+			if n := counter(t, reg, "sluice_consumer_dead_letter_produce_errors_total",
+				map[string]string{"topic": record.DLQTopic(testTopic), "class": "permanent"}); n != 1 {
 				t.Errorf("%v permanent DLQ produce errors counted, want 1", n)
 			}
 			if err := r.stop(); err != nil {
@@ -316,7 +236,7 @@ func TestDeadLetterAndParkedRefusedStopsRun(t *testing.T) {
 		t.Fatal("Run still running 20s after the record was refused")
 	}
 	err := *runErr
-	var dle *DeadLetterError
+	var dle *dlq.DeadLetterError
 	if !errors.As(err, &dle) || dle.Topic != testTopic || dle.Partition != 0 || dle.Offset != 4 ||
 		dle.Refused != record.DLQTopic(testTopic) || dle.Parked != record.ParkedTopic(testTopic) || !errors.Is(err, kerr.TopicAuthorizationFailed) {
 		t.Fatalf("Run returned %v, want a DeadLetterError for %s/0@4", err, testTopic)
@@ -354,17 +274,21 @@ func TestDeadLetterTransientRetried(t *testing.T) {
 	cfg := testConfig("transient")
 	cfg.WriteTimeout = 50 * time.Millisecond
 	var logs logtest.Buffer
+	reg := prometheus.NewRegistry()
 	// The client checks a produce's context when it retries, after a
 	// metadata refresh: at most every MetadataMinAge.
-	c, done, runErr := runConsumer(t, cfg, addrs, s, []kgo.Opt{kgo.MetadataMinAge(20 * time.Millisecond)},
-		WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
-	failures := c.m.deadLetterErrors.WithLabelValues(record.DLQTopic(testTopic), "retryable")
-	waitFor(t, 20*time.Second, "failed DLQ produces retried", func() bool { return testutil.ToFloat64(failures) >= 10 })
+	_, done, runErr := runConsumer(t, cfg, addrs, s, []kgo.Opt{kgo.MetadataMinAge(20 * time.Millisecond)},
+		WithLogger(slog.New(slog.NewTextHandler(&logs, nil))), WithRegisterer(reg))
+	failures := func() float64 {
+		return counter(t, reg, "sluice_consumer_dead_letter_produce_errors_total",
+			map[string]string{"topic": record.DLQTopic(testTopic), "class": "retryable"})
+	}
+	waitFor(t, 20*time.Second, "failed DLQ produces retried", func() bool { return failures() >= 10 })
 	if off := committed(t, addrs, "transient", testTopic)[0]; off > 2 {
 		t.Fatalf("committed %d past the dead letter still being produced", off)
 	}
 	if n := strings.Count(logs.String(), "dead-letter produce failing"); n > 2 {
-		t.Fatalf("%d warnings for %v failed produces", n, testutil.ToFloat64(failures))
+		t.Fatalf("%d warnings for %v failed produces", n, failures())
 	}
 	h.Remove()
 	waitFor(t, 20*time.Second, "the dead letter in the DLQ", func() bool { return len(readAll(t, addrs, record.DLQTopic(testTopic))) == 1 })
@@ -376,28 +300,5 @@ func TestDeadLetterTransientRetried(t *testing.T) {
 	}
 	if n := len(readAll(t, addrs, record.ParkedTopic(testTopic))); n != 0 {
 		t.Fatalf("a transient failure parked %d records", n)
-	}
-}
-
-func TestLogThrottle(t *testing.T) {
-	lt := logThrottle{every: time.Second}
-	t0 := time.Date(2026, 11, 29, 8, 0, 0, 0, time.UTC)
-	steps := []struct {
-		at       time.Duration
-		ok       bool
-		wantHeld int
-	}{
-		{0, true, 0},
-		{100 * time.Millisecond, false, 0},
-		{900 * time.Millisecond, false, 0},
-		{time.Second, true, 2},
-		{1500 * time.Millisecond, false, 0},
-		{3 * time.Second, true, 1},
-	}
-	for _, st := range steps {
-		held, ok := lt.allow(t0.Add(st.at))
-		if ok != st.ok || held != st.wantHeld {
-			t.Fatalf("at %v: allow = %d, %v; want %d, %v", st.at, held, ok, st.wantHeld, st.ok)
-		}
 	}
 }

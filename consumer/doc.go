@@ -1,23 +1,25 @@
 // Package consumer is sluice's consumer tier: a Kafka consumer group that
 // writes the events of the ingest topics to a sink, commits only offsets
 // whose side effects finished, isolates failures in a dead-letter queue
-// (DLQ) and replays it on an operator's request.
+// (DLQ) and drains the DLQ back into the sink once the sink is healthy.
+// Producing dead letters, and an operator's listing and replay of a DLQ,
+// are package consumer/dlq's.
 //
 // # Usage
 //
-//	conn, err := kafka.Options(log) // kafkaconn.Config, the kafka block: brokers, TLS, SASL
+//	cfg := consumer.NewDefaultConfig() // the consumer block; Validate names a bad field as consumer.<path>
+//	conn, err := kafka.Options(log)    // kafkaconn.Config, the kafka block: brokers, TLS, SASL
 //	c, err := consumer.New(cfg, registry, sink, conn,
 //		consumer.WithRegisterer(reg), consumer.WithLogger(log))
-//	err = c.Run(ctx) // until ctx ends; then drains, commits and leaves the group
+//	err = c.Run(ctx)   // until ctx ends; then drains, commits and leaves the group
 //	err = c.Ready(ctx) // for a readiness probe: Kafka reached and the breaker not open
 //
-//	consumer.List(ctx, kopts, "ingest.x.dlq", sel, fn)        // read a DLQ or parked topic
-//	consumer.Replay(ctx, kopts, "ingest.x.dlq", sel, opts)     // re-produce to ingest.x: checked, rate limited, audited
-//
-// Ready is the consumer's readiness: nil when its client answers a ping
-// within ctx and the sink's circuit breaker is not open. While the breaker
-// is open (PAUSED, before its probe) the consumer is not ready, though it
-// keeps running and recovers by itself.
+// New validates cfg (a *ConfigError names the field by its path in the
+// config file, consumer.retry.max_attempts) and builds the client; nothing
+// is fetched before Run. Run may be called once. Ready is nil when the
+// client answers a ping within ctx and the sink's circuit breaker is not
+// open; while the breaker is open (PAUSED, before its probe) the consumer
+// is not ready, though it keeps running and recovers by itself.
 //
 // # Delivery
 //
@@ -26,19 +28,18 @@
 // records polled and unfinished and Config.SinkConcurrency concurrent
 // writes. Polling asks for at most the free in-flight slots, so memory is
 // bounded by MaxInFlight records. Up to Config.WriteBatch ready records
-// of one partition go in one Sink.Write.
+// of one partition go in one Sink.Write, bounded by Config.WriteTimeout.
 //
 // A record is finished when the sink acknowledged its write, or when its
 // DLQ (or parked) record was acknowledged by Kafka (acks=all, idempotent
-// producer). Each partition has a Watermark; the offset committed is the
-// one after the highest offset below which every polled offset is
-// finished, so a crash at any point repeats work but never skips it.
-// Sinks are idempotent by identity, (source, event id), so a repeat has no
-// effect. Decode fingerprints each payload (sink.Fingerprint of the
-// message's deterministic encoding); an identity the sink held with
-// another fingerprint is a conflict: the sink keeps the first payload and
-// records the copy, and the consumer counts it in
-// sluice_sink_conflicts_total{sink,source}, logs a warning with the
+// producer). Each partition has a Watermark; the offset committed, every
+// Config.CommitInterval, is the one after the highest offset below which
+// every polled offset is finished. Sinks are idempotent by identity,
+// (source, event id), so a repeat has no effect. Decode fingerprints each
+// payload (sink.Fingerprint of the message's deterministic encoding); an
+// identity the sink held with another fingerprint is a conflict: the sink
+// keeps the first payload and records the copy, and the consumer counts
+// it in sluice_sink_conflicts_total{sink,source}, logs a warning with the
 // identity, both fingerprints and the record's topic, partition and
 // offset, and finishes the job as written.
 //
@@ -59,92 +60,98 @@
 // its contract) and an event the sink refuses permanently go to the DLQ at
 // once; a failed batch is split in halves until the failing event is
 // alone. Transient failures are retried with exponential backoff and full
-// jitter (never sooner than the sink's RetryAfter), bounded by
+// jitter (internal/backoff over Retry.InitialBackoff and
+// Retry.MaxBackoff, never sooner than the sink's RetryAfter), bounded by
 // Retry.MaxAttempts and Retry.MaxElapsed, then dead-lettered as
 // retryable. The attempt budget is only spent once the breaker has seen
 // Breaker.MinRequests writes in its window, so an outage starting is not
 // mistaken for a bad event.
 //
-// The sink's Breaker opens on the transient failure ratio of its window.
-// While it is not closed the consumer is PAUSED: fetching is paused
-// (resumed only when nothing is in flight, so that a record can become
-// the probe), and in-flight events wait for the breaker without spending
-// retries and without going to the DLQ. After Breaker.Cooldown one event
-// probes; success closes the breaker and resumes fetching.
+// # Modes
 //
-// # DLQ
+// The sink's circuit breaker (internal/breaker: its states are closed,
+// open and half_open, in logs and in sluice_sink_circuit_state as 0, 1
+// and 2) opens on the transient failure ratio of its window. The consumer
+// is in one mode at a time (Mode, and sluice_consumer_mode):
 //
-// The DLQ of topic T is T.dlq and its parked topic T.parked. A dead letter
-// keeps the original key, value and headers and adds the envelope
-// (record.Envelope, headers prefixed sluice-dlq-). The group also consumes the
-// DLQ topics; they stay paused except in DRAIN_DLQ. A drain pass starts
-// when the breaker has been closed, and the last pass over, for
-// DLQ.DrainInterval and an assigned DLQ partition has records past this
-// member's position (checked every Config.LagInterval). The pass covers
-// the records up to the end offsets found then: a record polled past them
-// is handed back (its partition paused, its offset set back), so a record
-// that fails again is retried by the next pass, not at once. Drained
-// records are retried at DLQ.DrainRate, one write each. Non-retryable
-// ones are skipped (their offset is committed; they stay in the topic for
-// a replay). One that fails again is re-produced to the DLQ with
-// dlq_retries+1 and first_failure_at kept; when dlq_retries would pass
-// DLQ.MaxRetries, or it fails after first_failure_at + DLQ.Deadline, it
-// goes to the parked topic with sluice-dlq-parked-reason instead.
+//   - NORMAL: the source topics are fetched, the DLQ topics paused.
+//   - PAUSED, while the breaker is not closed: fetching is paused (resumed
+//     only when nothing is in flight, so that a record can become the
+//     probe), and in-flight events wait for the breaker without spending
+//     retries and without going to the DLQ. After Breaker.Cooldown one
+//     event probes; success closes the breaker and resumes fetching.
+//   - DRAIN_DLQ, while a drain pass runs: the source topics and the DLQ
+//     topics are fetched.
+//
+// # DLQ and drain passes
+//
+// The DLQ of topic T is T.dlq and its parked topic T.parked (record). A
+// dead letter keeps the original key, value and headers and adds the
+// envelope (record.Envelope, headers prefixed sluice-dlq-). The group also
+// consumes the DLQ topics; they stay paused except in DRAIN_DLQ. A drain
+// pass starts when the breaker has been closed, and the last pass over,
+// for DLQ.DrainInterval and an assigned DLQ partition has records past
+// this member's position (checked every Config.LagInterval). The pass
+// covers the records up to the end offsets found then: a record polled
+// past them is handed back (its partition paused, its offset set back),
+// so a record that fails again is retried by the next pass, not at once.
+// Drained records are retried at DLQ.DrainRate, one write each.
+// Non-retryable ones are skipped (their offset is committed; they stay in
+// the topic for a replay). One that fails again is re-produced to the DLQ
+// with dlq_retries+1 and first_failure_at kept; when dlq_retries would
+// pass DLQ.MaxRetries, or it fails after first_failure_at + DLQ.Deadline,
+// it goes to the parked topic with sluice-dlq-parked-reason instead.
 //
 // A drained record's source topic is its DLQ topic's, never what its
 // envelope says: anyone who may write a DLQ topic may write an envelope.
 // A record whose envelope names another source topic is parked
 // (source_mismatch), and so is one whose value fails its contract,
-// protovalidate rules included (contract): such a record may never have
-// passed the gateway. Neither is written to the sink.
+// protovalidate rules included (contract, dlq.CheckContract): such a
+// record may never have passed the gateway. Neither is written to the
+// sink.
 //
 // # Dead letters Kafka refuses
 //
-// publish.Retryable decides what a failed DLQ or parked produce means.
-// A transient failure is retried with the sink's backoff, capped at
-// Retry.MaxBackoff, for as long as the record's partition is ours: the
-// record's key waits and its partition does not commit past it, which is
-// push-back while Kafka is away; the warnings are spaced (one per 5 s, with
-// the count of those held back). A permanent one (MESSAGE_TOO_LARGE, an
-// authorization failure) is never retried: a copy goes to the parked
-// topic instead, with the envelope (sluice-dlq-parked-reason dlq_refused,
-// sluice-dlq-refusal naming the topic and Kafka's error), the source
-// coordinates, the original sluice headers, and as much of the value as
-// fits in DLQ.MaxRecordBytes, the producer's maximum record size; a value
-// cut to fit carries sluice-dlq-truncated with its original length (the
-// whole value is still in the source topic, at the envelope's
-// coordinates). When Kafka refuses that copy too, or the key and headers
-// alone do not fit, Run stops with a *DeadLetterError naming the record;
-// the record stays unfinished, so no commit passes it, and its partition's
-// other work is abandoned. Config.Validate refuses a DLQ.MaxRecordBytes
-// that could not hold the dead letter of an event of MaxEventBytes (the
-// gateway's gateway.limits.max_event_bytes) with the largest envelope and
-// event headers the record format allows.
+// The consumer produces its dead letters through a dlq.Producer on its
+// own client (acks=all, kgo.ProducerBatchMaxBytes of DLQ.MaxRecordBytes),
+// with the sink's backoff capped at Retry.MaxBackoff, for as long as the
+// record's partition is ours: the record's key waits and its partition
+// does not commit past it, which is push-back while Kafka is away. A dead
+// letter Kafka refuses for good is parked as a copy cut to fit (see
+// consumer/dlq). When Kafka refuses that copy too, or the key and headers
+// alone do not fit, Run stops with a *dlq.DeadLetterError naming the
+// record; the record stays unfinished, so no commit passes it, and its
+// partition's other work is abandoned. Config.Validate refuses a
+// DLQ.MaxRecordBytes that could not hold the dead letter of an event of
+// MaxEventBytes (the gateway's gateway.limits.max_event_bytes) with the
+// largest envelope and event headers the record format allows.
+//
+// # Metrics
+//
+// Registered on the registerer of WithRegisterer, as one unit, and
+// unregistered when Run returns: sluice_consumer_lag{topic,partition}
+// (the records between the committed offset, or the log start, and the
+// end of each assigned partition, every Config.LagInterval),
+// sluice_consumer_in_flight, sluice_consumer_mode{mode},
+// sluice_consumer_committed_offset, sluice_consumer_events_total{outcome},
+// sluice_consumer_retries_total, sluice_consumer_dead_letters_total,
+// sluice_consumer_drain_refused_total, sluice_sink_write_seconds,
+// sluice_sink_errors_total, sluice_sink_conflicts_total,
+// sluice_sink_circuit_state, and the dlq.Producer's.
+//
+// # Guarantees and what survives a crash
 //
 // Nothing is dropped: every record ends in the sink, the DLQ or the parked
-// topic, or the consumer stops before committing past it.
-//
-// # Replay
-//
-// List and Replay read a DLQ or parked topic with a plain client from its
-// start offsets to the end offsets found when they start (a partition
-// whose last offsets are gaps ends after 5 s without records). Selection
-// filters on last_failure_at, source, type, error class, DLQ partition and
-// DLQ offset range. Replay produces the selected records, envelope
-// removed, at a limited rate, to the source topic of the topic it reads,
-// which must be one of ReplayOptions.Topics; it never routes by a
-// record's envelope. Each record is checked first, dry runs included:
-// one whose envelope names another source topic (Mismatched), or whose
-// value is not a valid event of its contract (Invalid: unknown type, bad
-// sluice headers, undecodable, breaking the rules, or cut to fit) is
-// refused and counted. Before it produces anything Replay writes a
-// replay.started ReplayReport as JSON to sluice.audit, and there is no
-// replay without it; a replay.finished one, with the counts and the
-// outcome, follows however the replay ends, canceled included.
+// topic, or the consumer stops before committing past it. The consumer
+// keeps no state of its own: what survives a crash is the group's
+// committed offsets, which never pass an unfinished record, so a crash at
+// any point repeats work (writes the sink deduplicates, dead letters
+// produced again) but never skips it.
 //
 // # What it does not do
 //
 // It does not order events across keys or across a DLQ round trip: an
 // event that went through the DLQ lands after later events of its key.
-// It does not create topics. It does not deduplicate: the sink does.
+// It does not create topics. It does not deduplicate: the sink does. It
+// does not replay a DLQ on its own: an operator does, with dlq.Replay.
 package consumer

@@ -3,10 +3,12 @@ package consumer
 import (
 	"errors"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -252,5 +254,53 @@ func TestDrainRefusesUncheckedRecords(t *testing.T) {
 		if n := len(readAll(t, addrs, tp)); tp == record.AuditTopic && n != 0 || tp != record.AuditTopic && n != 4 {
 			t.Fatalf("%d records in %s", n, tp)
 		}
+	}
+}
+
+// TestDrainDLQMode: with retryable records in the DLQ and a healthy sink,
+// the consumer enters DRAIN_DLQ (Mode and sluice_consumer_mode say so, and
+// the DLQ partition is fetched), writes the records and returns to NORMAL
+// with the DLQ committed to its end and paused again.
+func TestDrainDLQMode(t *testing.T) {
+	addrs := newCluster(t, 1)
+	produce(t, addrs,
+		dlqRecord(t, "dlq-a", testTopic, logLine(t)),
+		dlqRecord(t, "dlq-b", testTopic, logLine(t)),
+	)
+	s := newMemSink()
+	// The sink is healthy but holds its writes, so that DRAIN_DLQ lasts
+	// until the test has seen it.
+	open := s.closeGate()
+	t.Cleanup(open)
+	reg := prometheus.NewRegistry()
+	r := start(t, drainConfig("drain-mode"), addrs, s, WithRegisterer(reg))
+	mode := func(m Mode) float64 {
+		v, _ := gauge(t, reg, "sluice_consumer_mode", map[string]string{"mode": m.String()})
+		return v
+	}
+	waitFor(t, 20*time.Second, "DRAIN_DLQ", func() bool { return r.c.Mode() == ModeDrainDLQ })
+	if mode(ModeDrainDLQ) != 1 || mode(ModeNormal) != 0 {
+		t.Fatalf("sluice_consumer_mode: DRAIN_DLQ %v, NORMAL %v in DRAIN_DLQ", mode(ModeDrainDLQ), mode(ModeNormal))
+	}
+	if slices.Contains(r.c.client.PauseFetchTopics(), record.DLQTopic(testTopic)) {
+		t.Fatal("the DLQ topic is paused in DRAIN_DLQ")
+	}
+	open()
+	waitFor(t, 20*time.Second, "the dead letters written", func() bool { return s.hasAll([]string{"dlq-a", "dlq-b"}) })
+	waitFor(t, 20*time.Second, "DLQ committed to its end", func() bool {
+		return committed(t, addrs, "drain-mode", record.DLQTopic(testTopic))[0] == 2
+	})
+	waitFor(t, 20*time.Second, "NORMAL", func() bool { return r.c.Mode() == ModeNormal })
+	if mode(ModeNormal) != 1 || mode(ModeDrainDLQ) != 0 {
+		t.Fatalf("sluice_consumer_mode: NORMAL %v, DRAIN_DLQ %v after the drain", mode(ModeNormal), mode(ModeDrainDLQ))
+	}
+	if !slices.Contains(r.c.client.PauseFetchTopics(), record.DLQTopic(testTopic)) {
+		t.Fatal("the DLQ topic is fetched in NORMAL")
+	}
+	if err := r.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(readAll(t, addrs, record.ParkedTopic(testTopic))); n != 0 {
+		t.Fatalf("%d records parked", n)
 	}
 }

@@ -35,7 +35,7 @@ func (g *gatedSink) Write(ctx context.Context, b []sink.Event) ([]sink.Conflict,
 
 func openSQLite(t testing.TB, path string) *sink.SQLite {
 	t.Helper()
-	cfg := sink.DefaultConfig().SQLite
+	cfg := sink.NewDefaultConfig().SQLite
 	cfg.Path = path
 	cfg.Synchronous = "normal"
 	s, err := sink.OpenSQLite(context.Background(), cfg)

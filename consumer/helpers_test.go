@@ -10,10 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluicehq/sluice/consumer/dlq"
 	"github.com/sluicehq/sluice/contract"
 	"github.com/sluicehq/sluice/examples"
 	"github.com/sluicehq/sluice/record"
@@ -119,10 +121,12 @@ func readAll(t testing.TB, addrs []string, topic string) []*kgo.Record {
 	return recs
 }
 
+// readToEnd reads any topic as dlq.List reads a DLQ topic, selecting
+// everything.
 func readToEnd(ctx context.Context, kopts []kgo.Opt, topic string) ([]*kgo.Record, error) {
 	var out []*kgo.Record
-	err := scanTopic(ctx, kopts, topic, nil, func(r *kgo.Record) error {
-		out = append(out, r)
+	err := dlq.List(ctx, kopts, topic, dlq.Selection{}, func(d dlq.DeadLetter) error {
+		out = append(out, d.Record)
 		return nil
 	})
 	return out, err
@@ -154,12 +158,16 @@ func committed(t testing.TB, addrs []string, group, topic string) map[int32]int6
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
 	for !cond() {
-		if time.Now().After(deadline) {
+		select {
+		case <-tick.C:
+		case <-deadline.C:
 			t.Fatalf("timed out after %v waiting for %s", d, what)
 		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 
@@ -261,7 +269,7 @@ func (s *memSink) hasAll(ids []string) bool {
 
 // testConfig is a config with tiny intervals for tests.
 func testConfig(group string) Config {
-	c := DefaultConfig()
+	c := NewDefaultConfig()
 	c.Group = group
 	c.Topics = []string{testTopic}
 	c.Retry.InitialBackoff = time.Millisecond
@@ -310,4 +318,41 @@ func start(t testing.TB, cfg Config, addrs []string, s sink.Sink, opts ...Option
 	}
 	t.Cleanup(func() { _ = stop() })
 	return running{c: c, stop: stop}
+}
+
+// gauge returns the value of the gauge name with exactly labels in reg,
+// and whether reg has it.
+func gauge(t testing.TB, reg *prometheus.Registry, name string, labels map[string]string) (float64, bool) {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range mf.GetMetric() {
+			if len(m.GetLabel()) != len(labels) {
+				continue
+			}
+			for _, lp := range m.GetLabel() {
+				if labels[lp.GetName()] != lp.GetValue() {
+					continue next
+				}
+			}
+			return m.GetGauge().GetValue(), true
+		}
+	}
+	return 0, false
+}
+
+// closeGate makes every write of s wait until the returned open is called (or
+// the write's context ends).
+func (s *memSink) closeGate() (open func()) {
+	g := make(chan struct{})
+	s.gate.Store(&g)
+	var once sync.Once
+	return func() { once.Do(func() { close(g) }) }
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluicehq/sluice/consumer/dlq"
 	"github.com/sluicehq/sluice/internal/kafkatest"
 	"github.com/sluicehq/sluice/record"
 	"github.com/sluicehq/sluice/sink"
@@ -61,10 +62,10 @@ func TestIntegrationKafka(t *testing.T) {
 	want := append(append([]string(nil), ids[:42]...), ids[43:]...)
 	waitFor(t, time.Minute, "events written", func() bool { return s.hasAll(want) })
 	kopts := []kgo.Opt{kgo.SeedBrokers(brokers...)}
-	var dl []DeadLetter
+	var dl []dlq.DeadLetter
 	waitFor(t, time.Minute, "dead letter", func() bool {
 		dl = dl[:0]
-		err := List(ctx, kopts, record.DLQTopic(topic), Selection{}, func(d DeadLetter) error {
+		err := dlq.List(ctx, kopts, record.DLQTopic(topic), dlq.Selection{}, func(d dlq.DeadLetter) error {
 			dl = append(dl, d)
 			return nil
 		})

@@ -22,14 +22,8 @@ type metrics struct {
 	// sinkConflicts counts events whose identity the sink held with
 	// another payload.
 	sinkConflicts *prometheus.CounterVec
-	// deadLetterErrors counts failed DLQ and parked produces by
-	// publish.Retryable's verdict; truncated the parked copies cut to fit;
-	// undeliverable the records that could be neither dead-lettered nor
-	// parked; drainRefused the drained records parked unwritten.
-	deadLetterErrors *prometheus.CounterVec
-	truncated        *prometheus.CounterVec
-	undeliverable    *prometheus.CounterVec
-	drainRefused     *prometheus.CounterVec
+	// drainRefused counts the drained records parked unwritten.
+	drainRefused *prometheus.CounterVec
 }
 
 func newMetrics() *metrics {
@@ -53,7 +47,7 @@ func newMetrics() *metrics {
 		}, []string{"sink", "class"}),
 		circuit: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "sluice_sink_circuit_state",
-			Help: "Circuit breaker state of each sink: 0 closed, 1 open, 2 half-open.",
+			Help: "Circuit breaker state of each sink: 0 closed, 1 open, 2 half_open.",
 		}, []string{"sink"}),
 		mode: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "sluice_consumer_mode",
@@ -79,18 +73,6 @@ func newMetrics() *metrics {
 			Name: "sluice_sink_conflicts_total",
 			Help: "Events whose identity (source, id) the sink held with another payload: the first kept, the copy recorded.",
 		}, []string{"sink", "source"}),
-		deadLetterErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "sluice_consumer_dead_letter_produce_errors_total",
-			Help: "Failed produces of DLQ and parked records, by class: retryable (retried) or permanent (the record is parked cut to fit, or the consumer stops).",
-		}, []string{"topic", "class"}),
-		truncated: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "sluice_consumer_dead_letters_truncated_total",
-			Help: "Parked copies of refused dead letters whose value was cut to fit dlq.max_record_bytes.",
-		}, []string{"topic"}),
-		undeliverable: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "sluice_consumer_undeliverable_total",
-			Help: "Records whose dead letter and parked copy Kafka both refused: the consumer stopped without committing past them.",
-		}, []string{"topic"}),
 		drainRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sluice_consumer_drain_refused_total",
 			Help: "Drained DLQ records parked instead of written, by reason: source_mismatch, contract.",
@@ -100,14 +82,15 @@ func newMetrics() *metrics {
 
 func (m *metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.lag, m.inFlight, m.sinkLatency, m.sinkErrors, m.circuit, m.mode,
-		m.deadLetters, m.retries, m.committed, m.events, m.sinkConflicts,
-		m.deadLetterErrors, m.truncated, m.undeliverable, m.drainRefused}
+		m.deadLetters, m.retries, m.committed, m.events, m.sinkConflicts, m.drainRefused}
 }
 
-func (m *metrics) register(r prometheus.Registerer) error {
-	return promreg.Register(r, m.collectors()...)
+// register registers the consumer's collectors and more, those of its
+// parts, as one unit.
+func (m *metrics) register(r prometheus.Registerer, more ...prometheus.Collector) error {
+	return promreg.Register(r, append(m.collectors(), more...)...)
 }
 
-func (m *metrics) unregister(r prometheus.Registerer) {
-	promreg.Unregister(r, m.collectors()...)
+func (m *metrics) unregister(r prometheus.Registerer, more ...prometheus.Collector) {
+	promreg.Unregister(r, append(m.collectors(), more...)...)
 }

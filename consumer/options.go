@@ -2,7 +2,6 @@ package consumer
 
 import (
 	"log/slog"
-	"math/rand/v2"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -14,14 +13,12 @@ type options struct {
 	registerer prometheus.Registerer
 	logger     *slog.Logger
 	clock      Clock
-	rand       func() float64
 }
 
 func defaultOptions() options {
 	return options{
 		logger: slog.New(slog.DiscardHandler),
 		clock:  systemClock{},
-		rand:   rand.Float64,
 	}
 }
 
@@ -50,16 +47,6 @@ func WithClock(c Clock) Option {
 	return optionFunc(func(o *options) {
 		if c != nil {
 			o.clock = c
-		}
-	})
-}
-
-// WithRand draws backoff jitter from f, which returns values in [0, 1); by
-// default math/rand/v2.
-func WithRand(f func() float64) Option {
-	return optionFunc(func(o *options) {
-		if f != nil {
-			o.rand = f
 		}
 	})
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/sluicehq/sluice/internal/breaker"
 )
 
 // errBreakerOpen is Ready's answer while the sink's breaker is open.
@@ -13,7 +15,7 @@ var errBreakerOpen = errors.New("consumer: the sink's circuit breaker is open")
 // reaches the cluster (a ping within ctx) and the sink's circuit breaker
 // is not open. It is meant for readiness checks.
 func (c *Consumer) Ready(ctx context.Context) error {
-	if c.breaker.State() == Open {
+	if c.breaker.State() == breaker.Open {
 		return errBreakerOpen
 	}
 	if err := c.client.Ping(ctx); err != nil {

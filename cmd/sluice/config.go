@@ -103,7 +103,7 @@ func defaultFileConfig() fileConfig {
 		Kafka:     publish.NewDefaultConfig(),
 		Admission: publish.NewDefaultAdmissionConfig(),
 		Log:       logConfig{Level: "info", Format: "json"},
-		Consumer:  consumer.DefaultConfig(),
+		Consumer:  consumer.NewDefaultConfig(),
 		Sink:      sink.NewDefaultConfig(),
 		Admin:     admin.NewDefaultConfig(),
 	}

@@ -115,7 +115,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if *tail {
 		landed = printingSink{Sink: db, w: stdout, where: scfg.Path}
 	}
-	ccfg := consumer.DefaultConfig()
+	ccfg := consumer.NewDefaultConfig()
 	ccfg.Group, ccfg.Topics = "sluice-dev", topics
 	ccfg.WriteBatch, ccfg.SinkConcurrency = 100, 1
 	ccfg.LagInterval = time.Second

@@ -18,7 +18,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/dynamicpb"
 
-	"github.com/sluicehq/sluice/consumer"
+	"github.com/sluicehq/sluice/consumer/dlq"
 	"github.com/sluicehq/sluice/contract"
 	"github.com/sluicehq/sluice/internal/kafkaconn"
 )
@@ -80,7 +80,7 @@ func runDLQCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *topic == "" {
 		return fmt.Errorf("dlq %s: --topic is required", sub)
 	}
-	var sel consumer.Selection
+	var sel dlq.Selection
 	var err error
 	if sel.From, err = parseFlagTime("from", *from); err != nil {
 		return err
@@ -136,7 +136,7 @@ func runDLQCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "PARTITION\tOFFSET\tEVENT ID\tTYPE\tSOURCE\tCLASS\tRETRYABLE\tDLQ RETRIES\tLAST FAILURE\tERROR")
 		n := 0
-		err := consumer.List(ctx, kopts, *topic, sel, func(d consumer.DeadLetter) error {
+		err := dlq.List(ctx, kopts, *topic, sel, func(d dlq.DeadLetter) error {
 			n++
 			e := d.Envelope
 			fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%v\t%d\t%s\t%s\n", d.Record.Partition, d.Record.Offset,
@@ -159,7 +159,7 @@ func runDLQCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		sel.FromOffset, sel.ToOffset = *offset, *offset+1
 		found := false
-		err := consumer.List(ctx, kopts, *topic, sel, func(d consumer.DeadLetter) error {
+		err := dlq.List(ctx, kopts, *topic, sel, func(d dlq.DeadLetter) error {
 			found = true
 			printDeadLetter(stdout, d, registry)
 			return nil
@@ -172,10 +172,10 @@ func runDLQCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if registryErr != nil {
 			return fmt.Errorf("dlq replay: contracts: %w", registryErr)
 		}
-		rep, err := consumer.Replay(ctx, kopts, *topic, sel, consumer.ReplayOptions{
+		rep, err := dlq.Replay(ctx, kopts, *topic, sel, dlq.ReplayOptions{
 			DryRun: *dryRun, Rate: *rate, Actor: *actor, Progress: stderr,
 			Topics: ingest, Registry: registry,
-			Each: func(d consumer.DeadLetter, refused error) {
+			Each: func(d dlq.DeadLetter, refused error) {
 				switch {
 				case refused != nil:
 					fmt.Fprintf(stdout, "%d\t%d\t%s\trefused: %v\n", d.Record.Partition, d.Record.Offset, d.Event.ID, refused)
@@ -215,7 +215,7 @@ func oneLine(msg string, envErr error) string {
 	return msg
 }
 
-func printDeadLetter(w io.Writer, d consumer.DeadLetter, reg *contract.Registry) {
+func printDeadLetter(w io.Writer, d dlq.DeadLetter, reg *contract.Registry) {
 	r := d.Record
 	fmt.Fprintf(w, "record     %s/%d@%d  timestamp %s\n", r.Topic, r.Partition, r.Offset, r.Timestamp.UTC().Format(time.RFC3339Nano))
 	fmt.Fprintf(w, "key        %q\n", r.Key)
@@ -245,7 +245,7 @@ func printDeadLetter(w io.Writer, d consumer.DeadLetter, reg *contract.Registry)
 
 // valueJSON renders the value with its contract, when it has one that
 // decodes it.
-func valueJSON(reg *contract.Registry, d consumer.DeadLetter) (string, bool) {
+func valueJSON(reg *contract.Registry, d dlq.DeadLetter) (string, bool) {
 	if reg == nil || d.EventErr != nil {
 		return "", false
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -147,4 +148,36 @@ func TestDLQShowSaysWhyBase64(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "contracts") {
 		t.Fatalf("replay without contracts: %v", err)
 	}
+}
+
+// TestDLQReplayRefusesWithoutContracts: replay checks every record against
+// its contract, so contracts that do not load stop it, dry run included,
+// with an error naming the file, before anything is produced: no audit
+// record, no record in the source topic.
+func TestDLQReplayRefusesWithoutContracts(t *testing.T) {
+	cfg, addrs := dlqFixture(t, filepath.Join(t.TempDir(), "missing.binpb"))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, extra := range [][]string{nil, {"--dry-run"}} {
+		var stdout, stderr bytes.Buffer
+		args := append([]string{"replay", "--config", cfg, "--topic", record.DLQTopic(logTopic), "--actor", "ops"}, extra...)
+		err := runDLQCmd(ctx, args, &stdout, &stderr)
+		if err == nil || !strings.Contains(err.Error(), "contracts") || !strings.Contains(err.Error(), "missing.binpb") {
+			t.Fatalf("%v: %v, want a refusal naming the contracts file", args, err)
+		}
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, logTopic, record.AuditTopic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Err != nil || o.Offset != 0 {
+			t.Errorf("%s/%d: end offset %d, %v; want nothing produced", o.Topic, o.Partition, o.Offset, o.Err)
+		}
+	})
 }

@@ -1,10 +1,9 @@
-package consumer
+package dlq
 
 import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -19,188 +18,6 @@ import (
 	"github.com/sluicehq/sluice/contract"
 	"github.com/sluicehq/sluice/record"
 )
-
-// scanIdle ends a scan when no record arrives for this long although some
-// partition has not reached its end offset: its last offsets are then
-// gaps (compacted records or transaction markers), not records.
-const scanIdle = 5 * time.Second
-
-// adminTimeout bounds each offset listing and the audit produce.
-const adminTimeout = 30 * time.Second
-
-// Selection picks dead letters. Zero fields select everything.
-type Selection struct {
-	// From (inclusive) and To (exclusive) bound the envelope's
-	// last_failure_at: when the record last failed.
-	From, To time.Time `json:",omitzero"`
-	// Source and Type match the event's sluice-source and
-	// sluice-event-type headers.
-	Source string `json:",omitempty"`
-	Type   string `json:",omitempty"`
-	// Class matches the envelope's error class: transient, permanent,
-	// decode.
-	Class string `json:",omitempty"`
-	// Partitions, when not empty, lists the DLQ topic's partitions to read.
-	Partitions []int32 `json:",omitempty"`
-	// FromOffset (inclusive) and ToOffset (exclusive, 0 for no bound)
-	// bound the offsets in the DLQ topic.
-	FromOffset int64 `json:",omitempty"`
-	ToOffset   int64 `json:",omitempty"`
-}
-
-// DeadLetter is one record of a DLQ or parked topic.
-type DeadLetter struct {
-	Record *kgo.Record
-	// Envelope is valid when EnvelopeErr is nil.
-	Envelope    record.Envelope
-	EnvelopeErr error
-	// Event holds the original sluice headers; zero when EventErr is set.
-	Event    record.EventHeaders
-	EventErr error
-}
-
-func readDeadLetter(r *kgo.Record) DeadLetter {
-	d := DeadLetter{Record: r}
-	d.Envelope, d.EnvelopeErr = record.ParseEnvelope(r)
-	d.Event, d.EventErr = record.ParseEvent(r)
-	return d
-}
-
-// Match reports whether d is selected. A record whose envelope or event
-// headers do not parse matches only a selection that does not filter on
-// what it lacks.
-func (s *Selection) Match(d *DeadLetter) bool {
-	r := d.Record
-	if len(s.Partitions) > 0 && !slices.Contains(s.Partitions, r.Partition) {
-		return false
-	}
-	if r.Offset < s.FromOffset || (s.ToOffset > 0 && r.Offset >= s.ToOffset) {
-		return false
-	}
-	if !s.From.IsZero() || !s.To.IsZero() || s.Class != "" {
-		if d.EnvelopeErr != nil {
-			return false
-		}
-		at := d.Envelope.LastFailureAt
-		if (!s.From.IsZero() && at.Before(s.From)) || (!s.To.IsZero() && !at.Before(s.To)) {
-			return false
-		}
-		if s.Class != "" && d.Envelope.Class != s.Class {
-			return false
-		}
-	}
-	if s.Source != "" || s.Type != "" {
-		if d.EventErr != nil {
-			return false
-		}
-		if (s.Source != "" && d.Event.Source != s.Source) || (s.Type != "" && d.Event.Type != s.Type) {
-			return false
-		}
-	}
-	return true
-}
-
-// scanTopic calls fn for every record of topic from its start offsets to
-// the end offsets it finds when it starts, partition by partition in
-// offset order, with a plain (non-group) client built from kopts.
-func scanTopic(ctx context.Context, kopts []kgo.Opt, topic string, partitions []int32, fn func(*kgo.Record) error) error {
-	admCl, err := kgo.NewClient(kopts...)
-	if err != nil {
-		return fmt.Errorf("consumer: kafka client: %w", err)
-	}
-	defer admCl.Close()
-	adm := kadm.NewClient(admCl)
-	actx, cancel := context.WithTimeout(ctx, adminTimeout)
-	defer cancel()
-	starts, err := adm.ListStartOffsets(actx, topic)
-	if err == nil {
-		err = starts.Error()
-	}
-	if err != nil {
-		return fmt.Errorf("consumer: list start offsets of %s: %w", topic, err)
-	}
-	ends, err := adm.ListEndOffsets(actx, topic)
-	if err == nil {
-		err = ends.Error()
-	}
-	if err != nil {
-		return fmt.Errorf("consumer: list end offsets of %s: %w", topic, err)
-	}
-	from := map[int32]kgo.Offset{}
-	end := map[int32]int64{}
-	starts.Each(func(o kadm.ListedOffset) {
-		if len(partitions) > 0 && !slices.Contains(partitions, o.Partition) {
-			return
-		}
-		e, ok := ends.Lookup(topic, o.Partition)
-		if ok && e.Offset > o.Offset {
-			from[o.Partition] = kgo.NewOffset().At(o.Offset)
-			end[o.Partition] = e.Offset
-		}
-	})
-	if len(from) == 0 {
-		return nil
-	}
-	cl, err := kgo.NewClient(append(slices.Clone(kopts),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: from}),
-		kgo.FetchMaxWait(time.Second),
-	)...)
-	if err != nil {
-		return fmt.Errorf("consumer: kafka client: %w", err)
-	}
-	defer cl.Close()
-	for len(end) > 0 {
-		pctx, cancel := context.WithTimeout(ctx, scanIdle)
-		fetches := cl.PollFetches(pctx)
-		cancel()
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if pctx.Err() != nil && fetches.NumRecords() == 0 {
-			// Nothing more arrives: what is left are gaps.
-			return nil
-		}
-		var ferr error
-		fetches.EachError(func(t string, p int32, err error) {
-			if !errors.Is(err, context.DeadlineExceeded) && ferr == nil {
-				ferr = fmt.Errorf("consumer: fetch %s/%d: %w", t, p, err)
-			}
-		})
-		if ferr != nil {
-			return ferr
-		}
-		var stop error
-		fetches.EachRecord(func(r *kgo.Record) {
-			e, ok := end[r.Partition]
-			if stop != nil || !ok || r.Offset >= e {
-				return
-			}
-			if err := fn(r); err != nil {
-				stop = err
-				return
-			}
-			if r.Offset >= e-1 {
-				delete(end, r.Partition)
-			}
-		})
-		if stop != nil {
-			return stop
-		}
-	}
-	return nil
-}
-
-// List calls fn for each selected dead letter of topic (a DLQ or parked
-// topic), from its start to its end offsets when List starts.
-func List(ctx context.Context, kopts []kgo.Opt, topic string, sel Selection, fn func(DeadLetter) error) error {
-	return scanTopic(ctx, kopts, topic, sel.Partitions, func(r *kgo.Record) error {
-		d := readDeadLetter(r)
-		if !sel.Match(&d) {
-			return nil
-		}
-		return fn(d)
-	})
-}
 
 // ReplayOptions govern a replay.
 type ReplayOptions struct {
@@ -286,17 +103,17 @@ type ReplayRefusal struct {
 }
 
 func (e *ReplayRefusal) Error() string {
-	return "consumer: replay refused (" + e.Reason + "): " + e.Err.Error()
+	return "dlq: replay refused (" + e.Reason + "): " + e.Err.Error()
 }
 
 func (e *ReplayRefusal) Unwrap() error { return e.Err }
 
 var (
 	// ErrNoActor is returned by Replay without an actor to audit.
-	ErrNoActor = errors.New("consumer: replay needs an actor for the audit record")
+	ErrNoActor = errors.New("dlq: replay needs an actor for the audit record")
 	// ErrNoContracts is returned by Replay without the topics it may
 	// produce to or the contracts to check records against.
-	ErrNoContracts = errors.New("consumer: replay needs the ingest topics and the contract registry")
+	ErrNoContracts = errors.New("dlq: replay needs the ingest topics and the contract registry")
 )
 
 // Replay re-produces the selected dead letters of topic, a DLQ or parked
@@ -324,18 +141,18 @@ func Replay(ctx context.Context, kopts []kgo.Opt, topic string, sel Selection, o
 	case opts.Actor == "":
 		return rep, ErrNoActor
 	case opts.Rate <= 0:
-		return rep, errors.New("consumer: replay rate must be positive")
+		return rep, errors.New("dlq: replay rate must be positive")
 	case len(opts.Topics) == 0 || opts.Registry == nil:
 		return rep, ErrNoContracts
 	case !record.IsDerived(topic):
-		return rep, fmt.Errorf("consumer: %q is not a DLQ or parked topic", topic)
+		return rep, fmt.Errorf("dlq: %q is not a DLQ or parked topic", topic)
 	case !slices.Contains(opts.Topics, dest):
-		return rep, fmt.Errorf("consumer: %s is the DLQ or parked topic of %s, which is not an ingest topic (%s)",
+		return rep, fmt.Errorf("dlq: %s is the DLQ or parked topic of %s, which is not an ingest topic (%s)",
 			topic, dest, strings.Join(opts.Topics, ", "))
 	}
 	cl, err := kgo.NewClient(append(slices.Clone(kopts), kgo.RequiredAcks(kgo.AllISRAcks()))...)
 	if err != nil {
-		return rep, fmt.Errorf("consumer: kafka client: %w", err)
+		return rep, fmt.Errorf("dlq: kafka client: %w", err)
 	}
 	defer cl.Close()
 	// No replay without a place for its audit records.
@@ -346,7 +163,7 @@ func Replay(ctx context.Context, kopts []kgo.Opt, topic string, sel Selection, o
 		err = ends.Error()
 	}
 	if err != nil {
-		return rep, fmt.Errorf("consumer: audit topic %s must exist before a replay: %w", record.AuditTopic, err)
+		return rep, fmt.Errorf("dlq: audit topic %s must exist before a replay: %w", record.AuditTopic, err)
 	}
 	if err := writeAudit(ctx, cl, &rep); err != nil {
 		return rep, err
@@ -401,7 +218,7 @@ func Replay(ctx context.Context, kopts []kgo.Opt, topic string, sel Selection, o
 			err := cl.ProduceSync(pctx, out).FirstErr()
 			cancel()
 			if err != nil {
-				return fmt.Errorf("consumer: replay to %s: %w", out.Topic, err)
+				return fmt.Errorf("dlq: replay to %s: %w", out.Topic, err)
 			}
 		}
 		rep.Replayed++
@@ -433,7 +250,7 @@ func checkReplay(d *DeadLetter, dest string, reg *contract.Registry) *ReplayRefu
 		return &ReplayRefusal{Reason: RefusedMismatch, Err: fmt.Errorf("envelope names source topic %q, the record is in %s",
 			d.Envelope.SourceTopic, d.Record.Topic)}
 	}
-	if err := checkContract(reg, d.Record); err != nil {
+	if err := CheckContract(reg, d.Record); err != nil {
 		return &ReplayRefusal{Reason: RefusedContract, Err: err}
 	}
 	return nil
@@ -444,20 +261,4 @@ func newReplayID() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
-}
-
-// writeAudit produces rep to record.AuditTopic, keyed by the replayed topic so
-// that a replay's records keep their order. It uses its own deadline so
-// that a replay canceled part way is still audited.
-func writeAudit(ctx context.Context, cl *kgo.Client, rep *ReplayReport) error {
-	b, err := json.Marshal(rep)
-	if err != nil {
-		return fmt.Errorf("consumer: audit record: %w", err)
-	}
-	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), adminTimeout)
-	defer cancel()
-	if err := cl.ProduceSync(actx, &kgo.Record{Topic: record.AuditTopic, Key: []byte(rep.Topic), Value: b}).FirstErr(); err != nil {
-		return fmt.Errorf("consumer: audit record to %s: %w", record.AuditTopic, err)
-	}
-	return nil
 }

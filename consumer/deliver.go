@@ -1,0 +1,222 @@
+package consumer
+
+import (
+	"context"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/backoff"
+	"github.com/sluicehq/sluice/internal/breaker"
+	"github.com/sluicehq/sluice/record"
+	"github.com/sluicehq/sluice/sink"
+)
+
+// process decodes a batch and delivers what decoded.
+func (c *Consumer) process(batch []*job) {
+	ctx := batch[0].part.ctx
+	if ctx.Err() != nil {
+		c.abandonJobs(batch)
+		return
+	}
+	events := make([]sink.Event, 0, len(batch))
+	jobs := make([]*job, 0, len(batch))
+	for _, j := range batch {
+		topic := j.rec.Topic
+		if j.part.dlq {
+			var ok bool
+			if topic, ok = c.admitDrained(ctx, j); !ok {
+				continue
+			}
+		}
+		ev, err := Decode(c.reg, topic, j.rec)
+		if err != nil {
+			c.deadLetter(ctx, j, &failure{class: record.ClassDecode, err: err})
+			continue
+		}
+		if j.env != nil {
+			// The sink sees where the event was published, not where it
+			// was dead-lettered.
+			ev.Partition, ev.Offset = j.env.SourcePartition, j.env.SourceOffset
+		}
+		events = append(events, ev)
+		jobs = append(jobs, j)
+	}
+	if len(jobs) > 0 {
+		c.deliver(ctx, jobs, events)
+	}
+}
+
+// failure is why a job goes to the DLQ.
+type failure struct {
+	class     string
+	err       error
+	attempts  int
+	retryable bool
+	first     time.Time
+	// park sends the record straight to the parked topic with this
+	// reason.
+	park string
+}
+
+// deliver writes the events of jobs and finishes every job: written,
+// dead-lettered or abandoned. Each write waits for the breaker first
+// (acquire). A permanent failure is isolated (isolate). A transient one
+// is retried with backoff while the retry budget lasts (retryBudget,
+// spent), then its jobs are dead-lettered as retryable; while the breaker
+// is not closed it costs nothing, since the sink is down, not the event.
+func (c *Consumer) deliver(ctx context.Context, jobs []*job, events []sink.Event) {
+	name := c.sink.Name()
+	drain := jobs[0].part.dlq
+	var budget retryBudget
+	for {
+		if !c.acquire(ctx) {
+			c.abandonJobs(jobs)
+			return
+		}
+		conflicts, err := c.write(ctx, events)
+		if err == nil {
+			c.breaker.Record(false)
+			c.reportConflicts(name, events, conflicts)
+			for _, j := range jobs {
+				c.m.events.WithLabelValues("written").Inc()
+				c.finish(j, true)
+			}
+			return
+		}
+		if ctx.Err() != nil {
+			// Abandoned mid-write: the outcome is unknown, and unknown is
+			// never committed.
+			c.breaker.Abandon()
+			c.abandonJobs(jobs)
+			return
+		}
+		class, retryAfter := sink.Classify(err)
+		c.m.sinkErrors.WithLabelValues(name, class.String()).Inc()
+		c.breaker.Record(class == sink.Transient)
+		budget.fail(c.o.clock.Now())
+		if class == sink.Permanent {
+			c.isolate(ctx, jobs, events, &failure{class: class.String(), err: err, attempts: budget.attempts, first: budget.first})
+			return
+		}
+		if c.breaker.State() != breaker.Closed {
+			// The sink is down, not this event: the next acquire waits
+			// for the breaker, and the failure is forgiven.
+			budget.forgive()
+			continue
+		}
+		if c.spent(&budget, drain) {
+			for _, j := range jobs {
+				c.deadLetter(ctx, j, &failure{class: class.String(), err: err, attempts: budget.attempts, retryable: true, first: budget.first})
+			}
+			return
+		}
+		c.m.retries.WithLabelValues(name).Inc()
+		select {
+		case <-c.o.clock.After(c.backoff(budget.attempts, retryAfter)):
+		case <-ctx.Done():
+		}
+	}
+}
+
+// write makes one Sink.Write of events, bounded by WriteTimeout, and
+// observes its latency.
+func (c *Consumer) write(ctx context.Context, events []sink.Event) ([]sink.Conflict, error) {
+	start := time.Now()
+	wctx, cancel := context.WithTimeout(ctx, c.cfg.WriteTimeout)
+	conflicts, err := c.sink.Write(wctx, events)
+	cancel()
+	c.m.sinkLatency.WithLabelValues(c.sink.Name()).Observe(time.Since(start).Seconds())
+	return conflicts, err
+}
+
+// abandonJobs finishes jobs unwritten: their offsets are not committed.
+func (c *Consumer) abandonJobs(jobs []*job) {
+	for _, j := range jobs {
+		c.finish(j, false)
+	}
+}
+
+// isolate handles a batch the sink refused permanently: it is split in
+// halves, each delivered again, until the failing event is alone; that
+// one is dead-lettered with f and the others are written.
+func (c *Consumer) isolate(ctx context.Context, jobs []*job, events []sink.Event, f *failure) {
+	if len(jobs) > 1 {
+		half := len(jobs) / 2
+		c.deliver(ctx, jobs[:half], events[:half])
+		c.deliver(ctx, jobs[half:], events[half:])
+		return
+	}
+	c.deadLetter(ctx, jobs[0], f)
+}
+
+// retryBudget is what the transient failures of one delivery have spent:
+// writes (Retry.MaxAttempts) and the time since the first failure
+// (Retry.MaxElapsed).
+type retryBudget struct {
+	attempts int
+	// first and last are when the first and the latest failure happened.
+	first, last time.Time
+}
+
+// fail counts a failed write at now.
+func (b *retryBudget) fail(now time.Time) {
+	if b.first.IsZero() {
+		b.first = now
+	}
+	b.last = now
+	b.attempts++
+}
+
+// forgive forgets the failures: they were the sink's outage, not the
+// event's.
+func (b *retryBudget) forgive() { *b = retryBudget{} }
+
+// spent reports whether b is used up: Retry.MaxElapsed has passed since
+// the first failure, or the attempts are used up (Retry.MaxAttempts; one
+// for a drained record) and the breaker has seen enough writes to tell
+// this event's failure from an outage starting.
+func (c *Consumer) spent(b *retryBudget, drain bool) bool {
+	attempts := (drain || b.attempts >= c.cfg.Retry.MaxAttempts) && c.breaker.Judged()
+	return attempts || b.last.Sub(b.first) >= c.cfg.Retry.MaxElapsed
+}
+
+// reportConflicts counts and logs the conflicts a write reported: events
+// whose identity the sink held with another payload. The sink kept what it
+// held and recorded the copy, so their jobs finish as written.
+func (c *Consumer) reportConflicts(name string, events []sink.Event, conflicts []sink.Conflict) {
+	for _, cf := range conflicts {
+		if cf.Index < 0 || cf.Index >= len(events) {
+			c.log.Error("sink reported a conflict outside its batch", "sink", name, "index", cf.Index, "batch", len(events))
+			continue
+		}
+		e := &events[cf.Index]
+		c.m.sinkConflicts.WithLabelValues(name, e.Source).Inc()
+		c.log.Warn("sink conflict: identity held with another payload, the first kept", "sink", name,
+			"source", e.Source, "id", e.ID, "payload_fingerprint", e.PayloadFingerprint,
+			"stored_fingerprint", cf.StoredFingerprint, "topic", e.Topic, "partition", e.Partition, "offset", e.Offset)
+	}
+}
+
+// acquire waits until the breaker lets a write through. It reports false
+// when ctx is done first.
+func (c *Consumer) acquire(ctx context.Context) bool {
+	for {
+		ok, wait, changed := c.breaker.Acquire()
+		if ok {
+			return true
+		}
+		select {
+		case <-changed:
+		case <-c.o.clock.After(wait):
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// backoff is the wait before retry number attempt (1 for the first):
+// full jitter over an exponential ceiling, and never less than what the
+// sink asked for.
+func (c *Consumer) backoff(attempt int, retryAfter time.Duration) time.Duration {
+	d := backoff.Config{Initial: c.cfg.Retry.InitialBackoff, Max: c.cfg.Retry.MaxBackoff}.Wait(attempt, nil)
+	return max(d, retryAfter)
+}

@@ -1,0 +1,196 @@
+package dlq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluicehq/sluice/record"
+)
+
+// scanIdle ends a scan when no record arrives for this long although some
+// partition has not reached its end offset: its last offsets are then
+// gaps (compacted records or transaction markers), not records.
+const scanIdle = 5 * time.Second
+
+// adminTimeout bounds each offset listing and the audit produce.
+const adminTimeout = 30 * time.Second
+
+// Selection picks dead letters. Zero fields select everything.
+type Selection struct {
+	// From (inclusive) and To (exclusive) bound the envelope's
+	// last_failure_at: when the record last failed.
+	From, To time.Time `json:",omitzero"`
+	// Source and Type match the event's sluice-source and
+	// sluice-event-type headers.
+	Source string `json:",omitempty"`
+	Type   string `json:",omitempty"`
+	// Class matches the envelope's error class: transient, permanent,
+	// decode.
+	Class string `json:",omitempty"`
+	// Partitions, when not empty, lists the DLQ topic's partitions to read.
+	Partitions []int32 `json:",omitempty"`
+	// FromOffset (inclusive) and ToOffset (exclusive, 0 for no bound)
+	// bound the offsets in the DLQ topic.
+	FromOffset int64 `json:",omitempty"`
+	ToOffset   int64 `json:",omitempty"`
+}
+
+// DeadLetter is one record of a DLQ or parked topic.
+type DeadLetter struct {
+	Record *kgo.Record
+	// Envelope is valid when EnvelopeErr is nil.
+	Envelope    record.Envelope
+	EnvelopeErr error
+	// Event holds the original sluice headers; zero when EventErr is set.
+	Event    record.EventHeaders
+	EventErr error
+}
+
+func readDeadLetter(r *kgo.Record) DeadLetter {
+	d := DeadLetter{Record: r}
+	d.Envelope, d.EnvelopeErr = record.ParseEnvelope(r)
+	d.Event, d.EventErr = record.ParseEvent(r)
+	return d
+}
+
+// Match reports whether d is selected. A record whose envelope or event
+// headers do not parse matches only a selection that does not filter on
+// what it lacks.
+func (s *Selection) Match(d *DeadLetter) bool {
+	r := d.Record
+	if len(s.Partitions) > 0 && !slices.Contains(s.Partitions, r.Partition) {
+		return false
+	}
+	if r.Offset < s.FromOffset || (s.ToOffset > 0 && r.Offset >= s.ToOffset) {
+		return false
+	}
+	if !s.From.IsZero() || !s.To.IsZero() || s.Class != "" {
+		if d.EnvelopeErr != nil {
+			return false
+		}
+		at := d.Envelope.LastFailureAt
+		if (!s.From.IsZero() && at.Before(s.From)) || (!s.To.IsZero() && !at.Before(s.To)) {
+			return false
+		}
+		if s.Class != "" && d.Envelope.Class != s.Class {
+			return false
+		}
+	}
+	if s.Source != "" || s.Type != "" {
+		if d.EventErr != nil {
+			return false
+		}
+		if (s.Source != "" && d.Event.Source != s.Source) || (s.Type != "" && d.Event.Type != s.Type) {
+			return false
+		}
+	}
+	return true
+}
+
+// scanTopic calls fn for every record of topic from its start offsets to
+// the end offsets it finds when it starts, partition by partition in
+// offset order, with a plain (non-group) client built from kopts.
+func scanTopic(ctx context.Context, kopts []kgo.Opt, topic string, partitions []int32, fn func(*kgo.Record) error) error {
+	admCl, err := kgo.NewClient(kopts...)
+	if err != nil {
+		return fmt.Errorf("dlq: kafka client: %w", err)
+	}
+	defer admCl.Close()
+	adm := kadm.NewClient(admCl)
+	actx, cancel := context.WithTimeout(ctx, adminTimeout)
+	defer cancel()
+	starts, err := adm.ListStartOffsets(actx, topic)
+	if err == nil {
+		err = starts.Error()
+	}
+	if err != nil {
+		return fmt.Errorf("dlq: list start offsets of %s: %w", topic, err)
+	}
+	ends, err := adm.ListEndOffsets(actx, topic)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		return fmt.Errorf("dlq: list end offsets of %s: %w", topic, err)
+	}
+	from := map[int32]kgo.Offset{}
+	end := map[int32]int64{}
+	starts.Each(func(o kadm.ListedOffset) {
+		if len(partitions) > 0 && !slices.Contains(partitions, o.Partition) {
+			return
+		}
+		e, ok := ends.Lookup(topic, o.Partition)
+		if ok && e.Offset > o.Offset {
+			from[o.Partition] = kgo.NewOffset().At(o.Offset)
+			end[o.Partition] = e.Offset
+		}
+	})
+	if len(from) == 0 {
+		return nil
+	}
+	cl, err := kgo.NewClient(append(slices.Clone(kopts),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: from}),
+		kgo.FetchMaxWait(time.Second),
+	)...)
+	if err != nil {
+		return fmt.Errorf("dlq: kafka client: %w", err)
+	}
+	defer cl.Close()
+	for len(end) > 0 {
+		pctx, cancel := context.WithTimeout(ctx, scanIdle)
+		fetches := cl.PollFetches(pctx)
+		cancel()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if pctx.Err() != nil && fetches.NumRecords() == 0 {
+			// Nothing more arrives: what is left are gaps.
+			return nil
+		}
+		var ferr error
+		fetches.EachError(func(t string, p int32, err error) {
+			if !errors.Is(err, context.DeadlineExceeded) && ferr == nil {
+				ferr = fmt.Errorf("dlq: fetch %s/%d: %w", t, p, err)
+			}
+		})
+		if ferr != nil {
+			return ferr
+		}
+		var stop error
+		fetches.EachRecord(func(r *kgo.Record) {
+			e, ok := end[r.Partition]
+			if stop != nil || !ok || r.Offset >= e {
+				return
+			}
+			if err := fn(r); err != nil {
+				stop = err
+				return
+			}
+			if r.Offset >= e-1 {
+				delete(end, r.Partition)
+			}
+		})
+		if stop != nil {
+			return stop
+		}
+	}
+	return nil
+}
+
+// List calls fn for each selected dead letter of topic (a DLQ or parked
+// topic), from its start to its end offsets when List starts.
+func List(ctx context.Context, kopts []kgo.Opt, topic string, sel Selection, fn func(DeadLetter) error) error {
+	return scanTopic(ctx, kopts, topic, sel.Partitions, func(r *kgo.Record) error {
+		d := readDeadLetter(r)
+		if !sel.Match(&d) {
+			return nil
+		}
+		return fn(d)
+	})
+}

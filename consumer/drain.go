@@ -1,0 +1,132 @@
+package consumer
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluicehq/sluice/consumer/dlq"
+	"github.com/sluicehq/sluice/internal/breaker"
+	"github.com/sluicehq/sluice/record"
+)
+
+// drainPass retries the DLQ records of its partitions up to the end
+// offsets it found when it started.
+type drainPass struct {
+	parts []*partState
+}
+
+// maybeStartPass starts a drain pass over the DLQ partitions with
+// records, up to their current end offsets, when the breaker is closed and
+// has been, with no pass, for DLQ.DrainInterval.
+func (c *Consumer) maybeStartPass(pending map[*partState]int64) {
+	if len(pending) == 0 || c.breaker.State() != breaker.Closed {
+		return
+	}
+	c.passMu.Lock()
+	defer c.passMu.Unlock()
+	if c.pass != nil || c.o.clock.Now().Sub(c.quietSince) < c.cfg.DLQ.DrainInterval {
+		return
+	}
+	pass := &drainPass{}
+	resume := make(map[string][]int32)
+	for p, end := range pending {
+		if p.gone.Load() {
+			continue
+		}
+		p.polledPass.Store(false)
+		p.passEnd.Store(end)
+		pass.parts = append(pass.parts, p)
+		resume[p.tp.topic] = append(resume[p.tp.topic], p.tp.partition)
+	}
+	if len(pass.parts) == 0 {
+		return
+	}
+	c.pass = pass
+	c.client.ResumeFetchPartitions(resume)
+	c.log.Info("drain pass", "partitions", resume)
+	c.wakeMode()
+}
+
+// passActive reports whether a drain pass is in progress. A pass is over
+// when each of its partitions was revoked or had all its pass records
+// polled and finished; passActive then ends it.
+func (c *Consumer) passActive() bool {
+	c.passMu.Lock()
+	defer c.passMu.Unlock()
+	if c.pass == nil {
+		return false
+	}
+	for _, p := range c.pass.parts {
+		if p.gone.Load() {
+			continue
+		}
+		if !p.polledPass.Load() || p.wm.InFlight() > 0 {
+			return true
+		}
+	}
+	for _, p := range c.pass.parts {
+		p.passEnd.Store(0)
+	}
+	c.pass = nil
+	c.quietSince = c.o.clock.Now()
+	c.log.Info("drain pass done")
+	return false
+}
+
+// checkDrained vets a DLQ record before a drain writes it. source is its
+// DLQ topic's source topic: the envelope must name the same one, since
+// anyone who may write the DLQ topic may write an envelope. The value must
+// pass its contract, since such a record never passed the gateway. The
+// reason is the parked reason of a record refused.
+func (c *Consumer) checkDrained(source string, r *kgo.Record, env *record.Envelope) (reason string, err error) {
+	if !slices.Contains(c.sources, source) {
+		return record.ParkedSourceMismatch, fmt.Errorf("consumer: %s is not the DLQ topic of a source topic", r.Topic)
+	}
+	if env.SourceTopic != source {
+		return record.ParkedSourceMismatch, fmt.Errorf("consumer: envelope names source topic %q, the record is in %s",
+			env.SourceTopic, r.Topic)
+	}
+	if err := dlq.CheckContract(c.reg, r); err != nil {
+		return record.ParkedContract, err
+	}
+	return "", nil
+}
+
+// admitDrained readies j, a record of a drain pass, for the sink and
+// returns the topic to decode it as: its DLQ topic's source topic. It
+// reports false when j is finished already: a record without a readable
+// envelope and one checkDrained refuses are parked, a non-retryable one is
+// skipped (committed; it stays in the DLQ for a replay), and one whose
+// partition is abandoned while it waits for DLQ.DrainRate is left
+// unfinished.
+func (c *Consumer) admitDrained(ctx context.Context, j *job) (topic string, ok bool) {
+	env, err := record.ParseEnvelope(j.rec)
+	if err != nil {
+		// A DLQ record sluice did not write: park it rather than loop on
+		// it.
+		c.deadLetter(ctx, j, &failure{class: record.ClassDecode, err: err, park: record.ParkedUnreadable})
+		return "", false
+	}
+	if !env.Retryable {
+		c.m.events.WithLabelValues("skipped").Inc()
+		c.finish(j, true)
+		return "", false
+	}
+	j.env = &env
+	// The envelope is anyone's who may write the DLQ topic: the source
+	// topic is the DLQ topic's own.
+	topic = record.SourceOf(j.rec.Topic)
+	if reason, err := c.checkDrained(topic, j.rec, &env); err != nil {
+		c.m.drainRefused.WithLabelValues(j.rec.Topic, reason).Inc()
+		c.deadLetter(ctx, j, &failure{class: record.ClassDecode, err: err, park: reason})
+		return "", false
+	}
+	if err := c.limiter.Wait(ctx); err != nil {
+		c.finish(j, false)
+		return "", false
+	}
+	return topic, true
+}
