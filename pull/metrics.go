@@ -62,7 +62,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{"partner", "cause"}),
 		circuit: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "sluice_poller_circuit_state",
-			Help: "The partner's circuit breaker: 0 closed, 1 open, 2 half-open.",
+			Help: "The partner's circuit breaker: 0 closed, 1 open, 2 half_open.",
 		}, []string{"partner"}),
 		tokenRefresh: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sluice_poller_token_refreshes_total",

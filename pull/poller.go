@@ -363,7 +363,7 @@ func (p *Poller) circuitChanged(s breaker.State) {
 		v = 1
 	case breaker.HalfOpen:
 		v = 2
-		p.log.Info("circuit half-open: probing the partner")
+		p.log.Info("circuit half_open: probing the partner")
 	case breaker.Closed:
 		p.log.Info("circuit closed: the partner answers")
 	}
