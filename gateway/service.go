@@ -76,7 +76,14 @@ func (f optionFunc) apply(o *options) { f(o) }
 // WithClock replaces time.Now, for the skew window and the dedup window.
 func WithClock(now func() time.Time) Option { return optionFunc(func(o *options) { o.now = now }) }
 
-// WithRegisterer registers the gateway's metrics; by default none are.
+// WithRegisterer registers the gateway's metrics on r; by default none
+// are. Nothing unregisters them. On an r that holds them already (another
+// Service's), New fails with an error wrapping
+// prometheus.AlreadyRegisteredError and leaves r as it was: two Services'
+// counts in one series would read as one gateway's, and each one's gauges
+// (dedup entries, request memory) are its own. Services that share a
+// registry each register through prometheus.WrapRegistererWith, under the
+// same label name with a value of their own.
 func WithRegisterer(r prometheus.Registerer) Option {
 	return optionFunc(func(o *options) { o.reg = r })
 }
@@ -120,7 +127,10 @@ func New(cfg Config, contracts *contract.Registry, pub Admitter, opts ...Option)
 	} else {
 		dedupLen = func() float64 { return 0 }
 	}
-	s.metrics = newMetrics(o.reg, dedupLen, s.memory.inUse, s.streamMemory.inUse)
+	var err error
+	if s.metrics, err = newMetrics(o.reg, dedupLen, s.memory.inUse, s.streamMemory.inUse); err != nil {
+		return nil, err
+	}
 	s.checking = semaphore.NewWeighted(int64(cfg.Limits.CheckingEvents))
 	s.receiving.limit = int64(cfg.Limits.ReceivingRequests)
 	s.receiving.timeout = cfg.Limits.ReceiveTimeout
