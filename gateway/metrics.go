@@ -14,7 +14,7 @@ type metrics struct {
 	events          *prometheus.CounterVec
 	requests        *prometheus.CounterVec
 	requestDuration *prometheus.HistogramVec
-	batchSize       prometheus.Histogram
+	requestEvents   prometheus.Histogram
 	dedupEvictions  prometheus.Counter
 	streamsOpen     prometheus.Gauge
 	shed            prometheus.Counter
@@ -43,9 +43,9 @@ func newMetrics(reg prometheus.Registerer, dedupLen, requestMemory, streamMemory
 			Help:    "Time from a request or stream batch arriving to its answer.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
 		}, []string{"transport"}),
-		batchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
+		requestEvents: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "sluice_request_events",
-			Help:    "Events per request or stream batch.",
+			Help:    "Events per request or stream batch that passed the whole-request limits and the source's rate (sluice_requests_total with result ok).",
 			Buckets: prometheus.ExponentialBuckets(1, 2, 11),
 		}),
 		dedupEvictions: prometheus.NewCounter(prometheus.CounterOpts{
@@ -84,7 +84,7 @@ func newMetrics(reg prometheus.Registerer, dedupLen, requestMemory, streamMemory
 	if reg == nil {
 		return m, nil
 	}
-	err := promreg.Register(reg, m.events, m.requests, m.requestDuration, m.batchSize, m.dedupEvictions, m.streamsOpen, m.shed, m.requestsShed, m.streamsRefused, m.receiveTimeouts, m.memoryRefusals, m.streamsIdle,
+	err := promreg.Register(reg, m.events, m.requests, m.requestDuration, m.requestEvents, m.dedupEvictions, m.streamsOpen, m.shed, m.requestsShed, m.streamsRefused, m.receiveTimeouts, m.memoryRefusals, m.streamsIdle,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "sluice_dedup_entries",
 			Help: "Event ids remembered by the dedup window or being published.",

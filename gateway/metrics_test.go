@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -68,4 +69,66 @@ func TestSecondServiceOnOneRegistry(t *testing.T) {
 	if n, err := testutil.GatherAndCount(shared, "sluice_dedup_entries"); err != nil || n != 2 {
 		t.Fatalf("sluice_dedup_entries: %d series, %v; want one per Service", n, err)
 	}
+}
+
+// TestRequestEventsObserved: sluice_request_events has one observation,
+// its event count, per request or stream batch that passed the
+// whole-request limits; one refused whole and a poller's page (Ingest)
+// are not requests it counts.
+func TestRequestEventsObserved(t *testing.T) {
+	registry, err := contract.Load(examples.Contracts, examples.Types)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := NewDefaultConfig()
+	cfg.Limits.MaxEventsPerRequest = 4
+	cfg.Limits.CheckingEvents = 4
+	cfg.Sources = []SourceConfig{{Name: "src", KeyHashes: []string{HashKey("k")}, EventTypes: []string{"*"}}}
+	reg := prometheus.NewPedanticRegistry()
+	s, err := New(cfg, registry, acceptAll{}, WithRegisterer(reg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := 0
+	events := func(n int) []*ingestv1.Event {
+		out := make([]*ingestv1.Event, n)
+		for i := range out {
+			next++
+			out[i] = &ingestv1.Event{
+				Id: fmt.Sprintf("re-%d", next), Type: "examples.logs.v1.LogLine", OccurredAt: timestamppb.Now(),
+				Payload: &ingestv1.Event_Json{Json: string(examples.LogLineJSON)},
+			}
+		}
+		return out
+	}
+	ctx := context.Background()
+	src := &source{name: "src"}
+	if _, f := s.publishBatch(ctx, "rest", src, &batch{events: events(3)}); f != nil {
+		t.Fatal(f)
+	}
+	if _, f := s.publishBatch(ctx, "grpc", src, &batch{events: events(2)}); f != nil {
+		t.Fatal(f)
+	}
+	s.judgeStreamBatch(ctx, src, &batch{events: events(1)})
+	if _, f := s.publishBatch(ctx, "rest", src, &batch{events: events(5)}); f == nil || f.Reason != ingestv1.Reason_BATCH_TOO_LARGE {
+		t.Fatalf("5 events over a limit of 4: %v", f)
+	}
+	s.judgeStreamBatch(ctx, src, &batch{events: events(5)})
+	s.Ingest(ctx, "src", events(4))
+
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "sluice_request_events" {
+			continue
+		}
+		h := mf.GetMetric()[0].GetHistogram()
+		if h.GetSampleCount() != 3 || h.GetSampleSum() != 6 {
+			t.Fatalf("sluice_request_events: %d observations of %v events in all, want 3 of 6", h.GetSampleCount(), h.GetSampleSum())
+		}
+		return
+	}
+	t.Fatal("sluice_request_events is not registered")
 }

@@ -196,6 +196,7 @@ func (s *Service) publishBatch(ctx context.Context, transport string, src *sourc
 		return nil, f
 	}
 	s.metrics.requests.WithLabelValues(transport, "ok").Inc()
+	s.metrics.requestEvents.Observe(float64(len(b.events)))
 	results := s.judge(ctx, src, b)
 	if transport == "grpc" {
 		if f := pushBack(results); f != nil {
@@ -287,7 +288,6 @@ type candidate struct {
 // every other event has its rejection.
 func (s *Service) judge(ctx context.Context, src *source, b *batch) []*ingestv1.EventResult {
 	events := b.events
-	s.metrics.batchSize.Observe(float64(len(events)))
 	results := make([]*ingestv1.EventResult, len(events))
 	pctx, cancel := context.WithDeadline(ctx, s.publishDeadline(ctx))
 	defer cancel()
