@@ -176,15 +176,6 @@ func (s *Service) waitTurn(ctx context.Context, n int) (release func(), rej *ing
 	return func() { s.checking.Release(int64(n)) }, nil
 }
 
-// Topics maps each loaded event type to its topic.
-func (s *Service) Topics() map[string]string {
-	out := make(map[string]string, len(s.topics))
-	for k, v := range s.topics {
-		out[k] = v
-	}
-	return out
-}
-
 // publishBatch judges one decoded request, REST or unary gRPC. A
 // whole-request failure (the rate, the limits, a request that did not
 // decode) is returned as a *Failure; every other outcome is a per-event
