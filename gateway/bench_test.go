@@ -104,13 +104,16 @@ func BenchmarkPublishGRPC(b *testing.B) {
 			// Every spooled record published to Kafka (the cursor is
 			// written later, coalesced). Bounded: a stuck drainer fails the
 			// benchmark instead of hanging it.
-			deadline := time.Now().Add(time.Minute)
+			deadline := time.After(time.Minute)
+			tick := time.NewTicker(time.Millisecond)
 			for counter(b, m.h.reg, "sluice_spool_drained_records_total") < counter(b, m.h.reg, "sluice_admission_spooled_records_total") {
-				if time.Now().After(deadline) {
+				select {
+				case <-tick.C:
+				case <-deadline:
 					b.Fatalf("spool not drained after a minute: %+v", m.spool.Stats())
 				}
-				time.Sleep(time.Millisecond)
 			}
+			tick.Stop()
 		}
 		m.rates = append(m.rates, perMode*100/time.Since(start).Seconds())
 	}

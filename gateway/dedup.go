@@ -10,7 +10,7 @@ const dedupShards = 64
 
 // dedupBytesPerEntry is what the window keeps per accepted id at most: a
 // 24-byte ring slot and a 24-byte map slot in a table between 7/16 and 7/8
-// full (TestDedupMemoryPerID measures it).
+// full (TestDedupMemoryPerID measures it with SLUICE_MEMORY_TESTS=1).
 const dedupBytesPerEntry = 96
 
 // dedupWindow remembers the (source, event id) pairs accepted within a

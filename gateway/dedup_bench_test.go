@@ -36,11 +36,12 @@ func BenchmarkDedup(b *testing.B) {
 		d := full()
 		fresh := make([]string, 1<<16)
 		for i := range fresh {
-			fresh[i] = "lg0123456789ab-new-" + strconv.Itoa(i)
+			// The dash ends the first number, so no two (i, round) pairs
+			// make one id ("new-1" and round 10 would be "new-11" and 0).
+			fresh[i] = "lg0123456789ab-new-" + strconv.Itoa(i) + "-"
 		}
 		b.ResetTimer()
 		for i := 0; b.Loop(); i++ {
-			// A repeat after 65536 ids is still new: the oldest went first.
 			k := dedupKey{"bench", fresh[i&(1<<16-1)] + strconv.Itoa(i>>16)}
 			if c := d.claim(d.digest(k)); !c.owner {
 				b.Fatalf("new id %v: %+v", k, c)

@@ -1,7 +1,11 @@
 package gateway
 
 import (
+	"fmt"
+
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sluicehq/sluice/internal/promreg"
 )
 
 // metrics are the gateway's; they are registered on the Registerer given to
@@ -10,7 +14,7 @@ type metrics struct {
 	events          *prometheus.CounterVec
 	requests        *prometheus.CounterVec
 	requestDuration *prometheus.HistogramVec
-	batchSize       prometheus.Histogram
+	requestEvents   prometheus.Histogram
 	dedupEvictions  prometheus.Counter
 	streamsOpen     prometheus.Gauge
 	shed            prometheus.Counter
@@ -21,7 +25,10 @@ type metrics struct {
 	streamsIdle     prometheus.Counter
 }
 
-func newMetrics(reg prometheus.Registerer, dedupLen, requestMemory, streamMemory func() float64) *metrics {
+// newMetrics builds the metrics and registers them on reg, all or none
+// (promreg.Register): a registry that holds one of them already, a second
+// Service's, is an error wrapping prometheus.AlreadyRegisteredError.
+func newMetrics(reg prometheus.Registerer, dedupLen, requestMemory, streamMemory func() float64) (*metrics, error) {
 	m := &metrics{
 		events: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sluice_events_total",
@@ -36,9 +43,9 @@ func newMetrics(reg prometheus.Registerer, dedupLen, requestMemory, streamMemory
 			Help:    "Time from a request or stream batch arriving to its answer.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
 		}, []string{"transport"}),
-		batchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
+		requestEvents: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "sluice_request_events",
-			Help:    "Events per request or stream batch.",
+			Help:    "Events per request or stream batch that passed the whole-request limits and the source's rate (sluice_requests_total with result ok).",
 			Buckets: prometheus.ExponentialBuckets(1, 2, 11),
 		}),
 		dedupEvictions: prometheus.NewCounter(prometheus.CounterOpts{
@@ -74,15 +81,19 @@ func newMetrics(reg prometheus.Registerer, dedupLen, requestMemory, streamMemory
 			Help: "PublishStream streams ended because they made no progress (no batch, no answer sent) for limits.stream_idle_timeout.",
 		}),
 	}
-	if reg != nil {
-		reg.MustRegister(m.events, m.requests, m.requestDuration, m.batchSize, m.dedupEvictions, m.streamsOpen, m.shed, m.requestsShed, m.streamsRefused, m.receiveTimeouts, m.memoryRefusals, m.streamsIdle,
-			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-				Name: "sluice_dedup_entries",
-				Help: "Event ids remembered by the dedup window or being published.",
-			}, dedupLen),
-			memoryGauge("requests", requestMemory), memoryGauge("streams", streamMemory))
+	if reg == nil {
+		return m, nil
 	}
-	return m
+	err := promreg.Register(reg, m.events, m.requests, m.requestDuration, m.requestEvents, m.dedupEvictions, m.streamsOpen, m.shed, m.requestsShed, m.streamsRefused, m.receiveTimeouts, m.memoryRefusals, m.streamsIdle,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "sluice_dedup_entries",
+			Help: "Event ids remembered by the dedup window or being published.",
+		}, dedupLen),
+		memoryGauge("requests", requestMemory), memoryGauge("streams", streamMemory))
+	if err != nil {
+		return nil, fmt.Errorf("gateway: registering metrics: %w", err)
+	}
+	return m, nil
 }
 
 // memoryGauge is sluice_request_memory_bytes of one half of the budget.

@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/grpc/metadata"
@@ -189,7 +188,7 @@ func (s *Service) servePublish(mux *runtime.ServeMux) runtime.HandlerFunc {
 			writeFailure(w, f) // counted by publishBatch
 			return
 		}
-		writeAnswer(w, resp)
+		s.writeAnswer(w, resp)
 	}
 }
 
@@ -236,13 +235,15 @@ func reflectAnswer(resp *ingestv1.PublishResponse) ([]byte, error) {
 
 // writeAnswer writes a batch's results with the batch status (200, 207,
 // or the shared refusal) and Retry-After when every event was refused
-// retryably, as compact JSON (reflectAnswer).
-func writeAnswer(w http.ResponseWriter, resp *ingestv1.PublishResponse) {
+// retryably, as compact JSON (reflectAnswer). An answer that cannot be
+// written as JSON is UNAVAILABLE with unavailable_retry_after, as every
+// other UNAVAILABLE is.
+func (s *Service) writeAnswer(w http.ResponseWriter, resp *ingestv1.PublishResponse) {
 	body, ok := appendAnswer(make([]byte, 0, 96*len(resp.GetResults())+16), resp)
 	if !ok {
 		var err error
 		if body, err = reflectAnswer(resp); err != nil {
-			writeFailure(w, &Failure{Reason: ingestv1.Reason_UNAVAILABLE, RetryAfter: time.Second, Message: "encoding the answer: " + err.Error()})
+			writeFailure(w, &Failure{Reason: ingestv1.Reason_UNAVAILABLE, RetryAfter: s.cfg.UnavailableRetryAfter, Message: "encoding the answer: " + err.Error()})
 			return
 		}
 	}

@@ -76,7 +76,14 @@ func (f optionFunc) apply(o *options) { f(o) }
 // WithClock replaces time.Now, for the skew window and the dedup window.
 func WithClock(now func() time.Time) Option { return optionFunc(func(o *options) { o.now = now }) }
 
-// WithRegisterer registers the gateway's metrics; by default none are.
+// WithRegisterer registers the gateway's metrics on r; by default none
+// are. Nothing unregisters them. On an r that holds them already (another
+// Service's), New fails with an error wrapping
+// prometheus.AlreadyRegisteredError and leaves r as it was: two Services'
+// counts in one series would read as one gateway's, and each one's gauges
+// (dedup entries, request memory) are its own. Services that share a
+// registry each register through prometheus.WrapRegistererWith, under the
+// same label name with a value of their own.
 func WithRegisterer(r prometheus.Registerer) Option {
 	return optionFunc(func(o *options) { o.reg = r })
 }
@@ -120,7 +127,10 @@ func New(cfg Config, contracts *contract.Registry, pub Admitter, opts ...Option)
 	} else {
 		dedupLen = func() float64 { return 0 }
 	}
-	s.metrics = newMetrics(o.reg, dedupLen, s.memory.inUse, s.streamMemory.inUse)
+	var err error
+	if s.metrics, err = newMetrics(o.reg, dedupLen, s.memory.inUse, s.streamMemory.inUse); err != nil {
+		return nil, err
+	}
 	s.checking = semaphore.NewWeighted(int64(cfg.Limits.CheckingEvents))
 	s.receiving.limit = int64(cfg.Limits.ReceivingRequests)
 	s.receiving.timeout = cfg.Limits.ReceiveTimeout
@@ -166,15 +176,6 @@ func (s *Service) waitTurn(ctx context.Context, n int) (release func(), rej *ing
 	return func() { s.checking.Release(int64(n)) }, nil
 }
 
-// Topics maps each loaded event type to its topic.
-func (s *Service) Topics() map[string]string {
-	out := make(map[string]string, len(s.topics))
-	for k, v := range s.topics {
-		out[k] = v
-	}
-	return out
-}
-
 // publishBatch judges one decoded request, REST or unary gRPC. A
 // whole-request failure (the rate, the limits, a request that did not
 // decode) is returned as a *Failure; every other outcome is a per-event
@@ -186,6 +187,7 @@ func (s *Service) publishBatch(ctx context.Context, transport string, src *sourc
 		return nil, f
 	}
 	s.metrics.requests.WithLabelValues(transport, "ok").Inc()
+	s.metrics.requestEvents.Observe(float64(len(b.events)))
 	results := s.judge(ctx, src, b)
 	if transport == "grpc" {
 		if f := pushBack(results); f != nil {
@@ -277,7 +279,6 @@ type candidate struct {
 // every other event has its rejection.
 func (s *Service) judge(ctx context.Context, src *source, b *batch) []*ingestv1.EventResult {
 	events := b.events
-	s.metrics.batchSize.Observe(float64(len(events)))
 	results := make([]*ingestv1.EventResult, len(events))
 	pctx, cancel := context.WithDeadline(ctx, s.publishDeadline(ctx))
 	defer cancel()

@@ -223,5 +223,6 @@ func (s *Service) judgeStreamBatch(ctx context.Context, src *source, b *batch) [
 		return s.refuseAll(src, b.events, f)
 	}
 	s.metrics.requests.WithLabelValues("grpc-stream", "ok").Inc()
+	s.metrics.requestEvents.Observe(float64(len(b.events)))
 	return s.judge(ctx, src, b)
 }

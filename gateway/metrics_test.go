@@ -1,0 +1,134 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/sluicehq/sluice/contract"
+	"github.com/sluicehq/sluice/examples"
+	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
+)
+
+// TestSecondServiceOnOneRegistry: a second Service on a Registerer that
+// holds the first one's metrics is refused with an error wrapping
+// prometheus.AlreadyRegisteredError, without a panic, and the registry is
+// left as it was: the first Service's metrics are still the ones there
+// and still count. Services each under a label value of their own share
+// one.
+func TestSecondServiceOnOneRegistry(t *testing.T) {
+	registry, err := contract.Load(examples.Contracts, examples.Types)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := NewDefaultConfig()
+	cfg.Sources = []SourceConfig{{Name: "src", KeyHashes: []string{HashKey("k")}, EventTypes: []string{"*"}}}
+	reg := prometheus.NewPedanticRegistry()
+	first, err := New(cfg, registry, acceptAll{}, WithRegisterer(reg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	families := func() int {
+		t.Helper()
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(mfs)
+	}
+	before := families()
+
+	second, err := New(cfg, registry, acceptAll{}, WithRegisterer(reg))
+	var are prometheus.AlreadyRegisteredError
+	if second != nil || !errors.As(err, &are) {
+		t.Fatalf("second Service on one registry: %v, %v; want an AlreadyRegisteredError", second, err)
+	}
+	if got := families(); got != before {
+		t.Fatalf("%d metric families after the refusal, %d before", got, before)
+	}
+	first.Ingest(context.Background(), "src", []*ingestv1.Event{{
+		Id: "m-1", Type: "examples.logs.v1.LogLine", OccurredAt: timestamppb.Now(),
+		Payload: &ingestv1.Event_Json{Json: string(examples.LogLineJSON)},
+	}})
+	if n, err := testutil.GatherAndCount(reg, "sluice_events_total"); err != nil || n != 1 {
+		t.Fatalf("the first Service's sluice_events_total: %d series, %v", n, err)
+	}
+
+	// Two Services, each under a label value of its own, share a registry.
+	shared := prometheus.NewPedanticRegistry()
+	for _, name := range []string{"a", "b"} {
+		if _, err := New(cfg, registry, acceptAll{}, WithRegisterer(prometheus.WrapRegistererWith(prometheus.Labels{"gateway": name}, shared))); err != nil {
+			t.Fatalf("Service %s under a label of its own: %v", name, err)
+		}
+	}
+	if n, err := testutil.GatherAndCount(shared, "sluice_dedup_entries"); err != nil || n != 2 {
+		t.Fatalf("sluice_dedup_entries: %d series, %v; want one per Service", n, err)
+	}
+}
+
+// TestRequestEventsObserved: sluice_request_events has one observation,
+// its event count, per request or stream batch that passed the
+// whole-request limits; one refused whole and a poller's page (Ingest)
+// are not requests it counts.
+func TestRequestEventsObserved(t *testing.T) {
+	registry, err := contract.Load(examples.Contracts, examples.Types)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := NewDefaultConfig()
+	cfg.Limits.MaxEventsPerRequest = 4
+	cfg.Limits.CheckingEvents = 4
+	cfg.Sources = []SourceConfig{{Name: "src", KeyHashes: []string{HashKey("k")}, EventTypes: []string{"*"}}}
+	reg := prometheus.NewPedanticRegistry()
+	s, err := New(cfg, registry, acceptAll{}, WithRegisterer(reg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := 0
+	events := func(n int) []*ingestv1.Event {
+		out := make([]*ingestv1.Event, n)
+		for i := range out {
+			next++
+			out[i] = &ingestv1.Event{
+				Id: fmt.Sprintf("re-%d", next), Type: "examples.logs.v1.LogLine", OccurredAt: timestamppb.Now(),
+				Payload: &ingestv1.Event_Json{Json: string(examples.LogLineJSON)},
+			}
+		}
+		return out
+	}
+	ctx := context.Background()
+	src := &source{name: "src"}
+	if _, f := s.publishBatch(ctx, "rest", src, &batch{events: events(3)}); f != nil {
+		t.Fatal(f)
+	}
+	if _, f := s.publishBatch(ctx, "grpc", src, &batch{events: events(2)}); f != nil {
+		t.Fatal(f)
+	}
+	s.judgeStreamBatch(ctx, src, &batch{events: events(1)})
+	if _, f := s.publishBatch(ctx, "rest", src, &batch{events: events(5)}); f == nil || f.Reason != ingestv1.Reason_BATCH_TOO_LARGE {
+		t.Fatalf("5 events over a limit of 4: %v", f)
+	}
+	s.judgeStreamBatch(ctx, src, &batch{events: events(5)})
+	s.Ingest(ctx, "src", events(4))
+
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "sluice_request_events" {
+			continue
+		}
+		h := mf.GetMetric()[0].GetHistogram()
+		if h.GetSampleCount() != 3 || h.GetSampleSum() != 6 {
+			t.Fatalf("sluice_request_events: %d observations of %v events in all, want 3 of 6", h.GetSampleCount(), h.GetSampleSum())
+		}
+		return
+	}
+	t.Fatal("sluice_request_events is not registered")
+}
