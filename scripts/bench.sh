@@ -598,7 +598,7 @@ plain net/http handler's CPU per request; the spool forced on at least 0.9 × of
 transport and each feature; they have no target.
 
 Direct's CPU per event is the load generator's own CPU in direct mode (it runs on CPU 0 as the system under
-test): franz-go producing records built by publish.NewRecord with the gateway's producer settings, plus
+test): franz-go producing records built by record.NewEvent with the gateway's producer settings, plus
 building the events themselves, which the gateway does not do. That extra work makes the floor slightly
 high, so the CPU ratio slightly flatters the gateway. Measuring only the producer inside the process would
 need a profile split; the whole process is what a source producing directly would pay.
