@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sync/semaphore"
 	"google.golang.org/grpc/metadata"
 
+	"github.com/sluicehq/sluice/admission"
 	"github.com/sluicehq/sluice/buffer"
 	"github.com/sluicehq/sluice/contract"
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
@@ -24,10 +25,10 @@ import (
 )
 
 // Admitter makes records durable, in Kafka or in the local spool
-// (*publish.Admission). out[i].Err is nil only once records[i] is durable;
+// (*admission.Admission). out[i].Err is nil only once records[i] is durable;
 // Admit returns by ctx's deadline.
 type Admitter interface {
-	Admit(ctx context.Context, records []*kgo.Record) (out []publish.Admitted)
+	Admit(ctx context.Context, records []*kgo.Record) (out []admission.Admitted)
 }
 
 // Service implements sluice.ingest.v1.IngestService for gRPC and, through
@@ -536,7 +537,7 @@ func (s *Service) publish(ctx context.Context, src *source, cands []*candidate, 
 		if a.Err == nil {
 			r := &accepted[i]
 			r.Index, r.Id, r.Outcome, r.Durability = uint32(c.index), c.event.GetId(), ingestv1.Outcome_ACCEPTED, &durability[0]
-			if a.Durability == publish.DurabilityLocalDisk {
+			if a.Durability == admission.DurabilityLocalDisk {
 				r.Durability = &durability[1]
 			}
 			results[c.index] = r
@@ -550,7 +551,7 @@ func (s *Service) publish(ctx context.Context, src *source, cands []*candidate, 
 // BUFFER_FULL with the spool's estimate of the wait; a record over Kafka's
 // size limit is the event's fault; anything else is the gateway's,
 // retryable when publish.Retryable says so.
-func (s *Service) admitRejection(a publish.Admitted) *ingestv1.Rejection {
+func (s *Service) admitRejection(a admission.Admitted) *ingestv1.Rejection {
 	err := a.Err
 	if errors.Is(err, buffer.ErrFull) {
 		wait := a.RetryAfter

@@ -1,4 +1,4 @@
-package publish
+package admission
 
 import (
 	"context"
@@ -11,11 +11,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluicehq/sluice/buffer"
-	"github.com/sluicehq/sluice/internal/promreg"
+	"github.com/sluicehq/sluice/publish"
 	"github.com/sluicehq/sluice/record"
 )
 
@@ -56,56 +55,6 @@ func (m Mode) String() string {
 	return "DIRECT"
 }
 
-// AdmissionConfig is the admission block of the config.
-type AdmissionConfig struct {
-	// SpoolFirst sends every record through the spool, whatever Kafka does.
-	SpoolFirst bool `yaml:"spool_first"`
-	// LatencyThreshold bounds how long a record waits for Kafka in DIRECT
-	// mode: past it the record is spooled instead and admission switches to
-	// SPOOLING. Default 2s.
-	LatencyThreshold time.Duration `yaml:"latency_threshold"`
-	// InFlightBudget bounds the records waiting for Kafka in DIRECT mode; a
-	// request that would pass it is spooled and switches to SPOOLING.
-	// Default 20000.
-	InFlightBudget int `yaml:"in_flight_budget"`
-	// DrainBatch is how many spooled records the drainer publishes at once.
-	// Default 500.
-	DrainBatch int `yaml:"drain_batch"`
-	// DrainTimeout bounds one drain publish. Default 10s.
-	DrainTimeout time.Duration `yaml:"drain_timeout"`
-	// DrainBackoffMax caps the wait between failed drain attempts (full
-	// jitter, doubling from 100ms). Default 5s.
-	DrainBackoffMax time.Duration `yaml:"drain_backoff_max"`
-}
-
-// NewDefaultAdmissionConfig returns the defaults documented on the fields.
-func NewDefaultAdmissionConfig() AdmissionConfig {
-	return AdmissionConfig{
-		LatencyThreshold: 2 * time.Second,
-		InFlightBudget:   20000,
-		DrainBatch:       500,
-		DrainTimeout:     10 * time.Second,
-		DrainBackoffMax:  5 * time.Second,
-	}
-}
-
-// Validate names the first field out of range.
-func (c AdmissionConfig) Validate() error {
-	switch {
-	case c.LatencyThreshold <= 0:
-		return errors.New("publish: admission.latency_threshold: must be > 0")
-	case c.InFlightBudget <= 0:
-		return errors.New("publish: admission.in_flight_budget: must be > 0")
-	case c.DrainBatch <= 0 || c.DrainBatch > 100000:
-		return errors.New("publish: admission.drain_batch: must be in [1, 100000]")
-	case c.DrainTimeout <= 0:
-		return errors.New("publish: admission.drain_timeout: must be > 0")
-	case c.DrainBackoffMax < 100*time.Millisecond:
-		return errors.New("publish: admission.drain_backoff_max: must be >= 100ms")
-	}
-	return nil
-}
-
 // The drainer writes its cursor after ackEvery records or ackInterval,
 // whichever comes first, and whenever it has caught up with the spool.
 const (
@@ -119,16 +68,30 @@ const (
 	// drainWindow is how many batches the drainer keeps in flight.
 	drainWindow = 4
 	// drainBackoffStart is the first wait after a failed drain step; it
-	// doubles up to AdmissionConfig.DrainBackoffMax.
+	// doubles up to Config.DrainBackoffMax.
 	drainBackoffStart = 100 * time.Millisecond
 	// maxRecycledEncoding is the largest encoding buffer kept for reuse.
 	maxRecycledEncoding = 1 << 20
 )
 
-// producer is what admission needs of Kafka; *Producer is one.
-type producer interface {
+// kafka is what admission needs of Kafka: *publish.Producer, seen through
+// producerKafka, or a test's stand-in.
+type kafka interface {
 	Publish(ctx context.Context, records []*kgo.Record) []error
-	Send(ctx context.Context, records []*kgo.Record) *Sent
+	Send(ctx context.Context, records []*kgo.Record) sending
+}
+
+// sending is one Send's records on their way to Kafka (*publish.Sent).
+type sending interface {
+	HandedOver() bool
+	Wait(ctx context.Context) []error
+}
+
+// producerKafka is a *publish.Producer as admission's kafka.
+type producerKafka struct{ *publish.Producer }
+
+func (p producerKafka) Send(ctx context.Context, records []*kgo.Record) sending {
+	return p.Producer.Send(ctx, records)
 }
 
 // Admission decides, record by record, whether Kafka or the spool makes a
@@ -143,8 +106,8 @@ type producer interface {
 // Within one request, the producer hands Kafka a prefix of the records
 // (Producer.Send); the rest are spooled behind them.
 type Admission struct {
-	cfg   AdmissionConfig
-	kafka producer
+	cfg   Config
+	kafka kafka
 	spool *buffer.Spool // nil: DIRECT only, failures are answered
 	log   *slog.Logger
 
@@ -161,22 +124,26 @@ type Admission struct {
 	stop    chan struct{}
 	stopped chan struct{}
 
-	metrics *admissionMetrics
+	metrics *metrics
 
 	// encoded recycles the buffers records are encoded into before an
 	// append (the spool copies them).
 	encoded sync.Pool
 }
 
-// NewAdmission starts admission over kafka and spool (nil for no spool).
-// A spool that holds records from before a restart starts in SPOOLING and
-// is drained first.
-func NewAdmission(cfg AdmissionConfig, kafka producer, spool *buffer.Spool, opts ...Option) (*Admission, error) {
+// New starts admission over producer and spool (nil for no spool). A
+// spool that holds records from before a restart starts in SPOOLING and is
+// drained first. Close stops it; it closes neither producer nor spool.
+func New(cfg Config, producer *publish.Producer, spool *buffer.Spool, opts ...Option) (*Admission, error) {
+	return newAdmission(cfg, producerKafka{producer}, spool, opts...)
+}
+
+func newAdmission(cfg Config, kafka kafka, spool *buffer.Spool, opts ...Option) (*Admission, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if cfg.SpoolFirst && spool == nil {
-		return nil, errors.New("publish: admission.spool_first needs a spool")
+		return nil, errors.New("admission.spool_first: needs a spool")
 	}
 	o := options{logger: slog.Default()}
 	for _, opt := range opts {
@@ -186,7 +153,7 @@ func NewAdmission(cfg AdmissionConfig, kafka producer, spool *buffer.Spool, opts
 		cfg: cfg, kafka: kafka, spool: spool, log: o.logger, beforeFallback: o.beforeFallback,
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{}),
 	}
-	a.metrics = newAdmissionMetrics(func() float64 { return float64(a.Mode()) }, a.rate)
+	a.metrics = newMetrics(func() float64 { return float64(a.Mode()) }, a.rate)
 	if o.registerer != nil {
 		if err := a.metrics.register(o.registerer); err != nil {
 			return nil, err
@@ -206,7 +173,7 @@ func NewAdmission(cfg AdmissionConfig, kafka producer, spool *buffer.Spool, opts
 // Mode is the current admission mode.
 func (a *Admission) Mode() Mode { return Mode(a.mode.Load()) }
 
-// pinger is a producer that can tell whether Kafka answers (*Producer).
+// pinger is a kafka that can tell whether Kafka answers (*publish.Producer).
 type pinger interface {
 	Ping(ctx context.Context) error
 }
@@ -221,7 +188,7 @@ type pinger interface {
 func (a *Admission) Ready(ctx context.Context) error {
 	select {
 	case <-a.stop:
-		return fmt.Errorf("publish: admission closed")
+		return fmt.Errorf("admission: closed")
 	default:
 	}
 	if a.spool != nil && (a.cfg.SpoolFirst || a.Mode() == ModeSpooling) {
@@ -276,7 +243,7 @@ func (a *Admission) Admit(ctx context.Context, records []*kgo.Record) []Admitted
 		switch {
 		case err == nil:
 			out[i] = Admitted{Durability: DurabilityKafka}
-		case a.spool != nil && Retryable(err) && ctx.Err() == nil:
+		case a.spool != nil && publish.Retryable(err) && ctx.Err() == nil:
 			retry = append(retry, i)
 		default:
 			out[i] = Admitted{Err: err, RetryAfter: retryAfterOf(err)}
@@ -369,7 +336,7 @@ func (a *Admission) spoolAll(ctx context.Context, records []*kgo.Record, out []A
 	}
 	for j := range data {
 		if rerr := cfg.CheckRecord(len(data[j])); rerr != nil {
-			out[idx[j]] = Admitted{Err: &ProduceError{Topic: records[idx[j]].Topic,
+			out[idx[j]] = Admitted{Err: &publish.ProduceError{Topic: records[idx[j]].Topic,
 				Err: fmt.Errorf("%w: %d bytes spooled: %w", buffer.ErrTooLarge, len(data[j]), rerr)}}
 			a.metrics.tooLarge.Inc()
 			continue
@@ -455,16 +422,16 @@ func (a *Admission) signal() {
 // reasonOf labels why a record fell back to the spool.
 func reasonOf(err error) string {
 	switch {
-	case errors.Is(err, ErrTimeout):
+	case errors.Is(err, publish.ErrTimeout):
 		return "latency"
-	case errors.Is(err, ErrBufferFull):
+	case errors.Is(err, publish.ErrBufferFull):
 		return "in_flight_budget"
 	}
 	return "kafka_error"
 }
 
 func retryAfterOf(err error) time.Duration {
-	var pe *ProduceError
+	var pe *publish.ProduceError
 	if errors.As(err, &pe) {
 		return pe.RetryAfter
 	}
@@ -505,7 +472,7 @@ func (a *Admission) drain() {
 		err := a.spool.Ack(pending)
 		havePending, unacked, lastAck = false, 0, time.Now()
 		if err != nil {
-			return fmt.Errorf("publish: acknowledging the spool at %v: %w", pending, err)
+			return fmt.Errorf("admission: acknowledging the spool at %v: %w", pending, err)
 		}
 		return nil
 	}
@@ -635,7 +602,7 @@ type drainBatch struct {
 	last    buffer.Position
 	short   bool // fewer entries than asked for: the reader caught up
 	bytes   int
-	sent    *Sent
+	sent    sending
 	start   time.Time
 }
 
@@ -727,7 +694,7 @@ func (a *Admission) finishDrain(ctx context.Context) error {
 		var aerr error
 		if n > 0 {
 			if aerr = a.spool.Ack(last); aerr != nil {
-				aerr = fmt.Errorf("publish: acknowledging the spool at %v: %w", last, aerr)
+				aerr = fmt.Errorf("admission: acknowledging the spool at %v: %w", last, aerr)
 			}
 		}
 		if err == nil && aerr == nil {
@@ -781,52 +748,4 @@ func (a *Admission) Close() {
 		close(a.stop)
 	}
 	<-a.stopped
-}
-
-type admissionMetrics struct {
-	mode        prometheus.GaugeFunc
-	drainRate   prometheus.GaugeFunc
-	switches    *prometheus.CounterVec
-	spooled     prometheus.Counter
-	full        prometheus.Counter
-	drained     prometheus.Counter
-	drainErrors prometheus.Counter
-	undecodable prometheus.Counter
-	tooLarge    prometheus.Counter
-}
-
-func newAdmissionMetrics(mode, rate func() float64) *admissionMetrics {
-	return &admissionMetrics{
-		mode: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "sluice_admission_mode", Help: "Admission mode: 0 DIRECT, 1 SPOOLING.",
-		}, mode),
-		drainRate: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "sluice_spool_drain_bytes_per_second", Help: "Smoothed rate at which the drainer publishes spooled bytes.",
-		}, rate),
-		switches: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "sluice_admission_switches_total", Help: "Admission mode switches by target mode and reason.",
-		}, []string{"to", "reason"}),
-		spooled: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "sluice_admission_spooled_records_total", Help: "Records made durable in the spool.",
-		}),
-		full: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "sluice_admission_buffer_full_records_total", Help: "Records refused because the spool was full.",
-		}),
-		drained: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "sluice_spool_drained_records_total", Help: "Spooled records published to Kafka by the drainer.",
-		}),
-		drainErrors: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "sluice_spool_drain_errors_total", Help: "Drain publishes that failed and were retried.",
-		}),
-		undecodable: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "sluice_spool_undecodable_records_total", Help: "Spooled records that passed their checksum but did not decode.",
-		}),
-		tooLarge: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "sluice_admission_too_large_records_total", Help: "Records refused because they are too large for the spool.",
-		}),
-	}
-}
-
-func (m *admissionMetrics) register(r prometheus.Registerer) error {
-	return promreg.Register(r, m.mode, m.drainRate, m.switches, m.spooled, m.full, m.drained, m.drainErrors, m.undecodable, m.tooLarge)
 }

@@ -1,4 +1,4 @@
-package publish
+package admission
 
 import (
 	"context"
@@ -13,138 +13,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicehq/sluice/buffer"
-	"github.com/sluicehq/sluice/record"
+	"github.com/sluicehq/sluice/publish"
 )
-
-// outage makes a kfake cluster drop every produce request while it is on:
-// the faults are injected at the broker, the client and spool are real.
-type outage struct{ on atomic.Bool }
-
-func (o *outage) install(c *kfake.Cluster) {
-	c.ControlKey(kmsg.Produce.Int16(), func(kmsg.Request) (kmsg.Response, error, bool) {
-		c.KeepControl()
-		if o.on.Load() {
-			return nil, errors.New("injected outage"), true
-		}
-		return nil, nil, false
-	})
-}
-
-func openSpool(t *testing.T, dir string, edit func(*buffer.Config)) *buffer.Spool {
-	t.Helper()
-	cfg := buffer.NewDefaultConfig(dir)
-	cfg.MinFreeBytes = 1
-	if edit != nil {
-		edit(&cfg)
-	}
-	s, err := buffer.Open(cfg, buffer.WithLogger(discardLogger()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
-func newTestAdmission(t *testing.T, p *Producer, s *buffer.Spool, edit func(*AdmissionConfig), reg prometheus.Registerer) *Admission {
-	t.Helper()
-	cfg := NewDefaultAdmissionConfig()
-	cfg.LatencyThreshold = 300 * time.Millisecond
-	cfg.DrainTimeout = time.Second
-	cfg.DrainBackoffMax = 200 * time.Millisecond
-	if edit != nil {
-		edit(&cfg)
-	}
-	opts := []Option{WithLogger(discardLogger())}
-	if reg != nil {
-		opts = append(opts, WithRegisterer(reg))
-	}
-	a, err := NewAdmission(cfg, p, s, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
-}
-
-// keyed builds n records of topic over keys k0..k(keys-1), numbered in
-// their value so order per key can be checked.
-func keyed(topic string, from, n, keys int) []*kgo.Record { return keyedAs("", topic, from, n, keys) }
-
-// keyedAs is keyed with the keys prefixed, so that concurrent senders each
-// have keys of their own (order is only promised to one sequential sender).
-func keyedAs(prefix, topic string, from, n, keys int) []*kgo.Record {
-	out := make([]*kgo.Record, n)
-	for i := range out {
-		seq := from + i
-		out[i] = record.NewEvent(&record.Event{Topic: topic, Key: []byte(fmt.Sprintf("%sk%d", prefix, seq%keys)), Value: []byte(fmt.Sprintf("%08d", seq)),
-			ID: fmt.Sprintf("e-%d", seq), Type: "t", Source: "s", OccurredAt: time.Unix(1, 0), IngestedAt: time.Unix(1, 0), Fingerprint: "f"})
-	}
-	return out
-}
-
-// waitMode checks the mode every few milliseconds until it is m, or fails
-// at the deadline.
-func waitMode(t *testing.T, a *Admission, m Mode) {
-	t.Helper()
-	deadline := time.After(testWait)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for a.Mode() != m {
-		select {
-		case <-tick.C:
-		case <-deadline:
-			t.Fatalf("admission is %v, waited for %v", a.Mode(), m)
-		}
-	}
-}
-
-// consumeAll reads topic from the start until n distinct values arrived.
-func consumeAll(t *testing.T, brokers []string, topic string, n int) []*kgo.Record {
-	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), testWait)
-	defer cancel()
-	var out []*kgo.Record
-	distinct := map[string]bool{}
-	for len(distinct) < n {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			t.Fatalf("%d of %d records arrived", len(distinct), n)
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			out = append(out, r)
-			distinct[string(r.Value)] = true
-		})
-	}
-	return out
-}
-
-// checkKeyOrder: for every key, the first copies of its records appear in
-// the order they were admitted (duplicates after a retry are allowed).
-func checkKeyOrder(t *testing.T, recs []*kgo.Record) {
-	t.Helper()
-	last := map[string]string{}
-	seen := map[string]bool{}
-	for _, r := range recs {
-		v := string(r.Value)
-		if seen[v] {
-			continue
-		}
-		seen[v] = true
-		k := string(r.Key)
-		if prev, ok := last[k]; ok && v < prev {
-			t.Fatalf("key %s: %s arrived after %s", k, v, prev)
-		}
-		last[k] = v
-	}
-}
 
 func TestAdmissionDirect(t *testing.T) {
 	const topic = "ingest.t"
@@ -173,7 +46,7 @@ func TestAdmissionOutage(t *testing.T) {
 	c := newCluster(t, []string{topic})
 	var o outage
 	o.install(c)
-	p := newTestProducer(t, c.ListenAddrs(), func(c *Config) { c.DeliveryTimeout = time.Second })
+	p := newTestProducer(t, c.ListenAddrs(), func(c *publish.Config) { c.DeliveryTimeout = time.Second })
 	s := openSpool(t, t.TempDir(), func(c *buffer.Config) { c.MaxBytes = 64 << 10; c.SegmentBytes = 16 << 10 })
 	defer s.Close()
 	reg := prometheus.NewRegistry()
@@ -235,11 +108,11 @@ func TestAdmissionResumesAfterRestart(t *testing.T) {
 	var o outage
 	o.install(c)
 	dir := t.TempDir()
-	p := newTestProducer(t, c.ListenAddrs(), func(c *Config) { c.DeliveryTimeout = time.Second })
+	p := newTestProducer(t, c.ListenAddrs(), func(c *publish.Config) { c.DeliveryTimeout = time.Second })
 
 	o.on.Store(true)
 	s := openSpool(t, dir, nil)
-	a := newTestAdmission(t, p, s, func(c *AdmissionConfig) { c.SpoolFirst = true }, nil)
+	a := newTestAdmission(t, p, s, func(c *Config) { c.SpoolFirst = true }, nil)
 	recs := keyed(topic, 0, 50, 5)
 	for i, r := range a.Admit(context.Background(), recs) {
 		if r.Err != nil || r.Durability != DurabilityLocalDisk {
@@ -264,20 +137,20 @@ func TestAdmissionResumesAfterRestart(t *testing.T) {
 }
 
 func TestAdmissionConfigValidate(t *testing.T) {
-	if err := NewDefaultAdmissionConfig().Validate(); err != nil {
+	if err := NewDefaultConfig().Validate(); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
 		field string
-		edit  func(*AdmissionConfig)
+		edit  func(*Config)
 	}{
-		{"latency_threshold", func(c *AdmissionConfig) { c.LatencyThreshold = 0 }},
-		{"in_flight_budget", func(c *AdmissionConfig) { c.InFlightBudget = 0 }},
-		{"drain_batch", func(c *AdmissionConfig) { c.DrainBatch = 0 }},
-		{"drain_timeout", func(c *AdmissionConfig) { c.DrainTimeout = 0 }},
-		{"drain_backoff_max", func(c *AdmissionConfig) { c.DrainBackoffMax = time.Millisecond }},
+		{"latency_threshold", func(c *Config) { c.LatencyThreshold = 0 }},
+		{"in_flight_budget", func(c *Config) { c.InFlightBudget = 0 }},
+		{"drain_batch", func(c *Config) { c.DrainBatch = 0 }},
+		{"drain_timeout", func(c *Config) { c.DrainTimeout = 0 }},
+		{"drain_backoff_max", func(c *Config) { c.DrainBackoffMax = time.Millisecond }},
 	} {
-		cfg := NewDefaultAdmissionConfig()
+		cfg := NewDefaultConfig()
 		c.edit(&cfg)
 		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), c.field) {
 			t.Errorf("%s: %v", c.field, err)
@@ -295,7 +168,7 @@ func TestAdmissionReturnsToDirectUnderLoad(t *testing.T) {
 	c := newCluster(t, []string{topic})
 	var o outage
 	o.install(c)
-	p := newTestProducer(t, c.ListenAddrs(), func(c *Config) { c.DeliveryTimeout = time.Second; c.Linger = 0 })
+	p := newTestProducer(t, c.ListenAddrs(), func(c *publish.Config) { c.DeliveryTimeout = time.Second; c.Linger = 0 })
 	s := openSpool(t, t.TempDir(), nil)
 	defer s.Close()
 	a := newTestAdmission(t, p, s, nil, nil)
@@ -348,10 +221,10 @@ func TestDrainWindowFailures(t *testing.T) {
 	c := newCluster(t, []string{topic})
 	var o outage
 	o.install(c)
-	p := newTestProducer(t, c.ListenAddrs(), func(c *Config) { c.DeliveryTimeout = time.Second })
+	p := newTestProducer(t, c.ListenAddrs(), func(c *publish.Config) { c.DeliveryTimeout = time.Second })
 	s := openSpool(t, t.TempDir(), nil)
 	defer s.Close()
-	a := newTestAdmission(t, p, s, func(c *AdmissionConfig) {
+	a := newTestAdmission(t, p, s, func(c *Config) {
 		c.SpoolFirst = true
 		c.DrainBatch = 20
 		c.DrainTimeout = 200 * time.Millisecond
@@ -398,12 +271,12 @@ func TestAdmissionKeyOrderUnderSwitches(t *testing.T) {
 	var o outage
 	o.install(c)
 	reg := prometheus.NewRegistry()
-	p := newTestProducer(t, c.ListenAddrs(), func(c *Config) {
+	p := newTestProducer(t, c.ListenAddrs(), func(c *publish.Config) {
 		c.DeliveryTimeout, c.Linger, c.MaxBufferedRecords = time.Second, 0, 48
 	})
 	s := openSpool(t, t.TempDir(), nil)
 	defer s.Close()
-	a := newTestAdmission(t, p, s, func(c *AdmissionConfig) {
+	a := newTestAdmission(t, p, s, func(c *Config) {
 		c.LatencyThreshold, c.InFlightBudget, c.DrainBatch = 200*time.Millisecond, 40, 16
 	}, reg)
 	defer a.Close()
@@ -473,7 +346,7 @@ func TestSpoolTakesALargeRequest(t *testing.T) {
 			p := newTestProducer(t, c.ListenAddrs(), nil)
 			s := openSpool(t, t.TempDir(), func(c *buffer.Config) { c.MaxRecordBytes = 300 << 10 })
 			defer s.Close()
-			a := newTestAdmission(t, p, s, func(c *AdmissionConfig) { c.SpoolFirst = true }, nil)
+			a := newTestAdmission(t, p, s, func(c *Config) { c.SpoolFirst = true }, nil)
 			defer a.Close()
 
 			recs := keyed(topic, 0, 18, 3)
@@ -487,13 +360,13 @@ func TestSpoolTakesALargeRequest(t *testing.T) {
 			var want []*kgo.Record
 			for i, r := range a.Admit(context.Background(), recs) {
 				if i == tc.tooLarge {
-					if !errors.Is(r.Err, buffer.ErrTooLarge) || Retryable(r.Err) {
+					if !errors.Is(r.Err, buffer.ErrTooLarge) || publish.Retryable(r.Err) {
 						t.Errorf("record %d, over the spool's record limit: %+v, want a permanent ErrTooLarge", i, r)
 					}
 					continue
 				}
 				if r.Err != nil || r.Durability != DurabilityLocalDisk {
-					t.Fatalf("record %d: %+v (retryable %v)", i, r, Retryable(r.Err))
+					t.Fatalf("record %d: %+v (retryable %v)", i, r, publish.Retryable(r.Err))
 				}
 				want = append(want, recs[i])
 			}
