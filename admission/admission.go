@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluicehq/sluice/buffer"
@@ -55,24 +55,8 @@ func (m Mode) String() string {
 	return "DIRECT"
 }
 
-// The drainer writes its cursor after ackEvery records or ackInterval,
-// whichever comes first, and whenever it has caught up with the spool.
-const (
-	ackEvery    = 4096
-	ackInterval = 200 * time.Millisecond
-	// idleCheck is how long the drainer waits for records before it checks
-	// whether it can return to DIRECT.
-	idleCheck = 500 * time.Millisecond
-	// finishBound caps how long the switch back to DIRECT holds requests.
-	finishBound = 250 * time.Millisecond
-	// drainWindow is how many batches the drainer keeps in flight.
-	drainWindow = 4
-	// drainBackoffStart is the first wait after a failed drain step; it
-	// doubles up to Config.DrainBackoffMax.
-	drainBackoffStart = 100 * time.Millisecond
-	// maxRecycledEncoding is the largest encoding buffer kept for reuse.
-	maxRecycledEncoding = 1 << 20
-)
+// maxRecycledEncoding is the largest encoding buffer kept for reuse.
+const maxRecycledEncoding = 1 << 20
 
 // kafka is what admission needs of Kafka: *publish.Producer, seen through
 // producerKafka, or a test's stand-in.
@@ -113,16 +97,14 @@ type Admission struct {
 
 	beforeFallback func() // options.beforeFallback
 
-	mu       sync.RWMutex // held shared to choose a mode and append; exclusively to return to DIRECT
-	mode     atomic.Int32
+	state    modeState
 	inFlight atomic.Int64
+	rate     drainRate
 
-	rateMu    sync.Mutex
-	drainRate float64 // bytes/s drained, smoothed; 0 until measured
-
-	wake    chan struct{}
-	stop    chan struct{}
-	stopped chan struct{}
+	drainer   *drainer // nil without a spool
+	stopDrain context.CancelFunc
+	closeOnce sync.Once
+	closed    chan struct{}
 
 	metrics *metrics
 
@@ -151,27 +133,57 @@ func newAdmission(cfg Config, kafka kafka, spool *buffer.Spool, opts ...Option) 
 	}
 	a := &Admission{
 		cfg: cfg, kafka: kafka, spool: spool, log: o.logger, beforeFallback: o.beforeFallback,
-		wake: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{}),
+		closed: make(chan struct{}),
 	}
-	a.metrics = newMetrics(func() float64 { return float64(a.Mode()) }, a.rate)
+	a.metrics = newMetrics(func() float64 { return float64(a.Mode()) }, a.rate.get)
 	if o.registerer != nil {
 		if err := a.metrics.register(o.registerer); err != nil {
 			return nil, err
 		}
 	}
+	a.state.log, a.state.switches = o.logger, a.metrics.switches
 	if spool != nil && (!spool.Empty() || cfg.SpoolFirst) {
-		a.mode.Store(int32(ModeSpooling))
+		a.state.current.Store(int32(ModeSpooling))
 	}
 	if spool == nil {
-		close(a.stopped)
 		return a, nil
 	}
-	go a.drain()
+	ctx, cancel := context.WithCancel(context.Background())
+	a.drainer, a.stopDrain = newDrainer(cfg, kafka, spool, &a.state, &a.rate, o.logger, a.metrics), cancel
+	go a.drainer.run(ctx)
 	return a, nil
 }
 
 // Mode is the current admission mode.
-func (a *Admission) Mode() Mode { return Mode(a.mode.Load()) }
+func (a *Admission) Mode() Mode { return a.state.get() }
+
+// modeState is the admission mode and the lock that orders spool appends
+// against the return to DIRECT.
+type modeState struct {
+	mu       sync.RWMutex // held shared to choose a mode and append; exclusively to return to DIRECT
+	current  atomic.Int32 // a Mode
+	switches *prometheus.CounterVec
+	log      *slog.Logger
+}
+
+func (m *modeState) get() Mode { return Mode(m.current.Load()) }
+
+// toSpooling switches from DIRECT to SPOOLING, for reason.
+func (m *modeState) toSpooling(reason string) {
+	if m.current.CompareAndSwap(int32(ModeDirect), int32(ModeSpooling)) {
+		m.switches.WithLabelValues("SPOOLING", reason).Inc()
+		m.log.Warn("admission: spooling", "reason", reason)
+	}
+}
+
+// toDirect switches from SPOOLING to DIRECT once the spool is drained. The
+// caller holds mu exclusively.
+func (m *modeState) toDirect() {
+	if m.current.CompareAndSwap(int32(ModeSpooling), int32(ModeDirect)) {
+		m.switches.WithLabelValues("DIRECT", "drained").Inc()
+		m.log.Info("admission: spool drained; direct")
+	}
+}
 
 // pinger is a kafka that can tell whether Kafka answers (*publish.Producer).
 type pinger interface {
@@ -187,8 +199,8 @@ type pinger interface {
 // answering.
 func (a *Admission) Ready(ctx context.Context) error {
 	select {
-	case <-a.stop:
-		return fmt.Errorf("admission: closed")
+	case <-a.closed:
+		return errors.New("admission: closed")
 	default:
 	}
 	if a.spool != nil && (a.cfg.SpoolFirst || a.Mode() == ModeSpooling) {
@@ -221,17 +233,17 @@ func (a *Admission) Admit(ctx context.Context, records []*kgo.Record) []Admitted
 	if len(records) == 0 {
 		return out
 	}
-	a.mu.RLock()
+	a.state.mu.RLock()
 	if a.spool != nil && a.Mode() == ModeDirect && a.inFlight.Load()+int64(len(records)) > int64(a.cfg.InFlightBudget) {
-		a.enterSpooling("in_flight_budget")
+		a.state.toSpooling("in_flight_budget")
 	}
 	if a.spool != nil && a.Mode() == ModeSpooling {
 		a.spoolAll(ctx, records, out, all(len(records)))
-		a.mu.RUnlock()
+		a.state.mu.RUnlock()
 		return out
 	}
 	a.inFlight.Add(int64(len(records)))
-	a.mu.RUnlock()
+	a.state.mu.RUnlock()
 
 	pctx, cancel := context.WithDeadline(ctx, a.directDeadline(ctx))
 	errs := a.kafka.Publish(pctx, records)
@@ -257,10 +269,10 @@ func (a *Admission) Admit(ctx context.Context, records []*kgo.Record) []Admitted
 		// DIRECT only under it, with the spool empty, so it cannot do so
 		// between the switch and the append, and no later record of these
 		// keys goes directly to Kafka past the spooled ones.
-		a.mu.RLock()
-		a.enterSpooling(reasonOf(errs[retry[0]]))
+		a.state.mu.RLock()
+		a.state.toSpooling(reasonOf(errs[retry[0]]))
 		a.spoolAll(ctx, records, out, retry)
-		a.mu.RUnlock()
+		a.state.mu.RUnlock()
 	}
 	return out
 }
@@ -287,7 +299,7 @@ func all(n int) []int {
 }
 
 // spoolAll appends records[idx], in order, and answers them. The caller
-// holds a.mu shared.
+// holds a.state.mu shared.
 //
 // A request may be larger than one append can carry (the spool's
 // MaxAppendBytes), so its records go in as many appends as they need, one
@@ -359,9 +371,6 @@ func (a *Admission) spoolAll(ctx context.Context, records []*kgo.Record, out []A
 		*buf = enc
 		a.encoded.Put(buf)
 	}
-	if err == nil {
-		a.signal()
-	}
 }
 
 // refuseSpooled answers, with an append's error, the records of idx from
@@ -391,32 +400,12 @@ func (a *Admission) refuseSpooled(err error, out []Admitted, idx []int, data [][
 // refused request needs: its size over the observed drain rate, at least a
 // second and at most a minute (5s while no drain rate is known).
 func (a *Admission) fullRetryAfter(need int) time.Duration {
-	rate := a.rate()
+	rate := a.rate.get()
 	if rate <= 0 {
 		return 5 * time.Second
 	}
 	secs := math.Max(1, math.Min(60, math.Ceil(float64(need)/rate)))
 	return time.Duration(secs) * time.Second
-}
-
-func (a *Admission) rate() float64 {
-	a.rateMu.Lock()
-	defer a.rateMu.Unlock()
-	return a.drainRate
-}
-
-func (a *Admission) enterSpooling(reason string) {
-	if a.mode.CompareAndSwap(int32(ModeDirect), int32(ModeSpooling)) {
-		a.metrics.switches.WithLabelValues("SPOOLING", reason).Inc()
-		a.log.Warn("admission: spooling", "reason", reason)
-	}
-}
-
-func (a *Admission) signal() {
-	select {
-	case a.wake <- struct{}{}:
-	default:
-	}
 }
 
 // reasonOf labels why a record fell back to the spool.
@@ -438,314 +427,16 @@ func retryAfterOf(err error) time.Duration {
 	return 0
 }
 
-// drain replays the spool to Kafka in order until Close. A failed publish
-// acknowledges what was published before the first failure, rewinds and
-// retries after a backoff, so a record is never skipped; records after the
-// failure that did reach Kafka are published again (duplicates, absorbed by
-// identity downstream). A failed acknowledgement (the cursor write hit
-// ENOSPC, EIO or EROFS) is a drain failure too: whatever Ack returned, the
-// read position goes back to the first record not acknowledged, so a later
-// acknowledgement can only cover records that were published.
-func (a *Admission) drain() {
-	defer close(a.stopped)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		select {
-		case <-a.stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	backoff := drainBackoffStart
-	var (
-		pending     buffer.Position // published, not yet acknowledged to the spool
-		havePending bool
-		unacked     int
-		lastAck     = time.Now()
-		window      []*drainBatch // sent, oldest first
-	)
-	ack := func() error {
-		if !havePending {
-			return nil
-		}
-		err := a.spool.Ack(pending)
-		havePending, unacked, lastAck = false, 0, time.Now()
-		if err != nil {
-			return fmt.Errorf("admission: acknowledging the spool at %v: %w", pending, err)
-		}
-		return nil
-	}
-	defer func() {
-		if err := ack(); err != nil {
-			a.log.Error("admission: drain stopping", "err", err)
-		}
-	}()
-	// failed handles every failed drain step alike: it settles what is in
-	// flight, acknowledges what was published before the failure (an
-	// acknowledgement that fails is only logged: the rewind below makes up
-	// for it), rewinds to the first record not acknowledged and backs off.
-	failed := func(err error) {
-		// Records of later batches may reach Kafka too: they are read
-		// again after the rewind and published twice (duplicates,
-		// absorbed by identity downstream), never skipped.
-		for _, later := range window {
-			later.wait(ctx, a.cfg.DrainTimeout)
-		}
-		window = nil
-		if aerr := ack(); aerr != nil {
-			err = errors.Join(err, aerr)
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		a.spool.Rewind()
-		a.metrics.drainErrors.Inc()
-		a.log.Warn("admission: drain failed; retrying", "err", err, "backoff", backoff)
-		a.sleep(ctx, time.Duration(rand.Int64N(int64(backoff))+1))
-		backoff = min(2*backoff, a.cfg.DrainBackoffMax)
-	}
-	// ready is done: Next with it returns what is there without waiting.
-	ready, notWaiting := context.WithCancel(ctx)
-	notWaiting()
-	for ctx.Err() == nil {
-		// Keep up to drainWindow batches in flight: reading and sending the
-		// next while Kafka acknowledges the earlier ones hides the round
-		// trip a one-at-a-time drainer waits out per batch. Wait for
-		// records only when nothing is in flight, and then bounded, so that
-		// an empty spool in SPOOLING mode (an append that failed) still
-		// returns to DIRECT.
-		idle := false
-		var readErr error
-		// A batch the producer refused part of is the last one sent until
-		// it is settled: a later batch must not get into Kafka ahead of
-		// its refused records.
-		for len(window) < drainWindow && (len(window) == 0 || window[len(window)-1].sent.HandedOver()) {
-			wait, cancelWait := ready, context.CancelFunc(func() {})
-			if len(window) == 0 {
-				wait, cancelWait = context.WithTimeout(ctx, idleCheck)
-			}
-			b, err := a.sendBatch(wait, ctx)
-			idle = len(window) == 0 && errors.Is(err, context.DeadlineExceeded) && wait.Err() != nil && ctx.Err() == nil
-			cancelWait()
-			if err != nil {
-				if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
-					readErr = err
-				}
-				break
-			}
-			window = append(window, b)
-			if b.short {
-				break // caught up with the appends: nothing more to read now
-			}
-		}
-		if idle {
-			err := ack()
-			if err == nil {
-				err = a.finishDrain(ctx)
-			}
-			if err != nil {
-				failed(err)
-			}
-			continue
-		}
-		var (
-			b    *drainBatch
-			n    int
-			last buffer.Position
-			err  = readErr
-		)
-		if len(window) > 0 {
-			// A read error waits until what was sent before it is settled.
-			b, window = window[0], window[1:]
-			n, last, err = b.wait(ctx, a.cfg.DrainTimeout)
-		} else if err == nil {
-			continue // stopping
-		}
-		if n > 0 {
-			pending, havePending = last, true
-			unacked += n
-		}
-		if err != nil {
-			failed(err)
-			continue
-		}
-		// Every acknowledgement is a durable cursor write (fsyncs that
-		// would slow the appends), so they are coalesced; an unwritten one
-		// only means records published again after a crash, never a loss.
-		// Catching up is worth a write only on the way back to DIRECT
-		// (finishDrain needs every record acknowledged); with spool-first
-		// the drainer catches up after nearly every batch.
-		caughtUp := b.short && len(window) == 0
-		if caughtUp && !a.cfg.SpoolFirst || unacked >= ackEvery || time.Since(lastAck) >= ackInterval {
-			err = ack()
-		}
-		if err == nil && caughtUp {
-			err = a.finishDrain(ctx)
-		}
-		if err != nil {
-			failed(err)
-			continue
-		}
-		backoff = drainBackoffStart
-	}
-	for _, b := range window {
-		b.wait(ctx, a.cfg.DrainTimeout)
-	}
-}
-
-// drainBatch is one read of the spool on its way to Kafka.
-type drainBatch struct {
-	a       *Admission
-	entries []buffer.Entry // the decodable entries, one per record sent
-	read    int            // entries read, decodable or not
-	last    buffer.Position
-	short   bool // fewer entries than asked for: the reader caught up
-	bytes   int
-	sent    sending
-	start   time.Time
-}
-
-// sendBatch reads the next records of the spool (waiting for some under
-// wait's context) and sends them to Kafka in order; publishing stops when
-// ctx ends.
-func (a *Admission) sendBatch(wait, ctx context.Context) (*drainBatch, error) {
-	entries, err := a.spool.Next(wait, a.cfg.DrainBatch)
-	if err != nil {
-		return nil, err
-	}
-	b := &drainBatch{a: a, read: len(entries), last: entries[len(entries)-1].Pos, short: len(entries) < a.cfg.DrainBatch}
-	records := make([]*kgo.Record, 0, len(entries))
-	b.entries = entries[:0:0]
-	for _, e := range entries {
-		r, err := record.DecodeSpooledInPlace(e.Data) // Data is the drainer's own
-		if err != nil {
-			// The spool's checksum passed, so this is not disk damage but
-			// a record this version cannot read; it is counted and logged
-			// with its position, never silently dropped.
-			a.metrics.undecodable.Inc()
-			a.log.Error("admission: spooled record does not decode; skipped", "pos", fmt.Sprint(e.Pos), "err", err)
-			continue
-		}
-		records = append(records, r)
-		b.entries = append(b.entries, e)
-		b.bytes += len(e.Data)
-	}
-	b.start = time.Now()
-	b.sent = a.kafka.Send(ctx, records)
-	return b, nil
-}
-
-// wait waits for the batch's records, at most timeout from when they were
-// sent, and returns how many of the entries read were published, in order,
-// and the position of the last; err is set when a record failed, after the
-// records before it.
-func (b *drainBatch) wait(ctx context.Context, timeout time.Duration) (int, buffer.Position, error) {
-	a := b.a
-	wctx, cancel := context.WithDeadline(ctx, b.start.Add(timeout))
-	errs := b.sent.Wait(wctx)
-	cancel()
-	for i, err := range errs {
-		if err != nil {
-			if i == 0 {
-				return 0, buffer.Position{}, err
-			}
-			a.metrics.drained.Add(float64(i))
-			return i, b.entries[i-1].Pos, err
-		}
-	}
-	a.metrics.drained.Add(float64(len(errs)))
-	a.observeRate(b.bytes, time.Since(b.start))
-	return b.read, b.last, nil
-}
-
-// drainBatch publishes the next records of the spool and waits for them:
-// see sendBatch and drainBatch.wait.
-func (a *Admission) drainBatch(wait, ctx context.Context, timeout time.Duration) (int, buffer.Position, error) {
-	b, err := a.sendBatch(wait, ctx)
-	if err != nil {
-		return 0, buffer.Position{}, err
-	}
-	return b.wait(ctx, timeout)
-}
-
-// finishDrain returns to DIRECT once the drainer has caught up. Under
-// steady load the spool is rarely empty at any instant, so it takes the
-// mode lock exclusively (new requests wait; none is appending), publishes
-// what is left, and switches. It gives up, staying SPOOLING, if that takes
-// longer than finishBound (or LatencyThreshold, if shorter): requests wait
-// at most that long. A publish or an acknowledgement that fails rewinds the
-// spool to the first record not acknowledged, whatever was published after
-// it, and is returned for the drainer to back off.
-func (a *Admission) finishDrain(ctx context.Context) error {
-	if a.cfg.SpoolFirst || a.Mode() == ModeDirect {
-		return nil
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	deadline := time.Now().Add(min(a.cfg.LatencyThreshold, finishBound))
-	for !a.spool.Empty() {
-		if time.Now().After(deadline) {
-			return nil
-		}
-		dctx, cancel := context.WithDeadline(ctx, deadline)
-		n, last, err := a.drainBatch(dctx, dctx, time.Until(deadline))
-		cancel()
-		var aerr error
-		if n > 0 {
-			if aerr = a.spool.Ack(last); aerr != nil {
-				aerr = fmt.Errorf("admission: acknowledging the spool at %v: %w", last, aerr)
-			}
-		}
-		if err == nil && aerr == nil {
-			continue
-		}
-		a.spool.Rewind()
-		if aerr != nil {
-			return errors.Join(err, aerr)
-		}
-		if dctx.Err() != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-			return nil // out of time, not a failure: the main loop goes on
-		}
-		return err
-	}
-	if a.mode.CompareAndSwap(int32(ModeSpooling), int32(ModeDirect)) {
-		a.metrics.switches.WithLabelValues("DIRECT", "drained").Inc()
-		a.log.Info("admission: spool drained; direct")
-	}
-	return nil
-}
-
-func (a *Admission) observeRate(bytes int, took time.Duration) {
-	if took <= 0 {
-		took = time.Millisecond
-	}
-	r := float64(bytes) / took.Seconds()
-	a.rateMu.Lock()
-	defer a.rateMu.Unlock()
-	if a.drainRate == 0 {
-		a.drainRate = r
-		return
-	}
-	a.drainRate = 0.8*a.drainRate + 0.2*r
-}
-
-func (a *Admission) sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
-}
-
 // Close stops the drainer and waits for it. Records left in the spool stay
 // there for the next start. It does not close the producer or the spool.
 func (a *Admission) Close() {
-	select {
-	case <-a.stop:
-	default:
-		close(a.stop)
+	a.closeOnce.Do(func() {
+		close(a.closed)
+		if a.drainer != nil {
+			a.stopDrain()
+		}
+	})
+	if a.drainer != nil {
+		<-a.drainer.done
 	}
-	<-a.stopped
 }
