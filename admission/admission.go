@@ -18,25 +18,6 @@ import (
 	"github.com/sluicehq/sluice/record"
 )
 
-// Durability says where an admitted record was made durable.
-type Durability int
-
-const (
-	// DurabilityKafka: acknowledged by Kafka with acks=all.
-	DurabilityKafka Durability = iota + 1
-	// DurabilityLocalDisk: fsync'd in the spool; the drainer publishes it.
-	DurabilityLocalDisk
-)
-
-// Admitted is the answer for one record. Err is nil when the record is
-// durable; otherwise RetryAfter is the wait to suggest when retrying may
-// help (a full spool, Kafka unavailable without a spool).
-type Admitted struct {
-	Durability Durability
-	Err        error
-	RetryAfter time.Duration
-}
-
 // Mode is the admission mode.
 type Mode int32
 
@@ -258,7 +239,7 @@ func (a *Admission) Admit(ctx context.Context, records []*kgo.Record) []Admitted
 		case a.spool != nil && publish.Retryable(err) && ctx.Err() == nil:
 			retry = append(retry, i)
 		default:
-			out[i] = Admitted{Err: err, RetryAfter: retryAfterOf(err)}
+			out[i] = refused(err, retryAfterOf(err))
 		}
 	}
 	if len(retry) > 0 {
@@ -348,8 +329,8 @@ func (a *Admission) spoolAll(ctx context.Context, records []*kgo.Record, out []A
 	}
 	for j := range data {
 		if rerr := cfg.CheckRecord(len(data[j])); rerr != nil {
-			out[idx[j]] = Admitted{Err: &publish.ProduceError{Topic: records[idx[j]].Topic,
-				Err: fmt.Errorf("%w: %d bytes spooled: %w", buffer.ErrTooLarge, len(data[j]), rerr)}}
+			out[idx[j]] = refused(&publish.ProduceError{Topic: records[idx[j]].Topic,
+				Err: fmt.Errorf("%w: %d bytes spooled: %w", buffer.ErrTooLarge, len(data[j]), rerr)}, 0)
 			a.metrics.tooLarge.Inc()
 			continue
 		}
@@ -392,7 +373,7 @@ func (a *Admission) refuseSpooled(err error, out []Admitted, idx []int, data [][
 		if full {
 			a.metrics.full.Inc()
 		}
-		out[i] = Admitted{Err: err, RetryAfter: wait}
+		out[i] = refused(err, wait)
 	}
 }
 

@@ -66,7 +66,7 @@ func TestAdmissionOutage(t *testing.T) {
 				}
 				accepted = append(accepted, recs[i])
 			case errors.Is(r.Err, buffer.ErrFull):
-				if r.RetryAfter <= 0 {
+				if r.Refusal != RefusedFull || r.RetryAfter <= 0 {
 					t.Fatalf("BUFFER_FULL without a retry-after: %+v", r)
 				}
 				full++
@@ -360,13 +360,13 @@ func TestSpoolTakesALargeRequest(t *testing.T) {
 			var want []*kgo.Record
 			for i, r := range a.Admit(context.Background(), recs) {
 				if i == tc.tooLarge {
-					if !errors.Is(r.Err, buffer.ErrTooLarge) || publish.Retryable(r.Err) {
-						t.Errorf("record %d, over the spool's record limit: %+v, want a permanent ErrTooLarge", i, r)
+					if !errors.Is(r.Err, buffer.ErrTooLarge) || r.Refusal != RefusedTooLargeForSpool {
+						t.Errorf("record %d, over the spool's record limit: %+v, want ErrTooLarge, refused as too large for the spool", i, r)
 					}
 					continue
 				}
 				if r.Err != nil || r.Durability != DurabilityLocalDisk {
-					t.Fatalf("record %d: %+v (retryable %v)", i, r, publish.Retryable(r.Err))
+					t.Fatalf("record %d: %+v", i, r)
 				}
 				want = append(want, recs[i])
 			}

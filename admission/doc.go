@@ -10,6 +10,8 @@
 //	defer a.Close() // before producer.Close and spool.Close
 //	for i, r := range a.Admit(ctx, records) {
 //		// r.Err == nil: records[i] is durable; r.Durability says where.
+//		// Otherwise r.Refusal says why not (RefusedFull: retry after
+//		// r.RetryAfter).
 //	}
 //
 // # Modes
@@ -50,12 +52,17 @@
 //   - Admit returns by ctx's deadline. A direct publish gets the sooner of
 //     LatencyThreshold and three quarters of the time ctx has left, so that
 //     a slow Kafka leaves time for the spool append.
-//   - A refused record carries the reason a caller branches on. A full
-//     spool (buffer.ErrFull) is answered with a RetryAfter estimated from
-//     the measured drain rate: the bytes of the records refused over the
-//     smoothed rate, in whole seconds from 1s to 60s, or 5s while no rate
-//     has been measured. A record too large for the spool on its own is
-//     refused permanently, and the records around it are still spooled.
+//   - A refused record carries its Refusal, the kind a caller branches on:
+//     RefusedFull, RefusedTooLargeForKafka, RefusedTooLargeForSpool,
+//     RefusedRetryable or RefusedPermanent. It is judged in one place from
+//     the record's error: the spool's errors by admission, Kafka's by
+//     publish.TooLarge and publish.Retryable, so a caller needs neither
+//     buffer's nor Kafka's errors. A full spool is answered with a
+//     RetryAfter estimated from the measured drain rate: the bytes of the
+//     records refused over the smoothed rate, in whole seconds from 1s to
+//     60s, or 5s while no rate has been measured. A record too large for
+//     the spool on its own is refused permanently, and the records around
+//     it are still spooled.
 //   - The drainer never skips a record: a failed publish or a failed
 //     acknowledgement rewinds the spool to the first record not
 //     acknowledged and retries after a backoff (internal/backoff: full

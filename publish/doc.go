@@ -1,8 +1,8 @@
 // Package publish is sluice's Kafka producer and its one Kafka-error
 // classifier: it produces records idempotently, answering every record of a
-// batch before the caller's deadline, and Retryable judges what a failed
-// record means. Nothing else: admission/ decides between Kafka and the
-// spool, record/ builds the records.
+// batch before the caller's deadline, and Retryable (with TooLarge)
+// judges what a failed record means. Nothing else: admission/ decides
+// between Kafka and the spool, record/ builds the records.
 //
 // # Usage
 //
@@ -52,7 +52,8 @@
 //     caller's context, so one caller giving up early never fails records
 //     of another caller buffered on the same partition.
 //   - Retryable is the one place where a Kafka error is judged retryable or
-//     permanent.
+//     permanent, and TooLarge the one place where it is judged a refusal of
+//     the record for its size (a permanent one).
 //   - Ping says whether a broker answers within ctx, for readiness checks.
 //
 // Config.BatchMaxBytes must not exceed the smallest max.message.bytes of the
