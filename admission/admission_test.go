@@ -136,28 +136,6 @@ func TestAdmissionResumesAfterRestart(t *testing.T) {
 	checkKeyOrder(t, consumeAll(t, c.ListenAddrs(), topic, len(recs)))
 }
 
-func TestAdmissionConfigValidate(t *testing.T) {
-	if err := NewDefaultConfig().Validate(); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []struct {
-		field string
-		edit  func(*Config)
-	}{
-		{"latency_threshold", func(c *Config) { c.LatencyThreshold = 0 }},
-		{"in_flight_budget", func(c *Config) { c.InFlightBudget = 0 }},
-		{"drain_batch", func(c *Config) { c.DrainBatch = 0 }},
-		{"drain_timeout", func(c *Config) { c.DrainTimeout = 0 }},
-		{"drain_backoff_max", func(c *Config) { c.DrainBackoffMax = time.Millisecond }},
-	} {
-		cfg := NewDefaultConfig()
-		c.edit(&cfg)
-		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), c.field) {
-			t.Errorf("%s: %v", c.field, err)
-		}
-	}
-}
-
 // TestAdmissionReturnsToDirectUnderLoad: eight senders keep sending after
 // an outage, so the spool is rarely empty at any instant; admission gets
 // back to DIRECT (while they send, when the drainer outpaces them, which
