@@ -137,10 +137,15 @@ func TestAdmissionResumesAfterRestart(t *testing.T) {
 }
 
 // TestAdmissionReturnsToDirectUnderLoad: eight senders keep sending after
-// an outage, so the spool is rarely empty at any instant; admission gets
-// back to DIRECT (while they send, when the drainer outpaces them, which
-// the test logs; at the latest once they stop), refuses nothing, and keeps
-// each sender's key order across the switches.
+// an outage, so the spool is rarely empty for long; admission gets back to
+// DIRECT while they send (each sends at least 60 requests, and goes on
+// until one of them is answered KAFKA), refuses nothing, and keeps each
+// sender's key order across the switches.
+//
+// Each sender sends a request per tick of its own ticker, and waits for
+// its answers: an arrival rate, so that the records the senders add while
+// the drainer recovers from the outage (seconds, with kfake's dropped
+// connections) stay a few tens of thousands.
 func TestAdmissionReturnsToDirectUnderLoad(t *testing.T) {
 	const topic = "ingest.t"
 	c := newCluster(t, []string{topic})
@@ -164,11 +169,15 @@ func TestAdmissionReturnsToDirectUnderLoad(t *testing.T) {
 	var failed atomic.Value
 	var sawDirect atomic.Bool
 	var wg sync.WaitGroup
+	deadline := time.Now().Add(testWait)
 	for g := range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for n := range 60 {
+		wg.Go(func() {
+			tick := time.NewTicker(10 * time.Millisecond)
+			defer tick.Stop()
+			// n stays under 100000, so that each sender's values keep
+			// eight digits and a range of their own.
+			for n := 0; n < 60 || !sawDirect.Load() && n < 99_000 && time.Now().Before(deadline); n++ {
+				<-tick.C
 				sent.Add(10)
 				for _, r := range a.Admit(context.Background(), keyedAs(fmt.Sprintf("g%d-", g), topic, (g+1)*1_000_000+n*10, 10, 4)) {
 					if r.Err != nil {
@@ -179,13 +188,139 @@ func TestAdmissionReturnsToDirectUnderLoad(t *testing.T) {
 					}
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
-	t.Logf("back to DIRECT while the senders were sending: %v", sawDirect.Load())
+	if !sawDirect.Load() {
+		t.Fatalf("no record was answered KAFKA while the senders sent (mode %v)", a.Mode())
+	}
 	waitMode(t, a, ModeDirect)
 	if err := failed.Load(); err != nil {
 		t.Fatalf("a record was refused: %v", err)
+	}
+	checkKeyOrder(t, consumeAll(t, c.ListenAddrs(), topic, 20+int(sent.Load())))
+}
+
+// TestDirectAgainWhileRecordsArrive: after an outage, with senders
+// sending all along, admission drains the spool and returns to DIRECT
+// before they stop, and from then on their records are answered KAFKA and
+// the spool stays empty. A LatencyThreshold far above any produce's keeps
+// a busy machine's slow produce from sending records back to the spool.
+func TestDirectAgainWhileRecordsArrive(t *testing.T) {
+	const topic = "ingest.t"
+	c := newCluster(t, []string{topic})
+	var o outage
+	o.install(c)
+	defer o.on.Store(false) // before the producer's cleanup flushes
+	p := newTestProducer(t, c.ListenAddrs(), func(c *publish.Config) { c.DeliveryTimeout = time.Second; c.Linger = 0 })
+
+	// Records spooled during the outage, by an earlier run: admission
+	// starts over them in SPOOLING, without waiting out a produce.
+	o.on.Store(true)
+	dir := t.TempDir()
+	s := openSpool(t, dir, nil)
+	earlier := newTestAdmission(t, p, s, func(c *Config) { c.SpoolFirst = true }, nil)
+	for i, r := range earlier.Admit(context.Background(), keyed(topic, 0, 20, 4)) {
+		if r.Err != nil || r.Durability != DurabilityLocalDisk {
+			t.Fatalf("record %d during the outage: %+v", i, r)
+		}
+	}
+	earlier.Close()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openSpool(t, dir, nil)
+	defer s.Close()
+	a := newTestAdmission(t, p, s, func(c *Config) { c.LatencyThreshold = 5 * time.Second }, nil)
+	defer a.Close()
+	if a.Mode() != ModeSpooling {
+		t.Fatalf("a spool with records starts %v", a.Mode())
+	}
+
+	// Each sender sends a request per tick and waits for its answers. A
+	// request sent after direct was set must be answered KAFKA.
+	const senders = 4
+	var (
+		direct   atomic.Bool
+		requests [senders]atomic.Int64 // answered, per sender
+		mu       sync.Mutex
+		spooled  int // records answered LOCAL_DISK after direct was set
+		refused  error
+		sent     atomic.Int64
+		stop     = make(chan struct{})
+		stopOnce sync.Once
+		wg       sync.WaitGroup
+	)
+	// The senders stop before admission and the spool close, also when
+	// the test fails part way.
+	stopSenders := func() {
+		stopOnce.Do(func() { close(stop) })
+		wg.Wait()
+	}
+	defer stopSenders()
+	for g := range senders {
+		wg.Go(func() {
+			tick := time.NewTicker(5 * time.Millisecond)
+			defer tick.Stop()
+			for n := 0; n < 99_000; n++ {
+				select {
+				case <-stop:
+					return
+				case <-tick.C:
+				}
+				after := direct.Load()
+				sent.Add(10)
+				for _, r := range a.Admit(context.Background(), keyedAs(fmt.Sprintf("g%d-", g), topic, (g+1)*1_000_000+n*10, 10, 4)) {
+					mu.Lock()
+					switch {
+					case r.Err != nil:
+						refused = r.Err
+					case after && r.Durability != DurabilityKafka:
+						spooled++
+					}
+					mu.Unlock()
+				}
+				requests[g].Add(1)
+			}
+		})
+	}
+	// The senders are spooling behind the outage's records; then Kafka
+	// comes back under them.
+	waitFor(t, "an answer for every sender", func() bool {
+		for g := range requests {
+			if requests[g].Load() == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	o.on.Store(false)
+	waitFor(t, "DIRECT, with the spool drained, while the senders send", func() bool {
+		return a.Mode() == ModeDirect && s.Empty()
+	})
+	direct.Store(true)
+	var base [senders]int64
+	for g := range requests {
+		base[g] = requests[g].Load()
+	}
+	waitFor(t, "ten more requests from every sender", func() bool {
+		for g := range requests {
+			if requests[g].Load() < base[g]+10 {
+				return false
+			}
+		}
+		return true
+	})
+	stopSenders()
+
+	if refused != nil {
+		t.Fatalf("a record was refused: %v", refused)
+	}
+	if spooled > 0 {
+		t.Fatalf("%d records sent after the return to DIRECT were answered LOCAL_DISK (mode %v)", spooled, a.Mode())
+	}
+	if a.Mode() != ModeDirect || !s.Empty() {
+		t.Fatalf("after the senders stopped: mode %v, spool %+v", a.Mode(), s.Stats())
 	}
 	checkKeyOrder(t, consumeAll(t, c.ListenAddrs(), topic, 20+int(sent.Load())))
 }
@@ -220,13 +355,16 @@ func TestDrainWindowFailures(t *testing.T) {
 		}
 		recs = append(recs, b...)
 	}
-	// Let the drainer through in short gaps, so that some windows end
-	// part way; then for good.
+	// Let the drainer through one produce request at a time, so that some
+	// windows end part way: the outage holds after each until a drain step
+	// failed. Then for good.
+	drainErrors := func() float64 { return testutil.ToFloat64(a.metrics.drainErrors) }
 	for range 4 {
-		o.on.Store(false)
-		time.Sleep(30 * time.Millisecond)
-		o.on.Store(true)
-		time.Sleep(400 * time.Millisecond)
+		passed := o.passed.Load()
+		o.allow.Store(1)
+		waitFor(t, "a produce request let through", func() bool { return o.passed.Load() > passed })
+		failed := drainErrors()
+		waitFor(t, "a drain step that fails after it", func() bool { return drainErrors() > failed })
 	}
 	o.on.Store(false)
 	got := consumeAll(t, c.ListenAddrs(), topic, len(recs))

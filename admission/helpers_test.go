@@ -61,16 +61,51 @@ func newTestProducer(t testing.TB, brokers []string, edit func(*publish.Config))
 
 // outage makes a kfake cluster drop every produce request while it is on:
 // the faults are injected at the broker, the client and spool are real.
-type outage struct{ on atomic.Bool }
+// While it is on, allow produce requests still get through, one each;
+// passed counts the produce requests let through.
+type outage struct {
+	on     atomic.Bool
+	allow  atomic.Int64
+	passed atomic.Int64
+}
 
 func (o *outage) install(c *kfake.Cluster) {
 	c.ControlKey(kmsg.Produce.Int16(), func(kmsg.Request) (kmsg.Response, error, bool) {
 		c.KeepControl()
-		if o.on.Load() {
+		if o.on.Load() && !o.allowed() {
 			return nil, errors.New("injected outage"), true
 		}
+		o.passed.Add(1)
 		return nil, nil, false
 	})
+}
+
+// allowed takes one of the requests allowed through, if any is left.
+func (o *outage) allowed() bool {
+	for {
+		n := o.allow.Load()
+		if n <= 0 {
+			return false
+		}
+		if o.allow.CompareAndSwap(n, n-1) {
+			return true
+		}
+	}
+}
+
+// waitFor checks cond every millisecond until it holds, or fails the test
+// after testWait.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(testWait)
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		<-tick.C
+	}
 }
 
 func openSpool(t *testing.T, dir string, edit func(*buffer.Config)) *buffer.Spool {
