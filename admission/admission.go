@@ -69,7 +69,7 @@ func (p producerKafka) Send(ctx context.Context, records []*kgo.Record) sending 
 // the drainer finds the spool empty, and every append happens under the
 // lock shared with the mode SPOOLING, so none can land after the switch.
 // Within one request, the producer hands Kafka a prefix of the records
-// (Producer.Send); the rest are spooled behind them.
+// (publish.Producer.Send); the rest are spooled behind them.
 type Admission struct {
 	cfg   Config
 	kafka kafka

@@ -20,8 +20,8 @@
 // acks=all) and answers each after Kafka's acknowledgement: durability
 // KAFKA. A record that fails retryably (publish.Retryable: an error, no
 // acknowledgement within Config.LatencyThreshold, the client's buffer
-// full) is appended to the spool instead, and admission switches to
-// SPOOLING. So does a request that would take the records waiting for
+// full) while the caller still waits is appended to the spool instead, and
+// admission switches to SPOOLING. So does a request that would take the records waiting for
 // Kafka past Config.InFlightBudget, before it is produced.
 //
 // SPOOLING appends every new record to the spool and answers it once the
