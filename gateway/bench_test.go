@@ -13,12 +13,12 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/sluicehq/sluice/admission"
 	"github.com/sluicehq/sluice/buffer"
 	"github.com/sluicehq/sluice/examples"
 	"github.com/sluicehq/sluice/gateway"
 	logsv1 "github.com/sluicehq/sluice/gen/examples/logs/v1"
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
-	"github.com/sluicehq/sluice/publish"
 )
 
 // BenchmarkPublishGRPC is the gateway end to end over loopback gRPC into
@@ -61,7 +61,7 @@ func BenchmarkPublishGRPC(b *testing.B) {
 				m.spool = open(t)
 				return m.spool
 			}
-			o.admission = func(c *publish.AdmissionConfig) { c.SpoolFirst = true }
+			o.admission = func(c *admission.Config) { c.SpoolFirst = true }
 		}
 		m.h = newHarness(b, o)
 		return m

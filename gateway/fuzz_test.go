@@ -12,19 +12,19 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/sluicehq/sluice/admission"
 	"github.com/sluicehq/sluice/contract"
 	"github.com/sluicehq/sluice/examples"
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
-	"github.com/sluicehq/sluice/publish"
 )
 
 // acceptAll stands in for Kafka at the edge: every record is acknowledged.
 type acceptAll struct{}
 
-func (acceptAll) Admit(_ context.Context, recs []*kgo.Record) []publish.Admitted {
-	out := make([]publish.Admitted, len(recs))
+func (acceptAll) Admit(_ context.Context, recs []*kgo.Record) []admission.Admitted {
+	out := make([]admission.Admitted, len(recs))
 	for i := range out {
-		out[i].Durability = publish.DurabilityKafka
+		out[i].Durability = admission.DurabilityKafka
 	}
 	return out
 }

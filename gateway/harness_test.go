@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/sluicehq/sluice/admission"
 	"github.com/sluicehq/sluice/buffer"
 	"github.com/sluicehq/sluice/contract"
 	"github.com/sluicehq/sluice/examples"
@@ -70,7 +71,7 @@ type harness struct {
 	cfg     gateway.Config
 	topics  map[string]string // event type -> topic
 
-	admission *publish.Admission
+	admission *admission.Admission
 	admin     *admin.Server // /metrics, /healthz, /readyz of this gateway
 }
 
@@ -79,7 +80,7 @@ type harnessOpts struct {
 	publisher func(real gateway.Admitter) gateway.Admitter
 	// spool, when set, gives admission a spool; admission tunes it.
 	spool     func(t testing.TB) *buffer.Spool
-	admission func(*publish.AdmissionConfig)
+	admission func(*admission.Config)
 	brokers   []string // publish here instead of the in-process Kafka
 	// realKafka publishes to SLUICE_KAFKA_BROKERS, on topics of the test's
 	// own, and skips the test when it is not set.
@@ -159,19 +160,19 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 	if o.spool != nil {
 		spool = o.spool(t)
 	}
-	acfg := publish.NewDefaultAdmissionConfig()
+	acfg := admission.NewDefaultConfig()
 	if o.admission != nil {
 		o.admission(&acfg)
 	}
-	admission, err := publish.NewAdmission(acfg, producer, spool, publish.WithLogger(slog.New(slog.DiscardHandler)), publish.WithRegisterer(h.reg))
+	adm, err := admission.New(acfg, producer, spool, admission.WithLogger(slog.New(slog.DiscardHandler)), admission.WithRegisterer(h.reg))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(admission.Close)
-	h.admission = admission
-	var pub gateway.Admitter = admission
+	t.Cleanup(adm.Close)
+	h.admission = adm
+	var pub gateway.Admitter = adm
 	if o.publisher != nil {
-		pub = o.publisher(admission)
+		pub = o.publisher(adm)
 	}
 	h.cfg = testConfig()
 	if o.realKafka {
@@ -187,7 +188,7 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 	}
 	sopts := o.server
 	if o.readiness {
-		sopts = append(sopts, gateway.WithReadiness(admission.Ready), gateway.WithReadinessEvery(10*time.Millisecond, time.Second))
+		sopts = append(sopts, gateway.WithReadiness(adm.Ready), gateway.WithReadinessEvery(10*time.Millisecond, time.Second))
 	}
 	h.srv, err = gateway.NewServer(svc, sopts...)
 	if err != nil {

@@ -13,9 +13,9 @@ import (
 	"google.golang.org/protobuf/types/descriptorpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/sluicehq/sluice/admission"
 	"github.com/sluicehq/sluice/contract"
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
-	"github.com/sluicehq/sluice/publish"
 )
 
 // TestEnvelopeBoundsMatchTheContract: the bounds RecordLimits assumes are
@@ -84,7 +84,7 @@ func TestValidTraceparent(t *testing.T) {
 // keepAll is acceptAll that keeps what it admitted.
 type keepAll struct{ records []*kgo.Record }
 
-func (a *keepAll) Admit(ctx context.Context, records []*kgo.Record) []publish.Admitted {
+func (a *keepAll) Admit(ctx context.Context, records []*kgo.Record) []admission.Admitted {
 	a.records = append(a.records, records...)
 	return acceptAll{}.Admit(ctx, records)
 }

@@ -14,10 +14,10 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluicehq/sluice/admission"
 	"github.com/sluicehq/sluice/examples"
 	"github.com/sluicehq/sluice/gateway"
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
-	"github.com/sluicehq/sluice/publish"
 )
 
 // holdingPublisher holds the call with the event id "recv-held" in Admit
@@ -27,7 +27,7 @@ type holdingPublisher struct {
 	entered, release chan struct{}
 }
 
-func (p *holdingPublisher) Admit(ctx context.Context, recs []*kgo.Record) []publish.Admitted {
+func (p *holdingPublisher) Admit(ctx context.Context, recs []*kgo.Record) []admission.Admitted {
 	for _, r := range recs {
 		if string(r.Key) == "recv-held" {
 			close(p.entered)

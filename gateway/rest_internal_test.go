@@ -13,19 +13,19 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/sluicehq/sluice/admission"
 	"github.com/sluicehq/sluice/contract"
 	"github.com/sluicehq/sluice/examples"
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
-	"github.com/sluicehq/sluice/publish"
 )
 
 // failAll stands in for a Kafka that answers every record with err.
 type failAll struct{ err error }
 
-func (a failAll) Admit(_ context.Context, recs []*kgo.Record) []publish.Admitted {
-	out := make([]publish.Admitted, len(recs))
+func (a failAll) Admit(_ context.Context, recs []*kgo.Record) []admission.Admitted {
+	out := make([]admission.Admitted, len(recs))
 	for i := range out {
-		out[i].Err = a.err
+		out[i].Err, out[i].Refusal = a.err, admission.RefusedRetryable
 	}
 	return out
 }

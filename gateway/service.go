@@ -11,23 +11,22 @@ import (
 	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/semaphore"
 	"google.golang.org/grpc/metadata"
 
-	"github.com/sluicehq/sluice/buffer"
+	"github.com/sluicehq/sluice/admission"
 	"github.com/sluicehq/sluice/contract"
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
-	"github.com/sluicehq/sluice/publish"
 	"github.com/sluicehq/sluice/record"
 )
 
 // Admitter makes records durable, in Kafka or in the local spool
-// (*publish.Admission). out[i].Err is nil only once records[i] is durable;
-// Admit returns by ctx's deadline.
+// (*admission.Admission). out[i].Err is nil only once records[i] is durable,
+// and out[i].Refusal says why not otherwise; Admit returns by ctx's
+// deadline.
 type Admitter interface {
-	Admit(ctx context.Context, records []*kgo.Record) (out []publish.Admitted)
+	Admit(ctx context.Context, records []*kgo.Record) (out []admission.Admitted)
 }
 
 // Service implements sluice.ingest.v1.IngestService for gRPC and, through
@@ -537,7 +536,7 @@ func (s *Service) publish(ctx context.Context, src *source, cands []*candidate, 
 		if a.Err == nil {
 			r := &accepted[i]
 			r.Index, r.Id, r.Outcome, r.Durability = uint32(c.index), c.event.GetId(), ingestv1.Outcome_ACCEPTED, &durability[0]
-			if a.Durability == publish.DurabilityLocalDisk {
+			if a.Durability == admission.DurabilityLocalDisk {
 				r.Durability = &durability[1]
 			}
 			results[c.index] = r
@@ -547,32 +546,33 @@ func (s *Service) publish(ctx context.Context, src *source, cands []*candidate, 
 	}
 }
 
-// admitRejection maps a record that was not made durable: a full spool is
-// BUFFER_FULL with the spool's estimate of the wait; a record over Kafka's
-// size limit is the event's fault; anything else is the gateway's,
-// retryable when publish.Retryable says so.
-func (s *Service) admitRejection(a publish.Admitted) *ingestv1.Rejection {
+// admitRejection maps a record that was not made durable, by the kind of
+// refusal admission judged: a full spool is BUFFER_FULL with the spool's
+// estimate of the wait; a record too large for Kafka or the spool is the
+// event's fault; anything else is the gateway's, retryable unless Kafka
+// refused the record for good.
+func (s *Service) admitRejection(a admission.Admitted) *ingestv1.Rejection {
 	err := a.Err
-	if errors.Is(err, buffer.ErrFull) {
+	switch a.Refusal {
+	case admission.RefusedFull:
 		wait := a.RetryAfter
 		if wait <= 0 {
 			wait = s.cfg.UnavailableRetryAfter
 		}
 		return rejectRetry(ingestv1.Reason_BUFFER_FULL, wait, "the gateway's spool is full: "+err.Error())
-	}
-	if errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.RecordListTooLarge) {
+	case admission.RefusedTooLargeForKafka:
 		return reject(ingestv1.Reason_EVENT_TOO_LARGE, "Kafka refused the record as too large")
-	}
-	if errors.Is(err, buffer.ErrTooLarge) {
+	case admission.RefusedTooLargeForSpool:
 		return reject(ingestv1.Reason_EVENT_TOO_LARGE, "the record is too large for the gateway's spool: "+err.Error())
+	case admission.RefusedPermanent:
+		s.log.Error("kafka refused a record permanently", "err", err)
+		r := reject(ingestv1.Reason_UNAVAILABLE, "Kafka refused the record: "+err.Error())
+		r.Retryable = false
+		return r
 	}
-	if publish.Retryable(err) {
-		return s.unavailable("Kafka did not acknowledge in time: " + err.Error())
-	}
-	s.log.Error("kafka refused a record permanently", "err", err)
-	r := reject(ingestv1.Reason_UNAVAILABLE, "Kafka refused the record: "+err.Error())
-	r.Retryable = false
-	return r
+	// RefusedRetryable, or an Admitter that gave its error and no kind:
+	// doubtful refusals are retryable.
+	return s.unavailable("Kafka did not acknowledge in time: " + err.Error())
 }
 
 func (s *Service) unavailable(msg string) *ingestv1.Rejection {

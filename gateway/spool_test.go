@@ -15,10 +15,10 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/sluicehq/sluice/admission"
 	"github.com/sluicehq/sluice/buffer"
 	"github.com/sluicehq/sluice/examples"
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
-	"github.com/sluicehq/sluice/publish"
 	"github.com/sluicehq/sluice/record"
 )
 
@@ -60,7 +60,7 @@ func TestKafkaOutageSpools(t *testing.T) {
 	var outage kafkaOutage
 	h := newHarness(t, harnessOpts{
 		spool: spoolAt(t.TempDir(), 48<<10),
-		admission: func(c *publish.AdmissionConfig) {
+		admission: func(c *admission.Config) {
 			c.LatencyThreshold = 300 * time.Millisecond
 			c.DrainTimeout = time.Second
 			c.DrainBackoffMax = 200 * time.Millisecond
@@ -146,7 +146,7 @@ func TestKafkaOutageSpools(t *testing.T) {
 		}
 	}
 	// Drained: new events go straight to Kafka again.
-	eventually(t, "admission back to DIRECT", func() bool { return h.admission.Mode() == publish.ModeDirect })
+	eventually(t, "admission back to DIRECT", func() bool { return h.admission.Mode() == admission.ModeDirect })
 	e := ev{ID: "after", Type: typeLog, Key: "svc-0", At: h.clock.Now(), JSON: examples.LogLineJSON}
 	out, err := h.publishGRPC(keyAll, e)
 	if err != nil {
@@ -173,7 +173,7 @@ func TestTooLargeForTheSpool(t *testing.T) {
 			t.Cleanup(func() { s.Close() })
 			return s
 		},
-		admission: func(c *publish.AdmissionConfig) { c.SpoolFirst = true },
+		admission: func(c *admission.Config) { c.SpoolFirst = true },
 	})
 	big := map[string]string{}
 	for i := range 8 {

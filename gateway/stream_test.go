@@ -17,10 +17,10 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/sluicehq/sluice/admission"
 	"github.com/sluicehq/sluice/examples"
 	"github.com/sluicehq/sluice/gateway"
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
-	"github.com/sluicehq/sluice/publish"
 )
 
 // gatedPublisher holds every Publish until the test lets one through, and
@@ -39,7 +39,7 @@ func newGated(next gateway.Admitter) *gatedPublisher {
 	return &gatedPublisher{next: next, gate: make(chan struct{}), changed: make(chan struct{}, 100)}
 }
 
-func (g *gatedPublisher) Admit(ctx context.Context, recs []*kgo.Record) []publish.Admitted {
+func (g *gatedPublisher) Admit(ctx context.Context, recs []*kgo.Record) []admission.Admitted {
 	g.mu.Lock()
 	g.inFlight++
 	g.max = max(g.max, g.inFlight)

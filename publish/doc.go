@@ -1,6 +1,8 @@
-// Package publish is sluice's Kafka producer: it builds records from accepted
-// events and produces them idempotently, answering every record of a batch
-// before the caller's deadline.
+// Package publish is sluice's Kafka producer and its one Kafka-error
+// classifier: it produces records idempotently, answering every record of a
+// batch before the caller's deadline, and Retryable (with TooLarge)
+// judges what a failed record means. Nothing else: admission/ decides
+// between Kafka and the spool, record/ builds the records.
 //
 // # Usage
 //
@@ -50,11 +52,9 @@
 //     caller's context, so one caller giving up early never fails records
 //     of another caller buffered on the same partition.
 //   - Retryable is the one place where a Kafka error is judged retryable or
-//     permanent.
-//   - Admission.Ready is the gateway's readiness: nil when a record admitted
-//     now could be made durable, because Kafka answers a ping within ctx or
-//     the spool takes appends (buffer.Spool.Health); else an error saying
-//     why neither holds.
+//     permanent, and TooLarge the one place where it is judged a refusal of
+//     the record for its size (a permanent one).
+//   - Ping says whether a broker answers within ctx, for readiness checks.
 //
 // Config.BatchMaxBytes must not exceed the smallest max.message.bytes of the
 // topics produced to (the default, 1 MiB, is below Kafka's default of
@@ -64,7 +64,7 @@
 // # What it does not do
 //
 //   - It does not spool. A record that Kafka did not acknowledge is the
-//     caller's to keep: the gateway's admission and the disk spool (buffer/)
+//     caller's to keep: admission (admission/) and the disk spool (buffer/)
 //     decide what happens to it.
 //   - It does not create topics. Production topics are created by operators
 //     (or, for the embedded dev cluster, by the dev command); a record for a

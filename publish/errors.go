@@ -9,8 +9,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/sluicehq/sluice/buffer"
 )
 
 var (
@@ -94,9 +92,8 @@ var permanent = [...]*kerr.Error{
 // INVALID_TIMESTAMP, INVALID_TOPIC_EXCEPTION, authorization and
 // authentication failures, broker refusals of the protocol this client
 // speaks (unsupported version, compression or message format, invalid acks,
-// invalid request), POLICY_VIOLATION, records Publish refuses (nil or
-// without a topic), and records too large for the spool (buffer.ErrTooLarge:
-// the same record never fits).
+// invalid request), POLICY_VIOLATION, and records Publish refuses (nil or
+// without a topic).
 //
 // Doubtful errors are retryable: calling a transient error permanent loses
 // the event (its sender is told not to retry), calling a permanent error
@@ -108,7 +105,7 @@ func Retryable(err error) bool {
 	switch {
 	case errors.Is(err, ErrTimeout), errors.Is(err, ErrClosed):
 		return true
-	case errors.Is(err, errInvalidRecord), errors.Is(err, buffer.ErrTooLarge):
+	case errors.Is(err, errInvalidRecord):
 		return false
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded),
 		errors.Is(err, kgo.ErrRecordTimeout), errors.Is(err, kgo.ErrRecordRetries),
@@ -125,6 +122,14 @@ func Retryable(err error) bool {
 		}
 	}
 	return true
+}
+
+// TooLarge reports whether err says that a record is too large for Kafka:
+// MESSAGE_TOO_LARGE or RECORD_LIST_TOO_LARGE, from a broker, or from
+// Publish for a record over Config.BatchMaxBytes. Such an error is
+// permanent (Retryable is false): the same record is refused every time.
+func TooLarge(err error) bool {
+	return errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.RecordListTooLarge)
 }
 
 // recordError builds the error Publish answers for a record whose callback

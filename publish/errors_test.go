@@ -71,6 +71,31 @@ func TestRetryable(t *testing.T) {
 	}
 }
 
+func TestTooLarge(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"nil", nil, false},
+		{"message too large", kerr.MessageTooLarge, true},
+		{"message too large from the client", &ProduceError{Topic: "t", Err: fmt.Errorf("%w (uncompressed_bytes=9000)", kerr.MessageTooLarge)}, true},
+		{"record list too large", kerr.RecordListTooLarge, true},
+		{"another permanent error", kerr.TopicAuthorizationFailed, false},
+		{"buffer full", &ProduceError{Topic: "t", Err: ErrBufferFull}, false},
+		{"timeout", ErrTimeout, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := TooLarge(tc.err); got != tc.want {
+				t.Errorf("TooLarge(%v) = %v, want %v", tc.err, got, tc.want)
+			}
+			if tc.want && Retryable(tc.err) {
+				t.Errorf("Retryable(%v): a record too large is refused every time", tc.err)
+			}
+		})
+	}
+}
+
 func TestRecordError(t *testing.T) {
 	p := &Producer{cfg: NewDefaultConfig()}
 	for _, tc := range []struct {

@@ -15,10 +15,6 @@ type options struct {
 	registerer prometheus.Registerer
 	logger     *slog.Logger
 	conn       []kgo.Opt // nil: from Config's connection block
-	// beforeFallback, when set, runs in Admit after a direct publish
-	// failed and before the failed records are spooled. Tests use it to
-	// hold a request in that window.
-	beforeFallback func()
 }
 
 type option struct{ fn func(*options) }
@@ -48,8 +44,4 @@ func WithLogger(l *slog.Logger) Option {
 // warnings are logged once.
 func WithConnection(conn []kgo.Opt) Option {
 	return option{func(o *options) { o.conn = conn }}
-}
-
-func withBeforeFallback(fn func()) Option {
-	return option{func(o *options) { o.beforeFallback = fn }}
 }

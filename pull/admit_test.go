@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/sluicehq/sluice/admission"
 	"github.com/sluicehq/sluice/contract"
 	"github.com/sluicehq/sluice/examples"
 	"github.com/sluicehq/sluice/gateway"
@@ -57,7 +58,7 @@ func newRealGateway(t testing.TB) *realGateway {
 		defer cancel()
 		_ = producer.Close(ctx)
 	})
-	admission, err := publish.NewAdmission(publish.NewDefaultAdmissionConfig(), producer, nil, publish.WithLogger(quietLog()))
+	admission, err := admission.New(admission.NewDefaultConfig(), producer, nil, admission.WithLogger(quietLog()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/sluicehq/sluice/admission"
 	"github.com/sluicehq/sluice/buffer"
 	"github.com/sluicehq/sluice/consumer"
 	"github.com/sluicehq/sluice/gateway"
@@ -25,16 +26,16 @@ import (
 // fileConfig is the sluice config file. Every block starts from its
 // package's defaults; the file sets what differs.
 type fileConfig struct {
-	Gateway   gateway.Config          `yaml:"gateway"`
-	Sources   []sourceFile            `yaml:"sources"`
-	Contracts contractsConfig         `yaml:"contracts"`
-	Kafka     publish.Config          `yaml:"kafka"`
-	Spool     spoolConfig             `yaml:"spool"`
-	Admission publish.AdmissionConfig `yaml:"admission"`
-	Log       logConfig               `yaml:"log"`
-	Pollers   []pull.Config           `yaml:"pollers"`
-	Consumer  consumer.Config         `yaml:"consumer"`
-	Sink      sink.Config             `yaml:"sink"`
+	Gateway   gateway.Config   `yaml:"gateway"`
+	Sources   []sourceFile     `yaml:"sources"`
+	Contracts contractsConfig  `yaml:"contracts"`
+	Kafka     publish.Config   `yaml:"kafka"`
+	Spool     spoolConfig      `yaml:"spool"`
+	Admission admission.Config `yaml:"admission"`
+	Log       logConfig        `yaml:"log"`
+	Pollers   []pull.Config    `yaml:"pollers"`
+	Consumer  consumer.Config  `yaml:"consumer"`
+	Sink      sink.Config      `yaml:"sink"`
 	// Admin is the admin listener of sluice gateway and sluice consumer
 	// (metrics, probes, profiles); left unset, each takes its own default
 	// address (admin.DefaultGatewayAddr, admin.DefaultConsumerAddr).
@@ -101,7 +102,7 @@ func defaultFileConfig() fileConfig {
 	return fileConfig{
 		Gateway:   gateway.NewDefaultConfig(),
 		Kafka:     publish.NewDefaultConfig(),
-		Admission: publish.NewDefaultAdmissionConfig(),
+		Admission: admission.NewDefaultConfig(),
 		Log:       logConfig{Level: "info", Format: "json"},
 		Consumer:  consumer.NewDefaultConfig(),
 		Sink:      sink.NewDefaultConfig(),

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/sluicehq/sluice/admission"
 	"github.com/sluicehq/sluice/buffer"
 	"github.com/sluicehq/sluice/contract"
 	"github.com/sluicehq/sluice/gateway"
@@ -90,7 +91,7 @@ func serve(ctx context.Context, cfg fileConfig, registry *contract.Registry, log
 	} else {
 		log.Warn("no spool.dir: with Kafka down, events are refused instead of spooled")
 	}
-	admission, err := publish.NewAdmission(cfg.Admission, producer, spool, publish.WithRegisterer(reg), publish.WithLogger(log))
+	adm, err := admission.New(cfg.Admission, producer, spool, admission.WithRegisterer(reg), admission.WithLogger(log))
 	if err != nil {
 		closeProducer()
 		closeSpool(spool, log)
@@ -99,22 +100,22 @@ func serve(ctx context.Context, cfg fileConfig, registry *contract.Registry, log
 	// In order: the drainer stops, the producer flushes what the drainer
 	// and requests handed it, then the spool closes consistent.
 	closeAll := func() {
-		admission.Close()
+		adm.Close()
 		closeProducer()
 		closeSpool(spool, log)
 	}
-	svc, err := gateway.New(cfg.Gateway, registry, admission,
+	svc, err := gateway.New(cfg.Gateway, registry, adm,
 		append([]gateway.Option{gateway.WithRegisterer(reg), gateway.WithLogger(log)}, benchGatewayOptions(log)...)...)
 	if err != nil {
 		closeAll()
 		return err
 	}
-	srv, err := gateway.NewServer(svc, gateway.WithReadiness(admission.Ready), gateway.WithServerRegisterer(reg))
+	srv, err := gateway.NewServer(svc, gateway.WithReadiness(adm.Ready), gateway.WithServerRegisterer(reg))
 	if err != nil {
 		closeAll()
 		return err
 	}
-	adm, err := admin.New(cfg.Admin.WithDefaultAddr(admin.DefaultGatewayAddr), reg, admin.WithRegisterer(reg),
+	adminSrv, err := admin.New(cfg.Admin.WithDefaultAddr(admin.DefaultGatewayAddr), reg, admin.WithRegisterer(reg),
 		admin.WithReadiness(srv.Ready), admin.WithLogger(log))
 	if err != nil {
 		_ = srv.Shutdown(context.Background()) // never started: closes its listeners at once
@@ -122,15 +123,15 @@ func serve(ctx context.Context, cfg fileConfig, registry *contract.Registry, log
 		return fmt.Errorf("gateway: %w", err)
 	}
 	srv.Start()
-	adm.Start()
+	adminSrv.Start()
 	// The admin listener goes last, so probes see the shutdown through.
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 		defer cancel()
-		_ = adm.Shutdown(sctx)
+		_ = adminSrv.Shutdown(sctx)
 	}()
 	log.Info("gateway serving", "grpc", srv.GRPCAddr(), "http", srv.HTTPAddr(),
-		"types", len(registry.Types()), "sources", len(cfg.Gateway.Sources), "mode", admission.Mode().String())
+		"types", len(registry.Types()), "sources", len(cfg.Gateway.Sources), "mode", adm.Mode().String())
 	stopPollers, err := startPollers(ctx, cfg, conn, svc, reg, log)
 	if err != nil {
 		sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
@@ -140,14 +141,14 @@ func serve(ctx context.Context, cfg fileConfig, registry *contract.Registry, log
 		return err
 	}
 	if started != nil {
-		started(srv, adm.Addr())
+		started(srv, adminSrv.Addr())
 	}
 
 	var runErr error
 	select {
 	case <-ctx.Done():
 	case runErr = <-srv.Err():
-	case runErr = <-adm.Err():
+	case runErr = <-adminSrv.Err():
 	}
 	log.Info("gateway shutting down")
 	// Pollers first: what they admit needs admission open.

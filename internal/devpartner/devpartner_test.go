@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluicehq/sluice/admission"
 	"github.com/sluicehq/sluice/contract"
 	"github.com/sluicehq/sluice/examples"
 	"github.com/sluicehq/sluice/gateway"
@@ -137,14 +138,14 @@ func newRealGateway(t testing.TB) *realGateway {
 		defer cancel()
 		_ = producer.Close(ctx)
 	})
-	admission, err := publish.NewAdmission(publish.NewDefaultAdmissionConfig(), producer, nil, publish.WithLogger(quietLog()))
+	adm, err := admission.New(admission.NewDefaultConfig(), producer, nil, admission.WithLogger(quietLog()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(admission.Close)
+	t.Cleanup(adm.Close)
 	cfg := gateway.NewDefaultConfig()
 	cfg.Sources = []gateway.SourceConfig{{Name: "pushers", KeyHashes: []string{gateway.HashKey("k")}, EventTypes: []string{"*"}}}
-	svc, err := gateway.New(cfg, registry, admission, gateway.WithLogger(quietLog()))
+	svc, err := gateway.New(cfg, registry, adm, gateway.WithLogger(quietLog()))
 	if err != nil {
 		t.Fatal(err)
 	}

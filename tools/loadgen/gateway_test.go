@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluicehq/sluice/admission"
 	"github.com/sluicehq/sluice/contract"
 	"github.com/sluicehq/sluice/examples"
 	"github.com/sluicehq/sluice/gateway"
@@ -58,7 +59,7 @@ func startGateway(t *testing.T, configure ...func(*gateway.Config)) *gatewayUnde
 		defer cancel()
 		_ = producer.Close(ctx)
 	})
-	admission, err := publish.NewAdmission(publish.NewDefaultAdmissionConfig(), producer, nil, publish.WithLogger(quiet))
+	admission, err := admission.New(admission.NewDefaultConfig(), producer, nil, admission.WithLogger(quiet))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package publish
+package admission
 
 import (
 	"context"
@@ -13,138 +13,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicehq/sluice/buffer"
-	"github.com/sluicehq/sluice/record"
+	"github.com/sluicehq/sluice/publish"
 )
-
-// outage makes a kfake cluster drop every produce request while it is on:
-// the faults are injected at the broker, the client and spool are real.
-type outage struct{ on atomic.Bool }
-
-func (o *outage) install(c *kfake.Cluster) {
-	c.ControlKey(kmsg.Produce.Int16(), func(kmsg.Request) (kmsg.Response, error, bool) {
-		c.KeepControl()
-		if o.on.Load() {
-			return nil, errors.New("injected outage"), true
-		}
-		return nil, nil, false
-	})
-}
-
-func openSpool(t *testing.T, dir string, edit func(*buffer.Config)) *buffer.Spool {
-	t.Helper()
-	cfg := buffer.NewDefaultConfig(dir)
-	cfg.MinFreeBytes = 1
-	if edit != nil {
-		edit(&cfg)
-	}
-	s, err := buffer.Open(cfg, buffer.WithLogger(discardLogger()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
-func newTestAdmission(t *testing.T, p *Producer, s *buffer.Spool, edit func(*AdmissionConfig), reg prometheus.Registerer) *Admission {
-	t.Helper()
-	cfg := NewDefaultAdmissionConfig()
-	cfg.LatencyThreshold = 300 * time.Millisecond
-	cfg.DrainTimeout = time.Second
-	cfg.DrainBackoffMax = 200 * time.Millisecond
-	if edit != nil {
-		edit(&cfg)
-	}
-	opts := []Option{WithLogger(discardLogger())}
-	if reg != nil {
-		opts = append(opts, WithRegisterer(reg))
-	}
-	a, err := NewAdmission(cfg, p, s, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
-}
-
-// keyed builds n records of topic over keys k0..k(keys-1), numbered in
-// their value so order per key can be checked.
-func keyed(topic string, from, n, keys int) []*kgo.Record { return keyedAs("", topic, from, n, keys) }
-
-// keyedAs is keyed with the keys prefixed, so that concurrent senders each
-// have keys of their own (order is only promised to one sequential sender).
-func keyedAs(prefix, topic string, from, n, keys int) []*kgo.Record {
-	out := make([]*kgo.Record, n)
-	for i := range out {
-		seq := from + i
-		out[i] = record.NewEvent(&record.Event{Topic: topic, Key: []byte(fmt.Sprintf("%sk%d", prefix, seq%keys)), Value: []byte(fmt.Sprintf("%08d", seq)),
-			ID: fmt.Sprintf("e-%d", seq), Type: "t", Source: "s", OccurredAt: time.Unix(1, 0), IngestedAt: time.Unix(1, 0), Fingerprint: "f"})
-	}
-	return out
-}
-
-// waitMode checks the mode every few milliseconds until it is m, or fails
-// at the deadline.
-func waitMode(t *testing.T, a *Admission, m Mode) {
-	t.Helper()
-	deadline := time.After(testWait)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for a.Mode() != m {
-		select {
-		case <-tick.C:
-		case <-deadline:
-			t.Fatalf("admission is %v, waited for %v", a.Mode(), m)
-		}
-	}
-}
-
-// consumeAll reads topic from the start until n distinct values arrived.
-func consumeAll(t *testing.T, brokers []string, topic string, n int) []*kgo.Record {
-	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), testWait)
-	defer cancel()
-	var out []*kgo.Record
-	distinct := map[string]bool{}
-	for len(distinct) < n {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			t.Fatalf("%d of %d records arrived", len(distinct), n)
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			out = append(out, r)
-			distinct[string(r.Value)] = true
-		})
-	}
-	return out
-}
-
-// checkKeyOrder: for every key, the first copies of its records appear in
-// the order they were admitted (duplicates after a retry are allowed).
-func checkKeyOrder(t *testing.T, recs []*kgo.Record) {
-	t.Helper()
-	last := map[string]string{}
-	seen := map[string]bool{}
-	for _, r := range recs {
-		v := string(r.Value)
-		if seen[v] {
-			continue
-		}
-		seen[v] = true
-		k := string(r.Key)
-		if prev, ok := last[k]; ok && v < prev {
-			t.Fatalf("key %s: %s arrived after %s", k, v, prev)
-		}
-		last[k] = v
-	}
-}
 
 func TestAdmissionDirect(t *testing.T) {
 	const topic = "ingest.t"
@@ -173,7 +46,7 @@ func TestAdmissionOutage(t *testing.T) {
 	c := newCluster(t, []string{topic})
 	var o outage
 	o.install(c)
-	p := newTestProducer(t, c.ListenAddrs(), func(c *Config) { c.DeliveryTimeout = time.Second })
+	p := newTestProducer(t, c.ListenAddrs(), func(c *publish.Config) { c.DeliveryTimeout = time.Second })
 	s := openSpool(t, t.TempDir(), func(c *buffer.Config) { c.MaxBytes = 64 << 10; c.SegmentBytes = 16 << 10 })
 	defer s.Close()
 	reg := prometheus.NewRegistry()
@@ -193,7 +66,7 @@ func TestAdmissionOutage(t *testing.T) {
 				}
 				accepted = append(accepted, recs[i])
 			case errors.Is(r.Err, buffer.ErrFull):
-				if r.RetryAfter <= 0 {
+				if r.Refusal != RefusedFull || r.RetryAfter <= 0 {
 					t.Fatalf("BUFFER_FULL without a retry-after: %+v", r)
 				}
 				full++
@@ -235,11 +108,11 @@ func TestAdmissionResumesAfterRestart(t *testing.T) {
 	var o outage
 	o.install(c)
 	dir := t.TempDir()
-	p := newTestProducer(t, c.ListenAddrs(), func(c *Config) { c.DeliveryTimeout = time.Second })
+	p := newTestProducer(t, c.ListenAddrs(), func(c *publish.Config) { c.DeliveryTimeout = time.Second })
 
 	o.on.Store(true)
 	s := openSpool(t, dir, nil)
-	a := newTestAdmission(t, p, s, func(c *AdmissionConfig) { c.SpoolFirst = true }, nil)
+	a := newTestAdmission(t, p, s, func(c *Config) { c.SpoolFirst = true }, nil)
 	recs := keyed(topic, 0, 50, 5)
 	for i, r := range a.Admit(context.Background(), recs) {
 		if r.Err != nil || r.Durability != DurabilityLocalDisk {
@@ -263,39 +136,22 @@ func TestAdmissionResumesAfterRestart(t *testing.T) {
 	checkKeyOrder(t, consumeAll(t, c.ListenAddrs(), topic, len(recs)))
 }
 
-func TestAdmissionConfigValidate(t *testing.T) {
-	if err := NewDefaultAdmissionConfig().Validate(); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []struct {
-		field string
-		edit  func(*AdmissionConfig)
-	}{
-		{"latency_threshold", func(c *AdmissionConfig) { c.LatencyThreshold = 0 }},
-		{"in_flight_budget", func(c *AdmissionConfig) { c.InFlightBudget = 0 }},
-		{"drain_batch", func(c *AdmissionConfig) { c.DrainBatch = 0 }},
-		{"drain_timeout", func(c *AdmissionConfig) { c.DrainTimeout = 0 }},
-		{"drain_backoff_max", func(c *AdmissionConfig) { c.DrainBackoffMax = time.Millisecond }},
-	} {
-		cfg := NewDefaultAdmissionConfig()
-		c.edit(&cfg)
-		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), c.field) {
-			t.Errorf("%s: %v", c.field, err)
-		}
-	}
-}
-
 // TestAdmissionReturnsToDirectUnderLoad: eight senders keep sending after
-// an outage, so the spool is rarely empty at any instant; admission gets
-// back to DIRECT (while they send, when the drainer outpaces them, which
-// the test logs; at the latest once they stop), refuses nothing, and keeps
-// each sender's key order across the switches.
+// an outage, so the spool is rarely empty for long; admission gets back to
+// DIRECT while they send (each sends at least 60 requests, and goes on
+// until one of them is answered KAFKA), refuses nothing, and keeps each
+// sender's key order across the switches.
+//
+// Each sender sends a request per tick of its own ticker, and waits for
+// its answers: an arrival rate, so that the records the senders add while
+// the drainer recovers from the outage (seconds, with kfake's dropped
+// connections) stay a few tens of thousands.
 func TestAdmissionReturnsToDirectUnderLoad(t *testing.T) {
 	const topic = "ingest.t"
 	c := newCluster(t, []string{topic})
 	var o outage
 	o.install(c)
-	p := newTestProducer(t, c.ListenAddrs(), func(c *Config) { c.DeliveryTimeout = time.Second; c.Linger = 0 })
+	p := newTestProducer(t, c.ListenAddrs(), func(c *publish.Config) { c.DeliveryTimeout = time.Second; c.Linger = 0 })
 	s := openSpool(t, t.TempDir(), nil)
 	defer s.Close()
 	a := newTestAdmission(t, p, s, nil, nil)
@@ -313,11 +169,15 @@ func TestAdmissionReturnsToDirectUnderLoad(t *testing.T) {
 	var failed atomic.Value
 	var sawDirect atomic.Bool
 	var wg sync.WaitGroup
+	deadline := time.Now().Add(testWait)
 	for g := range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for n := range 60 {
+		wg.Go(func() {
+			tick := time.NewTicker(10 * time.Millisecond)
+			defer tick.Stop()
+			// n stays under 100000, so that each sender's values keep
+			// eight digits and a range of their own.
+			for n := 0; n < 60 || !sawDirect.Load() && n < 99_000 && time.Now().Before(deadline); n++ {
+				<-tick.C
 				sent.Add(10)
 				for _, r := range a.Admit(context.Background(), keyedAs(fmt.Sprintf("g%d-", g), topic, (g+1)*1_000_000+n*10, 10, 4)) {
 					if r.Err != nil {
@@ -328,13 +188,139 @@ func TestAdmissionReturnsToDirectUnderLoad(t *testing.T) {
 					}
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
-	t.Logf("back to DIRECT while the senders were sending: %v", sawDirect.Load())
+	if !sawDirect.Load() {
+		t.Fatalf("no record was answered KAFKA while the senders sent (mode %v)", a.Mode())
+	}
 	waitMode(t, a, ModeDirect)
 	if err := failed.Load(); err != nil {
 		t.Fatalf("a record was refused: %v", err)
+	}
+	checkKeyOrder(t, consumeAll(t, c.ListenAddrs(), topic, 20+int(sent.Load())))
+}
+
+// TestDirectAgainWhileRecordsArrive: after an outage, with senders
+// sending all along, admission drains the spool and returns to DIRECT
+// before they stop, and from then on their records are answered KAFKA and
+// the spool stays empty. A LatencyThreshold far above any produce's keeps
+// a busy machine's slow produce from sending records back to the spool.
+func TestDirectAgainWhileRecordsArrive(t *testing.T) {
+	const topic = "ingest.t"
+	c := newCluster(t, []string{topic})
+	var o outage
+	o.install(c)
+	defer o.on.Store(false) // before the producer's cleanup flushes
+	p := newTestProducer(t, c.ListenAddrs(), func(c *publish.Config) { c.DeliveryTimeout = time.Second; c.Linger = 0 })
+
+	// Records spooled during the outage, by an earlier run: admission
+	// starts over them in SPOOLING, without waiting out a produce.
+	o.on.Store(true)
+	dir := t.TempDir()
+	s := openSpool(t, dir, nil)
+	earlier := newTestAdmission(t, p, s, func(c *Config) { c.SpoolFirst = true }, nil)
+	for i, r := range earlier.Admit(context.Background(), keyed(topic, 0, 20, 4)) {
+		if r.Err != nil || r.Durability != DurabilityLocalDisk {
+			t.Fatalf("record %d during the outage: %+v", i, r)
+		}
+	}
+	earlier.Close()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openSpool(t, dir, nil)
+	defer s.Close()
+	a := newTestAdmission(t, p, s, func(c *Config) { c.LatencyThreshold = 5 * time.Second }, nil)
+	defer a.Close()
+	if a.Mode() != ModeSpooling {
+		t.Fatalf("a spool with records starts %v", a.Mode())
+	}
+
+	// Each sender sends a request per tick and waits for its answers. A
+	// request sent after direct was set must be answered KAFKA.
+	const senders = 4
+	var (
+		direct   atomic.Bool
+		requests [senders]atomic.Int64 // answered, per sender
+		mu       sync.Mutex
+		spooled  int // records answered LOCAL_DISK after direct was set
+		refused  error
+		sent     atomic.Int64
+		stop     = make(chan struct{})
+		stopOnce sync.Once
+		wg       sync.WaitGroup
+	)
+	// The senders stop before admission and the spool close, also when
+	// the test fails part way.
+	stopSenders := func() {
+		stopOnce.Do(func() { close(stop) })
+		wg.Wait()
+	}
+	defer stopSenders()
+	for g := range senders {
+		wg.Go(func() {
+			tick := time.NewTicker(5 * time.Millisecond)
+			defer tick.Stop()
+			for n := 0; n < 99_000; n++ {
+				select {
+				case <-stop:
+					return
+				case <-tick.C:
+				}
+				after := direct.Load()
+				sent.Add(10)
+				for _, r := range a.Admit(context.Background(), keyedAs(fmt.Sprintf("g%d-", g), topic, (g+1)*1_000_000+n*10, 10, 4)) {
+					mu.Lock()
+					switch {
+					case r.Err != nil:
+						refused = r.Err
+					case after && r.Durability != DurabilityKafka:
+						spooled++
+					}
+					mu.Unlock()
+				}
+				requests[g].Add(1)
+			}
+		})
+	}
+	// The senders are spooling behind the outage's records; then Kafka
+	// comes back under them.
+	waitFor(t, "an answer for every sender", func() bool {
+		for g := range requests {
+			if requests[g].Load() == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	o.on.Store(false)
+	waitFor(t, "DIRECT, with the spool drained, while the senders send", func() bool {
+		return a.Mode() == ModeDirect && s.Empty()
+	})
+	direct.Store(true)
+	var base [senders]int64
+	for g := range requests {
+		base[g] = requests[g].Load()
+	}
+	waitFor(t, "ten more requests from every sender", func() bool {
+		for g := range requests {
+			if requests[g].Load() < base[g]+10 {
+				return false
+			}
+		}
+		return true
+	})
+	stopSenders()
+
+	if refused != nil {
+		t.Fatalf("a record was refused: %v", refused)
+	}
+	if spooled > 0 {
+		t.Fatalf("%d records sent after the return to DIRECT were answered LOCAL_DISK (mode %v)", spooled, a.Mode())
+	}
+	if a.Mode() != ModeDirect || !s.Empty() {
+		t.Fatalf("after the senders stopped: mode %v, spool %+v", a.Mode(), s.Stats())
 	}
 	checkKeyOrder(t, consumeAll(t, c.ListenAddrs(), topic, 20+int(sent.Load())))
 }
@@ -348,10 +334,10 @@ func TestDrainWindowFailures(t *testing.T) {
 	c := newCluster(t, []string{topic})
 	var o outage
 	o.install(c)
-	p := newTestProducer(t, c.ListenAddrs(), func(c *Config) { c.DeliveryTimeout = time.Second })
+	p := newTestProducer(t, c.ListenAddrs(), func(c *publish.Config) { c.DeliveryTimeout = time.Second })
 	s := openSpool(t, t.TempDir(), nil)
 	defer s.Close()
-	a := newTestAdmission(t, p, s, func(c *AdmissionConfig) {
+	a := newTestAdmission(t, p, s, func(c *Config) {
 		c.SpoolFirst = true
 		c.DrainBatch = 20
 		c.DrainTimeout = 200 * time.Millisecond
@@ -369,13 +355,16 @@ func TestDrainWindowFailures(t *testing.T) {
 		}
 		recs = append(recs, b...)
 	}
-	// Let the drainer through in short gaps, so that some windows end
-	// part way; then for good.
+	// Let the drainer through one produce request at a time, so that some
+	// windows end part way: the outage holds after each until a drain step
+	// failed. Then for good.
+	drainErrors := func() float64 { return testutil.ToFloat64(a.metrics.drainErrors) }
 	for range 4 {
-		o.on.Store(false)
-		time.Sleep(30 * time.Millisecond)
-		o.on.Store(true)
-		time.Sleep(400 * time.Millisecond)
+		passed := o.passed.Load()
+		o.allow.Store(1)
+		waitFor(t, "a produce request let through", func() bool { return o.passed.Load() > passed })
+		failed := drainErrors()
+		waitFor(t, "a drain step that fails after it", func() bool { return drainErrors() > failed })
 	}
 	o.on.Store(false)
 	got := consumeAll(t, c.ListenAddrs(), topic, len(recs))
@@ -398,12 +387,12 @@ func TestAdmissionKeyOrderUnderSwitches(t *testing.T) {
 	var o outage
 	o.install(c)
 	reg := prometheus.NewRegistry()
-	p := newTestProducer(t, c.ListenAddrs(), func(c *Config) {
+	p := newTestProducer(t, c.ListenAddrs(), func(c *publish.Config) {
 		c.DeliveryTimeout, c.Linger, c.MaxBufferedRecords = time.Second, 0, 48
 	})
 	s := openSpool(t, t.TempDir(), nil)
 	defer s.Close()
-	a := newTestAdmission(t, p, s, func(c *AdmissionConfig) {
+	a := newTestAdmission(t, p, s, func(c *Config) {
 		c.LatencyThreshold, c.InFlightBudget, c.DrainBatch = 200*time.Millisecond, 40, 16
 	}, reg)
 	defer a.Close()
@@ -473,7 +462,7 @@ func TestSpoolTakesALargeRequest(t *testing.T) {
 			p := newTestProducer(t, c.ListenAddrs(), nil)
 			s := openSpool(t, t.TempDir(), func(c *buffer.Config) { c.MaxRecordBytes = 300 << 10 })
 			defer s.Close()
-			a := newTestAdmission(t, p, s, func(c *AdmissionConfig) { c.SpoolFirst = true }, nil)
+			a := newTestAdmission(t, p, s, func(c *Config) { c.SpoolFirst = true }, nil)
 			defer a.Close()
 
 			recs := keyed(topic, 0, 18, 3)
@@ -487,13 +476,13 @@ func TestSpoolTakesALargeRequest(t *testing.T) {
 			var want []*kgo.Record
 			for i, r := range a.Admit(context.Background(), recs) {
 				if i == tc.tooLarge {
-					if !errors.Is(r.Err, buffer.ErrTooLarge) || Retryable(r.Err) {
-						t.Errorf("record %d, over the spool's record limit: %+v, want a permanent ErrTooLarge", i, r)
+					if !errors.Is(r.Err, buffer.ErrTooLarge) || r.Refusal != RefusedTooLargeForSpool {
+						t.Errorf("record %d, over the spool's record limit: %+v, want ErrTooLarge, refused as too large for the spool", i, r)
 					}
 					continue
 				}
 				if r.Err != nil || r.Durability != DurabilityLocalDisk {
-					t.Fatalf("record %d: %+v (retryable %v)", i, r, Retryable(r.Err))
+					t.Fatalf("record %d: %+v", i, r)
 				}
 				want = append(want, recs[i])
 			}

@@ -1,4 +1,4 @@
-package publish
+package admission
 
 import (
 	"context"
@@ -48,13 +48,13 @@ func TestAdmissionReady(t *testing.T) {
 	p2 := newTestProducer(t, c2.ListenAddrs(), nil)
 	full2 := openSpool(t, t.TempDir(), func(cfg *buffer.Config) { cfg.MinFreeBytes = 1 << 62 })
 	t.Cleanup(func() { _ = full2.Close() })
-	spoolFirst := newTestAdmission(t, p2, full2, func(cfg *AdmissionConfig) { cfg.SpoolFirst = true }, nil)
+	spoolFirst := newTestAdmission(t, p2, full2, func(cfg *Config) { cfg.SpoolFirst = true }, nil)
 	if err := check(spoolFirst); err == nil || !strings.Contains(err.Error(), "records go to the spool") {
 		t.Errorf("spool first, full spool, Kafka up: %v", err)
 	}
 	healthy2 := openSpool(t, t.TempDir(), nil)
 	t.Cleanup(func() { _ = healthy2.Close() })
-	spoolFirstHealthy := newTestAdmission(t, p2, healthy2, func(cfg *AdmissionConfig) { cfg.SpoolFirst = true }, nil)
+	spoolFirstHealthy := newTestAdmission(t, p2, healthy2, func(cfg *Config) { cfg.SpoolFirst = true }, nil)
 	if err := check(spoolFirstHealthy); err != nil {
 		t.Errorf("spool first, healthy spool: %v", err)
 	}

@@ -1,4 +1,4 @@
-package publish
+package admission
 
 import (
 	"context"
@@ -13,14 +13,16 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluicehq/sluice/publish"
 )
 
-// scriptedKafka is admission's producer with the test in the middle: each
+// scriptedKafka is admission's kafka with the test in the middle: each
 // Publish or Send is handed to the test, which says which of its records
 // fail; the others go to the real producer (and a kfake broker). Once
 // released, calls the test has not taken go through.
 type scriptedKafka struct {
-	real     *Producer
+	real     *publish.Producer
 	calls    chan scriptedCall
 	auto     atomic.Bool
 	released chan struct{} // closed when auto is set
@@ -31,7 +33,7 @@ type scriptedCall struct {
 	fail   chan []bool // the test's verdict: fail[i] fails record i
 }
 
-func newScriptedKafka(p *Producer) *scriptedKafka {
+func newScriptedKafka(p *publish.Producer) *scriptedKafka {
 	return &scriptedKafka{real: p, calls: make(chan scriptedCall), released: make(chan struct{})}
 }
 
@@ -45,7 +47,7 @@ func (k *scriptedKafka) Publish(ctx context.Context, records []*kgo.Record) []er
 	return k.Send(ctx, records).Wait(ctx)
 }
 
-func (k *scriptedKafka) Send(ctx context.Context, records []*kgo.Record) *Sent {
+func (k *scriptedKafka) Send(ctx context.Context, records []*kgo.Record) sending {
 	fail := make([]bool, len(records))
 	if !k.auto.Load() {
 		c := scriptedCall{values: recordValues(records), fail: make(chan []bool, 1)}
@@ -60,7 +62,7 @@ func (k *scriptedKafka) Send(ctx context.Context, records []*kgo.Record) *Sent {
 	var at []int
 	for i, r := range records {
 		if fail[i] {
-			errs[i] = &ProduceError{Topic: r.Topic, Err: kerr.NotEnoughReplicas}
+			errs[i] = &publish.ProduceError{Topic: r.Topic, Err: kerr.NotEnoughReplicas}
 			continue
 		}
 		pass = append(pass, r)
@@ -69,12 +71,18 @@ func (k *scriptedKafka) Send(ctx context.Context, records []*kgo.Record) *Sent {
 	for j, err := range k.real.Publish(ctx, pass) {
 		errs[at[j]] = err
 	}
-	answered := make([]bool, len(records))
-	for i := range answered {
-		answered[i] = true
-	}
-	return &Sent{p: k.real, records: records, errs: errs, answered: answered}
+	return scriptedSent(errs)
 }
+
+// scriptedSent is a scripted call, answered by the time Send returns.
+type scriptedSent []error
+
+func (s scriptedSent) Wait(context.Context) []error { return s }
+
+// HandedOver reports false, as for a Send the producer cut short, so that
+// the drainer settles each call before it sends the next: the test answers
+// the calls one at a time.
+func (s scriptedSent) HandedOver() bool { return len(s) == 0 }
 
 // next waits for the next call and checks that it carries want.
 func (k *scriptedKafka) next(t *testing.T, what string, want ...string) scriptedCall {
@@ -134,13 +142,13 @@ func TestDrainRewindsWhenAckFails(t *testing.T) {
 	dir := t.TempDir()
 	s := openSpool(t, dir, nil)
 	defer s.Close()
-	cfg := NewDefaultAdmissionConfig()
+	cfg := NewDefaultConfig()
 	cfg.LatencyThreshold = 300 * time.Millisecond
 	cfg.DrainTimeout = time.Second
 	cfg.DrainBackoffMax = 200 * time.Millisecond
 	ackFailed := make(chan struct{}, 1)
 	log := slog.New(&matchHandler{match: "acknowledging the spool", seen: ackFailed})
-	a, err := NewAdmission(cfg, k, s, WithLogger(log))
+	a, err := newAdmission(cfg, k, s, WithLogger(log))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,10 +235,10 @@ func TestFallbackKeepsKeyOrder(t *testing.T) {
 	defer k.release()
 	s := openSpool(t, t.TempDir(), nil)
 	defer s.Close()
-	cfg := NewDefaultAdmissionConfig()
+	cfg := NewDefaultConfig()
 	cfg.LatencyThreshold = 300 * time.Millisecond
 	inWindow, leave := make(chan struct{}), make(chan struct{})
-	a, err := NewAdmission(cfg, k, s, WithLogger(discardLogger()), withBeforeFallback(func() {
+	a, err := newAdmission(cfg, k, s, WithLogger(discardLogger()), withBeforeFallback(func() {
 		close(inWindow)
 		<-leave
 	}))

@@ -1,0 +1,369 @@
+package admission
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluicehq/sluice/buffer"
+	"github.com/sluicehq/sluice/internal/backoff"
+	"github.com/sluicehq/sluice/record"
+)
+
+// The drainer writes its cursor after ackEvery records or ackInterval,
+// whichever comes first, and whenever it has caught up with the spool.
+const (
+	ackEvery    = 4096
+	ackInterval = 200 * time.Millisecond
+	// idleCheck is how long the drainer waits for records before it checks
+	// whether it can return to DIRECT.
+	idleCheck = 500 * time.Millisecond
+	// finishBound caps how long the switch back to DIRECT holds requests.
+	finishBound = 250 * time.Millisecond
+	// drainWindow is how many batches the drainer keeps in flight.
+	drainWindow = 4
+	// drainBackoffStart is the ceiling of the first wait after a failed
+	// drain step; it doubles up to Config.DrainBackoffMax.
+	drainBackoffStart = 100 * time.Millisecond
+)
+
+// drainer replays the spool to Kafka in order. Admission starts one when it
+// has a spool, and Close stops it and waits for it.
+//
+// A failed publish acknowledges what was published before the first
+// failure, rewinds and retries after a backoff, so a record is never
+// skipped; records after the failure that did reach Kafka are published
+// again (duplicates, absorbed by identity downstream). A failed
+// acknowledgement (the cursor write hit ENOSPC, EIO or EROFS) is a drain
+// failure too: whatever Ack returned, the read position goes back to the
+// first record not acknowledged, so a later acknowledgement can only cover
+// records that were published.
+type drainer struct {
+	cfg     Config
+	kafka   kafka
+	spool   *buffer.Spool
+	state   *modeState // the mode, and the lock the return to DIRECT takes
+	rate    *drainRate // fed with each batch published
+	backoff backoff.Config
+	log     *slog.Logger
+	metrics *metrics
+
+	done chan struct{} // closed when run returns
+
+	// The rest belongs to run's goroutine.
+	failures    int             // consecutive failed steps, for the backoff
+	pending     buffer.Position // published, not yet acknowledged to the spool
+	havePending bool
+	unacked     int
+	lastAck     time.Time
+	window      []*drainBatch // sent, oldest first
+}
+
+func newDrainer(cfg Config, k kafka, spool *buffer.Spool, state *modeState, rate *drainRate, log *slog.Logger, m *metrics) *drainer {
+	return &drainer{
+		cfg: cfg, kafka: k, spool: spool, state: state, rate: rate, log: log, metrics: m,
+		backoff: backoff.Config{Initial: drainBackoffStart, Max: cfg.DrainBackoffMax},
+		done:    make(chan struct{}),
+	}
+}
+
+// run drains until ctx ends, then settles what is in flight and
+// acknowledges what was published.
+func (d *drainer) run(ctx context.Context) {
+	defer close(d.done)
+	d.lastAck = time.Now()
+	defer func() {
+		if err := d.ack(); err != nil {
+			d.log.Error("admission: drain stopping", "err", err)
+		}
+	}()
+	// ready is done: Next with it returns what is there without waiting.
+	ready, notWaiting := context.WithCancel(ctx)
+	notWaiting()
+	for ctx.Err() == nil {
+		idle, readErr := d.fill(ctx, ready)
+		if idle {
+			err := d.ack()
+			if err == nil {
+				err = d.finish(ctx)
+			}
+			if err != nil {
+				d.failed(ctx, err)
+			}
+			continue
+		}
+		var (
+			b    *drainBatch
+			n    int
+			last buffer.Position
+			err  = readErr
+		)
+		if len(d.window) > 0 {
+			// A read error waits until what was sent before it is settled.
+			b, d.window = d.window[0], d.window[1:]
+			n, last, err = b.wait(ctx, d.cfg.DrainTimeout)
+		} else if err == nil {
+			continue // stopping
+		}
+		if n > 0 {
+			d.pending, d.havePending = last, true
+			d.unacked += n
+		}
+		if err != nil {
+			d.failed(ctx, err)
+			continue
+		}
+		// Every acknowledgement is a durable cursor write (fsyncs that
+		// would slow the appends), so they are coalesced; an unwritten one
+		// only means records published again after a crash, never a loss.
+		// Catching up is worth a write only on the way back to DIRECT
+		// (finish needs every record acknowledged); with spool-first the
+		// drainer catches up after nearly every batch.
+		caughtUp := b.short && len(d.window) == 0
+		if caughtUp && !d.cfg.SpoolFirst || d.unacked >= ackEvery || time.Since(d.lastAck) >= ackInterval {
+			err = d.ack()
+		}
+		if err == nil && caughtUp {
+			err = d.finish(ctx)
+		}
+		if err != nil {
+			d.failed(ctx, err)
+			continue
+		}
+		d.failures = 0
+	}
+	for _, b := range d.window {
+		b.wait(ctx, d.cfg.DrainTimeout)
+	}
+}
+
+// fill keeps up to drainWindow batches in flight: reading and sending the
+// next while Kafka acknowledges the earlier ones hides the round trip a
+// one-at-a-time drainer waits out per batch. It waits for records only
+// when nothing is in flight, and then at most idleCheck, so that an empty
+// spool in SPOOLING mode (an append that failed) still returns to DIRECT:
+// idle reports that wait ran out. readErr is a read that failed for
+// another reason than ctx.
+func (d *drainer) fill(ctx, ready context.Context) (idle bool, readErr error) {
+	// A batch the producer refused part of is the last one sent until it
+	// is settled: a later batch must not get into Kafka ahead of its
+	// refused records.
+	for len(d.window) < drainWindow && (len(d.window) == 0 || d.window[len(d.window)-1].sent.HandedOver()) {
+		wait, cancelWait := ready, context.CancelFunc(func() {})
+		if len(d.window) == 0 {
+			wait, cancelWait = context.WithTimeout(ctx, idleCheck)
+		}
+		b, err := d.send(wait, ctx)
+		idle = len(d.window) == 0 && errors.Is(err, context.DeadlineExceeded) && wait.Err() != nil && ctx.Err() == nil
+		cancelWait()
+		if err != nil {
+			if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+				readErr = err
+			}
+			return idle, readErr
+		}
+		d.window = append(d.window, b)
+		if b.short {
+			break // caught up with the appends: nothing more to read now
+		}
+	}
+	return false, nil
+}
+
+// ack writes the cursor for what was published, if anything is pending.
+func (d *drainer) ack() error {
+	if !d.havePending {
+		return nil
+	}
+	err := d.spool.Ack(d.pending)
+	d.havePending, d.unacked, d.lastAck = false, 0, time.Now()
+	if err != nil {
+		return fmt.Errorf("admission: acknowledging the spool at %v: %w", d.pending, err)
+	}
+	return nil
+}
+
+// failed handles every failed drain step alike: it settles what is in
+// flight, acknowledges what was published before the failure (an
+// acknowledgement that fails is only logged: the rewind below makes up for
+// it), rewinds to the first record not acknowledged and backs off.
+func (d *drainer) failed(ctx context.Context, err error) {
+	// Records of later batches may reach Kafka too: they are read again
+	// after the rewind and published twice (duplicates, absorbed by
+	// identity downstream), never skipped.
+	for _, later := range d.window {
+		later.wait(ctx, d.cfg.DrainTimeout)
+	}
+	d.window = nil
+	if aerr := d.ack(); aerr != nil {
+		err = errors.Join(err, aerr)
+	}
+	if ctx.Err() != nil {
+		return
+	}
+	d.spool.Rewind()
+	d.metrics.drainErrors.Inc()
+	d.failures++
+	d.log.Warn("admission: drain failed; retrying", "err", err, "backoff", d.backoff.Ceiling(d.failures))
+	sleep(ctx, d.backoff.Wait(d.failures, backoff.Full))
+}
+
+// drainBatch is one read of the spool on its way to Kafka.
+type drainBatch struct {
+	d       *drainer
+	entries []buffer.Entry // the decodable entries, one per record sent
+	read    int            // entries read, decodable or not
+	last    buffer.Position
+	short   bool // fewer entries than asked for: the reader caught up
+	bytes   int
+	sent    sending
+	start   time.Time
+}
+
+// send reads the next records of the spool (waiting for some under wait's
+// context) and sends them to Kafka in order; publishing stops when ctx
+// ends.
+func (d *drainer) send(wait, ctx context.Context) (*drainBatch, error) {
+	entries, err := d.spool.Next(wait, d.cfg.DrainBatch)
+	if err != nil {
+		return nil, err
+	}
+	b := &drainBatch{d: d, read: len(entries), last: entries[len(entries)-1].Pos, short: len(entries) < d.cfg.DrainBatch}
+	records := make([]*kgo.Record, 0, len(entries))
+	b.entries = entries[:0:0]
+	for _, e := range entries {
+		r, err := record.DecodeSpooledInPlace(e.Data) // Data is the drainer's own
+		if err != nil {
+			// The spool's checksum passed, so this is not disk damage but
+			// a record this version cannot read; it is counted and logged
+			// with its position, never silently dropped.
+			d.metrics.undecodable.Inc()
+			d.log.Error("admission: spooled record does not decode; skipped", "pos", fmt.Sprint(e.Pos), "err", err)
+			continue
+		}
+		records = append(records, r)
+		b.entries = append(b.entries, e)
+		b.bytes += len(e.Data)
+	}
+	b.start = time.Now()
+	b.sent = d.kafka.Send(ctx, records)
+	return b, nil
+}
+
+// wait waits for the batch's records, at most timeout from when they were
+// sent, and returns how many of the entries read were published, in order,
+// and the position of the last; err is set when a record failed, after the
+// records before it.
+func (b *drainBatch) wait(ctx context.Context, timeout time.Duration) (int, buffer.Position, error) {
+	d := b.d
+	wctx, cancel := context.WithDeadline(ctx, b.start.Add(timeout))
+	errs := b.sent.Wait(wctx)
+	cancel()
+	for i, err := range errs {
+		if err != nil {
+			if i == 0 {
+				return 0, buffer.Position{}, err
+			}
+			d.metrics.drained.Add(float64(i))
+			return i, b.entries[i-1].Pos, err
+		}
+	}
+	d.metrics.drained.Add(float64(len(errs)))
+	d.rate.observe(b.bytes, time.Since(b.start))
+	return b.read, b.last, nil
+}
+
+// publish publishes the next records of the spool and waits for them: see
+// send and drainBatch.wait.
+func (d *drainer) publish(wait, ctx context.Context, timeout time.Duration) (int, buffer.Position, error) {
+	b, err := d.send(wait, ctx)
+	if err != nil {
+		return 0, buffer.Position{}, err
+	}
+	return b.wait(ctx, timeout)
+}
+
+// finish returns to DIRECT once the drainer has caught up. Under steady
+// load the spool is rarely empty at any instant, so it takes the mode lock
+// exclusively (new requests wait; none is appending), publishes what is
+// left, and switches. It gives up, staying SPOOLING, if that takes longer
+// than finishBound (or LatencyThreshold, if shorter): requests wait at most
+// that long. A publish or an acknowledgement that fails rewinds the spool
+// to the first record not acknowledged, whatever was published after it,
+// and is returned for the drainer to back off.
+func (d *drainer) finish(ctx context.Context) error {
+	if d.cfg.SpoolFirst || d.state.get() == ModeDirect {
+		return nil
+	}
+	d.state.mu.Lock()
+	defer d.state.mu.Unlock()
+	deadline := time.Now().Add(min(d.cfg.LatencyThreshold, finishBound))
+	for !d.spool.Empty() {
+		if time.Now().After(deadline) {
+			return nil
+		}
+		dctx, cancel := context.WithDeadline(ctx, deadline)
+		n, last, err := d.publish(dctx, dctx, time.Until(deadline))
+		cancel()
+		var aerr error
+		if n > 0 {
+			if aerr = d.spool.Ack(last); aerr != nil {
+				aerr = fmt.Errorf("admission: acknowledging the spool at %v: %w", last, aerr)
+			}
+		}
+		if err == nil && aerr == nil {
+			continue
+		}
+		d.spool.Rewind()
+		if aerr != nil {
+			return errors.Join(err, aerr)
+		}
+		if dctx.Err() != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			return nil // out of time, not a failure: the main loop goes on
+		}
+		return err
+	}
+	d.state.toDirect()
+	return nil
+}
+
+// drainRate is the smoothed rate at which the drainer publishes spooled
+// bytes, which a full spool's retry-after is estimated from.
+type drainRate struct {
+	mu          sync.Mutex
+	bytesPerSec float64 // 0 until measured
+}
+
+func (r *drainRate) observe(bytes int, took time.Duration) {
+	if took <= 0 {
+		took = time.Millisecond
+	}
+	v := float64(bytes) / took.Seconds()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.bytesPerSec == 0 {
+		r.bytesPerSec = v
+		return
+	}
+	r.bytesPerSec = 0.8*r.bytesPerSec + 0.2*v
+}
+
+func (r *drainRate) get() float64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.bytesPerSec
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}

@@ -1,0 +1,58 @@
+package admission
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sluicehq/sluice/internal/promreg"
+)
+
+// metrics are admission's and the drainer's Prometheus metrics, in one
+// struct. They are always collected; they are registered only when
+// WithRegisterer is given.
+type metrics struct {
+	mode        prometheus.GaugeFunc
+	drainRate   prometheus.GaugeFunc
+	switches    *prometheus.CounterVec
+	spooled     prometheus.Counter
+	full        prometheus.Counter
+	drained     prometheus.Counter
+	drainErrors prometheus.Counter
+	undecodable prometheus.Counter
+	tooLarge    prometheus.Counter
+}
+
+func newMetrics(mode, rate func() float64) *metrics {
+	return &metrics{
+		mode: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "sluice_admission_mode", Help: "Admission mode: 0 DIRECT, 1 SPOOLING.",
+		}, mode),
+		drainRate: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "sluice_spool_drain_bytes_per_second", Help: "Smoothed rate at which the drainer publishes spooled bytes.",
+		}, rate),
+		switches: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_admission_switches_total", Help: "Admission mode switches by target mode and reason.",
+		}, []string{"to", "reason"}),
+		spooled: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sluice_admission_spooled_records_total", Help: "Records made durable in the spool.",
+		}),
+		full: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sluice_admission_buffer_full_records_total", Help: "Records refused because the spool was full.",
+		}),
+		drained: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sluice_spool_drained_records_total", Help: "Spooled records published to Kafka by the drainer.",
+		}),
+		drainErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sluice_spool_drain_errors_total", Help: "Drain publishes that failed and were retried.",
+		}),
+		undecodable: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sluice_spool_undecodable_records_total", Help: "Spooled records that passed their checksum but did not decode.",
+		}),
+		tooLarge: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sluice_admission_too_large_records_total", Help: "Records refused because they are too large for the spool.",
+		}),
+	}
+}
+
+func (m *metrics) register(r prometheus.Registerer) error {
+	return promreg.Register(r, m.mode, m.drainRate, m.switches, m.spooled, m.full, m.drained, m.drainErrors, m.undecodable, m.tooLarge)
+}
