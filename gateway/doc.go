@@ -33,7 +33,7 @@
 //     is being published, others wait for its outcome, so concurrent retries
 //     make one record and no caller is told DUPLICATE for an event that then
 //     fails.
-//  7. The surviving events are handed to admission (publish.Admission) in
+//  7. The surviving events are handed to admission (admission.Admission) in
 //     request order, so one key keeps its order, and each is answered
 //     ACCEPTED only once it is durable: acknowledged by Kafka with acks=all
 //     (durability KAFKA) or fsync'd in the local spool while Kafka pushes

@@ -55,7 +55,7 @@ type serverOptionFunc func(*serverOptions)
 func (f serverOptionFunc) applyServer(o *serverOptions) { f(o) }
 
 // WithReadiness makes Ready and the gRPC health status depend on check
-// (for example publish.Admission.Ready), run from Start to Shutdown every
+// (for example admission.Admission.Ready), run from Start to Shutdown every
 // admin.DefaultCheckInterval, each bounded by admin.DefaultCheckTimeout.
 // By default the server is ready once started.
 func WithReadiness(check func(context.Context) error) ServerOption {
