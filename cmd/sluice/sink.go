@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/clip"
 	"github.com/sluicehq/sluice/sink"
 )
 
@@ -87,10 +88,7 @@ func runSinkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "EVENT ID\tTYPE\tSOURCE\tKEY\tOCCURRED AT\tTOPIC[PARTITION]@OFFSET\tPAYLOAD")
 	for _, r := range rows {
-		payload := string(r.Payload)
-		if len(payload) > 80 {
-			payload = payload[:77] + "..."
-		}
+		payload := clip.Bytes(r.Payload, 80)
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s[%d]@%d\t%s\n", r.EventID, r.EventType, r.Source, r.PartitionKey,
 			r.OccurredAt.UTC().Format(time.RFC3339), r.Topic, r.KafkaPartition, r.KafkaOffset, payload)
 	}

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
+	"github.com/sluicehq/sluice/internal/clip"
 )
 
 // ErrorDomain is the google.rpc.ErrorInfo domain of the gateway's typed
@@ -258,9 +259,5 @@ var digits = regexp.MustCompile(`[0-9]+`)
 // normalize makes messages that differ only in numbers (sizes, ports,
 // stream ids) one line of a tally.
 func normalize(msg string) string {
-	msg = digits.ReplaceAllString(msg, "N")
-	if len(msg) > 100 {
-		msg = msg[:100] + "..."
-	}
-	return msg
+	return clip.String(digits.ReplaceAllString(msg, "N"), 103)
 }
