@@ -4,9 +4,6 @@ import (
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/dynamicpb"
 
 	"github.com/sluicehq/sluice/contract"
 	"github.com/sluicehq/sluice/record"
@@ -50,7 +47,7 @@ func Decode(reg *contract.Registry, topic string, r *kgo.Record) (sink.Event, er
 	if !ok {
 		return fail(fmt.Errorf("unknown event type %q", h.Type))
 	}
-	js, fingerprint, err := render(c, r.Value)
+	js, canonical, err := c.Render(r.Value)
 	if err != nil {
 		return fail(err)
 	}
@@ -61,7 +58,7 @@ func Decode(reg *contract.Registry, topic string, r *kgo.Record) (sink.Event, er
 		Key:                r.Key,
 		Value:              r.Value,
 		JSON:               js,
-		PayloadFingerprint: fingerprint,
+		PayloadFingerprint: sink.Fingerprint(canonical),
 		OccurredAt:         h.OccurredAt,
 		IngestedAt:         h.IngestedAt,
 		SchemaFingerprint:  h.Fingerprint,
@@ -69,31 +66,4 @@ func Decode(reg *contract.Registry, topic string, r *kgo.Record) (sink.Event, er
 		Partition:          r.Partition,
 		Offset:             r.Offset,
 	}, nil
-}
-
-// canonical is how render re-encodes a message to fingerprint it: map
-// entries sorted, fields in the order the marshaler always uses.
-var canonical = proto.MarshalOptions{Deterministic: true}
-
-// render decodes value as c's message and returns its protojson form and
-// its payload fingerprint. A decoder panic is this value's failure, not
-// the consumer's.
-func render(c *contract.Contract, value []byte) (js []byte, fingerprint string, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			js, fingerprint, err = nil, "", fmt.Errorf("decoder panic: %v", r)
-		}
-	}()
-	m := dynamicpb.NewMessage(c.Descriptor())
-	if err := proto.Unmarshal(value, m); err != nil {
-		return nil, "", &contract.MalformedError{Msg: "decode " + c.Type() + " from protobuf binary", Err: err}
-	}
-	if js, err = protojson.Marshal(m); err != nil {
-		return nil, "", err
-	}
-	b, err := canonical.Marshal(m)
-	if err != nil {
-		return nil, "", fmt.Errorf("re-encode %s: %w", c.Type(), err)
-	}
-	return js, sink.Fingerprint(b), nil
 }

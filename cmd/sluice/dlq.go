@@ -14,12 +14,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/dynamicpb"
-
 	"github.com/sluicehq/sluice/consumer/dlq"
 	"github.com/sluicehq/sluice/contract"
+	"github.com/sluicehq/sluice/internal/clip"
 	"github.com/sluicehq/sluice/internal/kafkaconn"
 )
 
@@ -209,10 +206,7 @@ func oneLine(msg string, envErr error) string {
 		msg = "unreadable envelope: " + envErr.Error()
 	}
 	msg = strings.Join(strings.Fields(msg), " ")
-	if len(msg) > 120 {
-		msg = msg[:117] + "..."
-	}
-	return msg
+	return clip.String(msg, 120)
 }
 
 func printDeadLetter(w io.Writer, d dlq.DeadLetter, reg *contract.Registry) {
@@ -253,13 +247,9 @@ func valueJSON(reg *contract.Registry, d dlq.DeadLetter) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	m := dynamicpb.NewMessage(c.Descriptor())
-	if err := proto.Unmarshal(d.Record.Value, m); err != nil {
-		return "", false
-	}
-	b, err := protojson.Marshal(m)
+	js, _, err := c.Render(d.Record.Value)
 	if err != nil {
 		return "", false
 	}
-	return string(b), true
+	return string(js), true
 }
