@@ -10,101 +10,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"google.golang.org/protobuf/types/known/durationpb"
 
-	"github.com/sluicehq/sluice/admission"
-	"github.com/sluicehq/sluice/contract"
 	"github.com/sluicehq/sluice/examples"
-	"github.com/sluicehq/sluice/gateway"
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
-	"github.com/sluicehq/sluice/publish"
+	"github.com/sluicehq/sluice/internal/gatewaytest"
 	"github.com/sluicehq/sluice/record"
 )
 
 const typeOrder = "examples.shop.v1.OrderPlaced"
-
-// realGateway is a gateway.Service publishing to an in-process Kafka.
-type realGateway struct {
-	svc     *gateway.Service
-	brokers []string
-	cluster *kfake.Cluster
-}
-
-func newRealGateway(t testing.TB) *realGateway {
-	t.Helper()
-	registry, err := contract.Load(examples.Contracts, examples.Types)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var topics []string
-	for _, typ := range examples.Types {
-		topics = append(topics, record.EventTopic(typ))
-	}
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, topics...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cluster.Close)
-	pcfg := publish.NewDefaultConfig()
-	pcfg.Brokers = cluster.ListenAddrs()
-	producer, err := publish.NewProducer(pcfg, publish.WithLogger(quietLog()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = producer.Close(ctx)
-	})
-	admission, err := admission.New(admission.NewDefaultConfig(), producer, nil, admission.WithLogger(quietLog()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(admission.Close)
-	cfg := gateway.NewDefaultConfig()
-	cfg.Sources = []gateway.SourceConfig{{Name: "pushers", KeyHashes: []string{gateway.HashKey("k")}, EventTypes: []string{"*"}}}
-	svc, err := gateway.New(cfg, registry, admission, gateway.WithLogger(quietLog()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &realGateway{svc: svc, brokers: cluster.ListenAddrs(), cluster: cluster}
-}
-
-// eventIDs reads the OrderPlaced topic to its end and counts records by
-// event id.
-func (g *realGateway) eventIDs(t testing.TB, want int) map[string]int {
-	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(g.brokers...), kgo.ConsumeTopics(record.EventTopic(typeOrder)),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ids := map[string]int{}
-	n := 0
-	deadline := time.Now().Add(10 * time.Second)
-	extra := time.Time{}
-	for time.Now().Before(deadline) && (extra.IsZero() || time.Now().Before(extra)) {
-		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-		fs := cl.PollFetches(ctx)
-		cancel()
-		fs.EachRecord(func(r *kgo.Record) {
-			h, err := record.ParseEvent(r)
-			if err != nil {
-				t.Errorf("record headers: %v", err)
-				return
-			}
-			ids[h.ID]++
-			n++
-		})
-		if n >= want && extra.IsZero() {
-			extra = time.Now().Add(300 * time.Millisecond) // catch extra copies
-		}
-	}
-	return ids
-}
 
 // order returns item i of an order feed: the example order with its own
 // id, wrapped with an id, a time and a key.
@@ -132,7 +46,7 @@ func orderConfig(name, base string) Config {
 // the contract or do not map are counted by reason and do not hold up the
 // page; the valid ones reach Kafka and the cursor advances.
 func TestInvalidItemsTypedRejections(t *testing.T) {
-	g := newRealGateway(t)
+	g := gatewaytest.Start(t, gatewaytest.Options{})
 	now := time.Now()
 	page := []map[string]any{
 		order(t, 0, now, nil),
@@ -152,7 +66,7 @@ func TestInvalidItemsTypedRejections(t *testing.T) {
 	})
 	clk := newFakeClock()
 	store := &memStore{}
-	p, m := newTestPoller(t, orderConfig("shop", srv.URL), g.svc, store, clk)
+	p, m := newTestPoller(t, orderConfig("shop", srv.URL), g.Service, store, clk)
 	stop := run(t, p)
 	eventually(t, "caught up", func() bool { return clk.Parked() > 0 })
 	stop()
@@ -173,7 +87,7 @@ func TestInvalidItemsTypedRejections(t *testing.T) {
 	if saves := store.Saves(); len(saves) != 1 || saves[0].Cursor != "c1" {
 		t.Errorf("saves %+v", saves)
 	}
-	ids := g.eventIDs(t, 2)
+	ids := g.EventIDs(t, record.EventTopic(typeOrder), 2)
 	if len(ids) != 2 || ids[page[0]["id"].(string)] != 1 || ids[page[6]["id"].(string)] != 1 {
 		t.Errorf("records in Kafka by id: %v", ids)
 	}
@@ -209,7 +123,7 @@ func (s *crashingStore) Save(ctx context.Context, rec CursorRecord) error {
 // its items come back DUPLICATE, Kafka holds every item once, and no page
 // is skipped.
 func TestCrashRepeatsOnePage(t *testing.T) {
-	g := newRealGateway(t)
+	g := gatewaytest.Start(t, gatewaytest.Options{})
 	now := time.Now()
 	var feed []map[string]any
 	for i := range 25 {
@@ -229,7 +143,7 @@ func TestCrashRepeatsOnePage(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	store.crash = cancel
 	clk := newFakeClock()
-	first, _ := newTestPoller(t, orderConfig("shop", srv.URL), g.svc, store, clk)
+	first, _ := newTestPoller(t, orderConfig("shop", srv.URL), g.Service, store, clk)
 	if err := first.Run(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +152,7 @@ func TestCrashRepeatsOnePage(t *testing.T) {
 	}
 
 	// The restarted process: same store, same gateway (its dedup window).
-	second, m := newTestPoller(t, orderConfig("shop", srv.URL), g.svc, store, clk)
+	second, m := newTestPoller(t, orderConfig("shop", srv.URL), g.Service, store, clk)
 	stop := run(t, second)
 	eventually(t, "caught up", func() bool { return clk.Parked() > 0 })
 	stop()
@@ -249,7 +163,7 @@ func TestCrashRepeatsOnePage(t *testing.T) {
 	if got := counter(t, m, "items", "shop", "DUPLICATE", ""); got != 10 {
 		t.Errorf("repeated page: %v duplicates, want 10", got)
 	}
-	ids := g.eventIDs(t, 25)
+	ids := g.EventIDs(t, record.EventTopic(typeOrder), 25)
 	for _, it := range feed {
 		if n := ids[it["id"].(string)]; n != 1 {
 			t.Errorf("%s in Kafka %d times", it["id"], n)

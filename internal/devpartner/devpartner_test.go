@@ -10,14 +10,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/sluicehq/sluice/admission"
-	"github.com/sluicehq/sluice/contract"
-	"github.com/sluicehq/sluice/examples"
-	"github.com/sluicehq/sluice/gateway"
-	"github.com/sluicehq/sluice/publish"
+	"github.com/sluicehq/sluice/internal/gatewaytest"
 	"github.com/sluicehq/sluice/pull"
 	"github.com/sluicehq/sluice/pull/ownership"
 	"github.com/sluicehq/sluice/record"
@@ -29,7 +24,7 @@ const typeOrder = "examples.shop.v1.OrderPlaced"
 // a real gateway: the orders pass the OrderPlaced contract, the 429s are
 // waited out, and every 40th order is rejected with a typed reason.
 func TestDemoPartner(t *testing.T) {
-	g := newRealGateway(t)
+	g := gatewaytest.Start(t, gatewaytest.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	base, stopPartner, err := Start(ctx)
@@ -49,7 +44,7 @@ func TestDemoPartner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := pull.NewPoller(cfg, g.svc, store, pull.WithClock(clk), pull.WithLogger(quietLog()), pull.WithMetrics(m),
+	p, err := pull.NewPoller(cfg, g.Service, store, pull.WithClock(clk), pull.WithLogger(quietLog()), pull.WithMetrics(m),
 		pull.WithJitter(func(d time.Duration) time.Duration { return d }))
 	if err != nil {
 		t.Fatal(err)
@@ -69,7 +64,7 @@ func TestDemoPartner(t *testing.T) {
 	if got := metric(t, reg, "sluice_poller_requests_total", "partner", demoPollerName, "status", "429"); got != 0 && waited != got {
 		t.Errorf("%v 429s, waited %vs", got, waited)
 	}
-	if ids := g.eventIDs(t, int(accepted)); len(ids) != int(accepted) {
+	if ids := g.EventIDs(t, record.EventTopic(typeOrder), int(accepted)); len(ids) != int(accepted) {
 		t.Errorf("%d records in Kafka, want %v", len(ids), accepted)
 	}
 	stopPartner()
@@ -81,14 +76,14 @@ func TestDemoPartner(t *testing.T) {
 // TestDemoThroughRunner is `sluice dev`'s wiring: a Runner over the
 // in-process Kafka runs the demo poller into a real gateway.
 func TestDemoThroughRunner(t *testing.T) {
-	g := newRealGateway(t)
+	g := gatewaytest.Start(t, gatewaytest.Options{})
 	base, stopPartner, err := Start(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer stopPartner()
 	oc := ownership.NewDefaultConfig()
-	r, err := ownership.NewRunner(oc, []kgo.Opt{kgo.SeedBrokers(g.brokers...)}, []pull.Config{Config(base)}, g.svc, ownership.WithLogger(quietLog()))
+	r, err := ownership.NewRunner(oc, []kgo.Opt{kgo.SeedBrokers(g.Brokers...)}, []pull.Config{Config(base)}, g.Service, ownership.WithLogger(quietLog()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,94 +91,13 @@ func TestDemoThroughRunner(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if ids := g.eventIDs(t, demoBacklog); len(ids) < demoBacklog {
+	if ids := g.EventIDs(t, record.EventTopic(typeOrder), demoBacklog); len(ids) < demoBacklog {
 		t.Fatalf("%d demo orders in Kafka, want at least %d", len(ids), demoBacklog)
 	}
 	st := r.Status()
 	if len(st) != 1 || st[0].Partner != demoPollerName || st[0].SavedAt.IsZero() {
 		t.Errorf("status %+v", st)
 	}
-}
-
-// realGateway is a gateway.Service publishing to an in-process Kafka.
-type realGateway struct {
-	svc     *gateway.Service
-	brokers []string
-	cluster *kfake.Cluster
-}
-
-func newRealGateway(t testing.TB) *realGateway {
-	t.Helper()
-	registry, err := contract.Load(examples.Contracts, examples.Types)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var topics []string
-	for _, typ := range examples.Types {
-		topics = append(topics, record.EventTopic(typ))
-	}
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, topics...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cluster.Close)
-	pcfg := publish.NewDefaultConfig()
-	pcfg.Brokers = cluster.ListenAddrs()
-	producer, err := publish.NewProducer(pcfg, publish.WithLogger(quietLog()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = producer.Close(ctx)
-	})
-	adm, err := admission.New(admission.NewDefaultConfig(), producer, nil, admission.WithLogger(quietLog()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(adm.Close)
-	cfg := gateway.NewDefaultConfig()
-	cfg.Sources = []gateway.SourceConfig{{Name: "pushers", KeyHashes: []string{gateway.HashKey("k")}, EventTypes: []string{"*"}}}
-	svc, err := gateway.New(cfg, registry, adm, gateway.WithLogger(quietLog()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &realGateway{svc: svc, brokers: cluster.ListenAddrs(), cluster: cluster}
-}
-
-// eventIDs reads the OrderPlaced topic to its end and counts records by
-// event id.
-func (g *realGateway) eventIDs(t testing.TB, want int) map[string]int {
-	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(g.brokers...), kgo.ConsumeTopics(record.EventTopic(typeOrder)),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ids := map[string]int{}
-	n := 0
-	deadline := time.Now().Add(10 * time.Second)
-	extra := time.Time{}
-	for time.Now().Before(deadline) && (extra.IsZero() || time.Now().Before(extra)) {
-		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-		fs := cl.PollFetches(ctx)
-		cancel()
-		fs.EachRecord(func(r *kgo.Record) {
-			h, err := record.ParseEvent(r)
-			if err != nil {
-				t.Errorf("record headers: %v", err)
-				return
-			}
-			ids[h.ID]++
-			n++
-		})
-		if n >= want && extra.IsZero() {
-			extra = time.Now().Add(300 * time.Millisecond) // catch extra copies
-		}
-	}
-	return ids
 }
 
 // fakeClock advances by every Sleep at once. A sleep of park or longer is

@@ -4,21 +4,16 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"log/slog"
 	"net"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/sluicehq/sluice/admission"
-	"github.com/sluicehq/sluice/contract"
-	"github.com/sluicehq/sluice/examples"
 	"github.com/sluicehq/sluice/gateway"
-	"github.com/sluicehq/sluice/publish"
+	"github.com/sluicehq/sluice/internal/gatewaytest"
 	"github.com/sluicehq/sluice/record"
 	"github.com/sluicehq/sluice/tools/loadgen"
 )
@@ -34,58 +29,14 @@ type gatewayUnderTest struct {
 
 func startGateway(t *testing.T, configure ...func(*gateway.Config)) *gatewayUnderTest {
 	t.Helper()
-	quiet := slog.New(slog.DiscardHandler)
-	registry, err := contract.Load(examples.Contracts, examples.Types)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var topics []string
-	for _, typ := range examples.Types {
-		topics = append(topics, record.EventTopic(typ))
-	}
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, topics...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cluster.Close)
-	pcfg := publish.NewDefaultConfig()
-	pcfg.Brokers = cluster.ListenAddrs()
-	producer, err := publish.NewProducer(pcfg, publish.WithLogger(quiet))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = producer.Close(ctx)
-	})
-	admission, err := admission.New(admission.NewDefaultConfig(), producer, nil, admission.WithLogger(quiet))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(admission.Close)
-	cfg := gateway.NewDefaultConfig()
-	cfg.GRPCAddr, cfg.HTTPAddr = "127.0.0.1:0", "127.0.0.1:0"
-	cfg.Dedup.MaxEntries = 10_000
-	cfg.Sources = []gateway.SourceConfig{{Name: "bench", KeyHashes: []string{gateway.HashKey(testKey)}, EventTypes: []string{"*"}}}
-	for _, f := range configure {
-		f(&cfg)
-	}
-	svc, err := gateway.New(cfg, registry, admission, gateway.WithLogger(quiet))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := gateway.NewServer(svc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.Start()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-	})
-	return &gatewayUnderTest{srv: srv, brokers: cluster.ListenAddrs()}
+	g := gatewaytest.Start(t, gatewaytest.Options{Partitions: 3, Serve: true, Configure: func(cfg *gateway.Config) {
+		cfg.Dedup.MaxEntries = 10_000
+		cfg.Sources = []gateway.SourceConfig{{Name: "bench", KeyHashes: []string{gateway.HashKey(testKey)}, EventTypes: []string{"*"}}}
+		for _, f := range configure {
+			f(cfg)
+		}
+	}})
+	return &gatewayUnderTest{srv: g.Server, brokers: g.Brokers}
 }
 
 func ledgerLines(t *testing.T, s string) []string {
