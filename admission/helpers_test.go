@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicehq/sluice/buffer"
+	"github.com/sluicehq/sluice/internal/waitfor"
 	"github.com/sluicehq/sluice/publish"
 	"github.com/sluicehq/sluice/record"
 )
@@ -97,15 +98,7 @@ func (o *outage) allowed() bool {
 // after testWait.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(testWait)
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		<-tick.C
-	}
+	waitfor.Condition(t, testWait, what, cond)
 }
 
 func openSpool(t *testing.T, dir string, edit func(*buffer.Config)) *buffer.Spool {

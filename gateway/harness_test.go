@@ -28,6 +28,7 @@ import (
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
 	"github.com/sluicehq/sluice/internal/admin"
 	"github.com/sluicehq/sluice/internal/kafkatest"
+	"github.com/sluicehq/sluice/internal/waitfor"
 	"github.com/sluicehq/sluice/publish"
 	"github.com/sluicehq/sluice/record"
 )
@@ -406,14 +407,5 @@ func setJSON(t *testing.T, base []byte, path string, value any) []byte {
 // the test at the deadline.
 func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.After(20 * time.Second)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-tick.C:
-		case <-deadline:
-			t.Fatalf("waited in vain for %s", what)
-		}
-	}
+	waitfor.Condition(t, 20*time.Second, what, cond)
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/waitfor"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -86,15 +87,7 @@ func consume(t testing.TB, brokers []string, topic string, n int) []*kgo.Record 
 // waitFor polls cond until it holds, failing the test after testWait.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(testWait)
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		<-tick.C
-	}
+	waitfor.Condition(t, testWait, what, cond)
 }
 
 // closedPort returns a loopback address on which nothing listens.

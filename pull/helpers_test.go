@@ -16,6 +16,7 @@ import (
 
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
 	"github.com/sluicehq/sluice/internal/backoff"
+	"github.com/sluicehq/sluice/internal/waitfor"
 )
 
 // fakeClock advances by every Sleep at once and records the waits. A
@@ -257,16 +258,7 @@ func run(t testing.TB, p *Poller) (stop func() error) {
 // eventually checks cond until it holds, or fails the test at the deadline.
 func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.After(20 * time.Second)
-	tick := time.NewTicker(2 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-tick.C:
-		case <-deadline:
-			t.Fatalf("waited in vain for %s", what)
-		}
-	}
+	waitfor.Condition(t, 20*time.Second, what, cond)
 }
 
 func quietLog() *slog.Logger { return slog.New(slog.DiscardHandler) }

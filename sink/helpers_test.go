@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/waitfor"
 )
 
 // testClock is a clock the test moves.
@@ -301,11 +303,5 @@ func writeErr(ctx context.Context, s Sink, batch []Event) error {
 // if it does not within d.
 func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitfor.Condition(t, d, what, cond)
 }

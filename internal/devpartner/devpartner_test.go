@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluicehq/sluice/internal/gatewaytest"
+	"github.com/sluicehq/sluice/internal/waitfor"
 	"github.com/sluicehq/sluice/pull"
 	"github.com/sluicehq/sluice/pull/ownership"
 	"github.com/sluicehq/sluice/record"
@@ -195,16 +196,7 @@ func run(t testing.TB, p *pull.Poller) (stop func() error) {
 // eventually checks cond until it holds, or fails the test at the deadline.
 func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.After(20 * time.Second)
-	tick := time.NewTicker(2 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-tick.C:
-		case <-deadline:
-			t.Fatalf("waited in vain for %s", what)
-		}
-	}
+	waitfor.Condition(t, 20*time.Second, what, cond)
 }
 
 // metric is the value of the counter name{labels} gathered from reg; 0

@@ -13,6 +13,7 @@ import (
 
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
 	"github.com/sluicehq/sluice/internal/backoff"
+	"github.com/sluicehq/sluice/internal/waitfor"
 	"github.com/sluicehq/sluice/pull"
 )
 
@@ -117,16 +118,7 @@ func testConfig(name, base string) pull.Config {
 // eventually checks cond until it holds, or fails the test at the deadline.
 func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.After(20 * time.Second)
-	tick := time.NewTicker(2 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-tick.C:
-		case <-deadline:
-			t.Fatalf("waited in vain for %s", what)
-		}
-	}
+	waitfor.Condition(t, 20*time.Second, what, cond)
 }
 
 func quietLog() *slog.Logger { return slog.New(slog.DiscardHandler) }
