@@ -207,15 +207,37 @@ func (s *system) gatewaySpoolDir() string {
 // that is name, or name with labels that include labels (`k="v"` pairs).
 // ok is false when the gateway does not answer or has no such sample.
 func (s *system) gatewayMetric(name string, labels ...string) (v float64, ok bool) {
+	samples, ok := s.gatewaySamples(name, labels...)
+	if !ok || len(samples) == 0 {
+		return 0, false
+	}
+	return samples[0], true
+}
+
+// gatewayMetricSum is the sum of every sample of the gateway's metric name
+// whose labels include labels; 0 when there is none.
+func (s *system) gatewayMetricSum(name string, labels ...string) float64 {
+	samples, _ := s.gatewaySamples(name, labels...)
+	sum := 0.0
+	for _, v := range samples {
+		sum += v
+	}
+	return sum
+}
+
+// gatewaySamples scrapes the gateway's /metrics for the samples of name
+// whose labels include labels, in the order it lists them. ok is false when
+// the gateway does not answer.
+func (s *system) gatewaySamples(name string, labels ...string) (samples []float64, ok bool) {
 	client := &http.Client{Timeout: 2 * time.Second}
 	resp, err := client.Get("http://" + s.adminAddr + "/metrics")
 	if err != nil {
-		return 0, false
+		return nil, false
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return 0, false
+		return nil, false
 	}
 	for _, line := range strings.Split(string(body), "\n") {
 		series, value, found := strings.Cut(line, " ")
@@ -226,13 +248,11 @@ func (s *system) gatewayMetric(name string, labels ...string) (v float64, ok boo
 		for _, l := range labels {
 			matches = matches && strings.Contains(series, l)
 		}
-		if !matches {
-			continue
+		if f, err := strconv.ParseFloat(value, 64); matches && err == nil {
+			samples = append(samples, f)
 		}
-		f, err := strconv.ParseFloat(value, 64)
-		return f, err == nil
 	}
-	return 0, false
+	return samples, true
 }
 
 // waitMetric waits, at most d, until the gateway's metric satisfies cond.
@@ -262,36 +282,6 @@ func (s *system) waitAccepted(n float64) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	s.t.Errorf("the gateway did not accept %v events within a minute", n)
-}
-
-// gatewayMetricSum is the sum of every series of the gateway's metric
-// that carries each of labels; 0 when there is none.
-func (s *system) gatewayMetricSum(name string, labels ...string) float64 {
-	client := &http.Client{Timeout: 2 * time.Second}
-	resp, err := client.Get("http://" + s.adminAddr + "/metrics")
-	if err != nil {
-		return 0
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0
-	}
-	sum := 0.0
-	for _, line := range strings.Split(string(body), "\n") {
-		series, value, found := strings.Cut(line, " ")
-		if !found || !(series == name || strings.HasPrefix(series, name+"{")) {
-			continue
-		}
-		matches := true
-		for _, l := range labels {
-			matches = matches && strings.Contains(series, l)
-		}
-		if f, err := strconv.ParseFloat(value, 64); matches && err == nil {
-			sum += f
-		}
-	}
-	return sum
 }
 
 // waitDrained waits, at most d, until the gateway's spool is empty and
