@@ -1,4 +1,3 @@
-// Package logtest holds what tests share to read what a component logs.
 package logtest
 
 import (
