@@ -64,14 +64,14 @@ func (c Config) MaxAppendBytes() int64 {
 }
 
 // CheckRecord says which limit keeps a record of n bytes from ever being
-// appended, naming the field; nil when one fits.
+// appended, as a *ConfigError naming the field; nil when one fits.
 func (c Config) CheckRecord(n int) error {
 	switch {
 	case n > c.MaxRecordBytes:
-		return fmt.Errorf("buffer: MaxRecordBytes: %d is below a record of %d bytes", c.MaxRecordBytes, n)
+		return &ConfigError{Field: "max_record_bytes", Err: fmt.Errorf("%d is below a record of %d bytes", c.MaxRecordBytes, n)}
 	case frameSize(n) > c.MaxAppendBytes():
-		return fmt.Errorf("buffer: MaxBytes: %d leaves no room for a record of %d bytes (%d framed, after the %d-byte segment header)",
-			c.MaxBytes, n, frameSize(n), segmentHeaderSize)
+		return &ConfigError{Field: "max_bytes", Err: fmt.Errorf("%d leaves no room for a record of %d bytes (%d framed, after the %d-byte segment header)",
+			c.MaxBytes, n, frameSize(n), segmentHeaderSize)}
 	}
 	return nil
 }
@@ -93,28 +93,39 @@ func NewDefaultConfig(dir string) Config {
 	}
 }
 
-// Validate reports the first invalid field as "buffer: <Field>: <why>".
+// Validate reports the first invalid field as a *ConfigError naming its
+// YAML key ("buffer: max_bytes: ...").
 func (c Config) Validate() error {
 	bad := func(field, format string, args ...any) error {
-		return fmt.Errorf("buffer: %s: "+format, append([]any{field}, args...)...)
+		return &ConfigError{Field: field, Err: fmt.Errorf(format, args...)}
 	}
 	switch {
 	case c.Dir == "":
-		return bad("Dir", "required")
+		return bad("dir", "required")
 	case c.SegmentBytes < minSegmentBytes:
-		return bad("SegmentBytes", "%d is below the minimum of %d", c.SegmentBytes, minSegmentBytes)
+		return bad("segment_bytes", "%d is below the minimum of %d", c.SegmentBytes, minSegmentBytes)
 	case c.MaxBytes < c.SegmentBytes:
-		return bad("MaxBytes", "%d is below SegmentBytes (%d)", c.MaxBytes, c.SegmentBytes)
+		return bad("max_bytes", "%d is below segment_bytes (%d)", c.MaxBytes, c.SegmentBytes)
 	case c.MinFreeBytes < 0:
-		return bad("MinFreeBytes", "must not be negative")
+		return bad("min_free_bytes", "must not be negative")
 	case c.MaxRecordBytes < 1:
-		return bad("MaxRecordBytes", "must be positive")
+		return bad("max_record_bytes", "must be positive")
 	case c.MaxRecordBytes > maxFrameRecordBytes:
-		return bad("MaxRecordBytes", "%d is above the format's bound of %d", c.MaxRecordBytes, maxFrameRecordBytes)
+		return bad("max_record_bytes", "%d is above the format's bound of %d", c.MaxRecordBytes, maxFrameRecordBytes)
 	case c.Fsync != FsyncBatch && c.Fsync != FsyncNever:
-		return bad("Fsync", "%q is not %q or %q", c.Fsync, FsyncBatch, FsyncNever)
+		return bad("fsync", "%q is not %q or %q", c.Fsync, FsyncBatch, FsyncNever)
 	case c.MaxBatchBytes < c.MaxRecordBytes:
-		return bad("MaxBatchBytes", "%d is below MaxRecordBytes (%d)", c.MaxBatchBytes, c.MaxRecordBytes)
+		return bad("max_batch_bytes", "%d is below max_record_bytes (%d)", c.MaxBatchBytes, c.MaxRecordBytes)
 	}
 	return nil
 }
+
+// ConfigError is a Config field out of range, or a record size no field
+// lets through (CheckRecord). Field is the field's YAML key.
+type ConfigError struct {
+	Field string
+	Err   error
+}
+
+func (e *ConfigError) Error() string { return "buffer: " + e.Field + ": " + e.Err.Error() }
+func (e *ConfigError) Unwrap() error { return e.Err }

@@ -24,21 +24,22 @@ func TestConfigValidate(t *testing.T) {
 		field  string
 		mutate func(*Config)
 	}{
-		{"Dir", func(c *Config) { c.Dir = "" }},
-		{"SegmentBytes", func(c *Config) { c.SegmentBytes = 100 }},
-		{"MaxBytes", func(c *Config) { c.MaxBytes = c.SegmentBytes - 1 }},
-		{"MinFreeBytes", func(c *Config) { c.MinFreeBytes = -1 }},
-		{"MaxRecordBytes", func(c *Config) { c.MaxRecordBytes = 0 }},
-		{"MaxRecordBytes", func(c *Config) { c.MaxRecordBytes = maxFrameRecordBytes + 1 }},
-		{"Fsync", func(c *Config) { c.Fsync = "" }},
-		{"Fsync", func(c *Config) { c.Fsync = "always" }},
-		{"MaxBatchBytes", func(c *Config) { c.MaxBatchBytes = c.MaxRecordBytes - 1 }},
+		{"dir", func(c *Config) { c.Dir = "" }},
+		{"segment_bytes", func(c *Config) { c.SegmentBytes = 100 }},
+		{"max_bytes", func(c *Config) { c.MaxBytes = c.SegmentBytes - 1 }},
+		{"min_free_bytes", func(c *Config) { c.MinFreeBytes = -1 }},
+		{"max_record_bytes", func(c *Config) { c.MaxRecordBytes = 0 }},
+		{"max_record_bytes", func(c *Config) { c.MaxRecordBytes = maxFrameRecordBytes + 1 }},
+		{"fsync", func(c *Config) { c.Fsync = "" }},
+		{"fsync", func(c *Config) { c.Fsync = "always" }},
+		{"max_batch_bytes", func(c *Config) { c.MaxBatchBytes = c.MaxRecordBytes - 1 }},
 	} {
 		cfg := NewDefaultConfig("/x")
 		c.mutate(&cfg)
 		err := cfg.Validate()
-		if err == nil || !strings.HasPrefix(err.Error(), "buffer: "+c.field+": ") {
-			t.Errorf("%s: Validate = %v", c.field, err)
+		var ce *ConfigError
+		if !errors.As(err, &ce) || ce.Field != c.field || !strings.HasPrefix(err.Error(), "buffer: "+c.field+": ") {
+			t.Errorf("%s: Validate = %v, want a *ConfigError naming it", c.field, err)
 		}
 		if _, oerr := Open(cfg); oerr == nil || oerr.Error() != err.Error() {
 			t.Errorf("%s: Open = %v, want %v", c.field, oerr, err)
@@ -628,11 +629,12 @@ func TestAppendOverMaxBytes(t *testing.T) {
 		field string
 	}{
 		{fits, ""},
-		{fits + 1, "MaxBytes"},
-		{4097, "MaxRecordBytes"},
+		{fits + 1, "max_bytes"},
+		{4097, "max_record_bytes"},
 	} {
 		err := cfg.CheckRecord(c.n)
-		if c.field == "" && err != nil || c.field != "" && (err == nil || !strings.Contains(err.Error(), c.field)) {
+		var ce *ConfigError
+		if c.field == "" && err != nil || c.field != "" && (!errors.As(err, &ce) || ce.Field != c.field) {
 			t.Errorf("CheckRecord(%d) = %v, want one naming %q", c.n, err, c.field)
 		}
 	}

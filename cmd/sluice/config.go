@@ -30,7 +30,7 @@ type fileConfig struct {
 	Sources   []sourceFile     `yaml:"sources"`
 	Contracts contractsConfig  `yaml:"contracts"`
 	Kafka     publish.Config   `yaml:"kafka"`
-	Spool     spoolConfig      `yaml:"spool"`
+	Spool     buffer.Config    `yaml:"spool"`
 	Admission admission.Config `yaml:"admission"`
 	Log       logConfig        `yaml:"log"`
 	Pollers   []pull.Config    `yaml:"pollers"`
@@ -40,43 +40,6 @@ type fileConfig struct {
 	// (metrics, probes, profiles); left unset, each takes its own default
 	// address (admin.DefaultGatewayAddr, admin.DefaultConsumerAddr).
 	Admin admin.Config `yaml:"admin"`
-}
-
-// spoolConfig is the disk spool block. An empty dir runs without a spool:
-// with Kafka down, events are then refused UNAVAILABLE instead of spooled.
-type spoolConfig struct {
-	Dir            string             `yaml:"dir"`
-	SegmentBytes   int64              `yaml:"segment_bytes"`
-	MaxBytes       int64              `yaml:"max_bytes"`
-	MinFreeBytes   int64              `yaml:"min_free_bytes"`
-	MaxRecordBytes int                `yaml:"max_record_bytes"`
-	MaxBatchBytes  int                `yaml:"max_batch_bytes"`
-	Fsync          buffer.FsyncPolicy `yaml:"fsync"`
-}
-
-// buffer returns the spool's config: the package defaults with the file's
-// values over them.
-func (s spoolConfig) buffer() buffer.Config {
-	c := buffer.NewDefaultConfig(s.Dir)
-	if s.SegmentBytes != 0 {
-		c.SegmentBytes = s.SegmentBytes
-	}
-	if s.MaxBytes != 0 {
-		c.MaxBytes = s.MaxBytes
-	}
-	if s.MinFreeBytes != 0 {
-		c.MinFreeBytes = s.MinFreeBytes
-	}
-	if s.MaxRecordBytes != 0 {
-		c.MaxRecordBytes = s.MaxRecordBytes
-	}
-	if s.MaxBatchBytes != 0 {
-		c.MaxBatchBytes = s.MaxBatchBytes
-	}
-	if s.Fsync != "" {
-		c.Fsync = s.Fsync
-	}
-	return c
 }
 
 // sourceFile is a source as the file gives it: key hashes inline, or keys
@@ -103,10 +66,12 @@ func defaultFileConfig() fileConfig {
 		Gateway:   gateway.NewDefaultConfig(),
 		Kafka:     publish.NewDefaultConfig(),
 		Admission: admission.NewDefaultConfig(),
-		Log:       logConfig{Level: "info", Format: "json"},
-		Consumer:  consumer.NewDefaultConfig(),
-		Sink:      sink.NewDefaultConfig(),
-		Admin:     admin.NewDefaultConfig(),
+		// No dir: no spool, until the file names one.
+		Spool:    buffer.NewDefaultConfig(""),
+		Log:      logConfig{Level: "info", Format: "json"},
+		Consumer: consumer.NewDefaultConfig(),
+		Sink:     sink.NewDefaultConfig(),
+		Admin:    admin.NewDefaultConfig(),
 	}
 }
 
@@ -161,8 +126,8 @@ func (c fileConfig) validate() error {
 		return fmt.Errorf("config: %w", err)
 	}
 	if c.Spool.Dir != "" {
-		if err := c.Spool.buffer().Validate(); err != nil {
-			return fmt.Errorf("config: spool: %w", err)
+		if err := c.Spool.Validate(); err != nil {
+			return spoolError(err)
 		}
 	} else if c.Admission.SpoolFirst {
 		return errors.New("config: admission.spool_first: needs spool.dir")
@@ -232,14 +197,23 @@ func (c fileConfig) checkRecordFits() error {
 	if c.Spool.Dir == "" {
 		return nil
 	}
-	if err := c.Spool.buffer().CheckRecord(sz.Spooled); err != nil {
-		field := "spool.max_record_bytes"
-		if !strings.Contains(err.Error(), "MaxRecordBytes") {
-			field = "spool.max_bytes"
+	if err := c.Spool.CheckRecord(sz.Spooled); err != nil {
+		var ce *buffer.ConfigError
+		if !errors.As(err, &ce) {
+			return fmt.Errorf("config: spool: %w", err)
 		}
-		return fmt.Errorf("config: %s: too small: %s %d bytes spooled (%v)", field, why, sz.Spooled, err)
+		return fmt.Errorf("config: spool.%s: too small: %s %d bytes spooled (%v)", ce.Field, why, sz.Spooled, ce.Err)
 	}
 	return nil
+}
+
+// spoolError names a spool field by its path in the file.
+func spoolError(err error) error {
+	var ce *buffer.ConfigError
+	if errors.As(err, &ce) {
+		return fmt.Errorf("config: spool.%s: %w", ce.Field, ce.Err)
+	}
+	return fmt.Errorf("config: spool: %w", err)
 }
 
 // topics are the topics the gateway publishes to: one per contract type,

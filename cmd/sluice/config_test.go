@@ -56,6 +56,9 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{"max_record_bytes: 4194304", "max_record_bytes: 262144", "spool.max_record_bytes"},
 		{"segment_bytes: 67108864\n  max_bytes: 1073741824", "segment_bytes: 131072\n  max_bytes: 270000", "spool.max_bytes"},
 		{"batch_max_bytes: 1048576", "batch_max_bytes: 262144", "kafka.batch_max_bytes"},
+		// The spool's own checks name their path in the file.
+		{"segment_bytes: 67108864", "segment_bytes: 100", "config: spool.segment_bytes: 100 is below the minimum"},
+		{"fsync: batch", "fsync: always", "config: spool.fsync:"},
 	} {
 		t.Run(c.want, func(t *testing.T) {
 			raw := strings.Replace(string(base), c.from, c.to, 1)

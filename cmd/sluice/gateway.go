@@ -84,7 +84,7 @@ func serve(ctx context.Context, cfg fileConfig, registry *contract.Registry, log
 	}
 	var spool *buffer.Spool
 	if cfg.Spool.Dir != "" {
-		if spool, err = buffer.Open(cfg.Spool.buffer(), buffer.WithRegisterer(reg), buffer.WithLogger(log)); err != nil {
+		if spool, err = buffer.Open(cfg.Spool, buffer.WithRegisterer(reg), buffer.WithLogger(log)); err != nil {
 			closeProducer()
 			return err
 		}
