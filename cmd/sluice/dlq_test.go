@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -180,4 +181,14 @@ func TestDLQReplayRefusesWithoutContracts(t *testing.T) {
 			t.Errorf("%s/%d: end offset %d, %v; want nothing produced", o.Topic, o.Partition, o.Offset, o.Err)
 		}
 	})
+}
+
+// TestOneLineCutsOnARune: a long envelope error is cut to 120 bytes on a
+// rune boundary, so a listing stays UTF-8.
+func TestOneLineCutsOnARune(t *testing.T) {
+	msg := strings.Repeat("a", 116) + strings.Repeat("é", 10)
+	got := oneLine(msg, nil)
+	if !utf8.ValidString(got) || len(got) > 120 || !strings.HasPrefix(got, strings.Repeat("a", 116)) {
+		t.Fatalf("oneLine = %q (%d bytes)", got, len(got))
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sluicehq/sluice/sink"
 )
@@ -45,6 +46,38 @@ func TestSinkRecent(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
+	}
+}
+
+// TestSinkRecentCutsOnARune: a payload longer than the column is cut on
+// a rune boundary: what is printed stays UTF-8.
+func TestSinkRecentCutsOnARune(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "events.db")
+	cfg := sink.NewDefaultConfig().SQLite
+	cfg.Path = path
+	ctx := context.Background()
+	s, err := sink.OpenSQLite(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	// `{"message":"` is 12 bytes and each 日 three: byte 77 falls inside one.
+	js := []byte(`{"message":"` + strings.Repeat("日", 40) + `"}`)
+	ev := sink.Event{ID: "ev-1", Type: "examples.logs.v1.LogLine", Source: "demo", Key: []byte("svc"),
+		Value: []byte{1}, JSON: js, PayloadFingerprint: sink.Fingerprint([]byte{1}),
+		OccurredAt: at, IngestedAt: at, Topic: "t", Partition: 1, Offset: 7}
+	if _, err := s.Write(ctx, []sink.Event{ev}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	if err := run(ctx, []string{"sink", "recent", "--sqlite", path}, &out, &errOut); err != nil {
+		t.Fatalf("sink recent: %v\n%s", err, errOut.String())
+	}
+	if !utf8.Valid(out.Bytes()) || !strings.Contains(out.String(), `{"message":"日日`) {
+		t.Fatalf("output is not UTF-8 or lacks the payload's start:\n%q", out.String())
 	}
 }
 
