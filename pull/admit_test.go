@@ -15,6 +15,7 @@ import (
 	"github.com/sluicehq/sluice/examples"
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
 	"github.com/sluicehq/sluice/internal/gatewaytest"
+	"github.com/sluicehq/sluice/internal/pulltest"
 	"github.com/sluicehq/sluice/record"
 )
 
@@ -57,17 +58,17 @@ func TestInvalidItemsTypedRejections(t *testing.T) {
 		order(t, 5, now, func(it map[string]any) { it["id"] = "bad id with spaces" }),
 		order(t, 6, now, nil),
 	}
-	srv := newPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
+	srv := pulltest.NewPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
 		if r.URL.Query().Get("cursor") == "" {
-			cursorPage(w, page, "c1")
+			pulltest.CursorPage(w, page, "c1")
 			return
 		}
-		cursorPage(w, nil, "")
+		pulltest.CursorPage(w, nil, "")
 	})
-	clk := newFakeClock()
-	store := &memStore{}
+	clk := pulltest.NewClock()
+	store := &pulltest.Store[CursorRecord]{}
 	p, m := newTestPoller(t, orderConfig("shop", srv.URL), g.Service, store, clk)
-	stop := run(t, p)
+	stop := pulltest.Run(t, p)
 	eventually(t, "caught up", func() bool { return clk.Parked() > 0 })
 	stop()
 	for _, c := range []struct {
@@ -96,7 +97,7 @@ func TestInvalidItemsTypedRejections(t *testing.T) {
 // crashingStore is a store whose process dies at one save: the items of
 // the page are acknowledged, the cursor is not saved.
 type crashingStore struct {
-	*memStore
+	*pulltest.Store[CursorRecord]
 	mu      sync.Mutex
 	crashAt string
 	crash   func()
@@ -115,7 +116,7 @@ func (s *crashingStore) Save(ctx context.Context, rec CursorRecord) error {
 	if crash {
 		return errCrashed
 	}
-	return s.memStore.Save(ctx, rec)
+	return s.Store.Save(ctx, rec)
 }
 
 // TestCrashRepeatsOnePage: a crash after a page's items were acknowledged
@@ -129,7 +130,7 @@ func TestCrashRepeatsOnePage(t *testing.T) {
 	for i := range 25 {
 		feed = append(feed, order(t, i, now, nil))
 	}
-	srv := newPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
+	srv := pulltest.NewPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
 		var from int
 		fmt.Sscan(r.URL.Query().Get("cursor"), &from)
 		to := min(from+10, len(feed))
@@ -137,12 +138,12 @@ func TestCrashRepeatsOnePage(t *testing.T) {
 		if to < len(feed) {
 			next = fmt.Sprint(to)
 		}
-		cursorPage(w, feed[from:to], next)
+		pulltest.CursorPage(w, feed[from:to], next)
 	})
-	store := &crashingStore{memStore: &memStore{}, crashAt: "20"}
+	store := &crashingStore{Store: &pulltest.Store[CursorRecord]{}, crashAt: "20"}
 	ctx, cancel := context.WithCancel(context.Background())
 	store.crash = cancel
-	clk := newFakeClock()
+	clk := pulltest.NewClock()
 	first, _ := newTestPoller(t, orderConfig("shop", srv.URL), g.Service, store, clk)
 	if err := first.Run(ctx); err != nil {
 		t.Fatal(err)
@@ -153,10 +154,10 @@ func TestCrashRepeatsOnePage(t *testing.T) {
 
 	// The restarted process: same store, same gateway (its dedup window).
 	second, m := newTestPoller(t, orderConfig("shop", srv.URL), g.Service, store, clk)
-	stop := run(t, second)
+	stop := pulltest.Run(t, second)
 	eventually(t, "caught up", func() bool { return clk.Parked() > 0 })
 	stop()
-	cursors := srv.cursors()
+	cursors := srv.Cursors()
 	if got := fmt.Sprint(cursors); got != "[ 10 10 20]" {
 		t.Errorf("cursors requested %s, want [ 10 10 20]: only the crashed page repeated", got)
 	}
@@ -175,27 +176,27 @@ func TestCrashRepeatsOnePage(t *testing.T) {
 // cursor; the page is polled again after backoff (or the gateway's
 // retry_after when longer) and then advanced.
 func TestRetryableRejectionRepeatsPage(t *testing.T) {
-	srv := newPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
+	srv := pulltest.NewPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
 		if r.URL.Query().Get("cursor") == "" {
-			cursorPage(w, items("a", 0, 3), "c1")
+			pulltest.CursorPage(w, pulltest.Items("a", 0, 3), "c1")
 			return
 		}
-		cursorPage(w, nil, "")
+		pulltest.CursorPage(w, nil, "")
 	})
-	rec := newRecorder()
-	rec.refuse = func(call int, ev *ingestv1.Event) *ingestv1.Rejection {
+	rec := pulltest.NewRecorder()
+	rec.Refuse = func(call int, ev *ingestv1.Event) *ingestv1.Rejection {
 		if call == 1 && ev.GetId() == "a1" {
 			return &ingestv1.Rejection{Reason: ingestv1.Reason_BUFFER_FULL, Retryable: true, RetryAfter: durationpb.New(5 * time.Second)}
 		}
 		return nil
 	}
-	clk := newFakeClock()
-	store := &memStore{}
+	clk := pulltest.NewClock()
+	store := &pulltest.Store[CursorRecord]{}
 	p, m := newTestPoller(t, testConfig("p", srv.URL), rec, store, clk)
-	stop := run(t, p)
+	stop := pulltest.Run(t, p)
 	eventually(t, "caught up", func() bool { return clk.Parked() > 0 })
 	stop()
-	if got := fmt.Sprint(srv.cursors()); got != "[  c1]" {
+	if got := fmt.Sprint(srv.Cursors()); got != "[  c1]" {
 		t.Errorf("cursors %s, want the first page twice", got)
 	}
 	if want := []time.Duration{5 * time.Second, time.Hour}; joinDur(clk.Sleeps()) != joinDur(want) {

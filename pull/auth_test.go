@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/pulltest"
 )
 
 // tokenRequest is what a token endpoint was sent.
@@ -41,10 +43,10 @@ func newTokenEndpoint(t *testing.T, accept func(tokenRequest) bool) *tokenEndpoi
 		n := len(te.reqs)
 		te.mu.Unlock()
 		if !accept(tr) {
-			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "invalid_client"})
+			pulltest.WriteJSON(w, http.StatusUnauthorized, map[string]string{"error": "invalid_client"})
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"access_token": fmt.Sprint("tok-", n), "token_type": "Bearer", "expires_in": 3600})
+		pulltest.WriteJSON(w, http.StatusOK, map[string]any{"access_token": fmt.Sprint("tok-", n), "token_type": "Bearer", "expires_in": 3600})
 	}))
 	t.Cleanup(te.Close)
 	return te
@@ -87,12 +89,12 @@ func TestOAuth2TokenRequest(t *testing.T) {
 			te := newTokenEndpoint(t, tc.accept)
 			// Each request's token is refused once, so the poller fetches a
 			// second token.
-			api := newPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
+			api := pulltest.NewPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
 				if n == 1 {
 					w.WriteHeader(http.StatusUnauthorized)
 					return
 				}
-				cursorPage(w, items("a", 0, 1), "")
+				pulltest.CursorPage(w, pulltest.Items("a", 0, 1), "")
 			})
 			cfg := testConfig("p", api.URL)
 			cfg.Auth = AuthConfig{Type: AuthOAuth2, OAuth2: OAuth2Config{
@@ -100,10 +102,10 @@ func TestOAuth2TokenRequest(t *testing.T) {
 				Scopes: []string{"read:orders", "read:refunds"}, RefreshBefore: time.Minute,
 				Audience: "https://api.acme.example", ExtraParams: map[string]string{"resource": "orders", "tenant": "t-7"},
 				AuthStyle: tc.style}}
-			clk := newFakeClock()
-			rec := newRecorder()
-			p, _ := newTestPoller(t, cfg, rec, &memStore{}, clk, WithGetenv(getenv))
-			stop := run(t, p)
+			clk := pulltest.NewClock()
+			rec := pulltest.NewRecorder()
+			p, _ := newTestPoller(t, cfg, rec, &pulltest.Store[CursorRecord]{}, clk, WithGetenv(getenv))
+			stop := pulltest.Run(t, p)
 			eventually(t, "caught up", func() bool { return clk.Parked() > 0 })
 			if err := stop(); err != nil {
 				t.Fatalf("Run: %v", err)
@@ -135,13 +137,13 @@ func TestOAuth2TokenRequest(t *testing.T) {
 // poller fetch exactly one new token, retry once with it and stop.
 func Test401FetchesOneNewToken(t *testing.T) {
 	te := newTokenEndpoint(t, byBasic)
-	api := newPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
+	api := pulltest.NewPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `{"error":"token revoked"}`, http.StatusUnauthorized)
 	})
 	cfg := testConfig("p", api.URL)
 	cfg.Auth = AuthConfig{Type: AuthOAuth2, OAuth2: OAuth2Config{
 		TokenURL: te.URL + "/token", ClientID: "client-1", ClientSecretEnv: "SECRET", RefreshBefore: time.Minute}}
-	p, m := newTestPoller(t, cfg, newRecorder(), &memStore{}, newFakeClock(), WithGetenv(getenv))
+	p, m := newTestPoller(t, cfg, pulltest.NewRecorder(), &pulltest.Store[CursorRecord]{}, pulltest.NewClock(), WithGetenv(getenv))
 	err := p.Run(t.Context())
 	var ae *AuthError
 	if !errors.As(err, &ae) || ae.Status != http.StatusUnauthorized {

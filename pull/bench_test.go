@@ -13,6 +13,7 @@ import (
 	"time"
 
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
+	"github.com/sluicehq/sluice/internal/pulltest"
 )
 
 // BenchmarkPollPages polls a local partner with no limits: an endless
@@ -21,11 +22,11 @@ import (
 func BenchmarkPollPages(b *testing.B) {
 	var page []map[string]any
 	for i := range 20 {
-		page = append(page, item(fmt.Sprint("x", i)))
+		page = append(page, pulltest.Item(fmt.Sprint("x", i)))
 	}
-	srv := newPartner(b, func(n int, w http.ResponseWriter, r *http.Request) {
+	srv := pulltest.NewPartner(b, func(n int, w http.ResponseWriter, r *http.Request) {
 		c, _ := strconv.Atoi(r.URL.Query().Get("cursor"))
-		cursorPage(w, page, strconv.Itoa(c+1))
+		pulltest.CursorPage(w, page, strconv.Itoa(c+1))
 	})
 	var committed atomic.Int64
 	target := int64(b.N)
@@ -89,7 +90,7 @@ func TestIntegrationRetryAfterRealClock(t *testing.T) {
 	const allowance = 500 * time.Millisecond
 	var mu sync.Mutex
 	var times []time.Time
-	srv := newPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
+	srv := pulltest.NewPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		times = append(times, time.Now())
 		mu.Unlock()
@@ -98,14 +99,14 @@ func TestIntegrationRetryAfterRealClock(t *testing.T) {
 			w.WriteHeader(http.StatusTooManyRequests)
 			return
 		}
-		cursorPage(w, items("a", 0, 1), "")
+		pulltest.CursorPage(w, pulltest.Items("a", 0, 1), "")
 	})
-	rec := newRecorder()
-	p, err := NewPoller(testConfig("p", srv.URL), rec, &memStore{}, WithLogger(quietLog()))
+	rec := pulltest.NewRecorder()
+	p, err := NewPoller(testConfig("p", srv.URL), rec, &pulltest.Store[CursorRecord]{}, WithLogger(quietLog()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	stop := run(t, p)
+	stop := pulltest.Run(t, p)
 	eventually(t, "the retried page", func() bool { return len(rec.IDs()) == 1 })
 	stop()
 	mu.Lock()

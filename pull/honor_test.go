@@ -11,13 +11,14 @@ import (
 
 	"github.com/sluicehq/sluice/internal/backoff"
 	"github.com/sluicehq/sluice/internal/breaker"
+	"github.com/sluicehq/sluice/internal/pulltest"
 )
 
 // TestRetryAfter: a 429 or 503 waits what Retry-After says (seconds or an
 // HTTP date), capped; a missing or garbage header falls back to backoff.
 // Waits are read from the injected clock.
 func TestRetryAfter(t *testing.T) {
-	clockStart := newFakeClock().Now()
+	clockStart := pulltest.NewClock().Now()
 	for _, c := range []struct {
 		name     string
 		status   int
@@ -37,7 +38,7 @@ func TestRetryAfter(t *testing.T) {
 		{"negative", 429, "-5", 0, time.Second, waitBackoff},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			srv := newPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
+			srv := pulltest.NewPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
 				if n == 1 {
 					if c.header != "" {
 						w.Header().Set("Retry-After", c.header)
@@ -45,16 +46,16 @@ func TestRetryAfter(t *testing.T) {
 					w.WriteHeader(c.status)
 					return
 				}
-				cursorPage(w, items("a", 0, 2), "")
+				pulltest.CursorPage(w, pulltest.Items("a", 0, 2), "")
 			})
 			cfg := testConfig("p", srv.URL)
 			if c.maxAfter > 0 {
 				cfg.MaxRetryAfter = c.maxAfter
 			}
-			clk := newFakeClock()
-			rec := newRecorder()
-			p, m := newTestPoller(t, cfg, rec, &memStore{}, clk)
-			stop := run(t, p)
+			clk := pulltest.NewClock()
+			rec := pulltest.NewRecorder()
+			p, m := newTestPoller(t, cfg, rec, &pulltest.Store[CursorRecord]{}, clk)
+			stop := pulltest.Run(t, p)
 			eventually(t, "caught up", func() bool { return clk.Parked() > 0 })
 			stop()
 			sleeps := clk.Sleeps()
@@ -115,10 +116,10 @@ func TestRateLimitHeadersSlowDown(t *testing.T) {
 		}, 40 * time.Second},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			clk := newFakeClock()
+			clk := pulltest.NewClock()
 			var resetAt atomic.Int64
 			refused := atomic.Int32{}
-			srv := newPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
+			srv := pulltest.NewPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
 				now := clk.Now()
 				if now.UnixNano() < resetAt.Load() {
 					refused.Add(1)
@@ -131,13 +132,13 @@ func TestRateLimitHeadersSlowDown(t *testing.T) {
 						w.Header()[k] = vs
 					}
 					resetAt.Store(now.Add(c.wait).UnixNano())
-					cursorPage(w, items("a", 0, 3), "c1")
+					pulltest.CursorPage(w, pulltest.Items("a", 0, 3), "c1")
 				default:
-					cursorPage(w, items("a", 3, 5), "")
+					pulltest.CursorPage(w, pulltest.Items("a", 3, 5), "")
 				}
 			})
-			p, m := newTestPoller(t, testConfig("p", srv.URL), newRecorder(), &memStore{}, clk)
-			stop := run(t, p)
+			p, m := newTestPoller(t, testConfig("p", srv.URL), pulltest.NewRecorder(), &pulltest.Store[CursorRecord]{}, clk)
+			stop := pulltest.Run(t, p)
 			eventually(t, "caught up", func() bool { return clk.Parked() > 0 })
 			stop()
 			if n := refused.Load(); n != 0 {
@@ -156,20 +157,20 @@ func TestRateLimitHeadersSlowDown(t *testing.T) {
 // TestRateLimitHeadersAboveThreshold: requests remaining above
 // MinRemaining do not slow the poller.
 func TestRateLimitHeadersAboveThreshold(t *testing.T) {
-	clk := newFakeClock()
-	srv := newPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
+	clk := pulltest.NewClock()
+	srv := pulltest.NewPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-RateLimit-Remaining", "5")
 		w.Header().Set("X-RateLimit-Reset", "30")
 		if r.URL.Query().Get("cursor") == "" {
-			cursorPage(w, items("a", 0, 1), "c1")
+			pulltest.CursorPage(w, pulltest.Items("a", 0, 1), "c1")
 			return
 		}
-		cursorPage(w, nil, "")
+		pulltest.CursorPage(w, nil, "")
 	})
 	cfg := testConfig("p", srv.URL)
 	cfg.RateLimit.MinRemaining = 2
-	p, _ := newTestPoller(t, cfg, newRecorder(), &memStore{}, clk)
-	stop := run(t, p)
+	p, _ := newTestPoller(t, cfg, pulltest.NewRecorder(), &pulltest.Store[CursorRecord]{}, clk)
+	stop := pulltest.Run(t, p)
 	eventually(t, "caught up", func() bool { return clk.Parked() > 0 })
 	stop()
 	if s := clk.Sleeps(); len(s) != 1 || s[0] != cfg.Interval {
@@ -180,18 +181,18 @@ func TestRateLimitHeadersAboveThreshold(t *testing.T) {
 // TestClientRateLimit: the client-side limit spaces requests, on the
 // injected clock.
 func TestClientRateLimit(t *testing.T) {
-	clk := newFakeClock()
-	srv := newPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
+	clk := pulltest.NewClock()
+	srv := pulltest.NewPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
 		if n < 4 {
-			cursorPage(w, items("a", n, n+1), fmt.Sprint("c", n))
+			pulltest.CursorPage(w, pulltest.Items("a", n, n+1), fmt.Sprint("c", n))
 			return
 		}
-		cursorPage(w, nil, "")
+		pulltest.CursorPage(w, nil, "")
 	})
 	cfg := testConfig("p", srv.URL)
 	cfg.RateLimit = RateLimitConfig{Rate: 0.5, Burst: 1}
-	p, m := newTestPoller(t, cfg, newRecorder(), &memStore{}, clk)
-	stop := run(t, p)
+	p, m := newTestPoller(t, cfg, pulltest.NewRecorder(), &pulltest.Store[CursorRecord]{}, clk)
+	stop := pulltest.Run(t, p)
 	eventually(t, "caught up", func() bool { return clk.Parked() > 0 })
 	stop()
 	want := []time.Duration{2 * time.Second, 2 * time.Second, 2 * time.Second, cfg.Interval}
@@ -207,18 +208,18 @@ func TestClientRateLimit(t *testing.T) {
 // Breaker.Failures, no request is made while it is open, a failed probe
 // opens it again and a good one closes it.
 func TestBreaker(t *testing.T) {
-	clk := newFakeClock()
-	srv := newPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
+	clk := pulltest.NewClock()
+	srv := pulltest.NewPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
 		if n <= 4 {
 			http.Error(w, "boom", http.StatusBadGateway)
 			return
 		}
-		cursorPage(w, items("a", 0, 1), "")
+		pulltest.CursorPage(w, pulltest.Items("a", 0, 1), "")
 	})
 	cfg := testConfig("p", srv.URL) // Failures 3, Cooldown 1m, Initial 1s
-	p, m := newTestPoller(t, cfg, newRecorder(), &memStore{}, clk)
+	p, m := newTestPoller(t, cfg, pulltest.NewRecorder(), &pulltest.Store[CursorRecord]{}, clk)
 	var states []string
-	stop := run(t, p)
+	stop := pulltest.Run(t, p)
 	eventually(t, "caught up", func() bool { return clk.Parked() > 0 })
 	stop()
 	states = append(states, p.Status().Circuit)
@@ -254,14 +255,14 @@ func TestCircuitNames(t *testing.T) {
 // TestBreakerOnConnectionErrors: a partner that is not listening counts
 // as failing; the breaker opens.
 func TestBreakerOnConnectionErrors(t *testing.T) {
-	srv := newPartner(t, func(int, http.ResponseWriter, *http.Request) {})
+	srv := pulltest.NewPartner(t, func(int, http.ResponseWriter, *http.Request) {})
 	url := srv.URL
 	srv.Close()
-	clk := newFakeClock()
+	clk := pulltest.NewClock()
 	cfg := testConfig("p", url)
 	cfg.Breaker.Cooldown = 2 * time.Hour // the fake clock parks the open breaker
-	p, m := newTestPoller(t, cfg, newRecorder(), &memStore{}, clk)
-	stop := run(t, p)
+	p, m := newTestPoller(t, cfg, pulltest.NewRecorder(), &pulltest.Store[CursorRecord]{}, clk)
+	stop := pulltest.Run(t, p)
 	eventually(t, "the breaker to open", func() bool { return clk.Parked() > 0 })
 	stop()
 	if st := p.Status(); st.Circuit != CircuitOpen {
@@ -279,13 +280,13 @@ func TestBreakerOnConnectionErrors(t *testing.T) {
 func TestBackoffFullJitter(t *testing.T) {
 	ceilings := []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond,
 		800 * time.Millisecond, 1600 * time.Millisecond, 3 * time.Second, 3 * time.Second}
-	failing := func(t *testing.T) *partner {
-		return newPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
+	failing := func(t *testing.T) *pulltest.Partner {
+		return pulltest.NewPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
 			if n <= len(ceilings) {
 				http.Error(w, "not yet", http.StatusNotFound)
 				return
 			}
-			cursorPage(w, items("a", 0, 1), "")
+			pulltest.CursorPage(w, pulltest.Items("a", 0, 1), "")
 		})
 	}
 	cfg := func(url string) Config {
@@ -301,9 +302,9 @@ func TestBackoffFullJitter(t *testing.T) {
 			asked, drawn = append(asked, ceiling), append(drawn, d)
 			return d
 		}
-		clk := newFakeClock()
-		p, _ := newTestPoller(t, cfg(failing(t).URL), newRecorder(), &memStore{}, clk, WithJitter(jitter))
-		stop := run(t, p)
+		clk := pulltest.NewClock()
+		p, _ := newTestPoller(t, cfg(failing(t).URL), pulltest.NewRecorder(), &pulltest.Store[CursorRecord]{}, clk, WithJitter(jitter))
+		stop := pulltest.Run(t, p)
 		eventually(t, "caught up", func() bool { return clk.Parked() > 0 })
 		stop()
 		if joinDur(asked) != joinDur(ceilings) {
@@ -322,16 +323,16 @@ func TestBackoffFullJitter(t *testing.T) {
 	})
 
 	t.Run("default jitter", func(t *testing.T) {
-		clk := newFakeClock()
+		clk := pulltest.NewClock()
 		m, err := NewMetrics(nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := NewPoller(cfg(failing(t).URL), newRecorder(), &memStore{}, WithClock(clk), WithLogger(quietLog()), WithMetrics(m))
+		p, err := NewPoller(cfg(failing(t).URL), pulltest.NewRecorder(), &pulltest.Store[CursorRecord]{}, WithClock(clk), WithLogger(quietLog()), WithMetrics(m))
 		if err != nil {
 			t.Fatal(err)
 		}
-		stop := run(t, p)
+		stop := pulltest.Run(t, p)
 		eventually(t, "caught up", func() bool { return clk.Parked() > 0 })
 		stop()
 		sleeps := clk.Sleeps()
@@ -352,26 +353,26 @@ func TestBackoffFullJitter(t *testing.T) {
 // TestOther4xx: a 404 records the page as failed (status and a bounded
 // body prefix), keeps the cursor and retries the page with backoff.
 func TestOther4xx(t *testing.T) {
-	clk := newFakeClock()
+	clk := pulltest.NewClock()
 	long := strings.Repeat("é", 600) // 1200 bytes, cut at a rune boundary
-	srv := newPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
+	srv := pulltest.NewPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
 		switch c := r.URL.Query().Get("cursor"); {
 		case c == "":
-			cursorPage(w, items("a", 0, 2), "c1")
+			pulltest.CursorPage(w, pulltest.Items("a", 0, 2), "c1")
 		case c == "c1" && n <= 3:
 			http.Error(w, "no such cursor "+long, http.StatusNotFound)
 		case c == "c1":
-			cursorPage(w, items("a", 2, 4), "")
+			pulltest.CursorPage(w, pulltest.Items("a", 2, 4), "")
 		}
 	})
-	store := &memStore{}
-	p, m := newTestPoller(t, testConfig("p", srv.URL), newRecorder(), store, clk)
+	store := &pulltest.Store[CursorRecord]{}
+	p, m := newTestPoller(t, testConfig("p", srv.URL), pulltest.NewRecorder(), store, clk)
 	var failedStatus Status
-	stop := run(t, p)
+	stop := pulltest.Run(t, p)
 	eventually(t, "caught up", func() bool { return clk.Parked() > 0 })
 	stop()
 	failedStatus = p.Status()
-	if got := strings.Join(srv.cursors(), ","); got != ",c1,c1,c1" {
+	if got := strings.Join(srv.Cursors(), ","); got != ",c1,c1,c1" {
 		t.Errorf("cursors requested %q, want the failed page retried", got)
 	}
 	f := failedStatus.LastFailure
@@ -394,16 +395,16 @@ func TestOther4xx(t *testing.T) {
 
 // TestBodyNotAPage: a 200 whose body is not a page fails like a 4xx.
 func TestBodyNotAPage(t *testing.T) {
-	clk := newFakeClock()
-	srv := newPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
+	clk := pulltest.NewClock()
+	srv := pulltest.NewPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
 		if n == 1 {
 			w.Write([]byte(`{"data": "not an array"}`))
 			return
 		}
-		cursorPage(w, items("a", 0, 1), "")
+		pulltest.CursorPage(w, pulltest.Items("a", 0, 1), "")
 	})
-	p, m := newTestPoller(t, testConfig("p", srv.URL), newRecorder(), &memStore{}, clk)
-	stop := run(t, p)
+	p, m := newTestPoller(t, testConfig("p", srv.URL), pulltest.NewRecorder(), &pulltest.Store[CursorRecord]{}, clk)
+	stop := pulltest.Run(t, p)
 	eventually(t, "caught up", func() bool { return clk.Parked() > 0 })
 	stop()
 	if f := p.Status().LastFailure; f == nil || f.Status != 0 || !strings.Contains(f.Reason, "not an array") {
@@ -418,22 +419,22 @@ func TestBodyNotAPage(t *testing.T) {
 // latest token; api decides the answer for a request with a valid token.
 type oauthPartner struct {
 	tokens atomic.Int32
-	api    *partner
-	token  *partner
+	api    *pulltest.Partner
+	token  *pulltest.Partner
 }
 
 func newOAuthPartner(t *testing.T, expiresIn int, api func(n int, valid bool, w http.ResponseWriter, r *http.Request)) *oauthPartner {
 	o := &oauthPartner{}
-	o.token = newPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
+	o.token = pulltest.NewPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
 		id, secret, ok := r.BasicAuth()
 		if !ok || id != "client-1" || secret != "s3cret" || r.FormValue("grant_type") != "client_credentials" || r.FormValue("scope") != "read:orders" {
-			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "invalid_client"})
+			pulltest.WriteJSON(w, http.StatusUnauthorized, map[string]string{"error": "invalid_client"})
 			return
 		}
 		k := o.tokens.Add(1)
-		writeJSON(w, http.StatusOK, map[string]any{"access_token": fmt.Sprint("tok-", k), "token_type": "Bearer", "expires_in": expiresIn})
+		pulltest.WriteJSON(w, http.StatusOK, map[string]any{"access_token": fmt.Sprint("tok-", k), "token_type": "Bearer", "expires_in": expiresIn})
 	})
-	o.api = newPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
+	o.api = pulltest.NewPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
 		valid := r.Header.Get("Authorization") == fmt.Sprint("Bearer tok-", o.tokens.Load())
 		api(n, valid, w, r)
 	})
@@ -454,18 +455,18 @@ func getenv(name string) string {
 // Test401RefreshOnce: a 401 refreshes the token once and the page is
 // retried with the new one.
 func Test401RefreshOnce(t *testing.T) {
-	clk := newFakeClock()
+	clk := pulltest.NewClock()
 	var o *oauthPartner
 	o = newOAuthPartner(t, 3600, func(n int, valid bool, w http.ResponseWriter, r *http.Request) {
 		if n == 1 || !valid { // the first token is revoked behind the poller's back
 			w.WriteHeader(http.StatusUnauthorized)
 			return
 		}
-		cursorPage(w, items("a", 0, 2), "")
+		pulltest.CursorPage(w, pulltest.Items("a", 0, 2), "")
 	})
-	rec := newRecorder()
-	p, m := newTestPoller(t, oauthConfig("p", o), rec, &memStore{}, clk, WithGetenv(getenv))
-	stop := run(t, p)
+	rec := pulltest.NewRecorder()
+	p, m := newTestPoller(t, oauthConfig("p", o), rec, &pulltest.Store[CursorRecord]{}, clk, WithGetenv(getenv))
+	stop := pulltest.Run(t, p)
 	eventually(t, "caught up", func() bool { return clk.Parked() > 0 })
 	if err := stop(); err != nil {
 		t.Fatalf("Run: %v", err)
@@ -484,7 +485,7 @@ func Test401RefreshOnce(t *testing.T) {
 // TestOAuth2RefreshBeforeExpiry: a token is replaced RefreshBefore ahead
 // of its expiry, without a 401.
 func TestOAuth2RefreshBeforeExpiry(t *testing.T) {
-	clk := newFakeClock()
+	clk := pulltest.NewClock()
 	unauthorized := atomic.Int32{}
 	o := newOAuthPartner(t, 120, func(n int, valid bool, w http.ResponseWriter, r *http.Request) {
 		if !valid {
@@ -494,13 +495,13 @@ func TestOAuth2RefreshBeforeExpiry(t *testing.T) {
 		}
 		if r.URL.Query().Get("cursor") == "" {
 			w.Header().Set("RateLimit", `"x";r=0;t=90`) // 90 s pass before the next request
-			cursorPage(w, items("a", 0, 1), "c1")
+			pulltest.CursorPage(w, pulltest.Items("a", 0, 1), "c1")
 			return
 		}
-		cursorPage(w, items("a", 1, 2), "")
+		pulltest.CursorPage(w, pulltest.Items("a", 1, 2), "")
 	})
-	p, _ := newTestPoller(t, oauthConfig("p", o), newRecorder(), &memStore{}, clk, WithGetenv(getenv))
-	stop := run(t, p)
+	p, _ := newTestPoller(t, oauthConfig("p", o), pulltest.NewRecorder(), &pulltest.Store[CursorRecord]{}, clk, WithGetenv(getenv))
+	stop := pulltest.Run(t, p)
 	eventually(t, "caught up", func() bool { return clk.Parked() > 0 })
 	stop()
 	if n := o.tokens.Load(); n != 2 || unauthorized.Load() != 0 {
@@ -511,11 +512,11 @@ func TestOAuth2RefreshBeforeExpiry(t *testing.T) {
 // Test401TwiceStopsOnlyThatPoller: a second 401 in a row stops the poller
 // with an *AuthError and sluice_poller_up 0; another poller keeps running.
 func Test401TwiceStopsOnlyThatPoller(t *testing.T) {
-	bad := newPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
+	bad := pulltest.NewPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `{"error":"token revoked"}`, http.StatusUnauthorized)
 	})
 	var stopBad atomic.Bool
-	good := newPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
+	good := pulltest.NewPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "Bearer static-token" {
 			w.WriteHeader(http.StatusUnauthorized)
 			return
@@ -524,14 +525,14 @@ func Test401TwiceStopsOnlyThatPoller(t *testing.T) {
 		k := 0
 		fmt.Sscan(c, &k)
 		if !stopBad.Load() && k >= 3 {
-			cursorPage(w, nil, c) // hold at page 3 until the other poller stopped
+			pulltest.CursorPage(w, nil, c) // hold at page 3 until the other poller stopped
 			return
 		}
 		if k >= 6 {
-			cursorPage(w, nil, "")
+			pulltest.CursorPage(w, nil, "")
 			return
 		}
-		cursorPage(w, items("g", k, k+1), fmt.Sprint(k+1))
+		pulltest.CursorPage(w, pulltest.Items("g", k, k+1), fmt.Sprint(k+1))
 	})
 	m, err := NewMetrics(nil)
 	if err != nil {
@@ -541,17 +542,17 @@ func Test401TwiceStopsOnlyThatPoller(t *testing.T) {
 		cfg := testConfig(name, url)
 		cfg.Auth = AuthConfig{Type: AuthBearer, TokenEnv: "TOKEN"}
 		cfg.Interval = time.Millisecond // the good poller re-polls while held
-		p, err := NewPoller(cfg, newRecorder(), &memStore{}, WithClock(clk), WithLogger(quietLog()),
+		p, err := NewPoller(cfg, pulltest.NewRecorder(), &pulltest.Store[CursorRecord]{}, WithClock(clk), WithLogger(quietLog()),
 			WithMetrics(m), WithGetenv(getenv), WithJitter(identityJitter))
 		if err != nil {
 			t.Fatal(err)
 		}
 		return p
 	}
-	goodClk := newFakeClock()
-	pb, pg := mk("bad", bad.URL, newFakeClock()), mk("good", good.URL, goodClk)
-	rec := pg.ing.(*recorder)
-	stopGood := run(t, pg)
+	goodClk := pulltest.NewClock()
+	pb, pg := mk("bad", bad.URL, pulltest.NewClock()), mk("good", good.URL, goodClk)
+	rec := pg.ing.(*pulltest.Recorder)
+	stopGood := pulltest.Run(t, pg)
 	eventually(t, "the good poller to reach page 3", func() bool { return len(rec.IDs()) == 3 })
 	errBad := pb.Run(t.Context())
 	stopBad.Store(true)
@@ -581,11 +582,11 @@ func Test401TwiceStopsOnlyThatPoller(t *testing.T) {
 // poller; a token endpoint outage does not.
 func TestTokenEndpointRefusesClient(t *testing.T) {
 	o := newOAuthPartner(t, 3600, func(n int, valid bool, w http.ResponseWriter, r *http.Request) {
-		cursorPage(w, nil, "")
+		pulltest.CursorPage(w, nil, "")
 	})
 	cfg := oauthConfig("p", o)
 	cfg.Auth.OAuth2.ClientID = "client-2"
-	p, _ := newTestPoller(t, cfg, newRecorder(), &memStore{}, newFakeClock(), WithGetenv(getenv))
+	p, _ := newTestPoller(t, cfg, pulltest.NewRecorder(), &pulltest.Store[CursorRecord]{}, pulltest.NewClock(), WithGetenv(getenv))
 	err := p.Run(t.Context())
 	var ae *AuthError
 	if !errors.As(err, &ae) || ae.Status != 401 || !strings.Contains(ae.Body, "invalid_client") {
@@ -595,7 +596,7 @@ func TestTokenEndpointRefusesClient(t *testing.T) {
 		t.Error("the API was called without a token")
 	}
 
-	p, _ = newTestPoller(t, oauthConfig("p", o), newRecorder(), &memStore{}, newFakeClock(), WithGetenv(func(string) string { return "" }))
+	p, _ = newTestPoller(t, oauthConfig("p", o), pulltest.NewRecorder(), &pulltest.Store[CursorRecord]{}, pulltest.NewClock(), WithGetenv(func(string) string { return "" }))
 	if err := p.Run(t.Context()); !errors.Is(err, ErrNoCredentials) {
 		t.Fatalf("Run without a secret: %v", err)
 	}
@@ -604,12 +605,12 @@ func TestTokenEndpointRefusesClient(t *testing.T) {
 // TestRequestAndBodies: the configured method and headers are sent; an
 // empty 204 is a caught-up poll; a body over MaxBodyBytes fails the page.
 func TestRequestAndBodies(t *testing.T) {
-	srv := newPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
+	srv := pulltest.NewPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
 		switch n {
 		case 1:
 			w.WriteHeader(http.StatusNoContent)
 		default:
-			cursorPage(w, items("a", 0, 50), "")
+			pulltest.CursorPage(w, pulltest.Items("a", 0, 50), "")
 		}
 	})
 	cfg := testConfig("p", srv.URL)
@@ -618,10 +619,10 @@ func TestRequestAndBodies(t *testing.T) {
 	cfg.Interval = time.Minute // not parked: polls again after the empty answer
 	cfg.MaxBodyBytes = 256
 	cfg.Backoff = backoff.Config{Initial: 2 * time.Hour, Max: 2 * time.Hour} // parks after the failure
-	clk := newFakeClock()
-	rec := newRecorder()
-	p, _ := newTestPoller(t, cfg, rec, &memStore{}, clk)
-	stop := run(t, p)
+	clk := pulltest.NewClock()
+	rec := pulltest.NewRecorder()
+	p, _ := newTestPoller(t, cfg, rec, &pulltest.Store[CursorRecord]{}, clk)
+	stop := pulltest.Run(t, p)
 	eventually(t, "the oversized page to fail", func() bool { return clk.Parked() > 0 })
 	stop()
 	reqs := srv.Requests()

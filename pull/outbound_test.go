@@ -14,24 +14,25 @@ import (
 
 	"github.com/sluicehq/sluice/internal/backoff"
 	"github.com/sluicehq/sluice/internal/logtest"
+	"github.com/sluicehq/sluice/internal/pulltest"
 )
 
 // newSecurePartner is newPartner over TLS; its Client trusts it.
-func newSecurePartner(t testing.TB, handle func(n int, w http.ResponseWriter, r *http.Request)) *partner {
-	return startPartner(t, httptest.NewTLSServer, handle)
+func newSecurePartner(t testing.TB, handle func(n int, w http.ResponseWriter, r *http.Request)) *pulltest.Partner {
+	return pulltest.StartPartner(t, httptest.NewTLSServer, handle)
 }
 
 // attackerLinks answers like a partner with link pagination whose next
 // links stay on the attacker: what a partner's redirect would hand over.
-func attackerLinks(t testing.TB) *partner {
-	var a *partner
-	a = newPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
+func attackerLinks(t testing.TB) *pulltest.Partner {
+	var a *pulltest.Partner
+	a = pulltest.NewPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
 		if n < 3 {
 			w.Header().Set("Link", fmt.Sprintf(`<%s/items?after=%d>; rel="next"`, a.URL, n*2))
-			writeJSON(w, http.StatusOK, items("x", n*2, n*2+2))
+			pulltest.WriteJSON(w, http.StatusOK, pulltest.Items("x", n*2, n*2+2))
 			return
 		}
-		writeJSON(w, http.StatusOK, []any{})
+		pulltest.WriteJSON(w, http.StatusOK, []any{})
 	})
 	return a
 }
@@ -48,7 +49,7 @@ func linkConfig(base string) Config {
 }
 
 // tokenRequests counts the requests that carried the poller's token.
-func tokenRequests(p *partner) int {
+func tokenRequests(p *pulltest.Partner) int {
 	n := 0
 	for _, r := range p.Requests() {
 		if strings.Contains(r.Header.Get("Authorization"), "static-token") {
@@ -64,13 +65,13 @@ func tokenRequests(p *partner) int {
 // backs off behind its breaker instead of spinning.
 func TestRedirectToAnotherOrigin(t *testing.T) {
 	attacker := attackerLinks(t)
-	srv := newPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
+	srv := pulltest.NewPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, attacker.URL+"/items", http.StatusFound)
 	})
-	clk := newFakeClock()
-	store, rec := &memStore{}, newRecorder()
+	clk := pulltest.NewClock()
+	store, rec := &pulltest.Store[CursorRecord]{}, pulltest.NewRecorder()
 	p, m := newTestPoller(t, linkConfig(srv.URL), rec, store, clk, WithGetenv(getenv))
-	stop := run(t, p)
+	stop := pulltest.Run(t, p)
 	eventually(t, "the breaker to open", func() bool { return clk.Parked() > 0 })
 	stop()
 	if n, tok := len(attacker.Requests()), tokenRequests(attacker); n != 0 {
@@ -107,10 +108,10 @@ func TestHTTPSRedirectToHTTP(t *testing.T) {
 	if !strings.HasPrefix(srv.URL, "https://127.0.0.1:") || !strings.HasPrefix(plain.URL, "http://127.0.0.1:") {
 		t.Fatalf("servers %s and %s are not on one host", srv.URL, plain.URL)
 	}
-	clk := newFakeClock()
-	store := &memStore{}
-	p, _ := newTestPoller(t, linkConfig(srv.URL), newRecorder(), store, clk, WithGetenv(getenv), WithHTTPClient(srv.Client()))
-	stop := run(t, p)
+	clk := pulltest.NewClock()
+	store := &pulltest.Store[CursorRecord]{}
+	p, _ := newTestPoller(t, linkConfig(srv.URL), pulltest.NewRecorder(), store, clk, WithGetenv(getenv), WithHTTPClient(srv.Client()))
+	stop := pulltest.Run(t, p)
 	eventually(t, "the breaker to open", func() bool { return clk.Parked() > 0 })
 	stop()
 	if n := len(plain.Requests()); n != 0 {
@@ -125,22 +126,22 @@ func TestHTTPSRedirectToHTTP(t *testing.T) {
 // with the token, and a relative Link is resolved against the URL that
 // answered.
 func TestSameOriginRedirect(t *testing.T) {
-	srv := newPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
+	srv := pulltest.NewPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/items" {
 			http.Redirect(w, r, "/v2/items", http.StatusFound)
 			return
 		}
 		if r.URL.Query().Get("after") == "" {
 			w.Header().Set("Link", `<?after=2>; rel="next"`)
-			writeJSON(w, http.StatusOK, items("a", 0, 2))
+			pulltest.WriteJSON(w, http.StatusOK, pulltest.Items("a", 0, 2))
 			return
 		}
-		writeJSON(w, http.StatusOK, items("a", 2, 4))
+		pulltest.WriteJSON(w, http.StatusOK, pulltest.Items("a", 2, 4))
 	})
-	clk := newFakeClock()
-	store, rec := &memStore{}, newRecorder()
+	clk := pulltest.NewClock()
+	store, rec := &pulltest.Store[CursorRecord]{}, pulltest.NewRecorder()
 	p, _ := newTestPoller(t, linkConfig(srv.URL), rec, store, clk, WithGetenv(getenv))
-	stop := run(t, p)
+	stop := pulltest.Run(t, p)
 	eventually(t, "caught up", func() bool { return clk.Parked() > 0 })
 	stop()
 	if len(rec.IDs()) != 4 {
@@ -161,16 +162,17 @@ func TestSameOriginRedirect(t *testing.T) {
 // page fails and the position stays.
 func TestSavedURLOffOrigin(t *testing.T) {
 	attacker := attackerLinks(t)
-	srv := newPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, items("a", 0, 2))
+	srv := pulltest.NewPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		pulltest.WriteJSON(w, http.StatusOK, pulltest.Items("a", 0, 2))
 	})
 	cfg := linkConfig(srv.URL)
 	cfg.Backoff = backoff.Config{Initial: 2 * time.Hour, Max: 2 * time.Hour} // parks after the failure
 	saved := CursorRecord{Poller: "p", Position: Position{URL: attacker.URL + "/items?after=10"}}
-	store := &memStore{saves: []CursorRecord{saved}}
-	clk := newFakeClock()
-	p, _ := newTestPoller(t, cfg, newRecorder(), store, clk, WithGetenv(getenv))
-	stop := run(t, p)
+	store := &pulltest.Store[CursorRecord]{}
+	store.Seed(saved)
+	clk := pulltest.NewClock()
+	p, _ := newTestPoller(t, cfg, pulltest.NewRecorder(), store, clk, WithGetenv(getenv))
+	stop := pulltest.Run(t, p)
 	eventually(t, "the page to fail", func() bool { return clk.Parked() > 0 })
 	stop()
 	if n := len(attacker.Requests()); n != 0 {
@@ -197,20 +199,20 @@ func TestTokenEndpointRedirect(t *testing.T) {
 		{AuthStyleAuto, 6}, // each refresh tries HTTP Basic, then the body
 	} {
 		t.Run(tc.style, func(t *testing.T) {
-			attacker := newPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
-				writeJSON(w, http.StatusOK, map[string]any{"access_token": "stolen", "token_type": "Bearer"})
+			attacker := pulltest.NewPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
+				pulltest.WriteJSON(w, http.StatusOK, map[string]any{"access_token": "stolen", "token_type": "Bearer"})
 			})
-			token := newPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
+			token := pulltest.NewPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
 				http.Redirect(w, r, attacker.URL+"/token", http.StatusTemporaryRedirect) // a 307 resends the POST
 			})
-			api := newPartner(t, func(n int, w http.ResponseWriter, r *http.Request) { cursorPage(w, nil, "") })
+			api := pulltest.NewPartner(t, func(n int, w http.ResponseWriter, r *http.Request) { pulltest.CursorPage(w, nil, "") })
 			cfg := testConfig("p", api.URL)
 			cfg.Auth = AuthConfig{Type: AuthOAuth2, OAuth2: OAuth2Config{
 				TokenURL: token.URL + "/token", ClientID: "client-1", ClientSecretEnv: "SECRET", RefreshBefore: time.Minute, AuthStyle: tc.style}}
 			cfg.Breaker.Cooldown = 2 * time.Hour
-			clk := newFakeClock()
-			p, m := newTestPoller(t, cfg, newRecorder(), &memStore{}, clk, WithGetenv(getenv))
-			stop := run(t, p)
+			clk := pulltest.NewClock()
+			p, m := newTestPoller(t, cfg, pulltest.NewRecorder(), &pulltest.Store[CursorRecord]{}, clk, WithGetenv(getenv))
+			stop := pulltest.Run(t, p)
 			eventually(t, "the breaker to open", func() bool { return clk.Parked() > 0 })
 			if err := stop(); err != nil {
 				t.Fatalf("Run: %v, want the poller to keep running", err)
@@ -251,12 +253,12 @@ func TestRequestDeadline(t *testing.T) {
 				case <-released:
 				}
 			}
-			api := newPartner(t, func(n int, w http.ResponseWriter, r *http.Request) { hang(w, r, tc == "body") })
+			api := pulltest.NewPartner(t, func(n int, w http.ResponseWriter, r *http.Request) { hang(w, r, tc == "body") })
 			cfg := testConfig("p", api.URL)
 			cfg.RequestTimeout = 50 * time.Millisecond
 			cfg.Breaker.Cooldown = 2 * time.Hour
 			if tc == "token" || tc == "token body" {
-				token := newPartner(t, func(n int, w http.ResponseWriter, r *http.Request) { hang(w, r, tc == "token body") })
+				token := pulltest.NewPartner(t, func(n int, w http.ResponseWriter, r *http.Request) { hang(w, r, tc == "token body") })
 				cfg.Auth = AuthConfig{Type: AuthOAuth2, OAuth2: OAuth2Config{
 					TokenURL: token.URL + "/token", ClientID: "client-1", ClientSecretEnv: "SECRET", RefreshBefore: time.Minute}}
 				if tc == "token body" {
@@ -266,9 +268,9 @@ func TestRequestDeadline(t *testing.T) {
 				}
 			}
 			t.Cleanup(func() { close(released) }) // before the servers close
-			clk := newFakeClock()
-			p, m := newTestPoller(t, cfg, newRecorder(), &memStore{}, clk, WithGetenv(getenv))
-			stop := run(t, p)
+			clk := pulltest.NewClock()
+			p, m := newTestPoller(t, cfg, pulltest.NewRecorder(), &pulltest.Store[CursorRecord]{}, clk, WithGetenv(getenv))
+			stop := pulltest.Run(t, p)
 			eventually(t, "the breaker to open", func() bool { return clk.Parked() > 0 })
 			stop()
 			label := "timeout"
@@ -290,9 +292,9 @@ func TestRequestDeadline(t *testing.T) {
 // carries one.
 func TestLogsRedactURLs(t *testing.T) {
 	const secret = "s3cret-value"
-	closed := newPartner(t, func(int, http.ResponseWriter, *http.Request) {})
+	closed := pulltest.NewPartner(t, func(int, http.ResponseWriter, *http.Request) {})
 	closed.Close()
-	refusing := newPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
+	refusing := pulltest.NewPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "no such page", http.StatusNotFound)
 	})
 	for _, tc := range []struct {
@@ -328,9 +330,9 @@ func TestLogsRedactURLs(t *testing.T) {
 			cfg := tc.cfg()
 			cfg.Breaker = BreakerConfig{Failures: 1, Cooldown: 2 * time.Hour}
 			cfg.Backoff = backoff.Config{Initial: 2 * time.Hour, Max: 2 * time.Hour} // either parks
-			store := &memStore{}
+			store := &pulltest.Store[CursorRecord]{}
 			if tc.saved != nil {
-				store.saves = []CursorRecord{{Poller: "p", Position: *tc.saved}}
+				store.Seed(CursorRecord{Poller: "p", Position: *tc.saved})
 			}
 			var out logtest.Buffer
 			reg := prometheus.NewRegistry()
@@ -338,13 +340,13 @@ func TestLogsRedactURLs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			clk := newFakeClock()
-			p, err := NewPoller(cfg, newRecorder(), store, WithClock(clk), WithMetrics(m), WithGetenv(getenv),
+			clk := pulltest.NewClock()
+			p, err := NewPoller(cfg, pulltest.NewRecorder(), store, WithClock(clk), WithMetrics(m), WithGetenv(getenv),
 				WithJitter(identityJitter), WithLogger(slog.New(slog.NewTextHandler(&out, nil))))
 			if err != nil {
 				t.Fatal(err)
 			}
-			stop := run(t, p)
+			stop := pulltest.Run(t, p)
 			eventually(t, "the poller to park", func() bool { return clk.Parked() > 0 })
 			stop()
 			log := out.String()

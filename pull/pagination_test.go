@@ -8,12 +8,14 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/pulltest"
 )
 
 // pagedPartner serves items a0..a(total-1) ten at a time in one of the
 // three pagination styles; total may grow while the poller runs.
-func pagedPartner(t *testing.T, mode string, total *atomic.Int32) *partner {
-	return newPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
+func pagedPartner(t *testing.T, mode string, total *atomic.Int32) *pulltest.Partner {
+	return pulltest.NewPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
 		all := int(total.Load())
 		var from int
@@ -27,22 +29,22 @@ func pagedPartner(t *testing.T, mode string, total *atomic.Int32) *partner {
 			from = (p - 1) * 10
 		}
 		to := max(min(from+10, all), from)
-		its := items("a", from, to)
+		its := pulltest.Items("a", from, to)
 		switch mode {
 		case PaginateCursor:
 			next := ""
 			if to < all {
 				next = strconv.Itoa(to)
 			}
-			cursorPage(w, its, next)
+			pulltest.CursorPage(w, its, next)
 		case PaginateLink:
 			if to < all {
 				w.Header().Add("Link", `<https://elsewhere.example/>; rel="prev"`)
 				w.Header().Add("Link", fmt.Sprintf(`</items?after=%d>; rel="next"; title="more, please"`, to))
 			}
-			writeJSON(w, http.StatusOK, its) // the body is the array
+			pulltest.WriteJSON(w, http.StatusOK, its) // the body is the array
 		case PaginatePage:
-			writeJSON(w, http.StatusOK, map[string]any{"data": its})
+			pulltest.WriteJSON(w, http.StatusOK, map[string]any{"data": its})
 		}
 	})
 }
@@ -66,11 +68,11 @@ func TestPagination(t *testing.T) {
 				cfg.URL = srv.URL + "/items?page={page}"
 				cfg.Pagination.PageSize = 10
 			}
-			clk := newFakeClock()
-			rec := newRecorder()
-			store := &memStore{}
+			clk := pulltest.NewClock()
+			rec := pulltest.NewRecorder()
+			store := &pulltest.Store[CursorRecord]{}
 			p, m := newTestPoller(t, cfg, rec, store, clk)
-			stop := run(t, p)
+			stop := pulltest.Run(t, p)
 			eventually(t, "25 items", func() bool { return len(rec.IDs()) == 25 })
 			eventually(t, "the last page polled again", func() bool { return counter(t, m, "pages", "p", "committed") >= 4 })
 			total.Store(32)
@@ -105,18 +107,18 @@ func TestPagination(t *testing.T) {
 // position stays.
 func TestLinkToAnotherOrigin(t *testing.T) {
 	attacker := attackerLinks(t)
-	srv := newPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
+	srv := pulltest.NewPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Link", fmt.Sprintf(`<%s/items?after=10>; rel="next"`, attacker.URL))
-		writeJSON(w, http.StatusOK, items("a", 0, 2))
+		pulltest.WriteJSON(w, http.StatusOK, pulltest.Items("a", 0, 2))
 	})
 	cfg := linkConfig(srv.URL)
 	cfg.Backoff.Initial = 2 * time.Hour // parks after the failure
 	cfg.Backoff.Max = 2 * time.Hour
-	clk := newFakeClock()
-	store := &memStore{}
-	rec := newRecorder()
+	clk := pulltest.NewClock()
+	store := &pulltest.Store[CursorRecord]{}
+	rec := pulltest.NewRecorder()
 	p, _ := newTestPoller(t, cfg, rec, store, clk, WithGetenv(getenv))
-	stop := run(t, p)
+	stop := pulltest.Run(t, p)
 	eventually(t, "the page to fail", func() bool { return clk.Parked() > 0 })
 	stop()
 	if f := p.Status().LastFailure; f == nil || !strings.Contains(f.Reason, "leaves the partner's origin") {
@@ -133,18 +135,18 @@ func TestLinkToAnotherOrigin(t *testing.T) {
 // TestFirstURL: with no cursor yet the first URL is requested, then the
 // template with the cursor, query-escaped.
 func TestFirstURL(t *testing.T) {
-	srv := newPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
+	srv := pulltest.NewPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
 		if n == 1 {
-			cursorPage(w, items("a", 0, 1), "x y&z")
+			pulltest.CursorPage(w, pulltest.Items("a", 0, 1), "x y&z")
 			return
 		}
-		cursorPage(w, nil, "")
+		pulltest.CursorPage(w, nil, "")
 	})
 	cfg := testConfig("p", srv.URL)
 	cfg.FirstURL = srv.URL + "/items?since=2026-01-01"
-	clk := newFakeClock()
-	p, _ := newTestPoller(t, cfg, newRecorder(), &memStore{}, clk)
-	stop := run(t, p)
+	clk := pulltest.NewClock()
+	p, _ := newTestPoller(t, cfg, pulltest.NewRecorder(), &pulltest.Store[CursorRecord]{}, clk)
+	stop := pulltest.Run(t, p)
 	eventually(t, "caught up", func() bool { return clk.Parked() > 0 })
 	stop()
 	reqs := srv.Requests()

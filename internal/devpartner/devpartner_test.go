@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluicehq/sluice/internal/gatewaytest"
+	"github.com/sluicehq/sluice/internal/pulltest"
 	"github.com/sluicehq/sluice/internal/waitfor"
 	"github.com/sluicehq/sluice/pull"
 	"github.com/sluicehq/sluice/pull/ownership"
@@ -37,9 +37,9 @@ func TestDemoPartner(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	clk := newFakeClock()
-	clk.park = cfg.Interval // caught up: parks
-	store := &memStore{}
+	clk := pulltest.NewClock()
+	clk.Park = cfg.Interval // caught up: parks
+	store := &pulltest.Store[pull.CursorRecord]{}
 	reg := prometheus.NewRegistry()
 	m, err := pull.NewMetrics(reg)
 	if err != nil {
@@ -50,7 +50,7 @@ func TestDemoPartner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stop := run(t, p)
+	stop := pulltest.Run(t, p)
 	eventually(t, "caught up", func() bool { return clk.Parked() > 0 })
 	stop()
 	accepted := metric(t, reg, "sluice_poller_items_total", "partner", demoPollerName, "outcome", "ACCEPTED", "reason", "")
@@ -99,98 +99,6 @@ func TestDemoThroughRunner(t *testing.T) {
 	if len(st) != 1 || st[0].Partner != demoPollerName || st[0].SavedAt.IsZero() {
 		t.Errorf("status %+v", st)
 	}
-}
-
-// fakeClock advances by every Sleep at once. A sleep of park or longer is
-// the poller being caught up: it blocks until the poller is stopped, so a
-// test can wait for that condition.
-type fakeClock struct {
-	mu     sync.Mutex
-	now    time.Time
-	park   time.Duration
-	parked int
-}
-
-func newFakeClock() *fakeClock {
-	return &fakeClock{now: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC), park: time.Hour}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
-	c.mu.Lock()
-	if d >= c.park {
-		c.parked++
-		c.mu.Unlock()
-		<-ctx.Done()
-		return ctx.Err()
-	}
-	if d > 0 {
-		c.now = c.now.Add(d)
-	}
-	c.mu.Unlock()
-	return ctx.Err()
-}
-
-func (c *fakeClock) Parked() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.parked
-}
-
-// memStore is a CursorStore in memory; saves are kept in order.
-type memStore struct {
-	mu    sync.Mutex
-	saves []pull.CursorRecord
-}
-
-func (s *memStore) Load(context.Context) (pull.CursorRecord, bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.saves) == 0 {
-		return pull.CursorRecord{}, false, nil
-	}
-	return s.saves[len(s.saves)-1], true, nil
-}
-
-func (s *memStore) Save(_ context.Context, rec pull.CursorRecord) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.saves = append(s.saves, rec)
-	return nil
-}
-
-func (s *memStore) Saves() []pull.CursorRecord {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]pull.CursorRecord(nil), s.saves...)
-}
-
-// run starts p and returns a stop that cancels it and returns Run's error.
-func run(t testing.TB, p *pull.Poller) (stop func() error) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	var once sync.Once
-	var err error
-	stop = func() error {
-		once.Do(func() {
-			cancel()
-			select {
-			case err = <-done:
-			case <-time.After(20 * time.Second):
-				t.Fatal("poller did not stop")
-			}
-		})
-		return err
-	}
-	t.Cleanup(func() { stop() })
-	return stop
 }
 
 // eventually checks cond until it holds, or fails the test at the deadline.

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
+	"github.com/sluicehq/sluice/internal/pulltest"
 	"github.com/sluicehq/sluice/pull"
 )
 
@@ -29,7 +30,7 @@ func TestRunnerConnectsWithItsOptions(t *testing.T) {
 
 	oc := NewDefaultConfig()
 	oc.IOTimeout = 2 * time.Second
-	anon, err := NewRunner(oc, []kgo.Opt{kgo.SeedBrokers(cluster.ListenAddrs()...)}, []pull.Config{c}, newRecorder(), WithLogger(quietLog()))
+	anon, err := NewRunner(oc, []kgo.Opt{kgo.SeedBrokers(cluster.ListenAddrs()...)}, []pull.Config{c}, pulltest.NewRecorder(), WithLogger(quietLog()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +39,7 @@ func TestRunnerConnectsWithItsOptions(t *testing.T) {
 		t.Fatal("a runner without credentials created the cursor topic")
 	}
 
-	rec := newRecorder()
+	rec := pulltest.NewRecorder()
 	r, err := NewRunner(NewDefaultConfig(), conn, []pull.Config{c}, rec, WithLogger(quietLog()))
 	if err != nil {
 		t.Fatal(err)

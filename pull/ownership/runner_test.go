@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluicehq/sluice/internal/pulltest"
 	"github.com/sluicehq/sluice/pull"
 )
 
@@ -29,16 +30,16 @@ func (rt replicaTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // feed is a partner whose items are released by the test, five a page.
 type feed struct {
-	*partner
+	*pulltest.Partner
 	released atomic.Int32
 }
 
 func newFeed(t *testing.T, prefix string) *feed {
 	f := &feed{}
-	f.partner = newPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
+	f.Partner = pulltest.NewPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
 		from, _ := strconv.Atoi(r.URL.Query().Get("cursor"))
 		to := max(min(from+5, int(f.released.Load())), from)
-		cursorPage(w, items(prefix, from, to), strconv.Itoa(to))
+		pulltest.CursorPage(w, pulltest.Items(prefix, from, to), strconv.Itoa(to))
 	})
 	return f
 }
@@ -96,7 +97,7 @@ func TestOwnership(t *testing.T) {
 		return c
 	}
 	cfgs := []pull.Config{cfg("beta", beta), cfg("alpha", alpha)}
-	rec := newRecorder()
+	rec := pulltest.NewRecorder()
 	r1 := newTestRunner(t, brokers, "r1", cfgs, rec)
 	r2 := newTestRunner(t, brokers, "r2", cfgs, rec)
 	ctx := t.Context()
