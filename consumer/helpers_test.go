@@ -17,56 +17,25 @@ import (
 
 	"github.com/sluicehq/sluice/consumer/dlq"
 	"github.com/sluicehq/sluice/contract"
-	"github.com/sluicehq/sluice/examples"
+	"github.com/sluicehq/sluice/internal/eventtest"
 	"github.com/sluicehq/sluice/internal/waitfor"
 	"github.com/sluicehq/sluice/record"
 	"github.com/sluicehq/sluice/sink"
 )
 
 const (
-	testTopic = "ingest.examples.logs.v1.LogLine"
-	testType  = "examples.logs.v1.LogLine"
+	testTopic = eventtest.Topic
+	testType  = eventtest.Type
 )
 
-var (
-	regOnce sync.Once
-	regVal  *contract.Registry
-	regErr  error
-)
-
-func testRegistry(t testing.TB) *contract.Registry {
-	t.Helper()
-	regOnce.Do(func() { regVal, regErr = contract.Load(examples.Contracts, examples.Types) })
-	if regErr != nil {
-		t.Fatal(regErr)
-	}
-	return regVal
-}
+func testRegistry(t testing.TB) *contract.Registry { return eventtest.Registry(t) }
 
 // logLine returns a valid LogLine in protobuf binary.
-func logLine(t testing.TB) []byte {
-	t.Helper()
-	c, ok := testRegistry(t).Lookup(testType)
-	if !ok {
-		t.Fatal("no LogLine contract")
-	}
-	b, err := c.CheckJSON(examples.LogLineJSON)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
+func logLine(t testing.TB) []byte { return eventtest.LogLine(t) }
 
 // eventRecord is a source record as the gateway publishes it.
 func eventRecord(t testing.TB, topic, id, key string, value []byte) *kgo.Record {
-	t.Helper()
-	c, _ := testRegistry(t).Lookup(testType)
-	now := time.Date(2026, 11, 29, 8, 0, 0, 0, time.UTC)
-	r := record.NewEvent(&record.Event{
-		Topic: topic, Key: []byte(key), Value: value, ID: id, Type: testType, Source: "test",
-		OccurredAt: now, IngestedAt: now, Fingerprint: c.Fingerprint(),
-	})
-	return r
+	return eventtest.Record(t, topic, id, key, value)
 }
 
 // newCluster starts kfake with the test topic, its DLQ and parked topics.
@@ -81,19 +50,7 @@ func newCluster(t testing.TB, partitions int32) []string {
 	return cl.ListenAddrs()
 }
 
-func produce(t testing.TB, addrs []string, recs ...*kgo.Record) {
-	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.DefaultProduceTopic(testTopic))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
-}
+func produce(t testing.TB, addrs []string, recs ...*kgo.Record) { eventtest.Produce(t, addrs, recs...) }
 
 // produceEvents produces n events with ids e0..e(n-1) over keys keys.
 func produceEvents(t testing.TB, addrs []string, n, keys int) []string {

@@ -3,7 +3,6 @@ package dlq
 import (
 	"context"
 	"math/rand/v2"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,44 +11,20 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/sluicehq/sluice/contract"
-	"github.com/sluicehq/sluice/examples"
+	"github.com/sluicehq/sluice/internal/eventtest"
 	"github.com/sluicehq/sluice/internal/waitfor"
 	"github.com/sluicehq/sluice/record"
 )
 
 const (
-	testTopic = "ingest.examples.logs.v1.LogLine"
-	testType  = "examples.logs.v1.LogLine"
+	testTopic = eventtest.Topic
+	testType  = eventtest.Type
 )
 
-var (
-	regOnce sync.Once
-	regVal  *contract.Registry
-	regErr  error
-)
-
-func testRegistry(t testing.TB) *contract.Registry {
-	t.Helper()
-	regOnce.Do(func() { regVal, regErr = contract.Load(examples.Contracts, examples.Types) })
-	if regErr != nil {
-		t.Fatal(regErr)
-	}
-	return regVal
-}
+func testRegistry(t testing.TB) *contract.Registry { return eventtest.Registry(t) }
 
 // logLine returns a valid LogLine in protobuf binary.
-func logLine(t testing.TB) []byte {
-	t.Helper()
-	c, ok := testRegistry(t).Lookup(testType)
-	if !ok {
-		t.Fatal("no LogLine contract")
-	}
-	b, err := c.CheckJSON(examples.LogLineJSON)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
+func logLine(t testing.TB) []byte { return eventtest.LogLine(t) }
 
 // brokenLogLine is a LogLine that decodes but breaks its contract: its
 // message is empty.
@@ -73,13 +48,7 @@ func bigLogLine(t testing.TB, n int) []byte {
 
 // eventRecord is a source record as the gateway publishes it.
 func eventRecord(t testing.TB, topic, id, key string, value []byte) *kgo.Record {
-	t.Helper()
-	c, _ := testRegistry(t).Lookup(testType)
-	now := time.Date(2026, 11, 29, 8, 0, 0, 0, time.UTC)
-	return record.NewEvent(&record.Event{
-		Topic: topic, Key: []byte(key), Value: value, ID: id, Type: testType, Source: "test",
-		OccurredAt: now, IngestedAt: now, Fingerprint: c.Fingerprint(),
-	})
+	return eventtest.Record(t, topic, id, key, value)
 }
 
 // dlqRecord is a retryable dead letter of event id in the test topic's
@@ -110,20 +79,7 @@ func newTopicCluster(t testing.TB, configs map[string]map[string]string) (*kfake
 	return cl, cl.ListenAddrs()
 }
 
-// produce produces recs with a client that takes records of up to 4 MiB.
-func produce(t testing.TB, addrs []string, recs ...*kgo.Record) {
-	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.ProducerBatchMaxBytes(4<<20))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
-}
+func produce(t testing.TB, addrs []string, recs ...*kgo.Record) { eventtest.Produce(t, addrs, recs...) }
 
 // readAll reads a topic from start to its current end with a plain client.
 func readAll(t testing.TB, addrs []string, topic string) []*kgo.Record {

@@ -1,0 +1,82 @@
+package eventtest
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluicehq/sluice/contract"
+	"github.com/sluicehq/sluice/examples"
+	"github.com/sluicehq/sluice/record"
+)
+
+// The event type of the test events, and its topic.
+const (
+	Type  = "examples.logs.v1.LogLine"
+	Topic = "ingest." + Type
+)
+
+var (
+	regOnce sync.Once
+	regVal  *contract.Registry
+	regErr  error
+)
+
+// Registry is the example contracts, loaded once per test binary.
+func Registry(t testing.TB) *contract.Registry {
+	t.Helper()
+	regOnce.Do(func() { regVal, regErr = contract.Load(examples.Contracts, examples.Types) })
+	if regErr != nil {
+		t.Fatal(regErr)
+	}
+	return regVal
+}
+
+// LogLine returns a valid LogLine in protobuf binary.
+func LogLine(t testing.TB) []byte {
+	t.Helper()
+	c, ok := Registry(t).Lookup(Type)
+	if !ok {
+		t.Fatal("no LogLine contract")
+	}
+	b, err := c.CheckJSON(examples.LogLineJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// Record is a LogLine event's record as the gateway publishes it to topic,
+// with value as its message.
+func Record(t testing.TB, topic, id, key string, value []byte) *kgo.Record {
+	t.Helper()
+	c, _ := Registry(t).Lookup(Type)
+	now := time.Date(2026, 11, 29, 8, 0, 0, 0, time.UTC)
+	return record.NewEvent(&record.Event{
+		Topic: topic, Key: []byte(key), Value: value, ID: id, Type: Type, Source: "test",
+		OccurredAt: now, IngestedAt: now, Fingerprint: c.Fingerprint(),
+	})
+}
+
+// produceWait bounds Produce.
+const produceWait = 20 * time.Second
+
+// Produce produces recs (to Topic when a record names none) with a client
+// that takes records of up to 4 MiB, and fails the test unless Kafka
+// acknowledges every one.
+func Produce(t testing.TB, addrs []string, recs ...*kgo.Record) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.DefaultProduceTopic(Topic), kgo.ProducerBatchMaxBytes(4<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), produceWait)
+	defer cancel()
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+}
