@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicehq/sluice/buffer"
+	"github.com/sluicehq/sluice/internal/kafkatest"
 	"github.com/sluicehq/sluice/internal/waitfor"
 	"github.com/sluicehq/sluice/publish"
 	"github.com/sluicehq/sluice/record"
@@ -29,14 +30,7 @@ func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 // newCluster starts a one-broker kfake cluster with the given topics (three
 // partitions each) and closes it when the test ends.
 func newCluster(t testing.TB, topics []string, opts ...kfake.Opt) *kfake.Cluster {
-	t.Helper()
-	opts = append([]kfake.Opt{kfake.NumBrokers(1), kfake.SeedTopics(3, topics...)}, opts...)
-	c, err := kfake.NewCluster(opts...)
-	if err != nil {
-		t.Fatalf("kfake: %v", err)
-	}
-	t.Cleanup(c.Close)
-	return c
+	return kafkatest.Fake(t, 3, topics, opts...)
 }
 
 // newTestProducer creates a producer on brokers, with cfg adjusted by edit,

@@ -13,6 +13,7 @@ import (
 	"github.com/sluicehq/sluice/contract"
 	"github.com/sluicehq/sluice/examples"
 	"github.com/sluicehq/sluice/gateway"
+	"github.com/sluicehq/sluice/internal/kafkatest"
 	"github.com/sluicehq/sluice/publish"
 	"github.com/sluicehq/sluice/record"
 )
@@ -55,11 +56,7 @@ func Start(t testing.TB, o Options) *Gateway {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(max(o.Partitions, 1), record.TopicsOf(nil, examples.Types)...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cluster.Close)
+	cluster := kafkatest.Fake(t, max(o.Partitions, 1), record.TopicsOf(nil, examples.Types))
 	pcfg := publish.NewDefaultConfig()
 	pcfg.Brokers = cluster.ListenAddrs()
 	producer, err := publish.NewProducer(pcfg, publish.WithLogger(quiet))
