@@ -15,34 +15,6 @@ import (
 	"github.com/sluicehq/sluice/sink"
 )
 
-// counter returns the value of the counter name with labels in reg, 0 when
-// it has none.
-func counter(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	next:
-		for _, m := range mf.GetMetric() {
-			if len(m.GetLabel()) != len(labels) {
-				continue
-			}
-			for _, lp := range m.GetLabel() {
-				if labels[lp.GetName()] != lp.GetValue() {
-					continue next
-				}
-			}
-			return m.GetCounter().GetValue()
-		}
-	}
-	return 0
-}
-
 // TestSinkConflictCounted: an identity that arrives again with another
 // payload is a conflict the consumer counts and logs; the sink keeps the
 // first payload, the job is finished as written. The same message in

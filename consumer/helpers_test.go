@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -268,9 +269,9 @@ func start(t testing.TB, cfg Config, addrs []string, s sink.Sink, opts ...Option
 	return running{c: c, stop: stop}
 }
 
-// gauge returns the value of the gauge name with exactly labels in reg,
+// sample returns the sample of metric name with exactly labels in reg,
 // and whether reg has it.
-func gauge(t testing.TB, reg *prometheus.Registry, name string, labels map[string]string) (float64, bool) {
+func sample(t testing.TB, reg *prometheus.Registry, name string, labels map[string]string) (*dto.Metric, bool) {
 	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
@@ -290,10 +291,26 @@ func gauge(t testing.TB, reg *prometheus.Registry, name string, labels map[strin
 					continue next
 				}
 			}
-			return m.GetGauge().GetValue(), true
+			return m, true
 		}
 	}
-	return 0, false
+	return nil, false
+}
+
+// gauge returns the value of the gauge name with exactly labels in reg,
+// and whether reg has it.
+func gauge(t testing.TB, reg *prometheus.Registry, name string, labels map[string]string) (float64, bool) {
+	t.Helper()
+	m, ok := sample(t, reg, name, labels)
+	return m.GetGauge().GetValue(), ok
+}
+
+// counter returns the value of the counter name with labels in reg, 0 when
+// it has none.
+func counter(t testing.TB, reg *prometheus.Registry, name string, labels map[string]string) float64 {
+	t.Helper()
+	m, _ := sample(t, reg, name, labels)
+	return m.GetCounter().GetValue()
 }
 
 // closeGate makes every write of s wait until the returned open is called (or
