@@ -72,20 +72,7 @@ func TestLedgerHasExactlyTheAcknowledged(t *testing.T) {
 			cfg.APIKey = testKey
 			cfg.EventsPerRequest, cfg.Events, cfg.InvalidEvery, cfg.Concurrency = 10, 205, 4, 4
 			cfg.Duration = time.Minute
-			gen, err := loadgen.NewGenerator(cfg, time.Now)
-			if err != nil {
-				t.Fatal(err)
-			}
-			target, err := loadgen.NewTarget(cfg, gen)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer target.Close()
-			var led strings.Builder
-			rep, err := loadgen.Run(context.Background(), cfg, gen, target, loadgen.WithLedger(&led))
-			if err != nil {
-				t.Fatal(err)
-			}
+			gen, rep, led := runLedgered(t, cfg)
 			var want []string
 			for n := range uint64(205) {
 				if !gen.IsInvalid(n) {
@@ -93,7 +80,7 @@ func TestLedgerHasExactlyTheAcknowledged(t *testing.T) {
 				}
 			}
 			slices.Sort(want)
-			if got := ledgerLines(t, led.String()); !slices.Equal(got, want) {
+			if got := ledgerLines(t, led); !slices.Equal(got, want) {
 				t.Fatalf("ledger has %d ids, want the %d accepted ones\nreport: %+v", len(got), len(want), rep)
 			}
 			if rep.Accepted != int64(len(want)) || rep.Rejected["SCHEMA_VIOLATION"] != 205-int64(len(want)) || rep.Requests != 21 {
@@ -110,22 +97,9 @@ func TestDirectProducesGatewayRecords(t *testing.T) {
 	cfg := loadgen.NewDefaultConfig()
 	cfg.Target, cfg.Addr = loadgen.TargetDirect, strings.Join(g.brokers, ",")
 	cfg.EventsPerRequest, cfg.Events, cfg.Concurrency, cfg.Duration = 10, 50, 2, time.Minute
-	gen, err := loadgen.NewGenerator(cfg, time.Now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	target, err := loadgen.NewTarget(cfg, gen)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer target.Close()
-	var led strings.Builder
-	rep, err := loadgen.Run(context.Background(), cfg, gen, target, loadgen.WithLedger(&led))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rep.Accepted != 50 || len(ledgerLines(t, led.String())) != 50 {
-		t.Fatalf("accepted %d, ledger %d lines; want 50: %+v", rep.Accepted, len(ledgerLines(t, led.String())), rep)
+	gen, rep, led := runLedgered(t, cfg)
+	if rep.Accepted != 50 || len(ledgerLines(t, led)) != 50 {
+		t.Fatalf("accepted %d, ledger %d lines; want 50: %+v", rep.Accepted, len(ledgerLines(t, led)), rep)
 	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(g.brokers...), kgo.ConsumeTopics(record.EventTopic(cfg.EventType)),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))

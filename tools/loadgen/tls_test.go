@@ -59,6 +59,14 @@ func TestTargetsSpeakTLS(t *testing.T) {
 
 func runLoad(t *testing.T, cfg loadgen.Config) *loadgen.Report {
 	t.Helper()
+	_, rep, _ := runLedgered(t, cfg)
+	return rep
+}
+
+// runLedgered runs cfg's load to its end and returns its generator, its
+// report and its ledger of acknowledged ids.
+func runLedgered(t *testing.T, cfg loadgen.Config) (*loadgen.Generator, *loadgen.Report, string) {
+	t.Helper()
 	gen, err := loadgen.NewGenerator(cfg, time.Now)
 	if err != nil {
 		t.Fatal(err)
@@ -68,11 +76,12 @@ func runLoad(t *testing.T, cfg loadgen.Config) *loadgen.Report {
 		t.Fatal(err)
 	}
 	defer target.Close()
-	rep, err := loadgen.Run(context.Background(), cfg, gen, target)
+	var led strings.Builder
+	rep, err := loadgen.Run(context.Background(), cfg, gen, target, loadgen.WithLedger(&led))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return rep
+	return gen, rep, led.String()
 }
 
 func TestTLSConfigValidate(t *testing.T) {
