@@ -61,22 +61,10 @@ func dlqRecord(t testing.TB, id, source string, value []byte) *kgo.Record {
 	return record.NewDeadLetter(record.DLQTopic(testTopic), eventRecord(t, testTopic, id, id, value), &env)
 }
 
-// newTopicCluster starts kfake with the test topic, its DLQ and parked
-// topics and the audit topic, one partition each, with the topic configs
-// given by name, and returns the cluster for faults.
+// newTopicCluster is eventtest.TopicCluster: the test topic, its DLQ,
+// parked and audit topics, with the topic configs given by name.
 func newTopicCluster(t testing.TB, configs map[string]map[string]string) (*kfake.Cluster, []string) {
-	t.Helper()
-	cl, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
-	for _, tp := range []string{testTopic, record.DLQTopic(testTopic), record.ParkedTopic(testTopic), record.AuditTopic} {
-		if err := cl.CreateTopic(tp, 1, configs[tp]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return cl, cl.ListenAddrs()
+	return eventtest.TopicCluster(t, configs)
 }
 
 func produce(t testing.TB, addrs []string, recs ...*kgo.Record) { eventtest.Produce(t, addrs, recs...) }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluicehq/sluice/contract"
@@ -79,4 +80,23 @@ func Produce(t testing.TB, addrs []string, recs ...*kgo.Record) {
 	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TopicCluster starts an in-process Kafka (kfake) with Topic, its DLQ and
+// parked topics and the audit topic, one partition each, with the topic
+// configs given by name, and returns it, for faults, with its addresses.
+// The test's cleanup closes it.
+func TopicCluster(t testing.TB, configs map[string]map[string]string) (*kfake.Cluster, []string) {
+	t.Helper()
+	cl, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	for _, tp := range []string{Topic, record.DLQTopic(Topic), record.ParkedTopic(Topic), record.AuditTopic} {
+		if err := cl.CreateTopic(tp, 1, configs[tp]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return cl, cl.ListenAddrs()
 }
