@@ -33,7 +33,7 @@ func traits(r ingestv1.Reason) reasonTraits {
 		return reasonTraits{false, codes.InvalidArgument, http.StatusBadRequest}
 	case ingestv1.Reason_SCHEMA_VIOLATION, ingestv1.Reason_UNKNOWN_EVENT_TYPE, ingestv1.Reason_EVENT_TIME_OUT_OF_RANGE:
 		return reasonTraits{false, codes.InvalidArgument, http.StatusUnprocessableEntity}
-	case ingestv1.Reason_EVENT_TOO_LARGE, ingestv1.Reason_BATCH_TOO_LARGE:
+	case ingestv1.Reason_EVENT_TOO_LARGE, ingestv1.Reason_BATCH_TOO_LARGE, ingestv1.Reason_DECOMPRESSED_TOO_LARGE:
 		return reasonTraits{false, codes.InvalidArgument, http.StatusRequestEntityTooLarge}
 	case ingestv1.Reason_UNAUTHENTICATED:
 		return reasonTraits{false, codes.Unauthenticated, http.StatusUnauthorized}

@@ -161,6 +161,9 @@ const (
 	Reason_BUFFER_FULL Reason = 10
 	// Kafka did not acknowledge in time; retry after retry_after.
 	Reason_UNAVAILABLE Reason = 11
+	// A compressed body or message inflates past the request limit
+	// (limits.max_request_bytes); it is refused before it is inflated whole.
+	Reason_DECOMPRESSED_TOO_LARGE Reason = 12
 )
 
 // Enum value maps for Reason.
@@ -178,6 +181,7 @@ var (
 		9:  "RATE_LIMITED",
 		10: "BUFFER_FULL",
 		11: "UNAVAILABLE",
+		12: "DECOMPRESSED_TOO_LARGE",
 	}
 	Reason_value = map[string]int32{
 		"REASON_UNSPECIFIED":      0,
@@ -192,6 +196,7 @@ var (
 		"RATE_LIMITED":            9,
 		"BUFFER_FULL":             10,
 		"UNAVAILABLE":             11,
+		"DECOMPRESSED_TOO_LARGE":  12,
 	}
 )
 
@@ -930,7 +935,7 @@ const file_sluice_ingest_v1_ingest_proto_rawDesc = "" +
 	"\x16DURABILITY_UNSPECIFIED\x10\x00\x12\t\n" +
 	"\x05KAFKA\x10\x01\x12\x0e\n" +
 	"\n" +
-	"LOCAL_DISK\x10\x02*\x87\x02\n" +
+	"LOCAL_DISK\x10\x02*\xa3\x02\n" +
 	"\x06Reason\x12\x16\n" +
 	"\x12REASON_UNSPECIFIED\x10\x00\x12\r\n" +
 	"\tMALFORMED\x10\x01\x12\x14\n" +
@@ -944,7 +949,8 @@ const file_sluice_ingest_v1_ingest_proto_rawDesc = "" +
 	"\fRATE_LIMITED\x10\t\x12\x0f\n" +
 	"\vBUFFER_FULL\x10\n" +
 	"\x12\x0f\n" +
-	"\vUNAVAILABLE\x10\v2\xdc\x01\n" +
+	"\vUNAVAILABLE\x10\v\x12\x1a\n" +
+	"\x16DECOMPRESSED_TOO_LARGE\x10\f2\xdc\x01\n" +
 	"\rIngestService\x12e\n" +
 	"\aPublish\x12 .sluice.ingest.v1.PublishRequest\x1a!.sluice.ingest.v1.PublishResponse\"\x15\x82\xd3\xe4\x93\x02\x0f:\x01*\"\n" +
 	"/v1/events\x12d\n" +
