@@ -139,6 +139,10 @@ type HTTPConfig struct {
 	WriteTimeout      time.Duration `yaml:"write_timeout"`
 	IdleTimeout       time.Duration `yaml:"idle_timeout"`
 	MaxHeaderBytes    int           `yaml:"max_header_bytes"`
+	// OpenAPI serves the REST API's description, built from the loaded
+	// contracts, at GET /openapi.json and a page of it at GET /docs,
+	// without authentication.
+	OpenAPI bool `yaml:"openapi"`
 }
 
 // DedupConfig bounds the dedup window.
@@ -211,6 +215,7 @@ func NewDefaultConfig() Config {
 			WriteTimeout:      30 * time.Second,
 			IdleTimeout:       2 * time.Minute,
 			MaxHeaderBytes:    64 << 10,
+			OpenAPI:           true,
 		},
 		Dedup: DedupConfig{
 			Window:     10 * time.Minute,

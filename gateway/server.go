@@ -139,6 +139,9 @@ func NewServer(svc *Service, opts ...ServerOption) (*Server, error) {
 	}
 	// The caller is known before its body is read or its size judged.
 	routes := restRoutes(svc.authenticateREST(limitBody(l.MaxRequestBytes, gw)))
+	if svc.docs != nil {
+		routes = svc.docs.routes(routes)
+	}
 	s.http = &http.Server{
 		Handler:           restPeer(routes),
 		TLSConfig:         httpTLS,

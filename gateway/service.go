@@ -34,13 +34,15 @@ type Admitter interface {
 type Service struct {
 	cfg       Config
 	contracts *contract.Registry
-	pub       Admitter
-	sources   *sources
-	dedup     *dedupWindow // nil when dedup is off
-	topics    map[string]string
-	now       func() time.Time
-	log       *slog.Logger
-	metrics   *metrics
+	// docs is the REST API's description (HTTP.OpenAPI), or nil.
+	docs    *apiDocs
+	pub     Admitter
+	sources *sources
+	dedup   *dedupWindow // nil when dedup is off
+	topics  map[string]string
+	now     func() time.Time
+	log     *slog.Logger
+	metrics *metrics
 	// skipValidation decodes payloads without their contracts' rules.
 	skipValidation bool
 	// checking admits Limits.CheckingEvents events at a time to be checked.
@@ -117,6 +119,15 @@ func New(cfg Config, contracts *contract.Registry, pub Admitter, opts ...Option)
 	for t := range cfg.Topics {
 		if _, ok := s.topics[t]; !ok {
 			return nil, fieldErr("topics."+t, "no contract of that type is loaded")
+		}
+	}
+	if cfg.HTTP.OpenAPI {
+		spec, err := s.openAPISpec()
+		if err != nil {
+			return nil, err
+		}
+		if s.docs, err = newAPIDocs(spec); err != nil {
+			return nil, fmt.Errorf("gateway: docs page: %w", err)
 		}
 	}
 	var dedupLen func() float64

@@ -1,0 +1,313 @@
+package contract_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"math/big"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"buf.build/gen/go/bufbuild/protovalidate/protocolbuffers/go/buf/validate"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protodesc"
+	"google.golang.org/protobuf/types/descriptorpb"
+
+	"github.com/sluicehq/sluice/contract"
+	"github.com/sluicehq/sluice/examples"
+)
+
+// admits reports whether the JSON value v (decoded with UseNumber) is
+// valid under s, for the keywords contract.Schema writes. refs resolves
+// "#/$defs/<name>".
+func admits(s *contract.Schema, v any, defs map[string]*contract.Schema) bool {
+	if s.Nothing {
+		return false
+	}
+	if s.Ref != "" {
+		return admits(defs[strings.TrimPrefix(s.Ref, "#/$defs/")], v, defs)
+	}
+	if s.Type != "" && !hasType(s.Type, v) {
+		return false
+	}
+	if s.Const != nil && !sameJSON(s.Const, v) {
+		return false
+	}
+	if s.Enum != nil {
+		found := false
+		for _, e := range s.Enum {
+			found = found || sameJSON(e, v)
+		}
+		if !found {
+			return false
+		}
+	}
+	switch x := v.(type) {
+	case string:
+		n := uint64(utf8.RuneCountInString(x))
+		if s.MinLength != nil && n < *s.MinLength || s.MaxLength != nil && n > *s.MaxLength {
+			return false
+		}
+		if s.Pattern != "" && !regexp.MustCompile(s.Pattern).MatchString(x) {
+			return false
+		}
+	case json.Number:
+		if !inBounds(x, s) {
+			return false
+		}
+	case []any:
+		n := uint64(len(x))
+		if s.MinItems != nil && n < *s.MinItems || s.MaxItems != nil && n > *s.MaxItems {
+			return false
+		}
+		for i, e := range x {
+			if s.Items != nil && !admits(s.Items, e, defs) {
+				return false
+			}
+			for _, f := range x[:i] {
+				if s.UniqueItems && sameJSON(e, f) {
+					return false
+				}
+			}
+		}
+	case map[string]any:
+		n := uint64(len(x))
+		if s.MinProperties != nil && n < *s.MinProperties || s.MaxProperties != nil && n > *s.MaxProperties {
+			return false
+		}
+		for _, r := range s.Required {
+			if _, ok := x[r]; !ok {
+				return false
+			}
+		}
+		for k, e := range x {
+			if s.PropertyNames != nil && !admits(s.PropertyNames, k, defs) {
+				return false
+			}
+			if p, ok := s.Properties[k]; ok {
+				if !admits(p, e, defs) {
+					return false
+				}
+			} else if s.AdditionalProperties != nil && !admits(s.AdditionalProperties, e, defs) {
+				return false
+			}
+		}
+	}
+	for _, a := range s.AllOf {
+		if !admits(a, v, defs) {
+			return false
+		}
+	}
+	if s.AnyOf != nil {
+		any := false
+		for _, a := range s.AnyOf {
+			any = any || admits(a, v, defs)
+		}
+		if !any {
+			return false
+		}
+	}
+	return s.Not == nil || !admits(s.Not, v, defs)
+}
+
+func hasType(t string, v any) bool {
+	switch x := v.(type) {
+	case string:
+		return t == "string"
+	case bool:
+		return t == "boolean"
+	case nil:
+		return t == "null"
+	case []any:
+		return t == "array"
+	case map[string]any:
+		return t == "object"
+	case json.Number:
+		if t == "number" {
+			return true
+		}
+		f, ok := new(big.Float).SetString(string(x))
+		return t == "integer" && ok && f.IsInt()
+	}
+	return false
+}
+
+func inBounds(x json.Number, s *contract.Schema) bool {
+	v, ok := new(big.Float).SetString(string(x))
+	if !ok {
+		return false
+	}
+	cmp := func(bound json.Number) int {
+		b, _ := new(big.Float).SetString(string(bound))
+		return v.Cmp(b)
+	}
+	return (s.Minimum == "" || cmp(s.Minimum) >= 0) && (s.Maximum == "" || cmp(s.Maximum) <= 0) &&
+		(s.ExclusiveMinimum == "" || cmp(s.ExclusiveMinimum) > 0) && (s.ExclusiveMaximum == "" || cmp(s.ExclusiveMaximum) < 0)
+}
+
+func sameJSON(a, b any) bool {
+	na, aok := a.(json.Number)
+	nb, bok := b.(json.Number)
+	if aok && bok {
+		x, _ := new(big.Float).SetString(string(na))
+		y, _ := new(big.Float).SetString(string(nb))
+		return x != nil && y != nil && x.Cmp(y) == 0
+	}
+	return reflect.DeepEqual(a, b)
+}
+
+func decodeJSON(b []byte) (any, bool) {
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	var v any
+	if d.Decode(&v) != nil || d.More() {
+		return nil, false
+	}
+	return v, true
+}
+
+func exampleSchemas(t testing.TB) (*contract.Registry, map[string]*contract.Schema, map[string]*contract.Schema) {
+	r, err := contract.Load(examples.Contracts, examples.Types)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defs, roots := map[string]*contract.Schema{}, map[string]*contract.Schema{}
+	for _, typ := range r.Types() {
+		c, _ := r.Lookup(typ)
+		if roots[typ], err = c.JSONSchema(defs, "#/$defs/"); err != nil {
+			t.Fatalf("%s: %v", typ, err)
+		}
+	}
+	return r, roots, defs
+}
+
+var payloadFiles = map[string]string{
+	"examples.shop.v1.OrderPlaced":            "order_placed.json",
+	"examples.identity.v1.UserProfileUpdated": "user_profile_updated.json",
+	"examples.logs.v1.LogLine":                "log_line.json",
+}
+
+// TestJSONSchemaExamples: the example payloads are valid under their
+// schemas, and a payload the contract refuses (one rule broken, one of
+// each kind the schema states) is not.
+func TestJSONSchemaExamples(t *testing.T) {
+	r, roots, defs := exampleSchemas(t)
+	for typ, file := range payloadFiles {
+		b, err := os.ReadFile(filepath.Join("testdata", "schema", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, _ := decodeJSON(b)
+		if !admits(roots[typ], v, defs) {
+			t.Errorf("%s: the schema refuses %s", typ, file)
+		}
+		c, _ := r.Lookup(typ)
+		if _, err := c.CheckJSON(b); err != nil {
+			t.Fatalf("%s: %s is not valid: %v", typ, file, err)
+		}
+	}
+	refused := []struct{ typ, payload string }{
+		// The message rule: a free order must be paid by invoice.
+		{"examples.shop.v1.OrderPlaced", `{"order_id":"0b9e1c2a-1111-4a4a-8b8b-222233334444","customer":{"customer_id":"c1","email":"a@b.cd"},"items":[{"sku":"SKU-1","quantity":1}],"currency":"EUR","total_cents":0,"payment_method":"PAYMENT_METHOD_CARD","shipping_address":{"line1":"x","city":"y","postal_code":"12","country_code":"DE"}}`},
+		// sms marketing needs a phone number.
+		{"examples.identity.v1.UserProfileUpdated", `{"user_id":"0b9e1c2a-1111-4a4a-8b8b-222233334444","email":"a@b.cd","display_name":"A","locale":"en","changed_fields":["email"],"consent":{"sms_marketing":true,"source":"CONSENT_SOURCE_SIGNUP"}}`},
+		// A required field missing, an enum's unspecified value, an unknown field.
+		{"examples.logs.v1.LogLine", `{"severity":"SEVERITY_INFO","message":"m","timestamp":"2026-01-02T03:04:05Z","host":"h"}`},
+		{"examples.logs.v1.LogLine", `{"service":"s","severity":"SEVERITY_UNSPECIFIED","message":"m","timestamp":"2026-01-02T03:04:05Z","host":"h"}`},
+		{"examples.logs.v1.LogLine", `{"service":"s","severity":"SEVERITY_INFO","message":"m","timestamp":"2026-01-02T03:04:05Z","host":"h","extra":1}`},
+	}
+	for _, tc := range refused {
+		c, _ := r.Lookup(tc.typ)
+		if _, err := c.CheckJSON([]byte(tc.payload)); err == nil {
+			t.Fatalf("%s: the contract accepts %s; the case is wrong", tc.typ, tc.payload)
+		}
+		v, _ := decodeJSON([]byte(tc.payload))
+		if admits(roots[tc.typ], v, defs) {
+			t.Errorf("%s: the schema admits %s, which the contract refuses", tc.typ, tc.payload)
+		}
+	}
+}
+
+// FuzzJSONSchemaSound holds the schemas to their promise: a payload a
+// schema admits is one its contract accepts.
+func FuzzJSONSchemaSound(f *testing.F) {
+	r, roots, defs := exampleSchemas(f)
+	for _, file := range payloadFiles {
+		b, err := os.ReadFile(filepath.Join("testdata", "schema", file))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		v, ok := decodeJSON(b)
+		if !ok {
+			return
+		}
+		for typ, s := range roots {
+			if !admits(s, v, defs) {
+				continue
+			}
+			c, _ := r.Lookup(typ)
+			if _, err := c.CheckJSON(b); err != nil {
+				t.Fatalf("%s: the schema admits %s, which the contract refuses: %v", typ, b, err)
+			}
+		}
+	})
+}
+
+// TestJSONSchemaUnexpressed: a rule without a sound JSON Schema form is an
+// error naming it, not a schema that says less than the rule.
+func TestJSONSchemaUnexpressed(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		field *validate.FieldRules
+		msg   *validate.MessageRules
+		want  string
+	}{
+		{name: "field cel", field: validate.FieldRules_builder{Cel: []*validate.Rule{validate.Rule_builder{Id: proto.String("x"), Expression: proto.String("this.size() > 2")}.Build()}}.Build(), want: "cel"},
+		{name: "message cel outside the subset", msg: validate.MessageRules_builder{Cel: []*validate.Rule{validate.Rule_builder{Id: proto.String("x"), Expression: proto.String("this.a.startsWith('x')")}.Build()}}.Build(), want: "startsWith"},
+		{name: "string rule it does not read", field: validate.FieldRules_builder{String: validate.StringRules_builder{Ipv6: proto.Bool(true)}.Build()}.Build(), want: "ipv6"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			field := &descriptorpb.FieldDescriptorProto{Name: proto.String("a"), Number: proto.Int32(1),
+				Type: descriptorpb.FieldDescriptorProto_TYPE_STRING.Enum(), Label: descriptorpb.FieldDescriptorProto_LABEL_OPTIONAL.Enum(), JsonName: proto.String("a")}
+			if tc.field != nil {
+				field.Options = &descriptorpb.FieldOptions{}
+				proto.SetExtension(field.Options, validate.E_Field, tc.field)
+			}
+			msg := &descriptorpb.DescriptorProto{Name: proto.String("T"), Field: []*descriptorpb.FieldDescriptorProto{field}}
+			if tc.msg != nil {
+				msg.Options = &descriptorpb.MessageOptions{}
+				proto.SetExtension(msg.Options, validate.E_Message, tc.msg)
+			}
+			file := &descriptorpb.FileDescriptorProto{Name: proto.String("t.proto"), Package: proto.String("t"), Syntax: proto.String("proto3"),
+				Dependency: []string{"buf/validate/validate.proto"}, MessageType: []*descriptorpb.DescriptorProto{msg}}
+			set := &descriptorpb.FileDescriptorSet{File: []*descriptorpb.FileDescriptorProto{
+				protodesc.ToFileDescriptorProto(validate.File_buf_validate_validate_proto), file}}
+			image, err := proto.Marshal(set)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := contract.Load(image, []string{"t.T"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, _ := r.Lookup("t.T")
+			defs := map[string]*contract.Schema{}
+			_, err = c.JSONSchema(defs, "#/$defs/")
+			var unexpressed *contract.UnexpressedRuleError
+			if !errors.As(err, &unexpressed) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("JSONSchema: %v, want an UnexpressedRuleError naming %q", err, tc.want)
+			}
+			if len(defs) != 0 {
+				t.Errorf("defs kept %d definitions of a type it could not describe", len(defs))
+			}
+		})
+	}
+}

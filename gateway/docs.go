@@ -1,0 +1,155 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"html/template"
+	"net/http"
+	"sort"
+	"strings"
+
+	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
+)
+
+// apiDocs is what GET /openapi.json and GET /docs answer, built once.
+type apiDocs struct {
+	spec []byte
+	page []byte
+}
+
+func newAPIDocs(spec []byte) (*apiDocs, error) {
+	page, err := docsPage(spec)
+	if err != nil {
+		return nil, err
+	}
+	return &apiDocs{spec: spec, page: page}, nil
+}
+
+// routes serves the two documents, unauthenticated, and passes every
+// other path on to next. Other methods on them are the typed 405.
+func (d *apiDocs) routes(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body []byte
+		var kind string
+		switch r.URL.EscapedPath() {
+		case "/openapi.json":
+			body, kind = d.spec, "application/json"
+		case "/docs":
+			body, kind = d.page, "text/html; charset=utf-8"
+		default:
+			next.ServeHTTP(w, r)
+			return
+		}
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			skipBody(w, r)
+			w.Header().Set("Allow", "GET, HEAD")
+			writeFailureStatus(w, &Failure{Reason: ingestv1.Reason_MALFORMED, Message: "method " + r.Method + " not allowed: " + r.URL.Path + " is GET"}, http.StatusMethodNotAllowed)
+			return
+		}
+		h := w.Header()
+		h.Set("Content-Type", kind)
+		h.Set("Cache-Control", "no-cache")
+		h.Set("X-Content-Type-Options", "nosniff")
+		if kind != "application/json" {
+			h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
+		}
+		w.WriteHeader(http.StatusOK)
+		if r.Method == http.MethodGet {
+			_, _ = w.Write(body)
+		}
+	})
+}
+
+// docsPage renders a page of the description: the route, the event
+// types with their payload fields, and the statuses. It reads the built
+// description, so the page cannot say what the description does not.
+func docsPage(spec []byte) ([]byte, error) {
+	var doc struct {
+		Info struct {
+			Title       string `json:"title"`
+			Description string `json:"description"`
+		} `json:"info"`
+		Paths map[string]map[string]struct {
+			Description string                     `json:"description"`
+			Responses   map[string]json.RawMessage `json:"responses"`
+		} `json:"paths"`
+		Components struct {
+			Schemas map[string]json.RawMessage `json:"schemas"`
+		} `json:"components"`
+		Undescribed map[string]string `json:"x-sluice-undescribed-types"`
+	}
+	if err := json.Unmarshal(spec, &doc); err != nil {
+		return nil, err
+	}
+	type field struct{ Name, Schema string }
+	type eventType struct {
+		Name   string
+		Fields []field
+	}
+	type status struct{ Code, Text string }
+	page := struct {
+		Title, Description, Operation string
+		Types                         []eventType
+		Statuses                      []status
+		Undescribed                   map[string]string
+	}{Title: doc.Info.Title, Description: doc.Info.Description, Undescribed: doc.Undescribed}
+	op := doc.Paths["/v1/events"]["post"]
+	page.Operation = op.Description
+	for code, raw := range op.Responses {
+		var r struct {
+			Description string `json:"description"`
+		}
+		_ = json.Unmarshal(raw, &r)
+		page.Statuses = append(page.Statuses, status{code, r.Description})
+	}
+	sort.Slice(page.Statuses, func(i, j int) bool { return page.Statuses[i].Code < page.Statuses[j].Code })
+	for name := range doc.Components.Schemas {
+		typ, ok := strings.CutPrefix(name, "Event.")
+		if !ok {
+			continue
+		}
+		var props struct {
+			Properties map[string]json.RawMessage `json:"properties"`
+		}
+		_ = json.Unmarshal(doc.Components.Schemas[typ], &props)
+		et := eventType{Name: typ}
+		for f, s := range props.Properties {
+			et.Fields = append(et.Fields, field{f, string(s)})
+		}
+		sort.Slice(et.Fields, func(i, j int) bool { return et.Fields[i].Name < et.Fields[j].Name })
+		page.Types = append(page.Types, et)
+	}
+	sort.Slice(page.Types, func(i, j int) bool { return page.Types[i].Name < page.Types[j].Name })
+	var out bytes.Buffer
+	if err := docsTemplate.Execute(&out, page); err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
+}
+
+var docsTemplate = template.Must(template.New("docs").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>{{.Title}}</title>
+<style>body{font:15px/1.5 system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem}
+code,pre{font:13px ui-monospace,monospace}pre{white-space:pre-wrap;margin:0}
+table{border-collapse:collapse;width:100%}td,th{border-top:1px solid #ddd;padding:.3rem .5rem;text-align:left;vertical-align:top}</style>
+</head><body>
+<h1>{{.Title}}</h1>
+<p>{{.Description}} The machine-readable description is <a href="/openapi.json">/openapi.json</a> (OpenAPI 3.1).</p>
+<h2><code>POST /v1/events</code></h2>
+<p>{{.Operation}}</p>
+<p>Authenticate with <code>X-Api-Key: &lt;key&gt;</code> or <code>Authorization: Bearer &lt;key&gt;</code>.
+The body is <code>{"events": [{"id", "type", "occurred_at", "partition_key", "payload", "attributes"}]}</code>.</p>
+<h2>Answers</h2>
+<table><tr><th>status</th><th>meaning</th></tr>
+{{range .Statuses}}<tr><td>{{.Code}}</td><td>{{.Text}}</td></tr>
+{{end}}</table>
+<h2>Event types</h2>
+{{range .Types}}<h3><code>{{.Name}}</code></h3>
+<table><tr><th>payload field</th><th>schema</th></tr>
+{{range .Fields}}<tr><td><code>{{.Name}}</code></td><td><pre>{{.Schema}}</pre></td></tr>
+{{end}}</table>
+{{end}}{{if .Undescribed}}<h2>Types not described</h2>
+<p>Their contracts have rules that JSON Schema cannot state; the gateway takes them all the same.</p>
+<ul>{{range $t, $why := .Undescribed}}<li><code>{{$t}}</code>: {{$why}}</li>{{end}}</ul>{{end}}
+</body></html>
+`))

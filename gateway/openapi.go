@@ -1,0 +1,256 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strconv"
+
+	"github.com/sluicehq/sluice/contract"
+	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
+)
+
+// The REST API's description (OpenAPI 3.1), built once from the loaded
+// contracts and the limits, so that it says what this gateway takes:
+//   - the body is {"events": [...]} with the wire's names (occurred_at,
+//     partition_key, payload), each event one of the loaded types with the
+//     JSON Schema of its contract as payload (contract.Schema: sound, so a
+//     request the description admits is one the gateway accepts);
+//   - every status the route answers, with its body (the per-event answer,
+//     the whole-request ErrorBody, or either) and Retry-After;
+//   - occurred_at's skew window, which JSON Schema cannot say, in words and
+//     in x-sluice-event-time-window;
+//   - an event type whose contract has a rule without a JSON Schema form is
+//     listed under x-sluice-undescribed-types instead of described wrongly.
+//
+// Compression (Content-Encoding gzip or zstd) and Grpc-Timeout are said in
+// the operation's description, not as parameters: a generated request
+// that set them without compressing would be refused, as it should be.
+
+const openAPIComponents = "#/components/schemas/"
+
+// openAPISpec builds the description; its error is a bug (a schema that
+// does not marshal).
+func (s *Service) openAPISpec() ([]byte, error) {
+	l := s.cfg.Limits
+	schemas := map[string]any{}
+	defs := map[string]*contract.Schema{}
+	var events []any
+	undescribed := map[string]string{}
+	for _, typ := range s.contracts.Types() {
+		c, _ := s.contracts.Lookup(typ)
+		payload, err := c.JSONSchema(defs, openAPIComponents)
+		var unexpressed *contract.UnexpressedRuleError
+		if errors.As(err, &unexpressed) {
+			undescribed[typ] = unexpressed.Error()
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		name := "Event." + typ
+		schemas[name] = eventSchema(l, typ, payload)
+		events = append(events, map[string]any{"$ref": openAPIComponents + name})
+	}
+	for name, def := range defs {
+		schemas[name] = def
+	}
+	items := map[string]any{"anyOf": events}
+	if len(events) == 0 {
+		items = map[string]any{"not": map[string]any{}}
+	}
+	schemas["PublishRequest"] = map[string]any{
+		"type": "object", "additionalProperties": false,
+		"properties": map[string]any{
+			"events": map[string]any{"type": []string{"array", "null"}, "maxItems": l.MaxEventsPerRequest, "items": items},
+		},
+	}
+	for name, schema := range answerSchemas() {
+		schemas[name] = schema
+	}
+
+	responses := map[string]any{}
+	for code, desc := range publishStatuses {
+		r := map[string]any{"description": desc.text, "content": jsonContent(desc.body)}
+		if desc.retryAfter {
+			r["headers"] = map[string]any{"Retry-After": map[string]any{
+				"description": "Seconds to wait before sending the refused events again.",
+				"schema":      map[string]any{"type": "string", "pattern": "^[0-9]+$"},
+			}}
+		}
+		responses[strconv.Itoa(code)] = r
+	}
+	op := map[string]any{
+		"operationId": "publish",
+		"summary":     "Publish a batch of events",
+		"description": fmt.Sprintf("Judges each event on its own and answers once every accepted event is durable, "+
+			"one result per event in request order. The body may be sent with Content-Encoding gzip or zstd; "+
+			"limits.max_request_bytes (%d) bounds it on the wire and inflated (DECOMPRESSED_TOO_LARGE). "+
+			"A Grpc-Timeout header, when sent, is the request's deadline.", l.MaxRequestBytes),
+		"security": []any{map[string]any{"apiKey": []string{}}, map[string]any{"bearer": []string{}}},
+		"requestBody": map[string]any{
+			"required": true,
+			"content":  jsonContent(map[string]any{"$ref": openAPIComponents + "PublishRequest"}),
+		},
+		"responses": responses,
+	}
+	doc := map[string]any{
+		"openapi": "3.1.0",
+		"info": map[string]any{
+			"title":   "sluice ingest",
+			"version": "v1",
+			"description": "Publish events to this gateway over REST. gRPC (sluice.ingest.v1.IngestService) takes " +
+				"the same events and answers with the same results.",
+		},
+		"paths": map[string]any{"/v1/events": map[string]any{"post": op}},
+		"components": map[string]any{
+			"schemas": schemas,
+			"securitySchemes": map[string]any{
+				"apiKey": map[string]any{"type": "apiKey", "in": "header", "name": "X-Api-Key"},
+				"bearer": map[string]any{"type": "http", "scheme": "bearer", "description": "The API key as a bearer token."},
+			},
+		},
+	}
+	if len(undescribed) > 0 {
+		doc["x-sluice-undescribed-types"] = undescribed
+	}
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(doc); err != nil {
+		return nil, fmt.Errorf("gateway: openapi: %w", err)
+	}
+	return out.Bytes(), nil
+}
+
+func jsonContent(schema any) map[string]any {
+	return map[string]any{"application/json": map[string]any{"schema": schema}}
+}
+
+// publishStatus is one status POST /v1/events answers.
+type publishStatus struct {
+	text       string
+	body       any
+	retryAfter bool
+}
+
+var (
+	eitherBody = map[string]any{"anyOf": []any{
+		map[string]any{"$ref": openAPIComponents + "PublishResponse"},
+		map[string]any{"$ref": openAPIComponents + "ErrorBody"},
+	}}
+	resultsBody = map[string]any{"$ref": openAPIComponents + "PublishResponse"}
+	errorBody   = map[string]any{"$ref": openAPIComponents + "ErrorBody"}
+)
+
+// publishStatuses are the route's answers (batchHTTPStatus and the
+// rejection table in rejection.go): a status every event shares is the
+// batch's, with the per-event results; a whole-request refusal has the
+// ErrorBody.
+var publishStatuses = map[int]publishStatus{
+	http.StatusOK:                    {text: "Every event was ACCEPTED or DUPLICATE.", body: resultsBody},
+	http.StatusMultiStatus:           {text: "Some events were accepted and some REJECTED; each result says which.", body: resultsBody},
+	http.StatusBadRequest:            {text: "MALFORMED: the body, or every event, could not be decoded.", body: eitherBody},
+	http.StatusUnauthorized:          {text: "UNAUTHENTICATED: no valid API key or client certificate; the body was not read.", body: errorBody},
+	http.StatusForbidden:             {text: "FORBIDDEN_EVENT_TYPE for every event.", body: eitherBody},
+	http.StatusRequestEntityTooLarge: {text: "BATCH_TOO_LARGE, DECOMPRESSED_TOO_LARGE or EVENT_TOO_LARGE: over limits.max_request_bytes, max_events_per_request or max_event_bytes.", body: eitherBody},
+	http.StatusUnprocessableEntity:   {text: "No event was accepted, for reasons that differ or are per event (SCHEMA_VIOLATION, UNKNOWN_EVENT_TYPE, EVENT_TIME_OUT_OF_RANGE).", body: eitherBody, retryAfter: true},
+	http.StatusTooManyRequests:       {text: "RATE_LIMITED: the source is over its rate.", body: eitherBody, retryAfter: true},
+	http.StatusServiceUnavailable:    {text: "UNAVAILABLE or BUFFER_FULL: Kafka did not acknowledge in time, the spool is full, or the gateway is at its memory bound.", body: eitherBody, retryAfter: true},
+}
+
+// eventSchema is one event of type typ as the REST decoder takes it: the
+// envelope rules of ingest.proto (envelope_rules.go) and the payload.
+func eventSchema(l LimitsConfig, typ string, payload *contract.Schema) map[string]any {
+	return map[string]any{
+		"type": "object", "additionalProperties": false,
+		"required": []string{"id", "type", "occurred_at", "payload"},
+		"properties": map[string]any{
+			"id": map[string]any{"type": "string", "minLength": 1, "maxLength": 128, "pattern": "^[A-Za-z0-9][A-Za-z0-9._:-]*$",
+				"description": "The idempotency key: the same (source, id) within the dedup window is answered DUPLICATE."},
+			"type": map[string]any{"const": typ},
+			"occurred_at": map[string]any{
+				"type": "string", "format": "date-time",
+				"pattern": `^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,9})?(?:Z|[+-][0-9]{2}:[0-9]{2})$`,
+				"description": fmt.Sprintf("RFC 3339. It must be no more than %s before and %s after the gateway's clock, "+
+					"or the event is EVENT_TIME_OUT_OF_RANGE.", l.MaxEventAge, l.MaxEventFuture),
+				"x-sluice-event-time-window": map[string]any{
+					"max_age_seconds":    int64(l.MaxEventAge.Seconds()),
+					"max_future_seconds": int64(l.MaxEventFuture.Seconds()),
+				},
+			},
+			"partition_key": map[string]any{"type": "string", "maxLength": 256,
+				"description": "Events with the same key keep their order; empty means the event id."},
+			"payload": payload,
+			"attributes": map[string]any{
+				"type": "object", "maxProperties": 16,
+				"propertyNames":        map[string]any{"minLength": 1, "maxLength": 64, "pattern": "^[a-z0-9][a-z0-9._-]*$"},
+				"additionalProperties": map[string]any{"type": "string", "maxLength": 256},
+				"description":          "Carried to Kafka as record headers sluice-attr-<key>.",
+			},
+		},
+	}
+}
+
+// answerSchemas are the bodies the route answers, as appendAnswer and
+// writeFailure print them.
+func answerSchemas() map[string]any {
+	names := func(m map[int32]string) []string {
+		var out []string
+		for n, name := range m {
+			if n != 0 {
+				out = append(out, name)
+			}
+		}
+		sort.Strings(out)
+		return out
+	}
+	reason := map[string]any{"type": "string", "enum": names(ingestv1.Reason_name)}
+	violation := map[string]any{
+		"type": "object", "required": []string{"field", "rule", "message"},
+		"properties": map[string]any{
+			"field":   map[string]any{"type": "string"},
+			"rule":    map[string]any{"type": "string"},
+			"message": map[string]any{"type": "string"},
+		},
+	}
+	refusal := func(extra string) map[string]any {
+		return map[string]any{
+			"type": "object", "required": []string{"reason", "retryable", "violations", "message"},
+			"description": extra,
+			"properties": map[string]any{
+				"reason":      map[string]any{"$ref": openAPIComponents + "Reason"},
+				"retryable":   map[string]any{"type": "boolean"},
+				"retry_after": map[string]any{"type": "string", "pattern": `^[0-9]+(?:\.[0-9]{1,9})?s$`},
+				"violations":  map[string]any{"type": "array", "items": map[string]any{"$ref": openAPIComponents + "FieldViolation"}},
+				"message":     map[string]any{"type": "string"},
+			},
+		}
+	}
+	return map[string]any{
+		"Reason":         reason,
+		"FieldViolation": violation,
+		"Rejection":      refusal("Why one event was refused and whether sending it again may succeed."),
+		"ErrorBody":      refusal("A whole-request refusal."),
+		"EventResult": map[string]any{
+			"type": "object", "required": []string{"index", "id", "outcome"},
+			"properties": map[string]any{
+				"index":      map[string]any{"type": "integer", "minimum": 0},
+				"id":         map[string]any{"type": "string"},
+				"outcome":    map[string]any{"type": "string", "enum": names(ingestv1.Outcome_name)},
+				"durability": map[string]any{"type": "string", "enum": names(ingestv1.Durability_name)},
+				"rejection":  map[string]any{"$ref": openAPIComponents + "Rejection"},
+			},
+		},
+		"PublishResponse": map[string]any{
+			"type": "object", "required": []string{"results"},
+			"properties": map[string]any{
+				"results": map[string]any{"type": "array", "items": map[string]any{"$ref": openAPIComponents + "EventResult"}},
+			},
+		},
+	}
+}
