@@ -66,7 +66,7 @@ func newDecoder(t *testing.T) runtime.Decoder {
 // into a temporary directory, without whatever secrets/ and contracts/ hold
 // here, and fills those with test files: a CA and a certificate it signs
 // for every TLS file, random API keys and passwords, and the example
-// contracts. edit, when set, may change the copy before it is rendered.
+// contracts.
 func stageBase(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
@@ -75,9 +75,6 @@ func stageBase(t *testing.T) string {
 			return err
 		}
 		if d.IsDir() {
-			if path == "secrets" || path == "contracts" {
-				return os.MkdirAll(filepath.Join(dir, path), 0o755)
-			}
 			return os.MkdirAll(filepath.Join(dir, path), 0o755)
 		}
 		if strings.HasPrefix(path, "secrets/") || strings.HasPrefix(path, "contracts/") || strings.HasSuffix(path, ".go") {
