@@ -138,7 +138,7 @@ func NewServer(svc *Service, opts ...ServerOption) (*Server, error) {
 		return nil, err
 	}
 	// The caller is known before its body is read or its size judged.
-	routes := restRoutes(svc.authenticateREST(limitBody(l.MaxRequestBytes, gw)))
+	routes := encodeAnswers(restRoutes(svc.authenticateREST(limitBody(l.MaxRequestBytes, gw))))
 	s.http = &http.Server{
 		Handler:           restPeer(routes),
 		TLSConfig:         httpTLS,
