@@ -49,7 +49,8 @@ type LimitsConfig struct {
 	// MaxRequestBytes bounds a request body (REST) or message (gRPC). Both
 	// are refused BATCH_TOO_LARGE without being read: REST from its
 	// Content-Length (or when a chunked body passes it), gRPC from its
-	// message's length prefix.
+	// message's length prefix. A compressed body or message is bounded by
+	// it once decompressed too: DECOMPRESSED_TOO_LARGE.
 	MaxRequestBytes int `yaml:"max_request_bytes"`
 	// RequestMemoryBytes bounds the memory of the requests the gateway
 	// holds at once, across REST, gRPC and streams: from before a body or

@@ -14,7 +14,9 @@
 //  2. The request's memory is charged to RequestMemoryBytes before it is
 //     read (UNAVAILABLE, unread, when there is no room in time); a body or
 //     message over MaxRequestBytes is BATCH_TOO_LARGE (REST from its
-//     Content-Length, unread).
+//     Content-Length, unread). A compressed one is bounded twice: its bytes
+//     on the wire as above, and its decompressed size by MaxRequestBytes
+//     too, DECOMPRESSED_TOO_LARGE past it (see Compression).
 //  3. The envelope is decoded by sluice's own strict decoders
 //     (envelope.go): duplicate JSON keys, names in another letter case,
 //     unknown or mistyped fields, lone surrogates, invalid UTF-8 and
@@ -62,6 +64,38 @@
 // requests carry their TLS state into the context as gRPC calls do (a
 // peer with credentials.TLSInfo), so one authentication serves both.
 //
+// # Compression
+//
+// REST bodies may come with Content-Encoding gzip (or x-gzip), zstd or
+// identity, in any letter case. Anything else, or a list of more than one
+// coding, is MALFORMED (400) with Accept-Encoding: gzip, zstd, the body
+// unread. A compressed body is decoded by a decompressingReader
+// (compress.go) that stops producing output at MaxRequestBytes+1 bytes and
+// refuses the body DECOMPRESSED_TOO_LARGE (413, not retryable), so a
+// compression bomb is never inflated past the limit; a zstd frame that
+// asks for a window (or, in one segment, a content size) over
+// MaxRequestBytes+1, or over 8 MiB (RFC 9659), is refused so before its
+// window is allocated. A stream that does not decode (a bad header or
+// checksum, cut short, bytes after its end) is MALFORMED. Such a body is
+// charged as one of MaxRequestBytes, as a gRPC receive is, until it is in.
+//
+// gRPC accepts the "gzip" compressor (grpc-go's) and "zstd" (compress.go,
+// registered in init); answers go back in the request's compressor. grpc-go
+// decompresses a message itself and stops one byte past twice
+// MaxRequestBytes of its output: a message of a compressed call between one and two times
+// MaxRequestBytes once decompressed is DECOMPRESSED_TOO_LARGE with
+// ErrorInfo; past that, grpc-go answers RESOURCE_EXHAUSTED itself, and a
+// message that does not decompress INTERNAL, neither with ErrorInfo. The
+// zstd decoder takes windows of at most 8 MiB (RFC 8878's recommended
+// bound, which covers the default limits): compressors are registered per
+// process, so its bound cannot follow one server's limits.
+//
+// REST answers of 1 KiB or more are compressed in gzip or zstd when
+// Accept-Encoding asks for it (weights, q=0, identity and "*" honoured;
+// gzip on a tie), with Vary: Accept-Encoding on every answer to a request
+// that sent it. Without Accept-Encoding, answers are the same bytes as
+// before.
+//
 // # Guarantees
 //
 //   - Every event gets a result at its index: ACCEPTED (durability KAFKA),
@@ -78,7 +112,8 @@
 //     unknown paths and methods are typed 404s and 405s (with Allow).
 //     Answers gRPC gives itself, before or after sluice's handler, have no
 //     ErrorInfo: a message over twice MaxRequestBytes (RESOURCE_EXHAUSTED,
-//     unread), one that missed ReceiveTimeout (DEADLINE_EXCEEDED), a unary
+//     unread; compressed, once decompressed), one that does not
+//     decompress (INTERNAL), one that missed ReceiveTimeout (DEADLINE_EXCEEDED), a unary
 //     call with no message or two (INTERNAL), headers over
 //     MaxHeaderListBytes and streams past MaxConcurrentStreams (stream
 //     resets). net/http answers a request it cannot parse (a bad request

@@ -18,3 +18,9 @@ func WrapHTTPListener(s *Server, wrap func(net.Listener) net.Listener) {
 // HTTP status of a reason.
 func ReasonCode(r ingestv1.Reason) codes.Code { return traits(r).code }
 func ReasonHTTPStatus(r ingestv1.Reason) int  { return traits(r).http }
+
+// GzipBomb and ZstdBomb are compression bombs of about a kilobyte.
+var (
+	GzipBomb = gzipBomb
+	ZstdBomb = zstdBomb
+)

@@ -52,9 +52,12 @@ var ingestService = grpc.ServiceDesc{
 // PublishStreamRequest message through the server codec: the decoded batch,
 // or why it did not decode.
 type wireRequest struct {
-	stream  bool
-	batch   *batch
-	failure *Failure
+	stream bool
+	// compressed: the call's messages come compressed (callCompressed),
+	// so one over the limit was larger once decompressed.
+	compressed bool
+	batch      *batch
+	failure    *Failure
 }
 
 // serverCodec is the "proto" codec, except that a wireRequest is decoded
@@ -89,6 +92,10 @@ func (c serverCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	if n := data.Len(); n > c.maxBytes {
 		w.failure = &Failure{Reason: ingestv1.Reason_BATCH_TOO_LARGE,
 			Message: fmt.Sprintf("%d bytes is over the limit of %d per request", n, c.maxBytes)}
+		if w.compressed {
+			w.failure = &Failure{Reason: ingestv1.Reason_DECOMPRESSED_TOO_LARGE,
+				Message: fmt.Sprintf("%d bytes once decompressed is over the limit of %d per request", n, c.maxBytes)}
+		}
 		return nil
 	}
 	// The decoder copies what it keeps, so the message's buffers go back
@@ -129,7 +136,7 @@ func (s *Service) publishUnary(stream grpc.ServerStream) error {
 		return fail(f)
 	}
 	defer hold.release()
-	in := wireRequest{}
+	in := wireRequest{compressed: callCompressed(ctx)}
 	if err := stream.RecvMsg(&in); err != nil {
 		// gRPC has answered: the call ended, passed its receive deadline,
 		// or sent a message over maxReceiveBytes.

@@ -28,7 +28,14 @@ import (
 //     without reading it;
 //   - limitBody refuses a body over MaxRequestBytes from its Content-Length
 //     without reading it, and stops reading one that turns out longer;
-//   - servePublish charges the memory budget, reads the body, decodes it
+//   - encodeAnswers notes the coding Accept-Encoding asks for, and
+//     writeBody compresses an answer of 1 KiB or more in it (compress.go);
+//   - servePublish refuses a Content-Encoding other than gzip, zstd or
+//     identity unread (MALFORMED, with Accept-Encoding), charges the memory
+//     budget, reads the body (a compressed one through a
+//     decompressingReader, to at most MaxRequestBytes decoded bytes:
+//     DECOMPRESSED_TOO_LARGE past it, MALFORMED when it does not decode),
+//     decodes it
 //     with decodeJSONBatch (strict: duplicate keys, names in another letter
 //     case and lone surrogates are MALFORMED; each payload is kept as text
 //     for its contract to decode, since a generic JSON value would lose
@@ -140,6 +147,7 @@ func noSuchEndpoint() *Failure {
 // servePublish is POST /v1/events.
 func (s *Service) servePublish(mux *runtime.ServeMux) runtime.HandlerFunc {
 	limits := envelopeLimitsOf(s.cfg.Limits)
+	decoders := newBodyDecoders(s.cfg.Limits.MaxRequestBytes)
 	return func(w http.ResponseWriter, r *http.Request, _ map[string]string) {
 		start := s.now()
 		defer func() { s.metrics.requestDuration.WithLabelValues("rest").Observe(s.now().Sub(start).Seconds()) }()
@@ -160,8 +168,21 @@ func (s *Service) servePublish(mux *runtime.ServeMux) runtime.HandlerFunc {
 			fail(f)
 			return
 		}
+		coding, f := requestCoding(r.Header)
+		if f != nil {
+			skipBody(w, r)
+			w.Header().Set("Accept-Encoding", acceptedEncodings)
+			fail(f)
+			return
+		}
+		// A compressed body's decoded size is not known before it is read:
+		// it is charged as a body of MaxRequestBytes, as a gRPC receive is,
+		// and the rest handed back once it is in. The decoder's window is
+		// held to the limit too (newBodyDecoders), and is not held at once
+		// with the decoded copy.
 		size := s.cfg.Limits.MaxRequestBytes
-		if r.ContentLength >= 0 && r.ContentLength < int64(size) {
+		known := coding == codingIdentity && r.ContentLength >= 0
+		if known && r.ContentLength < int64(size) {
 			size = int(r.ContentLength)
 		}
 		hold, f := s.holdMemory(ctx, requestCost(size))
@@ -171,7 +192,7 @@ func (s *Service) servePublish(mux *runtime.ServeMux) runtime.HandlerFunc {
 			return
 		}
 		defer hold.release()
-		body, f := readBody(r, size)
+		body, f := readBody(decoders.reader(coding, r.Body), size, known, decoders.failure)
 		if f != nil {
 			fail(f)
 			return
@@ -192,14 +213,20 @@ func (s *Service) servePublish(mux *runtime.ServeMux) runtime.HandlerFunc {
 	}
 }
 
-// readBody reads a body of about size bytes (its Content-Length, or the
-// limit when it has none) within the limit limitBody set.
-func readBody(r *http.Request, size int) ([]byte, *Failure) {
+// readBody reads body, a request's body as decoded, of about size bytes:
+// its Content-Length when known, else the limit (a body without one, or a
+// compressed one), within the limit limitBody set and the decoder's.
+// decodeFailure types the decoder's errors.
+func readBody(body io.ReadCloser, size int, known bool, decodeFailure func(error) *Failure) ([]byte, *Failure) {
+	defer body.Close()
 	buf := bytes.NewBuffer(make([]byte, 0, min(size, 64<<10)+1))
-	if r.ContentLength >= 0 {
+	if known {
 		buf.Grow(size + 1)
 	}
-	_, err := buf.ReadFrom(r.Body)
+	_, err := buf.ReadFrom(body)
+	if f := decodeFailure(err); f != nil {
+		return nil, f
+	}
 	var ne net.Error
 	switch {
 	case errors.Is(err, errBodyTooLarge):
@@ -253,8 +280,7 @@ func (s *Service) writeAnswer(w http.ResponseWriter, resp *ingestv1.PublishRespo
 	if wait > 0 {
 		h.Set("Retry-After", retryAfterHeader(wait))
 	}
-	w.WriteHeader(code)
-	_, _ = w.Write(body)
+	writeBody(w, code, body)
 }
 
 // errorHandler answers the mux's own errors: a path with a malformed
@@ -295,8 +321,7 @@ func writeFailureStatus(w http.ResponseWriter, f *Failure, code int) {
 	if b := f.Body(); b.GetRetryAfter() != nil {
 		h.Set("Retry-After", retryAfterHeader(f.RetryAfter))
 	}
-	w.WriteHeader(code)
-	_, _ = w.Write(body)
+	writeBody(w, code, body)
 }
 
 // headerMatcher passes the API key and trace context to the service as

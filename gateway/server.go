@@ -142,6 +142,7 @@ func NewServer(svc *Service, opts ...ServerOption) (*Server, error) {
 	if svc.docs != nil {
 		routes = svc.docs.routes(routes)
 	}
+	routes = encodeAnswers(routes)
 	s.http = &http.Server{
 		Handler:           restPeer(routes),
 		TLSConfig:         httpTLS,

@@ -107,8 +107,9 @@ func (s *Service) publishStream(stream grpc.ServerStream) error {
 	// The reader reads one message for each charge the handler gives it.
 	go func() {
 		defer s.streamWorkers.Done()
+		compressed := callCompressed(stream.Context())
 		for r := range next {
-			r.in.stream = true
+			r.in.stream, r.in.compressed = true, compressed
 			r.err = stream.RecvMsg(&r.in)
 			select {
 			case got <- r:
