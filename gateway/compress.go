@@ -166,13 +166,15 @@ const zstdWindowCap = 8 << 20
 func newBodyDecoders(limit int) *bodyDecoders {
 	d := &bodyDecoders{limit: int64(limit)}
 	// The decoder allocates its window when a frame starts, from the
-	// frame's header. The window a body needs is at most its size, and a
-	// single-segment frame's window is its content size: both are held
-	// to the limit (and the window to zstdWindowCap), so a header cannot
-	// make the decoder allocate more than a body of the limit would.
+	// frame's header (a single-segment frame's window is its content
+	// size). Both are held to zstdWindowCap, which every conforming
+	// encoder stays within, or to the limit when that is larger, so a
+	// header cannot make the decoder allocate more; servePublish charges
+	// a zstd body that window besides its decoded bytes, which the reader
+	// stops at the limit.
 	d.zstdOptions = []zstd.DOption{
 		zstd.WithDecoderConcurrency(1), // decodes in the caller's goroutine, so a pooled decoder owns none
-		zstd.WithDecoderMaxMemory(uint64(max(d.limit+1, zstd.MinWindowSize))),
+		zstd.WithDecoderMaxMemory(uint64(d.zstdWindow())),
 		zstd.WithDecoderMaxWindow(uint64(d.zstdWindow())),
 		zstd.WithDecoderLowmem(true),
 	}
@@ -180,9 +182,7 @@ func newBodyDecoders(limit int) *bodyDecoders {
 }
 
 // zstdWindow is the largest window a body's zstd frame may ask for.
-func (d *bodyDecoders) zstdWindow() int64 {
-	return min(max(d.limit+1, zstd.MinWindowSize), zstdWindowCap)
-}
+func (d *bodyDecoders) zstdWindow() int64 { return max(zstdWindowCap, d.limit+1) }
 
 // reader decodes body in coding; identity is body as it is. Close hands
 // its decoder back.
@@ -316,7 +316,7 @@ func (d *bodyDecoders) failure(err error) *Failure {
 	switch {
 	case errors.Is(err, errZstdWindow):
 		return &Failure{Reason: ingestv1.Reason_DECOMPRESSED_TOO_LARGE, Message: fmt.Sprintf(
-			"the zstd frame asks for a window over %d bytes, the most a body within the limit of %d bytes is decoded with: encode with a smaller window", d.zstdWindow(), d.limit)}
+			"the zstd frame asks for a window over %d bytes (RFC 9659 holds the zstd content coding to 8 MiB): encode with a smaller window", d.zstdWindow())}
 	case errors.Is(err, errDecompressedTooLarge):
 		return &Failure{Reason: ingestv1.Reason_DECOMPRESSED_TOO_LARGE,
 			Message: fmt.Sprintf("the body decompresses to more than the limit of %d bytes", d.limit)}

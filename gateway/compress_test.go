@@ -258,6 +258,8 @@ func TestCompressedRESTPublish(t *testing.T) {
 		{"zstd body", []string{"zstd"}, zstded, "", ""},
 		{"Zstd body, gzip answer", []string{"Zstd"}, zstded, "gzip, zstd", "gzip"},
 		{"streamed zstd body", []string{"zstd"}, func(b []byte) []byte { return zstdStreamed(b, 1<<16) }, "", ""},
+		// RFC 9659's bound, which a decoder must take whatever the limit.
+		{"streamed zstd body, 8 MiB window", []string{"zstd"}, func(b []byte) []byte { return zstdStreamed(b, 8<<20) }, "", ""},
 		{"identity body, zstd answer", []string{"identity"}, func(b []byte) []byte { return b }, "gzip;q=0, zstd", "zstd"},
 		{"plain body, identity answer", nil, func(b []byte) []byte { return b }, "identity", ""},
 		{"plain body, any answer", nil, func(b []byte) []byte { return b }, "*", "gzip"},
@@ -311,7 +313,8 @@ func TestCompressedRESTBombs(t *testing.T) {
 		{"gzip", "gzip", gateway.GzipBomb(16 * limit)},
 		{"zstd claiming 4 GiB", "zstd", gateway.ZstdBomb(16, 256, false)},
 		{"zstd single segment of 4 GiB", "zstd", gateway.ZstdBomb(0, 0, true)},
-		{"zstd window over the limit", "zstd", gateway.ZstdBomb(20, 4, false)},
+		{"zstd window of 1 MiB, inflating past the limit", "zstd", gateway.ZstdBomb(20, 4, false)},
+		{"zstd window of 16 MiB", "zstd", gateway.ZstdBomb(24, 64, false)},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if len(c.body) > 1100 {

@@ -178,14 +178,17 @@ func (s *Service) servePublish(mux *runtime.ServeMux) runtime.HandlerFunc {
 		// A compressed body's decoded size is not known before it is read:
 		// it is charged as a body of MaxRequestBytes, as a gRPC receive is,
 		// and the rest handed back once it is in. The decoder's window is
-		// held to the limit too (newBodyDecoders), and is not held at once
-		// with the decoded copy.
+		// charged besides (newBodyDecoders).
 		size := s.cfg.Limits.MaxRequestBytes
 		known := coding == codingIdentity && r.ContentLength >= 0
 		if known && r.ContentLength < int64(size) {
 			size = int(r.ContentLength)
 		}
-		hold, f := s.holdMemory(ctx, requestCost(size))
+		cost := requestCost(size)
+		if coding == codingZstd {
+			cost += decoders.zstdWindow() // the decoder's window, besides the decoded bytes
+		}
+		hold, f := s.holdMemory(ctx, cost)
 		if f != nil {
 			skipBody(w, r)
 			fail(f)
