@@ -152,7 +152,7 @@ func (m *modeState) get() Mode { return Mode(m.current.Load()) }
 // toSpooling switches from DIRECT to SPOOLING, for reason.
 func (m *modeState) toSpooling(reason string) {
 	if m.current.CompareAndSwap(int32(ModeDirect), int32(ModeSpooling)) {
-		m.switches.WithLabelValues("SPOOLING", reason).Inc()
+		m.switches.WithLabelValues(ModeSpooling.String(), reason).Inc()
 		m.log.Warn("admission: spooling", "reason", reason)
 	}
 }
@@ -161,7 +161,7 @@ func (m *modeState) toSpooling(reason string) {
 // caller holds mu exclusively.
 func (m *modeState) toDirect() {
 	if m.current.CompareAndSwap(int32(ModeSpooling), int32(ModeDirect)) {
-		m.switches.WithLabelValues("DIRECT", "drained").Inc()
+		m.switches.WithLabelValues(ModeDirect.String(), switchDrained).Inc()
 		m.log.Info("admission: spool drained; direct")
 	}
 }
@@ -216,7 +216,7 @@ func (a *Admission) Admit(ctx context.Context, records []*kgo.Record) []Admitted
 	}
 	a.state.mu.RLock()
 	if a.spool != nil && a.Mode() == ModeDirect && a.inFlight.Load()+int64(len(records)) > int64(a.cfg.InFlightBudget) {
-		a.state.toSpooling("in_flight_budget")
+		a.state.toSpooling(switchInFlightBudget)
 	}
 	if a.spool != nil && a.Mode() == ModeSpooling {
 		a.spoolAll(ctx, records, out, all(len(records)))
@@ -393,11 +393,11 @@ func (a *Admission) fullRetryAfter(need int) time.Duration {
 func reasonOf(err error) string {
 	switch {
 	case errors.Is(err, publish.ErrTimeout):
-		return "latency"
+		return switchLatency
 	case errors.Is(err, publish.ErrBufferFull):
-		return "in_flight_budget"
+		return switchInFlightBudget
 	}
-	return "kafka_error"
+	return switchKafkaError
 }
 
 func retryAfterOf(err error) time.Duration {

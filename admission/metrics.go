@@ -21,8 +21,17 @@ type metrics struct {
 	tooLarge    prometheus.Counter
 }
 
+// Reasons of sluice_admission_switches_total: to SPOOLING for a produce
+// timeout, a full in-flight budget or a Kafka error; to DIRECT once drained.
+const (
+	switchLatency        = "latency"
+	switchInFlightBudget = "in_flight_budget"
+	switchKafkaError     = "kafka_error"
+	switchDrained        = "drained"
+)
+
 func newMetrics(mode, rate func() float64) *metrics {
-	return &metrics{
+	m := &metrics{
 		mode: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "sluice_admission_mode", Help: "Admission mode: 0 DIRECT, 1 SPOOLING.",
 		}, mode),
@@ -51,6 +60,12 @@ func newMetrics(mode, rate func() float64) *metrics {
 			Name: "sluice_admission_too_large_records_total", Help: "Records refused because they are too large for the spool.",
 		}),
 	}
+	// Every switch exists at zero, so that rate() sees the first one.
+	for _, r := range []string{switchLatency, switchInFlightBudget, switchKafkaError} {
+		m.switches.WithLabelValues(ModeSpooling.String(), r)
+	}
+	m.switches.WithLabelValues(ModeDirect.String(), switchDrained)
+	return m
 }
 
 func (m *metrics) register(r prometheus.Registerer) error {

@@ -10,6 +10,9 @@ import (
 // they are registered only when WithRegisterer is given.
 type metrics struct {
 	bytes, segments, records, oldestAge prometheus.GaugeFunc
+	// maxBytes is Config.MaxBytes, so that sluice_spool_bytes can be read
+	// as a share of the cap.
+	maxBytes prometheus.Gauge
 
 	fsyncs          prometheus.Counter
 	recordsPerFsync prometheus.Histogram
@@ -49,6 +52,10 @@ func newMetrics(s *Spool) *metrics {
 				}
 				return max(0, s.clock().Sub(st.OldestAppendedAt).Seconds())
 			}),
+		maxBytes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "sluice_spool_max_bytes",
+			Help: "The spool's cap on the bytes of all segment files (buffer.max_bytes): appends past it fail full.",
+		}),
 		fsyncs: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "sluice_spool_fsyncs_total",
 			Help: "fdatasync calls that made appended records durable (one per group-commit batch, one more when a batch starts a segment).",
@@ -75,6 +82,7 @@ func newMetrics(s *Spool) *metrics {
 			Help: "Bytes of torn tails (records never acknowledged to a caller) cut off by recovery.",
 		}),
 	}
+	m.maxBytes.Set(float64(s.cfg.MaxBytes))
 	for _, r := range []string{resultOK, resultFull, resultTooLarge, resultClosed, resultCanceled, resultError} {
 		m.appends.WithLabelValues(r)
 	}
@@ -83,7 +91,7 @@ func newMetrics(s *Spool) *metrics {
 
 func (m *metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{
-		m.bytes, m.segments, m.records, m.oldestAge,
+		m.bytes, m.segments, m.records, m.oldestAge, m.maxBytes,
 		m.fsyncs, m.recordsPerFsync, m.appends,
 		m.quarantinedRecords, m.quarantinedBytes, m.truncatedBytes,
 	}

@@ -74,6 +74,9 @@ func TestAppendNextAck(t *testing.T) {
 	if st.Bytes != wantBytes {
 		t.Fatalf("bytes = %d, want %d", st.Bytes, wantBytes)
 	}
+	if got := metricValue(t, reg, "sluice_spool_max_bytes"); got != float64(testConfig(dir).MaxBytes) {
+		t.Errorf("sluice_spool_max_bytes = %v, want the config's max_bytes %d", got, testConfig(dir).MaxBytes)
+	}
 	if got := metricValue(t, reg, "sluice_spool_oldest_record_age_seconds"); got != 90 {
 		t.Errorf("oldest age = %v, want 90", got)
 	}

@@ -112,6 +112,7 @@ func New(cfg Config, reg *contract.Registry, s sink.Sink, kopts []kgo.Opt, opts 
 	for _, t := range c.sources {
 		c.dlqs = append(c.dlqs, record.DLQTopic(t))
 	}
+	c.m.initLabels(s.Name(), c.sources)
 	c.workCtx, c.abandonAll = context.WithCancel(context.Background())
 	c.quietSince = o.clock.Now()
 	c.breaker = breaker.New(breaker.Config{

@@ -73,12 +73,12 @@ func (c *Consumer) deadLetter(ctx context.Context, j *job, f *failure) {
 		c.finish(j, false)
 		return
 	}
-	kind := "dlq"
+	kind := outcomeDLQ
 	if env.ParkedReason != "" {
-		kind = "parked"
+		kind = outcomeParked
 	}
 	c.m.deadLetters.WithLabelValues(topic, kind, env.Class).Inc()
-	c.m.events.WithLabelValues(kind).Inc()
+	c.finished(j, kind)
 	c.log.Info("dead-lettered", "topic", topic, "event_topic", j.rec.Topic, "partition", j.rec.Partition,
 		"offset", j.rec.Offset, "class", env.Class, "err", env.Error, "parked_reason", env.ParkedReason)
 	c.finish(j, true)

@@ -76,8 +76,9 @@ func (c *Consumer) deliver(ctx context.Context, jobs []*job, events []sink.Event
 		if err == nil {
 			c.breaker.Record(false)
 			c.reportConflicts(name, events, conflicts)
+			c.observeEndToEnd(drain, events)
 			for _, j := range jobs {
-				c.m.events.WithLabelValues("written").Inc()
+				c.finished(j, outcomeWritten)
 				c.finish(j, true)
 			}
 			return
@@ -126,6 +127,32 @@ func (c *Consumer) write(ctx context.Context, events []sink.Event) ([]sink.Confl
 	cancel()
 	c.m.sinkLatency.WithLabelValues(c.sink.Name()).Observe(time.Since(start).Seconds())
 	return conflicts, err
+}
+
+// observeEndToEnd observes, for each event just written, the time since
+// the gateway ingested it. Drained events are observed apart: their age is
+// their failures', not the pipeline's.
+func (c *Consumer) observeEndToEnd(drain bool, events []sink.Event) {
+	route := routeDirect
+	if drain {
+		route = routeDLQ
+	}
+	h := c.m.endToEnd.WithLabelValues(route)
+	now := c.o.clock.Now()
+	for i := range events {
+		if at := events[i].IngestedAt; !at.IsZero() {
+			h.Observe(max(0, now.Sub(at).Seconds()))
+		}
+	}
+}
+
+// finished counts j's outcome in sluice_consumer_events_total and, for a
+// record of a drain pass, in sluice_consumer_dlq_drained_total.
+func (c *Consumer) finished(j *job, outcome string) {
+	c.m.events.WithLabelValues(outcome).Inc()
+	if j.part.dlq {
+		c.m.drained.WithLabelValues(outcome).Inc()
+	}
 }
 
 // abandonJobs finishes jobs unwritten: their offsets are not committed.

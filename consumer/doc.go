@@ -135,9 +135,16 @@
 // sluice_consumer_in_flight, sluice_consumer_mode{mode},
 // sluice_consumer_committed_offset, sluice_consumer_events_total{outcome},
 // sluice_consumer_retries_total, sluice_consumer_dead_letters_total,
-// sluice_consumer_drain_refused_total, sluice_sink_write_seconds,
+// sluice_consumer_drain_refused_total,
+// sluice_consumer_dlq_drained_total{outcome} (the records drain passes
+// took out of the DLQ, against dead_letters_total{kind="dlq"} put in),
+// sluice_consumer_end_to_end_seconds{route} (an event's ingested_at
+// header to the sink write that made it durable, on the consumer's Clock;
+// route dlq for drained events), sluice_sink_write_seconds,
 // sluice_sink_errors_total, sluice_sink_conflicts_total,
-// sluice_sink_circuit_state, and the dlq.Producer's.
+// sluice_sink_circuit_state, and the dlq.Producer's. Series whose labels
+// the config bounds (outcomes, routes, modes, the sink's error classes,
+// the source topics' DLQ and parked topics) exist at zero from New.
 //
 // # Guarantees and what survives a crash
 //

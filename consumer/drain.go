@@ -111,7 +111,7 @@ func (c *Consumer) admitDrained(ctx context.Context, j *job) (topic string, ok b
 		return "", false
 	}
 	if !env.Retryable {
-		c.m.events.WithLabelValues("skipped").Inc()
+		c.finished(j, outcomeSkipped)
 		c.finish(j, true)
 		return "", false
 	}

@@ -68,7 +68,8 @@ func TestDrainDLQ(t *testing.T) {
 
 	s := newMemSink()
 	var logs logtest.Buffer
-	r := start(t, drainConfig("drain"), addrs, s, WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	reg := prometheus.NewRegistry()
+	r := start(t, drainConfig("drain"), addrs, s, WithLogger(slog.New(slog.NewTextHandler(&logs, nil))), WithRegisterer(reg))
 	waitFor(t, 20*time.Second, "retryable dead letters written", func() bool {
 		return s.hasAll([]string{"e00004", "e00011"})
 	})
@@ -76,6 +77,16 @@ func TestDrainDLQ(t *testing.T) {
 		return committed(t, addrs, "drain", record.DLQTopic(testTopic))[0] == 3
 	})
 	waitFor(t, 20*time.Second, "NORMAL", func() bool { return r.c.Mode() == ModeNormal })
+	// What left the DLQ: the two retryable written, the permanent one
+	// skipped; sluice_consumer_dlq_drained_total is the DLQ's drain rate.
+	for outcome, want := range map[string]float64{outcomeWritten: 2, outcomeSkipped: 1, outcomeDLQ: 0, outcomeParked: 0} {
+		if got := counter(t, reg, "sluice_consumer_dlq_drained_total", map[string]string{"outcome": outcome}); got != want {
+			t.Errorf("sluice_consumer_dlq_drained_total{outcome=%q} = %v, want %v", outcome, got, want)
+		}
+	}
+	if m, _ := sample(t, reg, "sluice_consumer_end_to_end_seconds", map[string]string{"route": routeDLQ}); m.GetHistogram().GetSampleCount() != 2 {
+		t.Errorf("end-to-end observations of drained events: %v, want 2", m.GetHistogram().GetSampleCount())
+	}
 	if err := r.stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -105,8 +116,17 @@ func TestDrainRefailsToParked(t *testing.T) {
 		return nil
 	})
 	cfg := drainConfig("refail")
-	r := start(t, cfg, addrs, s)
+	reg := prometheus.NewRegistry()
+	r := start(t, cfg, addrs, s, WithRegisterer(reg))
 	waitFor(t, 20*time.Second, "parked", func() bool { return len(readAll(t, addrs, record.ParkedTopic(testTopic))) == 1 })
+	// Each drain of the record finished it: back to the DLQ twice, then
+	// parked.
+	waitFor(t, 20*time.Second, "drains counted", func() bool {
+		return counter(t, reg, "sluice_consumer_dlq_drained_total", map[string]string{"outcome": outcomeParked}) == 1
+	})
+	if got := counter(t, reg, "sluice_consumer_dlq_drained_total", map[string]string{"outcome": outcomeDLQ}); got != 2 {
+		t.Errorf("sluice_consumer_dlq_drained_total{outcome=\"dlq\"} = %v, want 2", got)
+	}
 	if err := r.stop(); err != nil {
 		t.Fatal(err)
 	}

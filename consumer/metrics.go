@@ -4,6 +4,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sluicehq/sluice/internal/promreg"
+	"github.com/sluicehq/sluice/record"
+	"github.com/sluicehq/sluice/sink"
 )
 
 // metrics are the consumer's collectors, registered as one unit.
@@ -24,7 +26,33 @@ type metrics struct {
 	sinkConflicts *prometheus.CounterVec
 	// drainRefused counts the drained records parked unwritten.
 	drainRefused *prometheus.CounterVec
+	// drained counts the records of drain passes finished, by outcome:
+	// what leaves the DLQ, against deadLetters{kind="dlq"}, what enters it.
+	drained *prometheus.CounterVec
+	// endToEnd is the time from an event's ingested_at to the sink write
+	// that made it durable.
+	endToEnd *prometheus.HistogramVec
 }
+
+// Outcomes of a finished record, the outcome label of
+// sluice_consumer_events_total and sluice_consumer_dlq_drained_total.
+const (
+	outcomeWritten = "written"
+	outcomeDLQ     = "dlq"
+	outcomeParked  = "parked"
+	outcomeSkipped = "skipped"
+)
+
+// Routes of sluice_consumer_end_to_end_seconds: a record of a source topic,
+// or one drained from its DLQ (whose ingested_at is as old as its failures).
+const (
+	routeDirect = "direct"
+	routeDLQ    = "dlq"
+)
+
+// endToEndBuckets resolve a p95 around the 2-minute objective and reach 10
+// minutes; past them the +Inf bucket says "later than 10 minutes".
+var endToEndBuckets = []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 30, 45, 60, 75, 90, 105, 120, 150, 180, 240, 300, 450, 600}
 
 func newMetrics() *metrics {
 	return &metrics{
@@ -77,12 +105,50 @@ func newMetrics() *metrics {
 			Name: "sluice_consumer_drain_refused_total",
 			Help: "Drained DLQ records parked instead of written, by reason: source_mismatch, contract.",
 		}, []string{"topic", "reason"}),
+		drained: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_consumer_dlq_drained_total",
+			Help: "DLQ records finished by drain passes, by outcome: written, dlq (failed again, back to the DLQ), parked, skipped (not retryable, left in the DLQ).",
+		}, []string{"outcome"}),
+		endToEnd: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "sluice_consumer_end_to_end_seconds",
+			Help:    "Time from an event's ingested_at header to the sink write that made it durable, by route: direct (from its topic) or dlq (drained from the DLQ).",
+			Buckets: endToEndBuckets,
+		}, []string{"route"}),
+	}
+}
+
+// initLabels creates the series whose label values are known from the
+// config at zero, so a fresh consumer's scrape names them and rate() sees
+// their first increase.
+func (m *metrics) initLabels(sinkName string, sources []string) {
+	for _, o := range []string{outcomeWritten, outcomeDLQ, outcomeParked, outcomeSkipped} {
+		m.events.WithLabelValues(o)
+		m.drained.WithLabelValues(o)
+	}
+	for _, r := range []string{routeDirect, routeDLQ} {
+		m.endToEnd.WithLabelValues(r)
+	}
+	m.sinkLatency.WithLabelValues(sinkName)
+	m.retries.WithLabelValues(sinkName)
+	classes := []string{sink.Transient.String(), sink.Permanent.String()}
+	for _, class := range classes {
+		m.sinkErrors.WithLabelValues(sinkName, class)
+	}
+	classes = append(classes, record.ClassDecode)
+	for _, t := range sources {
+		for _, class := range classes {
+			m.deadLetters.WithLabelValues(record.DLQTopic(t), outcomeDLQ, class)
+			m.deadLetters.WithLabelValues(record.ParkedTopic(t), outcomeParked, class)
+		}
+		for _, reason := range []string{record.ParkedSourceMismatch, record.ParkedContract} {
+			m.drainRefused.WithLabelValues(record.DLQTopic(t), reason)
+		}
 	}
 }
 
 func (m *metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.lag, m.inFlight, m.sinkLatency, m.sinkErrors, m.circuit, m.mode,
-		m.deadLetters, m.retries, m.committed, m.events, m.sinkConflicts, m.drainRefused}
+		m.deadLetters, m.retries, m.committed, m.events, m.sinkConflicts, m.drainRefused, m.drained, m.endToEnd}
 }
 
 // register registers the consumer's collectors and more, those of its

@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
 	"github.com/sluicehq/sluice/internal/promreg"
 )
 
@@ -96,6 +97,37 @@ func newMetrics(reg prometheus.Registerer, dedupLen, requestMemory, streamMemory
 	return m, nil
 }
 
+// Transports, the transport label of sluice_requests_total and
+// sluice_request_duration_seconds.
+var transports = [...]string{"rest", "grpc", "grpc-stream"}
+
+// initLabels creates at zero the series whose labels the config bounds,
+// so a fresh gateway's scrape names them and rate() sees their first
+// increase: every transport with every result, and for each configured
+// source and loaded type the outcomes the SLOs count (ACCEPTED, DUPLICATE,
+// and the server-side refusals BUFFER_FULL and UNAVAILABLE). Client-side
+// refusals appear with their first event: sources × types × reasons is too
+// many series to create idle.
+func (m *metrics) initLabels(sources, types []string) {
+	for _, t := range transports {
+		m.requestDuration.WithLabelValues(t)
+		m.requests.WithLabelValues(t, "ok")
+		for v, name := range ingestv1.Reason_name {
+			if ingestv1.Reason(v) != ingestv1.Reason_REASON_UNSPECIFIED {
+				m.requests.WithLabelValues(t, name)
+			}
+		}
+	}
+	for _, src := range sources {
+		for _, typ := range types {
+			m.events.WithLabelValues(src, typ, ingestv1.Outcome_ACCEPTED.String(), "")
+			m.events.WithLabelValues(src, typ, ingestv1.Outcome_DUPLICATE.String(), "")
+			m.events.WithLabelValues(src, typ, ingestv1.Outcome_REJECTED.String(), ingestv1.Reason_BUFFER_FULL.String())
+			m.events.WithLabelValues(src, typ, ingestv1.Outcome_REJECTED.String(), ingestv1.Reason_UNAVAILABLE.String())
+		}
+	}
+}
+
 // memoryGauge is sluice_request_memory_bytes of one half of the budget.
 func memoryGauge(pool string, held func() float64) prometheus.Collector {
 	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -103,4 +135,12 @@ func memoryGauge(pool string, held func() float64) prometheus.Collector {
 		Help:        "Bytes charged to limits.request_memory_bytes by what the gateway holds, by half: requests (REST, unary gRPC) or streams.",
 		ConstLabels: prometheus.Labels{"pool": pool},
 	}, held)
+}
+
+func sourceNames(cs []SourceConfig) []string {
+	names := make([]string, len(cs))
+	for i, c := range cs {
+		names[i] = c.Name
+	}
+	return names
 }

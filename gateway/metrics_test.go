@@ -55,8 +55,8 @@ func TestSecondServiceOnOneRegistry(t *testing.T) {
 		Id: "m-1", Type: "examples.logs.v1.LogLine", OccurredAt: timestamppb.Now(),
 		Payload: &ingestv1.Event_Json{Json: string(examples.LogLineJSON)},
 	}})
-	if n, err := testutil.GatherAndCount(reg, "sluice_events_total"); err != nil || n != 1 {
-		t.Fatalf("the first Service's sluice_events_total: %d series, %v", n, err)
+	if got := testutil.ToFloat64(first.metrics.events.WithLabelValues("src", "examples.logs.v1.LogLine", "ACCEPTED", "")); got != 1 {
+		t.Fatalf("the first Service's sluice_events_total{outcome=\"ACCEPTED\"}: %v, want 1", got)
 	}
 
 	// Two Services, each under a label value of its own, share a registry.
@@ -131,4 +131,58 @@ func TestRequestEventsObserved(t *testing.T) {
 		return
 	}
 	t.Fatal("sluice_request_events is not registered")
+}
+
+// TestSeriesFromStart: a gateway that has judged nothing exports, at zero,
+// every transport's requests and latency, and for each configured source
+// and loaded type the outcomes the SLOs count, so alerts on their rate()
+// and the dashboard see them before the first event.
+func TestSeriesFromStart(t *testing.T) {
+	registry, err := contract.Load(examples.Contracts, examples.Types)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := NewDefaultConfig()
+	cfg.Sources = []SourceConfig{
+		{Name: "a", KeyHashes: []string{HashKey("ka")}, EventTypes: []string{"*"}},
+		{Name: "b", KeyHashes: []string{HashKey("kb")}, EventTypes: []string{"*"}},
+	}
+	reg := prometheus.NewPedanticRegistry()
+	if _, err := New(cfg, registry, acceptAll{}, WithRegisterer(reg)); err != nil {
+		t.Fatal(err)
+	}
+	types := registry.Types()
+	reasons := len(ingestv1.Reason_name) - 1 // every reason but REASON_UNSPECIFIED
+	for name, want := range map[string]int{
+		"sluice_events_total":             2 * len(types) * 4,
+		"sluice_requests_total":           len(transports) * (1 + reasons),
+		"sluice_request_duration_seconds": len(transports),
+	} {
+		if n, err := testutil.GatherAndCount(reg, name); err != nil || n != want {
+			t.Errorf("%s: %d series before the first request (%v), want %d", name, n, err, want)
+		}
+	}
+	for _, outcome := range [][2]string{{"ACCEPTED", ""}, {"DUPLICATE", ""}, {"REJECTED", "BUFFER_FULL"}, {"REJECTED", "UNAVAILABLE"}} {
+		want := fmt.Sprintf(`sluice_events_total{outcome=%q,reason=%q,source="b",type=%q} 0`, outcome[0], outcome[1], types[0])
+		found := false
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() != "sluice_events_total" {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				l := map[string]string{}
+				for _, lp := range m.GetLabel() {
+					l[lp.GetName()] = lp.GetValue()
+				}
+				found = found || l["source"] == "b" && l["type"] == types[0] && l["outcome"] == outcome[0] && l["reason"] == outcome[1]
+			}
+		}
+		if !found {
+			t.Errorf("no %s", want)
+		}
+	}
 }

@@ -141,6 +141,7 @@ func New(cfg Config, contracts *contract.Registry, pub Admitter, opts ...Option)
 	if s.metrics, err = newMetrics(o.reg, dedupLen, s.memory.inUse, s.streamMemory.inUse); err != nil {
 		return nil, err
 	}
+	s.metrics.initLabels(sourceNames(cfg.Sources), contracts.Types())
 	s.checking = semaphore.NewWeighted(int64(cfg.Limits.CheckingEvents))
 	s.receiving.limit = int64(cfg.Limits.ReceivingRequests)
 	s.receiving.timeout = cfg.Limits.ReceiveTimeout

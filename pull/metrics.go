@@ -31,6 +31,7 @@ type Metrics struct {
 	tokenRefresh  *prometheus.CounterVec
 	authFailures  *prometheus.CounterVec
 	up            *prometheus.GaugeVec
+	interval      *prometheus.GaugeVec
 	cursorAge     *cursorAge
 	reg           prometheus.Registerer
 	allCollectors []prometheus.Collector
@@ -74,7 +75,11 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{"partner"}),
 		up: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "sluice_poller_up",
-			Help: "1 while the partner's poller runs on this replica, 0 once it stopped.",
+			Help: "1 while the partner's poller runs on this replica, 0 when it does not (stopped, or not yet or not here started).",
+		}, []string{"partner"}),
+		interval: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "sluice_poller_interval_seconds",
+			Help: "The partner's configured interval between polls once caught up, the unit in which its cursor age is judged.",
 		}, []string{"partner"}),
 		cursorAge: &cursorAge{
 			desc:  prometheus.NewDesc("sluice_poller_cursor_age_seconds", "Seconds since the partner's cursor was last saved, for pollers running on this replica.", []string{"partner"}, nil),
@@ -83,7 +88,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		},
 	}
 	m.allCollectors = []prometheus.Collector{m.requests, m.items, m.pages, m.pageFailures, m.waited,
-		m.circuit, m.tokenRefresh, m.authFailures, m.up, m.cursorAge}
+		m.circuit, m.tokenRefresh, m.authFailures, m.up, m.interval, m.cursorAge}
 	if reg != nil {
 		if err := promreg.Register(reg, m.allCollectors...); err != nil {
 			return nil, err
@@ -97,6 +102,36 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 func (m *Metrics) Unregister() {
 	if m.reg != nil {
 		promreg.Unregister(m.reg, m.allCollectors...)
+	}
+}
+
+// Configured sets the interval of cfg's partner and creates its series
+// whose labels are bounded (page results, wait causes, item outcomes,
+// token results for OAuth2) at zero, so a scrape names them before the
+// first poll and rate() sees their first increase. sluice_poller_up is
+// created at 0 where the poller is not running, so that an alert can tell
+// a configured poller that runs on no replica. NewPoller calls it, and so
+// does a runner for every poller it may run.
+func (m *Metrics) Configured(cfg Config) {
+	name := cfg.Name
+	m.interval.WithLabelValues(name).Set(cfg.Interval.Seconds())
+	m.up.WithLabelValues(name)
+	m.circuit.WithLabelValues(name)
+	m.authFailures.WithLabelValues(name)
+	for _, r := range []string{"committed", "retried"} {
+		m.pages.WithLabelValues(name, r)
+	}
+	for _, c := range []string{waitRetryAfter, waitRateHeaders, waitClientLimit, waitBackoff, waitBreaker, waitInterval} {
+		m.waited.WithLabelValues(name, c)
+	}
+	for _, o := range []string{"ACCEPTED", "DUPLICATE"} {
+		m.items.WithLabelValues(name, o, "")
+	}
+	m.items.WithLabelValues(name, "REJECTED", reasonUnmappable)
+	if cfg.Auth.Type == AuthOAuth2 {
+		for _, r := range []string{"ok", "error"} {
+			m.tokenRefresh.WithLabelValues(name, r)
+		}
 	}
 }
 

@@ -141,6 +141,7 @@ func NewPoller(cfg Config, ing Ingester, store CursorStore, opts ...Option) (*Po
 		}
 		o.metrics = m
 	}
+	o.metrics.Configured(cfg)
 	origin, err := parseTemplate(cfg.URL)
 	if err != nil { // validated
 		return nil, err

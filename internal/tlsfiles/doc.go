@@ -63,7 +63,10 @@
 // Every reload is logged and counted in sluice_tls_reloads_total{listener,
 // result} (result ok or error), registered on the Registerer passed in;
 // several Reloaders on one Registerer share the family, one listener label
-// each. The first load, by NewReloader, is not a reload: it fails
+// each. sluice_tls_certificate_expiry_timestamp_seconds{listener} is the
+// NotAfter of the certificate served, set by the first load and by every
+// reload that succeeds (a failed one keeps the previous value, as it keeps
+// the previous certificate). The first load, by NewReloader, is not a reload: it fails
 // NewReloader instead.
 //
 // No goroutine is started: a listener without handshakes reads nothing, and

@@ -26,6 +26,8 @@ type Reloader struct {
 	nextProtos []string
 	reloadsOK  prometheus.Counter
 	reloadsErr prometheus.Counter
+	// expiry is the served certificate's NotAfter, in Unix seconds.
+	expiry prometheus.Gauge
 
 	// nextCheck is when a handshake may stat the files again (unix ns).
 	nextCheck atomic.Int64
@@ -55,8 +57,9 @@ func WithClock(now func() time.Time) Option { return optionFunc(func(o *options)
 // WithLogger replaces slog.Default().
 func WithLogger(l *slog.Logger) Option { return optionFunc(func(o *options) { o.log = l }) }
 
-// WithRegisterer registers sluice_tls_reloads_total; by default it is
-// counted but not registered.
+// WithRegisterer registers sluice_tls_reloads_total and
+// sluice_tls_certificate_expiry_timestamp_seconds; by default they are
+// kept but not registered.
 func WithRegisterer(r prometheus.Registerer) Option {
 	return optionFunc(func(o *options) { o.reg = r })
 }
@@ -81,7 +84,7 @@ func NewReloader(cfg ServerConfig, listener string, opts ...Option) (*Reloader, 
 	for _, opt := range opts {
 		opt.apply(&o)
 	}
-	reloads, err := registerReloads(o.reg)
+	m, err := registerMetrics(o.reg)
 	if err != nil {
 		return nil, err
 	}
@@ -91,15 +94,16 @@ func NewReloader(cfg ServerConfig, listener string, opts ...Option) (*Reloader, 
 		now:        o.now,
 		log:        o.log.With("listener", listener),
 		nextProtos: o.nextProtos,
-		reloadsOK:  reloads.WithLabelValues(listener, "ok"),
-		reloadsErr: reloads.WithLabelValues(listener, "error"),
+		reloadsOK:  m.reloads.WithLabelValues(listener, "ok"),
+		reloadsErr: m.reloads.WithLabelValues(listener, "error"),
+		expiry:     m.expiry.WithLabelValues(listener),
 	}
 	r.stamps = statFiles(cfg)
 	l, err := load(cfg)
 	if err != nil {
 		return nil, err
 	}
-	r.current.Store(r.build(l))
+	r.serve(l)
 	r.nextCheck.Store(r.now().Add(checkInterval).UnixNano())
 	r.log.Info("tls: certificate loaded", certAttrs(l)...)
 	return r, nil
@@ -145,9 +149,15 @@ func (r *Reloader) check() {
 		r.log.Error("tls: reload failed; serving the previous certificate", "err", err)
 		return
 	}
-	r.current.Store(r.build(l))
+	r.serve(l)
 	r.reloadsOK.Inc()
 	r.log.Info("tls: certificate reloaded", certAttrs(l)...)
+}
+
+// serve makes l the set every new handshake gets.
+func (r *Reloader) serve(l *loaded) {
+	r.current.Store(r.build(l))
+	r.expiry.Set(float64(l.cert.Leaf.NotAfter.Unix()))
 }
 
 func (r *Reloader) build(l *loaded) *tls.Config {
@@ -200,22 +210,48 @@ func statFile(path string) stamp {
 	return stamp{exists: true, dev: dev, ino: ino, size: fi.Size(), modTime: fi.ModTime().UnixNano()}
 }
 
-func registerReloads(reg prometheus.Registerer) (*prometheus.CounterVec, error) {
-	cv := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "sluice_tls_reloads_total",
-		Help: "Reloads of a listener's TLS certificate, key and client CAs after their files changed, by listener and result (ok, or error: the previous files are still served).",
-	}, []string{"listener", "result"})
-	if reg == nil {
-		return cv, nil
+// metrics are the Reloaders' families; Reloaders on one Registerer share
+// them, one listener label each.
+type metrics struct {
+	reloads *prometheus.CounterVec
+	expiry  *prometheus.GaugeVec
+}
+
+func registerMetrics(reg prometheus.Registerer) (metrics, error) {
+	m := metrics{
+		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_tls_reloads_total",
+			Help: "Reloads of a listener's TLS certificate, key and client CAs after their files changed, by listener and result (ok, or error: the previous files are still served).",
+		}, []string{"listener", "result"}),
+		expiry: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "sluice_tls_certificate_expiry_timestamp_seconds",
+			Help: "NotAfter of the certificate a listener serves, as a Unix timestamp; set at the first load and at every reload that succeeds.",
+		}, []string{"listener"}),
 	}
-	if err := reg.Register(cv); err != nil {
+	if reg == nil {
+		return m, nil
+	}
+	var err error
+	if m.reloads, err = register(reg, m.reloads); err != nil {
+		return metrics{}, err
+	}
+	if m.expiry, err = register(reg, m.expiry); err != nil {
+		return metrics{}, err
+	}
+	return m, nil
+}
+
+// register registers c on reg, or returns the collector of its kind that
+// another Reloader registered there.
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
+	if err := reg.Register(c); err != nil {
 		var are prometheus.AlreadyRegisteredError
 		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(*prometheus.CounterVec); ok {
+			if existing, ok := are.ExistingCollector.(C); ok {
 				return existing, nil
 			}
 		}
-		return nil, fmt.Errorf("tlsfiles: registering metrics: %w", err)
+		return c, fmt.Errorf("tlsfiles: registering metrics: %w", err)
 	}
-	return cv, nil
+	return c, nil
 }

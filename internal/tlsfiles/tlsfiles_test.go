@@ -354,6 +354,66 @@ func TestRotation(t *testing.T) {
 	}
 }
 
+func expiry(t *testing.T, reg prometheus.Gatherer, listener string) float64 {
+	t.Helper()
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fam := range fams {
+		if fam.GetName() != "sluice_tls_certificate_expiry_timestamp_seconds" {
+			continue
+		}
+		for _, m := range fam.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "listener" && l.GetValue() == listener {
+					return m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	t.Fatalf("no sluice_tls_certificate_expiry_timestamp_seconds{listener=%q}", listener)
+	return 0
+}
+
+// TestExpiryGauge: the expiry gauge is the NotAfter of the certificate
+// served: the first one's, a rotated one's, and still the rotated one's
+// after a broken replacement.
+func TestExpiryGauge(t *testing.T) {
+	f := newFiles(t)
+	clk := &fakeClock{now: time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)}
+	reg := prometheus.NewRegistry()
+	r, err := tlsfiles.NewReloader(f.config(tlsfiles.ClientAuthNone), "http",
+		tlsfiles.WithClock(clk.Now), tlsfiles.WithRegisterer(reg), tlsfiles.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := expiry(t, reg, "http"), float64(f.server.Cert.NotAfter.Unix()); got != want {
+		t.Fatalf("after the first load: expiry %v, want %v", got, want)
+	}
+	s := serve(t, r.Config())
+	handshake := func() {
+		t.Helper()
+		if _, err := s.dial(t, f.serverCA, nil); err != nil {
+			t.Fatalf("handshake: %v", err)
+		}
+		s.state(t)
+	}
+	next := f.serverCA.ServerUntil(t, f.server.Cert.NotAfter.Add(10*24*time.Hour))
+	next.Write(t, f.cert, f.key)
+	clk.Advance(time.Second)
+	handshake()
+	if got, want := expiry(t, reg, "http"), float64(next.Cert.NotAfter.Unix()); got != want {
+		t.Fatalf("after rotation: expiry %v, want %v", got, want)
+	}
+	tlstest.WriteFile(t, f.cert, []byte("not PEM at all\n"))
+	clk.Advance(time.Second)
+	handshake()
+	if got, want := expiry(t, reg, "http"), float64(next.Cert.NotAfter.Unix()); got != want {
+		t.Fatalf("after a broken replacement: expiry %v, want the served %v", got, want)
+	}
+}
+
 // TestSharedRegisterer: listeners on one Registerer count in one family.
 func TestSharedRegisterer(t *testing.T) {
 	f := newFiles(t)
@@ -367,6 +427,9 @@ func TestSharedRegisterer(t *testing.T) {
 	for _, name := range []string{"grpc", "http"} {
 		if n := reloads(t, reg, name, "error"); n != 0 {
 			t.Errorf("%s: %v errors", name, n)
+		}
+		if got := expiry(t, reg, name); got != float64(f.server.Cert.NotAfter.Unix()) {
+			t.Errorf("%s: expiry %v, want %v", name, got, f.server.Cert.NotAfter.Unix())
 		}
 	}
 }

@@ -160,6 +160,10 @@ func NewRunner(oc Config, kopts []kgo.Opt, pollers []pull.Config, ing pull.Inges
 		}
 		r.metrics, r.ownMet = m, true
 	}
+	// Every poller this replica may run has its series from the start.
+	for _, c := range sorted {
+		r.metrics.Configured(c)
+	}
 	r.opts = append(append([]pull.Option{pull.WithLogger(o.log)}, o.poller...), pull.WithMetrics(r.metrics))
 	return r, nil
 }

@@ -98,6 +98,19 @@ func (ca *CA) Server(t testing.TB) *Leaf {
 	})
 }
 
+// ServerUntil issues a server certificate like Server's that expires at
+// notAfter.
+func (ca *CA) ServerUntil(t testing.TB, notAfter time.Time) *Leaf {
+	t.Helper()
+	return ca.issue(t, &x509.Certificate{
+		Subject:     pkix.Name{CommonName: "localhost"},
+		DNSNames:    []string{"localhost"},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		NotAfter:    notAfter,
+	})
+}
+
 // Client issues a client certificate saying id.
 func (ca *CA) Client(t testing.TB, id Identity) *Leaf {
 	t.Helper()
@@ -122,7 +135,9 @@ func (ca *CA) issue(t testing.TB, tmpl *x509.Certificate) *Leaf {
 	key := newKey(t)
 	tmpl.SerialNumber = serial(t)
 	tmpl.NotBefore = time.Now().Add(-time.Hour)
-	tmpl.NotAfter = time.Now().Add(24 * time.Hour)
+	if tmpl.NotAfter.IsZero() {
+		tmpl.NotAfter = time.Now().Add(24 * time.Hour)
+	}
 	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, &key.PublicKey, ca.key)
 	if err != nil {

@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""Writes sluice.dashboard.json: one row per tier. Edit here, then run
+python3 deploy/grafana/gen_dashboard.py and scripts/dashboard-png.py."""
+import json, os
+
+DS = {"type": "prometheus", "uid": "${datasource}"}
+panels = []
+pid = [0]
+y = [0]
+
+
+def nid():
+    pid[0] += 1
+    return pid[0]
+
+
+def row(title):
+    panels.append({"type": "row", "title": title, "id": nid(), "collapsed": False,
+                   "gridPos": {"h": 1, "w": 24, "x": 0, "y": y[0]}, "panels": []})
+    y[0] += 1
+
+
+def panel(title, kind, targets, x, w, h=8, unit=None, desc=""):
+    p = {"type": kind, "title": title, "id": nid(), "datasource": DS, "description": desc,
+         "gridPos": {"h": h, "w": w, "x": x, "y": y[0]},
+         "targets": [{"refId": chr(65 + i), "datasource": DS, "expr": e, "legendFormat": l}
+                     for i, (e, l) in enumerate(targets)],
+         "fieldConfig": {"defaults": {"unit": unit or "short"}, "overrides": []},
+         "options": {}}
+    if kind == "timeseries":
+        p["options"] = {"legend": {"displayMode": "list", "placement": "bottom"}, "tooltip": {"mode": "multi"}}
+    panels.append(p)
+
+
+def next_line(h=8):
+    y[0] += h
+
+
+RI = "$__rate_interval"
+
+row("Edge: gateway")
+panel("Events by outcome and reason", "timeseries",
+      [(f'sum by (outcome, reason) (rate(sluice_events_total{{source=~"$source"}}[{RI}]))', "{{outcome}} {{reason}}")],
+      0, 8, unit="ops")
+panel("Requests by transport and result", "timeseries",
+      [(f"sum by (transport, result) (rate(sluice_requests_total[{RI}]))", "{{transport}} {{result}}")],
+      8, 8, unit="reqps")
+panel("Request latency p50 / p99", "timeseries",
+      [(f"histogram_quantile(0.5, sum by (le, transport) (rate(sluice_request_duration_seconds_bucket[{RI}])))", "p50 {{transport}}"),
+       (f"histogram_quantile(0.99, sum by (le, transport) (rate(sluice_request_duration_seconds_bucket[{RI}])))", "p99 {{transport}}")],
+      16, 8, unit="s")
+next_line()
+panel("Success rate (SLO 99%)", "stat", [("sluice:events_success:ratio_rate5m", "success")], 0, 4, unit="percentunit")
+panel("Admission mode (0 DIRECT, 1 SPOOLING)", "state-timeline",
+      [("sluice_admission_mode", "{{instance}}")], 4, 6)
+panel("Spool bytes vs cap", "timeseries",
+      [("sluice_spool_bytes", "bytes {{instance}}"), ("sluice_spool_max_bytes", "cap {{instance}}")], 10, 7, unit="bytes")
+panel("Spool records, spooled, drained, BUFFER_FULL", "timeseries",
+      [("sluice_spool_records", "in spool {{instance}}"),
+       (f"rate(sluice_admission_spooled_records_total[{RI}])", "spooled/s {{instance}}"),
+       (f"rate(sluice_spool_drained_records_total[{RI}])", "drained/s {{instance}}"),
+       (f"rate(sluice_admission_buffer_full_records_total[{RI}])", "BUFFER_FULL/s {{instance}}")],
+      17, 7)
+next_line()
+
+row("Kafka: produce")
+panel("Produce latency p50 / p99 (acks=all)", "timeseries",
+      [(f"histogram_quantile(0.5, sum by (le) (rate(sluice_produce_latency_seconds_bucket[{RI}])))", "p50"),
+       (f"histogram_quantile(0.99, sum by (le) (rate(sluice_produce_latency_seconds_bucket[{RI}])))", "p99")],
+      0, 8, unit="s")
+panel("Produced records by result", "timeseries",
+      [(f"sum by (result) (rate(sluice_produce_records_total[{RI}]))", "{{result}}")], 8, 8, unit="ops")
+panel("Produce errors by class; buffered records", "timeseries",
+      [(f"sum by (class) (rate(sluice_produce_errors_total[{RI}]))", "errors {{class}}"),
+       ("sum(sluice_producer_buffered_records)", "buffered")], 16, 8)
+next_line()
+
+row("Consumer")
+panel("Lag by topic (source topics; DLQ backlog)", "timeseries",
+      [("sluice:consumer_lag:sum_by_topic", "{{topic}}"),
+       ("sluice:consumer_dlq_backlog:sum_by_topic", "backlog {{topic}}")], 0, 8)
+panel("In flight", "timeseries", [("sum by (instance) (sluice_consumer_in_flight)", "{{instance}}")], 8, 4)
+panel("Sink write latency p50 / p99", "timeseries",
+      [(f"histogram_quantile(0.5, sum by (le, sink) (rate(sluice_sink_write_seconds_bucket[{RI}])))", "p50 {{sink}}"),
+       (f"histogram_quantile(0.99, sum by (le, sink) (rate(sluice_sink_write_seconds_bucket[{RI}])))", "p99 {{sink}}")],
+      12, 6, unit="s")
+panel("End-to-end p95 (SLO 2m)", "timeseries",
+      [("sluice:consumer_end_to_end_seconds:p95_5m", "p95 direct"),
+       (f'histogram_quantile(0.95, sum by (le) (rate(sluice_consumer_end_to_end_seconds_bucket{{route="dlq"}}[{RI}])))', "p95 drained from DLQ")],
+      18, 6, unit="s")
+next_line()
+panel("Breaker state (0 closed, 1 open, 2 half_open)", "state-timeline",
+      [("sluice_sink_circuit_state", "{{sink}} {{instance}}")], 0, 6)
+panel("Mode", "state-timeline", [("sluice_consumer_mode == 1", "{{mode}} {{instance}}")], 6, 6)
+panel("Finished by outcome; sink errors", "timeseries",
+      [(f"sum by (outcome) (rate(sluice_consumer_events_total[{RI}]))", "{{outcome}}"),
+       (f"sum by (class) (rate(sluice_sink_errors_total[{RI}]))", "sink error {{class}}")], 12, 6, unit="ops")
+panel("DLQ in vs drained; parked; DLQ ratio", "timeseries",
+      [(f'sum(rate(sluice_consumer_dead_letters_total{{kind="dlq"}}[{RI}]))', "into DLQ"),
+       (f"sum by (outcome) (rate(sluice_consumer_dlq_drained_total[{RI}]))", "drained {{outcome}}"),
+       (f'sum by (topic) (rate(sluice_consumer_dead_letters_total{{kind="parked"}}[{RI}]))', "parked {{topic}}"),
+       ("sluice:consumer_dead_letter:ratio_rate30m", "DLQ ratio (SLO 0.5%)")], 18, 6, unit="ops")
+next_line()
+
+row("Pollers")
+panel("Requests by status", "timeseries",
+      [(f'sum by (partner, status) (rate(sluice_poller_requests_total{{partner=~"$partner"}}[{RI}]))', "{{partner}} {{status}}")],
+      0, 8, unit="reqps")
+panel("Waits by cause (Retry-After, rate limits, backoff)", "timeseries",
+      [(f'sum by (partner, cause) (rate(sluice_poller_wait_seconds_total{{partner=~"$partner",cause!="interval"}}[{RI}]))', "{{partner}} {{cause}}")],
+      8, 8, unit="percentunit", desc="Seconds waited per second: 1 means waiting all the time.")
+panel("Cursor age vs interval; up", "timeseries",
+      [('max by (partner) (sluice_poller_cursor_age_seconds{partner=~"$partner"})', "age {{partner}}"),
+       ('5 * max by (partner) (sluice_poller_interval_seconds{partner=~"$partner"})', "alert at 5 intervals {{partner}}"),
+       ('max by (partner) (sluice_poller_up{partner=~"$partner"})', "up {{partner}}")],
+      16, 8, unit="s")
+next_line()
+row("TLS")
+panel("Days until certificate expiry", "stat",
+      [("(sluice_tls_certificate_expiry_timestamp_seconds - time()) / 86400", "{{instance}} {{listener}}")], 0, 24, h=5, unit="d")
+
+dash = {
+    "title": "sluice",
+    "uid": "sluice-overview",
+    "schemaVersion": 39,
+    "version": 1,
+    "editable": True,
+    "tags": ["sluice"],
+    "time": {"from": "now-6h", "to": "now"},
+    "refresh": "30s",
+    "timezone": "",
+    "annotations": {"list": []},
+    "templating": {"list": [
+        {"name": "datasource", "type": "datasource", "query": "prometheus", "label": "Data source",
+         "current": {}, "hide": 0, "refresh": 1, "options": []},
+        {"name": "source", "type": "query", "datasource": DS, "label": "Source",
+         "query": {"query": "label_values(sluice_events_total, source)", "refId": "source"},
+         "definition": "label_values(sluice_events_total, source)",
+         "includeAll": True, "multi": True, "allValue": ".*", "current": {}, "refresh": 2, "options": []},
+        {"name": "partner", "type": "query", "datasource": DS, "label": "Partner",
+         "query": {"query": "label_values(sluice_poller_up, partner)", "refId": "partner"},
+         "definition": "label_values(sluice_poller_up, partner)",
+         "includeAll": True, "multi": True, "allValue": ".*", "current": {}, "refresh": 2, "options": []},
+    ]},
+    "panels": panels,
+}
+here = os.path.dirname(os.path.abspath(__file__))
+with open(os.path.join(here, "sluice.dashboard.json"), "w") as f:
+    json.dump(dash, f, indent=2)
+    f.write("\n")
