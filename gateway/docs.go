@@ -53,10 +53,7 @@ func (d *apiDocs) routes(next http.Handler) http.Handler {
 		if kind != "application/json" {
 			h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
 		}
-		w.WriteHeader(http.StatusOK)
-		if r.Method == http.MethodGet {
-			_, _ = w.Write(body)
-		}
+		writeBody(w, http.StatusOK, body) // compressed when asked; HEAD drops the body
 	})
 }
 

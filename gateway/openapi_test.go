@@ -37,6 +37,9 @@ func TestOpenAPIDescribesTheWire(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" {
 		t.Fatalf("GET /openapi.json: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
+	if !resp.Uncompressed { // the client asked for gzip, as Go's does unasked
+		t.Error("the description was not sent compressed to a client that accepts gzip")
+	}
 	var doc struct {
 		Paths map[string]map[string]struct {
 			Responses map[string]struct {
