@@ -81,12 +81,16 @@ def human(v, unit):
         return f"{v:.0f} days"
     if unit == "s":
         return f"{v * 1000:.0f} ms" if v < 1 else f"{v:.1f} s"
-    return f"{v:.3g}"
+    suffix = {"ops": "/s", "reqps": " req/s"}.get(unit, "")
+    for scale, name in [(1e6, "M"), (1e3, "k")]:
+        if abs(v) >= scale:
+            return f"{v / scale:.3g}{name}{suffix}"
+    return f"{v:.3g}{suffix}"
 
 
 def draw_data(p, x, y, w, h):
     # The panel's plotting area, in figure coordinates (y grows upwards).
-    left, right = (x + 0.45) / 24, (x + w - 0.3) / 24
+    left, right = (x + 1.1) / 24, (x + w - 0.3) / 24
     top, bottom = 1 - (y + 1.05) / height, 1 - (y + h - 0.55) / height
     unit = p.get("fieldConfig", {}).get("defaults", {}).get("unit", "short")
     series = []
@@ -100,6 +104,8 @@ def draw_data(p, x, y, w, h):
         ax.text(x + w / 2, y + h / 2 + 0.3, human(last, unit), fontsize=30, weight="bold",
                 ha="center", va="center", color="#1f6f3f")
         return
+    # The busiest series first: the legend has room for eight.
+    series.sort(key=lambda s: -sum(abs(v) for v in s[2] if not math.isnan(v)))
     sub = fig.add_axes([left, bottom, right - left, top - bottom])
     sub.set_facecolor("white")
     if not series:
