@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"io"
 	"net/http"
 	"regexp"
@@ -57,25 +56,7 @@ func waitFor(t *testing.T, out *syncBuffer, re *regexp.Regexp) []string {
 // event with the demo key, and sees it land in the in-process Kafka and
 // then in the SQLite sink, beside the orders the demo poller pulls.
 func TestDev(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	out, logs := newSyncBuffer(), newSyncBuffer()
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{"dev", "-http", "127.0.0.1:0", "-grpc", "127.0.0.1:0", "-admin", "127.0.0.1:0"}, out, logs)
-	}()
-	defer func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("dev: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Error("dev did not stop")
-		}
-	}()
-
-	addr := waitFor(t, out, regexp.MustCompile(`REST http://(\S+)`))[1]
+	addr, out := startDev(t, "-tail=true", "-demo-partner=true")
 	metrics := waitFor(t, out, regexp.MustCompile(`Metrics: (http://\S+)`))[1]
 	if resp, err := http.Get(metrics); err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("the banner's metrics %s: %v %v", metrics, resp, err)

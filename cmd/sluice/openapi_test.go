@@ -37,7 +37,7 @@ func TestSchemathesis(t *testing.T) {
 	if st == "" {
 		t.Skip("SLUICE_SCHEMATHESIS (the st command) not set")
 	}
-	addr := startDev(t)
+	addr, _ := startDev(t, "-tail=false", "-demo-partner=false")
 	spec := getSpec(t, "http://"+addr+"/openapi.json")
 
 	var doc struct {
@@ -94,16 +94,16 @@ func TestSchemathesis(t *testing.T) {
 	}
 }
 
-// startDev runs `sluice dev` in this process on free ports, stopped at the
-// end of the test, and returns its REST address.
-func startDev(t *testing.T) string {
+// startDev runs `sluice dev` in this process on free ports, with more
+// flags, stopped at the end of the test; it returns its REST address and
+// what it prints.
+func startDev(t *testing.T, flags ...string) (string, *syncBuffer) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	out, logs := newSyncBuffer(), newSyncBuffer()
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"dev", "-http", "127.0.0.1:0", "-grpc", "127.0.0.1:0", "-admin", "127.0.0.1:0",
-			"-tail=false", "-demo-partner=false"}, out, logs)
+		done <- run(ctx, append([]string{"dev", "-http", "127.0.0.1:0", "-grpc", "127.0.0.1:0", "-admin", "127.0.0.1:0"}, flags...), out, logs)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -116,7 +116,7 @@ func startDev(t *testing.T) string {
 			t.Error("dev did not stop")
 		}
 	})
-	return waitFor(t, out, regexp.MustCompile(`REST http://(\S+)`))[1]
+	return waitFor(t, out, regexp.MustCompile(`REST http://(\S+)`))[1], out
 }
 
 func getSpec(t *testing.T, url string) []byte {
@@ -139,7 +139,7 @@ func getSpec(t *testing.T, url string) []byte {
 // TestDevServesOpenAPI: `sluice dev` serves the description and its page
 // without a key, and the page names what the description describes.
 func TestDevServesOpenAPI(t *testing.T) {
-	addr := startDev(t)
+	addr, _ := startDev(t, "-tail=false", "-demo-partner=false")
 	spec := getSpec(t, "http://"+addr+"/openapi.json")
 	var doc struct {
 		OpenAPI string `json:"openapi"`

@@ -90,16 +90,11 @@ func (ca *CA) ServerTLS(t testing.TB) *tls.Config {
 // Server issues a server certificate for 127.0.0.1 and localhost.
 func (ca *CA) Server(t testing.TB) *Leaf {
 	t.Helper()
-	return ca.issue(t, &x509.Certificate{
-		Subject:     pkix.Name{CommonName: "localhost"},
-		DNSNames:    []string{"localhost"},
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	})
+	return ca.ServerUntil(t, time.Time{})
 }
 
 // ServerUntil issues a server certificate like Server's that expires at
-// notAfter.
+// notAfter (zero: a day from now).
 func (ca *CA) ServerUntil(t testing.TB, notAfter time.Time) *Leaf {
 	t.Helper()
 	return ca.issue(t, &x509.Certificate{
