@@ -73,17 +73,19 @@
 // (compress.go) that stops producing output at MaxRequestBytes+1 bytes and
 // refuses the body DECOMPRESSED_TOO_LARGE (413, not retryable), so a
 // compression bomb is never inflated past the limit; a zstd frame that
-// asks for a window (or, in one segment, a content size) over
-// MaxRequestBytes+1, or over 8 MiB (RFC 9659), is refused so before its
-// window is allocated. A stream that does not decode (a bad header or
-// checksum, cut short, bytes after its end) is MALFORMED. Such a body is
-// charged as one of MaxRequestBytes, as a gRPC receive is, until it is in.
+// asks for a window (or, in one segment, a content size) over 8 MiB (RFC
+// 9659's bound, which decoders must take) or over MaxRequestBytes+1 when
+// that is larger is refused so before its window is allocated. A stream
+// that does not decode (a bad header or checksum, cut short, bytes after
+// its end) is MALFORMED. Such a body is charged as one of
+// MaxRequestBytes, as a gRPC receive is, until it is in, and a zstd one
+// its decoder's window besides.
 //
 // gRPC accepts the "gzip" compressor (grpc-go's) and "zstd" (compress.go,
 // registered in init); answers go back in the request's compressor. grpc-go
 // decompresses a message itself and stops one byte past twice
-// MaxRequestBytes of its output: a message of a compressed call between one and two times
-// MaxRequestBytes once decompressed is DECOMPRESSED_TOO_LARGE with
+// MaxRequestBytes of its output: a message of a compressed call between
+// one and two times MaxRequestBytes once decompressed is DECOMPRESSED_TOO_LARGE with
 // ErrorInfo; past that, grpc-go answers RESOURCE_EXHAUSTED itself, and a
 // message that does not decompress INTERNAL, neither with ErrorInfo. The
 // zstd decoder takes windows of at most 8 MiB (RFC 8878's recommended
@@ -95,6 +97,14 @@
 // gzip on a tie), with Vary: Accept-Encoding on every answer to a request
 // that sent it. Without Accept-Encoding, answers are the same bytes as
 // before.
+//
+// # The API's description
+//
+// With HTTP.OpenAPI (the default), the REST listener serves GET
+// /openapi.json, an OpenAPI 3.1 description built at start from the loaded
+// contracts (openapi.go; each payload's schema from contract.JSONSchema),
+// and GET /docs, a page of it (docs.go), both without authentication and
+// compressed when asked. Other methods on them are 405 with Allow.
 //
 // # Guarantees
 //
