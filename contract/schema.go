@@ -255,6 +255,9 @@ func (b *schemaBuilder) field(fd protoreflect.FieldDescriptor, added map[string]
 				return nil, err
 			}
 		}
+		if rules.GetRequired() {
+			s.MinProperties = maxPtr(s.MinProperties, 1)
+		}
 		return s, ignoreIfZero(rules, s)
 	case fd.IsList():
 		s := &Schema{Type: "array"}
@@ -276,6 +279,9 @@ func (b *schemaBuilder) field(fd protoreflect.FieldDescriptor, added map[string]
 		if s.Items, err = b.value(fd, items, added); err != nil {
 			return nil, err
 		}
+		if rules.GetRequired() {
+			s.MinItems = maxPtr(s.MinItems, 1)
+		}
 		return s, ignoreIfZero(rules, s)
 	}
 	s, err := b.value(fd, rules, added)
@@ -284,6 +290,11 @@ func (b *schemaBuilder) field(fd protoreflect.FieldDescriptor, added map[string]
 	}
 	if rules != nil && rules.GetIgnore() == validate.Ignore_IGNORE_IF_ZERO_VALUE && fd.Message() == nil {
 		return &Schema{AnyOf: []*Schema{{Const: zeroJSON(fd)}, s}}, nil
+	}
+	if rules.GetRequired() && !fd.HasPresence() {
+		// required on a field without presence: not its zero value, which
+		// is refused sent as well as left out.
+		return &Schema{AllOf: []*Schema{s, {Not: &Schema{Const: zeroJSON(fd)}}}}, nil
 	}
 	return s, nil
 }
@@ -392,7 +403,7 @@ func zeroJSON(fd protoreflect.FieldDescriptor) any {
 // Conservative patterns for the string formats: each admits only strings
 // that protovalidate's rule of the same name accepts.
 var formatPatterns = map[string]string{
-	"email":    `^[a-z0-9]{1,32}(?:[._-][a-z0-9]{1,32}){0,3}@[a-z0-9]{1,32}(?:-[a-z0-9]{1,32}){0,2}(?:\.[a-z0-9]{1,32}){0,3}\.[a-z]{2,8}$`,
+	"email":    `^[a-z0-9]{1,32}(?:[._-][a-z0-9]{1,32}){0,3}@[a-z0-9]{1,20}(?:-[a-z0-9]{1,20}){0,2}(?:\.[a-z0-9]{1,32}){0,3}\.[a-z]{2,8}$`,
 	"uuid":     `^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`,
 	"hostname": `^[a-z](?:[a-z0-9-]{0,30}[a-z0-9])?(?:\.[a-z](?:[a-z0-9-]{0,30}[a-z0-9])?){0,4}$`,
 	"address":  `^[a-z](?:[a-z0-9-]{0,30}[a-z0-9])?(?:\.[a-z](?:[a-z0-9-]{0,30}[a-z0-9])?){0,4}$`,

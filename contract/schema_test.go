@@ -275,38 +275,124 @@ func TestJSONSchemaUnexpressed(t *testing.T) {
 		{name: "string rule it does not read", field: validate.FieldRules_builder{String: validate.StringRules_builder{Ipv6: proto.Bool(true)}.Build()}.Build(), want: "ipv6"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			field := &descriptorpb.FieldDescriptorProto{Name: proto.String("a"), Number: proto.Int32(1),
-				Type: descriptorpb.FieldDescriptorProto_TYPE_STRING.Enum(), Label: descriptorpb.FieldDescriptorProto_LABEL_OPTIONAL.Enum(), JsonName: proto.String("a")}
-			if tc.field != nil {
-				field.Options = &descriptorpb.FieldOptions{}
-				proto.SetExtension(field.Options, validate.E_Field, tc.field)
-			}
-			msg := &descriptorpb.DescriptorProto{Name: proto.String("T"), Field: []*descriptorpb.FieldDescriptorProto{field}}
-			if tc.msg != nil {
-				msg.Options = &descriptorpb.MessageOptions{}
-				proto.SetExtension(msg.Options, validate.E_Message, tc.msg)
-			}
-			file := &descriptorpb.FileDescriptorProto{Name: proto.String("t.proto"), Package: proto.String("t"), Syntax: proto.String("proto3"),
-				Dependency: []string{"buf/validate/validate.proto"}, MessageType: []*descriptorpb.DescriptorProto{msg}}
-			set := &descriptorpb.FileDescriptorSet{File: []*descriptorpb.FileDescriptorProto{
-				protodesc.ToFileDescriptorProto(validate.File_buf_validate_validate_proto), file}}
-			image, err := proto.Marshal(set)
-			if err != nil {
-				t.Fatal(err)
-			}
-			r, err := contract.Load(image, []string{"t.T"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			c, _ := r.Lookup("t.T")
+			c := oneFieldContract(t, descriptorpb.FieldDescriptorProto_TYPE_STRING, descriptorpb.FieldDescriptorProto_LABEL_OPTIONAL, tc.field, tc.msg)
 			defs := map[string]*contract.Schema{}
-			_, err = c.JSONSchema(defs, "#/$defs/")
+			_, err := c.JSONSchema(defs, "#/$defs/")
 			var unexpressed *contract.UnexpressedRuleError
 			if !errors.As(err, &unexpressed) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("JSONSchema: %v, want an UnexpressedRuleError naming %q", err, tc.want)
 			}
 			if len(defs) != 0 {
 				t.Errorf("defs kept %d definitions of a type it could not describe", len(defs))
+			}
+		})
+	}
+}
+
+// oneFieldContract is the contract of message t.T { <kind> a = 1; } with
+// the given rules on the field and the message (either may be nil).
+func oneFieldContract(t *testing.T, kind descriptorpb.FieldDescriptorProto_Type, label descriptorpb.FieldDescriptorProto_Label,
+	fieldRules *validate.FieldRules, msgRules *validate.MessageRules) *contract.Contract {
+	t.Helper()
+	field := &descriptorpb.FieldDescriptorProto{Name: proto.String("a"), Number: proto.Int32(1),
+		Type: kind.Enum(), Label: label.Enum(), JsonName: proto.String("a")}
+	if fieldRules != nil {
+		field.Options = &descriptorpb.FieldOptions{}
+		proto.SetExtension(field.Options, validate.E_Field, fieldRules)
+	}
+	msg := &descriptorpb.DescriptorProto{Name: proto.String("T"), Field: []*descriptorpb.FieldDescriptorProto{field}}
+	if msgRules != nil {
+		msg.Options = &descriptorpb.MessageOptions{}
+		proto.SetExtension(msg.Options, validate.E_Message, msgRules)
+	}
+	file := &descriptorpb.FileDescriptorProto{Name: proto.String("t.proto"), Package: proto.String("t"), Syntax: proto.String("proto3"),
+		Dependency: []string{"buf/validate/validate.proto"}, MessageType: []*descriptorpb.DescriptorProto{msg}}
+	set := &descriptorpb.FileDescriptorSet{File: []*descriptorpb.FileDescriptorProto{
+		protodesc.ToFileDescriptorProto(validate.File_buf_validate_validate_proto), file}}
+	image, err := proto.Marshal(set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := contract.Load(image, []string{"t.T"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := r.Lookup("t.T")
+	return c
+}
+
+// TestJSONSchemaRequired: required on a field without presence refuses its
+// zero value sent, not only left out, as protovalidate does; the schema
+// and the contract agree on every payload of the table.
+func TestJSONSchemaRequired(t *testing.T) {
+	required := validate.FieldRules_builder{Required: proto.Bool(true)}.Build()
+	for _, tc := range []struct {
+		name     string
+		kind     descriptorpb.FieldDescriptorProto_Type
+		label    descriptorpb.FieldDescriptorProto_Label
+		payloads []string
+	}{
+		{"string", descriptorpb.FieldDescriptorProto_TYPE_STRING, descriptorpb.FieldDescriptorProto_LABEL_OPTIONAL, []string{`{}`, `{"a":""}`, `{"a":"x"}`}},
+		{"int64", descriptorpb.FieldDescriptorProto_TYPE_INT64, descriptorpb.FieldDescriptorProto_LABEL_OPTIONAL, []string{`{}`, `{"a":0}`, `{"a":0.0}`, `{"a":7}`}},
+		{"bool", descriptorpb.FieldDescriptorProto_TYPE_BOOL, descriptorpb.FieldDescriptorProto_LABEL_OPTIONAL, []string{`{}`, `{"a":false}`, `{"a":true}`}},
+		{"repeated", descriptorpb.FieldDescriptorProto_TYPE_STRING, descriptorpb.FieldDescriptorProto_LABEL_REPEATED, []string{`{}`, `{"a":[]}`, `{"a":[""]}`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := oneFieldContract(t, tc.kind, tc.label, required, nil)
+			defs := map[string]*contract.Schema{}
+			s, err := c.JSONSchema(defs, "#/$defs/")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range tc.payloads {
+				v, _ := decodeJSON([]byte(p))
+				_, checkErr := c.CheckJSON([]byte(p))
+				if admits(s, v, defs) && checkErr != nil {
+					t.Errorf("the schema admits %s, which the contract refuses: %v", p, checkErr)
+				}
+				if !admits(s, v, defs) && checkErr == nil {
+					t.Logf("the schema refuses %s, which the contract accepts (sound, not complete)", p)
+				}
+			}
+		})
+	}
+}
+
+// TestJSONSchemaFormatsAtTheirLongest: the longest string each format's
+// pattern admits is one protovalidate's rule accepts (a label past 63
+// characters, say, would not be).
+func TestJSONSchemaFormatsAtTheirLongest(t *testing.T) {
+	rep := strings.Repeat
+	label := "a" + rep("b", 30) + "c" // 32 characters, the pattern's longest label
+	for _, tc := range []struct {
+		name  string
+		rules *validate.StringRules
+		value string
+	}{
+		{"email", validate.StringRules_builder{Email: proto.Bool(true)}.Build(),
+			rep("a", 32) + rep("."+rep("a", 32), 3) + "@" + rep("b", 20) + rep("-"+rep("b", 20), 2) + rep("."+rep("c", 32), 3) + "." + rep("d", 8)},
+		{"hostname", validate.StringRules_builder{Hostname: proto.Bool(true)}.Build(), label + rep("."+label, 4)},
+		{"address", validate.StringRules_builder{Address: proto.Bool(true)}.Build(), label + rep("."+label, 4)},
+		{"uri", validate.StringRules_builder{Uri: proto.Bool(true)}.Build(),
+			"https://a" + rep("b", 30) + rep(".a"+rep("b", 30), 4) + rep("/"+rep("~", 32), 8)},
+		{"uuid", validate.StringRules_builder{Uuid: proto.Bool(true)}.Build(), "ffffffff-ffff-ffff-ffff-ffffffffffff"},
+		{"ipv4", validate.StringRules_builder{Ipv4: proto.Bool(true)}.Build(), "255.255.255.255"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := oneFieldContract(t, descriptorpb.FieldDescriptorProto_TYPE_STRING, descriptorpb.FieldDescriptorProto_LABEL_OPTIONAL,
+				validate.FieldRules_builder{String: tc.rules}.Build(), nil)
+			defs := map[string]*contract.Schema{}
+			s, err := c.JSONSchema(defs, "#/$defs/")
+			if err != nil {
+				t.Fatal(err)
+			}
+			payload, _ := json.Marshal(map[string]string{"a": tc.value})
+			v, _ := decodeJSON(payload)
+			if !admits(s, v, defs) {
+				t.Fatalf("the schema does not admit %q; the case is not the pattern's longest", tc.value)
+			}
+			if _, err := c.CheckJSON(payload); err != nil {
+				t.Errorf("the schema admits %q, which the contract refuses: %v", tc.value, err)
 			}
 		})
 	}
