@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"math/big"
 	"os"
 	"path/filepath"
@@ -165,7 +166,10 @@ func decodeJSON(b []byte) (any, bool) {
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.UseNumber()
 	var v any
-	if d.Decode(&v) != nil || d.More() {
+	if d.Decode(&v) != nil {
+		return nil, false
+	}
+	if _, err := d.Token(); err != io.EOF { // one value, and nothing after it
 		return nil, false
 	}
 	return v, true
