@@ -89,6 +89,16 @@
 // or buf's image metadata. It is computed at load and, for files in the
 // set, does not depend on which Go types the binary links in.
 //
+// # The JSON Schema of a payload
+//
+// Contract.JSONSchema describes a payload's JSON as the REST API takes it
+// (proto field names, enums by name), for the gateway's OpenAPI document.
+// It is sound, not complete: what it admits, Check accepts (held so by
+// FuzzJSONSchemaSound), but it is narrower than the rules where they have
+// no exact JSON Schema form. A message CEL rule in the subset celSchema
+// reads becomes its exact schema; a rule it cannot narrow soundly is an
+// *UnexpressedRuleError, and the type is left undescribed.
+//
 // # Concurrency
 //
 // A Registry and its Contracts are safe for concurrent use. One
