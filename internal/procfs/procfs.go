@@ -3,6 +3,7 @@ package procfs
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"time"
@@ -60,7 +61,7 @@ func ParseStatusKB(b []byte, field string) (int64, error) {
 			return 0, &Error{File: "status", Msg: field + " is not \"<n> kB\""}
 		}
 		kb, err := strconv.ParseInt(string(f[0]), 10, 64)
-		if err != nil || kb < 0 || kb > 1<<53 {
+		if err != nil || kb < 0 || kb > math.MaxInt64>>10 { // its bytes must fit an int64
 			return 0, &Error{File: "status", Msg: field + " " + strconv.Quote(string(f[0])) + " is not a size"}
 		}
 		return kb << 10, nil
