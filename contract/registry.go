@@ -24,6 +24,9 @@ import (
 // Registry holds the event contracts loaded from one descriptor set. It is
 // immutable after Load and safe for concurrent use.
 type Registry struct {
+	// image is the descriptor set the registry was loaded from, for
+	// comparing a reload against (Compare).
+	image     []byte
 	contracts map[string]*Contract
 	types     []string
 	validator protovalidate.Validator
@@ -74,7 +77,7 @@ func Load(image []byte, types []string, opts ...Option) (*Registry, error) {
 		return nil, err
 	}
 
-	r := &Registry{contracts: make(map[string]*Contract, len(types))}
+	r := &Registry{image: slices.Clone(image), contracts: make(map[string]*Contract, len(types))}
 	descs := make([]protoreflect.MessageDescriptor, 0, len(types))
 	for _, name := range types {
 		if _, ok := r.contracts[name]; ok {
@@ -154,6 +157,10 @@ func (r *Registry) Lookup(eventType string) (*Contract, bool) {
 	c, ok := r.contracts[eventType]
 	return c, ok
 }
+
+// Image returns the descriptor set the registry was loaded from. The
+// caller must not modify it.
+func (r *Registry) Image() []byte { return r.image }
 
 // Types returns the loaded event types, sorted.
 func (r *Registry) Types() []string { return slices.Clone(r.types) }
