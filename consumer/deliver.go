@@ -27,7 +27,7 @@ func (c *Consumer) process(batch []*job) {
 				continue
 			}
 		}
-		ev, err := Decode(c.reg, topic, j.rec)
+		ev, err := Decode(c.versions.Registry(), topic, j.rec)
 		if err != nil {
 			c.deadLetter(ctx, j, &failure{class: record.ClassDecode, err: err})
 			continue

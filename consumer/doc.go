@@ -9,7 +9,8 @@
 //
 //	cfg := consumer.NewDefaultConfig() // the consumer block; Validate names a bad field as consumer.<path>
 //	conn, err := kafka.Options(log)    // kafkaconn.Config, the kafka block: brokers, TLS, SASL
-//	c, err := consumer.New(cfg, registry, sink, conn,
+//	versions, err := contract.NewVersions(registry, 0) // the registry served and the versions kept before it
+//	c, err := consumer.New(cfg, versions, sink, conn,
 //		consumer.WithRegisterer(reg), consumer.WithLogger(log))
 //	err = c.Run(ctx)   // until ctx ends; then drains, commits and leaves the group
 //	err = c.Ready(ctx) // for a readiness probe: Kafka reached and the breaker not open

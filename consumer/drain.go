@@ -89,7 +89,7 @@ func (c *Consumer) checkDrained(source string, r *kgo.Record, env *record.Envelo
 		return record.ParkedSourceMismatch, fmt.Errorf("consumer: envelope names source topic %q, the record is in %s",
 			env.SourceTopic, r.Topic)
 	}
-	if err := dlq.CheckContract(c.reg, r); err != nil {
+	if err := dlq.CheckContract(c.versions.Registry(), r); err != nil {
 		return record.ParkedContract, err
 	}
 	return "", nil

@@ -31,6 +31,20 @@ const (
 
 func testRegistry(t testing.TB) *contract.Registry { return eventtest.Registry(t) }
 
+// testVersions serves the example contracts, keeping the default number
+// of versions.
+func testVersions(t testing.TB) *contract.Versions { return newVersions(t, testRegistry(t), 0) }
+
+// newVersions serves r, keeping keep versions of each type.
+func newVersions(t testing.TB, r *contract.Registry, keep int) *contract.Versions {
+	t.Helper()
+	v, err := contract.NewVersions(r, keep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
 // logLine returns a valid LogLine in protobuf binary.
 func logLine(t testing.TB) []byte { return eventtest.LogLine(t) }
 
@@ -238,10 +252,17 @@ type running struct {
 	stop func() error
 }
 
-// start runs a consumer until the test ends or stop is called.
+// start runs a consumer of the example contracts until the test ends or
+// stop is called.
 func start(t testing.TB, cfg Config, addrs []string, s sink.Sink, opts ...Option) running {
 	t.Helper()
-	c, err := New(cfg, testRegistry(t), s, []kgo.Opt{
+	return startVersions(t, cfg, testVersions(t), addrs, s, opts...)
+}
+
+// startVersions is start with the contract versions given.
+func startVersions(t testing.TB, cfg Config, versions *contract.Versions, addrs []string, s sink.Sink, opts ...Option) running {
+	t.Helper()
+	c, err := New(cfg, versions, s, []kgo.Opt{
 		kgo.SeedBrokers(addrs...),
 		kgo.FetchMaxWait(50 * time.Millisecond),
 		kgo.HeartbeatInterval(100 * time.Millisecond),
