@@ -6,7 +6,6 @@ import (
 
 	"github.com/sluicehq/sluice/internal/backoff"
 	"github.com/sluicehq/sluice/internal/breaker"
-	"github.com/sluicehq/sluice/record"
 	"github.com/sluicehq/sluice/sink"
 )
 
@@ -27,9 +26,9 @@ func (c *Consumer) process(batch []*job) {
 				continue
 			}
 		}
-		ev, err := Decode(c.versions.Registry(), topic, j.rec)
+		ev, err := Decode(c.versions, topic, j.rec)
 		if err != nil {
-			c.deadLetter(ctx, j, &failure{class: record.ClassDecode, err: err})
+			c.deadLetter(ctx, j, decodeFailure(err))
 			continue
 		}
 		if j.env != nil {

@@ -134,7 +134,7 @@ func (m *metrics) initLabels(sinkName string, sources []string) {
 	for _, class := range classes {
 		m.sinkErrors.WithLabelValues(sinkName, class)
 	}
-	classes = append(classes, record.ClassDecode)
+	classes = append(classes, record.ClassDecode, record.ClassSchema)
 	for _, t := range sources {
 		for _, class := range classes {
 			m.deadLetters.WithLabelValues(record.DLQTopic(t), outcomeDLQ, class)

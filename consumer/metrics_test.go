@@ -66,6 +66,7 @@ func TestSeriesFromStart(t *testing.T) {
 		{"sluice_consumer_dead_letters_total", map[string]string{"topic": dlqTopic, "kind": "dlq", "class": "transient"}},
 		{"sluice_consumer_dead_letters_total", map[string]string{"topic": dlqTopic, "kind": "dlq", "class": "permanent"}},
 		{"sluice_consumer_dead_letters_total", map[string]string{"topic": dlqTopic, "kind": "dlq", "class": "decode"}},
+		{"sluice_consumer_dead_letters_total", map[string]string{"topic": dlqTopic, "kind": "dlq", "class": "schema"}},
 		{"sluice_consumer_dead_letters_total", map[string]string{"topic": parkedTopic, "kind": "parked", "class": "transient"}},
 		{"sluice_consumer_drain_refused_total", map[string]string{"topic": dlqTopic, "reason": "contract"}},
 		{"sluice_consumer_drain_refused_total", map[string]string{"topic": dlqTopic, "reason": "source_mismatch"}},
