@@ -116,7 +116,7 @@ func New(cfg Config, versions *contract.Versions, s sink.Sink, kopts []kgo.Opt, 
 	for _, t := range c.sources {
 		c.dlqs = append(c.dlqs, record.DLQTopic(t))
 	}
-	c.m.initLabels(s.Name(), c.sources)
+	c.m.initLabels(s.Name(), c.sources, versions)
 	c.workCtx, c.abandonAll = context.WithCancel(context.Background())
 	c.quietSince = o.clock.Now()
 	c.breaker = breaker.New(breaker.Config{

@@ -92,3 +92,12 @@ func decodeFailure(err error) *failure {
 	}
 	return &failure{class: record.ClassDecode, err: err}
 }
+
+// refused is decodeFailure, counting a record no version kept could read
+// in sluice_consumer_events_by_schema_total.
+func (c *Consumer) refused(err error) *failure {
+	if uve, ok := errors.AsType[*dlq.UnknownVersionError](err); ok {
+		c.m.bySchema.unread(uve.Type)
+	}
+	return decodeFailure(err)
+}

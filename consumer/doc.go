@@ -176,11 +176,21 @@
 // took out of the DLQ, against dead_letters_total{kind="dlq"} put in),
 // sluice_consumer_end_to_end_seconds{route} (an event's ingested_at
 // header to the sink write that made it durable, on the consumer's Clock;
-// route dlq for drained events), sluice_sink_write_seconds,
-// sluice_sink_errors_total, sluice_sink_conflicts_total,
+// route dlq for drained events),
+// sluice_consumer_events_by_schema_total{type,fingerprint,decoded_with}
+// (the records decoded, drained ones each time they are, by the version
+// read with: decoded_with own and the record's fingerprint for a version
+// kept; fingerprint unknown and newest for a version not kept that the
+// newest read, none for one dead-lettered as record.ClassSchema),
+// sluice_sink_write_seconds, sluice_sink_errors_total, sluice_sink_conflicts_total,
 // sluice_sink_circuit_state, and the dlq.Producer's. Series whose labels
 // the config bounds (outcomes, routes, modes, the sink's error classes,
-// the source topics' DLQ and parked topics) exist at zero from New.
+// the source topics' DLQ and parked topics) exist at zero from New, and
+// so do those of the schema versions kept; those of a version a reload
+// dropped from the history are deleted when the next record is counted,
+// so the schema series stay within types × (versions kept + 2). A record
+// that does not decode for another reason (record.ClassDecode) is not
+// counted there.
 //
 // # Guarantees and what survives a crash
 //

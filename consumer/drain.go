@@ -97,7 +97,7 @@ func (c *Consumer) checkDrained(source string, r *kgo.Record, env *record.Envelo
 			err: fmt.Errorf("consumer: envelope names source topic %q, the record is in %s", env.SourceTopic, r.Topic)}
 	}
 	if err := dlq.CheckContract(c.versions, r); err != nil {
-		f := decodeFailure(err)
+		f := c.refused(err)
 		if !f.retryable {
 			f.park = record.ParkedContract
 		}

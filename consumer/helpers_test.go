@@ -135,8 +135,8 @@ func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 }
 
 // memSink is a test sink keyed by event id. The test sets its latency and
-// failures; it records writes per id, the order of ids per key, and the
-// most writes that ran at once.
+// failures; it records writes per id, the order of ids per key, the JSON
+// last written of each id, and the most writes that ran at once.
 type memSink struct {
 	latency time.Duration
 	// fail, when set, decides the outcome of a write.
@@ -148,13 +148,14 @@ type memSink struct {
 	mu     sync.Mutex
 	writes map[string]int
 	order  map[string][]string
+	json   map[string]string
 	cur    int
 	peak   int
 	calls  int
 }
 
 func newMemSink() *memSink {
-	return &memSink{writes: map[string]int{}, order: map[string][]string{}}
+	return &memSink{writes: map[string]int{}, order: map[string][]string{}, json: map[string]string{}}
 }
 
 func (s *memSink) Name() string { return "mem" }
@@ -197,6 +198,7 @@ func (s *memSink) Write(ctx context.Context, batch []sink.Event) ([]sink.Conflic
 	for _, e := range batch {
 		s.writes[e.ID]++
 		s.order[string(e.Key)] = append(s.order[string(e.Key)], e.ID)
+		s.json[e.ID] = string(e.JSON)
 	}
 	return nil, nil
 }
@@ -211,6 +213,13 @@ func (s *memSink) ids() []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// jsonOf returns the JSON last written of event id.
+func (s *memSink) jsonOf(id string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.json[id]
 }
 
 func (s *memSink) count() int {

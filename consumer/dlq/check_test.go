@@ -5,19 +5,13 @@ import (
 	"testing"
 
 	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/types/descriptorpb"
 
 	"github.com/sluicehq/sluice/contract"
-	"github.com/sluicehq/sluice/internal/contracttest"
 	"github.com/sluicehq/sluice/internal/eventtest"
 )
 
-// withRegion is value, a LogLine, with field 10 (region) set: a field the
-// evolved LogLine of the tests adds and the example contracts lack.
-func withRegion(t testing.TB, value []byte) []byte {
-	t.Helper()
-	return protowire.AppendString(protowire.AppendTag(value, 10, protowire.BytesType), "eu_west_1")
-}
+// withRegion is value with eventtest.AddRegion's field set.
+func withRegion(t testing.TB, value []byte) []byte { return eventtest.WithRegion(value, "eu_west_1") }
 
 // TestCheckContractVersions: a record is checked against its own schema
 // version when it is kept, else against the newest when the newest reads
@@ -26,7 +20,7 @@ func withRegion(t testing.TB, value []byte) []byte {
 // published under.
 func TestCheckContractVersions(t *testing.T) {
 	v1 := testRegistry(t)
-	v2 := eventtest.Evolved(t, contracttest.AddField(testType, "region", 10, descriptorpb.FieldDescriptorProto_TYPE_STRING))
+	v2 := eventtest.Evolved(t, eventtest.AddRegion())
 	fp := func(r *contract.Registry) string {
 		c, _ := r.Lookup(testType)
 		return c.Fingerprint()

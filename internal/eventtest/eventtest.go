@@ -2,12 +2,15 @@ package eventtest
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/types/descriptorpb"
 
 	"github.com/sluicehq/sluice/contract"
 	"github.com/sluicehq/sluice/examples"
@@ -68,6 +71,19 @@ func VersionRecord(t testing.TB, topic, id, key, fingerprint string, value []byt
 		Topic: topic, Key: []byte(key), Value: value, ID: id, Type: Type, Source: "test",
 		OccurredAt: now, IngestedAt: now, Fingerprint: fingerprint,
 	})
+}
+
+// AddRegion adds field 10, region, a string, to LogLine: Evolved(t,
+// AddRegion()) is a later version of Type.
+func AddRegion() contracttest.Edit {
+	return contracttest.AddField(Type, "region", 10, descriptorpb.FieldDescriptorProto_TYPE_STRING)
+}
+
+// WithRegion returns value, a LogLine in protobuf binary, with region
+// (AddRegion's field) set to region: a value the example contracts cannot
+// read without loss.
+func WithRegion(value []byte, region string) []byte {
+	return protowire.AppendString(protowire.AppendTag(slices.Clip(value), 10, protowire.BytesType), region)
 }
 
 // Evolved is the example contracts with edits (package contracttest)
