@@ -60,6 +60,7 @@ func TestCheckContractVersions(t *testing.T) {
 		{"unknown version setting a field the newest lacks", onlyV1, fp(v2), withRegion(t, logLine(t)), false, unread},
 		{"unknown and broken: unreadable first", onlyV1, unknown, withRegion(t, brokenLogLine(t)), false, unread},
 		{"unknown version, bad UTF-8", onlyV1, unknown, protowire.AppendString(protowire.AppendTag(logLine(t), 7, protowire.BytesType), "\xff"), false, unread},
+		{"unknown version, a wrong wire type", onlyV1, unknown, protowire.AppendVarint(protowire.AppendTag(logLine(t), 3, protowire.VarintType), 1), false, unread},
 		{"that version kept after a reload", both, fp(v2), withRegion(t, logLine(t)), true, ok},
 		{"an older version still kept", both, fp(v1), logLine(t), true, ok},
 		{"an older version still kept, a field it lacks", both, fp(v1), withRegion(t, logLine(t)), true, malformed},
