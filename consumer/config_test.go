@@ -83,7 +83,7 @@ func TestConfigValidate(t *testing.T) {
 			if !strings.HasPrefix(err.Error(), path+": ") {
 				t.Fatalf("Validate = %q, want it to start with %s", err, path)
 			}
-			if _, err := New(c, testRegistry(t), newMemSink(), []kgo.Opt{kgo.SeedBrokers("127.0.0.1:1")}); !errors.As(err, &ce) {
+			if _, err := New(c, testVersions(t), newMemSink(), []kgo.Opt{kgo.SeedBrokers("127.0.0.1:1")}); !errors.As(err, &ce) {
 				t.Fatalf("New accepted a bad config: %v", err)
 			}
 		})

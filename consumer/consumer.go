@@ -27,7 +27,6 @@ var ErrClosed = errors.New("consumer: client closed")
 // to a sink. See the package documentation for what it guarantees.
 type Consumer struct {
 	cfg     Config
-	reg     *contract.Registry
 	sink    sink.Sink
 	o       options
 	log     *slog.Logger
@@ -37,6 +36,9 @@ type Consumer struct {
 	limiter *rate.Limiter
 	// deadLetters produces the DLQ and parked records through client.
 	deadLetters *dlq.Producer
+	// versions are the contracts records are decoded and drained records
+	// checked with: the registry served and the versions kept before it.
+	versions *contract.Versions
 
 	sources []string
 	dlqs    []string
@@ -77,15 +79,17 @@ type Consumer struct {
 	fatal   error
 }
 
-// New builds a consumer. kopts carry the Kafka connection (seed brokers,
+// New builds a consumer. versions are the contracts it decodes with, read
+// anew for every record, so that a registry swapped in by a reload is used
+// from the next record on. kopts carry the Kafka connection (seed brokers,
 // TLS, SASL); New adds the group, topics and commit settings. Nothing is
 // fetched before Run.
-func New(cfg Config, reg *contract.Registry, s sink.Sink, kopts []kgo.Opt, opts ...Option) (*Consumer, error) {
+func New(cfg Config, versions *contract.Versions, s sink.Sink, kopts []kgo.Opt, opts ...Option) (*Consumer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if reg == nil {
-		return nil, errors.New("consumer: nil contract registry")
+	if versions == nil {
+		return nil, errors.New("consumer: nil contract versions")
 	}
 	if s == nil {
 		return nil, errors.New("consumer: nil sink")
@@ -96,7 +100,7 @@ func New(cfg Config, reg *contract.Registry, s sink.Sink, kopts []kgo.Opt, opts 
 	}
 	c := &Consumer{
 		cfg:      cfg,
-		reg:      reg,
+		versions: versions,
 		sink:     s,
 		o:        o,
 		log:      o.logger.With("component", "consumer", "group", cfg.Group, "sink", s.Name()),
@@ -112,7 +116,7 @@ func New(cfg Config, reg *contract.Registry, s sink.Sink, kopts []kgo.Opt, opts 
 	for _, t := range c.sources {
 		c.dlqs = append(c.dlqs, record.DLQTopic(t))
 	}
-	c.m.initLabels(s.Name(), c.sources)
+	c.m.initLabels(s.Name(), c.sources, versions)
 	c.workCtx, c.abandonAll = context.WithCancel(context.Background())
 	c.quietSince = o.clock.Now()
 	c.breaker = breaker.New(breaker.Config{

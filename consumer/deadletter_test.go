@@ -175,7 +175,7 @@ func TestDeadLetterRefusedParksCopy(t *testing.T) {
 // when Run returns, with its error in *runErr. The test's end stops it.
 func runConsumer(t *testing.T, cfg Config, addrs []string, s sink.Sink, kopts []kgo.Opt, opts ...Option) (c *Consumer, done <-chan struct{}, runErr *error) {
 	t.Helper()
-	c, err := New(cfg, testRegistry(t), s, append([]kgo.Opt{
+	c, err := New(cfg, testVersions(t), s, append([]kgo.Opt{
 		kgo.SeedBrokers(addrs...),
 		kgo.FetchMaxWait(50 * time.Millisecond),
 		kgo.HeartbeatInterval(100 * time.Millisecond),

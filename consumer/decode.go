@@ -1,19 +1,23 @@
 package consumer
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluicehq/sluice/consumer/dlq"
 	"github.com/sluicehq/sluice/contract"
 	"github.com/sluicehq/sluice/record"
 	"github.com/sluicehq/sluice/sink"
 )
 
 // DecodeError is a record that cannot become a sink.Event: bad sluice
-// headers, an event type the registry lacks, or a value that is not a
-// valid message of its contract. It is permanent: the same record always
-// fails the same way.
+// headers, an event type never served, a value that is not a valid
+// message of its schema version, or one of a version not kept that the
+// newest cannot read (Err is then a *dlq.UnknownVersionError). It is
+// permanent, the same record always failing the same way, except for
+// the last: a reload may bring the version back.
 type DecodeError struct {
 	Topic     string
 	Partition int32
@@ -28,24 +32,33 @@ func (e *DecodeError) Error() string {
 func (e *DecodeError) Unwrap() error { return e.Err }
 
 // Decode turns a source record into the event a sink receives: its
-// sluice headers are parsed and its value decoded with its contract,
-// rendered as protojson and fingerprinted (sink.Fingerprint of its
-// deterministic protobuf encoding, so that another encoding of the same
-// message has the same fingerprint). The contract's rules are not
+// sluice headers are parsed and its value decoded with the contract of its
+// type and schema version (dlq.Version: the version its fingerprint header
+// names when versions keeps it, else the newest when that reads the value
+// without loss), rendered as protojson and fingerprinted (sink.Fingerprint
+// of its deterministic protobuf encoding, so that another encoding of the
+// same message has the same fingerprint). The contract's rules are not
 // evaluated again: the gateway did before publishing, and the consumer's
 // job is to deliver. topic names the source topic (for a DLQ record, the
 // original one); the record's own partition and offset are kept.
-func Decode(reg *contract.Registry, topic string, r *kgo.Record) (sink.Event, error) {
-	fail := func(err error) (sink.Event, error) {
-		return sink.Event{}, &DecodeError{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Err: err}
+func Decode(versions *contract.Versions, topic string, r *kgo.Record) (sink.Event, error) {
+	ev, _, err := decode(versions, topic, r)
+	return ev, err
+}
+
+// decode is Decode, and also reports whether the record was decoded with
+// its own schema version (kept) rather than the newest.
+func decode(versions *contract.Versions, topic string, r *kgo.Record) (_ sink.Event, kept bool, _ error) {
+	fail := func(err error) (sink.Event, bool, error) {
+		return sink.Event{}, false, &DecodeError{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Err: err}
 	}
 	h, err := record.ParseEvent(r)
 	if err != nil {
 		return fail(err)
 	}
-	c, ok := reg.Lookup(h.Type)
-	if !ok {
-		return fail(fmt.Errorf("unknown event type %q", h.Type))
+	c, kept, err := dlq.Version(versions, h.Type, h.Fingerprint, r.Value)
+	if err != nil {
+		return fail(err)
 	}
 	js, canonical, err := c.Render(r.Value)
 	if err != nil {
@@ -65,5 +78,26 @@ func Decode(reg *contract.Registry, topic string, r *kgo.Record) (sink.Event, er
 		Topic:              topic,
 		Partition:          r.Partition,
 		Offset:             r.Offset,
-	}, nil
+	}, kept, nil
+}
+
+// decodeFailure is what a record Decode or dlq.CheckContract refused
+// means, decided here alone: a schema version not kept that the newest
+// cannot read is record.ClassSchema, retryable, since a reload may bring
+// the version; anything else is record.ClassDecode, permanent. Neither is
+// a failure of the sink: no write was made.
+func decodeFailure(err error) *failure {
+	if _, ok := errors.AsType[*dlq.UnknownVersionError](err); ok {
+		return &failure{class: record.ClassSchema, err: err, retryable: true}
+	}
+	return &failure{class: record.ClassDecode, err: err}
+}
+
+// refused is decodeFailure, counting a record no version kept could read
+// in sluice_consumer_events_by_schema_total.
+func (c *Consumer) refused(err error) *failure {
+	if uve, ok := errors.AsType[*dlq.UnknownVersionError](err); ok {
+		c.m.bySchema.unread(uve.Type)
+	}
+	return decodeFailure(err)
 }

@@ -51,7 +51,7 @@ func reversed(t testing.TB, b []byte) []byte {
 // value itself, which is what a schema version 2 migration computes for
 // the rows it finds.
 func TestDecodeFingerprint(t *testing.T) {
-	reg := testRegistry(t)
+	versions := testVersions(t)
 	published := logLine(t)
 	want := sink.Fingerprint(published)
 	if bytes.Equal(reversed(t, published), published) {
@@ -68,7 +68,7 @@ func TestDecodeFingerprint(t *testing.T) {
 		{"another message", logLineWith(t, "another message"), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ev, err := Decode(reg, testTopic, eventRecord(t, testTopic, "id-1", "k", tc.value))
+			ev, err := Decode(versions, testTopic, eventRecord(t, testTopic, "id-1", "k", tc.value))
 			if err != nil {
 				t.Fatal(err)
 			}

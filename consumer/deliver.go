@@ -6,7 +6,6 @@ import (
 
 	"github.com/sluicehq/sluice/internal/backoff"
 	"github.com/sluicehq/sluice/internal/breaker"
-	"github.com/sluicehq/sluice/record"
 	"github.com/sluicehq/sluice/sink"
 )
 
@@ -27,11 +26,12 @@ func (c *Consumer) process(batch []*job) {
 				continue
 			}
 		}
-		ev, err := Decode(c.reg, topic, j.rec)
+		ev, kept, err := decode(c.versions, topic, j.rec)
 		if err != nil {
-			c.deadLetter(ctx, j, &failure{class: record.ClassDecode, err: err})
+			c.deadLetter(ctx, j, c.refused(err))
 			continue
 		}
+		c.m.bySchema.decoded(ev.Type, ev.SchemaFingerprint, kept)
 		if j.env != nil {
 			// The sink sees where the event was published, not where it
 			// was dead-lettered.

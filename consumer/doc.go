@@ -9,7 +9,8 @@
 //
 //	cfg := consumer.NewDefaultConfig() // the consumer block; Validate names a bad field as consumer.<path>
 //	conn, err := kafka.Options(log)    // kafkaconn.Config, the kafka block: brokers, TLS, SASL
-//	c, err := consumer.New(cfg, registry, sink, conn,
+//	versions, err := contract.NewVersions(registry, 0) // the registry served and the versions kept before it
+//	c, err := consumer.New(cfg, versions, sink, conn,
 //		consumer.WithRegisterer(reg), consumer.WithLogger(log))
 //	err = c.Run(ctx)   // until ctx ends; then drains, commits and leaves the group
 //	err = c.Ready(ctx) // for a readiness probe: Kafka reached and the breaker not open
@@ -57,15 +58,45 @@
 //
 // sink.Classify decides once what a failed write means. A record that
 // does not decode (bad sluice headers, unknown type, a value that breaks
-// its contract) and an event the sink refuses permanently go to the DLQ at
-// once; a failed batch is split in halves until the failing event is
-// alone. Transient failures are retried with exponential backoff and full
+// its contract: record.ClassDecode) and an event the sink refuses
+// permanently go to the DLQ at once; a failed batch is split in halves
+// until the failing event is alone. A record of a schema version not kept
+// that the newest cannot read goes to the DLQ at once too, retryable (see
+// Schema versions in flight). Transient failures are retried with exponential backoff and full
 // jitter (internal/backoff over Retry.InitialBackoff and
 // Retry.MaxBackoff, never sooner than the sink's RetryAfter), bounded by
 // Retry.MaxAttempts and Retry.MaxElapsed, then dead-lettered as
 // retryable. The attempt budget is only spent once the breaker has seen
 // Breaker.MinRequests writes in its window, so an outage starting is not
 // mistaken for a bad event.
+//
+// # Schema versions in flight
+//
+// Contracts are reloaded at run time, so records published under several
+// versions of a type are in flight at once. The consumer decodes with the
+// *contract.Versions given to New (the registry served and the last
+// versions of each type), read anew for each record: a swap takes effect
+// from the next record decoded. Each record names its version in its
+// schema fingerprint header, and Decode reads it with dlq.Version:
+//
+//   - a version kept: decoded with that version, as published.
+//   - a version not kept that the newest version of the type reads without
+//     loss (Contract.DecodeBinary refuses nothing: no unknown field, wrong
+//     wire type, invalid UTF-8 or nesting past the limit): decoded with
+//     the newest, and delivered.
+//   - a version not kept that the newest cannot read: rendered with the
+//     newest it would lose what the newest does not know, so it is
+//     dead-lettered at once as record.ClassSchema, retryable. It is no
+//     failure of the sink: no write is made, and the breaker, the retry
+//     budget, the isolation of permanent failures and
+//     sluice_sink_errors_total never see it. Drain passes retry it as any
+//     retryable dead letter: it is delivered once a reload keeps its
+//     version (or brings a newest that reads it), goes back to the DLQ
+//     with dlq_retries+1 until then, and is parked (max_retries, deadline)
+//     past DLQ.MaxRetries or DLQ.Deadline.
+//
+// A record of a kept version that does not decode, and one of a type
+// never served, are record.ClassDecode: permanent.
 //
 // # Modes
 //
@@ -108,7 +139,12 @@
 // (source_mismatch), and so is one whose value fails its contract,
 // protovalidate rules included (contract, dlq.CheckContract): such a
 // record may never have passed the gateway. Neither is written to the
-// sink.
+// sink. The contract is that of the record's schema version when it is
+// kept, else the newest's when the newest reads the value without loss;
+// a record the newest cannot read is not judged by rules it was not
+// published under, nor parked: it fails again as record.ClassSchema and
+// goes back to the DLQ, until a reload keeps its version or the drain's
+// retries or deadline park it.
 //
 // # Dead letters Kafka refuses
 //
@@ -140,11 +176,21 @@
 // took out of the DLQ, against dead_letters_total{kind="dlq"} put in),
 // sluice_consumer_end_to_end_seconds{route} (an event's ingested_at
 // header to the sink write that made it durable, on the consumer's Clock;
-// route dlq for drained events), sluice_sink_write_seconds,
-// sluice_sink_errors_total, sluice_sink_conflicts_total,
+// route dlq for drained events),
+// sluice_consumer_events_by_schema_total{type,fingerprint,decoded_with}
+// (the records decoded, drained ones each time they are, by the version
+// read with: decoded_with own and the record's fingerprint for a version
+// kept; fingerprint unknown and newest for a version not kept that the
+// newest read, none for one dead-lettered as record.ClassSchema),
+// sluice_sink_write_seconds, sluice_sink_errors_total, sluice_sink_conflicts_total,
 // sluice_sink_circuit_state, and the dlq.Producer's. Series whose labels
 // the config bounds (outcomes, routes, modes, the sink's error classes,
-// the source topics' DLQ and parked topics) exist at zero from New.
+// the source topics' DLQ and parked topics) exist at zero from New, and
+// so do those of the schema versions kept; those of a version a reload
+// dropped from the history are deleted when the next record is counted,
+// so the schema series stay within types × (versions kept + 2). A record
+// that does not decode for another reason (record.ClassDecode) is not
+// counted there.
 //
 // # Guarantees and what survives a crash
 //

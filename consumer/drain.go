@@ -76,30 +76,42 @@ func (c *Consumer) passActive() bool {
 	return false
 }
 
-// checkDrained vets a DLQ record before a drain writes it. source is its
-// DLQ topic's source topic: the envelope must name the same one, since
-// anyone who may write the DLQ topic may write an envelope. The value must
-// pass its contract, since such a record never passed the gateway. The
-// reason is the parked reason of a record refused.
-func (c *Consumer) checkDrained(source string, r *kgo.Record, env *record.Envelope) (reason string, err error) {
+// checkDrained vets a DLQ record before a drain writes it, and returns
+// the failure of one refused. source is its DLQ topic's source topic: the
+// envelope must name the same one, since anyone who may write the DLQ
+// topic may write an envelope; a record that does not is parked
+// (source_mismatch). The value must pass its contract, since such a record
+// may never have passed the gateway: the contract of its own schema
+// version when it is kept, else the newest's when that can read it; one
+// that fails is parked (contract). One of a version not kept that the
+// newest cannot read is not judged: it fails as record.ClassSchema,
+// retryable, and goes back to the DLQ until a reload brings its version or
+// the drain's retries or deadline park it.
+func (c *Consumer) checkDrained(source string, r *kgo.Record, env *record.Envelope) *failure {
 	if !slices.Contains(c.sources, source) {
-		return record.ParkedSourceMismatch, fmt.Errorf("consumer: %s is not the DLQ topic of a source topic", r.Topic)
+		return &failure{class: record.ClassDecode, park: record.ParkedSourceMismatch,
+			err: fmt.Errorf("consumer: %s is not the DLQ topic of a source topic", r.Topic)}
 	}
 	if env.SourceTopic != source {
-		return record.ParkedSourceMismatch, fmt.Errorf("consumer: envelope names source topic %q, the record is in %s",
-			env.SourceTopic, r.Topic)
+		return &failure{class: record.ClassDecode, park: record.ParkedSourceMismatch,
+			err: fmt.Errorf("consumer: envelope names source topic %q, the record is in %s", env.SourceTopic, r.Topic)}
 	}
-	if err := dlq.CheckContract(c.reg, r); err != nil {
-		return record.ParkedContract, err
+	if err := dlq.CheckContract(c.versions, r); err != nil {
+		f := c.refused(err)
+		if !f.retryable {
+			f.park = record.ParkedContract
+		}
+		return f
 	}
-	return "", nil
+	return nil
 }
 
 // admitDrained readies j, a record of a drain pass, for the sink and
 // returns the topic to decode it as: its DLQ topic's source topic. It
 // reports false when j is finished already: a record without a readable
-// envelope and one checkDrained refuses are parked, a non-retryable one is
-// skipped (committed; it stays in the DLQ for a replay), and one whose
+// envelope and one checkDrained refuses are parked, one whose schema
+// version checkDrained cannot judge goes back to the DLQ, a non-retryable
+// one is skipped (committed; it stays in the DLQ for a replay), and one whose
 // partition is abandoned while it waits for DLQ.DrainRate is left
 // unfinished.
 func (c *Consumer) admitDrained(ctx context.Context, j *job) (topic string, ok bool) {
@@ -119,9 +131,11 @@ func (c *Consumer) admitDrained(ctx context.Context, j *job) (topic string, ok b
 	// The envelope is anyone's who may write the DLQ topic: the source
 	// topic is the DLQ topic's own.
 	topic = record.SourceOf(j.rec.Topic)
-	if reason, err := c.checkDrained(topic, j.rec, &env); err != nil {
-		c.m.drainRefused.WithLabelValues(j.rec.Topic, reason).Inc()
-		c.deadLetter(ctx, j, &failure{class: record.ClassDecode, err: err, park: reason})
+	if f := c.checkDrained(topic, j.rec, &env); f != nil {
+		if f.park != "" {
+			c.m.drainRefused.WithLabelValues(j.rec.Topic, f.park).Inc()
+		}
+		c.deadLetter(ctx, j, f)
 		return "", false
 	}
 	if err := c.limiter.Wait(ctx); err != nil {

@@ -13,7 +13,7 @@ import (
 // FuzzDecode: any record value and headers give an event or a
 // *DecodeError, never a panic.
 func FuzzDecode(f *testing.F) {
-	reg := testRegistry(f)
+	versions := testVersions(f)
 	good := eventRecord(f, testTopic, "id", "k", logLine(f))
 	hb := kafkatest.HeadersToBytes(good.Headers)
 	f.Add(hb, good.Value)
@@ -21,7 +21,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte(record.HeaderEventType+"\x00"+testType), []byte{})
 	f.Fuzz(func(t *testing.T, headers, value []byte) {
 		r := &kgo.Record{Topic: testTopic, Headers: kafkatest.HeadersFromBytes(headers), Value: value}
-		ev, err := Decode(reg, testTopic, r)
+		ev, err := Decode(versions, testTopic, r)
 		if err != nil {
 			var de *DecodeError
 			if !errors.As(err, &de) {

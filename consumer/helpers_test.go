@@ -31,6 +31,20 @@ const (
 
 func testRegistry(t testing.TB) *contract.Registry { return eventtest.Registry(t) }
 
+// testVersions serves the example contracts, keeping the default number
+// of versions.
+func testVersions(t testing.TB) *contract.Versions { return newVersions(t, testRegistry(t), 0) }
+
+// newVersions serves r, keeping keep versions of each type.
+func newVersions(t testing.TB, r *contract.Registry, keep int) *contract.Versions {
+	t.Helper()
+	v, err := contract.NewVersions(r, keep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
 // logLine returns a valid LogLine in protobuf binary.
 func logLine(t testing.TB) []byte { return eventtest.LogLine(t) }
 
@@ -121,8 +135,8 @@ func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 }
 
 // memSink is a test sink keyed by event id. The test sets its latency and
-// failures; it records writes per id, the order of ids per key, and the
-// most writes that ran at once.
+// failures; it records writes per id, the order of ids per key, the JSON
+// last written of each id, and the most writes that ran at once.
 type memSink struct {
 	latency time.Duration
 	// fail, when set, decides the outcome of a write.
@@ -134,13 +148,14 @@ type memSink struct {
 	mu     sync.Mutex
 	writes map[string]int
 	order  map[string][]string
+	json   map[string]string
 	cur    int
 	peak   int
 	calls  int
 }
 
 func newMemSink() *memSink {
-	return &memSink{writes: map[string]int{}, order: map[string][]string{}}
+	return &memSink{writes: map[string]int{}, order: map[string][]string{}, json: map[string]string{}}
 }
 
 func (s *memSink) Name() string { return "mem" }
@@ -183,6 +198,7 @@ func (s *memSink) Write(ctx context.Context, batch []sink.Event) ([]sink.Conflic
 	for _, e := range batch {
 		s.writes[e.ID]++
 		s.order[string(e.Key)] = append(s.order[string(e.Key)], e.ID)
+		s.json[e.ID] = string(e.JSON)
 	}
 	return nil, nil
 }
@@ -197,6 +213,13 @@ func (s *memSink) ids() []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// jsonOf returns the JSON last written of event id.
+func (s *memSink) jsonOf(id string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.json[id]
 }
 
 func (s *memSink) count() int {
@@ -238,10 +261,17 @@ type running struct {
 	stop func() error
 }
 
-// start runs a consumer until the test ends or stop is called.
+// start runs a consumer of the example contracts until the test ends or
+// stop is called.
 func start(t testing.TB, cfg Config, addrs []string, s sink.Sink, opts ...Option) running {
 	t.Helper()
-	c, err := New(cfg, testRegistry(t), s, []kgo.Opt{
+	return startVersions(t, cfg, testVersions(t), addrs, s, opts...)
+}
+
+// startVersions is start with the contract versions given.
+func startVersions(t testing.TB, cfg Config, versions *contract.Versions, addrs []string, s sink.Sink, opts ...Option) running {
+	t.Helper()
+	c, err := New(cfg, versions, s, []kgo.Opt{
 		kgo.SeedBrokers(addrs...),
 		kgo.FetchMaxWait(50 * time.Millisecond),
 		kgo.HeartbeatInterval(100 * time.Millisecond),

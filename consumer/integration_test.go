@@ -52,7 +52,7 @@ func TestIntegrationKafka(t *testing.T) {
 	cfg := testConfig(fmt.Sprintf("%s-group", topic))
 	cfg.Topics = []string{topic}
 	cfg.WriteBatch = 16
-	c, err := New(cfg, testRegistry(t), s, []kgo.Opt{kgo.SeedBrokers(brokers...)})
+	c, err := New(cfg, testVersions(t), s, []kgo.Opt{kgo.SeedBrokers(brokers...)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,11 @@
 package consumer
 
 import (
+	"sync"
+
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/sluicehq/sluice/contract"
 	"github.com/sluicehq/sluice/internal/promreg"
 	"github.com/sluicehq/sluice/record"
 	"github.com/sluicehq/sluice/sink"
@@ -32,6 +35,8 @@ type metrics struct {
 	// endToEnd is the time from an event's ingested_at to the sink write
 	// that made it durable.
 	endToEnd *prometheus.HistogramVec
+	// bySchema counts records by the schema version they were read with.
+	bySchema *schemaSeries
 }
 
 // Outcomes of a finished record, the outcome label of
@@ -48,6 +53,20 @@ const (
 const (
 	routeDirect = "direct"
 	routeDLQ    = "dlq"
+)
+
+// Values of the decoded_with label of sluice_consumer_events_by_schema_total,
+// and its fingerprint label for a version not kept.
+const (
+	// decodedOwn: the record's version is kept and decoded it.
+	decodedOwn = "own"
+	// decodedNewest: the record's version is not kept; the newest read it
+	// without loss.
+	decodedNewest = "newest"
+	// decodedNone: the newest could not read it; it was dead-lettered as
+	// record.ClassSchema.
+	decodedNone        = "none"
+	fingerprintUnknown = "unknown"
 )
 
 // endToEndBuckets resolve a p95 around the 2-minute objective and reach 10
@@ -114,13 +133,19 @@ func newMetrics() *metrics {
 			Help:    "Time from an event's ingested_at header to the sink write that made it durable, by route: direct (from its topic) or dlq (drained from the DLQ).",
 			Buckets: endToEndBuckets,
 		}, []string{"route"}),
+		bySchema: &schemaSeries{vec: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_consumer_events_by_schema_total",
+			Help: "Records decoded, by type, schema fingerprint (the record's when its version is kept, else unknown) and the version decoded with: own, newest (its version not kept, read by the newest without loss) or none (unreadable by the newest: dead-lettered as class schema).",
+		}, []string{"type", "fingerprint", "decoded_with"})},
 	}
 }
 
 // initLabels creates the series whose label values are known from the
-// config at zero, so a fresh consumer's scrape names them and rate() sees
-// their first increase.
-func (m *metrics) initLabels(sinkName string, sources []string) {
+// config and the versions kept at zero, so a fresh consumer's scrape names
+// them and rate() sees their first increase.
+func (m *metrics) initLabels(sinkName string, sources []string, versions *contract.Versions) {
+	m.bySchema.versions = versions
+	m.bySchema.sync()
 	for _, o := range []string{outcomeWritten, outcomeDLQ, outcomeParked, outcomeSkipped} {
 		m.events.WithLabelValues(o)
 		m.drained.WithLabelValues(o)
@@ -134,7 +159,7 @@ func (m *metrics) initLabels(sinkName string, sources []string) {
 	for _, class := range classes {
 		m.sinkErrors.WithLabelValues(sinkName, class)
 	}
-	classes = append(classes, record.ClassDecode)
+	classes = append(classes, record.ClassDecode, record.ClassSchema)
 	for _, t := range sources {
 		for _, class := range classes {
 			m.deadLetters.WithLabelValues(record.DLQTopic(t), outcomeDLQ, class)
@@ -148,7 +173,7 @@ func (m *metrics) initLabels(sinkName string, sources []string) {
 
 func (m *metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.lag, m.inFlight, m.sinkLatency, m.sinkErrors, m.circuit, m.mode,
-		m.deadLetters, m.retries, m.committed, m.events, m.sinkConflicts, m.drainRefused, m.drained, m.endToEnd}
+		m.deadLetters, m.retries, m.committed, m.events, m.sinkConflicts, m.drainRefused, m.drained, m.endToEnd, m.bySchema.vec}
 }
 
 // register registers the consumer's collectors and more, those of its
@@ -159,4 +184,101 @@ func (m *metrics) register(r prometheus.Registerer, more ...prometheus.Collector
 
 func (m *metrics) unregister(r prometheus.Registerer, more ...prometheus.Collector) {
 	promreg.Unregister(r, append(m.collectors(), more...)...)
+}
+
+// schemaSeries is sluice_consumer_events_by_schema_total, its series kept
+// to the versions kept: types × (versions kept + 2) series, the kept
+// fingerprints' own and each type's unknown newest and none. The series of
+// a version exist at zero from when it is seen kept. When a record is
+// counted and the registry served is not the one last seen, a reload
+// happened: the series of every fingerprint that left the history are
+// deleted and those of the new versions created. A record decoded with a
+// version dropped while it was decoded is counted; its series goes at the
+// next change.
+type schemaSeries struct {
+	vec      *prometheus.CounterVec
+	versions *contract.Versions
+
+	mu sync.Mutex
+	// served is the registry whose history the series follow.
+	served *contract.Registry
+	// own holds, by type, the fingerprints that have a series.
+	own map[string]map[string]bool
+}
+
+// decoded counts a record of typ decoded with its own version, whose
+// fingerprint is fingerprint, when kept, else with the newest.
+func (s *schemaSeries) decoded(typ, fingerprint string, kept bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.syncLocked()
+	if !kept {
+		s.vec.WithLabelValues(typ, fingerprintUnknown, decodedNewest).Inc()
+		return
+	}
+	if !s.own[typ][fingerprint] {
+		s.addLocked(typ, fingerprint)
+	}
+	s.vec.WithLabelValues(typ, fingerprint, decodedOwn).Inc()
+}
+
+// unread counts a record of typ that no version kept could read.
+func (s *schemaSeries) unread(typ string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.syncLocked()
+	s.vec.WithLabelValues(typ, fingerprintUnknown, decodedNone).Inc()
+}
+
+// sync brings the series to the versions kept now.
+func (s *schemaSeries) sync() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.syncLocked()
+}
+
+func (s *schemaSeries) syncLocked() {
+	// The registry is read before the history: a swap in between leaves
+	// served behind, and the next count syncs again.
+	r := s.versions.Registry()
+	if r == s.served {
+		return
+	}
+	s.served = r
+	if s.own == nil {
+		s.own = make(map[string]map[string]bool)
+	}
+	types := make(map[string]bool, len(s.own))
+	for _, typ := range r.Types() {
+		types[typ] = true
+	}
+	for typ := range s.own {
+		types[typ] = true
+	}
+	for typ := range types {
+		kept := make(map[string]bool)
+		for _, c := range s.versions.History(typ) {
+			kept[c.Fingerprint()] = true
+			if !s.own[typ][c.Fingerprint()] {
+				s.addLocked(typ, c.Fingerprint())
+			}
+		}
+		for fp := range s.own[typ] {
+			if !kept[fp] {
+				s.vec.DeleteLabelValues(typ, fp, decodedOwn)
+				delete(s.own[typ], fp)
+			}
+		}
+		s.vec.WithLabelValues(typ, fingerprintUnknown, decodedNewest)
+		s.vec.WithLabelValues(typ, fingerprintUnknown, decodedNone)
+	}
+}
+
+// addLocked creates the own series of fingerprint, a version of typ.
+func (s *schemaSeries) addLocked(typ, fingerprint string) {
+	if s.own[typ] == nil {
+		s.own[typ] = make(map[string]bool)
+	}
+	s.own[typ][fingerprint] = true
+	s.vec.WithLabelValues(typ, fingerprint, decodedOwn)
 }

@@ -49,6 +49,7 @@ func TestSeriesFromStart(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	start(t, testConfig("fresh"), addrs, newMemSink(), WithRegisterer(reg))
 	dlqTopic, parkedTopic := record.DLQTopic(testTopic), record.ParkedTopic(testTopic)
+	fp := fingerprintOf(t, testRegistry(t))
 	cases := []struct {
 		name   string
 		labels map[string]string
@@ -66,9 +67,13 @@ func TestSeriesFromStart(t *testing.T) {
 		{"sluice_consumer_dead_letters_total", map[string]string{"topic": dlqTopic, "kind": "dlq", "class": "transient"}},
 		{"sluice_consumer_dead_letters_total", map[string]string{"topic": dlqTopic, "kind": "dlq", "class": "permanent"}},
 		{"sluice_consumer_dead_letters_total", map[string]string{"topic": dlqTopic, "kind": "dlq", "class": "decode"}},
+		{"sluice_consumer_dead_letters_total", map[string]string{"topic": dlqTopic, "kind": "dlq", "class": "schema"}},
 		{"sluice_consumer_dead_letters_total", map[string]string{"topic": parkedTopic, "kind": "parked", "class": "transient"}},
 		{"sluice_consumer_drain_refused_total", map[string]string{"topic": dlqTopic, "reason": "contract"}},
 		{"sluice_consumer_drain_refused_total", map[string]string{"topic": dlqTopic, "reason": "source_mismatch"}},
+		{"sluice_consumer_events_by_schema_total", map[string]string{"type": testType, "fingerprint": fp, "decoded_with": "own"}},
+		{"sluice_consumer_events_by_schema_total", map[string]string{"type": testType, "fingerprint": "unknown", "decoded_with": "newest"}},
+		{"sluice_consumer_events_by_schema_total", map[string]string{"type": testType, "fingerprint": "unknown", "decoded_with": "none"}},
 		{"sluice_sink_errors_total", map[string]string{"sink": "mem", "class": "transient"}},
 		{"sluice_sink_errors_total", map[string]string{"sink": "mem", "class": "permanent"}},
 		{"sluice_sink_write_seconds", map[string]string{"sink": "mem"}},

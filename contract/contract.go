@@ -75,8 +75,9 @@ func (c *Contract) CheckBinary(b []byte) ([]byte, error) {
 
 // DecodeBinary is CheckBinary without the contract's rules: b must decode
 // (unknown fields, invalid UTF-8 and depth are still refused as
-// MalformedError) but protovalidate is not run. It exists to price
-// validation in benchmarks; it returns b itself.
+// MalformedError) but protovalidate is not run. It prices validation in
+// benchmarks, and tells whether a value published under another schema
+// version is readable by this one without loss; it returns b itself.
 func (c *Contract) DecodeBinary(b []byte) ([]byte, error) {
 	if err := c.decodeBinary(b, nil); err != nil {
 		return nil, err

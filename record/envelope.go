@@ -43,6 +43,13 @@ const (
 // ClassDecode is the error class of a record that did not decode.
 const ClassDecode = "decode"
 
+// ClassSchema is the error class of a record published under a schema
+// version the consumer does not keep and that the newest version it keeps
+// cannot read without loss. It is retryable: a later reload may bring the
+// version, and a drain then delivers the record. It is no failure of the
+// sink.
+const ClassSchema = "schema"
+
 // Parked reasons (DLQHeaderParkedReason).
 const (
 	ParkedMaxRetries = "max_retries"
@@ -60,8 +67,10 @@ const (
 
 // Envelope is why and where a record was dead-lettered.
 type Envelope struct {
-	// Class is "transient", "permanent" or "decode" (the record did not
-	// decode: a permanent failure found before any write).
+	// Class is "transient", "permanent", "decode" (the record did not
+	// decode: a permanent failure found before any write) or "schema"
+	// (its schema version is not kept and the newest cannot read it: a
+	// retryable failure found before any write).
 	Class string
 	// Error is the failure's message, cut to the configured length.
 	Error    string

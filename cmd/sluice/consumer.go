@@ -63,7 +63,11 @@ func runConsumerCmd(ctx context.Context, args []string, stderr io.Writer) error 
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	c, err := consumer.New(ccfg, registry, s, conn, consumer.WithRegisterer(reg), consumer.WithLogger(log))
+	versions, err := contract.NewVersions(registry, 0)
+	if err != nil {
+		return err
+	}
+	c, err := consumer.New(ccfg, versions, s, conn, consumer.WithRegisterer(reg), consumer.WithLogger(log))
 	if err != nil {
 		return err
 	}

@@ -124,7 +124,12 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		db.Close()
 		return err
 	}
-	cons, err := consumer.New(ccfg, registry, landed, conn, consumer.WithLogger(log))
+	versions, err := contract.NewVersions(registry, 0)
+	if err != nil {
+		db.Close()
+		return err
+	}
+	cons, err := consumer.New(ccfg, versions, landed, conn, consumer.WithLogger(log))
 	if err != nil {
 		db.Close()
 		return err

@@ -55,6 +55,25 @@
 // (Mismatched), or whose value is not a valid event of its contract
 // (Invalid: unknown type, bad sluice headers, undecodable, breaking the
 // rules, or cut to fit) is refused, counted and never produced.
+// ReplayOptions.Registry is the one version of each type replay keeps: a
+// record of another schema version that it cannot read is refused as
+// Invalid with an *UnknownVersionError; replay it with the descriptor set
+// that has its version.
+//
+// # Schema versions
+//
+// A record carries the fingerprint of the schema version it was published
+// under, and Version picks the contract it is read with from Contracts (a
+// *contract.Versions): that version when it is kept; otherwise the newest
+// version of its type, but only for a value the newest reads without loss
+// (Contract.DecodeBinary: no unknown field, wrong wire type, invalid UTF-8
+// or nesting past the limit), since Contract.Render drops unknown fields
+// unseen. A value the newest cannot read is an *UnknownVersionError: the
+// consumer dead-letters its record as record.ClassSchema, retryable, until
+// a reload brings the version back. CheckContract checks a value against
+// the contract Version picks, rules included, so a record of a version
+// not kept is held to the newest's rules when the newest can read it, and
+// to none when it cannot: it is refused unjudged.
 //
 // # Audit records
 //

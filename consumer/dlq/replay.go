@@ -33,7 +33,11 @@ type ReplayOptions struct {
 	// source topic, must be one of them. Required.
 	Topics []string
 	// Registry holds the contracts every record is checked against before
-	// it is replayed. Required.
+	// it is replayed (CheckContract), as the one version kept of each
+	// type: a record of another schema version is checked against it when
+	// it can read the value without loss, and refused (RefusedContract,
+	// an *UnknownVersionError) when it cannot; such a record is replayed
+	// with the descriptor set that has its version. Required.
 	Registry *contract.Registry
 	// Progress, when not nil, receives a line rewritten in place (\r) as
 	// the replay goes.
@@ -150,6 +154,10 @@ func Replay(ctx context.Context, kopts []kgo.Opt, topic string, sel Selection, o
 		return rep, fmt.Errorf("dlq: %s is the DLQ or parked topic of %s, which is not an ingest topic (%s)",
 			topic, dest, strings.Join(opts.Topics, ", "))
 	}
+	contracts, err := contract.NewVersions(opts.Registry, 1)
+	if err != nil {
+		return rep, err
+	}
 	cl, err := kgo.NewClient(append(slices.Clone(kopts), kgo.RequiredAcks(kgo.AllISRAcks()))...)
 	if err != nil {
 		return rep, fmt.Errorf("dlq: kafka client: %w", err)
@@ -192,7 +200,7 @@ func Replay(ctx context.Context, kopts []kgo.Opt, topic string, sel Selection, o
 		}
 		rep.Matched++
 		var refused error
-		if rf := checkReplay(&d, dest, opts.Registry); rf != nil {
+		if rf := checkReplay(&d, dest, contracts); rf != nil {
 			refused = rf
 			switch rf.Reason {
 			case RefusedUnreadable:
@@ -242,7 +250,7 @@ func Replay(ctx context.Context, kopts []kgo.Opt, topic string, sel Selection, o
 }
 
 // checkReplay returns why d may not be replayed to dest, or nil.
-func checkReplay(d *DeadLetter, dest string, reg *contract.Registry) *ReplayRefusal {
+func checkReplay(d *DeadLetter, dest string, cs Contracts) *ReplayRefusal {
 	if d.EnvelopeErr != nil {
 		return &ReplayRefusal{Reason: RefusedUnreadable, Err: d.EnvelopeErr}
 	}
@@ -250,7 +258,7 @@ func checkReplay(d *DeadLetter, dest string, reg *contract.Registry) *ReplayRefu
 		return &ReplayRefusal{Reason: RefusedMismatch, Err: fmt.Errorf("envelope names source topic %q, the record is in %s",
 			d.Envelope.SourceTopic, d.Record.Topic)}
 	}
-	if err := CheckContract(reg, d.Record); err != nil {
+	if err := CheckContract(cs, d.Record); err != nil {
 		return &ReplayRefusal{Reason: RefusedContract, Err: err}
 	}
 	return nil

@@ -254,14 +254,25 @@ func TestReplayRefusesDestination(t *testing.T) {
 
 // TestReplayRefusesInvalid: every record is checked against its contract
 // before it is replayed, dry run included; one that fails is refused and
-// counted invalid.
+// counted invalid. A record of another schema version than the
+// registry's is checked against the registry's when that reads it without
+// loss, and refused when it cannot.
 func TestReplayRefusesInvalid(t *testing.T) {
 	unknown := dlqRecord(t, "unknown-type", testTopic, logLine(t))
 	noHeaders := dlqRecord(t, "no-headers", testTopic, logLine(t))
 	truncated := dlqRecord(t, "truncated", testTopic, logLine(t))
+	otherVersion := dlqRecord(t, "other-version", testTopic, logLine(t))
+	unreadableVersion := dlqRecord(t, "unreadable-version", testTopic, withRegion(t, logLine(t)))
 	for i, h := range unknown.Headers {
 		if h.Key == record.HeaderEventType {
 			unknown.Headers[i].Value = []byte("examples.nope.v1.Nope")
+		}
+	}
+	for _, r := range []*kgo.Record{otherVersion, unreadableVersion} {
+		for i, h := range r.Headers {
+			if h.Key == record.HeaderFingerprint {
+				r.Headers[i].Value = []byte("sha256:00000000000000000000000000000000")
+			}
 		}
 	}
 	noHeaders.Headers = slices.DeleteFunc(noHeaders.Headers, func(h kgo.RecordHeader) bool { return h.Key == record.HeaderEventID })
@@ -269,7 +280,7 @@ func TestReplayRefusesInvalid(t *testing.T) {
 	addrs := replayCluster(t,
 		dlqRecord(t, "broken", testTopic, brokenLogLine(t)),
 		dlqRecord(t, "garbage", testTopic, []byte{0xff, 0xff, 0xff}),
-		unknown, noHeaders, truncated,
+		unknown, noHeaders, truncated, otherVersion, unreadableVersion,
 		dlqRecord(t, "fine", testTopic, logLine(t)),
 	)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -279,22 +290,29 @@ func TestReplayRefusesInvalid(t *testing.T) {
 		opts := replayOpts(t, "erin")
 		opts.DryRun = dry
 		var invalid int
+		var unreadable error
 		opts.Each = func(d DeadLetter, err error) {
 			var rf *ReplayRefusal
 			if errors.As(err, &rf) && rf.Reason == RefusedContract {
 				invalid++
+			}
+			if d.Event.ID == "unreadable-version" {
+				unreadable = err
 			}
 		}
 		rep, err := Replay(ctx, kopts, record.DLQTopic(testTopic), Selection{}, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if rep.Matched != 6 || rep.Invalid != 5 || invalid != 5 || rep.Replayed != 1 {
+		if rep.Matched != 8 || rep.Invalid != 6 || invalid != 6 || rep.Replayed != 2 {
 			t.Fatalf("dry run %v: report %+v, %d refused as invalid", dry, rep, invalid)
 		}
+		if _, ok := errors.AsType[*UnknownVersionError](unreadable); !ok {
+			t.Fatalf("dry run %v: a version the registry cannot read refused with %v", dry, unreadable)
+		}
 	}
-	if got := replayedIDs(t, addrs, testTopic); len(got) != 1 || got[0] != "fine" {
-		t.Fatalf("%s holds %v, want fine", testTopic, got)
+	if got := replayedIDs(t, addrs, testTopic); strings.Join(got, ",") != "other-version,fine" {
+		t.Fatalf("%s holds %v, want other-version and fine", testTopic, got)
 	}
 }
 

@@ -1,4 +1,5 @@
 // Package eventtest gives the consumer's and the DLQ tools' tests events
-// as the gateway publishes them: the example contracts, a valid LogLine,
-// its record, and a producer for an in-process Kafka.
+// as the gateway publishes them: the example contracts and later versions
+// of them, a valid LogLine, its record under any schema version, and a
+// producer for an in-process Kafka.
 package eventtest

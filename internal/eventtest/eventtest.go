@@ -2,15 +2,19 @@ package eventtest
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/types/descriptorpb"
 
 	"github.com/sluicehq/sluice/contract"
 	"github.com/sluicehq/sluice/examples"
+	"github.com/sluicehq/sluice/internal/contracttest"
 	"github.com/sluicehq/sluice/record"
 )
 
@@ -51,15 +55,46 @@ func LogLine(t testing.TB) []byte {
 }
 
 // Record is a LogLine event's record as the gateway publishes it to topic,
-// with value as its message.
+// with value as its message, under the schema version of Registry.
 func Record(t testing.TB, topic, id, key string, value []byte) *kgo.Record {
 	t.Helper()
 	c, _ := Registry(t).Lookup(Type)
+	return VersionRecord(t, topic, id, key, c.Fingerprint(), value)
+}
+
+// VersionRecord is Record published under the schema version whose
+// fingerprint is fingerprint.
+func VersionRecord(t testing.TB, topic, id, key, fingerprint string, value []byte) *kgo.Record {
+	t.Helper()
 	now := time.Date(2026, 11, 29, 8, 0, 0, 0, time.UTC)
 	return record.NewEvent(&record.Event{
 		Topic: topic, Key: []byte(key), Value: value, ID: id, Type: Type, Source: "test",
-		OccurredAt: now, IngestedAt: now, Fingerprint: c.Fingerprint(),
+		OccurredAt: now, IngestedAt: now, Fingerprint: fingerprint,
 	})
+}
+
+// AddRegion adds field 10, region, a string, to LogLine: Evolved(t,
+// AddRegion()) is a later version of Type.
+func AddRegion() contracttest.Edit {
+	return contracttest.AddField(Type, "region", 10, descriptorpb.FieldDescriptorProto_TYPE_STRING)
+}
+
+// WithRegion returns value, a LogLine in protobuf binary, with region
+// (AddRegion's field) set to region: a value the example contracts cannot
+// read without loss.
+func WithRegion(value []byte, region string) []byte {
+	return protowire.AppendString(protowire.AppendTag(slices.Clip(value), 10, protowire.BytesType), region)
+}
+
+// Evolved is the example contracts with edits (package contracttest)
+// applied, loaded: a later schema version of the types they change.
+func Evolved(t testing.TB, edits ...contracttest.Edit) *contract.Registry {
+	t.Helper()
+	r, err := contract.Load(contracttest.Evolve(t, examples.Contracts, edits...), examples.Types)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
 
 // produceWait bounds Produce.
