@@ -64,6 +64,7 @@ type Policies struct {
 }
 
 // For returns typ's policy, its mode spelt out ("" becomes ModeBackward).
+// An entry of Types replaces Default whole.
 func (p Policies) For(typ string) Policy {
 	pol, ok := p.Types[typ]
 	if !ok {

@@ -22,6 +22,7 @@ const (
 	customerType = "examples.shop.v1.Customer"
 	lineItemType = "examples.shop.v1.LineItem"
 	addressType  = "examples.shop.v1.Address"
+	consentType  = "examples.identity.v1.Consent"
 	paymentEnum  = "examples.shop.v1.PaymentMethod"
 	consentEnum  = "examples.identity.v1.ConsentSource"
 )
@@ -157,6 +158,14 @@ func TestCompare(t *testing.T) {
 			verdict: compatible,
 		},
 		{
+			name:    "reserved number reused",
+			typ:     shopType,
+			base:    []ct.Edit{ct.RemoveField(shopType, "note", true)},
+			edits:   []ct.Edit{ct.ClearReserved(shopType), ct.AddField(shopType, "remark", 8, descriptorpb.FieldDescriptorProto_TYPE_STRING)},
+			want:    []found{{"remark", contract.RuleFieldReservedReused, ""}},
+			verdict: breaksBoth,
+		},
+		{
 			name:    "field renamed",
 			typ:     shopType,
 			edits:   []ct.Edit{ct.RenameField(shopType, "note", "remark")},
@@ -224,6 +233,24 @@ func TestCompare(t *testing.T) {
 			typ:     logsType,
 			edits:   []ct.Edit{fieldRules(logsType, "source", func(r *validate.FieldRules) { r.SetRequired(true) })},
 			want:    []found{tightened("source", "required")},
+			verdict: breaksBackward,
+		},
+		{
+			name: "enum defined_only added",
+			typ:  identityType,
+			base: []ct.Edit{ct.SetFieldRules(consentType, "source", nil)},
+			edits: []ct.Edit{fieldRules(consentType, "source", func(r *validate.FieldRules) {
+				r.SetEnum(validate.EnumRules_builder{DefinedOnly: proto.Bool(true)}.Build())
+			})},
+			want:    []found{tightened("consent.source", "enum.defined_only")},
+			verdict: breaksBackward,
+		},
+		{
+			name:    "oneof required added",
+			typ:     shopType,
+			base:    []ct.Edit{ct.MoveToOneof(shopType, "note", "remark")},
+			edits:   []ct.Edit{ct.EditOneofRules(shopType, "remark", func(r *validate.OneofRules) { r.SetRequired(true) })},
+			want:    []found{tightened("remark", "required")},
 			verdict: breaksBackward,
 		},
 		{
@@ -589,4 +616,20 @@ func TestCompareRuleSemantics(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzCompare: no new image panics Compare, and one that builds gets a
+// report of every type asked for.
+func FuzzCompare(f *testing.F) {
+	f.Add(examples.Contracts)
+	f.Add(ct.Evolve(f, examples.Contracts, ct.RemoveField(shopType, "note", false),
+		ct.SetFieldType(lineItemType, "quantity", descriptorpb.FieldDescriptorProto_TYPE_UINT64, ""),
+		ct.RemoveEnumValue(paymentEnum, "PAYMENT_METHOD_WALLET", false),
+		ct.EditFieldRules(shopType, "total_cents", func(r *validate.FieldRules) { r.GetInt64().SetGt(5) })))
+	f.Fuzz(func(t *testing.T, next []byte) {
+		r, err := contract.Compare(examples.Contracts, next, examples.Types, contract.Policies{})
+		if err == nil && len(r.Types) != len(examples.Types) {
+			t.Fatalf("%d type reports, want %d", len(r.Types), len(examples.Types))
+		}
+	})
 }

@@ -104,6 +104,37 @@ func EditMessageRules(msg string, edit func(*validate.MessageRules)) Edit {
 	}
 }
 
+// EditOneofRules changes the protovalidate rules of the oneof called
+// oneof in msg (empty rules when it has none) with edit.
+func EditOneofRules(msg, oneof string, edit func(*validate.OneofRules)) Edit {
+	return func(t testing.TB, set *descriptorpb.FileDescriptorSet) {
+		m := Message(t, set, msg)
+		i := slices.IndexFunc(m.OneofDecl, func(o *descriptorpb.OneofDescriptorProto) bool { return o.GetName() == oneof })
+		if i < 0 {
+			t.Fatalf("contracttest: no oneof %s in %s", oneof, msg)
+		}
+		o := m.OneofDecl[i]
+		if o.Options == nil {
+			o.Options = new(descriptorpb.OneofOptions)
+		}
+		r := new(validate.OneofRules)
+		if old, ok := proto.GetExtension(o.Options, validate.E_Oneof).(*validate.OneofRules); ok && old != nil {
+			r = proto.CloneOf(old)
+		}
+		edit(r)
+		proto.SetExtension(o.Options, validate.E_Oneof, r)
+	}
+}
+
+// ClearReserved drops the reserved numbers and names of msg, as a
+// careless next version might.
+func ClearReserved(msg string) Edit {
+	return func(t testing.TB, set *descriptorpb.FileDescriptorSet) {
+		m := Message(t, set, msg)
+		m.ReservedRange, m.ReservedName = nil, nil
+	}
+}
+
 // RemoveMessage removes the message fullName from its file or its
 // enclosing message.
 func RemoveMessage(fullName string) Edit {
