@@ -288,17 +288,17 @@ func (w *schemaWalk) compareLeaf(path, vrule string, sem ruleSemantic, l leaf) {
 			changed(n)
 		}
 	case semAtLeast, semAtMost:
-		o, oerr := numberOf(l.ofd, l.ov)
-		n, nerr := numberOf(l.nfd, l.nv)
+		o, oknown := numberOf(l.ofd, l.ov)
+		n, nknown := numberOf(l.nfd, l.nv)
 		if !l.oset {
-			o, oerr = number{i: new(big.Int)}, true
+			o, oknown = number{i: new(big.Int)}, true
 		}
 		if !l.nset {
-			n, nerr = number{i: new(big.Int)}, true
+			n, nknown = number{i: new(big.Int)}, true
 		}
 		c, ok := n.cmp(o)
 		switch {
-		case !oerr || !nerr || !ok:
+		case !oknown || !nknown || !ok:
 			w.ruleChange(path, vrule, true, "%s changed from %s to %s, which this comparison cannot order: counted as tightening", vrule, l.oldText(), l.newText())
 		case sem == semAtLeast && c != 0:
 			changed(c > 0)
