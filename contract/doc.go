@@ -99,6 +99,78 @@
 // reads becomes its exact schema; a rule it cannot narrow soundly is an
 // *UnexpressedRuleError, and the type is left undescribed.
 //
+// # Compatibility
+//
+// Compare judges a new descriptor set against the one running, for each
+// event type, before the new one is served; CompareRegistries does so for
+// two loaded registries. Both sets are built as Load builds them. Fields
+// are matched by number. Each message and enum reachable from an event
+// type (through fields, map values included) is compared once, at the
+// first path that reaches it breadth-first in field order, so recursive
+// types end the walk and a shared type costs one comparison.
+//
+// Each difference is a Finding: the event type, the field path
+// ("items.sku", as the old version names the fields; "" for the message
+// itself), a stable rule id, a reason
+// naming the old and new values, and the directions it breaks:
+//
+//   - Backward: readers on the new version (the gateway validating,
+//     consumers decoding) meet events written under the old one.
+//   - Forward: readers still on the old version meet events of the new.
+//
+// The rules and the directions they break:
+//
+//	message_removed            both      an event type is gone
+//	field_removed              both      without its number and name reserved: they may be taken again
+//	field_reserved             -         removed, number and name reserved
+//	field_reserved_reused      both      a new field takes a number or name reserved before
+//	field_added                -
+//	field_renamed              both      JSON names fields: REST sources and the JSON sinks store
+//	json_name_changed          both
+//	field_type_changed         both      wire form (string→int64, int32→sint32), JSON form
+//	                                     (string↔bytes, enum↔int32), reading (int32↔uint32), message or enum type
+//	field_type_widened         forward   int32→int64, uint32→uint64, sint32→sint64: old readers truncate
+//	field_type_narrowed        backward  the reverse: new readers truncate
+//	field_cardinality_changed  both      singular, repeated, map
+//	field_label_changed        backward (became required) or forward (no longer required), proto2
+//	field_default_changed      both      proto2
+//	field_oneof_changed        both      into, out of or between oneofs
+//	field_presence_changed     -         proto3 optional added or dropped
+//	enum_value_removed         backward  without reservation: new readers meet it in old events
+//	enum_value_reserved        -
+//	enum_value_renumbered      both
+//	enum_value_renamed         both      JSON carries enum values by name
+//	enum_value_reserved_reused both
+//	enum_value_added           -
+//	rule_tightened             backward  a protovalidate rule refuses events valid before (Tightening)
+//	rule_loosened              -
+//	rule_message_changed       -         only a CEL rule's message
+//
+// A tightened rule breaks Backward, not Forward: sources still on the old
+// version send events the gateway now refuses, while readers never
+// validate again. Rules are compared leaf by leaf (compat_rules.go):
+// minimums, maximums, flags, the in and not_in lists, prefixes and the
+// like each by what they admit; numeric, duration and timestamp bounds
+// exactly as the range they admit (gt: 0 is gte: 1 on integers); a CEL
+// rule by id, its expression changed or added counting as tightening, as
+// does a changed pattern and any change to a rule the table does not
+// know. Comments change nothing, as they change no fingerprint.
+//
+// A Policy per type (Policies.For) picks the mode: backward (the
+// default) requires that no finding breaks Backward, forward that none
+// breaks Forward, full both, and none nothing, though findings are still
+// reported. AllowTightening lets a tightened rule pass in backward and
+// full mode. Report.Err is an *IncompatibleError listing the findings
+// that break what their type's mode requires.
+//
+// Compatibility here is the schema's. The gateway also refuses unknown
+// fields and, with defined_only, unknown enum values: a gateway still on
+// the old version refuses events that set a field or value it lacks, and
+// one on the new version refuses events that still set a field removed.
+// That is an order of rollout (gateways take a new version before sources
+// use it; sources stop sending a field before it is removed), not a
+// finding.
+//
 // # Concurrency
 //
 // A Registry and its Contracts are safe for concurrent use. One

@@ -6,14 +6,18 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
+	"slices"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/sluicehq/sluice/admission"
 	"github.com/sluicehq/sluice/buffer"
 	"github.com/sluicehq/sluice/consumer"
+	"github.com/sluicehq/sluice/contract"
 	"github.com/sluicehq/sluice/gateway"
 	"github.com/sluicehq/sluice/internal/admin"
 	"github.com/sluicehq/sluice/internal/tlsfiles"
@@ -54,6 +58,109 @@ type contractsConfig struct {
 	DescriptorSet string `yaml:"descriptor_set"`
 	// Types are the message names that are event types.
 	Types []string `yaml:"types"`
+	// KeepVersions is how many versions of each type the consumer keeps
+	// to decode records published under them: 1 to
+	// contract.MaxKeepVersions; default contract.DefaultKeepVersions.
+	KeepVersions int `yaml:"keep_versions"`
+	// Reload is how a running process notices a new descriptor set.
+	Reload reloadConfig `yaml:"reload"`
+	// Compatibility is how a new descriptor set is judged against the
+	// running one.
+	Compatibility compatibilityConfig `yaml:"compatibility"`
+}
+
+type reloadConfig struct {
+	// WatchInterval is how often the descriptor set file is hashed for a
+	// change; 0 turns the watch off (SIGHUP and the admin endpoint still
+	// reload); at least minWatchInterval otherwise; default 2s.
+	WatchInterval time.Duration `yaml:"watch_interval"`
+}
+
+// minWatchInterval bounds how often the descriptor set file is read and
+// hashed.
+const minWatchInterval = 100 * time.Millisecond
+
+// compatibilityConfig is the contract.Policies of the file: a mode and
+// allow_tightening for every type, and per-type entries that override
+// them.
+type compatibilityConfig struct {
+	Mode            contract.Mode `yaml:"mode"` // backward (default), forward, full or none
+	AllowTightening bool          `yaml:"allow_tightening"`
+	// Types are per-type policies; each key must be one of contracts.types.
+	Types map[string]compatibilityOverride `yaml:"types"`
+}
+
+// compatibilityOverride is one type's policy. A key it leaves out is the
+// block's: {mode: none} keeps the block's allow_tightening.
+type compatibilityOverride struct {
+	Mode            contract.Mode `yaml:"mode"`
+	AllowTightening *bool         `yaml:"allow_tightening"`
+}
+
+func newDefaultContractsConfig() contractsConfig {
+	return contractsConfig{
+		KeepVersions:  contract.DefaultKeepVersions,
+		Reload:        reloadConfig{WatchInterval: 2 * time.Second},
+		Compatibility: compatibilityConfig{Mode: contract.ModeBackward},
+	}
+}
+
+// validate checks the block; its errors name the field's path.
+func (c contractsConfig) validate() error {
+	if c.DescriptorSet == "" {
+		return errors.New("config: contracts.descriptor_set: must name a buf image or descriptor set file")
+	}
+	if len(c.Types) == 0 {
+		return errors.New("config: contracts.types: list the message names that are event types")
+	}
+	if c.KeepVersions < 1 || c.KeepVersions > contract.MaxKeepVersions {
+		return fmt.Errorf("config: contracts.keep_versions: %d is not within [1, %d]", c.KeepVersions, contract.MaxKeepVersions)
+	}
+	switch w := c.Reload.WatchInterval; {
+	case w < 0:
+		return fmt.Errorf("config: contracts.reload.watch_interval: %s is negative (0 turns the watch off)", w)
+	case w > 0 && w < minWatchInterval:
+		return fmt.Errorf("config: contracts.reload.watch_interval: %s is below %s (0 turns the watch off)", w, minWatchInterval)
+	}
+	if _, err := contract.ParseMode(string(c.Compatibility.Mode)); err != nil {
+		return fmt.Errorf("config: contracts.compatibility.mode: %q is not backward, forward, full or none", c.Compatibility.Mode)
+	}
+	for _, typ := range slices.Sorted(maps.Keys(c.Compatibility.Types)) {
+		if !slices.Contains(c.Types, typ) {
+			return fmt.Errorf("config: contracts.compatibility.types.%s: not one of contracts.types", typ)
+		}
+		if m := c.Compatibility.Types[typ].Mode; m != "" {
+			if _, err := contract.ParseMode(string(m)); err != nil {
+				return fmt.Errorf("config: contracts.compatibility.types.%s.mode: %q is not backward, forward, full or none", typ, m)
+			}
+		}
+	}
+	return nil
+}
+
+// policies are the compatibility policies of a validated block. Each
+// per-type entry takes what it leaves unset, mode or allow_tightening,
+// from the block.
+func (c contractsConfig) policies() contract.Policies {
+	mode := func(m contract.Mode) contract.Mode {
+		parsed, _ := contract.ParseMode(string(m))
+		return parsed
+	}
+	p := contract.Policies{Default: contract.Policy{Mode: mode(c.Compatibility.Mode), AllowTightening: c.Compatibility.AllowTightening}}
+	if len(c.Compatibility.Types) > 0 {
+		p.Types = make(map[string]contract.Policy, len(c.Compatibility.Types))
+	}
+	for typ, o := range c.Compatibility.Types {
+		pol := p.Default
+		if o.Mode != "" {
+			pol.Mode = mode(o.Mode)
+		}
+		if o.AllowTightening != nil {
+			pol.AllowTightening = *o.AllowTightening
+		}
+		p.Types[typ] = pol
+	}
+	return p
 }
 
 type logConfig struct {
@@ -64,6 +171,7 @@ type logConfig struct {
 func defaultFileConfig() fileConfig {
 	return fileConfig{
 		Gateway:   gateway.NewDefaultConfig(),
+		Contracts: newDefaultContractsConfig(),
 		Kafka:     publish.NewDefaultConfig(),
 		Admission: admission.NewDefaultConfig(),
 		// No dir: no spool, until the file names one.
@@ -79,7 +187,9 @@ func defaultFileConfig() fileConfig {
 // validates the blocks it uses (fileConfig.validate for the gateway,
 // validateConsumer, validateClient), so a consumer's file needs no
 // sources. Unknown keys are errors everywhere, so a misspelt setting is not
-// silently left at its default.
+// silently left at its default. With getenv nil, the sources' key_env are
+// not read: a command that uses no source (sluice contracts) runs where
+// the keys are not set.
 func loadConfig(path string, getenv func(string) string, check func(fileConfig) error) (fileConfig, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
@@ -97,6 +207,9 @@ func parseConfig(raw []byte, getenv func(string) string, check func(fileConfig) 
 	}
 	for i, s := range cfg.Sources {
 		for _, name := range s.KeyEnv {
+			if getenv == nil {
+				break
+			}
 			key := getenv(name)
 			if key == "" {
 				return fileConfig{}, fmt.Errorf("config: sources[%d].key_env: environment variable %s is empty or unset", i, name)
@@ -254,14 +367,15 @@ func (c fileConfig) validateClient() error {
 	if err := c.Kafka.Validate(); err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
-	if c.Contracts.DescriptorSet == "" {
-		return errors.New("config: contracts.descriptor_set: must name a buf image or descriptor set file")
-	}
-	if len(c.Contracts.Types) == 0 {
-		return errors.New("config: contracts.types: list the message names that are event types")
+	if err := c.Contracts.validate(); err != nil {
+		return err
 	}
 	return c.validateLog()
 }
+
+// validateContracts checks the contracts block alone, for the commands
+// that read only it (sluice contracts).
+func (c fileConfig) validateContracts() error { return c.Contracts.validate() }
 
 func (c fileConfig) validateLog() error {
 	if _, err := c.Log.level(); err != nil {

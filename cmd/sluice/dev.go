@@ -65,7 +65,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		Name: "demo", KeyHashes: []string{hashKey(DemoAPIKey)}, EventTypes: []string{"*"}, Rate: 5000, Burst: 10000,
 	}}
 	cfg.Kafka.Brokers = cluster.ListenAddrs()
-	cfg.Contracts = contractsConfig{DescriptorSet: "(embedded example contracts)", Types: examples.Types}
+	cfg.Contracts.DescriptorSet, cfg.Contracts.Types = "(embedded example contracts)", examples.Types
 	cfg.Spool.Dir = *spoolDir
 	if cfg.Spool.Dir == "" {
 		dir, err := os.MkdirTemp("", "sluice-dev-spool-")

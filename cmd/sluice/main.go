@@ -4,6 +4,7 @@
 //	sluice gateway --config FILE     the gateway against a real Kafka cluster
 //	sluice consumer --config FILE    the consumer tier: Kafka to the sink, DLQ
 //	sluice check --config FILE       validate a config without starting anything
+//	sluice contracts diff|list       judge a new descriptor set against the running one; list the contracts
 //	sluice dlq list|show|replay      inspect and replay a DLQ or parked topic
 //	sluice sink migrate|recent       create or upgrade the sink's table; print the newest events
 //	sluice hash-key KEY              the config form of an API key
@@ -32,6 +33,8 @@ Usage:
   sluice gateway --config FILE       the gateway, from one YAML config file
   sluice consumer --config FILE      the consumer tier: ingest topics to the sink, with DLQ and breaker
   sluice check --config FILE         validate a config (files, certificates, contracts, every block) and start nothing
+  sluice contracts diff OLD NEW      judge a new descriptor set against the running one, per event type (exit 1: incompatible)
+  sluice contracts list --config F   print each contract's type, fingerprint, topic, compatibility policy and decoders
   sluice dlq list|show|replay        list, show or replay (rate limited, audited) a DLQ or parked topic
   sluice sink migrate --config FILE  create or upgrade the sink's table (PostgreSQL, or SQLite also by --sqlite PATH)
   sluice sink recent --sqlite PATH   print the newest events in an SQLite sink
@@ -51,24 +54,36 @@ func main() {
 }
 
 // exitCode is 0 for success and for a help request (-h, --help: the
-// usage was printed), 2 for any other error, which it prints.
+// usage was printed), an exitStatus's own status, and 2 for any other
+// error, which it prints.
 func exitCode(err error, stderr io.Writer) int {
+	var status exitStatus
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return 0
+	case errors.As(err, &status):
+		return int(status)
 	}
 	fmt.Fprintln(stderr, "sluice:", err)
 	return 2
 }
 
+// exitStatus is an error that ends the command with that status and
+// prints nothing more: the command has printed its answer (sluice
+// contracts diff: 1, incompatible).
+type exitStatus int
+
+func (s exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(s)) }
+
 // usages are the commands whose first argument is a subcommand or a
 // positional one, so that "sluice COMMAND --help" is answered before it
 // is parsed as one. The other commands answer -h through their flag sets.
 var usages = map[string]string{
-	"dlq":      dlqUsage,
-	"sink":     sinkUsage,
-	"spool":    "usage: sluice spool inspect DIR\n\nprints a spool's segments, cursor, pending records and damage; read-only\n",
-	"hash-key": "usage: sluice hash-key KEY\n\nprints the hex sha256 of KEY, the form sources[].key_hashes takes\n",
+	"dlq":       dlqUsage,
+	"sink":      sinkUsage,
+	"contracts": contractsUsage,
+	"spool":     "usage: sluice spool inspect DIR\n\nprints a spool's segments, cursor, pending records and damage; read-only\n",
+	"hash-key":  "usage: sluice hash-key KEY\n\nprints the hex sha256 of KEY, the form sources[].key_hashes takes\n",
 }
 
 func helpFlag(a string) bool { return a == "-h" || a == "-help" || a == "--help" }
@@ -82,7 +97,7 @@ func helpAsked(args []string) bool {
 	case len(args) >= 2 && helpFlag(args[1]):
 		return true
 	case len(args) >= 3 && helpFlag(args[2]):
-		return args[0] == "dlq" || args[0] == "sink" || args[0] == "spool"
+		return args[0] == "dlq" || args[0] == "sink" || args[0] == "spool" || args[0] == "contracts"
 	}
 	return false
 }
@@ -103,6 +118,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runConsumerCmd(ctx, args[1:], stderr)
 	case "check":
 		return runCheckCmd(args[1:], stdout, stderr)
+	case "contracts":
+		return runContractsCmd(args[1:], stdout, stderr)
 	case "dlq":
 		return runDLQCmd(ctx, args[1:], stdout, stderr)
 	case "sink":

@@ -12,6 +12,7 @@ import (
 func TestHelpExitsZero(t *testing.T) {
 	commands := [][]string{
 		{}, {"dev"}, {"gateway"}, {"consumer"}, {"check"},
+		{"contracts"}, {"contracts", "diff"}, {"contracts", "list"},
 		{"dlq"}, {"dlq", "list"}, {"dlq", "show"}, {"dlq", "replay"},
 		{"sink"}, {"sink", "migrate"}, {"sink", "recent"},
 		{"hash-key"}, {"spool"}, {"spool", "inspect"},

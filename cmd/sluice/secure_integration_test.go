@@ -290,7 +290,7 @@ func TestSecureIntegrationPoller(t *testing.T) {
 	cfg.Gateway.Sources = []gateway.SourceConfig{{Name: "secure", KeyHashes: []string{hashKey("secure-key")}, EventTypes: []string{"*"}}}
 	cfg.Gateway.Topics = map[string]string{"examples.shop.v1.OrderPlaced": topic}
 	cfg.Kafka.Config = block
-	cfg.Contracts = contractsConfig{DescriptorSet: "(embedded example contracts)", Types: examples.Types}
+	cfg.Contracts.DescriptorSet, cfg.Contracts.Types = "(embedded example contracts)", examples.Types
 	cfg.Pollers = []pull.Config{devpartner.Config(partner)}
 	if err := cfg.validate(); err != nil {
 		t.Fatal(err)
