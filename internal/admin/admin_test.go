@@ -90,7 +90,10 @@ func TestServer(t *testing.T) {
 	}
 	client := &http.Client{Timeout: 10 * time.Second}
 	for _, pprof := range []bool{false, true} {
-		s, err := New(Config{Addr: "127.0.0.1:0", Pprof: pprof}, reg, WithReadiness(ready), WithLogger(quiet))
+		s, err := New(Config{Addr: "127.0.0.1:0", Pprof: pprof}, reg, WithReadiness(ready), WithLogger(quiet),
+			WithRoutes(func(mux *http.ServeMux) {
+				mux.HandleFunc("GET /admin/own", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("own route")) })
+			}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -101,6 +104,9 @@ func TestServer(t *testing.T) {
 		}
 		if code, _ := get(t, client, base+"/healthz"); code != 200 {
 			t.Errorf("/healthz %d", code)
+		}
+		if code, body := get(t, client, base+"/admin/own"); code != 200 || body != "own route" {
+			t.Errorf("a route added WithRoutes: %d %q", code, body)
 		}
 		if code, _ := get(t, client, base+"/readyz"); code != 200 {
 			t.Errorf("/readyz ready: %d", code)

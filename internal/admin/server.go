@@ -40,6 +40,8 @@ type options struct {
 	tls   *tls.Config
 	reg   prometheus.Registerer
 	ready Readiness
+	// routes add a component's own routes (its reload endpoint, say).
+	routes []func(*http.ServeMux)
 }
 
 type optionFunc func(*options)
@@ -64,6 +66,13 @@ func WithRegisterer(r prometheus.Registerer) Option {
 // WithReadiness makes /readyz answer r; by default /readyz answers 200
 // whenever /healthz does.
 func WithReadiness(r Readiness) Option { return optionFunc(func(o *options) { o.ready = r }) }
+
+// WithRoutes lets add register routes of its own on the listener's mux,
+// for example a component's status and reload endpoints; by default the
+// listener serves /metrics, /healthz, /readyz (and pprof when asked).
+func WithRoutes(add func(*http.ServeMux)) Option {
+	return optionFunc(func(o *options) { o.routes = append(o.routes, add) })
+}
 
 // New binds cfg.Addr (which must be set: see Config.WithDefaultAddr) and
 // serves g on /metrics once started.
@@ -99,6 +108,9 @@ func New(cfg Config, g prometheus.Gatherer, opts ...Option) (*Server, error) {
 		}
 		w.WriteHeader(http.StatusOK)
 	})
+	for _, add := range o.routes {
+		add(mux)
+	}
 	if cfg.Pprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)

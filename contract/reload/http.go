@@ -1,0 +1,63 @@
+package reload
+
+import (
+	"encoding/json"
+	"net/http"
+)
+
+// Status is what GET /admin/contracts answers.
+type Status struct {
+	// Served is each type's fingerprint served now.
+	Served map[string]string `json:"served"`
+	// Kept is each type's kept versions, newest first: the ones a
+	// consumer decodes records of.
+	Kept map[string][]string `json:"kept"`
+	// Last is the last reload's result.
+	Last Result `json:"last"`
+}
+
+// Status is the registry served, the versions kept and the last reload.
+func (r *Reloader) Status() Status {
+	reg := r.versions.Registry()
+	st := Status{Served: servedVersions(reg), Kept: make(map[string][]string, len(reg.Types())), Last: r.Last()}
+	for _, typ := range reg.Types() {
+		for _, c := range r.versions.History(typ) {
+			st.Kept[typ] = append(st.Kept[typ], c.Fingerprint())
+		}
+	}
+	return st
+}
+
+// Routes adds the admin listener's contract routes to mux:
+//
+//	GET  /admin/contracts         Status, 200
+//	POST /admin/contracts/reload  a reload's Result: 200 reloaded or
+//	                              unchanged, 409 incompatible, 422 failed
+func (r *Reloader) Routes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /admin/contracts", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, r.Status())
+	})
+	mux.HandleFunc("POST /admin/contracts/reload", func(w http.ResponseWriter, _ *http.Request) {
+		res := r.Reload(TriggerAdmin)
+		code := http.StatusOK
+		switch res.Result {
+		case ResultIncompatible:
+			code = http.StatusConflict
+		case ResultFailed:
+			code = http.StatusUnprocessableEntity
+		}
+		writeJSON(w, code, res)
+	})
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil { // a bug: every field marshals
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	_, _ = w.Write(append(b, '\n'))
+}
