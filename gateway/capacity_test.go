@@ -31,7 +31,7 @@ func TestCapacityShedsAtOnce(t *testing.T) {
 	cfg.Dedup.Window = 0
 	cfg.Sources = []SourceConfig{{Name: "src", KeyHashes: []string{HashKey("k")}, EventTypes: []string{"*"}}}
 	reg := prometheus.NewRegistry()
-	s, err := New(cfg, registry, acceptAll{}, WithRegisterer(reg))
+	s, err := New(cfg, served(registry), acceptAll{}, WithRegisterer(reg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +144,7 @@ func defaultService(t *testing.T, mutate func(*Config)) *Service {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(cfg, registry, acceptAll{})
+	s, err := New(cfg, served(registry), acceptAll{})
 	if err != nil {
 		t.Fatal(err)
 	}

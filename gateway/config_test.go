@@ -159,7 +159,7 @@ func TestTopicOfUnloadedType(t *testing.T) {
 	cfg := NewDefaultConfig()
 	cfg.Sources = []SourceConfig{{Name: "src", KeyHashes: []string{HashKey("k")}, EventTypes: []string{"*"}}}
 	cfg.Topics = map[string]string{"examples.logs.v1.LogLine": "logs", "examples.nope.v1.Gone": "gone"}
-	_, err = New(cfg, registry, acceptAll{})
+	_, err = New(cfg, served(registry), acceptAll{})
 	var ce *ConfigError
 	if !errors.As(err, &ce) || ce.Field != "topics.examples.nope.v1.Gone" || !isYAMLPath(reflect.TypeFor[Config](), ce.Field) {
 		t.Fatalf("got %v, want an error naming topics.examples.nope.v1.Gone", err)

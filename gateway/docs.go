@@ -3,39 +3,104 @@ package gateway
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"html/template"
 	"net/http"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/sluicehq/sluice/contract"
 
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
 )
 
-// apiDocs is what GET /openapi.json and GET /docs answer, built once.
+// apiDocs is what GET /openapi.json and GET /docs answer for one
+// registry.
 type apiDocs struct {
-	spec []byte
-	page []byte
+	registry *contract.Registry
+	spec     []byte
+	page     []byte
 }
 
-func newAPIDocs(spec []byte) (*apiDocs, error) {
-	page, err := docsPage(spec)
+// apiDocsCache holds the documents of the registry served and of the one
+// a reload prepared, which the swap makes the served one. Each registry's
+// documents are built once.
+type apiDocsCache struct {
+	mu       sync.Mutex // serializes building
+	served   atomic.Pointer[apiDocs]
+	prepared atomic.Pointer[apiDocs]
+}
+
+// prepare builds the documents of registry, to be served once it is.
+func (c *apiDocsCache) prepare(s *Service, registry *contract.Registry) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d, err := s.buildDocs(registry)
+	if err != nil {
+		return err
+	}
+	if c.served.Load() == nil {
+		c.served.Store(d)
+	} else {
+		c.prepared.Store(d)
+	}
+	return nil
+}
+
+// of returns the documents of registry: the served ones, the prepared
+// ones, or (a registry swapped in without PrepareContracts) built now.
+// A registry whose documents do not build keeps the last ones served,
+// and the error is logged: the description is a bug away from right,
+// never a reason to refuse a request.
+func (c *apiDocsCache) of(s *Service, registry *contract.Registry) *apiDocs {
+	if d := c.served.Load(); d.registry == registry {
+		return d
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if d := c.prepared.Load(); d != nil && d.registry == registry {
+		c.served.Store(d)
+		c.prepared.Store(nil)
+		return d
+	}
+	if d := c.served.Load(); d.registry == registry {
+		return d
+	}
+	d, err := s.buildDocs(registry)
+	if err != nil {
+		s.log.Error("gateway: the REST API's description of the reloaded contracts does not build; serving the previous one", "err", err)
+		return c.served.Load()
+	}
+	c.served.Store(d)
+	return d
+}
+
+func (s *Service) buildDocs(registry *contract.Registry) (*apiDocs, error) {
+	spec, err := s.openAPISpec(registry)
 	if err != nil {
 		return nil, err
 	}
-	return &apiDocs{spec: spec, page: page}, nil
+	page, err := docsPage(spec)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: docs page: %w", err)
+	}
+	return &apiDocs{registry: registry, spec: spec, page: page}, nil
 }
 
-// routes serves the two documents, unauthenticated, and passes every
-// other path on to next. Other methods on them are the typed 405.
-func (d *apiDocs) routes(next http.Handler) http.Handler {
+// docsRoutes serves the two documents of the registry served,
+// unauthenticated, and passes every other path on to next. Other methods
+// on them are the typed 405.
+func (s *Service) docsRoutes(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var body []byte
 		var kind string
 		switch r.URL.EscapedPath() {
 		case "/openapi.json":
-			body, kind = d.spec, "application/json"
+			body, kind = s.docs.of(s, s.contracts.Registry()).spec, "application/json"
 		case "/docs":
-			body, kind = d.page, "text/html; charset=utf-8"
+			body, kind = s.docs.of(s, s.contracts.Registry()).page, "text/html; charset=utf-8"
 		default:
 			next.ServeHTTP(w, r)
 			return

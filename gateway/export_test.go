@@ -3,6 +3,8 @@ package gateway
 import (
 	"net"
 
+	"github.com/sluicehq/sluice/contract"
+
 	"google.golang.org/grpc/codes"
 
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
@@ -24,3 +26,14 @@ var (
 	GzipBomb = gzipBomb
 	ZstdBomb = zstdBomb
 )
+
+// Served is r as the registry a Service serves, with no other version.
+func Served(r *contract.Registry) *contract.Versions { return served(r) }
+
+func served(r *contract.Registry) *contract.Versions {
+	v, err := contract.NewVersions(r, 1)
+	if err != nil {
+		panic(err)
+	}
+	return v
+}

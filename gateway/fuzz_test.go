@@ -67,7 +67,7 @@ func FuzzRESTPublish(f *testing.F) {
 	cfg.Dedup.MaxEntries = dedupShards * 16
 	cfg.Sources = []SourceConfig{{Name: "fuzz", KeyHashes: []string{HashKey("k")}, EventTypes: []string{"*"}}}
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-	svc, err := New(cfg, registry, acceptAll{}, WithClock(func() time.Time { return now }))
+	svc, err := New(cfg, served(registry), acceptAll{}, WithClock(func() time.Time { return now }))
 	if err != nil {
 		f.Fatal(err)
 	}

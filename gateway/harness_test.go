@@ -182,7 +182,7 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 	if o.config != nil {
 		o.config(&h.cfg)
 	}
-	svc, err := gateway.New(h.cfg, registry, pub,
+	svc, err := gateway.New(h.cfg, gateway.Served(registry), pub,
 		append([]gateway.Option{gateway.WithClock(h.clock.Now), gateway.WithRegisterer(h.reg)}, o.service...)...)
 	if err != nil {
 		t.Fatal(err)

@@ -117,7 +117,7 @@ func TestBinaryFormWithinMaxEventBytes(t *testing.T) {
 	cfg.Limits.MaxEventBytes = 4096
 	cfg.Sources = []SourceConfig{{Name: "src", KeyHashes: []string{HashKey("k")}, EventTypes: []string{"*"}}}
 	kafka := &keepAll{}
-	s, err := New(cfg, reg, kafka)
+	s, err := New(cfg, served(reg), kafka)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,7 +29,7 @@ func TestSecondServiceOnOneRegistry(t *testing.T) {
 	cfg := NewDefaultConfig()
 	cfg.Sources = []SourceConfig{{Name: "src", KeyHashes: []string{HashKey("k")}, EventTypes: []string{"*"}}}
 	reg := prometheus.NewPedanticRegistry()
-	first, err := New(cfg, registry, acceptAll{}, WithRegisterer(reg))
+	first, err := New(cfg, served(registry), acceptAll{}, WithRegisterer(reg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func TestSecondServiceOnOneRegistry(t *testing.T) {
 	}
 	before := families()
 
-	second, err := New(cfg, registry, acceptAll{}, WithRegisterer(reg))
+	second, err := New(cfg, served(registry), acceptAll{}, WithRegisterer(reg))
 	var are prometheus.AlreadyRegisteredError
 	if second != nil || !errors.As(err, &are) {
 		t.Fatalf("second Service on one registry: %v, %v; want an AlreadyRegisteredError", second, err)
@@ -62,7 +62,7 @@ func TestSecondServiceOnOneRegistry(t *testing.T) {
 	// Two Services, each under a label value of its own, share a registry.
 	shared := prometheus.NewPedanticRegistry()
 	for _, name := range []string{"a", "b"} {
-		if _, err := New(cfg, registry, acceptAll{}, WithRegisterer(prometheus.WrapRegistererWith(prometheus.Labels{"gateway": name}, shared))); err != nil {
+		if _, err := New(cfg, served(registry), acceptAll{}, WithRegisterer(prometheus.WrapRegistererWith(prometheus.Labels{"gateway": name}, shared))); err != nil {
 			t.Fatalf("Service %s under a label of its own: %v", name, err)
 		}
 	}
@@ -85,7 +85,7 @@ func TestRequestEventsObserved(t *testing.T) {
 	cfg.Limits.CheckingEvents = 4
 	cfg.Sources = []SourceConfig{{Name: "src", KeyHashes: []string{HashKey("k")}, EventTypes: []string{"*"}}}
 	reg := prometheus.NewPedanticRegistry()
-	s, err := New(cfg, registry, acceptAll{}, WithRegisterer(reg))
+	s, err := New(cfg, served(registry), acceptAll{}, WithRegisterer(reg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func TestSeriesFromStart(t *testing.T) {
 		{Name: "b", KeyHashes: []string{HashKey("kb")}, EventTypes: []string{"*"}},
 	}
 	reg := prometheus.NewPedanticRegistry()
-	if _, err := New(cfg, registry, acceptAll{}, WithRegisterer(reg)); err != nil {
+	if _, err := New(cfg, served(registry), acceptAll{}, WithRegisterer(reg)); err != nil {
 		t.Fatal(err)
 	}
 	types := registry.Types()

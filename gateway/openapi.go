@@ -34,14 +34,14 @@ const openAPIComponents = "#/components/schemas/"
 
 // openAPISpec builds the description; its error is a bug (a schema that
 // does not marshal).
-func (s *Service) openAPISpec() ([]byte, error) {
+func (s *Service) openAPISpec(registry *contract.Registry) ([]byte, error) {
 	l := s.cfg.Limits
 	schemas := map[string]any{}
 	defs := map[string]*contract.Schema{}
 	var events []any
 	undescribed := map[string]string{}
-	for _, typ := range s.contracts.Types() {
-		c, _ := s.contracts.Lookup(typ)
+	for _, typ := range registry.Types() {
+		c, _ := registry.Lookup(typ)
 		payload, err := c.JSONSchema(defs, openAPIComponents)
 		var unexpressed *contract.UnexpressedRuleError
 		if errors.As(err, &unexpressed) {

@@ -44,7 +44,7 @@ func TestUnencodableAnswerRetryAfter(t *testing.T) {
 	cfg.UnavailableRetryAfter = 7 * time.Second
 	cfg.Sources = []SourceConfig{{Name: "src", KeyHashes: []string{HashKey("k")}, EventTypes: []string{"*"}}}
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-	svc, err := New(cfg, registry, failAll{errors.New("broker says \xff\xfe")},
+	svc, err := New(cfg, served(registry), failAll{errors.New("broker says \xff\xfe")},
 		WithClock(func() time.Time { return now }), WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		t.Fatal(err)

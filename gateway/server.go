@@ -140,7 +140,7 @@ func NewServer(svc *Service, opts ...ServerOption) (*Server, error) {
 	// The caller is known before its body is read or its size judged.
 	routes := restRoutes(svc.authenticateREST(limitBody(l.MaxRequestBytes, gw)))
 	if svc.docs != nil {
-		routes = svc.docs.routes(routes)
+		routes = svc.docsRoutes(routes)
 	}
 	routes = encodeAnswers(routes)
 	s.http = &http.Server{

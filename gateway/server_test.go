@@ -143,7 +143,7 @@ func TestShutdownBeforeStartClosesListeners(t *testing.T) {
 	cfg.GRPCAddr, cfg.HTTPAddr = "127.0.0.1:0", "127.0.0.1:0"
 	cfg.Dedup.Window = 0
 	cfg.Sources = []gateway.SourceConfig{{Name: "s", KeyHashes: []string{gateway.HashKey("k")}, EventTypes: []string{"*"}}}
-	svc, err := gateway.New(cfg, registry, nil)
+	svc, err := gateway.New(cfg, gateway.Served(registry), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,10 +32,13 @@ type Admitter interface {
 // Service implements sluice.ingest.v1.IngestService for gRPC and, through
 // grpc-gateway, for REST.
 type Service struct {
-	cfg       Config
-	contracts *contract.Registry
-	// docs is the REST API's description (HTTP.OpenAPI), or nil.
-	docs    *apiDocs
+	cfg Config
+	// contracts is the registry served now; a reload swaps it. A request
+	// takes it once and is judged with it to the end.
+	contracts *contract.Versions
+	// docs is the REST API's description (HTTP.OpenAPI) of the registry
+	// served, or nil.
+	docs    *apiDocsCache
 	pub     Admitter
 	sources *sources
 	dedup   *dedupWindow // nil when dedup is off
@@ -92,8 +95,11 @@ func WithRegisterer(r prometheus.Registerer) Option {
 // WithLogger replaces slog.Default().
 func WithLogger(l *slog.Logger) Option { return optionFunc(func(o *options) { o.log = l }) }
 
-// New builds the service. cfg must pass Validate.
-func New(cfg Config, contracts *contract.Registry, pub Admitter, opts ...Option) (*Service, error) {
+// New builds the service. cfg must pass Validate. contracts is the
+// registry served, swapped by a reload (PrepareContracts, then
+// contracts.Swap); a request is judged by the registry served when it
+// began.
+func New(cfg Config, contracts *contract.Versions, pub Admitter, opts ...Option) (*Service, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -113,7 +119,8 @@ func New(cfg Config, contracts *contract.Registry, pub Admitter, opts ...Option)
 		memory:         newMemoryBudget(cfg.RequestMemory() / 2),
 		streamMemory:   newMemoryBudget(cfg.RequestMemory() / 2),
 	}
-	for _, t := range contracts.Types() {
+	registry := contracts.Registry()
+	for _, t := range registry.Types() {
 		s.topics[t] = record.TopicOf(cfg.Topics, t)
 	}
 	for t := range cfg.Topics {
@@ -122,12 +129,9 @@ func New(cfg Config, contracts *contract.Registry, pub Admitter, opts ...Option)
 		}
 	}
 	if cfg.HTTP.OpenAPI {
-		spec, err := s.openAPISpec()
-		if err != nil {
+		s.docs = new(apiDocsCache)
+		if err := s.docs.prepare(s, registry); err != nil {
 			return nil, err
-		}
-		if s.docs, err = newAPIDocs(spec); err != nil {
-			return nil, fmt.Errorf("gateway: docs page: %w", err)
 		}
 	}
 	var dedupLen func() float64
@@ -141,7 +145,7 @@ func New(cfg Config, contracts *contract.Registry, pub Admitter, opts ...Option)
 	if s.metrics, err = newMetrics(o.reg, dedupLen, s.memory.inUse, s.streamMemory.inUse); err != nil {
 		return nil, err
 	}
-	s.metrics.initLabels(sourceNames(cfg.Sources), contracts.Types())
+	s.metrics.initLabels(sourceNames(cfg.Sources), registry.Types())
 	s.checking = semaphore.NewWeighted(int64(cfg.Limits.CheckingEvents))
 	s.receiving.limit = int64(cfg.Limits.ReceivingRequests)
 	s.receiving.timeout = cfg.Limits.ReceiveTimeout
@@ -298,6 +302,7 @@ func (s *Service) judge(ctx context.Context, src *source, b *batch) []*ingestv1.
 		traceparent = ""
 	}
 	ingestedAt := s.now()
+	registry := s.contracts.Registry()
 
 	release, rej := s.waitTurn(pctx, s.checkingWeight(len(events), b.size))
 	if rej != nil {
@@ -314,7 +319,7 @@ func (s *Service) judge(ctx context.Context, src *source, b *batch) []*ingestv1.
 		rej := b.refusal(i)
 		var c *candidate
 		if rej == nil {
-			c, rej = s.check(src, ev, ingestedAt)
+			c, rej = s.check(registry, src, ev, ingestedAt)
 		}
 		if rej != nil {
 			violations -= capViolations(rej, min(violations, s.cfg.Limits.MaxViolationsPerEvent))
@@ -402,11 +407,12 @@ func (s *Service) publishDeadline(ctx context.Context) time.Time {
 	return d
 }
 
-// check runs every per-event check short of dedup and publishing. now is
-// when the batch arrived, which the skew window is around.
-func (s *Service) check(src *source, ev *ingestv1.Event, now time.Time) (*candidate, *ingestv1.Rejection) {
+// check runs every per-event check short of dedup and publishing, with
+// the batch's registry. now is when the batch arrived, which the skew
+// window is around.
+func (s *Service) check(registry *contract.Registry, src *source, ev *ingestv1.Event, now time.Time) (*candidate, *ingestv1.Rejection) {
 	if !envelopeValid(ev) {
-		if err := s.contracts.Validate(ev); err != nil {
+		if err := registry.Validate(ev); err != nil {
 			return nil, violationRejection(err, "")
 		}
 	}
@@ -414,7 +420,7 @@ func (s *Service) check(src *source, ev *ingestv1.Event, now time.Time) (*candid
 	if !src.mayPublish(typ) {
 		return nil, reject(ingestv1.Reason_FORBIDDEN_EVENT_TYPE, fmt.Sprintf("source %s may not publish %s", src.name, typ))
 	}
-	c, ok := s.contracts.Lookup(typ)
+	c, ok := registry.Lookup(typ)
 	if !ok {
 		return nil, reject(ingestv1.Reason_UNKNOWN_EVENT_TYPE, "no contract is loaded for type "+typ)
 	}
@@ -639,3 +645,19 @@ func metadataOf(ctx context.Context) metadata.MD {
 // output is a buffer of its own), and a payload is otherwise copied once
 // more per event.
 func readOnlyBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
+
+// PrepareContracts checks that next can be served in place of the
+// registry served now and builds what serving it needs (the REST API's
+// description), so that a reload fails before its swap, not after. next
+// must hold every type the service publishes.
+func (s *Service) PrepareContracts(next *contract.Registry) error {
+	for typ := range s.topics {
+		if _, ok := next.Lookup(typ); !ok {
+			return fmt.Errorf("gateway: the new contracts lack %s, which the gateway publishes", typ)
+		}
+	}
+	if s.docs != nil {
+		return s.docs.prepare(s, next)
+	}
+	return nil
+}

@@ -233,7 +233,7 @@ func TestServerRegistersTLSReloads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := New(cfg, registry, nil, WithLogger(slog.New(slog.DiscardHandler)))
+	svc, err := New(cfg, served(registry), nil, WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		t.Fatal(err)
 	}

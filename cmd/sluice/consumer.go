@@ -12,7 +12,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/sluicehq/sluice/consumer"
-	"github.com/sluicehq/sluice/contract"
 	"github.com/sluicehq/sluice/internal/admin"
 	"github.com/sluicehq/sluice/sink"
 )
@@ -37,7 +36,7 @@ func runConsumerCmd(ctx context.Context, args []string, stderr io.Writer) error 
 	}
 	log := cfg.Log.logger(stderr)
 	ccfg := consumerConfig(cfg)
-	registry, err := contract.LoadFile(cfg.Contracts.DescriptorSet, cfg.Contracts.Types, contract.WithMaxDepth(cfg.Gateway.Limits.MaxDepth))
+	versions, err := loadContracts(cfg)
 	if err != nil {
 		return err
 	}
@@ -63,15 +62,20 @@ func runConsumerCmd(ctx context.Context, args []string, stderr io.Writer) error 
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	versions, err := contract.NewVersions(registry, 0)
-	if err != nil {
-		return err
-	}
 	c, err := consumer.New(ccfg, versions, s, conn, consumer.WithRegisterer(reg), consumer.WithLogger(log))
 	if err != nil {
 		return err
 	}
-	stopAdmin, err := serveConsumerAdmin(cfg.Admin.WithDefaultAddr(admin.DefaultConsumerAddr), reg, c, log)
+	reloader, err := startContractReloader(cfg, versions, log, reg)
+	if err != nil {
+		return err
+	}
+	defer reloader.close()
+	var adminOpts []admin.Option
+	if reloader != nil {
+		adminOpts = append(adminOpts, admin.WithRoutes(reloader.Routes))
+	}
+	stopAdmin, err := serveConsumerAdmin(cfg.Admin.WithDefaultAddr(admin.DefaultConsumerAddr), reg, c, log, adminOpts...)
 	if err != nil {
 		return err
 	}
@@ -83,9 +87,9 @@ func runConsumerCmd(ctx context.Context, args []string, stderr io.Writer) error 
 }
 
 // serveConsumerAdmin serves the consumer's admin listener: /metrics of
-// reg, and readiness (Consumer.Ready) checked in a goroutine of its own.
-// stop ends both and waits for them.
-func serveConsumerAdmin(cfg admin.Config, reg *prometheus.Registry, c *consumer.Consumer, log *slog.Logger) (stop func(), err error) {
+// reg, readiness (Consumer.Ready) checked in a goroutine of its own, and
+// what opts add. stop ends both and waits for them.
+func serveConsumerAdmin(cfg admin.Config, reg *prometheus.Registry, c *consumer.Consumer, log *slog.Logger, opts ...admin.Option) (stop func(), err error) {
 	ready := admin.NewChecker(c.Ready, admin.OnChange(func(err error) {
 		if err != nil {
 			log.Warn("consumer not ready", "err", err)
@@ -93,7 +97,7 @@ func serveConsumerAdmin(cfg admin.Config, reg *prometheus.Registry, c *consumer.
 			log.Info("consumer ready")
 		}
 	}))
-	srv, err := admin.New(cfg, reg, admin.WithReadiness(ready.Ready), admin.WithRegisterer(reg), admin.WithLogger(log))
+	srv, err := admin.New(cfg, reg, append([]admin.Option{admin.WithReadiness(ready.Ready), admin.WithRegisterer(reg), admin.WithLogger(log)}, opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("consumer: %w", err)
 	}

@@ -16,7 +16,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluicehq/sluice/consumer"
-	"github.com/sluicehq/sluice/contract"
 	"github.com/sluicehq/sluice/examples"
 	"github.com/sluicehq/sluice/gateway"
 	"github.com/sluicehq/sluice/internal/admin"
@@ -40,6 +39,8 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	spoolFirst := fs.Bool("spool-first", false, "send every event through the spool")
 	demoPartner := fs.Bool("demo-partner", true, "run a demo partner API on loopback and a poller that pulls its orders")
 	sinkDB := fs.String("sink-db", "", "SQLite file the consumer tier writes events to (default: a temporary one, removed at exit)")
+	contractsFile := fs.String("contracts", "", "descriptor set file (buf image) to serve in place of the embedded example contracts; reloaded when it changes, on SIGHUP and on POST /admin/contracts/reload")
+	types := fs.String("types", strings.Join(examples.Types, ","), "comma-separated event types of --contracts")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -47,10 +48,15 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	cfg := defaultFileConfig()
 	cfg.Log = logConfig{Level: "info", Format: "text"}
 	log := cfg.Log.logger(stderr)
-	registry, err := contract.Load(examples.Contracts, examples.Types, contract.WithMaxDepth(cfg.Gateway.Limits.MaxDepth))
+	cfg.Contracts.DescriptorSet, cfg.Contracts.Types = embeddedContracts, examples.Types
+	if *contractsFile != "" {
+		cfg.Contracts.DescriptorSet, cfg.Contracts.Types = *contractsFile, strings.Split(*types, ",")
+	}
+	versions, err := loadContracts(cfg)
 	if err != nil {
 		return err
 	}
+	registry := versions.Registry()
 	topics := record.TopicsOf(nil, registry.Types())
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(*kafkaPort),
 		kfake.SeedTopics(int32(*partitions), record.Cluster(topics)...))
@@ -65,7 +71,6 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		Name: "demo", KeyHashes: []string{hashKey(DemoAPIKey)}, EventTypes: []string{"*"}, Rate: 5000, Burst: 10000,
 	}}
 	cfg.Kafka.Brokers = cluster.ListenAddrs()
-	cfg.Contracts.DescriptorSet, cfg.Contracts.Types = "(embedded example contracts)", examples.Types
 	cfg.Spool.Dir = *spoolDir
 	if cfg.Spool.Dir == "" {
 		dir, err := os.MkdirTemp("", "sluice-dev-spool-")
@@ -124,11 +129,8 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		db.Close()
 		return err
 	}
-	versions, err := contract.NewVersions(registry, 0)
-	if err != nil {
-		db.Close()
-		return err
-	}
+	// The consumer reads with the versions the gateway serves: a reload
+	// swaps both, and the consumer keeps the earlier ones.
 	cons, err := consumer.New(ccfg, versions, landed, conn, consumer.WithLogger(log))
 	if err != nil {
 		db.Close()
@@ -157,8 +159,12 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			tailRecords(tailCtx, tailer, stdout)
 		}()
 	}
-	return serve(ctx, cfg, registry, log, func(srv *gateway.Server, adminAddr string) {
-		fmt.Fprint(stdout, devBanner(srv.HTTPAddr(), srv.GRPCAddr(), adminAddr, cfg.Kafka.Brokers, scfg.Path))
+	return serve(ctx, cfg, versions, log, func(srv *gateway.Server, adminAddr string) {
+		contracts := strings.Join(registry.Types(), ", ")
+		if cfg.Contracts.DescriptorSet != embeddedContracts {
+			contracts += " from " + cfg.Contracts.DescriptorSet + ", reloaded when it changes"
+		}
+		fmt.Fprint(stdout, devBanner(srv.HTTPAddr(), srv.GRPCAddr(), adminAddr, cfg.Kafka.Brokers, scfg.Path, contracts))
 	})
 }
 
@@ -199,7 +205,7 @@ func tailRecords(ctx context.Context, cl *kgo.Client, w io.Writer) {
 	}
 }
 
-func devBanner(httpAddr, grpcAddr, adminAddr string, brokers []string, sinkDB string) string {
+func devBanner(httpAddr, grpcAddr, adminAddr string, brokers []string, sinkDB, contracts string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, `
 sluice dev is running: REST http://%[1]s  gRPC %[2]s  Kafka (in-process) %[3]s
@@ -216,6 +222,6 @@ Over gRPC (reflection is on; "json" carries the payload as JSON text, "binary" a
 Events land in the SQLite sink %[6]s; the newest:  sluice sink recent --sqlite %[6]s
 
 Metrics: http://%[7]s/metrics   Contracts: %[5]s
-`, httpAddr, grpcAddr, strings.Join(brokers, ","), DemoAPIKey, strings.Join(examples.Types, ", "), sinkDB, adminAddr)
+`, httpAddr, grpcAddr, strings.Join(brokers, ","), DemoAPIKey, contracts, sinkDB, adminAddr)
 	return b.String()
 }

@@ -44,18 +44,20 @@ func runGatewayCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	if limit := cfg.Gateway.RuntimeMemoryLimit(); limit > 0 {
 		debug.SetMemoryLimit(limit)
 	}
-	registry, err := contract.LoadFile(cfg.Contracts.DescriptorSet, cfg.Contracts.Types, contract.WithMaxDepth(cfg.Gateway.Limits.MaxDepth))
+	versions, err := loadContracts(cfg)
 	if err != nil {
 		return err
 	}
-	return serve(ctx, cfg, registry, log, nil)
+	return serve(ctx, cfg, versions, log, nil)
 }
 
 // serve runs the gateway until ctx ends, then shuts down in order: stop
 // accepting and finish requests in flight, then flush and close the
 // producer. started, when set, is called with the running server and the
-// admin listener's address.
-func serve(ctx context.Context, cfg fileConfig, registry *contract.Registry, log *slog.Logger, started func(srv *gateway.Server, adminAddr string)) error {
+// admin listener's address. The contracts served are versions' registry,
+// reloaded from the config's descriptor set file while it runs.
+func serve(ctx context.Context, cfg fileConfig, versions *contract.Versions, log *slog.Logger, started func(srv *gateway.Server, adminAddr string)) error {
+	registry := versions.Registry()
 	logDecoders(log, registry)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -104,7 +106,7 @@ func serve(ctx context.Context, cfg fileConfig, registry *contract.Registry, log
 		closeProducer()
 		closeSpool(spool, log)
 	}
-	svc, err := gateway.New(cfg.Gateway, registry, adm,
+	svc, err := gateway.New(cfg.Gateway, versions, adm,
 		append([]gateway.Option{gateway.WithRegisterer(reg), gateway.WithLogger(log)}, benchGatewayOptions(log)...)...)
 	if err != nil {
 		closeAll()
@@ -115,8 +117,18 @@ func serve(ctx context.Context, cfg fileConfig, registry *contract.Registry, log
 		closeAll()
 		return err
 	}
-	adminSrv, err := admin.New(cfg.Admin.WithDefaultAddr(admin.DefaultGatewayAddr), reg, admin.WithRegisterer(reg),
-		admin.WithReadiness(srv.Ready), admin.WithLogger(log))
+	reloader, err := startContractReloader(cfg, versions, log, reg, svc.PrepareContracts)
+	if err != nil {
+		_ = srv.Shutdown(context.Background())
+		closeAll()
+		return err
+	}
+	defer reloader.close()
+	adminOpts := []admin.Option{admin.WithRegisterer(reg), admin.WithReadiness(srv.Ready), admin.WithLogger(log)}
+	if reloader != nil {
+		adminOpts = append(adminOpts, admin.WithRoutes(reloader.Routes))
+	}
+	adminSrv, err := admin.New(cfg.Admin.WithDefaultAddr(admin.DefaultGatewayAddr), reg, adminOpts...)
 	if err != nil {
 		_ = srv.Shutdown(context.Background()) // never started: closes its listeners at once
 		closeAll()

@@ -290,18 +290,18 @@ func TestSecureIntegrationPoller(t *testing.T) {
 	cfg.Gateway.Sources = []gateway.SourceConfig{{Name: "secure", KeyHashes: []string{hashKey("secure-key")}, EventTypes: []string{"*"}}}
 	cfg.Gateway.Topics = map[string]string{"examples.shop.v1.OrderPlaced": topic}
 	cfg.Kafka.Config = block
-	cfg.Contracts.DescriptorSet, cfg.Contracts.Types = "(embedded example contracts)", examples.Types
+	cfg.Contracts.DescriptorSet, cfg.Contracts.Types = embeddedContracts, examples.Types
 	cfg.Pollers = []pull.Config{devpartner.Config(partner)}
 	if err := cfg.validate(); err != nil {
 		t.Fatal(err)
 	}
-	registry, err := contract.Load(examples.Contracts, examples.Types)
+	versions, err := loadContracts(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	logs := newSyncBuffer()
 	done := make(chan error, 1)
-	go func() { done <- serve(ctx, cfg, registry, slog.New(slog.NewTextHandler(logs, nil)), nil) }()
+	go func() { done <- serve(ctx, cfg, versions, slog.New(slog.NewTextHandler(logs, nil)), nil) }()
 	defer func() {
 		cancel()
 		select {

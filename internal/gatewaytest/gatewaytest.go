@@ -79,7 +79,11 @@ func Start(t testing.TB, o Options) *Gateway {
 	if o.Configure != nil {
 		o.Configure(&cfg)
 	}
-	svc, err := gateway.New(cfg, registry, adm, gateway.WithLogger(quiet))
+	versions, err := contract.NewVersions(registry, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := gateway.New(cfg, versions, adm, gateway.WithLogger(quiet))
 	if err != nil {
 		t.Fatal(err)
 	}
