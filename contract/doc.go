@@ -171,17 +171,31 @@
 // use it; sources stop sending a field before it is removed), not a
 // finding.
 //
+// # Versions
+//
+// A Registry never changes; a reload loads a new one and swaps it into a
+// Versions, which is what a process serves. Versions.Registry is the one
+// served now: a caller takes it once per request and keeps it to the end,
+// so a request finishes with the version it began with. Versions also
+// keeps each type's last few contracts (DefaultKeepVersions, at most
+// MaxKeepVersions), one per fingerprint, newest first, and Lookup finds
+// one by its fingerprint: the consumer reads a record with the version
+// that published it while the tiers roll onto a new one. Package reload
+// decides when to swap (the file, SIGHUP, the admin endpoint) and checks
+// the new registry with CompareRegistries first.
+//
 // # Concurrency
 //
 // A Registry and its Contracts are safe for concurrent use. One
 // protovalidate validator per Registry is shared by all checks; it is warmed
-// with the contracts at load.
+// with the contracts at load. Versions is safe for concurrent use; swaps
+// are serialized and readers never wait for one.
 //
 // # What it does not do
 //
 // It does not check the event envelope's own fields (id, occurred_at,
 // size limits) beyond Registry.Validate, does not deduplicate, does not
-// watch the descriptor set file for changes, and does not canonicalize
+// watch the descriptor set file itself (package reload does), and does not canonicalize
 // binary payloads: a valid binary payload is passed through as sent (for
 // example, with fields out of order), which every protobuf decoder reads
 // as the same message.

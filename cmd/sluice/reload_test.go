@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -399,4 +400,45 @@ func TestReloadLatency(t *testing.T) {
 		most = max(most, s)
 	}
 	t.Logf("%d reloads of the example image: mean %.1f ms, max %.1f ms", len(reloads), 1000*sum/float64(len(reloads)), 1000*most)
+}
+
+// TestReloadOnSIGHUP: SIGHUP to the process reloads the contracts file
+// `sluice dev` serves, written in place; the gateway then takes the new
+// field, and its description has it.
+func TestReloadOnSIGHUP(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "contracts.binpb")
+	if err := os.WriteFile(path, examples.Contracts, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_, admin, _ := startDevOn(t, ctx, path, filepath.Join(dir, "sink.db"))
+	v2 := contracttest.Evolve(t, examples.Contracts, contracttest.AddField(orderPlaced, "gift_wrap", 9, descriptorpb.FieldDescriptorProto_TYPE_BOOL))
+	r, err := contract.Load(v2, examples.Types)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := r.Lookup(orderPlaced)
+	if err := os.WriteFile(path, v2, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	var st reload.Status
+	waitfor.Condition(t, 20*time.Second, "SIGHUP to reload", func() bool {
+		resp, err := http.Get(admin + "/admin/contracts")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		return json.NewDecoder(resp.Body).Decode(&st) == nil && st.Served[orderPlaced] == c.Fingerprint()
+	})
+	if st.Last.Trigger != reload.TriggerSignal || st.Last.Result != reload.ResultReloaded {
+		t.Fatalf("reloaded by %+v, want SIGHUP", st.Last)
+	}
+	if len(st.Kept[orderPlaced]) != 2 {
+		t.Fatalf("kept %v, want the new version and the one before", st.Kept[orderPlaced])
+	}
 }
