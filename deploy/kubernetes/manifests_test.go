@@ -83,6 +83,12 @@ type sluiceConfig struct {
 	Admin struct {
 		Addr string `json:"addr"`
 	} `json:"admin"`
+	Contracts struct {
+		DescriptorSet string `json:"descriptor_set"`
+		Reload        struct {
+			WatchInterval *string `json:"watch_interval"`
+		} `json:"reload"`
+	} `json:"contracts"`
 }
 
 // Defaults of the durations above (deploy/sluice.example.yaml).
@@ -554,6 +560,46 @@ func TestConsumerConfigFollowsGateway(t *testing.T) {
 		g, c := get(gw, keys...), get(cons, keys...)
 		if fmt.Sprint(g) != fmt.Sprint(c) {
 			t.Errorf("%s: gateway.yaml has %v, consumer.yaml %v", strings.Join(keys, "."), g, c)
+		}
+	}
+}
+
+// TestContractsReloadInPlace: each workload reads its descriptor set from
+// the contracts ConfigMap, mounted as a directory (a subPath mount is
+// never updated) under a name without a content hash, and watches it: a
+// new image is swapped in place by the kubelet and reloaded live, not
+// rolled out by restarting the pods.
+func TestContractsReloadInPlace(t *testing.T) {
+	d := renderBase(t)
+	for name, tmpl := range d.workloads() {
+		spec := tmpl.Spec
+		c := spec.Containers[0]
+		_, cfg := podConfig(t, d, spec, c)
+		file := cfg.Contracts.DescriptorSet
+		var found bool
+		for _, m := range c.VolumeMounts {
+			if path.Dir(file) != m.MountPath {
+				continue
+			}
+			found = true
+			if m.SubPath != "" {
+				t.Errorf("%s: %s is a subPath mount, which the kubelet never updates", name, m.MountPath)
+			}
+			v := volume(t, spec, m.Name)
+			if v.ConfigMap == nil || v.ConfigMap.Name != "sluice-contracts" {
+				t.Errorf("%s: %s is not mounted from the ConfigMap sluice-contracts: %+v", name, file, v.VolumeSource)
+				continue
+			}
+			cm := d.configMap(t, v.ConfigMap.Name)
+			if _, ok := cm.BinaryData[path.Base(file)]; !ok {
+				t.Errorf("%s: ConfigMap %s has no %s", name, cm.Name, path.Base(file))
+			}
+		}
+		if !found {
+			t.Errorf("%s: nothing is mounted at %s", name, path.Dir(file))
+		}
+		if w := cfg.Contracts.Reload.WatchInterval; w != nil && duration(t, *w, 0) == 0 {
+			t.Errorf("%s: contracts.reload.watch_interval is 0: a new image would wait for a SIGHUP", name)
 		}
 	}
 }
