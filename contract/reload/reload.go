@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -265,17 +266,27 @@ func (r *Reloader) finish(res Result, served, prev *contract.Registry) Result {
 	switch res.Result {
 	case ResultReloaded:
 		r.metrics.refused.Set(0)
-		r.log.Info("contracts reloaded", "trigger", res.Trigger, "seconds", res.Seconds, "types", res.Served, "findings", len(res.Findings))
+		r.log.Info("contracts reloaded", "trigger", res.Trigger, "seconds", res.Seconds,
+			"changed", changedVersions(prev, served), "findings", len(res.Findings))
 	case ResultUnchanged:
 		r.log.Info("contracts unchanged", "trigger", res.Trigger)
-	default:
+	case ResultIncompatible:
 		r.metrics.refused.Set(1)
-		r.log.Error("contracts reload refused; the running version keeps serving", "trigger", res.Trigger, "result", res.Result, "err", res.Error)
+		var breaking int
+		for _, f := range res.Findings {
+			if f.Breaking {
+				breaking++
+			}
+		}
+		r.log.Error("contracts reload refused: incompatible; the running version keeps serving", "trigger", res.Trigger, "breaking", breaking)
 		for _, f := range res.Findings {
 			if f.Breaking {
 				r.log.Error("contracts reload finding", "type", f.Type, "path", f.Path, "rule", f.Rule, "validate_rule", f.ValidateRule, "breaks", f.Breaks, "reason", f.Reason)
 			}
 		}
+	default:
+		r.metrics.refused.Set(1)
+		r.log.Error("contracts reload refused: failed; the running version keeps serving", "trigger", res.Trigger, "err", res.Error)
 	}
 	r.last = res
 	return res
@@ -335,6 +346,20 @@ func findingsOf(rep *contract.Report) []Finding {
 		}
 	}
 	return out
+}
+
+// changedVersions lists the types whose fingerprint differs between prev
+// and next, "type old → new", for the log.
+func changedVersions(prev, next *contract.Registry) string {
+	was := servedVersions(prev)
+	var out []string
+	for _, typ := range next.Types() {
+		c, _ := next.Lookup(typ)
+		if was[typ] != c.Fingerprint() {
+			out = append(out, typ+" "+was[typ]+" → "+c.Fingerprint())
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 func servedVersions(reg *contract.Registry) map[string]string {
