@@ -230,26 +230,45 @@ func printDeadLetter(w io.Writer, d dlq.DeadLetter, reg *contract.Registry) {
 	for _, h := range r.Headers {
 		fmt.Fprintf(w, "  %s: %q\n", h.Key, h.Value)
 	}
-	if js, ok := valueJSON(reg, d); ok {
+	js, schema := valueJSON(reg, d)
+	if schema != "" {
+		fmt.Fprintf(w, "schema     %s\n", schema)
+	}
+	if js != "" {
 		fmt.Fprintf(w, "value      %s\n", js)
 	} else {
 		fmt.Fprintf(w, "value      base64 %s\n", base64.StdEncoding.EncodeToString(r.Value))
 	}
 }
 
-// valueJSON renders the value with its contract, when it has one that
-// decodes it.
-func valueJSON(reg *contract.Registry, d dlq.DeadLetter) (string, bool) {
+// valueJSON renders the value as JSON with the contract of its type when
+// that reads it whole: the version it was published under, or the one
+// served when the record's is another and the served one reads it
+// without loss (dlq.Version). schema says which version the record names
+// and how it was read, or why it was not ("" without contracts or
+// headers). A value no version at hand reads whole is not rendered: its
+// JSON would silently lack the fields the served version does not know.
+func valueJSON(reg *contract.Registry, d dlq.DeadLetter) (js, schema string) {
 	if reg == nil || d.EventErr != nil {
-		return "", false
+		return "", ""
 	}
-	c, ok := reg.Lookup(d.Event.Type)
-	if !ok {
-		return "", false
-	}
-	js, _, err := c.Render(d.Record.Value)
+	fp := d.Event.Fingerprint
+	versions, err := contract.NewVersions(reg, 1)
 	if err != nil {
-		return "", false
+		return "", ""
 	}
-	return string(js), true
+	c, kept, err := dlq.Version(versions, d.Event.Type, fp, d.Record.Value)
+	switch {
+	case err != nil:
+		return "", fp + " (" + err.Error() + ")"
+	case kept:
+		schema = fp + " (served)"
+	default:
+		schema = fp + " (not served; read with the served version " + c.Fingerprint() + ", which reads it whole)"
+	}
+	b, _, err := c.Render(d.Record.Value)
+	if err != nil {
+		return "", fp + " (" + err.Error() + ")"
+	}
+	return string(b), schema
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/sluicehq/sluice/contract"
 	"github.com/sluicehq/sluice/examples"
+	"github.com/sluicehq/sluice/internal/contracttest"
 	"github.com/sluicehq/sluice/record"
 )
 
@@ -148,6 +149,42 @@ func TestDLQShowSaysWhyBase64(t *testing.T) {
 	err = runDLQCmd(ctx, []string{"replay", "--config", cfg, "--topic", record.DLQTopic(logTopic), "--actor", "ops"}, &stdout, &stderr)
 	if err == nil || !strings.Contains(err.Error(), "contracts") {
 		t.Fatalf("replay without contracts: %v", err)
+	}
+}
+
+// TestDLQShowReadsWithTheRecordsVersion: a dead letter published under a
+// schema version the config's contracts do not hold is rendered only when
+// the served version reads it whole; one setting a field the served
+// version lacks is shown as base64, with why, not as JSON missing it.
+func TestDLQShowReadsWithTheRecordsVersion(t *testing.T) {
+	dir := t.TempDir()
+	older := filepath.Join(dir, "older.binpb")
+	if err := os.WriteFile(older, contracttest.Evolve(t, examples.Contracts,
+		contracttest.RemoveField("examples.logs.v1.LogLine", "host", true)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	show := func(contracts string) string {
+		t.Helper()
+		cfg, _ := dlqFixture(t, contracts)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		var stdout, stderr bytes.Buffer
+		err := runDLQCmd(ctx, []string{"show", "--config", cfg, "--topic", record.DLQTopic(logTopic), "--partition", "0", "--offset", "1"}, &stdout, &stderr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return stdout.String()
+	}
+	same := filepath.Join(dir, "same.binpb")
+	if err := os.WriteFile(same, examples.Contracts, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out := show(same); !strings.Contains(out, "(served)") || !strings.Contains(out, `"host":`) {
+		t.Fatalf("a record of the version served:\n%s", out)
+	}
+	out := show(older)
+	if !strings.Contains(out, "value      base64 ") || !strings.Contains(out, "cannot read it") || !strings.Contains(out, "unknown field 7") {
+		t.Fatalf("a record setting a field the served version lacks:\n%s", out)
 	}
 }
 
