@@ -99,8 +99,16 @@ func TestSchemathesis(t *testing.T) {
 // what it prints.
 func startDev(t *testing.T, flags ...string) (string, *syncBuffer) {
 	t.Helper()
+	out, _ := devInTest(t, flags...)
+	return waitFor(t, out, regexp.MustCompile(`REST http://(\S+)`))[1], out
+}
+
+// devInTest runs `sluice dev` on free loopback ports with flags until the
+// test ends, then waits for it to stop. It returns its stdout and stderr.
+func devInTest(t *testing.T, flags ...string) (out, logs *syncBuffer) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	out, logs := newSyncBuffer(), newSyncBuffer()
+	out, logs = newSyncBuffer(), newSyncBuffer()
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, append([]string{"dev", "-http", "127.0.0.1:0", "-grpc", "127.0.0.1:0", "-admin", "127.0.0.1:0"}, flags...), out, logs)
@@ -116,7 +124,7 @@ func startDev(t *testing.T, flags ...string) (string, *syncBuffer) {
 			t.Error("dev did not stop")
 		}
 	})
-	return waitFor(t, out, regexp.MustCompile(`REST http://(\S+)`))[1], out
+	return out, logs
 }
 
 func getSpec(t *testing.T, url string) []byte {

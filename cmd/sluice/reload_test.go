@@ -36,18 +36,12 @@ const orderPlaced = "examples.shop.v1.OrderPlaced"
 // those judged before the swap under the old fingerprint and those after
 // it under the new.
 func TestReloadUnderLoad(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "contracts.binpb")
 	v1 := examples.Contracts
 	v2 := contracttest.Evolve(t, v1, contracttest.AddField(orderPlaced, "gift_wrap", 9, descriptorpb.FieldDescriptorProto_TYPE_BOOL))
 	broken := contracttest.Evolve(t, v2, contracttest.RemoveField(orderPlaced, "note", false))
-	if err := os.WriteFile(path, v1, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	db := filepath.Join(dir, "sink.db")
+	path, db, grpcAddr, admin, logs := devOnExamples(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	grpcAddr, admin, logs := startDevOn(t, ctx, path, db)
 	fp := func(image []byte) string {
 		r, err := contract.Load(image, examples.Types)
 		if err != nil {
@@ -115,14 +109,9 @@ func TestReloadUnderLoad(t *testing.T) {
 		return re.Match(b)
 	}
 	status := func() reload.Status {
-		resp, err := http.Get(admin + "/admin/contracts")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var st reload.Status
-		if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
-			t.Fatal(err)
+		st, ok := contractsStatus(admin)
+		if !ok {
+			t.Fatal("GET /admin/contracts did not answer")
 		}
 		return st
 	}
@@ -210,32 +199,31 @@ func TestReloadUnderLoad(t *testing.T) {
 	t.Logf("%d events accepted: %d under v1, %d under v2; reload took %.1f ms", accepted, before, after, swap.Seconds*1000)
 }
 
-// startDevOn runs `sluice dev` serving the contracts file path into the
-// SQLite file db until ctx ends; the test waits for it to stop. It
-// returns the gRPC address, the admin listener's URL and the logs.
-func startDevOn(t *testing.T, ctx context.Context, path, db string) (grpcAddr, admin string, logs *syncBuffer) {
+// devOnExamples runs `sluice dev` serving a contracts file, which holds
+// the example image at first, into an SQLite sink, until the test ends.
+// It returns the file, the sink, the gRPC address, the admin listener's
+// URL and the logs.
+func devOnExamples(t *testing.T) (path, db, grpcAddr, admin string, logs *syncBuffer) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(ctx)
-	out, logs := newSyncBuffer(), newSyncBuffer()
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{"dev", "-http", "127.0.0.1:0", "-grpc", "127.0.0.1:0", "-admin", "127.0.0.1:0",
-			"-tail=false", "-demo-partner=false", "-contracts", path, "-sink-db", db}, out, logs)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("dev: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Error("dev did not stop")
-		}
-	})
+	dir := t.TempDir()
+	path, db = filepath.Join(dir, "contracts.binpb"), filepath.Join(dir, "sink.db")
+	if err := os.WriteFile(path, examples.Contracts, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, logs := devInTest(t, "-tail=false", "-demo-partner=false", "-contracts", path, "-sink-db", db)
 	grpcAddr = waitFor(t, out, regexp.MustCompile(`gRPC (\S+)`))[1]
 	admin = waitFor(t, out, regexp.MustCompile(`Metrics: (http://\S+)/metrics`))[1]
-	return grpcAddr, admin, logs
+	return path, db, grpcAddr, admin, logs
+}
+
+// contractsStatus is GET /admin/contracts, or false when it does not answer.
+func contractsStatus(admin string) (st reload.Status, ok bool) {
+	resp, err := http.Get(admin + "/admin/contracts")
+	if err != nil {
+		return st, false
+	}
+	defer resp.Body.Close()
+	return st, resp.StatusCode == http.StatusOK && json.NewDecoder(resp.Body).Decode(&st) == nil
 }
 
 func hasFinding(fs []reload.Finding, path string) bool {
@@ -326,14 +314,9 @@ func TestReloadLatency(t *testing.T) {
 	if os.Getenv("SLUICE_RELOAD_LATENCY") == "" {
 		t.Skip("set SLUICE_RELOAD_LATENCY=1 to measure")
 	}
-	dir := t.TempDir()
-	path := filepath.Join(dir, "contracts.binpb")
-	if err := os.WriteFile(path, examples.Contracts, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	path, _, grpcAddr, admin, _ := devOnExamples(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	grpcAddr, admin, _ := startDevOn(t, ctx, path, filepath.Join(dir, "sink.db"))
 	load := func(id string) *loadgen.Report {
 		var stdout strings.Builder
 		err := run(ctx, []string{"loadgen", "--target", "grpc", "--addr", grpcAddr, "--key", DemoAPIKey,
@@ -409,17 +392,9 @@ func TestReloadLatency(t *testing.T) {
 }
 
 // TestReloadOnSIGHUP: SIGHUP to the process reloads the contracts file
-// `sluice dev` serves, written in place; the gateway then takes the new
-// field, and its description has it.
+// `sluice dev` serves, written in place, and the version before is kept.
 func TestReloadOnSIGHUP(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "contracts.binpb")
-	if err := os.WriteFile(path, examples.Contracts, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	_, admin, _ := startDevOn(t, ctx, path, filepath.Join(dir, "sink.db"))
+	path, _, _, admin, _ := devOnExamples(t)
 	v2 := contracttest.Evolve(t, examples.Contracts, contracttest.AddField(orderPlaced, "gift_wrap", 9, descriptorpb.FieldDescriptorProto_TYPE_BOOL))
 	r, err := contract.Load(v2, examples.Types)
 	if err != nil {
@@ -434,12 +409,9 @@ func TestReloadOnSIGHUP(t *testing.T) {
 	}
 	var st reload.Status
 	waitfor.Condition(t, 20*time.Second, "SIGHUP to reload", func() bool {
-		resp, err := http.Get(admin + "/admin/contracts")
-		if err != nil {
-			return false
-		}
-		defer resp.Body.Close()
-		return json.NewDecoder(resp.Body).Decode(&st) == nil && st.Served[orderPlaced] == c.Fingerprint()
+		var ok bool
+		st, ok = contractsStatus(admin)
+		return ok && st.Served[orderPlaced] == c.Fingerprint()
 	})
 	if st.Last.Trigger != reload.TriggerSignal || st.Last.Result != reload.ResultReloaded {
 		t.Fatalf("reloaded by %+v, want SIGHUP", st.Last)

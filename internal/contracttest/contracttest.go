@@ -80,7 +80,7 @@ func Field(t testing.TB, set *descriptorpb.FileDescriptorSet, msg, name string) 
 	return nil
 }
 
-// AddField adds an optional-less singular scalar field to msg.
+// AddField adds a singular scalar field without presence to msg.
 func AddField(msg, name string, number int32, typ descriptorpb.FieldDescriptorProto_Type) Edit {
 	return func(t testing.TB, set *descriptorpb.FileDescriptorSet) {
 		m := Message(t, set, msg)
