@@ -172,6 +172,7 @@ func TestSQLiteErrorClasses(t *testing.T) {
 		for _, stmt := range []string{
 			ddl,
 			fmt.Sprintf(sqliteConflictsTable, quoteIdent(cfg.Table+conflictsSuffix)),
+			fmt.Sprintf(sqliteAuditTable, quoteIdent(cfg.Table+auditSuffix)),
 			sqliteMigrationsTable,
 			fmt.Sprintf("INSERT INTO sluice_sink_migrations VALUES ('%s', %d, '')", cfg.Table, SQLiteSchemaVersion),
 		} {
