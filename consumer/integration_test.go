@@ -160,6 +160,8 @@ func TestIntegrationDeadLetterRefused(t *testing.T) {
 func integrationTopics(ctx context.Context, t *testing.T, brokers []string, partitions int32, dlqConfigs map[string]*string) (string, *kgo.Client) {
 	t.Helper()
 	topic := kafkatest.CreateTopic(t, brokers, partitions, nil)
+	// The consumer's decisions about events of a memory sink go there.
+	kafkatest.EnsureTopicOn(t, []kgo.Opt{kgo.SeedBrokers(brokers...)}, record.AuditTopic)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
 	if err != nil {
 		t.Fatal(err)

@@ -37,6 +37,8 @@ type metrics struct {
 	endToEnd *prometheus.HistogramVec
 	// bySchema counts records by the schema version they were read with.
 	bySchema *schemaSeries
+	// auditErrors counts the audit rows given up, by action.
+	auditErrors *prometheus.CounterVec
 }
 
 // Outcomes of a finished record, the outcome label of
@@ -137,6 +139,10 @@ func newMetrics() *metrics {
 			Name: "sluice_consumer_events_by_schema_total",
 			Help: "Records decoded, by type, schema fingerprint (the record's when its version is kept, else unknown) and the version decoded with: own, newest (its version not kept, read by the newest without loss) or none (unreadable by the newest: dead-lettered as class schema).",
 		}, []string{"type", "fingerprint", "decoded_with"})},
+		auditErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_consumer_audit_errors_total",
+			Help: "Audit rows not recorded, by action: refused by the audit store, or still failing when the retries were spent or the record's partition was abandoned. The decisions stand; their rows are missing.",
+		}, []string{"action"}),
 	}
 }
 
@@ -152,6 +158,10 @@ func (m *metrics) initLabels(sinkName string, sources []string, versions *contra
 	}
 	for _, r := range []string{routeDirect, routeDLQ} {
 		m.endToEnd.WithLabelValues(r)
+	}
+	// The consumer's decisions: replays are an operator's.
+	for _, a := range []sink.AuditAction{sink.AuditWritten, sink.AuditDeadLettered, sink.AuditRetried, sink.AuditParked} {
+		m.auditErrors.WithLabelValues(string(a))
 	}
 	m.sinkLatency.WithLabelValues(sinkName)
 	m.retries.WithLabelValues(sinkName)
@@ -173,7 +183,8 @@ func (m *metrics) initLabels(sinkName string, sources []string, versions *contra
 
 func (m *metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.lag, m.inFlight, m.sinkLatency, m.sinkErrors, m.circuit, m.mode,
-		m.deadLetters, m.retries, m.committed, m.events, m.sinkConflicts, m.drainRefused, m.drained, m.endToEnd, m.bySchema.vec}
+		m.deadLetters, m.retries, m.committed, m.events, m.sinkConflicts, m.drainRefused, m.drained, m.endToEnd, m.bySchema.vec,
+		m.auditErrors}
 }
 
 // register registers the consumer's collectors and more, those of its
