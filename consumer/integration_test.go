@@ -92,6 +92,35 @@ func TestIntegrationKafka(t *testing.T) {
 	if dl[0].EnvelopeErr != nil || env.Class != "permanent" || env.SourceTopic != topic || dl[0].Event.ID != "i0042" {
 		t.Fatalf("dead letter %+v, %v", env, dl[0].EnvelopeErr)
 	}
+
+	// The memory sink keeps no audit table: the consumer's decisions are
+	// in sluice.audit, which other tests share, one per record.
+	written, dead := map[string]bool{}, map[string]dlq.Decision{}
+	waitFor(t, time.Minute, "the decisions in "+record.AuditTopic, func() bool {
+		recs, err := readToEnd(ctx, kopts, record.AuditTopic)
+		if err != nil {
+			return false
+		}
+		for _, r := range recs {
+			d, err := dlq.ParseDecision(r)
+			if err != nil || d.Group != cfg.Group {
+				continue
+			}
+			switch d.Action {
+			case string(sink.AuditWritten):
+				written[d.EventID] = true
+			case string(sink.AuditDeadLettered):
+				dead[d.EventID] = d
+			}
+		}
+		return len(written) == len(want) && len(dead) == 1
+	})
+	if d := dead["i0042"]; d.Class != "permanent" || d.Topic != topic || d.Offset != dl[0].Envelope.SourceOffset || d.Retryable {
+		t.Fatalf("dead_lettered decision %+v", d)
+	}
+	if written["i0042"] {
+		t.Fatal("a written decision about the dead-lettered event")
+	}
 }
 
 // TestIntegrationDeadLetterRefused: against real Kafka, a dead letter its
