@@ -74,9 +74,9 @@ func (c *Consumer) auditWritten(ctx context.Context, events []sink.Event, confli
 	c.audit(ctx, rows...)
 }
 
-// decisionRow is a row about r, a record of j's, located at its own
-// coordinates, or false when r has no identity to file it under (no
-// sluice-source or sluice-event-id header).
+// decisionRow is the row of a decision about r, with the envelope env
+// of its dead letter, located at r's coordinates; false when r has no
+// identity to file it under (no sluice-source or sluice-event-id header).
 func (c *Consumer) decisionRow(action sink.AuditAction, r *kgo.Record, env *record.Envelope) (sink.AuditRow, bool) {
 	source, id, typ := identityOf(r)
 	if source == "" || id == "" {
