@@ -9,6 +9,9 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluicehq/sluice/consumer"
 	"github.com/sluicehq/sluice/consumer/trace"
 	"github.com/sluicehq/sluice/sink"
 )
@@ -138,4 +141,15 @@ func openAuditReader(ctx context.Context, cfg sink.Config) (sink.AuditReader, fu
 		return nil, nothing, nil
 	}
 	return r, closeSink, nil
+}
+
+// consumerTracer is the Tracer of the consumer's admin endpoint GET
+// /v1/trace/{source}/{id}: the consumer's own config and connection,
+// reading the audit table of s when it has one.
+func consumerTracer(ccfg consumer.Config, conn []kgo.Opt, s sink.Sink, log *slog.Logger) (*trace.Tracer, error) {
+	opts := []trace.Option{trace.WithLogger(log)}
+	if r, ok := s.(sink.AuditReader); ok {
+		opts = append(opts, trace.WithAuditReader(r))
+	}
+	return trace.New(ccfg, conn, opts...)
 }

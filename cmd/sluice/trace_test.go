@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/sluicehq/sluice/consumer/trace"
 	"github.com/sluicehq/sluice/internal/eventtest"
+	"github.com/sluicehq/sluice/internal/waitfor"
 	"github.com/sluicehq/sluice/record"
 	"github.com/sluicehq/sluice/sink"
 )
@@ -165,6 +167,32 @@ func TestTraceCommandSQLite(t *testing.T) {
 	s.Close()
 	if code, out, errOut := runTrace("--config", cfg, "--source", "test", "--id", "dl"); code != 0 || !strings.HasPrefix(out, "IN_DLQ  test/dl") {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// sluice consumer serves GET /v1/trace/{source}/{id} on its admin
+// listener: the Answer, 404 for UNKNOWN, 400 for a bad id.
+func TestConsumerServesTrace(t *testing.T) {
+	adminAddr := freePort(t)
+	cfg, _ := traceFixture(t, fmt.Sprintf("{kind: sqlite, sqlite: {path: %s}}\nadmin: {addr: %s}", filepath.Join(t.TempDir(), "events.db"), adminAddr))
+	runInBackground(t, "consumer", "--config", cfg)
+	waitfor.Condition(t, 20*time.Second, "the consumer's /readyz to answer 200", func() bool {
+		code, _ := adminGet(t, adminAddr, "/readyz")
+		return code == http.StatusOK
+	})
+	var a trace.Answer
+	code, body := adminGet(t, adminAddr, "/v1/trace/test/dl")
+	if err := json.Unmarshal([]byte(body), &a); code != http.StatusOK || err != nil || a.Status != trace.InDLQ {
+		t.Errorf("dl: %d %v\n%s", code, err, body)
+	}
+	code, body = adminGet(t, adminAddr, "/v1/trace/test/nobody")
+	if err := json.Unmarshal([]byte(body), &a); code != http.StatusNotFound || err != nil || a.Status != trace.Unknown {
+		t.Errorf("nobody: %d %v\n%s", code, err, body)
+	}
+	var e trace.ErrorBody
+	code, body = adminGet(t, adminAddr, "/v1/trace/test/%FF")
+	if err := json.Unmarshal([]byte(body), &e); code != http.StatusBadRequest || err != nil || e.Error.Field != "id" {
+		t.Errorf("bad id: %d %v\n%s", code, err, body)
 	}
 }
 
