@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -72,6 +73,9 @@ func runTraceCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if *topic != "" || *partition >= 0 || *offset >= 0 {
 		if *topic == "" || *partition < 0 || *offset < 0 {
 			return errors.New("trace: --topic, --partition and --offset come together")
+		}
+		if *partition > math.MaxInt32 {
+			return fmt.Errorf("trace: --partition: %d is not a partition number", *partition)
 		}
 		q.Hint = &trace.Position{Topic: *topic, Partition: int32(*partition), Offset: *offset}
 	}

@@ -137,6 +137,7 @@ func TestTraceCommand(t *testing.T) {
 		{"--config", cfg, "--source", "test", "--id", "x", "--topic", logTopic},
 		{"--config", cfg, "--source", "test", "--id", "x", "--topic", "other", "--partition", "0", "--offset", "1"},
 		{"--config", cfg, "--source", "test", "--id", "x", "--max-records", "0"},
+		{"--config", cfg, "--source", "test", "--id", "x", "--topic", logTopic, "--partition", "4294967296", "--offset", "1"},
 		{"--config", cfg, "--source", "test", "--id", "x\x01"},
 		{"--config", cfg, "--source", "test", "--id", "x", "extra"},
 		{"--config", filepath.Join(t.TempDir(), "missing.yaml"), "--source", "test", "--id", "x"},

@@ -278,6 +278,9 @@ func (lk *lookup) inDLQFromRows(last *sink.AuditRow) {
 		d.DLQRetries--
 	}
 	d.DLQRetries = max(d.DLQRetries, 0)
+	if f := lk.latestLetter(); f != nil && f.kind == SearchDLQ {
+		d.Record = &f.pos
+	}
 	d.Next = lk.nextDrain(d)
 	a.DeadLetter = d
 	a.Summary = lk.dlqSummary(d)
@@ -350,6 +353,8 @@ func (lk *lookup) parkedFromRow(p *sink.AuditRow) {
 	}
 	if p.Topic != "" && strings.HasSuffix(p.Topic, record.ParkedSuffix) {
 		d.Record = positionOf(p)
+	} else if f := lk.latestLetter(); f != nil && f.kind == SearchParked {
+		d.Record = &f.pos
 	}
 	a.DeadLetter = d
 	a.Summary = lk.parkedSummary(d)

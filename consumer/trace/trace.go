@@ -231,13 +231,6 @@ func New(cfg consumer.Config, kopts []kgo.Opt, opts ...Option) (*Tracer, error) 
 // Close closes the Tracer's Kafka client. Lookups in flight fail.
 func (t *Tracer) Close() { t.cl.Close() }
 
-// Limits are the Tracer's limits: a lookup's defaults and the ceiling of
-// the HTTP endpoint's.
-func (t *Tracer) Limits() Limits { return t.o.limits }
-
-// SourceTopics are the topics a Hint may name.
-func (t *Tracer) SourceTopics() []string { return slices.Clone(t.sources) }
-
 // limitsOf fills q's zero limits with the Tracer's.
 func (t *Tracer) limitsOf(q Limits) Limits {
 	l := t.o.limits

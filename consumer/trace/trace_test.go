@@ -327,6 +327,25 @@ func TestTraceWithoutAuditTable(t *testing.T) {
 	})
 }
 
+// Rows in sluice.audit that leave the event in its DLQ are completed by
+// the dead letter the scan found.
+func TestTraceAuditTopicRowsAndDeadLetter(t *testing.T) {
+	f := newFixture(t, 1)
+	dl := row(sink.AuditDeadLettered, 0, failedAt, Position{topic, 0, 0})
+	dl.Sink, dl.Class, dl.Retryable, dl.Attempt = "http", "transient", true, 5
+	f.produce(auditRecord(t, dl), deadLetter(t, dlqTopic, "other", record.Envelope{Class: "transient"}),
+		deadLetter(t, dlqTopic, "e1", record.Envelope{Class: "transient", Retryable: true, Attempts: 5}))
+	a := trace(t, f.tracer(), Query{Source: source, ID: "e1"})
+	if a.Status != InDLQ || a.DeadLetter.Record == nil || *a.DeadLetter.Record != (Position{dlqTopic, 0, 1}) || len(a.Audit) != 1 {
+		t.Fatalf("status %s, %+v: %s", a.Status, a.DeadLetter, a.Summary)
+	}
+	// The path: accepted and dead_lettered (the scan's), dead_lettered
+	// (the row's).
+	if len(a.Path) != 3 || a.Path[0].Step != "accepted" {
+		t.Errorf("path %+v", a.Path)
+	}
+}
+
 // max_records bounds the records read across every topic, the newest
 // kept, and the answer says the bound was hit and where.
 func TestTraceBoundHit(t *testing.T) {
