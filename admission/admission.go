@@ -317,7 +317,7 @@ func (a *Admission) spoolAll(ctx context.Context, records []*kgo.Record, out []A
 		for k, j := range appended {
 			chunk[k] = data[j]
 		}
-		if err = a.spool.Append(ctx, chunk...); err != nil {
+		if _, err = a.spool.Append(ctx, chunk...); err != nil {
 			a.refuseSpooled(err, out, idx[from:], data[from:])
 		} else {
 			a.metrics.spooled.Add(float64(len(appended)))
