@@ -573,9 +573,10 @@ type EventResult struct {
 	// Set when outcome is REJECTED.
 	Rejection *Rejection `protobuf:"bytes,5,opt,name=rejection,proto3" json:"rejection,omitempty"`
 	// position is where the event is durable. ACCEPTED: kafka with durability
-	// KAFKA, spool with LOCAL_DISK. DUPLICATE: where the original was
-	// accepted, when the gateway's dedup window still holds it; unset
-	// otherwise. Unset when outcome is REJECTED.
+	// KAFKA, spool with LOCAL_DISK. DUPLICATE: the position the original was
+	// answered with, which the dedup window keeps with its id (a spool
+	// position stays so after the drainer has published the record). Unset
+	// when outcome is REJECTED.
 	//
 	// Types that are valid to be assigned to Position:
 	//
