@@ -58,7 +58,10 @@
 // positions with protojson's names and forms: "kafka": {"topic",
 // "partition", "offset"} and "spool": {"segment", "offset"}, the 64-bit
 // numbers as decimal strings. A batch's accepted results and their Kafka
-// positions are one allocation, the spool positions one more.
+// positions are one allocation, the spool positions one more. Answers are
+// written without reflection: REST's JSON by appendAnswer, gRPC's
+// protobuf by the server codec (marshalAnswer), each held to what
+// protojson and proto.Marshal write by a fuzz test.
 //
 // # TLS and client certificates
 //
