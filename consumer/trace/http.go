@@ -1,7 +1,6 @@
 package trace
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -10,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/admin"
 )
 
 // Reasons of a refused request (ErrorDetail.Reason).
@@ -94,7 +95,7 @@ func (t *Tracer) serveTrace(w http.ResponseWriter, r *http.Request) {
 	if a.Status == Unknown {
 		code = http.StatusNotFound
 	}
-	writeJSON(w, code, a)
+	admin.WriteJSON(w, code, a)
 }
 
 // ParseRequest reads a request of the endpoint: the path's source and id
@@ -171,17 +172,5 @@ func writeQueryError(w http.ResponseWriter, err error) {
 }
 
 func writeError(w http.ResponseWriter, code int, d ErrorDetail) {
-	writeJSON(w, code, ErrorBody{Error: d})
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil { // a bug: every field marshals
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(code)
-	_, _ = w.Write(append(b, '\n'))
+	admin.WriteJSON(w, code, ErrorBody{Error: d})
 }
