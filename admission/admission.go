@@ -235,7 +235,8 @@ func (a *Admission) Admit(ctx context.Context, records []*kgo.Record) []Admitted
 	for i, err := range errs {
 		switch {
 		case err == nil:
-			out[i] = Admitted{Durability: DurabilityKafka}
+			// The client set the partition and offset before it answered.
+			out[i] = Admitted{Durability: DurabilityKafka, Partition: records[i].Partition, Offset: records[i].Offset}
 		case a.spool != nil && publish.Retryable(err) && ctx.Err() == nil:
 			retry = append(retry, i)
 		default:
@@ -317,12 +318,14 @@ func (a *Admission) spoolAll(ctx context.Context, records []*kgo.Record, out []A
 		for k, j := range appended {
 			chunk[k] = data[j]
 		}
-		if err = a.spool.Append(ctx, chunk...); err != nil {
+		var pos buffer.Position
+		if pos, err = a.spool.Append(ctx, chunk...); err != nil {
 			a.refuseSpooled(err, out, idx[from:], data[from:])
 		} else {
 			a.metrics.spooled.Add(float64(len(appended)))
 			for _, j := range appended {
-				out[idx[j]] = Admitted{Durability: DurabilityLocalDisk}
+				out[idx[j]] = Admitted{Durability: DurabilityLocalDisk, Spool: pos}
+				pos.Offset += buffer.FrameBytes(len(data[j]))
 			}
 		}
 		appended, framed = appended[:0], 0

@@ -16,7 +16,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluicehq/sluice/buffer"
+	"github.com/sluicehq/sluice/internal/kafkatest"
 	"github.com/sluicehq/sluice/publish"
+	"github.com/sluicehq/sluice/record"
 )
 
 func TestAdmissionDirect(t *testing.T) {
@@ -494,5 +496,77 @@ func TestSpoolTakesALargeRequest(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestAdmissionPositions: an answer says where its record is. DIRECT:
+// the partition and offset at which a reader of the topic finds the
+// record. SPOOLING, entered by a failed produce and then kept: the spool
+// position at which the spool holds it, across appends and segments.
+func TestAdmissionPositions(t *testing.T) {
+	const topic = "ingest.t"
+	c := newCluster(t, []string{topic})
+	var o outage
+	o.install(c)
+	p := newTestProducer(t, c.ListenAddrs(), func(c *publish.Config) { c.DeliveryTimeout = time.Second })
+	dir := t.TempDir()
+	small := func(c *buffer.Config) { c.MaxRecordBytes, c.MaxBatchBytes, c.SegmentBytes = 1024, 2048, 4096 }
+	s := openSpool(t, dir, small)
+	a := newTestAdmission(t, p, s, nil, nil)
+
+	recs := keyed(topic, 0, 12, 4)
+	for i, r := range a.Admit(context.Background(), recs) {
+		if r.Err != nil || r.Durability != DurabilityKafka {
+			t.Fatalf("record %d: %+v", i, r)
+		}
+		got := kafkatest.RecordAt(t, c.ListenAddrs(), topic, r.Partition, r.Offset)
+		if string(got.Value) != string(recs[i].Value) {
+			t.Fatalf("record %d answered %d@%d, where Kafka has %s", i, r.Partition, r.Offset, got.Value)
+		}
+	}
+
+	o.on.Store(true)
+	spooled := map[buffer.Position]string{}
+	for batch := range 2 { // the first falls back to the spool; the second goes there at once
+		recs := keyed(topic, 100*(batch+1), 30, 4)
+		for i, r := range a.Admit(context.Background(), recs) {
+			if r.Err != nil || r.Durability != DurabilityLocalDisk {
+				t.Fatalf("batch %d record %d: %+v", batch, i, r)
+			}
+			if _, dup := spooled[r.Spool]; dup {
+				t.Fatalf("two records answered at %v", r.Spool)
+			}
+			spooled[r.Spool] = string(recs[i].Value)
+		}
+	}
+	a.Close()
+	o.on.Store(false) // the producer flushes what it holds at its close
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openSpool(t, dir, small)
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), testWait)
+	defer cancel()
+	segments := map[uint64]bool{}
+	for n := 0; n < len(spooled); {
+		es, err := s.Next(ctx, len(spooled)-n)
+		if err != nil {
+			t.Fatalf("Next after %d of %d records: %v", n, len(spooled), err)
+		}
+		for _, e := range es {
+			r, err := record.DecodeSpooled(e.Data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want, ok := spooled[e.Pos]; !ok || want != string(r.Value) {
+				t.Fatalf("the spool holds %s at %v, answered there: %q", r.Value, e.Pos, want)
+			}
+			segments[e.Pos.Segment] = true
+		}
+		n += len(es)
+	}
+	if len(segments) < 2 {
+		t.Fatalf("the spooled records are in %d segment(s); the test needs more", len(segments))
 	}
 }

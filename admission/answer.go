@@ -19,11 +19,20 @@ const (
 )
 
 // Admitted is the answer for one record. Err is nil when the record is
-// durable, and Durability says where. Otherwise Refusal says what kind of
-// refusal it is, and RetryAfter is the wait to suggest when retrying may
-// help (a full spool, Kafka unavailable without a spool).
+// durable, Durability says where, and the position fields where exactly:
+// Partition and Offset in the record's topic for DurabilityKafka, Spool
+// for DurabilityLocalDisk. Otherwise Refusal says what kind of refusal it
+// is, and RetryAfter is the wait to suggest when retrying may help (a full
+// spool, Kafka unavailable without a spool).
 type Admitted struct {
 	Durability Durability
+	// Partition and Offset are where Kafka acknowledged the record, in its
+	// topic (the record's Topic), as the client set them on the record.
+	Partition int32
+	Offset    int64
+	// Spool is the record's position in the spool, where it stays until
+	// the drainer has published it to Kafka.
+	Spool      buffer.Position
 	Refusal    Refusal
 	Err        error
 	RetryAfter time.Duration

@@ -9,9 +9,10 @@
 //	...
 //	defer a.Close() // before producer.Close and spool.Close
 //	for i, r := range a.Admit(ctx, records) {
-//		// r.Err == nil: records[i] is durable; r.Durability says where.
-//		// Otherwise r.Refusal says why not (RefusedFull: retry after
-//		// r.RetryAfter).
+//		// r.Err == nil: records[i] is durable; r.Durability says where:
+//		// KAFKA at r.Partition and r.Offset of records[i].Topic, or
+//		// LOCAL_DISK at r.Spool. Otherwise r.Refusal says why not
+//		// (RefusedFull: retry after r.RetryAfter).
 //	}
 //
 // # Modes
@@ -42,6 +43,15 @@
 //   - An answer with Err == nil means the record is durable where
 //     Durability says: in Kafka with acks=all, or in the spool. Nothing
 //     answered lives only in memory.
+//   - It also says exactly where. KAFKA: Partition and Offset, which the
+//     client set on the record when Kafka acknowledged it; a consumer of
+//     the record's topic finds it there. LOCAL_DISK: Spool, the position
+//     the spool's Append gave it (the first record of an append at the
+//     position returned, each next one buffer.FrameBytes of the one
+//     before further on), where the spool holds it until the drainer has
+//     published it; the answer does not learn where the drainer puts it
+//     in Kafka. Carrying them costs no allocation: they are read from
+//     the record and the append, into the answer slice Admit returns.
 //   - Per-key order: for a sender that waits for its answers, records of
 //     one key reach Kafka (their first copies) in the order they were
 //     admitted, across every switch. While the spool holds records every

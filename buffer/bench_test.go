@@ -28,7 +28,7 @@ func BenchmarkAppend(b *testing.B) {
 			for range appenders {
 				wg.Go(func() {
 					for next.Add(1) <= int64(b.N) {
-						if err := s.Append(context.Background(), rec); err != nil {
+						if _, err := s.Append(context.Background(), rec); err != nil {
 							b.Error(err)
 							return
 						}

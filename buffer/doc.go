@@ -8,8 +8,9 @@
 //		buffer.WithRegisterer(reg), buffer.WithLogger(log))
 //	...
 //	// Gateway: answer the caller ACCEPTED (LOCAL_DISK) only when err == nil.
-//	err = s.Append(ctx, event1, event2)
+//	pos, err := s.Append(ctx, event1, event2)
 //	// errors.Is(err, buffer.ErrFull): refuse with BUFFER_FULL, retryable.
+//	// Otherwise event1 is at pos, event2 FrameBytes(len(event1)) further on.
 //
 //	// Drainer (one goroutine):
 //	for {
@@ -28,6 +29,13 @@
 //     FsyncBatch (the default), fdatasync'd. Such records survive a process
 //     crash, a kernel crash and a power loss, and are returned by Next until
 //     acknowledged. With FsyncNever they survive a process crash only.
+//   - Append returns where its first record is, a Position (segment index,
+//     frame offset); its other records follow in the same segment, each
+//     FrameBytes of the one before it further on. A record keeps that
+//     position until it is acknowledged: Next returns it there, also after
+//     a restart, and recovery never moves a record it keeps (see
+//     Recovery). Once acknowledged, its segment may be deleted and the
+//     position names nothing.
 //   - Appends are group-committed: one writer goroutine takes every append
 //     queued (up to MaxBatchBytes), writes them with one write,
 //     syncs once and answers each. At most 1024 appends wait in the queue;

@@ -65,7 +65,7 @@ func testENOSPC(t *testing.T, segmentBytes int64) {
 			t.Fatal("1 MiB filesystem never filled")
 		}
 		rec := payload(i, 3000+i%1000) // appends of uneven sizes: partial writes
-		err := s.Append(context.Background(), rec)
+		_, err := s.Append(context.Background(), rec)
 		if err == nil {
 			ok = append(ok, rec)
 			continue
@@ -78,7 +78,7 @@ func testENOSPC(t *testing.T, segmentBytes int64) {
 	// Still full: smaller appends may fit the last page, then fail too.
 	for i := range 20 {
 		rec := payload(10000+i, 500)
-		if err := s.Append(context.Background(), rec); err == nil {
+		if _, err := s.Append(context.Background(), rec); err == nil {
 			ok = append(ok, rec)
 		} else if !errors.As(err, &fe) || fe.Reason != ReasonENOSPC {
 			t.Fatalf("append on a full filesystem = %v", err)

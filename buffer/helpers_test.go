@@ -57,9 +57,12 @@ func payload(i, n int) []byte {
 	return []byte(p[:n])
 }
 
+// appendErr is an Append's error alone.
+func appendErr(_ Position, err error) error { return err }
+
 func appendOne(t testing.TB, s *Spool, rec []byte) {
 	t.Helper()
-	if err := s.Append(context.Background(), rec); err != nil {
+	if _, err := s.Append(context.Background(), rec); err != nil {
 		t.Fatalf("Append: %v", err)
 	}
 }

@@ -137,6 +137,7 @@ type appendReq struct {
 	records int
 	lastOff int64 // offset in buf of the last frame
 	ts      int64
+	pos     Position // where the writer put the first frame; read after done
 	done    chan error
 }
 
@@ -196,28 +197,33 @@ func Open(cfg Config, opts ...Option) (*Spool, error) {
 // queue is full, until ctx ends. Appends that wait together are written
 // together and synced once.
 //
+// It returns the position of the first record (the zero Position for no
+// records). The others follow it in the same segment, in order, each
+// FrameBytes of the one before it further on. A record keeps its position
+// until it is acknowledged: Next returns it at the same Pos.
+//
 // It fails with ErrTooLarge, a *FullError (nothing of the records is then
 // on disk), ErrClosed, ctx's error, or an I/O error. When ctx ends after the
 // records were queued, Append returns ctx's error and the records may still
 // be written: like any unanswered append, they may be replayed.
-func (s *Spool) Append(ctx context.Context, records ...[]byte) (err error) {
+func (s *Spool) Append(ctx context.Context, records ...[]byte) (pos Position, err error) {
 	defer func() { s.countAppend(err) }()
 	if len(records) == 0 {
-		return nil
+		return Position{}, nil
 	}
 	size := int64(0)
 	for _, r := range records {
 		if len(r) > s.cfg.MaxRecordBytes {
-			return fmt.Errorf("%w: record of %d bytes, MaxRecordBytes is %d", ErrTooLarge, len(r), s.cfg.MaxRecordBytes)
+			return Position{}, fmt.Errorf("%w: record of %d bytes, MaxRecordBytes is %d", ErrTooLarge, len(r), s.cfg.MaxRecordBytes)
 		}
 		size += frameSize(len(r))
 	}
 	if size > s.cfg.MaxAppendBytes() {
-		return fmt.Errorf("%w: append of %d bytes framed, at most %d fit one append (MaxBatchBytes %d, MaxBytes %d)",
+		return Position{}, fmt.Errorf("%w: append of %d bytes framed, at most %d fit one append (MaxBatchBytes %d, MaxBytes %d)",
 			ErrTooLarge, size, s.cfg.MaxAppendBytes(), s.cfg.MaxBatchBytes, s.cfg.MaxBytes)
 	}
 	if err := ctx.Err(); err != nil {
-		return err
+		return Position{}, err
 	}
 	req := s.newAppendReq(ctx, size, len(records))
 	for _, r := range records {
@@ -228,21 +234,24 @@ func (s *Spool) Append(ctx context.Context, records ...[]byte) (err error) {
 	s.sendMu.RLock()
 	if s.sendClosed {
 		s.sendMu.RUnlock()
-		return ErrClosed
+		return Position{}, ErrClosed
 	}
 	select {
 	case s.queue <- req:
 		s.sendMu.RUnlock()
 	case <-ctx.Done():
 		s.sendMu.RUnlock()
-		return ctx.Err()
+		return Position{}, ctx.Err()
 	}
 	select {
 	case err := <-req.done:
+		if err == nil {
+			pos = req.pos
+		}
 		s.recycle(req)
-		return err
+		return pos, err
 	case <-ctx.Done():
-		return ctx.Err()
+		return Position{}, ctx.Err()
 	}
 }
 

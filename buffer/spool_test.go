@@ -60,7 +60,7 @@ func TestAppendNextAck(t *testing.T) {
 		t.Fatalf("new spool: %+v", s.Stats())
 	}
 	t0 := clock()
-	if err := s.Append(context.Background(), []byte("a"), []byte("bb"), nil); err != nil {
+	if _, err := s.Append(context.Background(), []byte("a"), []byte("bb"), nil); err != nil {
 		t.Fatal(err)
 	}
 	advance(90 * time.Second)
@@ -177,7 +177,7 @@ func TestGroupCommit(t *testing.T) {
 	for g := range appenders {
 		wg.Go(func() {
 			for i := range each {
-				errs <- s.Append(context.Background(), fmt.Appendf(nil, "g%02d-%d", g, i))
+				errs <- appendErr(s.Append(context.Background(), fmt.Appendf(nil, "g%02d-%d", g, i)))
 			}
 		})
 	}
@@ -413,7 +413,7 @@ func TestCloseFinishesQueuedAppends(t *testing.T) {
 	s = openSpool(t, testConfig(dir), withBeforeSync(hold))
 	errs := make(chan error, n)
 	for i := range n {
-		go func() { errs <- s.Append(context.Background(), payload(i, 10)) }()
+		go func() { errs <- appendErr(s.Append(context.Background(), payload(i, 10))) }()
 	}
 	<-queued
 	closed := make(chan error, 1)
@@ -429,7 +429,7 @@ func TestCloseFinishesQueuedAppends(t *testing.T) {
 		}
 		runtime.Gosched()
 	}
-	if err := s.Append(context.Background(), []byte("late")); !errors.Is(err, ErrClosed) {
+	if _, err := s.Append(context.Background(), []byte("late")); !errors.Is(err, ErrClosed) {
 		t.Errorf("Append during Close = %v, want ErrClosed", err)
 	}
 	close(release)
@@ -442,7 +442,7 @@ func TestCloseFinishesQueuedAppends(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, fn := range []func() error{
-		func() error { return s.Append(context.Background(), []byte("x")) },
+		func() error { return appendErr(s.Append(context.Background(), []byte("x"))) },
 		func() error { _, err := s.Next(context.Background(), 1); return err },
 		func() error { return s.Ack(Position{}) },
 	} {
@@ -463,19 +463,19 @@ func TestCloseFinishesQueuedAppends(t *testing.T) {
 func TestAppendTooLarge(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	s := openSpool(t, smallConfig(t.TempDir()), WithRegisterer(reg))
-	if err := s.Append(context.Background(), make([]byte, 101)); !errors.Is(err, ErrTooLarge) {
+	if _, err := s.Append(context.Background(), make([]byte, 101)); !errors.Is(err, ErrTooLarge) {
 		t.Errorf("record over MaxRecordBytes: %v", err)
 	}
 	// Three frames of 120 bytes fit in 400, four do not; nor do many empty
 	// records, whose frames take 24 bytes each.
 	recs := [][]byte{make([]byte, 100), make([]byte, 100), make([]byte, 100), make([]byte, 100)}
-	if err := s.Append(context.Background(), recs...); !errors.Is(err, ErrTooLarge) {
+	if _, err := s.Append(context.Background(), recs...); !errors.Is(err, ErrTooLarge) {
 		t.Errorf("append over MaxBatchBytes: %v", err)
 	}
-	if err := s.Append(context.Background(), make([][]byte, 17)...); !errors.Is(err, ErrTooLarge) {
+	if _, err := s.Append(context.Background(), make([][]byte, 17)...); !errors.Is(err, ErrTooLarge) {
 		t.Errorf("17 empty records: %v", err)
 	}
-	if err := s.Append(context.Background(), recs[:3]...); err != nil {
+	if _, err := s.Append(context.Background(), recs[:3]...); err != nil {
 		t.Errorf("append within MaxBatchBytes: %v", err)
 	}
 	if got := metricValue(t, reg, "sluice_spool_appends_total", "result", "too_large"); got != 3 {
@@ -483,7 +483,7 @@ func TestAppendTooLarge(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := s.Append(ctx, []byte("x")); !errors.Is(err, context.Canceled) {
+	if _, err := s.Append(ctx, []byte("x")); !errors.Is(err, context.Canceled) {
 		t.Errorf("canceled append: %v", err)
 	}
 }
@@ -499,7 +499,7 @@ func TestCap(t *testing.T) {
 		appendOne(t, s, payload(i, 100))
 	}
 	before, segs := dirBytes(t, dir)
-	err := s.Append(context.Background(), payload(16, 100))
+	_, err := s.Append(context.Background(), payload(16, 100))
 	var fe *FullError
 	if !errors.As(err, &fe) || !errors.Is(err, ErrFull) || fe.Reason != ReasonCap {
 		t.Fatalf("Append at the cap = %v, want FullError cap", err)
@@ -536,7 +536,7 @@ func TestDiskFloor(t *testing.T) {
 	cfg := smallConfig(dir)
 	cfg.MinFreeBytes = 1 << 62
 	s := openSpool(t, cfg)
-	err := s.Append(context.Background(), []byte("x"))
+	_, err := s.Append(context.Background(), []byte("x"))
 	var fe *FullError
 	if !errors.As(err, &fe) || fe.Reason != ReasonDiskFloor || fe.Free != 0 {
 		t.Fatalf("Append below the floor = %v, want FullError disk_floor", err)
@@ -552,6 +552,71 @@ func TestPositionOrder(t *testing.T) {
 	if !slices.Equal(ps, []Position{{1, 24}, {1, 100}, {2, 24}, {3, 0}}) {
 		t.Fatal(ps)
 	}
+}
+
+// TestAppendPositions: the position Append returns, and the ones after
+// it by FrameBytes, are where Next finds each record, from concurrent
+// appends of several records, across segments, and after a reopen.
+func TestAppendPositions(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(dir)
+	cfg.SegmentBytes = minSegmentBytes // a few appends per segment
+	s := openSpool(t, cfg)
+	const appenders, each = 4, 20
+	type appended struct {
+		pos  Position
+		data []byte
+	}
+	out := make(chan appended, appenders*each*3)
+	var wg sync.WaitGroup
+	for g := range appenders {
+		wg.Go(func() {
+			for i := range each {
+				recs := [][]byte{payload(g*1000+i, 10+i), payload(g*1000+i, 3), nil}[:1+i%3]
+				pos, err := s.Append(context.Background(), recs...)
+				if err != nil {
+					t.Errorf("Append: %v", err)
+					return
+				}
+				for _, r := range recs {
+					out <- appended{pos, r}
+					pos.Offset += FrameBytes(len(r))
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(out)
+	want := map[Position][]byte{}
+	for a := range out {
+		if _, dup := want[a.pos]; dup {
+			t.Fatalf("two records at %v", a.pos)
+		}
+		want[a.pos] = a.data
+	}
+	check := func(s *Spool) {
+		t.Helper()
+		got := readPending(t, s)
+		if len(got) != len(want) {
+			t.Fatalf("%d records, %d appended", len(got), len(want))
+		}
+		segments := map[uint64]bool{}
+		for _, e := range got {
+			data, ok := want[e.Pos]
+			if !ok || string(data) != string(e.Data) {
+				t.Fatalf("Next: %q at %v; Append put %q there", e.Data, e.Pos, data)
+			}
+			segments[e.Pos.Segment] = true
+		}
+		if len(segments) < 2 {
+			t.Fatalf("the records are in %d segment(s); the test needs more", len(segments))
+		}
+	}
+	check(s)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	check(openSpool(t, cfg))
 }
 
 func TestOpenRemovesStrayTempFiles(t *testing.T) {
@@ -585,7 +650,7 @@ func TestAppendQueueBound(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make(chan error, queueLen+1)
 	for i := range queueLen + 1 { // one in the held batch, the rest queued
-		wg.Go(func() { errs <- s.Append(context.Background(), payload(i, 10)) })
+		wg.Go(func() { errs <- appendErr(s.Append(context.Background(), payload(i, 10))) })
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for len(s.queue) < queueLen && time.Now().Before(deadline) {
@@ -593,7 +658,7 @@ func TestAppendQueueBound(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	if err := s.Append(ctx, []byte("no room")); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := s.Append(ctx, []byte("no room")); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Append with a full queue = %v, want context.DeadlineExceeded", err)
 	}
 	close(release)
@@ -620,11 +685,11 @@ func TestAppendOverMaxBytes(t *testing.T) {
 	cfg := testConfig(t.TempDir())
 	cfg.SegmentBytes, cfg.MaxBytes, cfg.MaxRecordBytes, cfg.MaxBatchBytes = 1024, 1024, 4096, 4096
 	s := openSpool(t, cfg)
-	if err := s.Append(context.Background(), make([]byte, 1000)); !errors.Is(err, ErrTooLarge) || errors.Is(err, ErrFull) {
+	if _, err := s.Append(context.Background(), make([]byte, 1000)); !errors.Is(err, ErrTooLarge) || errors.Is(err, ErrFull) {
 		t.Errorf("a record no empty spool can hold: %v, want ErrTooLarge", err)
 	}
 	fits := int(cfg.MaxAppendBytes()) - frameHeaderSize
-	if err := s.Append(context.Background(), make([]byte, fits)); err != nil {
+	if _, err := s.Append(context.Background(), make([]byte, fits)); err != nil {
 		t.Errorf("a record of MaxAppendBytes framed: %v", err)
 	}
 	for _, c := range []struct {

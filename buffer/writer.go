@@ -170,6 +170,7 @@ func (s *Spool) commit(batch []*appendReq) {
 			consumed += extra
 		}
 		b.off[i] = w.end + int64(len(b.buf))
+		req.pos = Position{w.seg.index, b.off[i]}
 		b.pend = append(b.pend, i)
 		b.buf = append(b.buf, req.buf...)
 		w.unsynced += req.records

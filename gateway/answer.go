@@ -9,7 +9,8 @@ import (
 
 // appendAnswer appends the REST form of resp to b: the compact text that
 // answerJSON and json.Compact give, written without reflection, which
-// cost a REST request more than checking its event. It reports false,
+// cost a REST request more than checking its event. 64-bit integers are
+// quoted, as protojson prints them. It reports false,
 // having appended part of it, for a string that is not UTF-8, which
 // protojson refuses to print. FuzzAnswerJSON holds the two to the same
 // bytes, and must change with the messages.
@@ -70,6 +71,26 @@ func appendResult(b []byte, r *ingestv1.EventResult) ([]byte, bool) {
 			return b, false
 		}
 		b = append(b, '}')
+	}
+	switch {
+	case r.GetKafka() != nil:
+		k := r.GetKafka()
+		b = append(b, `,"kafka":{"topic":`...)
+		if b, ok = appendJSONString(b, k.GetTopic()); !ok {
+			return b, false
+		}
+		b = append(b, `,"partition":`...)
+		b = strconv.AppendInt(b, int64(k.GetPartition()), 10)
+		b = append(b, `,"offset":"`...)
+		b = strconv.AppendInt(b, k.GetOffset(), 10)
+		b = append(b, `"}`...)
+	case r.GetSpool() != nil:
+		p := r.GetSpool()
+		b = append(b, `,"spool":{"segment":"`...)
+		b = strconv.AppendUint(b, p.GetSegment(), 10)
+		b = append(b, `","offset":"`...)
+		b = strconv.AppendInt(b, p.GetOffset(), 10)
+		b = append(b, `"}`...)
 	}
 	return append(b, '}'), true
 }

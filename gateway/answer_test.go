@@ -19,6 +19,16 @@ func FuzzAnswerJSON(f *testing.F) {
 		{},
 		{Results: []*ingestv1.EventResult{{Index: 0, Id: "a", Outcome: ingestv1.Outcome_ACCEPTED, Durability: &kafka}}},
 		{Results: []*ingestv1.EventResult{
+			{Index: 0, Id: "a", Outcome: ingestv1.Outcome_ACCEPTED, Durability: &kafka, Position: &ingestv1.EventResult_Kafka{
+				Kafka: &ingestv1.KafkaPosition{Topic: "ingest.examples.logs.v1.LogLine", Partition: 2, Offset: 1 << 40}}},
+			{Index: 1, Id: "b", Outcome: ingestv1.Outcome_ACCEPTED, Durability: &disk, Position: &ingestv1.EventResult_Spool{
+				Spool: &ingestv1.SpoolPosition{Segment: 1<<64 - 1, Offset: 24}}},
+			{Index: 2, Id: "c", Outcome: ingestv1.Outcome_DUPLICATE, Position: &ingestv1.EventResult_Kafka{
+				Kafka: &ingestv1.KafkaPosition{Topic: "t\u00e9\"", Partition: -1, Offset: -9}}},
+			{Index: 3, Id: "d", Outcome: ingestv1.Outcome_DUPLICATE, Position: &ingestv1.EventResult_Kafka{Kafka: &ingestv1.KafkaPosition{}}},
+			{Index: 4, Id: "e", Outcome: ingestv1.Outcome_DUPLICATE, Position: &ingestv1.EventResult_Spool{Spool: &ingestv1.SpoolPosition{}}},
+		}},
+		{Results: []*ingestv1.EventResult{
 			{Index: 1, Id: "b\"\\\n\x01\u2028é\ufffd", Outcome: ingestv1.Outcome_DUPLICATE, Durability: &disk},
 			{Index: 2, Outcome: ingestv1.Outcome_REJECTED, Rejection: &ingestv1.Rejection{
 				Reason: ingestv1.Reason_SCHEMA_VIOLATION, Message: "2 contract rule(s) failed",

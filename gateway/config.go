@@ -289,6 +289,8 @@ func (c Config) Validate() error {
 		return fieldErr("dedup.window", "must be >= 0 (0 turns dedup off)")
 	case c.Dedup.Window > 0 && c.Dedup.MaxEntries < dedupShards:
 		return fieldErr("dedup.max_entries", fmt.Sprintf("must be >= %d", dedupShards))
+	case c.Dedup.Window > 0 && int64(c.Dedup.MaxEntries)/dedupShards > maxDedupShardEntries:
+		return fieldErr("dedup.max_entries", fmt.Sprintf("must be <= %d", int64(dedupShards*maxDedupShardEntries)))
 	case c.PublishTimeout <= 0:
 		return fieldErr("publish_timeout", "must be > 0")
 	case c.UnavailableRetryAfter <= 0:

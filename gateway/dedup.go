@@ -9,24 +9,30 @@ import (
 const dedupShards = 64
 
 // dedupBytesPerEntry is what the window keeps per accepted id at most: a
-// 24-byte ring slot and a 24-byte map slot in a table between 7/16 and 7/8
+// 40-byte ring slot and a 20-byte map slot in a table between 7/16 and 7/8
 // full (TestDedupMemoryPerID measures it with SLUICE_MEMORY_TESTS=1).
 const dedupBytesPerEntry = 96
 
+// maxDedupShardEntries is the most ids one shard remembers: its map holds
+// 32-bit indexes into its ring.
+const maxDedupShardEntries = 1<<32 - 1
+
 // dedupWindow remembers the (source, event id) pairs accepted within a
-// window. An id is claimed while it is being published, so a concurrent
-// retry of the same event waits for the first attempt's outcome instead of
-// publishing a second copy or answering DUPLICATE for an event that may
-// still fail. Memory is bounded: each shard remembers at most its share of
-// MaxEntries committed ids, forgetting the oldest first; ids being published
-// are bounded by the requests in flight.
+// window, with where each was made durable. An id is claimed while it is
+// being published, so a concurrent retry of the same event waits for the
+// first attempt's outcome instead of publishing a second copy or
+// answering DUPLICATE for an event that may still fail. Memory is bounded:
+// each shard remembers at most its share of MaxEntries committed ids,
+// forgetting the oldest first; ids being published are bounded by the
+// requests in flight.
 //
 // A committed id is remembered by a 128-bit digest of (source, id) under
-// seeds drawn at start, not by its text: about 55 bytes an id instead of
-// the id's length plus a few hundred, and tables without pointers, which
-// the garbage collector does not scan. Two ids share a digest with a
-// probability near 2^-128 per pair (under 10^-26 for a full window of a
-// million ids); such a pair would answer DUPLICATE for the second.
+// seeds drawn at start, not by its text, and where it went as an origin
+// of two words: at most about 90 bytes an id (dedupBytesPerEntry) instead
+// of the id's length plus a few hundred, and tables without pointers,
+// which the garbage collector does not scan. Two ids share a digest with a probability near 2^-128
+// per pair (under 10^-26 for a full window of a million ids); such a pair
+// would answer DUPLICATE for the second.
 type dedupWindow struct {
 	window  time.Duration
 	now     func() time.Time
@@ -37,30 +43,43 @@ type dedupWindow struct {
 
 type dedupKey struct{ source, id string }
 
-// digest is what the window keeps of a dedupKey.
-type digest struct{ hi, lo uint64 }
+// digest is what the window keeps of a dedupKey: 128 bits in four 32-bit
+// words, so that a map slot of a digest and a uint32 is 20 bytes (two
+// 64-bit words would align it to 24).
+type digest [4]uint32
+
+// origin is where an accepted id's record was made durable, as the window
+// keeps it: two words without pointers (position.go makes and reads
+// them). The zero origin is none known.
+type origin struct {
+	where  uint64
+	offset int64
+}
 
 type dedupShard struct {
 	mu sync.Mutex
-	// committed maps an accepted id to its commit time (Unix ns).
-	committed map[digest]int64
+	// committed maps an accepted id to its slot in ring.
+	committed map[digest]uint32
 	// pending holds the ids being published, each with the channel closed
 	// when that attempt ends: nil until another claim of the id waits.
 	pending map[digest]chan struct{}
 	// ring holds committed ids in commit order, so the oldest is forgotten
-	// first; it never grows past its capacity.
+	// first; it never grows past its capacity. A committed id's slot holds
+	// that id until it is forgotten.
 	ring       []ringSlot
 	head, size int
 }
 
 type ringSlot struct {
 	d  digest
-	at int64
+	at int64 // commit time, Unix ns
+	o  origin
 }
 
 // claim is the answer to claim: exactly one of the fields is meaningful.
 type claim struct {
 	duplicate bool
+	origin    origin          // with duplicate: where the accepted one went
 	owner     bool            // the caller must publish and then settle
 	wait      <-chan struct{} // another publish of the id is in flight
 }
@@ -69,7 +88,7 @@ func newDedupWindow(cfg DedupConfig, now func() time.Time, onEvict func()) *dedu
 	d := &dedupWindow{window: cfg.Window, now: now, seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}, onEvict: onEvict}
 	per := cfg.MaxEntries / dedupShards
 	for i := range d.shards {
-		d.shards[i].committed = make(map[digest]int64)
+		d.shards[i].committed = make(map[digest]uint32)
 		d.shards[i].pending = make(map[digest]chan struct{})
 		d.shards[i].ring = make([]ringSlot, per)
 	}
@@ -77,11 +96,12 @@ func newDedupWindow(cfg DedupConfig, now func() time.Time, onEvict func()) *dedu
 }
 
 func (d *dedupWindow) digest(k dedupKey) digest {
-	return digest{hi: maphash.Comparable(d.seeds[0], k), lo: maphash.Comparable(d.seeds[1], k)}
+	hi, lo := maphash.Comparable(d.seeds[0], k), maphash.Comparable(d.seeds[1], k)
+	return digest{uint32(hi), uint32(hi >> 32), uint32(lo), uint32(lo >> 32)}
 }
 
 func (d *dedupWindow) shard(dg digest) *dedupShard {
-	return &d.shards[dg.hi%dedupShards]
+	return &d.shards[dg[0]%dedupShards]
 }
 
 // claim answers whether the id was accepted within the window, makes the
@@ -101,16 +121,19 @@ func (d *dedupWindow) claim(dg digest) claim {
 		}
 		return claim{wait: done}
 	}
-	if at, ok := s.committed[dg]; ok && now-at < int64(d.window) {
-		return claim{duplicate: true}
+	if i, ok := s.committed[dg]; ok {
+		if slot := &s.ring[i]; now-slot.at < int64(d.window) {
+			return claim{duplicate: true, origin: slot.o}
+		}
 	}
 	s.pending[dg] = nil
 	return claim{owner: true}
 }
 
 // settle ends the caller's claim: accepted ids are remembered for the
-// window, failed ones are forgotten so a retry publishes again.
-func (d *dedupWindow) settle(dg digest, accepted bool) {
+// window with their origin, failed ones are forgotten so a retry
+// publishes again.
+func (d *dedupWindow) settle(dg digest, accepted bool, o origin) {
 	s := d.shard(dg)
 	now := d.now().UnixNano()
 	s.mu.Lock()
@@ -132,8 +155,9 @@ func (d *dedupWindow) settle(dg digest, accepted bool) {
 			d.onEvict()
 		}
 	}
-	s.committed[dg] = now
-	s.ring[(s.head+s.size)%len(s.ring)] = ringSlot{d: dg, at: now}
+	i := (s.head + s.size) % len(s.ring)
+	s.committed[dg] = uint32(i)
+	s.ring[i] = ringSlot{d: dg, at: now, o: o}
 	s.size++
 }
 
@@ -145,11 +169,11 @@ func (s *dedupShard) expire(now, window int64) {
 }
 
 func (s *dedupShard) forgetOldest() {
-	slot := s.ring[s.head]
+	d := s.ring[s.head].d
 	// The id may have been committed again after it expired; only forget
 	// the commit this slot recorded.
-	if at, ok := s.committed[slot.d]; ok && at == slot.at {
-		delete(s.committed, slot.d)
+	if i, ok := s.committed[d]; ok && int(i) == s.head {
+		delete(s.committed, d)
 	}
 	s.head = (s.head + 1) % len(s.ring)
 	s.size--

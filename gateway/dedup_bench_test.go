@@ -24,10 +24,10 @@ func BenchmarkDedup(b *testing.B) {
 	}
 	full := func() *dedupWindow {
 		d := newDedupWindow(cfg, clock, func() {})
-		for _, id := range ids {
+		for i, id := range ids {
 			k := dedupKey{"bench", id}
 			d.claim(d.digest(k))
-			d.settle(d.digest(k), true)
+			d.settle(d.digest(k), true, kafkaOrigin(0, int32(i%3), int64(i)))
 		}
 		return d
 	}
@@ -46,7 +46,7 @@ func BenchmarkDedup(b *testing.B) {
 			if c := d.claim(d.digest(k)); !c.owner {
 				b.Fatalf("new id %v: %+v", k, c)
 			}
-			d.settle(d.digest(k), true)
+			d.settle(d.digest(k), true, kafkaOrigin(0, int32(i%3), int64(i)))
 		}
 	})
 	b.Run("duplicate", func(b *testing.B) {
@@ -69,7 +69,7 @@ func BenchmarkDedup(b *testing.B) {
 					b.Errorf("new id %v: %+v", k, c)
 					return
 				}
-				d.settle(d.digest(k), true)
+				d.settle(d.digest(k), true, kafkaOrigin(0, 0, 1))
 			}
 		})
 	})

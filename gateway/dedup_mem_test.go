@@ -37,12 +37,12 @@ func TestDedupMemoryPerID(t *testing.T) {
 	}
 	evicted := 0
 	d := newDedupWindow(DedupConfig{Window: time.Hour, MaxEntries: n}, func() time.Time { return now }, func() { evicted++ })
-	for _, id := range ids {
+	for i, id := range ids {
 		k := dedupKey{"bench", id}
 		if !d.claim(d.digest(k)).owner {
 			t.Fatalf("%s: not new", id)
 		}
-		d.settle(d.digest(k), true)
+		d.settle(d.digest(k), true, kafkaOrigin(0, int32(i%3), int64(i)))
 	}
 	if weigh {
 		runtime.GC()

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/buffer"
 )
 
 func TestDedupWindow(t *testing.T) {
@@ -20,7 +22,7 @@ func TestDedupWindow(t *testing.T) {
 	if wait.wait == nil {
 		t.Fatalf("claim while in flight: %+v", wait)
 	}
-	d.settle(d.digest(k), false) // the publish failed: forgotten
+	d.settle(d.digest(k), false, origin{}) // the publish failed: forgotten
 	select {
 	case <-wait.wait:
 	default:
@@ -29,9 +31,10 @@ func TestDedupWindow(t *testing.T) {
 	if c := d.claim(d.digest(k)); !c.owner {
 		t.Fatalf("claim after a failed publish: %+v", c)
 	}
-	d.settle(d.digest(k), true)
-	if c := d.claim(d.digest(k)); !c.duplicate {
-		t.Fatalf("claim after accept: %+v", c)
+	at := kafkaOrigin(2, 7, 1<<40)
+	d.settle(d.digest(k), true, at)
+	if c := d.claim(d.digest(k)); !c.duplicate || c.origin != at {
+		t.Fatalf("claim after accept: %+v, want a duplicate of %+v", c, at)
 	}
 	if c := d.claim(d.digest(dedupKey{"other", "id-1"})); !c.owner {
 		t.Fatalf("another source's id: %+v", c)
@@ -58,7 +61,7 @@ func TestDedupBound(t *testing.T) {
 		if c := d.claim(d.digest(k)); !c.owner {
 			t.Fatalf("id %d: %+v", i, c)
 		}
-		d.settle(d.digest(k), true)
+		d.settle(d.digest(k), true, spoolOrigin(buffer.Position{Segment: 1, Offset: int64(i)}))
 		now = now.Add(time.Millisecond)
 	}
 	if got := d.len(); got > maxEntries {
@@ -67,8 +70,8 @@ func TestDedupBound(t *testing.T) {
 	if evicted != n-d.len() {
 		t.Fatalf("%d evictions counted, %d ids forgotten", evicted, n-d.len())
 	}
-	// The newest id of each shard is still a duplicate.
-	if c := d.claim(d.digest(dedupKey{"s", fmt.Sprint(n - 1)})); !c.duplicate {
+	// The newest id of each shard is still a duplicate, of where it went.
+	if c := d.claim(d.digest(dedupKey{"s", fmt.Sprint(n - 1)})); !c.duplicate || c.origin != spoolOrigin(buffer.Position{Segment: 1, Offset: n - 1}) {
 		t.Fatalf("newest id: %+v", c)
 	}
 }
@@ -81,7 +84,7 @@ func TestDedupExpiryFreesMemory(t *testing.T) {
 	for i := range 1000 {
 		k := dedupKey{"s", fmt.Sprint(i)}
 		d.claim(d.digest(k))
-		d.settle(d.digest(k), true)
+		d.settle(d.digest(k), true, origin{})
 	}
 	now = now.Add(2 * time.Second)
 	for i := range 1000 {

@@ -31,15 +31,37 @@
 //     size, the occurred_at skew window, then decode and protovalidate
 //     against the contract (package contract).
 //  6. The dedup window: an (source, event id) accepted within the window is
-//     answered DUPLICATE and not published again. While one attempt of an id
-//     is being published, others wait for its outcome, so concurrent retries
-//     make one record and no caller is told DUPLICATE for an event that then
+//     answered DUPLICATE and not published again, with the position the
+//     accepted one was answered with. While one attempt of an id is being
+//     published, others wait for its outcome, so concurrent retries make
+//     one record and no caller is told DUPLICATE for an event that then
 //     fails.
 //  7. The surviving events are handed to admission (admission.Admission) in
 //     request order, so one key keeps its order, and each is answered
 //     ACCEPTED only once it is durable: acknowledged by Kafka with acks=all
 //     (durability KAFKA) or fsync'd in the local spool while Kafka pushes
-//     back (durability LOCAL_DISK).
+//     back (durability LOCAL_DISK), and with where (see Positions).
+//
+// # Positions
+//
+// An ACCEPTED result says where its event's record is, in its position:
+// kafka (topic, partition, offset: a consumer reading that partition from
+// that offset gets the record first) with durability KAFKA, spool (the
+// spool's segment and the record's frame offset in it, buffer.Position)
+// with LOCAL_DISK. A spool position is the answering gateway's own: the
+// record is there until the drainer has published it to Kafka, and the
+// answer does not learn where that puts it. A DUPLICATE carries the
+// position its original was answered with, which the dedup window keeps
+// with the id (two words an id, within dedupBytesPerEntry); past the
+// window, or once the bound forgets the id, the event is new again and a
+// resend is published and answered at a position of its own. REST prints
+// positions with protojson's names and forms: "kafka": {"topic",
+// "partition", "offset"} and "spool": {"segment", "offset"}, the 64-bit
+// numbers as decimal strings. A batch's accepted results and their Kafka
+// positions are one allocation, the spool positions one more. Answers are
+// written without reflection: REST's JSON by appendAnswer, gRPC's
+// protobuf by the server codec (marshalAnswer), each held to what
+// protojson and proto.Marshal write by a fuzz test.
 //
 // # TLS and client certificates
 //
@@ -108,10 +130,12 @@
 //
 // # Guarantees
 //
-//   - Every event gets a result at its index: ACCEPTED (durability KAFKA),
-//     DUPLICATE, or REJECTED with a reason from the one Reason enum, its
+//   - Every event gets a result at its index: ACCEPTED (durability KAFKA
+//     or LOCAL_DISK, and its position), DUPLICATE (with the original's
+//     position), or REJECTED with a reason from the one Reason enum, its
 //     retryable flag, retry_after where one applies, and field violations
-//     where a rule failed. gRPC and REST carry the same results.
+//     where a rule failed. gRPC (unary and PublishStream) and REST carry
+//     the same results.
 //   - A gRPC request whose every event is refused for the same pressure
 //     reason (BUFFER_FULL or UNAVAILABLE) is refused whole, UNAVAILABLE
 //     with RetryInfo, so clients' retry policies see it.

@@ -163,28 +163,44 @@ func testMixedBatch(t *testing.T, o harnessOpts) {
 }
 
 // TestDuplicate: the same event twice is ACCEPTED then DUPLICATE and makes
-// one record, over either transport; after the window it is new again.
+// one record, over either transport, and the duplicate is answered with
+// the original's Kafka position; after the window it is new again, at a
+// position of its own.
 func TestDuplicate(t *testing.T) { testDuplicate(t, harnessOpts{}) }
 
 func testDuplicate(t *testing.T, o harnessOpts) {
 	h := newHarness(t, o)
 	e := ev{ID: "dup-1", Type: typeProfile, Key: "user-1", At: h.clock.Now(), JSON: examples.UserProfileUpdatedJSON}
+	samePosition := func(what string, r *ingestv1.EventResult, want *ingestv1.KafkaPosition) {
+		t.Helper()
+		if !proto.Equal(r.GetKafka(), want) || r.GetSpool() != nil {
+			t.Errorf("%s: %v, want the original's position %v", what, r, want)
+		}
+	}
 
 	resp, body := h.postREST(keyAll, restBody(e))
 	if resp.StatusCode != 200 {
 		t.Fatalf("%d %s", resp.StatusCode, body)
 	}
-	wantOutcomes(t, mustResults(t, body), ingestv1.Outcome_ACCEPTED)
+	res := mustResults(t, body)
+	wantOutcomes(t, res, ingestv1.Outcome_ACCEPTED)
+	original := res[0].GetKafka()
+	if original.GetTopic() != h.topics[typeProfile] {
+		t.Fatalf("ACCEPTED without its position: %s", body)
+	}
 	resp, body = h.postREST(keyAll, restBody(e))
 	if resp.StatusCode != 200 {
 		t.Fatalf("a duplicate is a success, got %d %s", resp.StatusCode, body)
 	}
-	wantOutcomes(t, mustResults(t, body), ingestv1.Outcome_DUPLICATE)
+	res = mustResults(t, body)
+	wantOutcomes(t, res, ingestv1.Outcome_DUPLICATE)
+	samePosition("REST duplicate", res[0], original)
 	out, err := h.publishGRPC(keyAll, e)
 	if err != nil {
 		t.Fatal(err)
 	}
 	wantOutcomes(t, out.GetResults(), ingestv1.Outcome_DUPLICATE)
+	samePosition("gRPC duplicate", out.GetResults()[0], original)
 
 	// Another source's event with the same id is its own event.
 	if out, err = h.publishGRPC(keySlow, e); err != nil {
@@ -199,12 +215,21 @@ func testDuplicate(t *testing.T, o harnessOpts) {
 		t.Fatal(err)
 	}
 	wantOutcomes(t, out.GetResults(), ingestv1.Outcome_ACCEPTED, ingestv1.Outcome_DUPLICATE, ingestv1.Outcome_DUPLICATE)
+	for _, r := range out.GetResults()[1:] {
+		samePosition("duplicate in the batch", r, out.GetResults()[0].GetKafka())
+	}
 
+	// Past the window the id is forgotten with its position: the event is
+	// published again, and answered where the new copy is.
 	h.clock.Advance(h.cfg.Dedup.Window)
 	if out, err = h.publishGRPC(keyAll, e); err != nil {
 		t.Fatal(err)
 	}
 	wantOutcomes(t, out.GetResults(), ingestv1.Outcome_ACCEPTED)
+	again := out.GetResults()[0].GetKafka()
+	if again.GetTopic() != original.GetTopic() || again.GetPartition() != original.GetPartition() || again.GetOffset() <= original.GetOffset() {
+		t.Errorf("after the window: %v, want a later offset than the original's %v", again, original)
+	}
 
 	recs := h.consume(h.topics[typeProfile], 4)
 	count := map[string]int{}
@@ -274,7 +299,7 @@ func wantAccepted(t *testing.T, res []*ingestv1.EventResult, ids ...string) {
 	}
 	for i, r := range res {
 		if r.GetOutcome() != ingestv1.Outcome_ACCEPTED || r.GetDurability() != ingestv1.Durability_KAFKA ||
-			r.GetId() != ids[i] || int(r.GetIndex()) != i {
+			r.GetKafka().GetTopic() == "" || r.GetId() != ids[i] || int(r.GetIndex()) != i {
 			t.Errorf("result %d: %v", i, r)
 		}
 	}
@@ -300,4 +325,5 @@ func TestIntegrationKafka(t *testing.T) {
 	t.Run("MixedBatch", func(t *testing.T) { testMixedBatch(t, real) })
 	t.Run("Duplicate", func(t *testing.T) { testDuplicate(t, real) })
 	t.Run("ConcurrentDuplicates", func(t *testing.T) { testConcurrentDuplicates(t, real) })
+	t.Run("AnswerKafkaPosition", func(t *testing.T) { testAnswerKafkaPosition(t, real) })
 }

@@ -61,7 +61,7 @@ type wireRequest struct {
 }
 
 // serverCodec is the "proto" codec, except that a wireRequest is decoded
-// by decodeWireBatch.
+// by decodeWireBatch, and the answers are written by marshalAnswer.
 type serverCodec struct {
 	encoding.CodecV2
 	limits   envelopeLimits
@@ -82,6 +82,13 @@ func newServerCodec(l LimitsConfig) encoding.CodecV2 {
 
 func envelopeLimitsOf(l LimitsConfig) envelopeLimits {
 	return envelopeLimits{maxEvents: l.MaxEventsPerRequest, maxAttributeKeys: maxAttributes + 1}
+}
+
+func (c serverCodec) Marshal(v any) (mem.BufferSlice, error) {
+	if data, ok := marshalAnswer(v); ok {
+		return data, nil
+	}
+	return c.CodecV2.Marshal(v)
 }
 
 func (c serverCodec) Unmarshal(data mem.BufferSlice, v any) error {

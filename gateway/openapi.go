@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"sort"
 	"strconv"
@@ -196,6 +197,13 @@ func eventSchema(l LimitsConfig, typ string, payload *contract.Schema) map[strin
 	}
 }
 
+// decimalString is a 64-bit integer as protojson prints it, a string of
+// decimal digits: never negative where it is used.
+func decimalString(what string) map[string]any {
+	return map[string]any{"type": "string", "pattern": "^[0-9]+$",
+		"description": what + ", in decimal digits: protobuf's JSON writes 64-bit integers as strings."}
+}
+
 // answerSchemas are the bodies the route answers, as appendAnswer and
 // writeFailure print them.
 func answerSchemas() map[string]any {
@@ -244,6 +252,27 @@ func answerSchemas() map[string]any {
 				"outcome":    map[string]any{"type": "string", "enum": names(ingestv1.Outcome_name)},
 				"durability": map[string]any{"type": "string", "enum": names(ingestv1.Durability_name)},
 				"rejection":  map[string]any{"$ref": openAPIComponents + "Rejection"},
+				"kafka": map[string]any{"$ref": openAPIComponents + "KafkaPosition",
+					"description": "Where Kafka holds the event's record: on an ACCEPTED event with durability KAFKA, and on a DUPLICATE whose original it was."},
+				"spool": map[string]any{"$ref": openAPIComponents + "SpoolPosition",
+					"description": "Where the answering gateway's spool holds the event's record until it is published to Kafka: on an ACCEPTED event with durability LOCAL_DISK, and on a DUPLICATE whose original it was."},
+			},
+			// One position at most (the oneof position).
+			"not": map[string]any{"required": []string{"kafka", "spool"}},
+		},
+		"KafkaPosition": map[string]any{
+			"type": "object", "required": []string{"topic", "partition", "offset"}, "additionalProperties": false,
+			"properties": map[string]any{
+				"topic":     map[string]any{"type": "string", "minLength": 1},
+				"partition": map[string]any{"type": "integer", "minimum": 0, "maximum": math.MaxInt32},
+				"offset":    decimalString("The record's offset in the partition"),
+			},
+		},
+		"SpoolPosition": map[string]any{
+			"type": "object", "required": []string{"segment", "offset"}, "additionalProperties": false,
+			"properties": map[string]any{
+				"segment": decimalString("The spool segment's index, the number in its file name"),
+				"offset":  decimalString("The byte offset of the record's frame in the segment"),
 			},
 		},
 		"PublishResponse": map[string]any{

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluicehq/sluice/admission"
+	"github.com/sluicehq/sluice/examples"
 	"github.com/sluicehq/sluice/gateway"
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
 )
@@ -132,4 +134,96 @@ func TestOpenAPIRoutes(t *testing.T) {
 	if resp, _ := get(t, http.MethodGet, "http://"+off.srv.HTTPAddr()+"/openapi.json"); resp.StatusCode != http.StatusNotFound {
 		t.Errorf("GET /openapi.json with http.openapi off: %d, want 404", resp.StatusCode)
 	}
+}
+
+// TestOpenAPIDescribesPositions: the positions real answers carry, over
+// Kafka and the spool, are described with the wire's names, JSON types
+// and required fields.
+func TestOpenAPIDescribesPositions(t *testing.T) {
+	type schema struct {
+		Type       any                `json:"type"`
+		Ref        string             `json:"$ref"`
+		Required   []string           `json:"required"`
+		Properties map[string]*schema `json:"properties"`
+		Not        *schema            `json:"not"`
+	}
+	kafka := newHarness(t, harnessOpts{})
+	_, body := get(t, http.MethodGet, "http://"+kafka.srv.HTTPAddr()+"/openapi.json")
+	var doc struct {
+		Components struct {
+			Schemas map[string]*schema `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(body, &doc); err != nil {
+		t.Fatal(err)
+	}
+	schemas := doc.Components.Schemas
+	result := schemas["EventResult"]
+	if result.Not == nil || !slices.Equal(result.Not.Required, []string{"kafka", "spool"}) {
+		t.Errorf("EventResult does not say that kafka and spool exclude each other: %+v", result.Not)
+	}
+	// holds checks a JSON object against the schema named: every field
+	// described, of the described JSON type, and every required one there.
+	var holds func(what string, v map[string]any, name string)
+	holds = func(what string, v map[string]any, name string) {
+		t.Helper()
+		s := schemas[name]
+		if s == nil {
+			t.Fatalf("no schema %s", name)
+		}
+		for _, f := range s.Required {
+			if _, ok := v[f]; !ok {
+				t.Errorf("%s: required %s.%s missing in %v", what, name, f, v)
+			}
+		}
+		for f, val := range v {
+			p := s.Properties[f]
+			if p == nil {
+				t.Errorf("%s: %s.%s is on the wire but not described", what, name, f)
+				continue
+			}
+			if ref, ok := strings.CutPrefix(p.Ref, "#/components/schemas/"); ok {
+				if obj, ok := val.(map[string]any); ok {
+					holds(what, obj, ref)
+				} else if ref == "KafkaPosition" || ref == "SpoolPosition" {
+					t.Errorf("%s: %s.%s is %T", what, name, f, val)
+				}
+				continue
+			}
+			var kind string
+			switch val.(type) {
+			case string:
+				kind = "string"
+			case float64:
+				kind = "integer"
+			case bool:
+				kind = "boolean"
+			case []any:
+				kind = "array"
+			case map[string]any:
+				kind = "object"
+			}
+			if p.Type != kind {
+				t.Errorf("%s: %s.%s is a JSON %s on the wire, described as %v", what, name, f, kind, p.Type)
+			}
+		}
+	}
+	answer := func(h *harness, id, want string) {
+		t.Helper()
+		resp, body := h.postREST(keyAll, restBody(ev{ID: id, Type: typeLog, Key: "svc", At: h.clock.Now(), JSON: examples.LogLineJSON}))
+		var a struct {
+			Results []map[string]any `json:"results"`
+		}
+		if err := json.Unmarshal(body, &a); err != nil || resp.StatusCode != http.StatusOK || len(a.Results) != 1 || a.Results[0][want] == nil {
+			t.Fatalf("%d %s, want a result with %s", resp.StatusCode, body, want)
+		}
+		holds(string(body), a.Results[0], "EventResult")
+	}
+	answer(kafka, "described-1", "kafka")
+	answer(kafka, "described-1", "kafka") // DUPLICATE
+	spooled := newHarness(t, harnessOpts{
+		spool:     spoolAt(t.TempDir(), 1<<20),
+		admission: func(c *admission.Config) { c.SpoolFirst = true },
+	})
+	answer(spooled, "described-2", "spool")
 }

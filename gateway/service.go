@@ -42,10 +42,13 @@ type Service struct {
 	pub     Admitter
 	sources *sources
 	dedup   *dedupWindow // nil when dedup is off
-	topics  map[string]string
-	now     func() time.Time
-	log     *slog.Logger
-	metrics *metrics
+	// topics are the event types' topics; topicNames the same topics by
+	// their number.
+	topics     map[string]topic
+	topicNames []string
+	now        func() time.Time
+	log        *slog.Logger
+	metrics    *metrics
 	// skipValidation decodes payloads without their contracts' rules.
 	skipValidation bool
 	// checking admits Limits.CheckingEvents events at a time to be checked.
@@ -112,7 +115,7 @@ func New(cfg Config, contracts *contract.Versions, pub Admitter, opts ...Option)
 		contracts:      contracts,
 		pub:            pub,
 		sources:        newSources(cfg.Sources),
-		topics:         map[string]string{},
+		topics:         map[string]topic{},
 		now:            o.now,
 		log:            o.log,
 		skipValidation: o.skipValidation,
@@ -121,7 +124,9 @@ func New(cfg Config, contracts *contract.Versions, pub Admitter, opts ...Option)
 	}
 	registry := contracts.Registry()
 	for _, t := range registry.Types() {
-		s.topics[t] = record.TopicOf(cfg.Topics, t)
+		name := record.TopicOf(cfg.Topics, t)
+		s.topics[t] = topic{name: name, num: len(s.topicNames)}
+		s.topicNames = append(s.topicNames, name)
 	}
 	for t := range cfg.Topics {
 		if _, ok := s.topics[t]; !ok {
@@ -287,6 +292,7 @@ type candidate struct {
 	value    []byte
 	key      digest          // the dedup window's digest of (source, id); dedup on only
 	wait     <-chan struct{} // set while another publish of the id is in flight
+	topic    topic           // set when it is published
 }
 
 // judge checks, deduplicates and publishes a batch, and answers every
@@ -339,7 +345,7 @@ func (s *Service) judge(ctx context.Context, src *source, b *batch) []*ingestv1.
 		}
 		switch cl := s.dedup.claim(c.key); {
 		case cl.duplicate:
-			results[i] = duplicate(i, ev.GetId())
+			results[i] = s.duplicate(i, ev.GetId(), cl.origin)
 		case cl.owner:
 			owners = append(owners, c)
 		default:
@@ -371,7 +377,7 @@ func (s *Service) judge(ctx context.Context, src *source, b *batch) []*ingestv1.
 			}
 			switch cl := s.dedup.claim(c.key); {
 			case cl.duplicate:
-				results[c.index] = duplicate(c.index, c.event.GetId())
+				results[c.index] = s.duplicate(c.index, c.event.GetId(), cl.origin)
 			case cl.owner:
 				owners = append(owners, c)
 			default:
@@ -526,8 +532,9 @@ func (s *Service) publish(ctx context.Context, src *source, cands []*candidate, 
 	records := make([]*kgo.Record, len(cands))
 	for i, c := range cands {
 		ev := c.event
+		c.topic = s.topics[ev.GetType()]
 		records[i] = record.NewEvent(&record.Event{
-			Topic: s.topics[ev.GetType()],
+			Topic: c.topic.name,
 			// Kafka's client only reads a key; without a partition key,
 			// NewRecord keys the record by its id.
 			Key:         readOnlyBytes(ev.GetPartitionKey()),
@@ -543,24 +550,41 @@ func (s *Service) publish(ctx context.Context, src *source, cands []*candidate, 
 		})
 	}
 	admitted := s.pub.Admit(ctx, records)
-	// The accepted results are one allocation, and share their durability.
-	accepted := make([]ingestv1.EventResult, len(cands))
+	// The accepted results are one allocation with their Kafka positions,
+	// and the spooled ones' positions one more; they share their
+	// durability.
+	accepted := make([]kafkaResult, len(cands))
+	var spooled []spoolPosition
 	durability := []ingestv1.Durability{ingestv1.Durability_KAFKA, ingestv1.Durability_LOCAL_DISK}
 	for i, c := range cands {
 		a := admitted[i]
-		if s.dedup != nil {
-			s.dedup.settle(c.key, a.Err == nil)
-		}
-		if a.Err == nil {
-			r := &accepted[i]
-			r.Index, r.Id, r.Outcome, r.Durability = uint32(c.index), c.event.GetId(), ingestv1.Outcome_ACCEPTED, &durability[0]
-			if a.Durability == admission.DurabilityLocalDisk {
-				r.Durability = &durability[1]
+		if a.Err != nil {
+			if s.dedup != nil {
+				s.dedup.settle(c.key, false, origin{})
 			}
-			results[c.index] = r
+			results[c.index] = rejected(c.index, c.event.GetId(), s.admitRejection(a))
 			continue
 		}
-		results[c.index] = rejected(c.index, c.event.GetId(), s.admitRejection(a))
+		k := &accepted[i]
+		r := &k.result
+		r.Index, r.Id, r.Outcome, r.Durability = uint32(c.index), c.event.GetId(), ingestv1.Outcome_ACCEPTED, &durability[0]
+		var o origin
+		switch a.Durability {
+		case admission.DurabilityKafka:
+			k.set(c.topic.name, a.Partition, a.Offset)
+			o = kafkaOrigin(c.topic.num, a.Partition, a.Offset)
+		case admission.DurabilityLocalDisk:
+			if spooled == nil {
+				spooled = make([]spoolPosition, len(cands))
+			}
+			r.Durability = &durability[1]
+			spooled[i].set(r, a.Spool.Segment, a.Spool.Offset)
+			o = spoolOrigin(a.Spool)
+		}
+		if s.dedup != nil {
+			s.dedup.settle(c.key, true, o)
+		}
+		results[c.index] = r
 	}
 }
 
@@ -629,10 +653,6 @@ func (s *Service) count(src *source, events []*ingestv1.Event, results []*ingest
 
 func rejected(i int, id string, r *ingestv1.Rejection) *ingestv1.EventResult {
 	return &ingestv1.EventResult{Index: uint32(i), Id: id, Outcome: ingestv1.Outcome_REJECTED, Rejection: r}
-}
-
-func duplicate(i int, id string) *ingestv1.EventResult {
-	return &ingestv1.EventResult{Index: uint32(i), Id: id, Outcome: ingestv1.Outcome_DUPLICATE}
 }
 
 func metadataOf(ctx context.Context) metadata.MD {

@@ -157,7 +157,8 @@ type completion struct {
 
 // Publish produces every record and waits until each is acknowledged by
 // Kafka or failed, or ctx is done. errs[i] is nil when records[i] was
-// acknowledged (acks=all); otherwise it is a *ProduceError, and Retryable
+// acknowledged (acks=all), and records[i].Partition and Offset are then
+// where Kafka has it; otherwise errs[i] is a *ProduceError, and Retryable
 // says whether sending the event again may succeed.
 //
 // When ctx ends first, the unanswered records get an error wrapping

@@ -637,7 +637,7 @@ cat >>"$ROOT/BENCHMARKS.md" <<'EOF'
   `--rounds N`); with `SLUICE_KAFKA_BROKERS` set it runs against that cluster instead of kfake.
 - One run by hand: `sluice loadgen --help`; e.g. `sluice dev` in one shell and
   `sluice loadgen --addr 127.0.0.1:9090 --rate 50 --duration 30s` in another.
-- Hot paths in isolation (`go test -bench`): `BenchmarkDedup` (gateway), `BenchmarkNewRecord`, `BenchmarkNewRecordHeaders` (publish),
+- Hot paths in isolation (`go test -bench`): `BenchmarkDedup` and `BenchmarkIngest` (gateway: the per-event work and the answer, without a transport), `BenchmarkNewRecord`, `BenchmarkNewRecordHeaders` (publish),
   `BenchmarkHistogram*` (loadgen), `BenchmarkCheck` (contract), the spool's in buffer/, `BenchmarkPublishGRPC` (gateway).
 EOF
 

@@ -71,7 +71,12 @@ func runConsumerCmd(ctx context.Context, args []string, stderr io.Writer) error 
 		return err
 	}
 	defer reloader.close()
-	var adminOpts []admin.Option
+	tracer, err := consumerTracer(ccfg, conn, s, log)
+	if err != nil {
+		return err
+	}
+	defer tracer.Close()
+	adminOpts := []admin.Option{admin.WithRoutes(tracer.Routes)}
 	if reloader != nil {
 		adminOpts = append(adminOpts, admin.WithRoutes(reloader.Routes))
 	}

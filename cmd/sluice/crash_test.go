@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -169,6 +170,14 @@ func waitUntil(limit time.Duration, cond func() bool) bool {
 type ledger struct {
 	mu  sync.Mutex
 	ids map[string]string // id -> durability
+	// at holds where an id answered KAFKA was said to be.
+	at map[kafkaPosition]string
+}
+
+type kafkaPosition struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Offset    int64  `json:"offset,string"`
 }
 
 // load sends batches of log lines until stop is closed or the gateway
@@ -201,9 +210,10 @@ func load(addr string, worker, round int, l *ledger, stop <-chan struct{}) {
 		}
 		var out struct {
 			Results []struct {
-				ID         string `json:"id"`
-				Outcome    string `json:"outcome"`
-				Durability string `json:"durability"`
+				ID         string         `json:"id"`
+				Outcome    string         `json:"outcome"`
+				Durability string         `json:"durability"`
+				Kafka      *kafkaPosition `json:"kafka"`
 			} `json:"results"`
 		}
 		if json.Unmarshal(body, &out) != nil {
@@ -213,6 +223,9 @@ func load(addr string, worker, round int, l *ledger, stop <-chan struct{}) {
 		for _, r := range out.Results {
 			if r.Outcome == "ACCEPTED" {
 				l.ids[r.ID] = r.Durability
+				if r.Kafka != nil {
+					l.at[*r.Kafka] = r.ID
+				}
 			}
 		}
 		l.mu.Unlock()
@@ -250,7 +263,7 @@ func TestCrashLosesNothingAcknowledged(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 1))
 	t.Logf("seed %d", seed)
 
-	l := &ledger{ids: map[string]string{}}
+	l := &ledger{ids: map[string]string{}, at: map[kafkaPosition]string{}}
 	const rounds = 6
 	for round := range rounds {
 		// Rounds alternate: spool-first; direct with Kafka failing for a
@@ -320,14 +333,27 @@ func TestCrashLosesNothingAcknowledged(t *testing.T) {
 		}
 		return n
 	}
-	for missing() > 0 && ctx.Err() == nil {
+	// Every position answered KAFKA is read, and must hold the id answered.
+	unread := maps.Clone(l.at)
+	for (missing() > 0 || len(unread) > 0) && ctx.Err() == nil {
 		cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
 			for _, h := range r.Headers {
-				if h.Key == record.HeaderEventID {
-					inKafka[string(h.Value)]++
+				if h.Key != record.HeaderEventID {
+					continue
+				}
+				inKafka[string(h.Value)]++
+				p := kafkaPosition{r.Topic, r.Partition, r.Offset}
+				if want, ok := unread[p]; ok {
+					if want != string(h.Value) {
+						t.Errorf("%s was answered at %s[%d]@%d, where Kafka has %s", want, p.Topic, p.Partition, p.Offset, h.Value)
+					}
+					delete(unread, p)
 				}
 			}
 		})
+	}
+	if len(unread) > 0 {
+		t.Errorf("%d positions answered KAFKA were never read", len(unread))
 	}
 	dups, local := 0, 0
 	for id, n := range inKafka {
@@ -340,8 +366,8 @@ func TestCrashLosesNothingAcknowledged(t *testing.T) {
 			local++
 		}
 	}
-	t.Logf("%d rounds: %d acknowledged (%d LOCAL_DISK), %d lost, %d with a duplicate record in Kafka",
-		rounds, len(l.ids), local, missing(), dups)
+	t.Logf("%d rounds: %d acknowledged (%d LOCAL_DISK, %d at a Kafka position read back), %d lost, %d with a duplicate record in Kafka",
+		rounds, len(l.ids), local, len(l.at), missing(), dups)
 	if len(l.ids) == 0 || local == 0 {
 		t.Fatalf("the test acknowledged %d events, %d spooled: it did not exercise the spool", len(l.ids), local)
 	}

@@ -36,6 +36,7 @@ Usage:
   sluice contracts diff OLD NEW      judge a new descriptor set against the running one, per event type (exit 1: incompatible)
   sluice contracts list --config F   print each contract's type, fingerprint, topic, compatibility policy and decoders
   sluice dlq list|show|replay        list, show or replay (rate limited, audited) a DLQ or parked topic
+  sluice trace --source S --id ID    where an event is: in the sink, its DLQ, parked or pending (exit 1: unknown)
   sluice sink migrate --config FILE  create or upgrade the sink's table (PostgreSQL, or SQLite also by --sqlite PATH)
   sluice sink recent --sqlite PATH   print the newest events in an SQLite sink
   sluice hash-key KEY                print the sha256 of an API key for sources[].key_hashes
@@ -122,6 +123,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runContractsCmd(args[1:], stdout, stderr)
 	case "dlq":
 		return runDLQCmd(ctx, args[1:], stdout, stderr)
+	case "trace":
+		return runTraceCmd(ctx, args[1:], stdout, stderr)
 	case "sink":
 		return runSinkCmd(ctx, args[1:], stdout, stderr)
 	case "gateway":

@@ -156,11 +156,12 @@ sink:
 	}) {
 		t.Fatal("the gateway never answered")
 	}
-	if got := strings.Count(first, `"outcome":"ACCEPTED","durability":"KAFKA"`); got != n {
-		t.Fatalf("%d of %d answered ACCEPTED in Kafka: %s", got, n, first)
+	if got := strings.Count(first, `"outcome":"ACCEPTED","durability":"KAFKA","kafka":{"topic":"`+topic+`",`); got != n {
+		t.Fatalf("%d of %d answered ACCEPTED in Kafka, with their position in %s: %s", got, n, topic, first)
 	}
-	// The client retries the whole batch: the dedup window answers it.
-	if again := postLogLines(httpAddr, "secure-key", prefix, n); strings.Count(again, `"outcome":"DUPLICATE"`) != n {
+	// The client retries the whole batch: the dedup window answers it,
+	// with the originals' positions.
+	if again := postLogLines(httpAddr, "secure-key", prefix, n); strings.Count(again, `"outcome":"DUPLICATE","kafka":{"topic":"`+topic+`",`) != n {
 		t.Fatalf("the batch sent again: %s", again)
 	}
 

@@ -146,8 +146,8 @@ func TestGatewayStartsAndSpoolsWithKafkaDown(t *testing.T) {
 		answer = postLogLines(httpAddr, "secure-key", "down", 1)
 		return strings.Contains(answer, `"outcome":"ACCEPTED"`)
 	})
-	if !served || !strings.Contains(answer, `"durability":"LOCAL_DISK"`) {
-		t.Fatalf("with Kafka down: %s, want ACCEPTED to the spool", answer)
+	if !served || !strings.Contains(answer, `"durability":"LOCAL_DISK","spool":{"segment":"`) {
+		t.Fatalf("with Kafka down: %s, want ACCEPTED to the spool, with its position there", answer)
 	}
 }
 

@@ -19,7 +19,7 @@ func TestSpoolInspect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Append(context.Background(), []byte("one"), []byte("two"), []byte("three")); err != nil {
+	if _, err := s.Append(context.Background(), []byte("one"), []byte("two"), []byte("three")); err != nil {
 		t.Fatal(err)
 	}
 	entries, err := s.Next(context.Background(), 1)

@@ -1,8 +1,9 @@
 package reload
 
 import (
-	"encoding/json"
 	"net/http"
+
+	"github.com/sluicehq/sluice/internal/admin"
 )
 
 // Status is what GET /admin/contracts answers.
@@ -35,7 +36,7 @@ func (r *Reloader) Status() Status {
 //	                              unchanged, 409 incompatible, 422 failed
 func (r *Reloader) Routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /admin/contracts", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, r.Status())
+		admin.WriteJSON(w, http.StatusOK, r.Status())
 	})
 	mux.HandleFunc("POST /admin/contracts/reload", func(w http.ResponseWriter, _ *http.Request) {
 		res := r.Reload(TriggerAdmin)
@@ -46,18 +47,6 @@ func (r *Reloader) Routes(mux *http.ServeMux) {
 		case ResultFailed:
 			code = http.StatusUnprocessableEntity
 		}
-		writeJSON(w, code, res)
+		admin.WriteJSON(w, code, res)
 	})
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil { // a bug: every field marshals
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(code)
-	_, _ = w.Write(append(b, '\n'))
 }

@@ -267,6 +267,9 @@ func TestIntegrationFaults(t *testing.T) {
 		if r.lost != 0 || r.dupInSink != 0 || r.rejectedFound != 0 {
 			t.Errorf("%s: lost %d, duplicated in sink %d, rejected ids found %d (first lost: %v)", sc.name, r.lost, r.dupInSink, r.rejectedFound, r.firstLost)
 		}
+		if l.unplaced > 0 {
+			t.Errorf("%s: %d acknowledgements without the position their durability says", sc.name, l.unplaced)
+		}
 		if l.missingRetryAfter > 0 {
 			t.Errorf("%s: %d retryable answers without a Retry-After", sc.name, l.missingRetryAfter)
 		}
@@ -370,6 +373,7 @@ type ledger struct {
 	localDisk         int               // acknowledgements with durability LOCAL_DISK
 	fullReasons       map[string]int    // BUFFER_FULL answers by the spool's reason, where the answer says
 	missingRetryAfter int
+	unplaced          int // acknowledgements without the position their durability says
 	shared            int // acknowledged events whose id another source also sent
 	conflictsSent     int // acknowledged copies of an identity with another payload
 }
@@ -386,6 +390,13 @@ func (l *ledger) record(source string, ev *ingestv1.Event, poison bool, r loadge
 		}
 		if r.Durability == ingestv1.Durability_LOCAL_DISK {
 			l.localDisk++
+		}
+		// An acceptance says where, and a duplicate where its original is.
+		switch {
+		case r.Outcome == ingestv1.Outcome_DUPLICATE && (r.Kafka != nil) == (r.Spool != nil),
+			r.Durability == ingestv1.Durability_KAFKA && (r.Kafka.GetTopic() == "" || r.Spool != nil),
+			r.Durability == ingestv1.Durability_LOCAL_DISK && (r.Spool == nil || r.Kafka != nil):
+			l.unplaced++
 		}
 	case r.Retryable:
 		if r.Reason == ingestv1.Reason_BUFFER_FULL.String() {

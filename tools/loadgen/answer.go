@@ -23,6 +23,11 @@ type EventResult struct {
 	// Durability is where an ACCEPTED event was made durable; unset
 	// otherwise.
 	Durability ingestv1.Durability
+	// Kafka or Spool is the position the target answered: where an
+	// ACCEPTED event is, or a DUPLICATE's original; both nil when it
+	// answered none.
+	Kafka *ingestv1.KafkaPosition
+	Spool *ingestv1.SpoolPosition
 	// Reason and RetryAfter are set for REJECTED.
 	Reason     string
 	Retryable  bool
@@ -58,7 +63,7 @@ func resultsOf(rs []*ingestv1.EventResult, n int) ([]EventResult, error) {
 			return nil, errAnswerIndex(i, n)
 		}
 		seen[i] = true
-		out[i] = EventResult{ID: r.GetId(), Outcome: r.GetOutcome(), Durability: r.GetDurability()}
+		out[i] = EventResult{ID: r.GetId(), Outcome: r.GetOutcome(), Durability: r.GetDurability(), Kafka: r.GetKafka(), Spool: r.GetSpool()}
 		if rej := r.GetRejection(); r.GetOutcome() == ingestv1.Outcome_REJECTED {
 			out[i].Reason = rej.GetReason().String()
 			out[i].Retryable = rej.GetRetryable()

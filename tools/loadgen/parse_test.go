@@ -12,7 +12,7 @@ import (
 // TestParseRESTAnswer covers the gateway's answer shapes (DESIGN.md's
 // status table) and bodies that are not answers.
 func TestParseRESTAnswer(t *testing.T) {
-	results2 := `{"results":[{"index":1,"id":"b","outcome":"REJECTED","rejection":{"reason":"SCHEMA_VIOLATION","retryable":false,"message":"m"}},{"index":0,"id":"a","outcome":"ACCEPTED","durability":"KAFKA"}]}`
+	results2 := `{"results":[{"index":1,"id":"b","outcome":"REJECTED","rejection":{"reason":"SCHEMA_VIOLATION","retryable":false,"message":"m"}},{"index":0,"id":"a","outcome":"ACCEPTED","durability":"KAFKA","kafka":{"topic":"ingest.t","partition":2,"offset":"12"}}]}`
 	for _, tc := range []struct {
 		name       string
 		code       int
@@ -23,8 +23,10 @@ func TestParseRESTAnswer(t *testing.T) {
 		err        bool
 	}{
 		{name: "207 results by index", code: 207, body: results2, n: 2, check: func(a Answer) bool {
+			k := a.Results[0].Kafka
 			return a.Results[0].ID == "a" && a.Results[0].Outcome == ingestv1.Outcome_ACCEPTED &&
-				a.Results[1].Reason == "SCHEMA_VIOLATION"
+				k.GetTopic() == "ingest.t" && k.GetPartition() == 2 && k.GetOffset() == 12 && a.Results[0].Spool == nil &&
+				a.Results[1].Reason == "SCHEMA_VIOLATION" && a.Results[1].Kafka == nil
 		}},
 		{name: "503 results with waits", code: 503, retryAfter: "2", n: 1,
 			body: `{"results":[{"index":0,"id":"a","outcome":"REJECTED","rejection":{"reason":"BUFFER_FULL","retryable":true,"retry_after":"1.500s"}}]}`,

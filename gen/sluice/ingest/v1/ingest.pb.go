@@ -571,7 +571,18 @@ type EventResult struct {
 	// Set when outcome is ACCEPTED.
 	Durability *Durability `protobuf:"varint,4,opt,name=durability,proto3,enum=sluice.ingest.v1.Durability,oneof" json:"durability,omitempty"`
 	// Set when outcome is REJECTED.
-	Rejection     *Rejection `protobuf:"bytes,5,opt,name=rejection,proto3" json:"rejection,omitempty"`
+	Rejection *Rejection `protobuf:"bytes,5,opt,name=rejection,proto3" json:"rejection,omitempty"`
+	// position is where the event is durable. ACCEPTED: kafka with durability
+	// KAFKA, spool with LOCAL_DISK. DUPLICATE: the position the original was
+	// answered with, which the dedup window keeps with its id (a spool
+	// position stays so after the drainer has published the record). Unset
+	// when outcome is REJECTED.
+	//
+	// Types that are valid to be assigned to Position:
+	//
+	//	*EventResult_Kafka
+	//	*EventResult_Spool
+	Position      isEventResult_Position `protobuf_oneof:"position"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -641,6 +652,168 @@ func (x *EventResult) GetRejection() *Rejection {
 	return nil
 }
 
+func (x *EventResult) GetPosition() isEventResult_Position {
+	if x != nil {
+		return x.Position
+	}
+	return nil
+}
+
+func (x *EventResult) GetKafka() *KafkaPosition {
+	if x != nil {
+		if x, ok := x.Position.(*EventResult_Kafka); ok {
+			return x.Kafka
+		}
+	}
+	return nil
+}
+
+func (x *EventResult) GetSpool() *SpoolPosition {
+	if x != nil {
+		if x, ok := x.Position.(*EventResult_Spool); ok {
+			return x.Spool
+		}
+	}
+	return nil
+}
+
+type isEventResult_Position interface {
+	isEventResult_Position()
+}
+
+type EventResult_Kafka struct {
+	// The Kafka record: reading partition of topic at offset returns it.
+	Kafka *KafkaPosition `protobuf:"bytes,6,opt,name=kafka,proto3,oneof"`
+}
+
+type EventResult_Spool struct {
+	// The record in the spool of the gateway that answered, which
+	// publishes it to Kafka later; the answer does not follow it there.
+	Spool *SpoolPosition `protobuf:"bytes,7,opt,name=spool,proto3,oneof"`
+}
+
+func (*EventResult_Kafka) isEventResult_Position() {}
+
+func (*EventResult_Spool) isEventResult_Position() {}
+
+// KafkaPosition is a record's coordinates in Kafka.
+type KafkaPosition struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Topic         string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Partition     int32                  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	Offset        int64                  `protobuf:"varint,3,opt,name=offset,proto3" json:"offset,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KafkaPosition) Reset() {
+	*x = KafkaPosition{}
+	mi := &file_sluice_ingest_v1_ingest_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KafkaPosition) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KafkaPosition) ProtoMessage() {}
+
+func (x *KafkaPosition) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_ingest_v1_ingest_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KafkaPosition.ProtoReflect.Descriptor instead.
+func (*KafkaPosition) Descriptor() ([]byte, []int) {
+	return file_sluice_ingest_v1_ingest_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *KafkaPosition) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *KafkaPosition) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+func (x *KafkaPosition) GetOffset() int64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+// SpoolPosition is a record's place in a gateway's disk spool: a segment
+// and the byte offset of the record's frame in it. It names the record
+// until the spool's drainer has published it to Kafka and the segment is
+// deleted.
+type SpoolPosition struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// segment is the segment's index, the number in its file name.
+	Segment       uint64 `protobuf:"varint,1,opt,name=segment,proto3" json:"segment,omitempty"`
+	Offset        int64  `protobuf:"varint,2,opt,name=offset,proto3" json:"offset,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SpoolPosition) Reset() {
+	*x = SpoolPosition{}
+	mi := &file_sluice_ingest_v1_ingest_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SpoolPosition) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SpoolPosition) ProtoMessage() {}
+
+func (x *SpoolPosition) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_ingest_v1_ingest_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SpoolPosition.ProtoReflect.Descriptor instead.
+func (*SpoolPosition) Descriptor() ([]byte, []int) {
+	return file_sluice_ingest_v1_ingest_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *SpoolPosition) GetSegment() uint64 {
+	if x != nil {
+		return x.Segment
+	}
+	return 0
+}
+
+func (x *SpoolPosition) GetOffset() int64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
 // Rejection says why an event was refused and what the source can do.
 type Rejection struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
@@ -659,7 +832,7 @@ type Rejection struct {
 
 func (x *Rejection) Reset() {
 	*x = Rejection{}
-	mi := &file_sluice_ingest_v1_ingest_proto_msgTypes[6]
+	mi := &file_sluice_ingest_v1_ingest_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -671,7 +844,7 @@ func (x *Rejection) String() string {
 func (*Rejection) ProtoMessage() {}
 
 func (x *Rejection) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_ingest_v1_ingest_proto_msgTypes[6]
+	mi := &file_sluice_ingest_v1_ingest_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -684,7 +857,7 @@ func (x *Rejection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Rejection.ProtoReflect.Descriptor instead.
 func (*Rejection) Descriptor() ([]byte, []int) {
-	return file_sluice_ingest_v1_ingest_proto_rawDescGZIP(), []int{6}
+	return file_sluice_ingest_v1_ingest_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Rejection) GetReason() Reason {
@@ -736,7 +909,7 @@ type FieldViolation struct {
 
 func (x *FieldViolation) Reset() {
 	*x = FieldViolation{}
-	mi := &file_sluice_ingest_v1_ingest_proto_msgTypes[7]
+	mi := &file_sluice_ingest_v1_ingest_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -748,7 +921,7 @@ func (x *FieldViolation) String() string {
 func (*FieldViolation) ProtoMessage() {}
 
 func (x *FieldViolation) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_ingest_v1_ingest_proto_msgTypes[7]
+	mi := &file_sluice_ingest_v1_ingest_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -761,7 +934,7 @@ func (x *FieldViolation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FieldViolation.ProtoReflect.Descriptor instead.
 func (*FieldViolation) Descriptor() ([]byte, []int) {
-	return file_sluice_ingest_v1_ingest_proto_rawDescGZIP(), []int{7}
+	return file_sluice_ingest_v1_ingest_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *FieldViolation) GetField() string {
@@ -800,7 +973,7 @@ type ErrorBody struct {
 
 func (x *ErrorBody) Reset() {
 	*x = ErrorBody{}
-	mi := &file_sluice_ingest_v1_ingest_proto_msgTypes[8]
+	mi := &file_sluice_ingest_v1_ingest_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -812,7 +985,7 @@ func (x *ErrorBody) String() string {
 func (*ErrorBody) ProtoMessage() {}
 
 func (x *ErrorBody) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_ingest_v1_ingest_proto_msgTypes[8]
+	mi := &file_sluice_ingest_v1_ingest_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -825,7 +998,7 @@ func (x *ErrorBody) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ErrorBody.ProtoReflect.Descriptor instead.
 func (*ErrorBody) Descriptor() ([]byte, []int) {
-	return file_sluice_ingest_v1_ingest_proto_rawDescGZIP(), []int{8}
+	return file_sluice_ingest_v1_ingest_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ErrorBody) GetReason() Reason {
@@ -893,16 +1066,27 @@ const file_sluice_ingest_v1_ingest_proto_rawDesc = "" +
 	"\x06events\x18\x02 \x03(\v2\x17.sluice.ingest.v1.EventR\x06events\"k\n" +
 	"\x15PublishStreamResponse\x12\x19\n" +
 	"\bbatch_id\x18\x01 \x01(\x04R\abatchId\x127\n" +
-	"\aresults\x18\x02 \x03(\v2\x1d.sluice.ingest.v1.EventResultR\aresults\"\xf5\x01\n" +
+	"\aresults\x18\x02 \x03(\v2\x1d.sluice.ingest.v1.EventResultR\aresults\"\xf3\x02\n" +
 	"\vEventResult\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\rR\x05index\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\tR\x02id\x123\n" +
 	"\aoutcome\x18\x03 \x01(\x0e2\x19.sluice.ingest.v1.OutcomeR\aoutcome\x12A\n" +
 	"\n" +
-	"durability\x18\x04 \x01(\x0e2\x1c.sluice.ingest.v1.DurabilityH\x00R\n" +
+	"durability\x18\x04 \x01(\x0e2\x1c.sluice.ingest.v1.DurabilityH\x01R\n" +
 	"durability\x88\x01\x01\x129\n" +
-	"\trejection\x18\x05 \x01(\v2\x1b.sluice.ingest.v1.RejectionR\trejectionB\r\n" +
-	"\v_durability\"\xf3\x01\n" +
+	"\trejection\x18\x05 \x01(\v2\x1b.sluice.ingest.v1.RejectionR\trejection\x127\n" +
+	"\x05kafka\x18\x06 \x01(\v2\x1f.sluice.ingest.v1.KafkaPositionH\x00R\x05kafka\x127\n" +
+	"\x05spool\x18\a \x01(\v2\x1f.sluice.ingest.v1.SpoolPositionH\x00R\x05spoolB\n" +
+	"\n" +
+	"\bpositionB\r\n" +
+	"\v_durability\"[\n" +
+	"\rKafkaPosition\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
+	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x16\n" +
+	"\x06offset\x18\x03 \x01(\x03R\x06offset\"A\n" +
+	"\rSpoolPosition\x12\x18\n" +
+	"\asegment\x18\x01 \x01(\x04R\asegment\x12\x16\n" +
+	"\x06offset\x18\x02 \x01(\x03R\x06offset\"\xf3\x01\n" +
 	"\tRejection\x120\n" +
 	"\x06reason\x18\x01 \x01(\x0e2\x18.sluice.ingest.v1.ReasonR\x06reason\x12\x1c\n" +
 	"\tretryable\x18\x02 \x01(\bR\tretryable\x12:\n" +
@@ -969,7 +1153,7 @@ func file_sluice_ingest_v1_ingest_proto_rawDescGZIP() []byte {
 }
 
 var file_sluice_ingest_v1_ingest_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_sluice_ingest_v1_ingest_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_sluice_ingest_v1_ingest_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_sluice_ingest_v1_ingest_proto_goTypes = []any{
 	(Outcome)(0),                  // 0: sluice.ingest.v1.Outcome
 	(Durability)(0),               // 1: sluice.ingest.v1.Durability
@@ -980,38 +1164,42 @@ var file_sluice_ingest_v1_ingest_proto_goTypes = []any{
 	(*PublishStreamRequest)(nil),  // 6: sluice.ingest.v1.PublishStreamRequest
 	(*PublishStreamResponse)(nil), // 7: sluice.ingest.v1.PublishStreamResponse
 	(*EventResult)(nil),           // 8: sluice.ingest.v1.EventResult
-	(*Rejection)(nil),             // 9: sluice.ingest.v1.Rejection
-	(*FieldViolation)(nil),        // 10: sluice.ingest.v1.FieldViolation
-	(*ErrorBody)(nil),             // 11: sluice.ingest.v1.ErrorBody
-	nil,                           // 12: sluice.ingest.v1.Event.AttributesEntry
-	(*timestamppb.Timestamp)(nil), // 13: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 14: google.protobuf.Duration
+	(*KafkaPosition)(nil),         // 9: sluice.ingest.v1.KafkaPosition
+	(*SpoolPosition)(nil),         // 10: sluice.ingest.v1.SpoolPosition
+	(*Rejection)(nil),             // 11: sluice.ingest.v1.Rejection
+	(*FieldViolation)(nil),        // 12: sluice.ingest.v1.FieldViolation
+	(*ErrorBody)(nil),             // 13: sluice.ingest.v1.ErrorBody
+	nil,                           // 14: sluice.ingest.v1.Event.AttributesEntry
+	(*timestamppb.Timestamp)(nil), // 15: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 16: google.protobuf.Duration
 }
 var file_sluice_ingest_v1_ingest_proto_depIdxs = []int32{
-	13, // 0: sluice.ingest.v1.Event.occurred_at:type_name -> google.protobuf.Timestamp
-	12, // 1: sluice.ingest.v1.Event.attributes:type_name -> sluice.ingest.v1.Event.AttributesEntry
+	15, // 0: sluice.ingest.v1.Event.occurred_at:type_name -> google.protobuf.Timestamp
+	14, // 1: sluice.ingest.v1.Event.attributes:type_name -> sluice.ingest.v1.Event.AttributesEntry
 	3,  // 2: sluice.ingest.v1.PublishRequest.events:type_name -> sluice.ingest.v1.Event
 	8,  // 3: sluice.ingest.v1.PublishResponse.results:type_name -> sluice.ingest.v1.EventResult
 	3,  // 4: sluice.ingest.v1.PublishStreamRequest.events:type_name -> sluice.ingest.v1.Event
 	8,  // 5: sluice.ingest.v1.PublishStreamResponse.results:type_name -> sluice.ingest.v1.EventResult
 	0,  // 6: sluice.ingest.v1.EventResult.outcome:type_name -> sluice.ingest.v1.Outcome
 	1,  // 7: sluice.ingest.v1.EventResult.durability:type_name -> sluice.ingest.v1.Durability
-	9,  // 8: sluice.ingest.v1.EventResult.rejection:type_name -> sluice.ingest.v1.Rejection
-	2,  // 9: sluice.ingest.v1.Rejection.reason:type_name -> sluice.ingest.v1.Reason
-	14, // 10: sluice.ingest.v1.Rejection.retry_after:type_name -> google.protobuf.Duration
-	10, // 11: sluice.ingest.v1.Rejection.violations:type_name -> sluice.ingest.v1.FieldViolation
-	2,  // 12: sluice.ingest.v1.ErrorBody.reason:type_name -> sluice.ingest.v1.Reason
-	14, // 13: sluice.ingest.v1.ErrorBody.retry_after:type_name -> google.protobuf.Duration
-	10, // 14: sluice.ingest.v1.ErrorBody.violations:type_name -> sluice.ingest.v1.FieldViolation
-	4,  // 15: sluice.ingest.v1.IngestService.Publish:input_type -> sluice.ingest.v1.PublishRequest
-	6,  // 16: sluice.ingest.v1.IngestService.PublishStream:input_type -> sluice.ingest.v1.PublishStreamRequest
-	5,  // 17: sluice.ingest.v1.IngestService.Publish:output_type -> sluice.ingest.v1.PublishResponse
-	7,  // 18: sluice.ingest.v1.IngestService.PublishStream:output_type -> sluice.ingest.v1.PublishStreamResponse
-	17, // [17:19] is the sub-list for method output_type
-	15, // [15:17] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	11, // 8: sluice.ingest.v1.EventResult.rejection:type_name -> sluice.ingest.v1.Rejection
+	9,  // 9: sluice.ingest.v1.EventResult.kafka:type_name -> sluice.ingest.v1.KafkaPosition
+	10, // 10: sluice.ingest.v1.EventResult.spool:type_name -> sluice.ingest.v1.SpoolPosition
+	2,  // 11: sluice.ingest.v1.Rejection.reason:type_name -> sluice.ingest.v1.Reason
+	16, // 12: sluice.ingest.v1.Rejection.retry_after:type_name -> google.protobuf.Duration
+	12, // 13: sluice.ingest.v1.Rejection.violations:type_name -> sluice.ingest.v1.FieldViolation
+	2,  // 14: sluice.ingest.v1.ErrorBody.reason:type_name -> sluice.ingest.v1.Reason
+	16, // 15: sluice.ingest.v1.ErrorBody.retry_after:type_name -> google.protobuf.Duration
+	12, // 16: sluice.ingest.v1.ErrorBody.violations:type_name -> sluice.ingest.v1.FieldViolation
+	4,  // 17: sluice.ingest.v1.IngestService.Publish:input_type -> sluice.ingest.v1.PublishRequest
+	6,  // 18: sluice.ingest.v1.IngestService.PublishStream:input_type -> sluice.ingest.v1.PublishStreamRequest
+	5,  // 19: sluice.ingest.v1.IngestService.Publish:output_type -> sluice.ingest.v1.PublishResponse
+	7,  // 20: sluice.ingest.v1.IngestService.PublishStream:output_type -> sluice.ingest.v1.PublishStreamResponse
+	19, // [19:21] is the sub-list for method output_type
+	17, // [17:19] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_sluice_ingest_v1_ingest_proto_init() }
@@ -1023,14 +1211,17 @@ func file_sluice_ingest_v1_ingest_proto_init() {
 		(*Event_Binary)(nil),
 		(*Event_Json)(nil),
 	}
-	file_sluice_ingest_v1_ingest_proto_msgTypes[5].OneofWrappers = []any{}
+	file_sluice_ingest_v1_ingest_proto_msgTypes[5].OneofWrappers = []any{
+		(*EventResult_Kafka)(nil),
+		(*EventResult_Spool)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sluice_ingest_v1_ingest_proto_rawDesc), len(file_sluice_ingest_v1_ingest_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   10,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -1,0 +1,99 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/sluicehq/sluice/admission"
+	"github.com/sluicehq/sluice/contract"
+	"github.com/sluicehq/sluice/examples"
+	logsv1 "github.com/sluicehq/sluice/gen/examples/logs/v1"
+	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
+)
+
+// positionedKafka stands in for Kafka at the edge, as acceptAll does, and
+// answers each record at an offset of its own, as Kafka would.
+type positionedKafka struct{ next int64 }
+
+func (k *positionedKafka) Admit(_ context.Context, recs []*kgo.Record) []admission.Admitted {
+	out := make([]admission.Admitted, len(recs))
+	for i := range out {
+		out[i] = admission.Admitted{Durability: admission.DurabilityKafka, Partition: int32(i % 3), Offset: k.next}
+		k.next++
+	}
+	return out
+}
+
+// BenchmarkIngest prices the gateway's own work per event, without a
+// transport or Kafka: a batch of 100 log lines (~300 bytes of protobuf
+// each, the gRPC workload's) judged against their contract and accepted
+// at once by the Admitter, and its answer built.
+//   - results: the per-event results (Service.Ingest);
+//   - grpc: and the answer in protobuf binary, as the server codec writes
+//     it for gRPC;
+//   - rest: and the answer as REST's JSON (appendAnswer).
+//
+// Dedup is off here (BenchmarkDedup prices it). Read ns/event, B/op and
+// allocs/op (a batch's).
+func BenchmarkIngest(b *testing.B) {
+	registry, err := contract.Load(examples.Contracts, examples.Types)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var line logsv1.LogLine
+	if err := protojson.Unmarshal(examples.LogLineJSON, &line); err != nil {
+		b.Fatal(err)
+	}
+	payload, err := proto.Marshal(&line)
+	if err != nil {
+		b.Fatal(err)
+	}
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	cfg := NewDefaultConfig()
+	cfg.Dedup.Window = 0
+	cfg.Sources = []SourceConfig{{Name: "bench", KeyHashes: []string{HashKey("k")}, EventTypes: []string{"*"}}}
+	s, err := New(cfg, served(registry), &positionedKafka{}, WithClock(func() time.Time { return now }))
+	if err != nil {
+		b.Fatal(err)
+	}
+	const perBatch = 100
+	events := make([]*ingestv1.Event, perBatch)
+	for j := range events {
+		events[j] = &ingestv1.Event{Id: fmt.Sprintf("b-%d", j), Type: "examples.logs.v1.LogLine",
+			OccurredAt: timestamppb.New(now), PartitionKey: fmt.Sprintf("svc-%d", j%16), Payload: &ingestv1.Event_Binary{Binary: payload}}
+	}
+	ctx := context.Background()
+	codec := newServerCodec(cfg.Limits)
+	for _, answer := range []string{"results", "grpc", "rest"} {
+		b.Run(answer, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				results := s.Ingest(ctx, "bench", events)
+				resp := &ingestv1.PublishResponse{Results: results}
+				switch answer {
+				case "grpc": // as the server codec writes it
+					data, err := codec.Marshal(resp)
+					if err != nil {
+						b.Fatal(err)
+					}
+					data.Free()
+				case "rest": // as writeAnswer writes it
+					if _, ok := appendAnswer(make([]byte, 0, answerBytes(results)), resp); !ok {
+						b.Fatal("answer not written")
+					}
+				}
+				if results[perBatch-1].GetOutcome() != ingestv1.Outcome_ACCEPTED {
+					b.Fatalf("result %v", results[perBatch-1])
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*perBatch), "ns/event")
+		})
+	}
+}
