@@ -302,7 +302,12 @@ FROM unnest($1::text[], $2::text[], $3::int4[]) AS u(src, id, ix)
 JOIN %s AS t ON t.source = u.src AND t.event_id = u.id`, table),
 		// Every writer of an identity holds its lock (lockIdentities), so
 		// max + 1 is the next sequence; rows the table holds already are
-		// left out before they are numbered, so sequences stay dense.
+		// left out before they are numbered, so sequences stay dense. The
+		// rows held are looked up by a LATERAL ... LIMIT 1, one index probe
+		// per row: a NOT EXISTS there is pulled up into an anti join, and
+		// on an audit table whose statistics are behind (a young or fast
+		// growing one) the planner merged it with the whole table, a
+		// write's cost growing with the table.
 		auditInsert: fmt.Sprintf(`INSERT INTO %[1]s (%[2]s)
 SELECT b.src, b.id,
 	coalesce((SELECT max(a.sequence) FROM %[1]s AS a WHERE a.source = b.src AND a.event_id = b.id), 0)
@@ -311,9 +316,11 @@ SELECT b.src, b.id,
 FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::text[], $6::int4[], $7::int8[], $8::text[],
 	$9::text[], $10::text[], $11::text[], $12::text[], $13::int4[], $14::int4[], $15::bool[], $16::text[], $17::text[], $18::text[])
 	WITH ORDINALITY AS b(src, id, act, dat, tp, kp, ko, ty, grp, snk, cls, err, att, dr, rt, det, rid, ra, ord)
-WHERE NOT EXISTS (SELECT 1 FROM %[1]s AS a
+LEFT JOIN LATERAL (SELECT true AS held FROM %[1]s AS a
 	WHERE (a.source, a.event_id, a.action, a.topic, a.kafka_partition, a.kafka_offset, a.attempt, a.dlq_retries, a.replay_id)
-		= (b.src, b.id, b.act, b.tp, b.kp, b.ko, b.att, b.dr, b.rid))
+		= (b.src, b.id, b.act, b.tp, b.kp, b.ko, b.att, b.dr, b.rid)
+	LIMIT 1) AS h ON true
+WHERE h.held IS NULL
 ORDER BY b.src, b.id, b.ord
 ON CONFLICT (%[3]s) DO NOTHING`, audit, auditColumns, auditDecisionKey),
 		auditRows: fmt.Sprintf(`SELECT %s FROM %s WHERE source = $1 AND event_id = $2 ORDER BY sequence`, auditColumns, audit),
