@@ -139,17 +139,20 @@ const (
 	auditDecisionKey = `source, event_id, action, topic, kafka_partition, kafka_offset, attempt, dlq_retries, replay_id`
 )
 
-// auditKey is what makes two rows one decision (see AuditRow).
-type auditKey struct {
-	source, id, action, topic string
-	partition                 int32
-	offset                    int64
-	attempt, dlqRetries       int
-	replayID                  string
+// AuditKey is what makes two rows one decision (see AuditRow): a store
+// keeps one row per key, and a reader of rows recorded at least once (the
+// sluice.audit topic) keeps the first of each.
+type AuditKey struct {
+	Source, EventID, Action, Topic string
+	Partition                      int32
+	Offset                         int64
+	Attempt, DLQRetries            int
+	ReplayID                       string
 }
 
-func keyOf(r *AuditRow) auditKey {
-	return auditKey{r.Source, r.EventID, string(r.Action), r.Topic, r.Partition, r.Offset, r.Attempt, r.DLQRetries, r.ReplayID}
+// Key is r's AuditKey.
+func (r *AuditRow) Key() AuditKey {
+	return AuditKey{r.Source, r.EventID, string(r.Action), r.Topic, r.Partition, r.Offset, r.Attempt, r.DLQRetries, r.ReplayID}
 }
 
 // maxAuditTextBytes bounds Error and Detail as a table sink stores them.
@@ -164,14 +167,14 @@ const maxAuditTextBytes = 4096
 // ErrInvalidAuditRow.
 func prepareAudit(rows []AuditRow, now time.Time) ([]AuditRow, error) {
 	out := make([]AuditRow, 0, len(rows))
-	seen := make(map[auditKey]bool, len(rows))
+	seen := make(map[AuditKey]bool, len(rows))
 	for i := range rows {
 		r := rows[i]
 		if err := checkAuditRow(&r); err != nil {
 			return nil, PermanentError(fmt.Errorf("audit row %d (source %q, id %q): %w", i,
 				clip.String(r.Source, 64), clip.String(r.EventID, 64), err))
 		}
-		k := keyOf(&r)
+		k := r.Key()
 		if seen[k] {
 			continue
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluicehq/sluice/internal/clip"
 	"github.com/sluicehq/sluice/publish"
 	"github.com/sluicehq/sluice/record"
 	"github.com/sluicehq/sluice/sink"
@@ -74,14 +75,22 @@ func (d *Decision) Row() sink.AuditRow {
 var ErrNotDecision = errors.New("dlq: not a decision record")
 
 // ParseDecision reads a record of record.AuditTopic written by a
-// TopicAuditor. Any other record is an error wrapping ErrNotDecision.
+// TopicAuditor. A record that is not a JSON object of kind KindDecision
+// is an error wrapping ErrNotDecision; one that is, but does not decode
+// as a Decision, another error.
 func ParseDecision(r *kgo.Record) (Decision, error) {
-	var d Decision
-	if err := json.Unmarshal(r.Value, &d); err != nil {
+	var head struct {
+		Kind string `json:"kind"`
+	}
+	if err := json.Unmarshal(r.Value, &head); err != nil {
 		return Decision{}, fmt.Errorf("%w: %v", ErrNotDecision, err)
 	}
-	if d.Kind != KindDecision {
-		return Decision{}, fmt.Errorf("%w: kind %q", ErrNotDecision, d.Kind)
+	if head.Kind != KindDecision {
+		return Decision{}, fmt.Errorf("%w: kind %q", ErrNotDecision, clip.String(head.Kind, 32))
+	}
+	var d Decision
+	if err := json.Unmarshal(r.Value, &d); err != nil {
+		return Decision{}, fmt.Errorf("dlq: decision record: %w", err)
 	}
 	return d, nil
 }

@@ -189,16 +189,18 @@ type Row struct {
 	Class     string    `json:"class,omitempty"`
 	Error     string    `json:"error,omitempty"`
 	Attempt   int       `json:"attempt,omitempty"`
-	Retryable bool      `json:"retryable"`
-	Detail    string    `json:"detail,omitempty"`
-	ReplayID  string    `json:"replay_id,omitempty"`
-	Actor     string    `json:"actor,omitempty"`
+	// DLQRetries counts the drains the dead letter had failed.
+	DLQRetries int    `json:"dlq_retries,omitempty"`
+	Retryable  bool   `json:"retryable"`
+	Detail     string `json:"detail,omitempty"`
+	ReplayID   string `json:"replay_id,omitempty"`
+	Actor      string `json:"actor,omitempty"`
 }
 
 func rowOf(r sink.AuditRow) Row {
 	return Row{Sequence: r.Sequence, Action: string(r.Action), At: r.At.UTC(), Topic: r.Topic, Partition: r.Partition,
 		Offset: r.Offset, EventType: r.EventType, Group: r.Group, Sink: r.Sink, Class: r.Class, Error: r.Error,
-		Attempt: r.Attempt, Retryable: r.Retryable, Detail: r.Detail, ReplayID: r.ReplayID, Actor: r.Actor}
+		Attempt: r.Attempt, DLQRetries: r.DLQRetries, Retryable: r.Retryable, Detail: r.Detail, ReplayID: r.ReplayID, Actor: r.Actor}
 }
 
 // Search is one thing searched: the audit table, or a topic's partitions.

@@ -117,13 +117,32 @@ func oneLine(s string, n int) string {
 
 func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
+// topicRows are the rows read from record.AuditTopic as a table holds
+// them: the first of each decision (the topic is written at least once),
+// in time order (an event's records share a partition, but rows may come
+// from a topic of several partitions), numbered from 1.
+func topicRows(rows []sink.AuditRow) []sink.AuditRow {
+	seen := make(map[sink.AuditKey]bool, len(rows))
+	out := rows[:0]
+	for _, r := range rows {
+		if k := r.Key(); !seen[k] {
+			seen[k] = true
+			out = append(out, r)
+		}
+	}
+	slices.SortStableFunc(out, func(x, y sink.AuditRow) int { return x.At.Compare(y.At) })
+	for i := range out {
+		out[i].Sequence = int64(i + 1)
+	}
+	return out
+}
+
 // decide sets the lookup's status and answer from what it found.
 func decide(lk *lookup) {
 	a := lk.a
 	if lk.rowsFrom == "" && len(lk.rows) > 0 {
-		// Rows read from a topic of several partitions: time orders them.
 		lk.rowsFrom = FromAuditTopic
-		slices.SortStableFunc(lk.rows, func(x, y sink.AuditRow) int { return x.At.Compare(y.At) })
+		lk.rows = topicRows(lk.rows)
 	}
 	rows := lk.rows
 	for i := range rows {

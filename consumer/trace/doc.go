@@ -28,10 +28,12 @@
 // Otherwise it makes one scan, with a plain client (never a group
 // member), of the partitions that may hold the event:
 //
-//   - record.AuditTopic, when there is no audit table (the HTTP sink
-//     writes its rows there), each record read by the AuditDecoder
-//     (JSONAuditDecoder by default); rows found there are decided on as
-//     the table's, in time order;
+//   - record.AuditTopic, when there is no audit table (the consumer of
+//     the HTTP sink writes its rows there, as dlq.Decision records),
+//     each record read by the AuditDecoder (JSONAuditDecoder by
+//     default); rows found there are decided on as the table's: the
+//     first of each decision (the topic is written at least once), in
+//     time order, numbered from 1;
 //   - the DLQ and parked topic of every source topic, from the log start;
 //     with an audit table that has no row of the event too, for events
 //     dead-lettered before their rows were kept;

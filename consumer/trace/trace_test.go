@@ -310,15 +310,18 @@ func TestTraceWithoutAuditTable(t *testing.T) {
 		dl.Sink, dl.Class, dl.Retryable = "http", "transient", true
 		w := row(sink.AuditWritten, 0, failedAt.Add(time.Hour), Position{dlqTopic, 0, 0})
 		w.Sink = "http"
-		f.produce(auditRecord(t, dl), auditRecord(t, w),
+		f.produce(auditRecord(t, dl), auditRecord(t, w), auditRecord(t, dl), // dl recorded twice: at least once
 			deadLetter(t, dlqTopic, "e1", record.Envelope{Class: "transient", Retryable: true}),
-			&kgo.Record{Topic: record.AuditTopic, Value: []byte(`{"action":"written","event_id":`)})
+			&kgo.Record{Topic: record.AuditTopic, Value: []byte(`{"kind":"decision","action":"written","event_id":7}`)},
+			&kgo.Record{Topic: record.AuditTopic, Value: []byte(`{"kind":"replay","action":"replay.started"}`)})
 		a := trace(t, f.tracer(), Query{Source: source, ID: "e1"})
-		if a.Status != InSink || a.Written.Inferred || a.Written.Sink != "http" || len(a.Audit) != 2 {
-			t.Fatalf("status %s, written %+v, %d rows: %s", a.Status, a.Written, len(a.Audit), a.Summary)
+		if a.Status != InSink || a.Written.Inferred || a.Written.Sink != "http" || len(a.Audit) != 2 ||
+			a.Audit[0].Sequence != 1 || a.Audit[0].Action != string(sink.AuditDeadLettered) ||
+			a.Audit[1].Sequence != 2 || a.Audit[1].Action != string(sink.AuditWritten) {
+			t.Fatalf("status %s, written %+v, rows %+v: %s", a.Status, a.Written, a.Audit, a.Summary)
 		}
 		s := searched(a, SearchAuditTopic)
-		if s.Found != 2 || !strings.Contains(s.Note, "a record it cannot read: sluice.audit/0@2") {
+		if s.Found != 3 || !strings.Contains(s.Note, "a record it cannot read: sluice.audit/0@3") {
 			t.Errorf("audit topic search %+v", s)
 		}
 		if a.Path[0].From != FromAuditTopic && a.Path[0].From != FromScan {
