@@ -602,3 +602,55 @@ FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $
 	wantRows(t, time.Microsecond, auditRows(t, p, old[0]), []AuditRow{written(old[0], KindPostgres, clock.Now(), AuditDetailDuplicate)})
 	wantRows(t, time.Microsecond, auditRows(t, p, fresh), []AuditRow{written(fresh, KindPostgres, clock.Now(), "")})
 }
+
+// OpenSQLiteAuditReader only reads: it creates no file, refuses a table
+// at another version, and reads the rows while another connection holds
+// the file's write lock.
+func TestSQLiteAuditReader(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	cfg := NewDefaultConfig().SQLite
+	cfg.BusyTimeout = 50 * time.Millisecond
+	cfg.Path = filepath.Join(dir, "none.db")
+	if _, err := OpenSQLiteAuditReader(ctx, cfg); err == nil {
+		t.Fatal("a reader of a file that is not there")
+	}
+	if _, err := os.Stat(cfg.Path); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the reader made the file: %v", err)
+	}
+	cfg.Path = filepath.Join(dir, "v2.db")
+	writeSQLiteV2(t, cfg.Path, cfg.Table, nil, time.Now())
+	if _, err := OpenSQLiteAuditReader(ctx, cfg); err == nil || !strings.Contains(err.Error(), "schema version 2") {
+		t.Fatalf("a reader of a version 2 file: %v", err)
+	}
+
+	s := openTestSQLite(t, dir, newTestClock())
+	e := testEvents(0, 1)
+	if _, err := s.Write(ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", filepath.Join(dir, "events.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	c, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	defer c.ExecContext(ctx, "ROLLBACK")
+	cfg.Path = filepath.Join(dir, "events.db")
+	r, err := OpenSQLiteAuditReader(ctx, cfg)
+	if err != nil {
+		t.Fatalf("a reader while the file is locked: %v", err)
+	}
+	defer r.Close()
+	rows, err := r.AuditRows(ctx, e[0].Source, e[0].ID)
+	if err != nil || len(rows) != 1 || rows[0].Action != AuditWritten {
+		t.Fatalf("rows %+v, %v", rows, err)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"os"
 	"sync"
 	"time"
 
@@ -161,6 +162,19 @@ func openSQLiteWriter(cfg SQLiteConfig) (*sql.DB, error) {
 	return w, nil
 }
 
+// openSQLiteReader opens the read-only connections of cfg's file.
+func openSQLiteReader(cfg SQLiteConfig) (*sql.DB, error) {
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", cfg.BusyTimeout.Milliseconds()))
+	q.Add("_pragma", "query_only(1)")
+	r, err := sql.Open("sqlite", cfg.Path+"?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("sink: sqlite: open %s for reading: %w", cfg.Path, err)
+	}
+	r.SetMaxOpenConns(4)
+	return r, nil
+}
+
 // OpenSQLite opens (creating when missing) the database file and its
 // tables. A missing table is created at SQLiteSchemaVersion; a table at an
 // older version is refused until MigrateSQLite (sluice sink migrate)
@@ -179,15 +193,11 @@ func OpenSQLite(ctx context.Context, cfg SQLiteConfig, opts ...Option) (*SQLite,
 		return nil, err
 	}
 
-	rq := url.Values{}
-	rq.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", cfg.BusyTimeout.Milliseconds()))
-	rq.Add("_pragma", "query_only(1)")
-	r, err := sql.Open("sqlite", cfg.Path+"?"+rq.Encode())
+	r, err := openSQLiteReader(cfg)
 	if err != nil {
 		w.Close()
-		return nil, fmt.Errorf("sink: sqlite: open %s for reading: %w", cfg.Path, err)
+		return nil, err
 	}
-	r.SetMaxOpenConns(4)
 
 	table, conflicts, audit := quoteIdent(cfg.Table), quoteIdent(cfg.Table+conflictsSuffix), quoteIdent(cfg.Table+auditSuffix)
 	return &SQLite{
@@ -208,7 +218,7 @@ func OpenSQLite(ctx context.Context, cfg SQLiteConfig, opts ...Option) (*SQLite,
 			SELECT ?1, ?2, coalesce(max(sequence), 0) + 1, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18
 			FROM %[1]s WHERE source = ?1 AND event_id = ?2
 			ON CONFLICT (%[3]s) DO NOTHING`, audit, auditColumns, auditDecisionKey),
-		auditRows: fmt.Sprintf(`SELECT %s FROM %s WHERE source = ? AND event_id = ? ORDER BY sequence`, auditColumns, audit),
+		auditRows: sqliteAuditRowsQuery(audit),
 	}, nil
 }
 
@@ -589,7 +599,11 @@ func (s *SQLite) Audit(ctx context.Context, rows []AuditRow) error {
 // AuditRows returns the audit rows of identity (source, id), in sequence
 // order; none for an identity with no decision recorded.
 func (s *SQLite) AuditRows(ctx context.Context, source, id string) ([]AuditRow, error) {
-	rs, err := s.r.QueryContext(ctx, s.auditRows, source, id)
+	return sqliteAuditRows(ctx, s.r, s.auditRows, source, id)
+}
+
+func sqliteAuditRows(ctx context.Context, db *sql.DB, query, source, id string) ([]AuditRow, error) {
+	rs, err := db.QueryContext(ctx, query, source, id)
 	if err != nil {
 		return nil, fmt.Errorf("sink: sqlite: audit rows: %w", err)
 	}
@@ -616,6 +630,68 @@ func (s *SQLite) AuditRows(ctx context.Context, source, id string) ([]AuditRow, 
 		return nil, fmt.Errorf("sink: sqlite: audit rows: %w", err)
 	}
 	return out, nil
+}
+
+// SQLiteAuditReader reads the audit table of an SQLite sink's file
+// without writing to it, so that a reader beside the consumer that writes
+// the file (sluice trace) neither waits for its write lock nor creates
+// anything.
+type SQLiteAuditReader struct {
+	r     *sql.DB
+	query string
+}
+
+var _ AuditReader = (*SQLiteAuditReader)(nil)
+
+// OpenSQLiteAuditReader opens the existing file of cfg for reading its
+// audit table. A file that is not there, or whose table is not at
+// SQLiteSchemaVersion, is an error.
+func OpenSQLiteAuditReader(ctx context.Context, cfg SQLiteConfig) (*SQLiteAuditReader, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(cfg.Path); err != nil {
+		return nil, fmt.Errorf("sink: sqlite: %w", err)
+	}
+	r, err := openSQLiteReader(cfg)
+	if err != nil {
+		return nil, err
+	}
+	err = func() error {
+		tx, err := r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback() // read only
+		v, err := sqliteVersion(ctx, tx, cfg.Table)
+		switch {
+		case err != nil:
+			return err
+		case v == 0:
+			return fmt.Errorf("no table %s", cfg.Table)
+		case v != SQLiteSchemaVersion:
+			return fmt.Errorf("table %s is at schema version %d, this binary reads %d", cfg.Table, v, SQLiteSchemaVersion)
+		}
+		return nil
+	}()
+	if err != nil {
+		r.Close()
+		return nil, fmt.Errorf("sink: sqlite: %s: %w", cfg.Path, err)
+	}
+	return &SQLiteAuditReader{r: r, query: sqliteAuditRowsQuery(quoteIdent(cfg.Table + auditSuffix))}, nil
+}
+
+// AuditRows returns the audit rows of identity (source, id), in sequence
+// order.
+func (a *SQLiteAuditReader) AuditRows(ctx context.Context, source, id string) ([]AuditRow, error) {
+	return sqliteAuditRows(ctx, a.r, a.query, source, id)
+}
+
+// Close closes the file.
+func (a *SQLiteAuditReader) Close() error { return a.r.Close() }
+
+func sqliteAuditRowsQuery(audit string) string {
+	return fmt.Sprintf(`SELECT %s FROM %s WHERE source = ? AND event_id = ? ORDER BY sequence`, auditColumns, audit)
 }
 
 // classifySQLite is the SQLite boundary's one decision on retrying. Locks,
