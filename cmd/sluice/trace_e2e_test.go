@@ -8,9 +8,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -32,8 +35,10 @@ import (
 type traceWorld struct {
 	brokers []string
 	topic   string
-	// sinkYAML is the config file's sink block.
+	// sinkYAML is the config file's sink block; rowsFrom where the
+	// trace reads the audit rows (trace.FromAuditTable or FromAuditTopic).
 	sinkYAML string
+	rowsFrom string
 	// lock holds the sink's write lock from another connection: the
 	// consumer's writes wait, and fail as transient, until unlock.
 	lock func(t *testing.T) (unlock func())
@@ -50,12 +55,44 @@ func TestTraceEndToEnd(t *testing.T) {
 		brokers:  addrs,
 		topic:    topic,
 		sinkYAML: fmt.Sprintf("sink: {kind: sqlite, sqlite: {path: %s, busy_timeout: 200ms}}\n", path),
+		rowsFrom: trace.FromAuditTable,
 		lock: func(t *testing.T) func() {
 			db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(5000)")
 			if err != nil {
 				t.Fatal(err)
 			}
 			return holdLock(t, db, "BEGIN IMMEDIATE")
+		},
+	})
+}
+
+// TestTraceEndToEndHTTP is TestTraceEndToEnd with the HTTP sink, which
+// keeps no audit table: the consumer and sluice dlq replay record the
+// decisions in sluice.audit, where the trace reads them.
+func TestTraceEndToEndHTTP(t *testing.T) {
+	_, addrs := eventtest.TopicCluster(t, nil)
+	var locked atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := io.Copy(io.Discard, r.Body); err != nil || r.Header.Get(sink.HeaderIdempotencyKey) == "" {
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		if locked.Load() {
+			http.Error(w, "busy", http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set(sink.HeaderPayloadFingerprint, r.Header.Get(sink.HeaderPayloadFingerprint))
+		w.WriteHeader(http.StatusCreated)
+	}))
+	t.Cleanup(srv.Close)
+	runTraceEndToEnd(t, traceWorld{
+		brokers:  addrs,
+		topic:    logTopic,
+		sinkYAML: fmt.Sprintf("sink: {kind: http, http: {url: %q}}\n", srv.URL+"/events"),
+		rowsFrom: trace.FromAuditTopic,
+		lock: func(t *testing.T) func() {
+			locked.Store(true)
+			return func() { locked.Store(false) }
 		},
 	})
 }
@@ -78,6 +115,7 @@ func TestIntegrationTraceEndToEnd(t *testing.T) {
 		brokers:  brokers,
 		topic:    topic,
 		sinkYAML: store.sinkYAML,
+		rowsFrom: trace.FromAuditTable,
 		lock: func(t *testing.T) func() {
 			// SHARE conflicts with the inserts' ROW EXCLUSIVE, not with reads.
 			return holdLock(t, store.open(t), "BEGIN", "LOCK TABLE "+store.table+" IN SHARE MODE")
@@ -216,7 +254,11 @@ log: {level: warn}
 	both := func(cfg, name string, check func(*trace.Answer) error) {
 		t.Helper()
 		for how, a := range map[string]*trace.Answer{"sluice trace": cli(cfg, name), "GET /v1/trace": endpoint(name)} {
-			if err := check(a); err != nil {
+			err := check(a)
+			if err == nil && len(a.Audit) > 0 && !slices.ContainsFunc(a.Path, func(s trace.Step) bool { return s.From == w.rowsFrom }) {
+				err = fmt.Errorf("no step from %s", w.rowsFrom)
+			}
+			if err != nil {
 				b, _ := json.MarshalIndent(a, "", "  ")
 				t.Errorf("%s %s: %v\n%s", how, name, err, b)
 			}
