@@ -178,8 +178,8 @@ func startStoppable(t *testing.T, args ...string) (stop func()) {
 
 func runTraceEndToEnd(t *testing.T, w traceWorld) {
 	dir := t.TempDir()
-	run := fmt.Sprintf("%x-", time.Now().UnixNano())
-	id := func(name string) string { return run + name }
+	// The topics are the test's own; the group is named for the run.
+	run := fmt.Sprintf("%x", time.Now().UnixNano())
 	// v2 is the example contracts with a field added: a later version,
 	// which the consumer first runs without.
 	v1, v2 := filepath.Join(dir, "v1.binpb"), filepath.Join(dir, "v2.binpb")
@@ -214,11 +214,11 @@ log: {level: warn}
 		for _, n := range names {
 			switch {
 			case strings.HasPrefix(n, "poison"): // no LogLine: a decode failure, never retried
-				recs = append(recs, eventtest.Record(t, w.topic, id(n), n, []byte{0xff}))
+				recs = append(recs, eventtest.Record(t, w.topic, n, n, []byte{0xff}))
 			case strings.HasPrefix(n, "later"): // a version this consumer does not know yet: retried, then parked
-				recs = append(recs, eventtest.VersionRecord(t, w.topic, id(n), n, v2fp, eventtest.WithRegion(value, "eu")))
+				recs = append(recs, eventtest.VersionRecord(t, w.topic, n, n, v2fp, eventtest.WithRegion(value, "eu")))
 			default:
-				recs = append(recs, eventtest.Record(t, w.topic, id(n), n, value))
+				recs = append(recs, eventtest.Record(t, w.topic, n, n, value))
 			}
 		}
 		eventtest.Produce(t, w.brokers, recs...)
@@ -230,7 +230,7 @@ log: {level: warn}
 	}
 	cli := func(cfg, name string) *trace.Answer {
 		t.Helper()
-		code, out, errOut := runTrace("--config", cfg, "--source", "test", "--id", id(name), "--json")
+		code, out, errOut := runTrace("--config", cfg, "--source", "test", "--id", name, "--json")
 		var a trace.Answer
 		if err := json.Unmarshal([]byte(out), &a); err != nil || code > 1 {
 			t.Fatalf("sluice trace %s: exit %d, %v\n%s%s", name, code, err, out, errOut)
@@ -242,7 +242,7 @@ log: {level: warn}
 	}
 	endpoint := func(name string) *trace.Answer {
 		t.Helper()
-		code, body := adminGet(t, adminAddr, "/v1/trace/test/"+id(name))
+		code, body := adminGet(t, adminAddr, "/v1/trace/test/"+name)
 		var a trace.Answer
 		if err := json.Unmarshal([]byte(body), &a); err != nil || (code != http.StatusOK) != (a.Status == trace.Unknown) {
 			t.Fatalf("GET /v1/trace %s: %d %v\n%s", name, code, err, body)
@@ -297,6 +297,15 @@ log: {level: warn}
 			return nil
 		})
 	})
+	// The text form, as the README shows it (go test -v prints it).
+	for name, status := range map[string]trace.Status{"written": trace.InSink, "poison": trace.InDLQ} {
+		code, out, errOut := runTrace("--config", cfg1, "--source", "test", "--id", name)
+		if code != 0 || !strings.HasPrefix(out, string(status)+"  test/"+name) || !strings.Contains(out, "audit rows (1)") {
+			t.Errorf("sluice trace %s: exit %d\n%s%s", name, code, out, errOut)
+		}
+		t.Logf("$ sluice trace --config consumer.yaml --source test --id %s\n%s", name, out)
+	}
+
 	// The later version: dead-lettered; a drain finds the version still
 	// unknown before it writes anything (no retried row) and sends it
 	// back, with one DLQ retry; the next drain, past max_retries, parks
@@ -370,6 +379,11 @@ log: {level: warn}
 			return nil
 		})
 	})
+	code, out, errOut := runTrace("--config", cfg2, "--source", "test", "--id", "later")
+	if code != 0 || !strings.HasPrefix(out, "IN_SINK  test/later") || !strings.Contains(out, "audit rows (5)") {
+		t.Errorf("sluice trace later: exit %d\n%s%s", code, out, errOut)
+	}
+	t.Logf("$ sluice trace --config consumer.yaml --source test --id later\n%s", out)
 }
 
 // rowWant is what an audit row must hold: its action, the record it was
