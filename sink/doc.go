@@ -124,10 +124,10 @@
 // rows are not free. Against the layout without them (schema version 2,
 // one statement), in one run on a loopback server,
 // BenchmarkIntegrationPostgresWrite measured 54% of the throughput at 100
-// events per batch (43 µs an event against 23) and a third of it at one
-// event per batch (1.0 ms a batch against 0.33); BenchmarkSQLiteWrite
-// 36% of it at 100 events per batch with synchronous=normal and 45% with
-// full. That is the price of a second row, with two indexes, in the
+// events per batch (43 µs an event against 23) and about half of it at
+// one event per batch (0.6 to 0.9 ms a batch against 0.3 to 0.5, with
+// generic plans: see parsePostgresConfig); BenchmarkSQLiteWrite 36% of it
+// at 100 events per batch with synchronous=normal and 45% with full. That is the price of a second row, with two indexes, in the
 // event's own transaction; a consumer under load writes batches of
 // hundreds.
 // Locks are taken

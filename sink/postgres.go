@@ -232,6 +232,16 @@ func parsePostgresConfig(c PostgresConfig) (*pgxpool.Config, error) {
 	pc.MaxConns = c.MaxConns
 	pc.MinConns = 0
 	pc.ConnConfig.ConnectTimeout = c.ConnectTimeout
+	// The sink's statements are few, prepared once per connection, and
+	// their plans do not depend on the arrays bound: an index probe per
+	// element. Planning them again for every batch (PostgreSQL's custom
+	// plans) cost more than running them at small batches:
+	// BenchmarkIntegrationPostgresWrite at one event per batch measured
+	// 1.1 to 1.3 ms a batch with custom plans, 0.6 to 0.9 with generic
+	// ones, in one run. A DSN that sets plan_cache_mode keeps its own.
+	if _, set := pc.ConnConfig.RuntimeParams["plan_cache_mode"]; !set {
+		pc.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
+	}
 	return pc, nil
 }
 

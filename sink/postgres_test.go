@@ -398,3 +398,23 @@ func TestPostgresUnreachable(t *testing.T) {
 		t.Fatal("OpenPostgres on a closed port succeeded")
 	}
 }
+
+// The sink's connections plan its statements once (generic plans), unless
+// the DSN says otherwise.
+func TestIntegrationPostgresGenericPlans(t *testing.T) {
+	dsn := postgresDSN(t)
+	sep := "?"
+	if strings.Contains(dsn, "?") {
+		sep = "&"
+	}
+	for d, want := range map[string]string{dsn: "force_generic_plan", dsn + sep + "plan_cache_mode=auto": "auto"} {
+		p := openTestPostgres(t, d, newTestClock())
+		var got string
+		if err := p.pool.QueryRow(context.Background(), "SHOW plan_cache_mode").Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Errorf("plan_cache_mode %q, want %q", got, want)
+		}
+	}
+}
