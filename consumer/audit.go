@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"context"
+	"errors"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -14,12 +15,15 @@ import (
 // (Retry.InitialBackoff to Retry.MaxBackoff, never sooner than a
 // RetryAfter), each attempt bounded by WriteTimeout, for at most
 // Retry.MaxAttempts attempts and Retry.MaxElapsed, while ctx (the
-// record's partition) lives. Rows still not recorded then, or refused
-// permanently, are given up: counted in
-// sluice_consumer_audit_errors_total{action} and logged. The decision
-// stands either way: the record's job finishes as decided, so an audit
-// store that is down slows the records it audits, by a bounded time,
-// and loses or duplicates no event.
+// record's partition) lives. Rows the sink's audit table still did not
+// take then, or refused, go to record.AuditTopic (the fallback, one
+// attempt bounded by WriteTimeout, also when ctx ended): the database of
+// a SQL sink is the one that is down while its events are dead-lettered,
+// and Kafka, which just took their dead letters, is up. Rows recorded
+// nowhere are given up: counted in sluice_consumer_audit_errors_total
+// {action} and logged. The decision stands either way: the record's job
+// finishes as decided, so an audit store that is down slows the records
+// it audits, by a bounded time, and loses or duplicates no event.
 func (c *Consumer) audit(ctx context.Context, rows ...sink.AuditRow) {
 	if len(rows) == 0 {
 		return
@@ -42,10 +46,24 @@ func (c *Consumer) audit(ctx context.Context, rows ...sink.AuditRow) {
 			case <-ctx.Done():
 			}
 		}
+		r := rows[0]
+		if c.fallback != nil {
+			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.WriteTimeout)
+			ferr := c.fallback.Audit(fctx, rows)
+			cancel()
+			if ferr == nil {
+				for _, r := range rows {
+					c.m.auditFallbacks.WithLabelValues(string(r.Action)).Inc()
+				}
+				c.log.Warn("audit rows recorded in "+record.AuditTopic+": the sink's audit table did not take them", "rows", len(rows),
+					"action", r.Action, "source", r.Source, "id", r.EventID, "attempts", budget.attempts, "err", err)
+				return
+			}
+			err = errors.Join(err, ferr)
+		}
 		for _, r := range rows {
 			c.m.auditErrors.WithLabelValues(string(r.Action)).Inc()
 		}
-		r := rows[0]
 		c.log.Error("audit rows not recorded", "rows", len(rows), "action", r.Action, "source", r.Source, "id", r.EventID,
 			"topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "attempts", budget.attempts, "err", err)
 		return

@@ -19,6 +19,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluicehq/sluice/consumer/dlq"
@@ -349,11 +350,13 @@ func (f *failingAuditor) Audit(context.Context, []sink.AuditRow) error {
 	return f.err
 }
 
-// TestAuditFailureDoesNotHoldEvents: an audit store that fails costs a
-// decision its row, counted in sluice_consumer_audit_errors_total, and
-// nothing else: the record is dead-lettered once, the partition commits
-// past it, the events behind it are written. A transient failure is
-// retried Retry.MaxAttempts times, a permanent one not at all.
+// TestAuditFailureDoesNotHoldEvents: a sink's audit table that fails
+// costs nothing: the record is dead-lettered once, the partition commits
+// past it, the events behind it are written, and the decision's row is
+// recorded in sluice.audit instead (sluice_consumer_audit_fallbacks_total).
+// Only when sluice.audit does not take it either is the row lost
+// (sluice_consumer_audit_errors_total). A transient failure is retried
+// Retry.MaxAttempts times, a permanent one not at all.
 func TestAuditFailureDoesNotHoldEvents(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -363,43 +366,73 @@ func TestAuditFailureDoesNotHoldEvents(t *testing.T) {
 		{"transient", sink.TransientError(errors.New("audit store down"), 0), 3},
 		{"permanent", sink.PermanentError(errors.New("audit row refused")), 1},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			addrs := newCluster(t, 1)
-			v := logLine(t)
-			produce(t, addrs,
-				eventRecord(t, testTopic, "poison", "k", []byte{0xff}),
-				eventRecord(t, testTopic, "after-1", "k", v),
-				eventRecord(t, testTopic, "after-2", "k", v),
-			)
-			s := &failingAuditor{tableSink: openSQLite(t, filepath.Join(t.TempDir(), "events.db")), err: tc.err}
-			cfg := testConfig("audit-fails-" + tc.name)
-			cfg.Retry.MaxAttempts = 3
-			reg := prometheus.NewRegistry()
-			r := start(t, cfg, addrs, s, WithRegisterer(reg))
-			waitFor(t, 20*time.Second, "the events after it written", func() bool {
-				return counter(t, reg, "sluice_consumer_events_total", map[string]string{"outcome": "written"}) == 2
-			})
-			waitFor(t, 20*time.Second, "everything committed", func() bool { return committed(t, addrs, cfg.Group, testTopic)[0] == 3 })
-			lost := counter(t, reg, "sluice_consumer_audit_errors_total", map[string]string{"action": "dead_lettered"})
-			if err := r.stop(); err != nil {
-				t.Fatal(err)
-			}
-			if n := len(readAll(t, addrs, record.DLQTopic(testTopic))); n != 1 {
-				t.Fatalf("%d dead letters, want 1", n)
-			}
-			for _, id := range []string{"after-1", "after-2"} {
-				rows, err := s.AuditRows(context.Background(), "test", id)
-				if err != nil || len(rows) != 1 || rows[0].Action != sink.AuditWritten {
-					t.Fatalf("%s: rows %+v, %v; want its written row", id, rows, err)
+		for _, topic := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/audit topic %v", tc.name, topic), func(t *testing.T) {
+				seeds := []string{testTopic, record.DLQTopic(testTopic), record.ParkedTopic(testTopic)}
+				if topic {
+					seeds = append(seeds, record.AuditTopic)
 				}
-			}
-			if lost != 1 {
-				t.Fatalf("audit errors counted %v, want 1", lost)
-			}
-			if got := s.calls.Load(); got != tc.calls {
-				t.Fatalf("%d Audit calls, want %d", got, tc.calls)
-			}
-		})
+				cl, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, seeds...))
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(cl.Close)
+				addrs := cl.ListenAddrs()
+				v := logLine(t)
+				produce(t, addrs,
+					eventRecord(t, testTopic, "poison", "k", []byte{0xff}),
+					eventRecord(t, testTopic, "after-1", "k", v),
+					eventRecord(t, testTopic, "after-2", "k", v),
+				)
+				s := &failingAuditor{tableSink: openSQLite(t, filepath.Join(t.TempDir(), "events.db")), err: tc.err}
+				cfg := testConfig("audit-fails-" + tc.name)
+				cfg.Retry.MaxAttempts = 3
+				cfg.WriteTimeout = time.Second // bounds the produce to an audit topic that is not there
+				reg := prometheus.NewRegistry()
+				r := start(t, cfg, addrs, s, WithRegisterer(reg))
+				waitFor(t, 20*time.Second, "the events after it written", func() bool {
+					return counter(t, reg, "sluice_consumer_events_total", map[string]string{"outcome": "written"}) == 2
+				})
+				waitFor(t, 20*time.Second, "everything committed", func() bool { return committed(t, addrs, cfg.Group, testTopic)[0] == 3 })
+				dead := map[string]string{"action": "dead_lettered"}
+				lost := counter(t, reg, "sluice_consumer_audit_errors_total", dead)
+				fellBack := counter(t, reg, "sluice_consumer_audit_fallbacks_total", dead)
+				if err := r.stop(); err != nil {
+					t.Fatal(err)
+				}
+				if n := len(readAll(t, addrs, record.DLQTopic(testTopic))); n != 1 {
+					t.Fatalf("%d dead letters, want 1", n)
+				}
+				for _, id := range []string{"after-1", "after-2"} {
+					rows, err := s.AuditRows(context.Background(), "test", id)
+					if err != nil || len(rows) != 1 || rows[0].Action != sink.AuditWritten {
+						t.Fatalf("%s: rows %+v, %v; want its written row", id, rows, err)
+					}
+				}
+				if got := s.calls.Load(); got != tc.calls {
+					t.Fatalf("%d Audit calls, want %d", got, tc.calls)
+				}
+				if !topic {
+					if lost != 1 || fellBack != 0 {
+						t.Fatalf("audit errors counted %v, fallbacks %v; want 1, 0", lost, fellBack)
+					}
+					return
+				}
+				if lost != 0 || fellBack != 1 {
+					t.Fatalf("audit errors counted %v, fallbacks %v; want 0, 1", lost, fellBack)
+				}
+				var rows []sink.AuditRow
+				for _, rec := range readAll(t, addrs, record.AuditTopic) {
+					if d, err := dlq.ParseDecision(rec); err == nil {
+						rows = append(rows, d.Row())
+					}
+				}
+				if len(rows) != 1 || rows[0].Action != sink.AuditDeadLettered || rows[0].EventID != "poison" ||
+					rows[0].Class != record.ClassDecode || rows[0].Offset != 0 || rows[0].Sink != s.Name() {
+					t.Fatalf("rows in %s: %+v", record.AuditTopic, rows)
+				}
+			})
+		}
 	}
 }
 

@@ -38,9 +38,11 @@ type Consumer struct {
 	deadLetters *dlq.Producer
 	// auditor records the decisions about events: the sink when it is a
 	// sink.Auditor (sinkAudits: it then records written rows in its
-	// writes), else a dlq.TopicAuditor on client.
-	auditor    sink.Auditor
-	sinkAudits bool
+	// writes), else a dlq.TopicAuditor on client. fallback, with a sink
+	// that audits, is a dlq.TopicAuditor for the rows the sink did not
+	// take.
+	auditor, fallback sink.Auditor
+	sinkAudits        bool
 	// versions are the contracts records are decoded and drained records
 	// checked with: the registry served and the versions kept before it.
 	versions *contract.Versions
@@ -168,6 +170,7 @@ func New(cfg Config, versions *contract.Versions, s sink.Sink, kopts []kgo.Opt, 
 	}, dlq.WithLogger(c.log), dlq.WithClock(o.clock))
 	if a, ok := s.(sink.Auditor); ok {
 		c.auditor, c.sinkAudits = a, true
+		c.fallback = dlq.NewTopicAuditor(cl, o.clock.Now)
 	} else {
 		c.auditor = dlq.NewTopicAuditor(cl, o.clock.Now)
 	}

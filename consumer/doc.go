@@ -204,10 +204,15 @@
 // failures with the retry backoff, each attempt bounded by WriteTimeout,
 // for at most Retry.MaxAttempts attempts and Retry.MaxElapsed, while the
 // record's partition is ours. Then, or at once for a permanent failure,
-// the rows are given up: counted in
-// sluice_consumer_audit_errors_total{action} and logged with the record's
-// coordinates. The record finishes as decided either way. A written row
-// in a table sink cannot be lost so: it commits with its event.
+// a sink's audit table is replaced by record.AuditTopic for those rows
+// (one produce bounded by WriteTimeout; counted in
+// sluice_consumer_audit_fallbacks_total{action}): the database that is
+// down is the sink's, which is why its events are being dead-lettered,
+// while Kafka just took their dead letters. Rows neither takes are given
+// up: counted in sluice_consumer_audit_errors_total{action} and logged
+// with the record's coordinates. The record finishes as decided either
+// way. A written row in a table sink cannot be lost so: it commits with
+// its event.
 //
 // A crash repeats decisions whose offsets were not committed; the table
 // sinks keep one row per decision about one record (sink.AuditRow), so

@@ -58,8 +58,11 @@ type Answer struct {
 	Pending    *PendingAt  `json:"pending,omitempty"`
 	// Path is every step known of the event, in time order.
 	Path []Step `json:"path"`
-	// Audit is every audit row of the event, in sequence order (the
-	// table's), or in time order when read from record.AuditTopic.
+	// Audit is every audit row of the event: the table's in sequence
+	// order, or those read from record.AuditTopic numbered from 1 in time
+	// order. Beside a table, rows the consumer recorded in
+	// record.AuditTopic while the table did not take them are among them,
+	// in time order, with sequence 0.
 	Audit []Row `json:"audit"`
 	// Searched says what was searched, in order, and how far.
 	Searched []Search   `json:"searched"`

@@ -137,18 +137,49 @@ func topicRows(rows []sink.AuditRow) []sink.AuditRow {
 	return out
 }
 
+// besideTable is the audit table's rows with those read from
+// record.AuditTopic that it does not hold (the consumer recorded them
+// there while the table did not take them), the first of each decision,
+// with Sequence 0, all in time order.
+func besideTable(table, topic []sink.AuditRow) []sink.AuditRow {
+	if len(topic) == 0 {
+		return table
+	}
+	held := make(map[sink.AuditKey]bool, len(table)+len(topic))
+	for i := range table {
+		held[table[i].Key()] = true
+	}
+	out := slices.Clone(table)
+	for _, r := range topic {
+		if k := r.Key(); !held[k] {
+			held[k] = true
+			r.Sequence = 0
+			out = append(out, r)
+		}
+	}
+	slices.SortStableFunc(out, func(x, y sink.AuditRow) int { return x.At.Compare(y.At) })
+	return out
+}
+
 // decide sets the lookup's status and answer from what it found.
 func decide(lk *lookup) {
 	a := lk.a
-	if lk.rowsFrom == "" && len(lk.rows) > 0 {
+	switch {
+	case lk.rowsFrom == "" && len(lk.topicRows) > 0:
 		lk.rowsFrom = FromAuditTopic
-		lk.rows = topicRows(lk.rows)
+		lk.rows = topicRows(lk.topicRows)
+	case lk.rowsFrom == FromAuditTable:
+		lk.rows = besideTable(lk.rows, lk.topicRows)
 	}
 	rows := lk.rows
 	for i := range rows {
+		from := lk.rowsFrom
+		if from == FromAuditTable && rows[i].Sequence == 0 {
+			from = FromAuditTopic
+		}
 		a.Audit = append(a.Audit, rowOf(rows[i]))
 		a.Path = append(a.Path, Step{At: rows[i].At.UTC(), Step: string(rows[i].Action), Where: positionOf(&rows[i]),
-			From: lk.rowsFrom, Note: rowNote(&rows[i])})
+			From: from, Note: rowNote(&rows[i])})
 	}
 	lk.stepsOfRecords()
 	slices.SortStableFunc(a.Path, func(x, y Step) int { return x.At.Compare(y.At) })

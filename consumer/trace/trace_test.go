@@ -125,7 +125,10 @@ func TestTraceFromAuditTable(t *testing.T) {
 					t.Errorf("audit row %d: %+v", i, r)
 				}
 			}
-			if len(a.Searched) != 1 || a.Searched[0].What != SearchAuditTable || a.RecordsRead != 0 || a.BoundHit {
+			// Settled by the table: only sluice.audit is read besides, for
+			// rows the table did not take.
+			if len(a.Searched) != 2 || a.Searched[0].What != SearchAuditTable || a.Searched[1].What != SearchAuditTopic ||
+				a.RecordsRead != 0 || a.BoundHit {
 				t.Errorf("searched %+v, read %d", a.Searched, a.RecordsRead)
 			}
 			if len(a.Path) != len(c.rows) || a.Path[0].From != FromAuditTable {
@@ -191,7 +194,7 @@ func TestTracePending(t *testing.T) {
 		} else if s.Read != 1 || s.InRange != 1 {
 			t.Errorf("hint search %+v", s)
 		}
-		if searched(a, SearchDLQ) == nil || searched(a, SearchParked) == nil || searched(a, SearchAuditTopic) != nil {
+		if searched(a, SearchDLQ) == nil || searched(a, SearchParked) == nil || searched(a, SearchAuditTopic) == nil {
 			t.Errorf("searched %+v", a.Searched)
 		}
 	}
@@ -222,7 +225,8 @@ func TestTraceReplayedPending(t *testing.T) {
 	if !strings.Contains(a.Summary, "replayed at 2026-11-29T10:00:00Z (replay r-7 by ops)") {
 		t.Errorf("summary %q", a.Summary)
 	}
-	if len(a.Searched) != 2 || a.Searched[1].What != SearchSource || a.Searched[1].Read != 2 || a.Searched[1].Note != "stopped at the event's copy" {
+	if len(a.Searched) != 3 || a.Searched[1].What != SearchAuditTopic || a.Searched[2].What != SearchSource ||
+		a.Searched[2].Read != 2 || a.Searched[2].Note != "stopped at the event's copy" {
 		t.Errorf("searched %+v", a.Searched)
 	}
 }
@@ -404,7 +408,7 @@ func TestTraceUnknown(t *testing.T) {
 	if a.Status != Unknown || a.BoundHit {
 		t.Fatalf("status %s: %s", a.Status, a.Summary)
 	}
-	want := "not found in the audit table, " + dlqTopic + " (0 records), " + parkedTopic + " (0 records), " + topic + " (1 records past the committed offsets)"
+	want := "not found in the audit table, sluice.audit (0 records), " + dlqTopic + " (0 records), " + parkedTopic + " (0 records), " + topic + " (1 records past the committed offsets)"
 	if a.Summary != want {
 		t.Errorf("summary %q\nwant    %q", a.Summary, want)
 	}
@@ -472,4 +476,44 @@ func TestAnswerText(t *testing.T) {
 		}
 	}
 	t.Logf("\n%s", out)
+}
+
+// Beside an audit table, the rows the consumer recorded in sluice.audit
+// while the table did not take them are part of the trail, in time order
+// with sequence 0, and decide with the table's: a dead letter the table
+// holds, parked while the table was down, is PARKED. A row both hold is
+// the table's.
+func TestTraceTableAndFallbackRows(t *testing.T) {
+	f := newFixture(t, 1)
+	src, dlqRec := Position{topic, 0, 3}, Position{dlqTopic, 0, 0}
+	dl := row(sink.AuditDeadLettered, 1, failedAt, src)
+	dl.Class, dl.Retryable, dl.Attempt = "transient", true, 3
+	retried := row(sink.AuditRetried, 0, failedAt.Add(time.Minute), dlqRec)
+	retried.Class, retried.Retryable, retried.Attempt = "transient", true, 3
+	parked := row(sink.AuditParked, 0, failedAt.Add(2*time.Minute), dlqRec)
+	parked.Class, parked.Attempt, parked.DLQRetries, parked.Detail = "transient", 4, 1, "max_retries"
+	f.produce(auditRecord(t, dl), auditRecord(t, retried), auditRecord(t, parked))
+	a := trace(t, f.tracer(WithAuditReader(&rowsReader{rows: []sink.AuditRow{dl}})), Query{Source: source, ID: "e1"})
+	if a.Status != Parked {
+		t.Fatalf("status %s: %s", a.Status, a.Summary)
+	}
+	want := []struct {
+		seq    int64
+		action sink.AuditAction
+		from   string
+	}{{1, sink.AuditDeadLettered, FromAuditTable}, {0, sink.AuditRetried, FromAuditTopic}, {0, sink.AuditParked, FromAuditTopic}}
+	if len(a.Audit) != len(want) {
+		t.Fatalf("rows %+v", a.Audit)
+	}
+	for i, w := range want {
+		if r := a.Audit[i]; r.Sequence != w.seq || r.Action != string(w.action) {
+			t.Errorf("row %d: %+v, want %+v", i, r, w)
+		}
+		if p := a.Path[i]; p.Step != string(w.action) || p.From != w.from {
+			t.Errorf("step %d: %+v, want %+v", i, p, w)
+		}
+	}
+	if s := searched(a, SearchAuditTopic); s == nil || s.Found != 3 {
+		t.Errorf("audit topic search %+v", s)
+	}
 }
