@@ -864,8 +864,8 @@ func deadLetterOf(rec *kgo.Record) (key string, dl deadLetter) {
 // the group and sink that decided. It is located at the record decided
 // on: the envelope's source record, for a dead letter and for a record
 // parked straight from its source topic (a dead letter Kafka refused). A
-// record a drain parked (DLQ retries > 0) is located at the DLQ record
-// drained, which its envelope does not name: the caller puts it there.
+// record a drain parked is located at the DLQ record drained, which its
+// envelope does not name: the caller puts it there (drainedFrom).
 func (dl deadLetter) decision(action sink.AuditAction) sink.AuditRow {
 	return sink.AuditRow{
 		Source: dl.source, EventID: dl.eventID, Action: action,
@@ -876,12 +876,30 @@ func (dl deadLetter) decision(action sink.AuditAction) sink.AuditRow {
 	}
 }
 
+// drainedFrom reports whether dl, a parked record, was parked by a drain,
+// and the DLQ records of its event it may have been drained from: one
+// without an envelope for a record parked unreadable_envelope (its
+// envelope is new), else one a drain younger (DLQ retries one less). A
+// record parked straight from its source topic has DLQ retries 0.
+func (dl deadLetter) drainedFrom(dlqRecs []deadLetter) ([]deadLetter, bool) {
+	unreadable := dl.env.ParkedReason == record.ParkedUnreadable
+	if !unreadable && dl.env.DLQRetries == 0 {
+		return nil, false
+	}
+	var out []deadLetter
+	for _, d := range dlqRecs {
+		if unreadable && d.err != nil || !unreadable && d.err == nil && d.env.DLQRetries == dl.env.DLQRetries-1 {
+			out = append(out, d)
+		}
+	}
+	return out, true
+}
+
 // checkDeadLettered checks the audit trail of an event counted in the DLQ
 // or parked against its records there: each DLQ record must have its
-// dead_lettered row and each parked record its parked row (decision). A
-// parked record a drain parked may be located at any DLQ record of the
-// event one drain younger (DLQ retries one less). It returns what is
-// missing.
+// dead_lettered row and each parked record its parked row (decision),
+// located, for one a drain parked, at any DLQ record it may have been
+// drained from. It returns what is missing.
 func checkDeadLettered(topic string, dlqRecs, parkedRecs []deadLetter, trail []sink.AuditRow) []string {
 	var out []string
 	for _, side := range []struct {
@@ -899,10 +917,10 @@ func checkDeadLettered(topic string, dlqRecs, parkedRecs []deadLetter, trail []s
 				continue
 			}
 			want := []sink.AuditRow{dl.decision(side.action)}
-			if side.action == sink.AuditParked && dl.env.DLQRetries > 0 {
-				want = want[:0]
-				for _, drained := range dlqRecs {
-					if drained.err == nil && drained.env.DLQRetries == dl.env.DLQRetries-1 {
+			if side.action == sink.AuditParked {
+				if from, ok := dl.drainedFrom(dlqRecs); ok {
+					want = want[:0]
+					for _, drained := range from {
 						w := dl.decision(side.action)
 						w.Topic, w.Partition, w.Offset = record.DLQTopic(topic), drained.partition, drained.offset
 						want = append(want, w)
@@ -935,7 +953,7 @@ func checkWritten(trail []sink.AuditRow) []string {
 
 func locations(rows []sink.AuditRow) string {
 	if len(rows) == 0 {
-		return "none (no DLQ record one drain younger)"
+		return "none (no DLQ record it may have been drained from)"
 	}
 	var b strings.Builder
 	for i, row := range rows {
