@@ -22,6 +22,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/sluicehq/sluice/consumer/dlq"
 	logsv1 "github.com/sluicehq/sluice/gen/examples/logs/v1"
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
 	"github.com/sluicehq/sluice/internal/kafkatest"
@@ -784,7 +785,10 @@ func (s *system) reconcile(name string, l *ledger, allInSink bool) result {
 			var mismatches []string
 			switch {
 			case inSink[id] > 0:
-				mismatches = checkWritten(trails[id])
+				// Its dead letters too: drained since, they still had their
+				// rows recorded, in the table or, while it was away, in
+				// sluice.audit.
+				mismatches = append(checkWritten(trails[id]), checkDeadLettered(s.topic, dlqRecs[id], parkedRecs[id], trails[id])...)
 			case parked[id] > 0 || inDLQ[id] > 0:
 				mismatches = checkDeadLettered(s.topic, dlqRecs[id], parkedRecs[id], trails[id])
 			}
@@ -982,9 +986,27 @@ func trailString(trail []sink.AuditRow) string {
 
 // auditTrails reads the sink's audit table for the event ids of the
 // scenario (one query) and returns each identity's rows in sequence
-// order, with the columns a decision names (all but sequence, decided_at,
-// error, replay_id and replay_actor).
+// order, then those the consumer recorded in sluice.audit while the
+// table did not take them, with the columns a decision names (all but
+// sequence, decided_at, error, replay_id and replay_actor).
 func (s *system) auditTrails(prefix string) map[string][]sink.AuditRow {
+	s.t.Helper()
+	out := s.auditTable(prefix)
+	s.topicIDs(record.AuditTopic, func(rec *kgo.Record) {
+		d, err := dlq.ParseDecision(rec)
+		if err != nil || !strings.HasPrefix(d.EventID, prefix) {
+			return
+		}
+		row := d.Row()
+		row.At, row.Error, row.ReplayID, row.Actor = time.Time{}, "", "", ""
+		key := identity(row.Source, row.EventID)
+		out[key] = append(out[key], row)
+	})
+	return out
+}
+
+// auditTable is auditTrails' read of the sink's audit table.
+func (s *system) auditTable(prefix string) map[string][]sink.AuditRow {
 	s.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
