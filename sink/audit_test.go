@@ -462,15 +462,9 @@ func TestSQLiteMigrateV2(t *testing.T) {
 	writtenV2 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	writeSQLiteV2(t, cfg.Path, cfg.Table, old, writtenV2)
 
-	_, err := OpenSQLite(ctx, cfg)
-	if err == nil || !strings.Contains(err.Error(), "schema version 2") || !strings.Contains(err.Error(), "sluice sink migrate") {
-		t.Fatalf("OpenSQLite of a version 2 file: err = %v, want a refusal naming sluice sink migrate", err)
-	}
-	for i := range 2 {
-		if err := MigrateSQLite(ctx, cfg); err != nil {
-			t.Fatalf("MigrateSQLite #%d: %v", i+1, err)
-		}
-	}
+	refusedThenMigrated(t, 2,
+		func() error { _, err := OpenSQLite(ctx, cfg); return err },
+		func() error { return MigrateSQLite(ctx, cfg) })
 	clock := newTestClock()
 	s, err := OpenSQLite(ctx, cfg, WithClock(clock.Now))
 	if err != nil {
@@ -561,15 +555,9 @@ FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $
 
 	cfg := NewDefaultConfig().Postgres
 	cfg.DSN, cfg.Table = dsn, table
-	_, err = OpenPostgres(ctx, cfg)
-	if err == nil || !strings.Contains(err.Error(), "schema version 2") || !strings.Contains(err.Error(), "sluice sink migrate") {
-		t.Fatalf("OpenPostgres of a version 2 table: err = %v, want a refusal naming sluice sink migrate", err)
-	}
-	for i := range 2 {
-		if err := Migrate(ctx, dsn, table); err != nil {
-			t.Fatalf("Migrate #%d: %v", i+1, err)
-		}
-	}
+	refusedThenMigrated(t, 2,
+		func() error { _, err := OpenPostgres(ctx, cfg); return err },
+		func() error { return Migrate(ctx, dsn, table) })
 	var keys []string
 	rows, err := conn.Query(ctx, `SELECT pg_get_constraintdef(oid) FROM pg_constraint
 		WHERE conrelid = $1::regclass AND contype IN ('p', 'u') ORDER BY contype`, quoteIdent(table+auditSuffix))

@@ -191,15 +191,9 @@ func TestIntegrationPostgresMigrateV1(t *testing.T) {
 
 	cfg := NewDefaultConfig().Postgres
 	cfg.DSN, cfg.Table = dsn, table
-	_, err = OpenPostgres(ctx, cfg)
-	if err == nil || !strings.Contains(err.Error(), "schema version 1") || !strings.Contains(err.Error(), "sluice sink migrate") {
-		t.Fatalf("OpenPostgres of a version 1 table: err = %v, want a refusal naming sluice sink migrate", err)
-	}
-	for i := range 2 {
-		if err := Migrate(ctx, dsn, table); err != nil {
-			t.Fatalf("Migrate #%d: %v", i+1, err)
-		}
-	}
+	refusedThenMigrated(t, 1,
+		func() error { _, err := OpenPostgres(ctx, cfg); return err },
+		func() error { return Migrate(ctx, dsn, table) })
 	// Versions 2 and 3 applied but not recorded (an interrupted run, or a
 	// hand-applied DDL) run again cleanly.
 	if _, err := conn.Exec(ctx, "DELETE FROM sluice_sink_migrations WHERE table_name = $1 AND version >= 2", table); err != nil {

@@ -358,7 +358,7 @@ log: {level: warn}
 
 	// The operator replays the parked event, and the consumer, now with
 	// the version, writes it.
-	if code, out, errOut := runDLQ("replay", "--config", cfg2, "--topic", parkedTopic, "--actor", "ops"); code != 0 {
+	if code, out, errOut := runCommand("dlq", "replay", "--config", cfg2, "--topic", parkedTopic, "--actor", "ops"); code != 0 {
 		t.Fatalf("sluice dlq replay: exit %d\n%s%s", code, out, errOut)
 	}
 	startStoppable(t, "consumer", "--config", cfg2)
@@ -417,12 +417,4 @@ func wantTrail(a *trace.Answer, status trace.Status, want []rowWant, more func()
 		return err
 	}
 	return more()
-}
-
-func runDLQ(args ...string) (code int, stdout, stderr string) {
-	var out, errOut strings.Builder
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	code = exitCode(run(ctx, append([]string{"dlq"}, args...), &out, &errOut), &errOut)
-	return code, out.String(), errOut.String()
 }
