@@ -36,6 +36,13 @@ type Consumer struct {
 	limiter *rate.Limiter
 	// deadLetters produces the DLQ and parked records through client.
 	deadLetters *dlq.Producer
+	// auditor records the decisions about events: the sink when it is a
+	// sink.Auditor (sinkAudits: it then records written rows in its
+	// writes), else a dlq.TopicAuditor on client. fallback, with a sink
+	// that audits, is a dlq.TopicAuditor for the rows the sink did not
+	// take.
+	auditor, fallback sink.Auditor
+	sinkAudits        bool
 	// versions are the contracts records are decoded and drained records
 	// checked with: the registry served and the versions kept before it.
 	versions *contract.Versions
@@ -83,7 +90,9 @@ type Consumer struct {
 // anew for every record, so that a registry swapped in by a reload is used
 // from the next record on. kopts carry the Kafka connection (seed brokers,
 // TLS, SASL); New adds the group, topics and commit settings. Nothing is
-// fetched before Run.
+// fetched before Run. The consumer records its decisions about events in
+// s when s is a sink.Auditor (the table sinks), else as records of
+// record.AuditTopic through its client.
 func New(cfg Config, versions *contract.Versions, s sink.Sink, kopts []kgo.Opt, opts ...Option) (*Consumer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -159,6 +168,12 @@ func New(cfg Config, versions *contract.Versions, s sink.Sink, kopts []kgo.Opt, 
 		MaxRecordBytes: int(cfg.DLQ.MaxRecordBytes),
 		MaxErrorBytes:  cfg.DLQ.MaxErrorBytes,
 	}, dlq.WithLogger(c.log), dlq.WithClock(o.clock))
+	if a, ok := s.(sink.Auditor); ok {
+		c.auditor, c.sinkAudits = a, true
+		c.fallback = dlq.NewTopicAuditor(cl, o.clock.Now)
+	} else {
+		c.auditor = dlq.NewTopicAuditor(cl, o.clock.Now)
+	}
 	// DLQ topics are fetched only in DRAIN_DLQ.
 	cl.PauseFetchTopics(c.dlqs...)
 	if o.registerer != nil {

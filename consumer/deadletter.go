@@ -78,6 +78,7 @@ func (c *Consumer) deadLetter(ctx context.Context, j *job, f *failure) {
 		kind = outcomeParked
 	}
 	c.m.deadLetters.WithLabelValues(topic, kind, env.Class).Inc()
+	c.auditDeadLetter(ctx, j.rec, &env)
 	c.finished(j, kind)
 	c.log.Info("dead-lettered", "topic", topic, "event_topic", j.rec.Topic, "partition", j.rec.Partition,
 		"offset", j.rec.Offset, "class", env.Class, "err", env.Error, "parked_reason", env.ParkedReason)

@@ -78,6 +78,8 @@ func decode(versions *contract.Versions, topic string, r *kgo.Record) (_ sink.Ev
 		Topic:              topic,
 		Partition:          r.Partition,
 		Offset:             r.Offset,
+		ReplayID:           h.ReplayID,
+		ReplayActor:        h.ReplayActor,
 	}, kept, nil
 }
 

@@ -32,6 +32,7 @@ func (c *Consumer) process(batch []*job) {
 			continue
 		}
 		c.m.bySchema.decoded(ev.Type, ev.SchemaFingerprint, kept)
+		ev.Group = c.cfg.Group
 		if j.env != nil {
 			// The sink sees where the event was published, not where it
 			// was dead-lettered.
@@ -77,6 +78,7 @@ func (c *Consumer) deliver(ctx context.Context, jobs []*job, events []sink.Event
 			c.breaker.Record(false)
 			c.reportConflicts(name, events, conflicts)
 			c.observeEndToEnd(drain, events)
+			c.auditWritten(ctx, events, conflicts)
 			for _, j := range jobs {
 				c.finished(j, outcomeWritten)
 				c.finish(j, true)

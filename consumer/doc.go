@@ -162,6 +162,63 @@
 // MaxEventBytes (the gateway's gateway.limits.max_event_bytes) with the
 // largest envelope and event headers the record format allows.
 //
+// # Audit trail
+//
+// The consumer records every decision it makes about an event as a
+// sink.AuditRow, once the decision is durable, so that an event's trail
+// (sink.AuditReader, sluice trace) says what became of it. Where:
+//
+//   - written: when Sink.Write returned nil. A sink that is a
+//     sink.Auditor (SQLite, PostgreSQL) writes the row itself, in the
+//     transaction of the event row (sink.Event carries the group, and the
+//     replay id and actor of a record a replay produced, from its
+//     sluice-replay-* headers); for any other sink (HTTP) the consumer
+//     records it after Write, detail conflict for a conflict the receiver
+//     reported. Located at the event's source record (for a drained
+//     event, the one its envelope names).
+//   - dead_lettered: in deadLetter, once Kafka acknowledged the dead
+//     letter in the DLQ topic, with its envelope's class, error,
+//     attempts, retryable and dlq_retries; located at the source record.
+//     A drained record that fails again is another dead_lettered row,
+//     its dlq_retries one more.
+//   - parked: the same, when the record went to the parked topic (past
+//     DLQ.MaxRetries or DLQ.Deadline, refused by a drain's checks, or
+//     its dead letter refused by Kafka): detail the parked reason;
+//     located at the record parked (the DLQ record, or the source record
+//     whose dead letter was refused).
+//   - retried: in admitDrained, when a drain pass admitted a DLQ record
+//     (its envelope read, its checks passed, the drain rate's wait over)
+//     and before it is written; located at the DLQ record, with its
+//     envelope's class, attempts and dlq_retries. A skipped record
+//     (not retryable) and one parked by the checks get none.
+//   - replayed: not the consumer's; dlq.Replay records it.
+//
+// The rows go to the sink when it is a sink.Auditor, else to
+// record.AuditTopic as dlq.Decisions (dlq.TopicAuditor on the consumer's
+// client, acks=all). A record that names no source or no event id (it
+// did not decode) has no trail to be filed under: its dead letter is
+// produced as ever, without a row.
+//
+// An audit write that fails must neither hold events nor repeat their
+// decisions, so it is retried like a sink write, not forever: transient
+// failures with the retry backoff, each attempt bounded by WriteTimeout,
+// for at most Retry.MaxAttempts attempts and Retry.MaxElapsed, while the
+// record's partition is ours. Then, or at once for a permanent failure,
+// a sink's audit table is replaced by record.AuditTopic for those rows
+// (one produce bounded by WriteTimeout; counted in
+// sluice_consumer_audit_fallbacks_total{action}): the database that is
+// down is the sink's, which is why its events are being dead-lettered,
+// while Kafka just took their dead letters. Rows neither takes are given
+// up: counted in sluice_consumer_audit_errors_total{action} and logged
+// with the record's coordinates. The record finishes as decided either
+// way. A written row in a table sink cannot be lost so: it commits with
+// its event.
+//
+// A crash repeats decisions whose offsets were not committed; the table
+// sinks keep one row per decision about one record (sink.AuditRow), so
+// the repeat adds none. Decisions on record.AuditTopic are at least once
+// and carry the same key for readers to dedupe by.
+//
 // # Metrics
 //
 // Registered on the registerer of WithRegisterer, as one unit, and
@@ -182,10 +239,13 @@
 // read with: decoded_with own and the record's fingerprint for a version
 // kept; fingerprint unknown and newest for a version not kept that the
 // newest read, none for one dead-lettered as record.ClassSchema),
+// sluice_consumer_audit_errors_total{action} (audit rows given up: see
+// Audit trail),
 // sluice_sink_write_seconds, sluice_sink_errors_total, sluice_sink_conflicts_total,
 // sluice_sink_circuit_state, and the dlq.Producer's. Series whose labels
 // the config bounds (outcomes, routes, modes, the sink's error classes,
-// the source topics' DLQ and parked topics) exist at zero from New, and
+// the source topics' DLQ and parked topics, the consumer's four audit
+// actions) exist at zero from New, and
 // so do those of the schema versions kept; those of a version a reload
 // dropped from the history are deleted when the next record is counted,
 // so the schema series stay within types × (versions kept + 2). A record
@@ -199,7 +259,9 @@
 // keeps no state of its own: what survives a crash is the group's
 // committed offsets, which never pass an unfinished record, so a crash at
 // any point repeats work (writes the sink deduplicates, dead letters
-// produced again) but never skips it.
+// produced again, audit rows the table sinks keep once) but never skips
+// it. In a table sink no event row exists without its written row, nor a
+// written row without its event row.
 //
 // # What it does not do
 //

@@ -142,5 +142,6 @@ func (c *Consumer) admitDrained(ctx context.Context, j *job) (topic string, ok b
 		c.finish(j, false)
 		return "", false
 	}
+	c.auditRetried(ctx, j.rec, &env)
 	return topic, true
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"github.com/sluicehq/sluice/consumer/dlq"
 	"github.com/sluicehq/sluice/internal/logtest"
 	"github.com/sluicehq/sluice/record"
 	"github.com/sluicehq/sluice/sink"
@@ -270,10 +271,24 @@ func TestDrainRefusesUncheckedRecords(t *testing.T) {
 		}
 		delete(want, h.ID)
 	}
-	for _, tp := range []string{record.AuditTopic, record.DLQTopic(testTopic)} {
-		if n := len(readAll(t, addrs, tp)); tp == record.AuditTopic && n != 0 || tp != record.AuditTopic && n != 4 {
-			t.Fatalf("%d records in %s", n, tp)
+	if n := len(readAll(t, addrs, record.DLQTopic(testTopic))); n != 4 {
+		t.Fatalf("%d records in %s", n, record.DLQTopic(testTopic))
+	}
+	// Nothing reaches the audit topic but the consumer's decisions (the
+	// memory sink keeps no audit table): the three parked, and the valid
+	// one retried and written.
+	var decisions []string
+	for _, rec := range readAll(t, addrs, record.AuditTopic) {
+		d, err := dlq.ParseDecision(rec)
+		if err != nil {
+			t.Fatalf("a record in %s that is no decision: %v: %q", record.AuditTopic, err, rec.Value)
 		}
+		decisions = append(decisions, d.EventID+" "+d.Action+" "+d.Detail)
+	}
+	slices.Sort(decisions)
+	if want := []string{"broken parked contract", "fine retried ", "fine written ", "to-audit parked source_mismatch",
+		"to-orders parked source_mismatch"}; !slices.Equal(decisions, want) {
+		t.Fatalf("decisions in %s: %q, want %q", record.AuditTopic, decisions, want)
 	}
 }
 

@@ -92,6 +92,35 @@ func TestIntegrationKafka(t *testing.T) {
 	if dl[0].EnvelopeErr != nil || env.Class != "permanent" || env.SourceTopic != topic || dl[0].Event.ID != "i0042" {
 		t.Fatalf("dead letter %+v, %v", env, dl[0].EnvelopeErr)
 	}
+
+	// The memory sink keeps no audit table: the consumer's decisions are
+	// in sluice.audit, which other tests share, one per record.
+	written, dead := map[string]bool{}, map[string]dlq.Decision{}
+	waitFor(t, time.Minute, "the decisions in "+record.AuditTopic, func() bool {
+		recs, err := readToEnd(ctx, kopts, record.AuditTopic)
+		if err != nil {
+			return false
+		}
+		for _, r := range recs {
+			d, err := dlq.ParseDecision(r)
+			if err != nil || d.Group != cfg.Group {
+				continue
+			}
+			switch d.Action {
+			case string(sink.AuditWritten):
+				written[d.EventID] = true
+			case string(sink.AuditDeadLettered):
+				dead[d.EventID] = d
+			}
+		}
+		return len(written) == len(want) && len(dead) == 1
+	})
+	if d := dead["i0042"]; d.Class != "permanent" || d.Topic != topic || d.Offset != dl[0].Envelope.SourceOffset || d.Retryable {
+		t.Fatalf("dead_lettered decision %+v", d)
+	}
+	if written["i0042"] {
+		t.Fatal("a written decision about the dead-lettered event")
+	}
 }
 
 // TestIntegrationDeadLetterRefused: against real Kafka, a dead letter its
@@ -160,6 +189,8 @@ func TestIntegrationDeadLetterRefused(t *testing.T) {
 func integrationTopics(ctx context.Context, t *testing.T, brokers []string, partitions int32, dlqConfigs map[string]*string) (string, *kgo.Client) {
 	t.Helper()
 	topic := kafkatest.CreateTopic(t, brokers, partitions, nil)
+	// The consumer's decisions about events of a memory sink go there.
+	kafkatest.EnsureTopicOn(t, []kgo.Opt{kgo.SeedBrokers(brokers...)}, record.AuditTopic)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
 	if err != nil {
 		t.Fatal(err)

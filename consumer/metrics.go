@@ -37,6 +37,10 @@ type metrics struct {
 	endToEnd *prometheus.HistogramVec
 	// bySchema counts records by the schema version they were read with.
 	bySchema *schemaSeries
+	// auditErrors counts the audit rows given up, by action;
+	// auditFallbacks those recorded in record.AuditTopic because the
+	// sink's audit table did not take them.
+	auditErrors, auditFallbacks *prometheus.CounterVec
 }
 
 // Outcomes of a finished record, the outcome label of
@@ -137,6 +141,14 @@ func newMetrics() *metrics {
 			Name: "sluice_consumer_events_by_schema_total",
 			Help: "Records decoded, by type, schema fingerprint (the record's when its version is kept, else unknown) and the version decoded with: own, newest (its version not kept, read by the newest without loss) or none (unreadable by the newest: dead-lettered as class schema).",
 		}, []string{"type", "fingerprint", "decoded_with"})},
+		auditErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_consumer_audit_errors_total",
+			Help: "Audit rows not recorded, by action: refused by the audit store, or still failing when the retries were spent or the record's partition was abandoned, and, for a sink's audit table, not taken by sluice.audit either. The decisions stand; their rows are missing.",
+		}, []string{"action"}),
+		auditFallbacks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_consumer_audit_fallbacks_total",
+			Help: "Audit rows the sink's audit table did not take (down past the retries, or refusing them) and that were recorded in sluice.audit instead, by action. sluice trace reads both.",
+		}, []string{"action"}),
 	}
 }
 
@@ -152,6 +164,11 @@ func (m *metrics) initLabels(sinkName string, sources []string, versions *contra
 	}
 	for _, r := range []string{routeDirect, routeDLQ} {
 		m.endToEnd.WithLabelValues(r)
+	}
+	// The consumer's decisions: replays are an operator's.
+	for _, a := range []sink.AuditAction{sink.AuditWritten, sink.AuditDeadLettered, sink.AuditRetried, sink.AuditParked} {
+		m.auditErrors.WithLabelValues(string(a))
+		m.auditFallbacks.WithLabelValues(string(a))
 	}
 	m.sinkLatency.WithLabelValues(sinkName)
 	m.retries.WithLabelValues(sinkName)
@@ -173,7 +190,8 @@ func (m *metrics) initLabels(sinkName string, sources []string, versions *contra
 
 func (m *metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.lag, m.inFlight, m.sinkLatency, m.sinkErrors, m.circuit, m.mode,
-		m.deadLetters, m.retries, m.committed, m.events, m.sinkConflicts, m.drainRefused, m.drained, m.endToEnd, m.bySchema.vec}
+		m.deadLetters, m.retries, m.committed, m.events, m.sinkConflicts, m.drainRefused, m.drained, m.endToEnd, m.bySchema.vec,
+		m.auditErrors, m.auditFallbacks}
 }
 
 // register registers the consumer's collectors and more, those of its

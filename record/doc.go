@@ -25,6 +25,15 @@
 // attribute, sorted by key. Times are internal/utctime's layout: RFC 3339
 // in UTC with nine fractional digits.
 //
+// A record an operator's replay produced (consumer/dlq) is the dead
+// letter's key, value and original headers, its envelope removed, with
+// sluice-replay-id (the replay's id: 1 to 64 letters, digits, '-' or '_')
+// and sluice-replay-actor (who asked: 1 to 256 bytes of UTF-8 without
+// control characters) last (WithReplay); a record replayed again names
+// the last replay only. ParseEvent reads them, both or neither, into
+// EventHeaders.ReplayID and ReplayActor; the consumer records them in the
+// event's written audit row.
+//
 // A dead letter is the original key, value and headers followed by the
 // sluice-dlq-* envelope headers (Envelope). A DLQ record that is read and
 // produced again keeps one envelope: OriginalHeaders drops the old one.
@@ -36,15 +45,17 @@
 //
 // # Guarantees
 //
-//   - ParseEvent accepts exactly what NewEvent writes: required headers
-//     once each, id and type not empty, times within years 0000 to 9999.
+//   - ParseEvent accepts exactly what NewEvent and WithReplay write:
+//     required headers once each, id and type not empty, times within
+//     years 0000 to 9999, the replay headers within their bounds.
 //     ParseEnvelope accepts what NewDeadLetter writes. Both return typed
 //     errors naming the header, never panic (fuzzed: FuzzParseEvent,
-//     FuzzParseEnvelope, FuzzDecodeSpooled).
+//     FuzzParseReplay, FuzzParseEnvelope, FuzzDecodeSpooled).
 //   - Limits.Sizes bounds the bytes a record within the gateway's limits
 //     takes in franz-go's buffer, in a produce batch and in the spool, so
 //     that the spool and the producer are sized to hold any record the
-//     gateway accepts. DeadLetterBound bounds a dead letter the same way.
+//     gateway accepts. DeadLetterBound bounds a dead letter the same way,
+//     that of a replayed record included.
 //   - NewParkedCopy never returns a record over its byte bound: a value
 //     that does not fit is cut, and the copy says how long it was.
 //

@@ -328,7 +328,8 @@ const (
 )
 
 // DeadLetterBound is the most bytes (as BatchBytes counts) a dead
-// letter of a gateway-published event with a value of valueBytes may take,
+// letter of a gateway-published event with a value of valueBytes, or of
+// its replay (WithReplay), may take,
 // its envelope included, when error messages are cut to maxErrorBytes and
 // the consumer group is named group: the parked copy of a refused dead letter, with
 // both refusal and truncation headers, is the largest form.
@@ -346,6 +347,8 @@ func DeadLetterBound(valueBytes, maxErrorBytes int, group string) int {
 		{Key: HeaderIngestedAt, Value: ts},
 		{Key: HeaderFingerprint, Value: x(fingerprintBytes)},
 		{Key: HeaderTraceparent, Value: x(maxTraceparentBytes)},
+		{Key: HeaderReplayID, Value: x(MaxReplayIDBytes)},
+		{Key: HeaderReplayActor, Value: x(MaxReplayActorBytes)},
 	}
 	for range maxAttributes {
 		h = append(h, kgo.RecordHeader{

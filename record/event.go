@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sluicehq/sluice/internal/utctime"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -22,6 +23,19 @@ const (
 	HeaderFingerprint     = "sluice-schema-fingerprint"
 	HeaderTraceparent     = "traceparent"
 	AttributeHeaderPrefix = "sluice-attr-"
+	// HeaderReplayID and HeaderReplayActor are on a record an operator's
+	// replay produced (WithReplay): the replay's id and who asked for it.
+	// The gateway never writes them.
+	HeaderReplayID    = "sluice-replay-id"
+	HeaderReplayActor = "sluice-replay-actor"
+)
+
+// Bounds of the replay headers: a replay id is 1 to 64 letters, digits,
+// '-' or '_'; an actor 1 to MaxReplayActorBytes of UTF-8 without control
+// characters.
+const (
+	MaxReplayIDBytes    = 64
+	MaxReplayActorBytes = 256
 )
 
 // Event is what the gateway knows about an accepted event; NewEvent turns
@@ -141,6 +155,9 @@ type EventHeaders struct {
 	Fingerprint            string
 	Traceparent            string            // empty when the record has none
 	Attributes             map[string]string // nil when the record has none
+	// ReplayID and ReplayActor are the replay's that produced the record
+	// (WithReplay); empty for a record the gateway published.
+	ReplayID, ReplayActor string
 }
 
 // HeaderError is a missing, repeated or garbled sluice header.
@@ -161,21 +178,23 @@ var (
 	errHeaderEmpty    = errors.New("empty")
 )
 
-// ParseEvent reads the sluice headers of r, the inverse of NewEvent. The
-// event id, type, source, occurred-at, ingested-at and schema fingerprint
-// headers are required, each exactly once; id and type must not be empty
-// and the times must be RFC 3339 within the years 0000 to 9999 in UTC.
-// Other headers are ignored. The error is a *HeaderError naming the first
-// bad header.
+// ParseEvent reads the sluice headers of r, the inverse of NewEvent and
+// WithReplay. The event id, type, source, occurred-at, ingested-at and
+// schema fingerprint headers are required, each exactly once; id and type
+// must not be empty and the times must be RFC 3339 within the years 0000
+// to 9999 in UTC. The replay headers are optional, at most once each, both
+// or neither, within their bounds (CheckReplay). Other headers are
+// ignored. The error is a *HeaderError naming the first bad header.
 func ParseEvent(r *kgo.Record) (EventHeaders, error) {
 	var (
 		h EventHeaders
 		// known are the headers ParseEvent reads, the required ones
 		// first; seen marks the ones met, by index in known.
-		known = [...]string{HeaderEventID, HeaderEventType, HeaderSource, HeaderOccurredAt, HeaderIngestedAt, HeaderFingerprint, HeaderTraceparent}
-		seen  [len(known)]bool
+		known = [...]string{HeaderEventID, HeaderEventType, HeaderSource, HeaderOccurredAt, HeaderIngestedAt, HeaderFingerprint,
+			HeaderTraceparent, HeaderReplayID, HeaderReplayActor}
+		seen [len(known)]bool
 	)
-	const nRequired = len(known) - 1
+	const nRequired = len(known) - 3
 	for _, rh := range r.Headers {
 		idx := slices.Index(known[:], rh.Key)
 		if idx < 0 {
@@ -211,6 +230,10 @@ func ParseEvent(r *kgo.Record) (EventHeaders, error) {
 			h.Fingerprint = v
 		case HeaderTraceparent:
 			h.Traceparent = v
+		case HeaderReplayID:
+			h.ReplayID, err = v, checkReplayID(v)
+		case HeaderReplayActor:
+			h.ReplayActor, err = v, checkReplayActor(v)
 		}
 		if err != nil {
 			return EventHeaders{}, &HeaderError{rh.Key, err}
@@ -226,8 +249,81 @@ func ParseEvent(r *kgo.Record) (EventHeaders, error) {
 		return EventHeaders{}, &HeaderError{HeaderEventID, errHeaderEmpty}
 	case h.Type == "":
 		return EventHeaders{}, &HeaderError{HeaderEventType, errHeaderEmpty}
+	case h.ReplayID != "" && h.ReplayActor == "":
+		return EventHeaders{}, &HeaderError{HeaderReplayActor, errHeaderMissing}
+	case h.ReplayActor != "" && h.ReplayID == "":
+		return EventHeaders{}, &HeaderError{HeaderReplayID, errHeaderMissing}
 	}
 	return h, nil
+}
+
+// WithReplay returns headers with the replay headers of the replay id, by
+// actor, in place of any it had (a record replayed again names the last
+// replay only). It fails as ParseEvent would on what it writes: id and
+// actor must be within their bounds (CheckReplay). headers is not
+// modified.
+func WithReplay(headers []kgo.RecordHeader, id, actor string) ([]kgo.RecordHeader, error) {
+	if err := CheckReplay(id, actor); err != nil {
+		return nil, err
+	}
+	out := make([]kgo.RecordHeader, 0, len(headers)+2)
+	for _, h := range headers {
+		if h.Key != HeaderReplayID && h.Key != HeaderReplayActor {
+			out = append(out, h)
+		}
+	}
+	return append(out,
+		kgo.RecordHeader{Key: HeaderReplayID, Value: []byte(id)},
+		kgo.RecordHeader{Key: HeaderReplayActor, Value: []byte(actor)},
+	), nil
+}
+
+// CheckReplay returns a *HeaderError unless id and actor may name a
+// replay: an id of 1 to MaxReplayIDBytes letters, digits, '-' or '_', and
+// an actor of 1 to MaxReplayActorBytes of valid UTF-8 without control
+// characters.
+func CheckReplay(id, actor string) error {
+	if err := checkReplayID(id); err != nil {
+		return &HeaderError{HeaderReplayID, err}
+	}
+	if err := checkReplayActor(actor); err != nil {
+		return &HeaderError{HeaderReplayActor, err}
+	}
+	return nil
+}
+
+func checkReplayID(v string) error {
+	if v == "" {
+		return errHeaderEmpty
+	}
+	if len(v) > MaxReplayIDBytes {
+		return fmt.Errorf("longer than %d bytes", MaxReplayIDBytes)
+	}
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c == '-' || c == '_') {
+			return errors.New("not letters, digits, '-' and '_'")
+		}
+	}
+	return nil
+}
+
+func checkReplayActor(v string) error {
+	if v == "" {
+		return errHeaderEmpty
+	}
+	if len(v) > MaxReplayActorBytes {
+		return fmt.Errorf("longer than %d bytes", MaxReplayActorBytes)
+	}
+	if !utf8.ValidString(v) {
+		return errors.New("not valid UTF-8")
+	}
+	for _, r := range v {
+		if r < 0x20 || r == 0x7f {
+			return errors.New("holds a control character")
+		}
+	}
+	return nil
 }
 
 var errTimeRange = errors.New("outside years 0000 to 9999 in UTC")

@@ -4,7 +4,8 @@ import "strings"
 
 // Topic names. An event type's topic is EventTopic of its type unless the
 // config names another; its dead letters go to DLQTopic of that topic and
-// what cannot be retried to ParkedTopic; replays are audited in AuditTopic.
+// what cannot be retried to ParkedTopic; replays, and the decisions a
+// consumer of a sink without a database makes, are audited in AuditTopic.
 const (
 	EventTopicPrefix = "ingest."
 	DLQSuffix        = ".dlq"

@@ -98,7 +98,7 @@ func dropTestTable(t testing.TB, dsn, table string) {
 		return
 	}
 	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, `DROP TABLE IF EXISTS "`+table+`", "`+table+conflictsSuffix+`";
+	if _, err := conn.Exec(ctx, `DROP TABLE IF EXISTS "`+table+`", "`+table+conflictsSuffix+`", "`+table+auditSuffix+`";
 		DELETE FROM sluice_sink_migrations WHERE table_name = '`+table+`'`); err != nil {
 		t.Errorf("drop %s: %v", table, err)
 	}

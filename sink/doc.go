@@ -12,6 +12,8 @@
 //	conflicts, err := s.Write(ctx, batch)
 //	class, retryAfter := sink.Classify(err) // Transient or Permanent
 //	for _, c := range conflicts { ... batch[c.Index], c.StoredFingerprint ... }
+//	err = s.(sink.Auditor).Audit(ctx, rows)             // the table sinks: decisions without a write
+//	rows, err := s.(sink.AuditReader).AuditRows(ctx, source, id) // an event's trail, in sequence order
 //	...
 //	s.Close()
 //
@@ -61,6 +63,9 @@
 //     or holds NUL, a JSON rendering that is not JSON) is refused whole,
 //     before anything is written, with a Permanent error wrapping
 //     ErrInvalidEvent and naming the event's index.
+//   - The table sinks keep an audit trail (Audit trail, below): every
+//     event Write stores, or finds stored, gets its written row in the
+//     transaction of its event row, so neither exists without the other.
 //   - After Close, Write fails with a Transient error wrapping ErrClosed.
 //     Close waits for Writes in flight.
 //   - The sinks keep no metrics and start no goroutines of their own (the
@@ -82,8 +87,8 @@
 // table in the same transaction. Reads (Count, Get, Recent, Conflicts, for
 // sluice dev and tests) use separate connections and run beside a write.
 //
-// OpenSQLite creates a missing table, and its conflicts table, at
-// SQLiteSchemaVersion and records the version in the file's
+// OpenSQLite creates a missing table, its conflicts table and its audit
+// table at SQLiteSchemaVersion (3) and records the version in the file's
 // sluice_sink_migrations table (table_name, version, applied_at); it
 // refuses a table at another version. Version 1 is the layout of releases
 // that recorded none: event_id alone the primary key, no
@@ -91,23 +96,42 @@
 // transaction: SQLite cannot change a primary key in place, so the table
 // is rebuilt (created anew, rows copied with their rowids, dropped,
 // renamed), each row's payload_fingerprint the digest of its stored value.
+// Version 3 adds the audit table; the rows already held get no audit rows.
 //
 // # PostgreSQL
 //
-// A pgx pool (PostgresConfig.MaxConns). A batch is one statement, INSERT
-// ... SELECT FROM unnest($1::text[], ...) ON CONFLICT (source, event_id) DO
-// NOTHING RETURNING source, event_id, so it is stored whole or not at all,
-// in one round trip. Against a pgx.Batch of one INSERT per event
+// A pgx pool (PostgresConfig.MaxConns). A batch is one transaction, so it
+// is stored whole or not at all, its audit rows with it. It first takes
+// the advisory lock of each identity of the batch (pg_advisory_xact_lock
+// of a class of its own and a 32-bit hash of the identity, in key order),
+// which every writer of audit rows holds (Audit trail, below). The events
+// are one statement, INSERT ... SELECT FROM unnest($1::text[], ...) ON
+// CONFLICT (source, event_id) DO NOTHING RETURNING source, event_id.
+// Against a pgx.Batch of one INSERT per event
 // (BenchmarkIntegrationPostgresInsert) it measured on par or faster from 10
 // to 1000 events per batch (up to 2.5 times at 100), and slower only for a
 // batch of one. When the insert skipped events (their identity was held),
 // a second statement, over those events only, joins them to the table and
 // inserts the ones with another fingerprint into the conflicts table, ON
-// CONFLICT DO NOTHING RETURNING what it recorded. It is a statement of its
-// own because its snapshot must be taken after the insert returned: an
-// insert that met a row of a concurrent, uncommitted write waited for that
-// write and skipped its event, and only a later snapshot sees the row to
-// compare with. Rows are inserted in (source, event_id) order and conflict
+// CONFLICT DO NOTHING RETURNING what it recorded, and a third reads the
+// fingerprints held, to tell a duplicate's written row from a conflict's.
+// The conflicts statement is one of its own because its snapshot must be
+// taken after the insert returned: an insert that met a row of a
+// concurrent, uncommitted write waited for that write and skipped its
+// event, and only a later snapshot sees the row to compare with. Last,
+// one statement inserts the batch's written rows. A batch takes three
+// round trips besides BEGIN and COMMIT when every event is new. The audit
+// rows are not free. Against the layout without them (schema version 2,
+// one statement), in one run on a loopback server,
+// BenchmarkIntegrationPostgresWrite measured 54% of the throughput at 100
+// events per batch (43 µs an event against 23) and about half of it at
+// one event per batch (0.6 to 0.9 ms a batch against 0.3 to 0.5, with
+// generic plans: see parsePostgresConfig); BenchmarkSQLiteWrite 36% of it
+// at 100 events per batch with synchronous=normal and 45% with full. That is the price of a second row, with two indexes, in the
+// event's own transaction; a consumer under load writes batches of
+// hundreds.
+// Locks are taken
+// in key order, rows are inserted in (source, event_id) order and conflict
 // records in (source, event_id, payload_fingerprint) order, so concurrent
 // batches cannot deadlock. Each Write is bounded by
 // PostgresConfig.WriteTimeout. Errors are classified by
@@ -130,12 +154,14 @@
 // values the gateway encoded, as it encodes them deterministically),
 // replaces the primary key on event_id by (source, event_id) and creates
 // the conflicts table. It rewrites the table under an exclusive lock.
+// Version 3 creates the audit table; the rows already held get no audit
+// rows.
 // Every statement is idempotent, so a version applied but not recorded
 // runs again cleanly. PostgresDDL prints the same statements, each
 // version's followed by the row recording it. Upgrading: stop the
 // consumers of the older release (they cannot write to a version 2 table),
-// run sluice sink migrate, start the new ones (they refuse a version 1
-// table).
+// run sluice sink migrate, start the new ones (they refuse a table at an
+// older version).
 //
 // # HTTP
 //
@@ -213,5 +239,62 @@
 //
 // The table name is configurable, a plain lowercase identifier of at most
 // 53 bytes (room for _conflicts within PostgreSQL's 63), always quoted.
-// written_at and first_seen_at come from the clock given with WithClock.
+// written_at, first_seen_at and the decided_at of written rows come from
+// the clock given with WithClock.
+//
+// # Audit trail
+//
+// The audit table, <table>_audit, schema version 3, holds the decisions
+// the consumer tier made about each event (AuditRow), the same columns in
+// SQLite and PostgreSQL:
+//
+//	source, event_id   TEXT | text             the identity
+//	sequence           INTEGER | bigint        1, 2, ... per identity
+//	action             TEXT | text             written, dead_lettered, retried, parked, replayed
+//	decided_at         TEXT (as above) | timestamptz
+//	topic, kafka_partition, kafka_offset       the record decided on (AuditRow)
+//	event_type, consumer_group, sink           TEXT | text
+//	error_class, error TEXT | text             the failure's ("" for none)
+//	attempt, dlq_retries INTEGER | integer
+//	retryable          INTEGER 0/1 | boolean
+//	detail             TEXT | text             parked reason, duplicate, conflict, ...
+//	replay_id, replay_actor TEXT | text        the replay's ("" for none)
+//	PRIMARY KEY (source, event_id, sequence)
+//	UNIQUE (source, event_id, action, topic, kafka_partition, kafka_offset,
+//	        attempt, dlq_retries, replay_id)
+//
+// The primary key is the index an event's trail is read by (AuditRows:
+// WHERE source = ? AND event_id = ? ORDER BY sequence). Every text column
+// is NOT NULL, empty for none.
+//
+// Write inserts a written row for every event of the batch in the
+// transaction of its event row: detail empty for the event it stored,
+// duplicate for one whose identity it held with the same payload (another
+// record of the same event: a client's retry, a spool replay, a DLQ
+// replay), conflict for a copy with another payload (the copy is in the
+// conflicts table). Audit inserts the other decisions, in a transaction
+// of its own; an invalid row (an identity Write would refuse, an unknown
+// action, text that is not UTF-8 or holds NUL) refuses the whole call,
+// Permanent, wrapping ErrInvalidAuditRow. Error and detail are kept as
+// valid UTF-8 without NUL, at most 4096 bytes.
+//
+// A sequence is max(sequence) + 1 of its identity, taken in the
+// transaction that inserts the row. The SQLite file has one writer at a
+// time (IMMEDIATE transactions, across processes too: sluice dlq replay
+// audits into the file the consumer writes); in PostgreSQL every
+// transaction that inserts audit rows first holds its identities'
+// advisory locks. Sequences are dense and give the order the rows were
+// recorded in.
+//
+// Idempotency: the unique key is a decision about one Kafka record. A row
+// the table holds already is not inserted again (ON CONFLICT ... DO
+// NOTHING; PostgreSQL leaves such rows out before numbering, so no
+// sequence is skipped), so a record decided on again after a crash,
+// before its offset was committed, adds nothing: a redelivered record
+// whose written row exists, a dead letter produced again with the same
+// attempts, a drained record retried again. A decision repeated with
+// another attempt count, DLQ retry or replay is another row. Rows of one
+// call that repeat one another are stored once.
+//
+// Events stored before version 3 have no audit rows.
 package sink

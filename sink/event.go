@@ -25,6 +25,11 @@ var (
 	// payload fingerprint not made by Fingerprint, or a JSON rendering that
 	// is not JSON.
 	ErrInvalidEvent = errors.New("sink: invalid event")
+	// ErrInvalidAuditRow is wrapped by the Permanent error of an Audit
+	// call holding a row no table can store: an identity Write would
+	// refuse, an unknown action, or text that is not valid UTF-8 or holds
+	// NUL.
+	ErrInvalidAuditRow = errors.New("sink: invalid audit row")
 )
 
 // Row is an event as a table sink stores it, one column per field.
@@ -109,23 +114,33 @@ func checkBatch(batch []Event) error {
 	return nil
 }
 
-func checkEvent(e *Event) error {
+// checkIdentity returns why no sink can store the identity (source, id)
+// wrapping sentinel, or nil.
+func checkIdentity(source, id string, sentinel error) error {
 	switch {
-	case e.ID == "":
-		return fmt.Errorf("%w: empty id", ErrInvalidEvent)
-	case len(e.ID) > maxEventIDLen:
-		return fmt.Errorf("%w: id longer than %d bytes", ErrInvalidEvent, maxEventIDLen)
-	case !printable(e.ID):
+	case id == "":
+		return fmt.Errorf("%w: empty id", sentinel)
+	case len(id) > maxEventIDLen:
+		return fmt.Errorf("%w: id longer than %d bytes", sentinel, maxEventIDLen)
+	case !printable(id):
 		// The id is also part of an Idempotency-Key header value.
-		return fmt.Errorf("%w: id must be valid UTF-8 without control characters", ErrInvalidEvent)
-	case e.Source == "":
-		return fmt.Errorf("%w: empty source", ErrInvalidEvent)
-	case len(e.Source) > maxSourceLen:
-		return fmt.Errorf("%w: source longer than %d bytes", ErrInvalidEvent, maxSourceLen)
-	case !printable(e.Source):
+		return fmt.Errorf("%w: id must be valid UTF-8 without control characters", sentinel)
+	case source == "":
+		return fmt.Errorf("%w: empty source", sentinel)
+	case len(source) > maxSourceLen:
+		return fmt.Errorf("%w: source longer than %d bytes", sentinel, maxSourceLen)
+	case !printable(source):
 		// The source is the other part of the key and of the header.
-		return fmt.Errorf("%w: source must be valid UTF-8 without control characters", ErrInvalidEvent)
-	case !validFingerprint(e.PayloadFingerprint):
+		return fmt.Errorf("%w: source must be valid UTF-8 without control characters", sentinel)
+	}
+	return nil
+}
+
+func checkEvent(e *Event) error {
+	if err := checkIdentity(e.Source, e.ID, ErrInvalidEvent); err != nil {
+		return err
+	}
+	if !validFingerprint(e.PayloadFingerprint) {
 		return fmt.Errorf("%w: payload fingerprint must be %s and 64 lowercase hex digits, got %q",
 			ErrInvalidEvent, fingerprintPrefix, clip.String(e.PayloadFingerprint, 80))
 	}
@@ -134,6 +149,9 @@ func checkEvent(e *Event) error {
 		{"partition key", string(e.Key)},
 		{"schema fingerprint", e.SchemaFingerprint},
 		{"topic", e.Topic},
+		{"group", e.Group},
+		{"replay id", e.ReplayID},
+		{"replay actor", e.ReplayActor},
 	} {
 		// PostgreSQL text holds neither invalid UTF-8 nor NUL.
 		if !utf8.ValidString(f.v) || strings.IndexByte(f.v, 0) >= 0 {
@@ -158,8 +176,12 @@ func printable(s string) bool {
 	return true
 }
 
-// conflictsSuffix names a table's conflicts table: <table>_conflicts.
-const conflictsSuffix = "_conflicts"
+// conflictsSuffix names a table's conflicts table, <table>_conflicts,
+// and auditSuffix its audit table, <table>_audit.
+const (
+	conflictsSuffix = "_conflicts"
+	auditSuffix     = "_audit"
+)
 
 // maxTableNameLen leaves room for conflictsSuffix within PostgreSQL's
 // 63-byte identifiers, which it would otherwise truncate silently, so

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -304,4 +305,20 @@ func writeErr(ctx context.Context, s Sink, batch []Event) error {
 func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
 	waitfor.Condition(t, d, what, cond)
+}
+
+// refusedThenMigrated fails t unless open refuses a table at schema
+// version v, naming sluice sink migrate, and migrate then succeeds twice
+// (a migration run again is a no-op).
+func refusedThenMigrated(t *testing.T, v int, open, migrate func() error) {
+	t.Helper()
+	err := open()
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("schema version %d", v)) || !strings.Contains(err.Error(), "sluice sink migrate") {
+		t.Fatalf("opening a version %d table: err = %v, want a refusal naming sluice sink migrate", v, err)
+	}
+	for i := range 2 {
+		if err := migrate(); err != nil {
+			t.Fatalf("migration #%d: %v", i+1, err)
+		}
+	}
 }

@@ -80,7 +80,10 @@ func TestPostgresDDL(t *testing.T) {
 		`"events_type_occurred_at_idx"`, "-- version 1", "sluice_sink_migrations",
 		"-- version 2", "ADD COLUMN IF NOT EXISTS payload_fingerprint", "PRIMARY KEY (source, event_id)",
 		`CREATE TABLE IF NOT EXISTS "events_conflicts"`, "PRIMARY KEY (source, event_id, payload_fingerprint)",
-		"VALUES ('events', 1) ON CONFLICT DO NOTHING;", "VALUES ('events', 2) ON CONFLICT DO NOTHING;"} {
+		"VALUES ('events', 1) ON CONFLICT DO NOTHING;", "VALUES ('events', 2) ON CONFLICT DO NOTHING;",
+		"-- version 3", `CREATE TABLE IF NOT EXISTS "events_audit"`, "PRIMARY KEY (source, event_id, sequence)",
+		"UNIQUE (source, event_id, action, topic, kafka_partition, kafka_offset, attempt, dlq_retries, replay_id)",
+		"VALUES ('events', 3) ON CONFLICT DO NOTHING;"} {
 		if !strings.Contains(ddl, want) {
 			t.Errorf("DDL lacks %q:\n%s", want, ddl)
 		}
@@ -188,22 +191,16 @@ func TestIntegrationPostgresMigrateV1(t *testing.T) {
 
 	cfg := NewDefaultConfig().Postgres
 	cfg.DSN, cfg.Table = dsn, table
-	_, err = OpenPostgres(ctx, cfg)
-	if err == nil || !strings.Contains(err.Error(), "schema version 1") || !strings.Contains(err.Error(), "sluice sink migrate") {
-		t.Fatalf("OpenPostgres of a version 1 table: err = %v, want a refusal naming sluice sink migrate", err)
-	}
-	for i := range 2 {
-		if err := Migrate(ctx, dsn, table); err != nil {
-			t.Fatalf("Migrate #%d: %v", i+1, err)
-		}
-	}
-	// Version 2 applied but not recorded (an interrupted run, or a
-	// hand-applied DDL) runs again cleanly.
-	if _, err := conn.Exec(ctx, "DELETE FROM sluice_sink_migrations WHERE table_name = $1 AND version = 2", table); err != nil {
+	refusedThenMigrated(t, 1,
+		func() error { _, err := OpenPostgres(ctx, cfg); return err },
+		func() error { return Migrate(ctx, dsn, table) })
+	// Versions 2 and 3 applied but not recorded (an interrupted run, or a
+	// hand-applied DDL) run again cleanly.
+	if _, err := conn.Exec(ctx, "DELETE FROM sluice_sink_migrations WHERE table_name = $1 AND version >= 2", table); err != nil {
 		t.Fatal(err)
 	}
 	if err := Migrate(ctx, dsn, table); err != nil {
-		t.Fatalf("Migrate over an unrecorded version 2: %v", err)
+		t.Fatalf("Migrate over unrecorded versions 2 and 3: %v", err)
 	}
 
 	var pk string
@@ -222,8 +219,8 @@ func TestIntegrationPostgresMigrateV1(t *testing.T) {
 	if versions, err = pgx.CollectRows(rows, pgx.RowTo[int]); err != nil {
 		t.Fatal(err)
 	}
-	if fmt.Sprint(versions) != "[1 2]" {
-		t.Errorf("recorded versions = %v, want [1 2]", versions)
+	if fmt.Sprint(versions) != "[1 2 3]" {
+		t.Errorf("recorded versions = %v, want [1 2 3]", versions)
 	}
 
 	p, err := OpenPostgres(ctx, cfg)
@@ -393,5 +390,25 @@ func TestPostgresUnreachable(t *testing.T) {
 	cfg.ConnectTimeout = 2 * time.Second
 	if _, err := OpenPostgres(context.Background(), cfg); err == nil {
 		t.Fatal("OpenPostgres on a closed port succeeded")
+	}
+}
+
+// The sink's connections plan its statements once (generic plans), unless
+// the DSN says otherwise.
+func TestIntegrationPostgresGenericPlans(t *testing.T) {
+	dsn := postgresDSN(t)
+	sep := "?"
+	if strings.Contains(dsn, "?") {
+		sep = "&"
+	}
+	for d, want := range map[string]string{dsn: "force_generic_plan", dsn + sep + "plan_cache_mode=auto": "auto"} {
+		p := openTestPostgres(t, d, newTestClock())
+		var got string
+		if err := p.pool.QueryRow(context.Background(), "SHOW plan_cache_mode").Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Errorf("plan_cache_mode %q, want %q", got, want)
+		}
 	}
 }

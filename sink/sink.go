@@ -28,6 +28,14 @@ type Event struct {
 	Topic     string
 	Partition int32
 	Offset    int64
+
+	// Group is the consumer group delivering the event. ReplayID and
+	// ReplayActor name the operator's replay that produced its record
+	// (its sluice-replay-id and sluice-replay-actor headers), empty for
+	// a record the gateway published. None of them is part of the event:
+	// the table sinks store them in its written audit row.
+	Group                 string
+	ReplayID, ReplayActor string
 }
 
 // Conflict is an event of a batch whose identity the sink already held

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"os"
 	"sync"
 	"time"
 
@@ -19,26 +20,31 @@ import (
 // SQLite is the embedded sink: one database file in WAL mode, written by
 // one connection, one transaction per batch.
 type SQLite struct {
-	table, conflicts string // quoted
-	now              func() time.Time
+	table, conflicts, audit string // quoted
+	now                     func() time.Time
 
 	// w is the single writer connection; r serves the read helpers, which
 	// WAL lets run beside a write.
 	w, r *sql.DB
 
-	insert, stored, record string
+	insert, stored, record, auditInsert, auditRows string
 
 	mu     sync.RWMutex // guards closed against Close during Write
 	closed bool
 }
 
-var _ Sink = (*SQLite)(nil)
+var (
+	_ Sink        = (*SQLite)(nil)
+	_ Auditor     = (*SQLite)(nil)
+	_ AuditReader = (*SQLite)(nil)
+)
 
 // SQLiteSchemaVersion is the newest version of the table layout; OpenSQLite
 // creates a missing table at it and refuses any other. Version 1 is the
 // layout of the binaries that recorded no version: event_id alone the
-// primary key, no payload_fingerprint, no conflicts table.
-const SQLiteSchemaVersion = 2
+// primary key, no payload_fingerprint, no conflicts table. Version 2 has
+// no audit table.
+const SQLiteSchemaVersion = 3
 
 // sqliteTable and sqliteConflictsTable create the tables of the newest
 // version; %[1]s is the quoted name. Times are text in utctime.Layout (UTC,
@@ -79,6 +85,33 @@ const (
 	first_seen_at       TEXT NOT NULL,
 	PRIMARY KEY (source, event_id, payload_fingerprint)
 )`
+	// sqliteAuditTable is the audit table, <table>_audit: one row per
+	// decision about an event (AuditRow), keyed by (source, event_id,
+	// sequence), which is also the index an event's trail is read by. The
+	// unique key is what makes two rows one decision.
+	sqliteAuditTable = `CREATE TABLE IF NOT EXISTS %[1]s (
+	source          TEXT NOT NULL,
+	event_id        TEXT NOT NULL,
+	sequence        INTEGER NOT NULL,
+	action          TEXT NOT NULL,
+	decided_at      TEXT NOT NULL,
+	topic           TEXT NOT NULL,
+	kafka_partition INTEGER NOT NULL,
+	kafka_offset    INTEGER NOT NULL,
+	event_type      TEXT NOT NULL,
+	consumer_group  TEXT NOT NULL,
+	sink            TEXT NOT NULL,
+	error_class     TEXT NOT NULL,
+	error           TEXT NOT NULL,
+	attempt         INTEGER NOT NULL,
+	dlq_retries     INTEGER NOT NULL,
+	retryable       INTEGER NOT NULL,
+	detail          TEXT NOT NULL,
+	replay_id       TEXT NOT NULL,
+	replay_actor    TEXT NOT NULL,
+	PRIMARY KEY (source, event_id, sequence),
+	UNIQUE (` + auditDecisionKey + `)
+)`
 	// sqliteMigrationsTable records which versions of which sink table
 	// the file holds, as sluice_sink_migrations does in PostgreSQL.
 	sqliteMigrationsTable = `CREATE TABLE IF NOT EXISTS sluice_sink_migrations (
@@ -106,6 +139,7 @@ const (
 // transaction of MigrateSQLite.
 var sqliteMigrations = [SQLiteSchemaVersion - 1]func(ctx context.Context, tx *sql.Tx, table string, now time.Time) error{
 	migrateSQLiteV2,
+	migrateSQLiteV3,
 }
 
 // openSQLiteWriter opens the writer connection of cfg's file.
@@ -128,6 +162,19 @@ func openSQLiteWriter(cfg SQLiteConfig) (*sql.DB, error) {
 	return w, nil
 }
 
+// openSQLiteReader opens the read-only connections of cfg's file.
+func openSQLiteReader(cfg SQLiteConfig) (*sql.DB, error) {
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", cfg.BusyTimeout.Milliseconds()))
+	q.Add("_pragma", "query_only(1)")
+	r, err := sql.Open("sqlite", cfg.Path+"?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("sink: sqlite: open %s for reading: %w", cfg.Path, err)
+	}
+	r.SetMaxOpenConns(4)
+	return r, nil
+}
+
 // OpenSQLite opens (creating when missing) the database file and its
 // tables. A missing table is created at SQLiteSchemaVersion; a table at an
 // older version is refused until MigrateSQLite (sluice sink migrate)
@@ -146,20 +193,17 @@ func OpenSQLite(ctx context.Context, cfg SQLiteConfig, opts ...Option) (*SQLite,
 		return nil, err
 	}
 
-	rq := url.Values{}
-	rq.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", cfg.BusyTimeout.Milliseconds()))
-	rq.Add("_pragma", "query_only(1)")
-	r, err := sql.Open("sqlite", cfg.Path+"?"+rq.Encode())
+	r, err := openSQLiteReader(cfg)
 	if err != nil {
 		w.Close()
-		return nil, fmt.Errorf("sink: sqlite: open %s for reading: %w", cfg.Path, err)
+		return nil, err
 	}
-	r.SetMaxOpenConns(4)
 
-	table, conflicts := quoteIdent(cfg.Table), quoteIdent(cfg.Table+conflictsSuffix)
+	table, conflicts, audit := quoteIdent(cfg.Table), quoteIdent(cfg.Table+conflictsSuffix), quoteIdent(cfg.Table+auditSuffix)
 	return &SQLite{
 		table:     table,
 		conflicts: conflicts,
+		audit:     audit,
 		now:       o.now,
 		w:         w,
 		r:         r,
@@ -168,6 +212,13 @@ func OpenSQLite(ctx context.Context, cfg SQLiteConfig, opts ...Option) (*SQLite,
 		stored: fmt.Sprintf(`SELECT payload_fingerprint FROM %s WHERE source = ? AND event_id = ?`, table),
 		record: fmt.Sprintf(`INSERT INTO %s (%s) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (source, event_id, payload_fingerprint) DO NOTHING`, conflicts, conflictColumns),
+		// The writer is the file's only one (IMMEDIATE transactions, in
+		// this process and any other), so max + 1 is the next sequence.
+		auditInsert: fmt.Sprintf(`INSERT INTO %[1]s (%[2]s)
+			SELECT ?1, ?2, coalesce(max(sequence), 0) + 1, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18
+			FROM %[1]s WHERE source = ?1 AND event_id = ?2
+			ON CONFLICT (%[3]s) DO NOTHING`, audit, auditColumns, auditDecisionKey),
+		auditRows: sqliteAuditRowsQuery(audit),
 	}, nil
 }
 
@@ -285,6 +336,7 @@ func createSQLite(ctx context.Context, tx *sql.Tx, table string, now time.Time) 
 	for _, ddl := range []string{
 		fmt.Sprintf(sqliteTable, quoteIdent(table)),
 		fmt.Sprintf(sqliteConflictsTable, quoteIdent(table+conflictsSuffix)),
+		fmt.Sprintf(sqliteAuditTable, quoteIdent(table+auditSuffix)),
 	} {
 		if _, err := tx.ExecContext(ctx, ddl); err != nil {
 			return err
@@ -365,14 +417,27 @@ func migrateSQLiteV2(ctx context.Context, tx *sql.Tx, table string, _ time.Time)
 	return nil
 }
 
+// migrateSQLiteV3 creates the audit table. The events already held get
+// no rows: their decisions were not recorded.
+func migrateSQLiteV3(ctx context.Context, tx *sql.Tx, table string, _ time.Time) error {
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf(sqliteAuditTable, quoteIdent(table+auditSuffix))); err != nil {
+		return fmt.Errorf("create %s: %w", quoteIdent(table+auditSuffix), err)
+	}
+	return nil
+}
+
 // Name returns "sqlite".
 func (s *SQLite) Name() string { return KindSQLite }
 
 // Write inserts batch in one transaction; events whose identity is
 // already stored, in the table or earlier in batch, are left as they are,
 // and those among them with another payload fingerprint are recorded in
-// the conflicts table. It returns nil once the transaction is committed
-// (synced per SQLiteConfig.Synchronous), with the conflicts it recorded.
+// the conflicts table. Every event gets its written row in the audit
+// table in the same transaction (AuditDetailDuplicate or
+// AuditDetailConflict when it stored nothing new), unless the table holds
+// that record's written row already. It returns nil once the transaction
+// is committed (synced per SQLiteConfig.Synchronous), with the conflicts
+// it recorded.
 func (s *SQLite) Write(ctx context.Context, batch []Event) ([]Conflict, error) {
 	if err := checkBatch(batch); err != nil {
 		return nil, err
@@ -403,7 +468,13 @@ func (s *SQLite) write(ctx context.Context, batch []Event) ([]Conflict, error) {
 		return nil, err
 	}
 	defer stmt.Close()
-	written := utctime.Format(s.now())
+	audit, err := tx.PrepareContext(ctx, s.auditInsert)
+	if err != nil {
+		return nil, err
+	}
+	defer audit.Close()
+	now := s.now()
+	written := utctime.Format(now)
 	var conflicts []Conflict
 	for i := range batch {
 		e := &batch[i]
@@ -427,37 +498,200 @@ func (s *SQLite) write(ctx context.Context, batch []Event) ([]Conflict, error) {
 		if err != nil {
 			return nil, err
 		}
-		if inserted == 1 {
-			continue
-		}
-		// The identity was held: a duplicate, or a conflict to record.
-		var stored string
-		if err := tx.QueryRowContext(ctx, s.stored, e.Source, e.ID).Scan(&stored); err != nil {
-			return nil, fmt.Errorf("event %d (source %q, id %q): read stored fingerprint: %w", i, clip.String(e.Source, 64), clip.String(e.ID, 64), err)
-		}
-		if stored == e.PayloadFingerprint {
-			continue
-		}
-		res, err = tx.ExecContext(ctx, s.record,
-			e.ID, e.Type, e.Source, string(e.Key),
-			utctime.Format(e.OccurredAt), utctime.Format(e.IngestedAt), e.SchemaFingerprint,
-			payload, value, e.Topic, e.Partition, e.Offset, written, e.PayloadFingerprint, stored,
-		)
-		if err != nil {
-			return nil, fmt.Errorf("event %d (source %q, id %q): record conflict: %w", i, clip.String(e.Source, 64), clip.String(e.ID, 64), err)
-		}
-		recorded, err := res.RowsAffected()
+		detail, err := s.writtenDetail(ctx, tx, i, e, inserted == 1, payload, value, written, &conflicts)
 		if err != nil {
 			return nil, err
 		}
-		if recorded == 1 { // else an earlier write recorded this copy
-			conflicts = append(conflicts, Conflict{Index: i, StoredFingerprint: stored})
+		row := WrittenRow(e, KindSQLite, now, detail)
+		if _, err := audit.ExecContext(ctx, sqliteAuditArgs(&row, written)...); err != nil {
+			return nil, fmt.Errorf("event %d (source %q, id %q): audit row: %w", i, clip.String(e.Source, 64), clip.String(e.ID, 64), err)
 		}
 	}
 	if err := tx.Commit(); err != nil {
 		return nil, err
 	}
 	return conflicts, nil
+}
+
+// writtenDetail returns the detail of the written row of batch[i], e: "" when its
+// insert stored it, else AuditDetailDuplicate, or AuditDetailConflict
+// once the copy is in the conflicts table (appended to conflicts when
+// this write recorded it).
+func (s *SQLite) writtenDetail(ctx context.Context, tx *sql.Tx, i int, e *Event, inserted bool, payload any, value []byte, written string, conflicts *[]Conflict) (string, error) {
+	if inserted {
+		return "", nil
+	}
+	// The identity was held: a duplicate, or a conflict to record.
+	var stored string
+	if err := tx.QueryRowContext(ctx, s.stored, e.Source, e.ID).Scan(&stored); err != nil {
+		return "", fmt.Errorf("event %d (source %q, id %q): read stored fingerprint: %w", i, clip.String(e.Source, 64), clip.String(e.ID, 64), err)
+	}
+	if stored == e.PayloadFingerprint {
+		return AuditDetailDuplicate, nil
+	}
+	res, err := tx.ExecContext(ctx, s.record,
+		e.ID, e.Type, e.Source, string(e.Key),
+		utctime.Format(e.OccurredAt), utctime.Format(e.IngestedAt), e.SchemaFingerprint,
+		payload, value, e.Topic, e.Partition, e.Offset, written, e.PayloadFingerprint, stored,
+	)
+	if err != nil {
+		return "", fmt.Errorf("event %d (source %q, id %q): record conflict: %w", i, clip.String(e.Source, 64), clip.String(e.ID, 64), err)
+	}
+	recorded, err := res.RowsAffected()
+	if err != nil {
+		return "", err
+	}
+	if recorded == 1 { // else an earlier write recorded this copy
+		*conflicts = append(*conflicts, Conflict{Index: i, StoredFingerprint: stored})
+	}
+	return AuditDetailConflict, nil
+}
+
+// sqliteAuditArgs are the arguments of auditInsert for r, decided at at
+// (utctime.Format of r.At).
+func sqliteAuditArgs(r *AuditRow, at string) []any {
+	return []any{r.Source, r.EventID, string(r.Action), at, r.Topic, r.Partition, r.Offset, r.EventType,
+		r.Group, r.Sink, r.Class, r.Error, r.Attempt, r.DLQRetries, r.Retryable, r.Detail, r.ReplayID, r.Actor}
+}
+
+// Audit records rows in one transaction, each after the rows the table
+// holds for its event; a row the table holds already (the same decision
+// about the same record) is not recorded again. A row with no At is
+// stamped with the sink's clock.
+func (s *SQLite) Audit(ctx context.Context, rows []AuditRow) error {
+	rows, err := prepareAudit(rows, s.now())
+	if err != nil {
+		return err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return TransientError(ErrClosed, 0)
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	err = func() error {
+		tx, err := s.w.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback() // no-op after Commit
+		stmt, err := tx.PrepareContext(ctx, s.auditInsert)
+		if err != nil {
+			return err
+		}
+		defer stmt.Close()
+		for i := range rows {
+			r := &rows[i]
+			if _, err := stmt.ExecContext(ctx, sqliteAuditArgs(r, utctime.Format(r.At))...); err != nil {
+				return fmt.Errorf("audit row %d (source %q, id %q): %w", i, clip.String(r.Source, 64), clip.String(r.EventID, 64), err)
+			}
+		}
+		return tx.Commit()
+	}()
+	if err != nil {
+		return classifySQLite(err)
+	}
+	return nil
+}
+
+// AuditRows returns the audit rows of identity (source, id), in sequence
+// order; none for an identity with no decision recorded.
+func (s *SQLite) AuditRows(ctx context.Context, source, id string) ([]AuditRow, error) {
+	return sqliteAuditRows(ctx, s.r, s.auditRows, source, id)
+}
+
+func sqliteAuditRows(ctx context.Context, db *sql.DB, query, source, id string) ([]AuditRow, error) {
+	rs, err := db.QueryContext(ctx, query, source, id)
+	if err != nil {
+		return nil, fmt.Errorf("sink: sqlite: audit rows: %w", err)
+	}
+	defer rs.Close()
+	var out []AuditRow
+	for rs.Next() {
+		var (
+			r      AuditRow
+			action string
+			at     string
+		)
+		if err := rs.Scan(&r.Source, &r.EventID, &r.Sequence, &action, &at, &r.Topic, &r.Partition, &r.Offset,
+			&r.EventType, &r.Group, &r.Sink, &r.Class, &r.Error, &r.Attempt, &r.DLQRetries, &r.Retryable,
+			&r.Detail, &r.ReplayID, &r.Actor); err != nil {
+			return nil, fmt.Errorf("sink: sqlite: audit rows: %w", err)
+		}
+		r.Action = AuditAction(action)
+		if r.At, err = time.Parse(utctime.Layout, at); err != nil {
+			return nil, fmt.Errorf("sink: sqlite: audit row %q/%q #%d: %w", r.Source, r.EventID, r.Sequence, err)
+		}
+		out = append(out, r)
+	}
+	if err := rs.Err(); err != nil {
+		return nil, fmt.Errorf("sink: sqlite: audit rows: %w", err)
+	}
+	return out, nil
+}
+
+// SQLiteAuditReader reads the audit table of an SQLite sink's file
+// without writing to it, so that a reader beside the consumer that writes
+// the file (sluice trace) neither waits for its write lock nor creates
+// anything.
+type SQLiteAuditReader struct {
+	r     *sql.DB
+	query string
+}
+
+var _ AuditReader = (*SQLiteAuditReader)(nil)
+
+// OpenSQLiteAuditReader opens the existing file of cfg for reading its
+// audit table. A file that is not there, or whose table is not at
+// SQLiteSchemaVersion, is an error.
+func OpenSQLiteAuditReader(ctx context.Context, cfg SQLiteConfig) (*SQLiteAuditReader, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(cfg.Path); err != nil {
+		return nil, fmt.Errorf("sink: sqlite: %w", err)
+	}
+	r, err := openSQLiteReader(cfg)
+	if err != nil {
+		return nil, err
+	}
+	err = func() error {
+		tx, err := r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback() // read only
+		v, err := sqliteVersion(ctx, tx, cfg.Table)
+		switch {
+		case err != nil:
+			return err
+		case v == 0:
+			return fmt.Errorf("no table %s", cfg.Table)
+		case v != SQLiteSchemaVersion:
+			return fmt.Errorf("table %s is at schema version %d, this binary reads %d", cfg.Table, v, SQLiteSchemaVersion)
+		}
+		return nil
+	}()
+	if err != nil {
+		r.Close()
+		return nil, fmt.Errorf("sink: sqlite: %s: %w", cfg.Path, err)
+	}
+	return &SQLiteAuditReader{r: r, query: sqliteAuditRowsQuery(quoteIdent(cfg.Table + auditSuffix))}, nil
+}
+
+// AuditRows returns the audit rows of identity (source, id), in sequence
+// order.
+func (a *SQLiteAuditReader) AuditRows(ctx context.Context, source, id string) ([]AuditRow, error) {
+	return sqliteAuditRows(ctx, a.r, a.query, source, id)
+}
+
+// Close closes the file.
+func (a *SQLiteAuditReader) Close() error { return a.r.Close() }
+
+func sqliteAuditRowsQuery(audit string) string {
+	return fmt.Sprintf(`SELECT %s FROM %s WHERE source = ? AND event_id = ? ORDER BY sequence`, auditColumns, audit)
 }
 
 // classifySQLite is the SQLite boundary's one decision on retrying. Locks,

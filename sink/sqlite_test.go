@@ -172,6 +172,7 @@ func TestSQLiteErrorClasses(t *testing.T) {
 		for _, stmt := range []string{
 			ddl,
 			fmt.Sprintf(sqliteConflictsTable, quoteIdent(cfg.Table+conflictsSuffix)),
+			fmt.Sprintf(sqliteAuditTable, quoteIdent(cfg.Table+auditSuffix)),
 			sqliteMigrationsTable,
 			fmt.Sprintf("INSERT INTO sluice_sink_migrations VALUES ('%s', %d, '')", cfg.Table, SQLiteSchemaVersion),
 		} {
@@ -291,15 +292,9 @@ func TestSQLiteMigrateV1(t *testing.T) {
 	written := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	writeSQLiteV1(t, cfg.Path, cfg.Table, old, written)
 
-	_, err := OpenSQLite(ctx, cfg)
-	if err == nil || !strings.Contains(err.Error(), "schema version 1") || !strings.Contains(err.Error(), "sluice sink migrate") {
-		t.Fatalf("OpenSQLite of a version 1 file: err = %v, want a refusal naming sluice sink migrate", err)
-	}
-	for i := range 2 {
-		if err := MigrateSQLite(ctx, cfg); err != nil {
-			t.Fatalf("MigrateSQLite #%d: %v", i+1, err)
-		}
-	}
+	refusedThenMigrated(t, 1,
+		func() error { _, err := OpenSQLite(ctx, cfg); return err },
+		func() error { return MigrateSQLite(ctx, cfg) })
 	clock := newTestClock()
 	s, err := OpenSQLite(ctx, cfg, WithClock(clock.Now))
 	if err != nil {

@@ -34,20 +34,7 @@ func adminGet(t *testing.T, addr, path string) (int, string) {
 // fails the test if it then ends with an error.
 func runInBackground(t *testing.T, args ...string) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, args, io.Discard, io.Discard) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("%s: %v", args[0], err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Errorf("%s did not stop", args[0])
-		}
-	})
+	startStoppable(t, args...)
 }
 
 func writeConfig(t *testing.T, cfg string) string {

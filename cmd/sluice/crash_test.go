@@ -31,12 +31,13 @@ import (
 	"github.com/sluicehq/sluice/record"
 )
 
-// The crash test runs the gateway as a child process: this test binary,
-// re-executed with SLUICE_TEST_CHILD set, runs `sluice gateway`.
+// The crash tests run the gateway or the consumer as a child process:
+// this test binary, re-executed with SLUICE_TEST_CHILD set to gateway or
+// consumer, runs `sluice gateway` or `sluice consumer`.
 func TestMain(m *testing.M) {
-	if os.Getenv("SLUICE_TEST_CHILD") == "gateway" {
+	if cmd := os.Getenv("SLUICE_TEST_CHILD"); cmd == "gateway" || cmd == "consumer" {
 		ctx, stop := signalContext()
-		err := run(ctx, []string{"gateway", "--config", os.Getenv("SLUICE_TEST_CONFIG")}, os.Stdout, os.Stderr)
+		err := run(ctx, []string{cmd, "--config", os.Getenv("SLUICE_TEST_CONFIG")}, os.Stdout, os.Stderr)
 		stop()
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "child:", err)

@@ -118,7 +118,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	var landed sink.Sink = db
 	if *tail {
-		landed = printingSink{Sink: db, w: stdout, where: scfg.Path}
+		landed = printingSink{SQLite: db, w: stdout, where: scfg.Path}
 	}
 	ccfg := consumer.NewDefaultConfig()
 	ccfg.Group, ccfg.Topics = "sluice-dev", topics
@@ -169,14 +169,20 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 }
 
 // printingSink prints each event once its write to the sink succeeded.
+// It is the SQLite sink otherwise, an Auditor included, so that the
+// consumer's decisions land in the file's audit table.
 type printingSink struct {
-	sink.Sink
+	*sink.SQLite
 	w     io.Writer
 	where string
 }
 
+// The consumer records in a sink that is a sink.Auditor; the wrapper must
+// stay one, or decisions would go to sluice.audit and written rows twice.
+var _ sink.Auditor = printingSink{}
+
 func (p printingSink) Write(ctx context.Context, batch []sink.Event) ([]sink.Conflict, error) {
-	conflicts, err := p.Sink.Write(ctx, batch)
+	conflicts, err := p.SQLite.Write(ctx, batch)
 	if err != nil {
 		return nil, err
 	}

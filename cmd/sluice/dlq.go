@@ -18,6 +18,8 @@ import (
 	"github.com/sluicehq/sluice/contract"
 	"github.com/sluicehq/sluice/internal/clip"
 	"github.com/sluicehq/sluice/internal/kafkaconn"
+	"github.com/sluicehq/sluice/record"
+	"github.com/sluicehq/sluice/sink"
 )
 
 const dlqUsage = `usage:
@@ -33,6 +35,10 @@ topics, and checks every record against its contract first. A record whose
 envelope names another source topic, or whose value breaks its contract,
 is refused and counted. A replay writes a replay.started audit record to
 sluice.audit before it produces anything and a replay.finished one after.
+Every record it produces carries the replay's id and actor
+(sluice-replay-id, sluice-replay-actor), and each gets a replayed audit
+row: in the config's sink when it keeps an audit table (sqlite, postgres;
+an sqlite file that is not here is not created), else in sluice.audit.
 
 selection (all optional, combined with AND):
   --from, --to TIME        last failure time, RFC 3339; from inclusive, to exclusive
@@ -104,6 +110,7 @@ func runDLQCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var registry *contract.Registry
 	var registryErr error
 	var ingest []string
+	var sinkCfg sink.Config
 	switch {
 	case *path != "":
 		cfg, err := loadConfig(*path, osGetenv, fileConfig.validateClient)
@@ -115,6 +122,7 @@ func runDLQCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			contract.WithMaxDepth(cfg.Gateway.Limits.MaxDepth))
 		ccfg := consumerConfig(cfg)
 		ingest = ccfg.SourceTopics()
+		sinkCfg = cfg.Sink
 	case sub == "replay":
 		return errors.New("dlq replay: --config is required: the ingest topics and contracts come from it")
 	case *brokers == "":
@@ -169,9 +177,14 @@ func runDLQCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if registryErr != nil {
 			return fmt.Errorf("dlq replay: contracts: %w", registryErr)
 		}
+		auditor, closeAuditor, err := replayAuditor(ctx, sinkCfg, stderr)
+		if err != nil {
+			return fmt.Errorf("dlq replay: %w", err)
+		}
+		defer closeAuditor()
 		rep, err := dlq.Replay(ctx, kopts, *topic, sel, dlq.ReplayOptions{
 			DryRun: *dryRun, Rate: *rate, Actor: *actor, Progress: stderr,
-			Topics: ingest, Registry: registry,
+			Topics: ingest, Registry: registry, Auditor: auditor,
 			Each: func(d dlq.DeadLetter, refused error) {
 				switch {
 				case refused != nil:
@@ -188,6 +201,40 @@ func runDLQCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	fmt.Fprint(stderr, dlqUsage)
 	return fmt.Errorf("dlq: unknown subcommand %q", sub)
+}
+
+// replayAuditor opens the config's sink when it keeps an audit table, so
+// that a replay's replayed rows join the consumer's in each event's
+// trail; nil (sluice.audit) for another sink. An sqlite file that is not
+// here (the consumer runs elsewhere) is not created: the rows go to
+// sluice.audit, and stderr says so.
+func replayAuditor(ctx context.Context, cfg sink.Config, stderr io.Writer) (sink.Auditor, func(), error) {
+	none := func() {}
+	if err := cfg.Validate(); err != nil {
+		return nil, none, fmt.Errorf("config: %w", err)
+	}
+	var s interface {
+		sink.Auditor
+		Close() error
+	}
+	var err error
+	switch cfg.Kind {
+	case sink.KindSQLite:
+		if _, statErr := os.Stat(cfg.SQLite.Path); errors.Is(statErr, os.ErrNotExist) {
+			fmt.Fprintf(stderr, "dlq replay: the sink's database %s is not here: replayed audit rows go to %s\n",
+				cfg.SQLite.Path, record.AuditTopic)
+			return nil, none, nil
+		}
+		s, err = sink.OpenSQLite(ctx, cfg.SQLite)
+	case sink.KindPostgres:
+		s, err = sink.OpenPostgres(ctx, cfg.Postgres)
+	default:
+		return nil, none, nil
+	}
+	if err != nil {
+		return nil, none, fmt.Errorf("the sink's audit table: %w", err)
+	}
+	return s, func() { s.Close() }, nil
 }
 
 func parseFlagTime(name, v string) (time.Time, error) {

@@ -15,10 +15,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluicehq/sluice/consumer/dlq"
 	"github.com/sluicehq/sluice/contract"
 	"github.com/sluicehq/sluice/examples"
 	"github.com/sluicehq/sluice/internal/contracttest"
 	"github.com/sluicehq/sluice/record"
+	"github.com/sluicehq/sluice/sink"
 )
 
 const logTopic = "ingest.examples.logs.v1.LogLine"
@@ -228,4 +230,101 @@ func TestOneLineCutsOnARune(t *testing.T) {
 	if !utf8.ValidString(got) || len(got) > 120 || !strings.HasPrefix(got, strings.Repeat("a", 116)) {
 		t.Fatalf("oneLine = %q (%d bytes)", got, len(got))
 	}
+}
+
+// TestDLQReplayAuditsIntoTheSink: with an sqlite sink in the config,
+// replay stamps its records with the replay's id and actor and records
+// their replayed rows in the file's audit table, where the consumer's
+// are; with the file not here, they go to sluice.audit and stderr says so.
+func TestDLQReplayAuditsIntoTheSink(t *testing.T) {
+	contracts, err := filepath.Abs("../../examples/contracts.binpb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, here := range []bool{true, false} {
+		t.Run(fmt.Sprintf("file here %v", here), func(t *testing.T) {
+			cfg, addrs := dlqFixture(t, contracts)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			db := filepath.Join(t.TempDir(), "events.db")
+			if here {
+				scfg := sink.NewDefaultConfig().SQLite
+				scfg.Path = db
+				s, err := sink.OpenSQLite(ctx, scfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				s.Close()
+			}
+			raw, err := os.ReadFile(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(cfg, append(raw, fmt.Sprintf("sink: {kind: sqlite, sqlite: {path: %s}}\n", db)...), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var stdout, stderr bytes.Buffer
+			if err := runDLQCmd(ctx, []string{"replay", "--config", cfg, "--topic", record.DLQTopic(logTopic), "--actor", "ops"}, &stdout, &stderr); err != nil {
+				t.Fatalf("replay: %v\n%s", err, stderr.String())
+			}
+			if strings.Contains(stderr.String(), "is not here") == here {
+				t.Fatalf("stderr:\n%s", stderr.String())
+			}
+			if _, err := os.Stat(db); (err == nil) != here {
+				t.Fatalf("the sink's file: %v (here before the replay: %v)", err, here)
+			}
+			var replayID string
+			for _, r := range readTopic(t, addrs, logTopic) {
+				h, err := record.ParseEvent(r)
+				if err != nil || h.ID != "fine" || h.ReplayActor != "ops" || h.ReplayID == "" {
+					t.Fatalf("replayed record %+v, %v", h, err)
+				}
+				replayID = h.ReplayID
+			}
+			var decisions []dlq.Decision
+			for _, r := range readTopic(t, addrs, record.AuditTopic) {
+				if d, err := dlq.ParseDecision(r); err == nil {
+					decisions = append(decisions, d)
+				}
+			}
+			var rows []sink.AuditRow
+			if here {
+				scfg := sink.NewDefaultConfig().SQLite
+				scfg.Path = db
+				s, err := sink.OpenSQLite(ctx, scfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer s.Close()
+				if rows, err = s.AuditRows(ctx, "test", "fine"); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				for _, d := range decisions {
+					rows = append(rows, d.Row())
+				}
+				decisions = nil
+			}
+			if len(decisions) != 0 || len(rows) != 1 || rows[0].Action != sink.AuditReplayed || rows[0].ReplayID != replayID ||
+				rows[0].Actor != "ops" || rows[0].Topic != record.DLQTopic(logTopic) || rows[0].EventID != "fine" {
+				t.Fatalf("replayed rows %+v; decisions in %s %+v", rows, record.AuditTopic, decisions)
+			}
+		})
+	}
+}
+
+// readTopic reads topic from its start to its end.
+func readTopic(t *testing.T, addrs []string, topic string) []*kgo.Record {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var out []*kgo.Record
+	err := dlq.List(ctx, []kgo.Opt{kgo.SeedBrokers(addrs...)}, topic, dlq.Selection{}, func(d dlq.DeadLetter) error {
+		out = append(out, d.Record)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"math"
-	"os"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -122,17 +121,19 @@ func runTraceCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 
 // openAuditReader opens the sink of cfg for its audit table, nil when it
 // has none: an HTTP sink is not opened (its rows are in sluice.audit). An
-// SQLite file that does not exist is an error rather than a new, empty
-// database.
+// SQLite file is only read, never created or written (the consumer
+// writing it may hold its lock).
 func openAuditReader(ctx context.Context, cfg sink.Config) (sink.AuditReader, func(), error) {
 	nothing := func() {}
 	switch cfg.Kind {
 	case sink.KindHTTP:
 		return nil, nothing, nil
 	case sink.KindSQLite:
-		if _, err := os.Stat(cfg.SQLite.Path); err != nil {
+		r, err := sink.OpenSQLiteAuditReader(ctx, cfg.SQLite)
+		if err != nil {
 			return nil, nothing, fmt.Errorf("trace: the sqlite sink: %w", err)
 		}
+		return r, func() { _ = r.Close() }, nil
 	}
 	s, err := sink.Open(ctx, cfg)
 	if err != nil {

@@ -68,11 +68,15 @@ log: {level: warn}
 `, logTopic, sinkBlock, contracts, strings.Join(addrs, ", "))), cluster
 }
 
-func runTrace(args ...string) (code int, stdout, stderr string) {
+func runTrace(args ...string) (code int, stdout, stderr string) { return runCommand("trace", args...) }
+
+// runCommand runs the sluice command cmd with args, within a minute, and
+// returns its exit status and output.
+func runCommand(cmd string, args ...string) (code int, stdout, stderr string) {
 	var out, errOut bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	code = exitCode(run(ctx, append([]string{"trace"}, args...), &out, &errOut), &errOut)
+	code = exitCode(run(ctx, append([]string{cmd}, args...), &out, &errOut), &errOut)
 	return code, out.String(), errOut.String()
 }
 

@@ -11,7 +11,10 @@
 //
 //	err = dlq.List(ctx, kopts, "ingest.x.dlq", sel, func(d dlq.DeadLetter) error { ... })
 //	rep, err := dlq.Replay(ctx, kopts, "ingest.x.dlq", sel, dlq.ReplayOptions{
-//		Actor: "ops", Rate: 100, Topics: ingestTopics, Registry: contracts})
+//		Actor: "ops", Rate: 100, Topics: ingestTopics, Registry: contracts,
+//		Auditor: tableSink}) // nil: replayed rows go to sluice.audit
+//
+//	a := dlq.NewTopicAuditor(cl, nil) // a sink.Auditor producing Decisions to sluice.audit
 //
 // # Producing dead letters
 //
@@ -75,14 +78,51 @@
 // not kept is held to the newest's rules when the newest can read it, and
 // to none when it cannot: it is refused unjudged.
 //
+// Every record Replay produces carries the replay's id and actor in its
+// sluice-replay-id and sluice-replay-actor headers (record.WithReplay),
+// in place of an earlier replay's; the consumer copies them into the
+// event's written audit row. Once Kafka acknowledged a record, Replay
+// records its replayed row (sink.AuditReplayed: the DLQ or parked record
+// read, its envelope's class, attempts and dlq_retries, and in Detail
+// where it was produced, topic/partition@offset) through
+// ReplayOptions.Auditor, or to record.AuditTopic as a Decision when there
+// is none. A row that cannot be recorded stops the replay with an error
+// naming the record, which is in Kafka and counted as replayed. The
+// consumer may write the record before its replayed row is recorded, so
+// in an event's trail the written row of a replay may come first; both
+// carry the replay id.
+//
 // # Audit records
 //
-// Before it produces anything Replay writes a replay.started ReplayReport
-// as JSON to record.AuditTopic, keyed by the replayed topic, and there is
-// no replay without it: a missing audit topic refuses the replay. A
-// replay.finished report with the same replay_id, the counts and the
-// outcome follows however the replay ends, canceled included (it is
-// written under a deadline of its own).
+// record.AuditTopic holds JSON records of two kinds, told apart by their
+// "kind" field:
+//
+//   - "replay": a ReplayReport. Before it produces anything Replay writes
+//     a replay.started report, keyed by the replayed topic, and there is
+//     no replay without it: a missing audit topic refuses the replay. A
+//     replay.finished report with the same replay_id, the counts and the
+//     outcome follows however the replay ends, canceled included (it is
+//     written under a deadline of its own).
+//   - "decision": a Decision, one sink.AuditRow, keyed by the event's
+//     identity (sink.IdempotencyKey: source/id, each path-escaped), so
+//     an event's decisions are in one partition, in the order they were
+//     recorded. A TopicAuditor writes them: the consumer's, for a sink
+//     with no audit table (HTTP), and Replay's, given no Auditor.
+//
+// A decision is
+//
+//	{"kind": "decision", "action": "dead_lettered", "source": "shop", "event_id": "o-1",
+//	 "at": "2026-11-29T10:00:00.123456789Z", "topic": "ingest.x", "partition": 0, "offset": 41,
+//	 "event_type": "x", "group": "sluice-consumer", "sink": "http", "class": "permanent",
+//	 "error": "...", "attempt": 1, "dlq_retries": 0, "retryable": false, "detail": "",
+//	 "replay_id": "", "actor": ""}
+//
+// with the fields of sink.AuditRow, empty strings left out; there is no
+// sequence (offset order is the order). Decisions are at least once: one
+// recorded again after a crash is produced again, and a reader dedupes
+// by (source, event_id, action, topic, partition, offset, attempt,
+// dlq_retries, replay_id), the key a table sink keeps one row per.
+// ParseDecision reads one back.
 //
 // # What survives a crash
 //

@@ -17,6 +17,7 @@ import (
 
 	"github.com/sluicehq/sluice/contract"
 	"github.com/sluicehq/sluice/record"
+	"github.com/sluicehq/sluice/sink"
 )
 
 // ReplayOptions govern a replay.
@@ -26,7 +27,9 @@ type ReplayOptions struct {
 	DryRun bool
 	// Rate bounds records replayed per second.
 	Rate float64
-	// Actor is who asked, for the audit records.
+	// Actor is who asked, for the audit records and the
+	// record.HeaderReplayActor header of every record replayed: 1 to
+	// record.MaxReplayActorBytes of UTF-8 without control characters.
 	Actor string
 	// Topics are the ingest topics a replay may produce to (the consumer's
 	// source topics); the destination, the DLQ or parked topic's own
@@ -48,6 +51,12 @@ type ReplayOptions struct {
 	Each func(DeadLetter, error)
 	// Now stamps the audit records; time.Now when nil.
 	Now func() time.Time
+	// Auditor records the replayed row (sink.AuditReplayed) of every
+	// record replayed, once Kafka acknowledged it: the deployment's table
+	// sink, where the consumer records its decisions (sluice dlq replay
+	// passes the config's SQL sink). When nil, the rows go to
+	// record.AuditTopic as Decisions, through the replay's client.
+	Auditor sink.Auditor
 }
 
 // Audit record actions. A replay writes AuditStarted before it produces
@@ -60,8 +69,11 @@ const (
 
 // ReplayReport is what a replay did; it is also the audit record.
 type ReplayReport struct {
+	// Kind is KindReplay in the audit records.
+	Kind string `json:"kind"`
 	// Action is AuditStarted or AuditFinished; ReplayID is the same in
-	// both records of one replay.
+	// both records of one replay and in the record.HeaderReplayID header
+	// of every record it replays.
 	Action   string `json:"action"`
 	ReplayID string `json:"replay_id"`
 	Actor    string `json:"actor"`
@@ -127,7 +139,10 @@ var (
 // checked first: its envelope must name the destination as its source and
 // its value must pass its contract; records that fail are counted and not
 // produced. Records are produced with their original key, value and
-// headers, envelope removed.
+// headers, envelope removed, and the replay's id and actor
+// (record.WithReplay). Once Kafka acknowledged a record, its replayed row
+// goes to opts.Auditor (or record.AuditTopic); a row not recorded stops
+// the replay with an error.
 //
 // An AuditStarted record goes to record.AuditTopic before anything is produced;
 // without it there is no replay. An AuditFinished record follows when the
@@ -144,6 +159,8 @@ func Replay(ctx context.Context, kopts []kgo.Opt, topic string, sel Selection, o
 	switch {
 	case opts.Actor == "":
 		return rep, ErrNoActor
+	case record.CheckReplay(rep.ReplayID, opts.Actor) != nil:
+		return rep, fmt.Errorf("dlq: replay actor: %w", record.CheckReplay(rep.ReplayID, opts.Actor))
 	case opts.Rate <= 0:
 		return rep, errors.New("dlq: replay rate must be positive")
 	case len(opts.Topics) == 0 || opts.Registry == nil:
@@ -175,6 +192,10 @@ func Replay(ctx context.Context, kopts []kgo.Opt, topic string, sel Selection, o
 	}
 	if err := writeAudit(ctx, cl, &rep); err != nil {
 		return rep, err
+	}
+	auditor := opts.Auditor
+	if auditor == nil {
+		auditor = NewTopicAuditor(cl, now)
 	}
 	lim := rate.NewLimiter(rate.Limit(opts.Rate), 1)
 	progress := func(final bool) {
@@ -221,15 +242,24 @@ func Replay(ctx context.Context, kopts []kgo.Opt, topic string, sel Selection, o
 			if err := lim.Wait(ctx); err != nil {
 				return err
 			}
-			out := &kgo.Record{Topic: dest, Key: r.Key, Value: r.Value, Headers: record.OriginalHeaders(r)}
+			headers, err := record.WithReplay(record.OriginalHeaders(r), rep.ReplayID, opts.Actor)
+			if err != nil {
+				return err // CheckReplay passed: cannot happen
+			}
+			out := &kgo.Record{Topic: dest, Key: r.Key, Value: r.Value, Headers: headers}
 			pctx, cancel := context.WithTimeout(ctx, adminTimeout)
-			err := cl.ProduceSync(pctx, out).FirstErr()
+			err = cl.ProduceSync(pctx, out).FirstErr()
 			cancel()
 			if err != nil {
 				return fmt.Errorf("dlq: replay to %s: %w", out.Topic, err)
 			}
+			rep.Replayed++ // in Kafka, audited or not
+			if err := auditReplayed(ctx, auditor, &d, out, rep.ReplayID, opts.Actor, now()); err != nil {
+				return err
+			}
+		} else {
+			rep.Replayed++
 		}
-		rep.Replayed++
 		if t := time.Now(); t.Sub(lastProgress) > 100*time.Millisecond {
 			lastProgress = t
 			progress(false)
@@ -247,6 +277,25 @@ func Replay(ctx context.Context, kopts []kgo.Opt, topic string, sel Selection, o
 		return rep, errors.Join(runErr, err)
 	}
 	return rep, runErr
+}
+
+// auditReplayed records the replayed row of d, produced as out, under its
+// own deadline.
+func auditReplayed(ctx context.Context, a sink.Auditor, d *DeadLetter, out *kgo.Record, id, actor string, at time.Time) error {
+	row := sink.AuditRow{
+		Source: d.Event.Source, EventID: d.Event.ID, Action: sink.AuditReplayed, At: at,
+		Topic: d.Record.Topic, Partition: d.Record.Partition, Offset: d.Record.Offset, EventType: d.Event.Type,
+		Class: d.Envelope.Class, Attempt: d.Envelope.Attempts, DLQRetries: d.Envelope.DLQRetries,
+		Detail:   fmt.Sprintf("%s/%d@%d", out.Topic, out.Partition, out.Offset),
+		ReplayID: id, Actor: actor,
+	}
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), adminTimeout)
+	defer cancel()
+	if err := a.Audit(actx, []sink.AuditRow{row}); err != nil {
+		return fmt.Errorf("dlq: %s/%d@%d was replayed to %s but its replayed audit row was not recorded: %w",
+			d.Record.Topic, d.Record.Partition, d.Record.Offset, row.Detail, err)
+	}
+	return nil
 }
 
 // checkReplay returns why d may not be replayed to dest, or nil.

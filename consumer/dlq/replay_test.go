@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluicehq/sluice/record"
+	"github.com/sluicehq/sluice/sink"
 )
 
 // seedDLQ produces n events, e00000 on, to the test topic and the dead
@@ -98,12 +99,17 @@ func TestReplay(t *testing.T) {
 		t.Fatalf("source topic grew by %d, want 2", len(src)-sourceEnd)
 	}
 	var replayed []string
+	at := map[string]string{} // where each id was replayed
 	for _, r := range src[sourceEnd:] {
 		h, err := record.ParseEvent(r)
 		if err != nil {
 			t.Fatal(err)
 		}
+		if h.ReplayID != rep.ReplayID || h.ReplayActor != "bob" {
+			t.Fatalf("replayed record of %s names replay %q by %q, want %q by bob", h.ID, h.ReplayID, h.ReplayActor, rep.ReplayID)
+		}
 		replayed = append(replayed, h.ID)
+		at[h.ID] = fmt.Sprintf("%s/%d@%d", r.Topic, r.Partition, r.Offset)
 		for _, hh := range r.Headers {
 			if strings.HasPrefix(hh.Key, record.DLQHeaderPrefix) {
 				t.Fatalf("replayed record keeps envelope header %s", hh.Key)
@@ -114,20 +120,33 @@ func TestReplay(t *testing.T) {
 		t.Fatalf("replayed %v", replayed)
 	}
 
-	audit := readAll(t, addrs, record.AuditTopic)
-	if len(audit) != 4 {
-		t.Fatalf("%d audit records, want 4: started and finished of two replays", len(audit))
+	reports, decisions := auditRecords(t, addrs)
+	if len(reports) != 4 {
+		t.Fatalf("%d replay audit records, want 4: started and finished of two replays", len(reports))
 	}
-	var a ReplayReport
-	if err := json.Unmarshal(audit[3].Value, &a); err != nil {
-		t.Fatal(err)
-	}
-	if a.Action != AuditFinished || a.ReplayID != rep.ReplayID || a.Actor != "bob" || a.Selection.Class != "transient" ||
+	a := reports[3]
+	if a.Kind != KindReplay || a.Action != AuditFinished || a.ReplayID != rep.ReplayID || a.Actor != "bob" || a.Selection.Class != "transient" ||
 		a.Replayed != 2 || a.Outcome != "ok" || a.StartedAt.IsZero() || a.Destination != testTopic {
 		t.Fatalf("audit record %+v", a)
 	}
-	if err := json.Unmarshal(audit[0].Value, &a); err != nil || a.Action != AuditStarted || a.Actor != "alice" || !a.DryRun || a.ReplayID != dry.ReplayID {
-		t.Fatalf("dry-run audit record %+v, %v", a, err)
+	if a = reports[0]; a.Action != AuditStarted || a.Actor != "alice" || !a.DryRun || a.ReplayID != dry.ReplayID {
+		t.Fatalf("dry-run audit record %+v", a)
+	}
+	// One replayed decision per record replayed, none for the dry run,
+	// keyed by the event's identity.
+	if len(decisions) != 2 {
+		t.Fatalf("%d decision records, want the replayed rows of 2 records: %+v", len(decisions), decisions)
+	}
+	for _, d := range decisions {
+		dl := readAll(t, addrs, record.DLQTopic(testTopic))[d.Offset]
+		if d.Action != string(sink.AuditReplayed) || d.ReplayID != rep.ReplayID || d.Actor != "bob" || d.Source != "test" ||
+			d.Topic != record.DLQTopic(testTopic) || d.Partition != dl.Partition || d.Class != "transient" || d.Attempt != 2 ||
+			d.EventType != testType || d.Detail != at[d.EventID] || d.At.IsZero() {
+			t.Errorf("replayed decision %+v; the record was replayed to %s", d, at[d.EventID])
+		}
+		if h, _ := record.ParseEvent(dl); h.ID != d.EventID {
+			t.Errorf("replayed decision of %s locates %s/%d@%d, which holds %s", d.EventID, d.Topic, d.Partition, d.Offset, h.ID)
+		}
 	}
 
 	if _, err := Replay(ctx, kopts, record.DLQTopic(testTopic), Selection{}, ReplayOptions{Rate: 1}); err != ErrNoActor {
@@ -235,6 +254,32 @@ func TestReplayRefusesMismatchedSource(t *testing.T) {
 	}
 }
 
+// auditRecords reads record.AuditTopic: the replays' reports and the
+// decisions, in offset order.
+func auditRecords(t *testing.T, addrs []string) ([]ReplayReport, []Decision) {
+	t.Helper()
+	var (
+		reports   []ReplayReport
+		decisions []Decision
+	)
+	for _, r := range readAll(t, addrs, record.AuditTopic) {
+		d, err := ParseDecision(r)
+		if err == nil {
+			if string(r.Key) != sink.IdempotencyKey(d.Source, d.EventID) {
+				t.Fatalf("decision of %s/%s keyed %q", d.Source, d.EventID, r.Key)
+			}
+			decisions = append(decisions, d)
+			continue
+		}
+		var a ReplayReport
+		if err := json.Unmarshal(r.Value, &a); err != nil || a.Kind != KindReplay {
+			t.Fatalf("a record in %s that is neither a decision nor a replay report: %q", record.AuditTopic, r.Value)
+		}
+		reports = append(reports, a)
+	}
+	return reports, decisions
+}
+
 // TestReplayRefusesDestination: a replay of a derived topic whose source is
 // not an ingest topic is refused before anything is produced.
 func TestReplayRefusesDestination(t *testing.T) {
@@ -327,15 +372,8 @@ func TestReplayAudit(t *testing.T) {
 	)
 	kopts := []kgo.Opt{kgo.SeedBrokers(addrs...)}
 	audit := func() []ReplayReport {
-		var out []ReplayReport
-		for _, r := range readAll(t, addrs, record.AuditTopic) {
-			var a ReplayReport
-			if err := json.Unmarshal(r.Value, &a); err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, a)
-		}
-		return out
+		reports, _ := auditRecords(t, addrs)
+		return reports
 	}
 	tests := []struct {
 		name        string
@@ -378,5 +416,91 @@ func TestReplayAudit(t *testing.T) {
 				t.Fatalf("audit records %+v", a)
 			}
 		})
+	}
+}
+
+// auditorFunc is a sink.Auditor of a function.
+type auditorFunc func(context.Context, []sink.AuditRow) error
+
+func (f auditorFunc) Audit(ctx context.Context, rows []sink.AuditRow) error { return f(ctx, rows) }
+
+// TestReplayAuditsIntoASink: given a sink.Auditor (here the SQLite sink
+// the consumer writes to), a replay records each record's replayed row
+// there, once the record is in Kafka, and none to the audit topic but its
+// reports; refused records and dry runs get none. An auditor that fails
+// stops the replay after the record it could not audit.
+func TestReplayAuditsIntoASink(t *testing.T) {
+	addrs := replayCluster(t,
+		dlqRecord(t, "a", testTopic, logLine(t)),
+		dlqRecord(t, "broken", testTopic, brokenLogLine(t)),
+		dlqRecord(t, "b", testTopic, logLine(t)),
+	)
+	kopts := []kgo.Opt{kgo.SeedBrokers(addrs...)}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cfg := sink.NewDefaultConfig().SQLite
+	cfg.Path = t.TempDir() + "/events.db"
+	db, err := sink.OpenSQLite(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+
+	opts := replayOpts(t, "erin")
+	opts.DryRun = true
+	opts.Auditor = db
+	if _, err := Replay(ctx, kopts, record.DLQTopic(testTopic), Selection{}, opts); err != nil {
+		t.Fatal(err)
+	}
+	opts.DryRun = false
+	var inKafka []int // records in the source topic when each row was recorded
+	opts.Auditor = auditorFunc(func(ctx context.Context, rows []sink.AuditRow) error {
+		inKafka = append(inKafka, len(readAll(t, addrs, testTopic)))
+		return db.Audit(ctx, rows)
+	})
+	rep, err := Replay(ctx, kopts, record.DLQTopic(testTopic), Selection{}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Replayed != 2 || rep.Invalid != 1 || !slices.Equal(inKafka, []int{1, 2}) {
+		t.Fatalf("report %+v; records in Kafka as each row was recorded %v, want [1 2]", rep, inKafka)
+	}
+	dlqRecs := readAll(t, addrs, record.DLQTopic(testTopic))
+	for i, id := range []string{"a", "broken", "b"} {
+		rows, err := db.AuditRows(ctx, "test", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if id == "broken" {
+			if len(rows) != 0 {
+				t.Fatalf("a refused record has audit rows %+v", rows)
+			}
+			continue
+		}
+		if len(rows) != 1 || rows[0].Action != sink.AuditReplayed || rows[0].ReplayID != rep.ReplayID || rows[0].Actor != "erin" ||
+			rows[0].Topic != record.DLQTopic(testTopic) || rows[0].Offset != dlqRecs[i].Offset || !strings.HasPrefix(rows[0].Detail, testTopic+"/0@") {
+			t.Fatalf("audit rows of %s: %+v", id, rows)
+		}
+	}
+	if _, decisions := auditRecords(t, addrs); len(decisions) != 0 {
+		t.Fatalf("decisions in %s although the replay had an auditor: %+v", record.AuditTopic, decisions)
+	}
+
+	// A row that cannot be recorded stops the replay: the record is in
+	// Kafka, the report says what happened, nothing more is replayed.
+	before := len(readAll(t, addrs, testTopic))
+	opts.Auditor = auditorFunc(func(context.Context, []sink.AuditRow) error { return errors.New("audit store down") })
+	rep, err = Replay(ctx, kopts, record.DLQTopic(testTopic), Selection{}, opts)
+	if err == nil || !strings.Contains(err.Error(), "audit store down") || !strings.Contains(err.Error(), "was replayed to") {
+		t.Fatalf("replay with a failing auditor: %v", err)
+	}
+	if n := len(readAll(t, addrs, testTopic)) - before; n != 1 || rep.Replayed != 1 || !strings.Contains(rep.Outcome, "audit store down") {
+		t.Fatalf("a failing auditor: %d records replayed, report %+v; want the first only, and the outcome naming the failure", n, rep)
+	}
+
+	// An actor the replay headers cannot carry is refused up front.
+	opts.Actor = "line\nbreak"
+	if _, err := Replay(ctx, kopts, record.DLQTopic(testTopic), Selection{}, opts); err == nil || !strings.Contains(err.Error(), record.HeaderReplayActor) {
+		t.Fatalf("replay by actor %q: %v, want a refusal naming %s", opts.Actor, err, record.HeaderReplayActor)
 	}
 }

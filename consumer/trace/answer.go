@@ -58,8 +58,11 @@ type Answer struct {
 	Pending    *PendingAt  `json:"pending,omitempty"`
 	// Path is every step known of the event, in time order.
 	Path []Step `json:"path"`
-	// Audit is every audit row of the event, in sequence order (the
-	// table's), or in time order when read from record.AuditTopic.
+	// Audit is every audit row of the event: the table's in sequence
+	// order, or those read from record.AuditTopic numbered from 1 in time
+	// order. Beside a table, rows the consumer recorded in
+	// record.AuditTopic while the table did not take them are among them,
+	// in time order, with sequence 0.
 	Audit []Row `json:"audit"`
 	// Searched says what was searched, in order, and how far.
 	Searched []Search   `json:"searched"`
@@ -189,16 +192,18 @@ type Row struct {
 	Class     string    `json:"class,omitempty"`
 	Error     string    `json:"error,omitempty"`
 	Attempt   int       `json:"attempt,omitempty"`
-	Retryable bool      `json:"retryable"`
-	Detail    string    `json:"detail,omitempty"`
-	ReplayID  string    `json:"replay_id,omitempty"`
-	Actor     string    `json:"actor,omitempty"`
+	// DLQRetries counts the drains the dead letter had failed.
+	DLQRetries int    `json:"dlq_retries,omitempty"`
+	Retryable  bool   `json:"retryable"`
+	Detail     string `json:"detail,omitempty"`
+	ReplayID   string `json:"replay_id,omitempty"`
+	Actor      string `json:"actor,omitempty"`
 }
 
 func rowOf(r sink.AuditRow) Row {
 	return Row{Sequence: r.Sequence, Action: string(r.Action), At: r.At.UTC(), Topic: r.Topic, Partition: r.Partition,
 		Offset: r.Offset, EventType: r.EventType, Group: r.Group, Sink: r.Sink, Class: r.Class, Error: r.Error,
-		Attempt: r.Attempt, Retryable: r.Retryable, Detail: r.Detail, ReplayID: r.ReplayID, Actor: r.Actor}
+		Attempt: r.Attempt, DLQRetries: r.DLQRetries, Retryable: r.Retryable, Detail: r.Detail, ReplayID: r.ReplayID, Actor: r.Actor}
 }
 
 // Search is one thing searched: the audit table, or a topic's partitions.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -77,13 +76,22 @@ func TestTraceRealConsumer(t *testing.T) {
 		d.Source == nil || *d.Source != (Position{topic, 0, 1}) || d.Record == nil || d.Record.Topic != dlqTopic {
 		t.Errorf("dead letter %+v", d)
 	}
-	waitfor.Condition(t, 30*time.Second, "the group to commit past the written event", func() bool {
-		a = trace(t, tr, Query{Source: source, ID: "good", Hint: &Position{topic, 0, 0}})
-		return a.Status != Pending
+	// This sink keeps no audit table: the consumer recorded its decisions
+	// in sluice.audit, where the trace reads them.
+	waitfor.Condition(t, 30*time.Second, "the dead_lettered row in sluice.audit", func() bool {
+		a = trace(t, tr, Query{Source: source, ID: "bad"})
+		return len(a.Audit) == 1
 	})
-	// Written, with no audit row to say so on this sink: consumed, and
-	// nothing says where it went.
-	if a.Status != Unknown || !strings.HasSuffix(a.Path[0].Note, ": consumed") {
-		t.Errorf("status %s, path %+v: %s", a.Status, a.Path, a.Summary)
+	if r := a.Audit[0]; r.Action != string(sink.AuditDeadLettered) || r.Class != "permanent" || r.Sink != "refusing" ||
+		r.Group != group || r.Topic != topic || r.Offset != 1 || r.Attempt != 1 || a.Status != InDLQ {
+		t.Errorf("status %s, rows %+v", a.Status, a.Audit)
+	}
+	waitfor.Condition(t, 30*time.Second, "the written event in the sink", func() bool {
+		a = trace(t, tr, Query{Source: source, ID: "good", Hint: &Position{topic, 0, 0}})
+		return a.Status == InSink
+	})
+	if a.Written == nil || a.Written.Inferred || a.Written.Sink != "refusing" || len(a.Audit) != 1 ||
+		a.Audit[0].Action != string(sink.AuditWritten) || a.Path[len(a.Path)-1].From != FromAuditTopic {
+		t.Errorf("written %+v, rows %+v, path %+v: %s", a.Written, a.Audit, a.Path, a.Summary)
 	}
 }

@@ -117,19 +117,69 @@ func oneLine(s string, n int) string {
 
 func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
+// topicRows are the rows read from record.AuditTopic as a table holds
+// them: the first of each decision (the topic is written at least once),
+// in time order (an event's records share a partition, but rows may come
+// from a topic of several partitions), numbered from 1.
+func topicRows(rows []sink.AuditRow) []sink.AuditRow {
+	seen := make(map[sink.AuditKey]bool, len(rows))
+	out := rows[:0]
+	for _, r := range rows {
+		if k := r.Key(); !seen[k] {
+			seen[k] = true
+			out = append(out, r)
+		}
+	}
+	slices.SortStableFunc(out, func(x, y sink.AuditRow) int { return x.At.Compare(y.At) })
+	for i := range out {
+		out[i].Sequence = int64(i + 1)
+	}
+	return out
+}
+
+// besideTable is the audit table's rows with those read from
+// record.AuditTopic that it does not hold (the consumer recorded them
+// there while the table did not take them), the first of each decision,
+// with Sequence 0, all in time order.
+func besideTable(table, topic []sink.AuditRow) []sink.AuditRow {
+	if len(topic) == 0 {
+		return table
+	}
+	held := make(map[sink.AuditKey]bool, len(table)+len(topic))
+	for i := range table {
+		held[table[i].Key()] = true
+	}
+	out := slices.Clone(table)
+	for _, r := range topic {
+		if k := r.Key(); !held[k] {
+			held[k] = true
+			r.Sequence = 0
+			out = append(out, r)
+		}
+	}
+	slices.SortStableFunc(out, func(x, y sink.AuditRow) int { return x.At.Compare(y.At) })
+	return out
+}
+
 // decide sets the lookup's status and answer from what it found.
 func decide(lk *lookup) {
 	a := lk.a
-	if lk.rowsFrom == "" && len(lk.rows) > 0 {
-		// Rows read from a topic of several partitions: time orders them.
+	switch {
+	case lk.rowsFrom == "" && len(lk.topicRows) > 0:
 		lk.rowsFrom = FromAuditTopic
-		slices.SortStableFunc(lk.rows, func(x, y sink.AuditRow) int { return x.At.Compare(y.At) })
+		lk.rows = topicRows(lk.topicRows)
+	case lk.rowsFrom == FromAuditTable:
+		lk.rows = besideTable(lk.rows, lk.topicRows)
 	}
 	rows := lk.rows
 	for i := range rows {
+		from := lk.rowsFrom
+		if from == FromAuditTable && rows[i].Sequence == 0 {
+			from = FromAuditTopic
+		}
 		a.Audit = append(a.Audit, rowOf(rows[i]))
 		a.Path = append(a.Path, Step{At: rows[i].At.UTC(), Step: string(rows[i].Action), Where: positionOf(&rows[i]),
-			From: lk.rowsFrom, Note: rowNote(&rows[i])})
+			From: from, Note: rowNote(&rows[i])})
 	}
 	lk.stepsOfRecords()
 	slices.SortStableFunc(a.Path, func(x, y Step) int { return x.At.Compare(y.At) })

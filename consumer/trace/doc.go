@@ -18,20 +18,25 @@
 // # What it searches
 //
 // First the audit table, when New is given a sink.AuditReader (the SQL
-// sinks). Its rows settle the status alone, and nothing in Kafka is read,
-// when one of them is written (IN_SINK: the sink keeps the first write of
-// an identity, whatever follows) or when the latest is dead_lettered or
-// retried (IN_DLQ) or parked (PARKED). A latest replayed row sends the
-// lookup to the replay's destination topic, for the copy the replay
-// produced (PENDING).
+// sinks). Its rows settle the status, and only record.AuditTopic is read
+// besides, when one of them is written (IN_SINK: the sink keeps the first
+// write of an identity, whatever follows) or when the latest is
+// dead_lettered or retried (IN_DLQ) or parked (PARKED). A latest replayed
+// row sends the lookup to the replay's destination topic, for the copy
+// the replay produced (PENDING).
 //
-// Otherwise it makes one scan, with a plain client (never a group
-// member), of the partitions that may hold the event:
+// Then it makes one scan, with a plain client (never a group member), of
+// the partitions that may hold the event:
 //
-//   - record.AuditTopic, when there is no audit table (the HTTP sink
-//     writes its rows there), each record read by the AuditDecoder
-//     (JSONAuditDecoder by default); rows found there are decided on as
-//     the table's, in time order;
+//   - record.AuditTopic, always: without an audit table the consumer (of
+//     the HTTP sink) writes every row there, and beside one it writes
+//     there the rows the table did not take (the sink's database down
+//     past the retries). Each record is read by the AuditDecoder
+//     (JSONAuditDecoder by default), the first of each decision kept (the
+//     topic is written at least once). Without a table they are decided
+//     on as the table's would be, in time order, numbered from 1; beside
+//     one, those it does not hold join its rows in time order, with
+//     sequence 0;
 //   - the DLQ and parked topic of every source topic, from the log start;
 //     with an audit table that has no row of the event too, for events
 //     dead-lettered before their rows were kept;

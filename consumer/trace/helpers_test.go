@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluicehq/sluice/consumer"
+	"github.com/sluicehq/sluice/consumer/dlq"
 	"github.com/sluicehq/sluice/internal/eventtest"
 	"github.com/sluicehq/sluice/internal/kafkatest"
 	"github.com/sluicehq/sluice/record"
@@ -151,18 +152,15 @@ func deadLetter(t testing.TB, dlTopic, id string, env record.Envelope) *kgo.Reco
 	return record.NewDeadLetter(dlTopic, event(t, id, env.SourcePartition), &env)
 }
 
-// auditRecord is row as a record of sluice.audit, in JSONAuditDecoder's
-// layout.
+// auditRecord is row as a record of sluice.audit, as a TopicAuditor
+// writes it.
 func auditRecord(t testing.TB, row sink.AuditRow) *kgo.Record {
 	t.Helper()
-	b, err := json.Marshal(auditRowJSON{Source: row.Source, EventID: row.EventID, Sequence: row.Sequence, Action: string(row.Action),
-		At: row.At, Topic: row.Topic, Partition: row.Partition, Offset: row.Offset, EventType: row.EventType, Group: row.Group,
-		Sink: row.Sink, Class: row.Class, Error: row.Error, Attempt: row.Attempt, Retryable: row.Retryable, Detail: row.Detail,
-		ReplayID: row.ReplayID, Actor: row.Actor})
+	b, err := json.Marshal(dlq.NewDecision(row))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &kgo.Record{Topic: record.AuditTopic, Key: []byte(row.Source + "/" + row.EventID), Value: b}
+	return &kgo.Record{Topic: record.AuditTopic, Key: []byte(sink.IdempotencyKey(row.Source, row.EventID)), Value: b}
 }
 
 func trace(t testing.TB, tr *Tracer, q Query) *Answer {

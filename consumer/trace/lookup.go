@@ -22,15 +22,21 @@ type lookup struct {
 	lim Limits
 	a   *Answer
 
-	rows     []sink.AuditRow
-	rowsFrom string
+	// rows are the audit table's (rowsFrom FromAuditTable), or none
+	// without one; topicRows those read from record.AuditTopic: all of
+	// them without a table, and beside one the rows the consumer recorded
+	// there while the table did not take them.
+	rows      []sink.AuditRow
+	rowsFrom  string
+	topicRows []sink.AuditRow
 	// committed are the group's committed offsets, nil until listed.
 	committed kadm.OffsetResponses
 	starts    kadm.ListedOffsets
 	ends      kadm.ListedOffsets
 	windows   []*window
-	// sourceOnly: every window is a source topic's (or the hint's), so the
-	// scan may stop at the first pending copy.
+	// sourceOnly: the windows are a source topic's and sluice.audit's
+	// (an event a replay produced again), so the scan may stop at the
+	// first pending copy.
 	sourceOnly bool
 	stopped    bool
 	// letters are the event's records found in DLQ and parked topics,
@@ -57,13 +63,15 @@ func newAnswer(q Query, lim Limits) *Answer {
 }
 
 // run gathers the evidence: the audit table's rows when the Tracer has
-// one, and when they do not settle where the event is, one bounded scan
-// of the topics that may: sluice.audit (without an audit table), the DLQ
-// and parked topics, and the source topics past the committed offsets (or
-// the hint's record).
+// one, then one bounded scan of the topics that may say more:
+// sluice.audit (beside an audit table, for the rows the consumer recorded
+// there while the table did not take them), and, unless the table's rows
+// settle where the event is, the DLQ and parked topics and the source
+// topics past the committed offsets (or the hint's record).
 func (lk *lookup) run(ctx context.Context) error {
 	t := lk.t
 	replayedTo := ""
+	final := false
 	if t.o.reader != nil {
 		rows, err := t.o.reader.AuditRows(ctx, lk.q.Source, lk.q.ID)
 		if err != nil {
@@ -71,11 +79,9 @@ func (lk *lookup) run(ctx context.Context) error {
 		}
 		lk.rows, lk.rowsFrom = rows, FromAuditTable
 		lk.a.Searched = append(lk.a.Searched, Search{What: SearchAuditTable, Read: int64(len(rows)), InRange: int64(len(rows)), Found: len(rows)})
-		last, final := settled(rows)
-		if final {
-			return nil
-		}
-		if last != nil && last.Action == sink.AuditReplayed {
+		var last *sink.AuditRow
+		last, final = settled(rows)
+		if !final && last != nil && last.Action == sink.AuditReplayed {
 			replayedTo = record.SourceOf(last.Topic)
 		}
 	}
@@ -85,17 +91,16 @@ func (lk *lookup) run(ctx context.Context) error {
 		what   string
 		topics []string
 	}
-	var plans []plan
+	plans := []plan{{SearchAuditTopic, []string{record.AuditTopic}}}
 	sources := t.sources
 	if replayedTo != "" && slices.Contains(t.sources, replayedTo) {
 		// A replay produced the event to replayedTo: only a copy there is
 		// still to come.
 		sources = []string{replayedTo}
 	}
-	if replayedTo == "" {
-		if t.o.reader == nil {
-			plans = append(plans, plan{SearchAuditTopic, []string{record.AuditTopic}})
-		}
+	switch {
+	case final:
+	case replayedTo == "":
 		var dlqs, parked []string
 		for _, s := range t.sources {
 			dlqs = append(dlqs, record.DLQTopic(s))
@@ -103,10 +108,12 @@ func (lk *lookup) run(ctx context.Context) error {
 		}
 		plans = append(plans, plan{SearchDLQ, dlqs}, plan{SearchParked, parked})
 	}
-	if h := lk.q.Hint; h != nil && replayedTo == "" {
-		plans = append(plans, plan{SearchHint, []string{h.Topic}})
-	} else {
-		plans = append(plans, plan{SearchSource, sources})
+	if !final {
+		if h := lk.q.Hint; h != nil && replayedTo == "" {
+			plans = append(plans, plan{SearchHint, []string{h.Topic}})
+		} else {
+			plans = append(plans, plan{SearchSource, sources})
+		}
 	}
 	lk.sourceOnly = replayedTo != ""
 
@@ -248,7 +255,7 @@ func (lk *lookup) take(w *window, r *kgo.Record) (stop bool) {
 		}
 		for _, row := range rows {
 			if row.Source == lk.q.Source && row.EventID == lk.q.ID {
-				lk.rows = append(lk.rows, row)
+				lk.topicRows = append(lk.topicRows, row)
 				s.Found++
 			}
 		}

@@ -45,7 +45,7 @@ func (a *Answer) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "\naudit rows (%d)\n", len(a.Audit))
 	if len(a.Audit) > 0 {
 		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "  SEQ\tACTION\tAT\tRECORD\tTYPE\tGROUP\tSINK\tCLASS\tRETRYABLE\tATTEMPT\tDETAIL\tREPLAY\tACTOR\tERROR")
+		fmt.Fprintln(tw, "  SEQ\tACTION\tAT\tRECORD\tTYPE\tGROUP\tSINK\tCLASS\tRETRYABLE\tATTEMPT\tDLQ RETRIES\tDETAIL\tREPLAY\tACTOR\tERROR")
 		for _, r := range a.Audit {
 			rec := "-"
 			if r.Topic != "" {
@@ -55,8 +55,8 @@ func (a *Answer) WriteText(w io.Writer) error {
 			if r.Attempt > 0 {
 				attempt = strconv.Itoa(r.Attempt)
 			}
-			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%v\t%s\t%s\t%s\t%s\t%s\n", r.Sequence, r.Action, textTime(r.At), rec,
-				dash(r.EventType), dash(r.Group), dash(r.Sink), dash(r.Class), r.Retryable, attempt, dash(r.Detail),
+			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%v\t%s\t%d\t%s\t%s\t%s\t%s\n", r.Sequence, r.Action, textTime(r.At), rec,
+				dash(r.EventType), dash(r.Group), dash(r.Sink), dash(r.Class), r.Retryable, attempt, r.DLQRetries, dash(r.Detail),
 				dash(r.ReplayID), dash(r.Actor), dash(oneLine(r.Error, 80)))
 		}
 		tw.Flush()

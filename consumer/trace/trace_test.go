@@ -125,7 +125,10 @@ func TestTraceFromAuditTable(t *testing.T) {
 					t.Errorf("audit row %d: %+v", i, r)
 				}
 			}
-			if len(a.Searched) != 1 || a.Searched[0].What != SearchAuditTable || a.RecordsRead != 0 || a.BoundHit {
+			// Settled by the table: only sluice.audit is read besides, for
+			// rows the table did not take.
+			if len(a.Searched) != 2 || a.Searched[0].What != SearchAuditTable || a.Searched[1].What != SearchAuditTopic ||
+				a.RecordsRead != 0 || a.BoundHit {
 				t.Errorf("searched %+v, read %d", a.Searched, a.RecordsRead)
 			}
 			if len(a.Path) != len(c.rows) || a.Path[0].From != FromAuditTable {
@@ -191,7 +194,7 @@ func TestTracePending(t *testing.T) {
 		} else if s.Read != 1 || s.InRange != 1 {
 			t.Errorf("hint search %+v", s)
 		}
-		if searched(a, SearchDLQ) == nil || searched(a, SearchParked) == nil || searched(a, SearchAuditTopic) != nil {
+		if searched(a, SearchDLQ) == nil || searched(a, SearchParked) == nil || searched(a, SearchAuditTopic) == nil {
 			t.Errorf("searched %+v", a.Searched)
 		}
 	}
@@ -222,7 +225,8 @@ func TestTraceReplayedPending(t *testing.T) {
 	if !strings.Contains(a.Summary, "replayed at 2026-11-29T10:00:00Z (replay r-7 by ops)") {
 		t.Errorf("summary %q", a.Summary)
 	}
-	if len(a.Searched) != 2 || a.Searched[1].What != SearchSource || a.Searched[1].Read != 2 || a.Searched[1].Note != "stopped at the event's copy" {
+	if len(a.Searched) != 3 || a.Searched[1].What != SearchAuditTopic || a.Searched[2].What != SearchSource ||
+		a.Searched[2].Read != 2 || a.Searched[2].Note != "stopped at the event's copy" {
 		t.Errorf("searched %+v", a.Searched)
 	}
 }
@@ -310,15 +314,18 @@ func TestTraceWithoutAuditTable(t *testing.T) {
 		dl.Sink, dl.Class, dl.Retryable = "http", "transient", true
 		w := row(sink.AuditWritten, 0, failedAt.Add(time.Hour), Position{dlqTopic, 0, 0})
 		w.Sink = "http"
-		f.produce(auditRecord(t, dl), auditRecord(t, w),
+		f.produce(auditRecord(t, dl), auditRecord(t, w), auditRecord(t, dl), // dl recorded twice: at least once
 			deadLetter(t, dlqTopic, "e1", record.Envelope{Class: "transient", Retryable: true}),
-			&kgo.Record{Topic: record.AuditTopic, Value: []byte(`{"action":"written","event_id":`)})
+			&kgo.Record{Topic: record.AuditTopic, Value: []byte(`{"kind":"decision","action":"written","event_id":7}`)},
+			&kgo.Record{Topic: record.AuditTopic, Value: []byte(`{"kind":"replay","action":"replay.started"}`)})
 		a := trace(t, f.tracer(), Query{Source: source, ID: "e1"})
-		if a.Status != InSink || a.Written.Inferred || a.Written.Sink != "http" || len(a.Audit) != 2 {
-			t.Fatalf("status %s, written %+v, %d rows: %s", a.Status, a.Written, len(a.Audit), a.Summary)
+		if a.Status != InSink || a.Written.Inferred || a.Written.Sink != "http" || len(a.Audit) != 2 ||
+			a.Audit[0].Sequence != 1 || a.Audit[0].Action != string(sink.AuditDeadLettered) ||
+			a.Audit[1].Sequence != 2 || a.Audit[1].Action != string(sink.AuditWritten) {
+			t.Fatalf("status %s, written %+v, rows %+v: %s", a.Status, a.Written, a.Audit, a.Summary)
 		}
 		s := searched(a, SearchAuditTopic)
-		if s.Found != 2 || !strings.Contains(s.Note, "a record it cannot read: sluice.audit/0@2") {
+		if s.Found != 3 || !strings.Contains(s.Note, "a record it cannot read: sluice.audit/0@3") {
 			t.Errorf("audit topic search %+v", s)
 		}
 		if a.Path[0].From != FromAuditTopic && a.Path[0].From != FromScan {
@@ -401,7 +408,7 @@ func TestTraceUnknown(t *testing.T) {
 	if a.Status != Unknown || a.BoundHit {
 		t.Fatalf("status %s: %s", a.Status, a.Summary)
 	}
-	want := "not found in the audit table, " + dlqTopic + " (0 records), " + parkedTopic + " (0 records), " + topic + " (1 records past the committed offsets)"
+	want := "not found in the audit table, sluice.audit (0 records), " + dlqTopic + " (0 records), " + parkedTopic + " (0 records), " + topic + " (1 records past the committed offsets)"
 	if a.Summary != want {
 		t.Errorf("summary %q\nwant    %q", a.Summary, want)
 	}
@@ -469,4 +476,44 @@ func TestAnswerText(t *testing.T) {
 		}
 	}
 	t.Logf("\n%s", out)
+}
+
+// Beside an audit table, the rows the consumer recorded in sluice.audit
+// while the table did not take them are part of the trail, in time order
+// with sequence 0, and decide with the table's: a dead letter the table
+// holds, parked while the table was down, is PARKED. A row both hold is
+// the table's.
+func TestTraceTableAndFallbackRows(t *testing.T) {
+	f := newFixture(t, 1)
+	src, dlqRec := Position{topic, 0, 3}, Position{dlqTopic, 0, 0}
+	dl := row(sink.AuditDeadLettered, 1, failedAt, src)
+	dl.Class, dl.Retryable, dl.Attempt = "transient", true, 3
+	retried := row(sink.AuditRetried, 0, failedAt.Add(time.Minute), dlqRec)
+	retried.Class, retried.Retryable, retried.Attempt = "transient", true, 3
+	parked := row(sink.AuditParked, 0, failedAt.Add(2*time.Minute), dlqRec)
+	parked.Class, parked.Attempt, parked.DLQRetries, parked.Detail = "transient", 4, 1, "max_retries"
+	f.produce(auditRecord(t, dl), auditRecord(t, retried), auditRecord(t, parked))
+	a := trace(t, f.tracer(WithAuditReader(&rowsReader{rows: []sink.AuditRow{dl}})), Query{Source: source, ID: "e1"})
+	if a.Status != Parked {
+		t.Fatalf("status %s: %s", a.Status, a.Summary)
+	}
+	want := []struct {
+		seq    int64
+		action sink.AuditAction
+		from   string
+	}{{1, sink.AuditDeadLettered, FromAuditTable}, {0, sink.AuditRetried, FromAuditTopic}, {0, sink.AuditParked, FromAuditTopic}}
+	if len(a.Audit) != len(want) {
+		t.Fatalf("rows %+v", a.Audit)
+	}
+	for i, w := range want {
+		if r := a.Audit[i]; r.Sequence != w.seq || r.Action != string(w.action) {
+			t.Errorf("row %d: %+v, want %+v", i, r, w)
+		}
+		if p := a.Path[i]; p.Step != string(w.action) || p.From != w.from {
+			t.Errorf("step %d: %+v, want %+v", i, p, w)
+		}
+	}
+	if s := searched(a, SearchAuditTopic); s == nil || s.Found != 3 {
+		t.Errorf("audit topic search %+v", s)
+	}
 }

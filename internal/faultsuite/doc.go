@@ -16,12 +16,27 @@
 // what the gateway asks them to retry (BUFFER_FULL, UNAVAILABLE,
 // RATE_LIMITED, a dropped connection) with the same ids, as a client
 // should. After the scenario the checker reads the sink table, the DLQ and
-// the parked topics and reconciles:
+// the parked topics, then the sink's audit table and sluice.audit (where
+// the consumer records the rows the table did not take), and reconciles:
 //
 //   - every acknowledged id is in the sink, the DLQ or the parked topic;
 //     one that is in none is lost;
 //   - no id is in the sink twice;
-//   - no id the gateway rejected is anywhere.
+//   - no id the gateway rejected is anywhere;
+//   - the audit trail holds every decision that put each acknowledged id
+//     where it is: an id in the sink has exactly one written row without
+//     detail (the write that stored it); each DLQ record of an id, in the
+//     sink or not, has a dead_lettered row, and each parked record a
+//     parked row, with its envelope's class, attempts, DLQ retries,
+//     retryable, parked reason, group and sink, located at the record
+//     decided on (the envelope's source record; for a record a drain
+//     parked, the DLQ record drained). One that has not is an audit
+//     mismatch.
+//
+// The consumer records a dead_lettered or parked row once its record is
+// durable, so the checker waits for missing rows as it waits for lost
+// ids, within the same bound. A record dead-lettered while the audit
+// table (the sink's database) was away has its row in sluice.audit.
 //
 // An id in the sink counts as in the sink even when a DLQ record of it is
 // still in the DLQ topic (it was retried from there); an id in both the DLQ

@@ -22,9 +22,12 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/sluicehq/sluice/consumer/dlq"
 	logsv1 "github.com/sluicehq/sluice/gen/examples/logs/v1"
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
 	"github.com/sluicehq/sluice/internal/kafkatest"
+	"github.com/sluicehq/sluice/record"
+	"github.com/sluicehq/sluice/sink"
 	"github.com/sluicehq/sluice/tools/loadgen"
 )
 
@@ -74,7 +77,8 @@ type scenario struct {
 }
 
 // TestIntegrationFaults runs every scenario against one system and prints
-// a line of accounting for each. lost and duplicated-in-sink must be 0.
+// a line of accounting for each. lost, duplicated-in-sink and
+// audit-mismatch must be 0.
 func TestIntegrationFaults(t *testing.T) {
 	brokers := kafkatest.Brokers(t)
 	dsn := os.Getenv("SLUICE_POSTGRES_DSN")
@@ -266,6 +270,9 @@ func TestIntegrationFaults(t *testing.T) {
 		t.Log(r.String())
 		if r.lost != 0 || r.dupInSink != 0 || r.rejectedFound != 0 {
 			t.Errorf("%s: lost %d, duplicated in sink %d, rejected ids found %d (first lost: %v)", sc.name, r.lost, r.dupInSink, r.rejectedFound, r.firstLost)
+		}
+		if r.auditMismatch != 0 {
+			t.Errorf("%s: %d audit mismatches; the first:\n\t%s", sc.name, r.auditMismatch, strings.Join(r.firstAuditMismatch, "\n\t"))
 		}
 		if l.unplaced > 0 {
 			t.Errorf("%s: %d acknowledgements without the position their durability says", sc.name, l.unplaced)
@@ -706,21 +713,28 @@ type result struct {
 	poisonAcked, bufferFull           int
 	conflicts                         int // rows of the sink's conflicts table for the scenario
 	parkedWithEnvelope                int // parked records that carry the envelope and what refused them
-	firstLost                         []string
-	settledIn                         time.Duration
+	// auditMismatch counts the decisions the audit table does not hold as
+	// the records say: a DLQ or parked record of an id counted in-dlq or
+	// parked without its row, an id in the sink without the one written
+	// row of the write that stored it.
+	auditMismatch      int
+	firstLost          []string
+	firstAuditMismatch []string
+	settledIn          time.Duration
 }
 
-const header = "scenario                   sent  acked  rejected  unanswered  in-sink  in-dlq  parked  lost  dup-in-sink  poison  buffer-full  conflicts  settled"
+const header = "scenario                   sent  acked  rejected  unanswered  in-sink  in-dlq  parked  lost  dup-in-sink  poison  buffer-full  conflicts  audit-mismatch  settled"
 
 func (r result) String() string {
-	return fmt.Sprintf("%-25s %6d %6d %9d %11d %8d %7d %7d %5d %12d %7d %12d %10d  %s",
+	return fmt.Sprintf("%-25s %6d %6d %9d %11d %8d %7d %7d %5d %12d %7d %12d %10d %15d  %s",
 		r.name, r.sent, r.acked, r.rejected, r.unanswered, r.inSink, r.inDLQ, r.parked, r.lost, r.dupInSink, r.poisonAcked, r.bufferFull,
-		r.conflicts, r.settledIn.Round(time.Second))
+		r.conflicts, r.auditMismatch, r.settledIn.Round(time.Second))
 }
 
 // reconcile waits until every acknowledged id of the scenario is in the
-// sink, the DLQ or the parked topic (with allInSink, in the sink), or
-// settle passes, then counts.
+// sink, the DLQ or the parked topic (with allInSink, in the sink) and the
+// audit table holds the decisions that put it there, or settle passes,
+// then counts.
 func (s *system) reconcile(name string, l *ledger, allInSink bool) result {
 	s.t.Helper()
 	prefix := fmt.Sprintf("%s-%s-", s.run, name)
@@ -730,27 +744,33 @@ func (s *system) reconcile(name string, l *ledger, allInSink bool) result {
 	var inSink, inDLQ, parked map[string]int
 	var enveloped map[string]bool
 	for {
+		// The sink before the audit table: a written row commits with its
+		// event's row. The DLQ and parked topics before it too: their
+		// records are durable before the consumer records the decision.
 		inSink = s.sinkIDs(prefix)
-		inDLQ = s.topicIDs(s.topic+".dlq", nil)
+		dlqRecs, parkedRecs := map[string][]deadLetter{}, map[string][]deadLetter{}
+		inDLQ = s.topicIDs(s.topic+".dlq", func(rec *kgo.Record) {
+			key, dl := deadLetterOf(rec)
+			dlqRecs[key] = append(dlqRecs[key], dl)
+		})
 		enveloped = map[string]bool{}
 		parked = s.topicIDs(s.topic+".parked", func(rec *kgo.Record) {
-			var source, id string
+			key, dl := deadLetterOf(rec)
+			parkedRecs[key] = append(parkedRecs[key], dl)
 			envelope := map[string]bool{}
 			for _, h := range rec.Headers {
 				switch h.Key {
-				case "sluice-event-id":
-					id = string(h.Value)
-				case "sluice-source":
-					source = string(h.Value)
 				case "sluice-dlq-error-class", "sluice-dlq-source-topic", "sluice-dlq-source-offset", "sluice-dlq-refusal":
 					envelope[h.Key] = len(h.Value) > 0
 				}
 			}
 			if len(envelope) == 4 {
-				enveloped[identity(source, id)] = true
+				enveloped[key] = true
 			}
 		})
+		trails := s.auditTrails(prefix)
 		r.lost, r.firstLost = 0, nil
+		r.auditMismatch, r.firstAuditMismatch = 0, nil
 		notInSink := 0
 		for id := range l.acked {
 			if inSink[id] == 0 {
@@ -762,8 +782,24 @@ func (s *system) reconcile(name string, l *ledger, allInSink bool) result {
 					r.firstLost = append(r.firstLost, id)
 				}
 			}
+			var mismatches []string
+			switch {
+			case inSink[id] > 0:
+				// Its dead letters too: drained since, they still had their
+				// rows recorded, in the table or, while it was away, in
+				// sluice.audit.
+				mismatches = append(checkWritten(trails[id]), checkDeadLettered(s.topic, dlqRecs[id], parkedRecs[id], trails[id])...)
+			case parked[id] > 0 || inDLQ[id] > 0:
+				mismatches = checkDeadLettered(s.topic, dlqRecs[id], parkedRecs[id], trails[id])
+			}
+			r.auditMismatch += len(mismatches)
+			for _, m := range mismatches {
+				if len(r.firstAuditMismatch) < 5 {
+					r.firstAuditMismatch = append(r.firstAuditMismatch, id+": "+m)
+				}
+			}
 		}
-		if r.lost == 0 && (!allInSink || notInSink == 0) || time.Since(start) > settle {
+		if r.lost == 0 && r.auditMismatch == 0 && (!allInSink || notInSink == 0) || time.Since(start) > settle {
 			break
 		}
 		time.Sleep(2 * time.Second)
@@ -794,6 +830,217 @@ func (s *system) reconcile(name string, l *ledger, allInSink bool) result {
 	}
 	r.conflicts = s.sinkConflicts(prefix)
 	return r
+}
+
+// deadLetter is a record of a DLQ or parked topic: where it is, the
+// identity and type its headers name, and its envelope (err when it has
+// none that parses).
+type deadLetter struct {
+	partition            int32
+	offset               int64
+	source, eventID, typ string
+	env                  record.Envelope
+	err                  error
+}
+
+// deadLetterOf reads rec, a record of a DLQ or parked topic, and returns
+// it with the identity it is counted under.
+func deadLetterOf(rec *kgo.Record) (key string, dl deadLetter) {
+	dl = deadLetter{partition: rec.Partition, offset: rec.Offset}
+	for _, h := range rec.Headers {
+		switch h.Key {
+		case record.HeaderSource:
+			dl.source = string(h.Value)
+		case record.HeaderEventID:
+			dl.eventID = string(h.Value)
+		case record.HeaderEventType:
+			dl.typ = string(h.Value)
+		}
+	}
+	dl.env, dl.err = record.ParseEnvelope(rec)
+	return identity(dl.source, dl.eventID), dl
+}
+
+// decision is the audit row the consumer records once dl is durable
+// (consumer/audit.go, auditDeadLetter), with the columns auditTrails
+// reads: dead_lettered in a DLQ topic, parked in a parked topic, with the
+// envelope's class, attempts, DLQ retries, retryable and parked reason,
+// the group and sink that decided. It is located at the record decided
+// on: the envelope's source record, for a dead letter and for a record
+// parked straight from its source topic (a dead letter Kafka refused). A
+// record a drain parked is located at the DLQ record drained, which its
+// envelope does not name: the caller puts it there (drainedFrom).
+func (dl deadLetter) decision(action sink.AuditAction) sink.AuditRow {
+	return sink.AuditRow{
+		Source: dl.source, EventID: dl.eventID, Action: action,
+		Topic: dl.env.SourceTopic, Partition: dl.env.SourcePartition, Offset: dl.env.SourceOffset, EventType: dl.typ,
+		Group: dl.env.Group, Sink: dl.env.Sink,
+		Class: dl.env.Class, Attempt: dl.env.Attempts, Retryable: dl.env.Retryable, DLQRetries: dl.env.DLQRetries,
+		Detail: dl.env.ParkedReason,
+	}
+}
+
+// drainedFrom reports whether dl, a parked record, was parked by a drain,
+// and the DLQ records of its event it may have been drained from: one
+// without an envelope for a record parked unreadable_envelope (its
+// envelope is new), else one a drain younger (DLQ retries one less). A
+// record parked straight from its source topic has DLQ retries 0.
+func (dl deadLetter) drainedFrom(dlqRecs []deadLetter) ([]deadLetter, bool) {
+	unreadable := dl.env.ParkedReason == record.ParkedUnreadable
+	if !unreadable && dl.env.DLQRetries == 0 {
+		return nil, false
+	}
+	var out []deadLetter
+	for _, d := range dlqRecs {
+		if unreadable && d.err != nil || !unreadable && d.err == nil && d.env.DLQRetries == dl.env.DLQRetries-1 {
+			out = append(out, d)
+		}
+	}
+	return out, true
+}
+
+// checkDeadLettered checks the audit trail of an event counted in the DLQ
+// or parked against its records there: each DLQ record must have its
+// dead_lettered row and each parked record its parked row (decision),
+// located, for one a drain parked, at any DLQ record it may have been
+// drained from. It returns what is missing.
+func checkDeadLettered(topic string, dlqRecs, parkedRecs []deadLetter, trail []sink.AuditRow) []string {
+	var out []string
+	for _, side := range []struct {
+		topic  string
+		action sink.AuditAction
+		recs   []deadLetter
+	}{
+		{record.DLQTopic(topic), sink.AuditDeadLettered, dlqRecs},
+		{record.ParkedTopic(topic), sink.AuditParked, parkedRecs},
+	} {
+		for _, dl := range side.recs {
+			at := fmt.Sprintf("%s/%d@%d", side.topic, dl.partition, dl.offset)
+			if dl.err != nil {
+				out = append(out, fmt.Sprintf("%s: %v", at, dl.err))
+				continue
+			}
+			want := []sink.AuditRow{dl.decision(side.action)}
+			if side.action == sink.AuditParked {
+				if from, ok := dl.drainedFrom(dlqRecs); ok {
+					want = want[:0]
+					for _, drained := range from {
+						w := dl.decision(side.action)
+						w.Topic, w.Partition, w.Offset = record.DLQTopic(topic), drained.partition, drained.offset
+						want = append(want, w)
+					}
+				}
+			}
+			if !slices.ContainsFunc(trail, func(row sink.AuditRow) bool { return slices.Contains(want, row) }) {
+				out = append(out, fmt.Sprintf("%s (class %s, attempts %d, dlq retries %d, parked reason %q) has no %s row located at %s; rows: %s",
+					at, dl.env.Class, dl.env.Attempts, dl.env.DLQRetries, dl.env.ParkedReason, side.action, locations(want), trailString(trail)))
+			}
+		}
+	}
+	return out
+}
+
+// checkWritten checks the audit trail of an event in the sink: exactly one
+// written row without detail, the write that stored it.
+func checkWritten(trail []sink.AuditRow) []string {
+	stored := 0
+	for _, row := range trail {
+		if row.Action == sink.AuditWritten && row.Detail == "" {
+			stored++
+		}
+	}
+	if stored == 1 {
+		return nil
+	}
+	return []string{fmt.Sprintf("in the sink with %d written rows that stored it, want 1; rows: %s", stored, trailString(trail))}
+}
+
+func locations(rows []sink.AuditRow) string {
+	if len(rows) == 0 {
+		return "none (no DLQ record it may have been drained from)"
+	}
+	var b strings.Builder
+	for i, row := range rows {
+		if i > 0 {
+			b.WriteString(" or ")
+		}
+		fmt.Fprintf(&b, "%s/%d@%d", row.Topic, row.Partition, row.Offset)
+	}
+	return b.String()
+}
+
+func trailString(trail []sink.AuditRow) string {
+	if len(trail) == 0 {
+		return "none"
+	}
+	var b strings.Builder
+	for i, row := range trail {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s %s/%d@%d class %q attempt %d dlq_retries %d detail %q",
+			row.Action, row.Topic, row.Partition, row.Offset, row.Class, row.Attempt, row.DLQRetries, row.Detail)
+	}
+	return b.String()
+}
+
+// auditTrails reads the sink's audit table for the event ids of the
+// scenario (one query) and returns each identity's rows in sequence
+// order, then those the consumer recorded in sluice.audit while the
+// table did not take them, with the columns a decision names (all but
+// sequence, decided_at, error, replay_id and replay_actor).
+func (s *system) auditTrails(prefix string) map[string][]sink.AuditRow {
+	s.t.Helper()
+	out := s.auditTable(prefix)
+	s.topicIDs(record.AuditTopic, func(rec *kgo.Record) {
+		d, err := dlq.ParseDecision(rec)
+		if err != nil || !strings.HasPrefix(d.EventID, prefix) {
+			return
+		}
+		row := d.Row()
+		row.At, row.Error, row.ReplayID, row.Actor = time.Time{}, "", "", ""
+		key := identity(row.Source, row.EventID)
+		out[key] = append(out[key], row)
+	})
+	return out
+}
+
+// auditTable is auditTrails' read of the sink's audit table.
+func (s *system) auditTable(prefix string) map[string][]sink.AuditRow {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, s.dsn)
+	if err != nil {
+		s.t.Logf("audit: %v (retrying)", err)
+		return map[string][]sink.AuditRow{}
+	}
+	defer conn.Close(context.Background())
+	rows, err := conn.Query(ctx, fmt.Sprintf(`SELECT source, event_id, action, topic, kafka_partition, kafka_offset, event_type,
+	consumer_group, sink, error_class, attempt, dlq_retries, retryable, detail
+FROM %s_audit WHERE event_id LIKE $1 ORDER BY source, event_id, sequence`, s.table), prefix+"%")
+	if err != nil {
+		s.t.Logf("audit: %v (retrying)", err)
+		return map[string][]sink.AuditRow{}
+	}
+	defer rows.Close()
+	out := map[string][]sink.AuditRow{}
+	for rows.Next() {
+		var row sink.AuditRow
+		var action string
+		if err := rows.Scan(&row.Source, &row.EventID, &action, &row.Topic, &row.Partition, &row.Offset, &row.EventType,
+			&row.Group, &row.Sink, &row.Class, &row.Attempt, &row.DLQRetries, &row.Retryable, &row.Detail); err != nil {
+			s.t.Fatal(err)
+		}
+		row.Action = sink.AuditAction(action)
+		key := identity(row.Source, row.EventID)
+		out[key] = append(out[key], row)
+	}
+	if err := rows.Err(); err != nil {
+		s.t.Logf("audit: %v (retrying)", err)
+		return map[string][]sink.AuditRow{}
+	}
+	return out
 }
 
 // sinkConflicts counts the rows of the sink's conflicts table for event

@@ -1,0 +1,157 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluicehq/sluice/record"
+	"github.com/sluicehq/sluice/sink"
+)
+
+// audit records rows, decisions already durable, through the consumer's
+// Auditor. A transient failure is retried with the sink's backoff
+// (Retry.InitialBackoff to Retry.MaxBackoff, never sooner than a
+// RetryAfter), each attempt bounded by WriteTimeout, for at most
+// Retry.MaxAttempts attempts and Retry.MaxElapsed, while ctx (the
+// record's partition) lives. Rows the sink's audit table still did not
+// take then, or refused, go to record.AuditTopic (the fallback, one
+// attempt bounded by WriteTimeout, also when ctx ended): the database of
+// a SQL sink is the one that is down while its events are dead-lettered,
+// and Kafka, which just took their dead letters, is up. Rows recorded
+// nowhere are given up: counted in sluice_consumer_audit_errors_total
+// {action} and logged. The decision stands either way: the record's job
+// finishes as decided, so an audit store that is down slows the records
+// it audits, by a bounded time, and loses or duplicates no event.
+func (c *Consumer) audit(ctx context.Context, rows ...sink.AuditRow) {
+	if len(rows) == 0 {
+		return
+	}
+	var budget retryBudget
+	for {
+		actx, cancel := context.WithTimeout(ctx, c.cfg.WriteTimeout)
+		err := c.auditor.Audit(actx, rows)
+		cancel()
+		if err == nil {
+			return
+		}
+		class, retryAfter := sink.Classify(err)
+		budget.fail(c.o.clock.Now())
+		if class == sink.Transient && ctx.Err() == nil && budget.attempts < c.cfg.Retry.MaxAttempts &&
+			budget.last.Sub(budget.first) < c.cfg.Retry.MaxElapsed {
+			select {
+			case <-c.o.clock.After(c.backoff(budget.attempts, retryAfter)):
+				continue
+			case <-ctx.Done():
+			}
+		}
+		r := rows[0]
+		if c.fallback != nil {
+			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.WriteTimeout)
+			ferr := c.fallback.Audit(fctx, rows)
+			cancel()
+			if ferr == nil {
+				for _, r := range rows {
+					c.m.auditFallbacks.WithLabelValues(string(r.Action)).Inc()
+				}
+				c.log.Warn("audit rows recorded in "+record.AuditTopic+": the sink's audit table did not take them", "rows", len(rows),
+					"action", r.Action, "source", r.Source, "id", r.EventID, "attempts", budget.attempts, "err", err)
+				return
+			}
+			err = errors.Join(err, ferr)
+		}
+		for _, r := range rows {
+			c.m.auditErrors.WithLabelValues(string(r.Action)).Inc()
+		}
+		c.log.Error("audit rows not recorded", "rows", len(rows), "action", r.Action, "source", r.Source, "id", r.EventID,
+			"topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "attempts", budget.attempts, "err", err)
+		return
+	}
+}
+
+// auditWritten records the written rows of events, just written, when the
+// sink does not record them in its write.
+func (c *Consumer) auditWritten(ctx context.Context, events []sink.Event, conflicts []sink.Conflict) {
+	if c.sinkAudits {
+		return
+	}
+	conflicted := make(map[int]bool, len(conflicts))
+	for _, cf := range conflicts {
+		conflicted[cf.Index] = true
+	}
+	now := c.o.clock.Now()
+	rows := make([]sink.AuditRow, 0, len(events))
+	for i := range events {
+		detail := ""
+		if conflicted[i] {
+			detail = sink.AuditDetailConflict
+		}
+		rows = append(rows, sink.WrittenRow(&events[i], c.sink.Name(), now, detail))
+	}
+	c.audit(ctx, rows...)
+}
+
+// decisionRow is the row of a decision about r, with the envelope env
+// of its dead letter, located at r's coordinates; false when r has no
+// identity to file it under (no sluice-source or sluice-event-id header).
+func (c *Consumer) decisionRow(action sink.AuditAction, r *kgo.Record, env *record.Envelope) (sink.AuditRow, bool) {
+	source, id, typ := identityOf(r)
+	if source == "" || id == "" {
+		return sink.AuditRow{}, false
+	}
+	return sink.AuditRow{
+		Source: source, EventID: id, Action: action, At: c.o.clock.Now(),
+		Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, EventType: typ,
+		Group: c.cfg.Group, Sink: c.sink.Name(),
+		Class: env.Class, Error: env.Error, Attempt: env.Attempts, Retryable: env.Retryable,
+		DLQRetries: env.DLQRetries, Detail: env.ParkedReason,
+	}, true
+}
+
+// auditDeadLetter records the dead letter of r that Kafka just took, with
+// env, the envelope it took: dead_lettered, located at the source record
+// the envelope names, or parked, located at r.
+func (c *Consumer) auditDeadLetter(ctx context.Context, r *kgo.Record, env *record.Envelope) {
+	action := sink.AuditDeadLettered
+	if env.ParkedReason != "" {
+		action = sink.AuditParked
+	}
+	row, ok := c.decisionRow(action, r, env)
+	if !ok {
+		return
+	}
+	if action == sink.AuditDeadLettered {
+		row.Topic, row.Partition, row.Offset = env.SourceTopic, env.SourcePartition, env.SourceOffset
+	}
+	c.audit(ctx, row)
+}
+
+// auditRetried records that a drain took r, a DLQ record with envelope
+// env, to write it again.
+func (c *Consumer) auditRetried(ctx context.Context, r *kgo.Record, env *record.Envelope) {
+	row, ok := c.decisionRow(sink.AuditRetried, r, env)
+	if !ok {
+		return
+	}
+	row.Error = "" // the dead_lettered row has it
+	c.audit(ctx, row)
+}
+
+// identityOf reads the first sluice-source, sluice-event-id and
+// sluice-event-type headers of r as they are: a record that does not
+// parse (record.ClassDecode) is still filed under the identity it names.
+func identityOf(r *kgo.Record) (source, id, typ string) {
+	var seen [3]bool
+	for _, h := range r.Headers {
+		switch {
+		case h.Key == record.HeaderSource && !seen[0]:
+			source, seen[0] = string(h.Value), true
+		case h.Key == record.HeaderEventID && !seen[1]:
+			id, seen[1] = string(h.Value), true
+		case h.Key == record.HeaderEventType && !seen[2]:
+			typ, seen[2] = string(h.Value), true
+		}
+	}
+	return source, id, typ
+}
