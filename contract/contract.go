@@ -40,9 +40,11 @@ type Contract struct {
 	// wire walks binary payloads before they are decoded, jsonWire the
 	// transcoder's output.
 	wire, jsonWire *wireChecker
-	scanPlans      scanPlans
-	json           protojson.UnmarshalOptions
-	registry       *Registry
+	// canon proves binary payloads canonical (Canonical).
+	canon     *canonPlan
+	scanPlans scanPlans
+	json      protojson.UnmarshalOptions
+	registry  *Registry
 }
 
 // Type returns the event type: the message's full name.

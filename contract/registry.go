@@ -101,6 +101,7 @@ func Load(image []byte, types []string, opts ...Option) (*Registry, error) {
 			hasRequired: hasRequiredFields(md),
 			wire:        newWireChecker(md, local, o.maxDepth),
 			jsonWire:    newWireChecker(md, local, 3*o.maxDepth+1),
+			canon:       newCanonPlan(md),
 			scanPlans:   newScanPlans(md, true),
 			json:        protojson.UnmarshalOptions{RecursionLimit: o.maxDepth, Resolver: local, AllowPartial: true},
 			registry:    r,
