@@ -124,6 +124,7 @@ func (m *metrics) initLabels(sources, types []string) {
 			m.events.WithLabelValues(src, typ, ingestv1.Outcome_DUPLICATE.String(), "")
 			m.events.WithLabelValues(src, typ, ingestv1.Outcome_REJECTED.String(), ingestv1.Reason_BUFFER_FULL.String())
 			m.events.WithLabelValues(src, typ, ingestv1.Outcome_REJECTED.String(), ingestv1.Reason_UNAVAILABLE.String())
+			m.events.WithLabelValues(src, typ, ingestv1.Outcome_REJECTED.String(), ingestv1.Reason_IDEMPOTENCY_CONFLICT.String())
 		}
 	}
 }
