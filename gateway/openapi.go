@@ -158,6 +158,7 @@ var publishStatuses = map[int]publishStatus{
 	http.StatusBadRequest:            {text: "MALFORMED: the body, or every event, could not be decoded.", body: eitherBody},
 	http.StatusUnauthorized:          {text: "UNAUTHENTICATED: no valid API key or client certificate; the body was not read.", body: errorBody},
 	http.StatusForbidden:             {text: "FORBIDDEN_EVENT_TYPE for every event.", body: eitherBody},
+	http.StatusConflict:              {text: "IDEMPOTENCY_CONFLICT for every event: each id was accepted with another payload.", body: resultsBody},
 	http.StatusRequestEntityTooLarge: {text: "BATCH_TOO_LARGE, DECOMPRESSED_TOO_LARGE or EVENT_TOO_LARGE: over limits.max_request_bytes, max_events_per_request or max_event_bytes.", body: eitherBody},
 	http.StatusUnprocessableEntity:   {text: "No event was accepted, for reasons that differ or are per event (SCHEMA_VIOLATION, UNKNOWN_EVENT_TYPE, EVENT_TIME_OUT_OF_RANGE).", body: eitherBody, retryAfter: true},
 	http.StatusTooManyRequests:       {text: "RATE_LIMITED: the source is over its rate.", body: eitherBody, retryAfter: true},
@@ -236,14 +237,25 @@ func answerSchemas() map[string]any {
 				"retry_after": map[string]any{"type": "string", "pattern": `^[0-9]+(?:\.[0-9]{1,9})?s$`},
 				"violations":  map[string]any{"type": "array", "items": map[string]any{"$ref": openAPIComponents + "FieldViolation"}},
 				"message":     map[string]any{"type": "string"},
+				"conflict": map[string]any{"$ref": openAPIComponents + "PayloadConflict",
+					"description": "With IDEMPOTENCY_CONFLICT: the fingerprints of the payload refused and of the one accepted under the same id."},
 			},
 		}
 	}
 	return map[string]any{
 		"Reason":         reason,
 		"FieldViolation": violation,
-		"Rejection":      refusal("Why one event was refused and whether sending it again may succeed."),
-		"ErrorBody":      refusal("A whole-request refusal."),
+		"PayloadConflict": map[string]any{
+			"type": "object", "required": []string{"fingerprint", "accepted_fingerprint"},
+			"description": "A payload's fingerprint is \"sha256:\" and lowercase hex digits of the SHA-256 of its canonical protobuf binary, as the sinks keep it in payload_fingerprint.",
+			"properties": map[string]any{
+				"fingerprint": map[string]any{"type": "string", "description": "The refused payload's fingerprint, whole."},
+				"accepted_fingerprint": map[string]any{"type": "string",
+					"description": "The accepted payload's fingerprint; when the dedup window caught the conflict, its first 16 hex digits (the 64 bits the window keeps)."},
+			},
+		},
+		"Rejection": refusal("Why one event was refused and whether sending it again may succeed."),
+		"ErrorBody": refusal("A whole-request refusal."),
 		"EventResult": map[string]any{
 			"type": "object", "required": []string{"index", "id", "outcome"},
 			"properties": map[string]any{
