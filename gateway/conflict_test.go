@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/sluicehq/sluice/consumer"
 	"github.com/sluicehq/sluice/contract"
 	"github.com/sluicehq/sluice/examples"
 	"github.com/sluicehq/sluice/gateway"
@@ -177,7 +178,19 @@ func TestChangedPayloadRefused(t *testing.T) {
 
 	recs := h.consume(h.topics[typeLog], 2)
 	count := map[string]int{}
+	registry, err := contract.Load(examples.Contracts, examples.Types)
+	if err != nil {
+		t.Fatal(err)
+	}
+	versions, err := contract.NewVersions(registry, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, r := range recs {
+		// The fingerprint the refusal names is the one the sink keeps.
+		if ev, err := consumer.Decode(versions, r.Topic, r); err != nil || ev.PayloadFingerprint != fpFirst {
+			t.Errorf("the sink fingerprints the accepted payload %q (%v), the refusal named %s", ev.PayloadFingerprint, err, fpFirst)
+		}
 		id := header(r, record.HeaderEventID)
 		count[id]++
 		if !proto.Equal(decodeLogLine(t, r.Value), decodeLogLine(t, logLineBinary(t))) {

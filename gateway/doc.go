@@ -30,12 +30,13 @@
 //     source's allowed types, a loaded contract for the type, the payload
 //     size, the occurred_at skew window, then decode and protovalidate
 //     against the contract (package contract).
-//  6. The dedup window: an (source, event id) accepted within the window is
-//     answered DUPLICATE and not published again, with the position the
-//     accepted one was answered with. While one attempt of an id is being
-//     published, others wait for its outcome, so concurrent retries make
-//     one record and no caller is told DUPLICATE for an event that then
-//     fails.
+//  6. The dedup window: an (source, event id) accepted within the window
+//     with the same payload is answered DUPLICATE and not published again,
+//     with the position the accepted one was answered with; with another
+//     payload it is refused IDEMPOTENCY_CONFLICT (see Identity). While one
+//     attempt of an id is being published, others wait for its outcome, so
+//     concurrent retries make one record and no caller is told DUPLICATE
+//     for an event that then fails.
 //  7. The surviving events are handed to admission (admission.Admission) in
 //     request order, so one key keeps its order, and each is answered
 //     ACCEPTED only once it is durable: acknowledged by Kafka with acks=all
@@ -62,6 +63,41 @@
 // written without reflection: REST's JSON by appendAnswer, gRPC's
 // protobuf by the server codec (marshalAnswer), each held to what
 // protojson and proto.Marshal write by a fuzz test.
+//
+// # Identity
+//
+// An event's (source, id) names one event: its idempotency key. Sent
+// again with the same payload it is a DUPLICATE, a success; sent with
+// another payload it is refused IDEMPOTENCY_CONFLICT (not retryable,
+// gRPC ALREADY_EXISTS, REST 409 when every event of a request is refused
+// so), as an idempotency key reused with other parameters is. "The same
+// payload" is the same contract message, whatever its form: a payload's
+// fingerprint is the SHA-256 of its canonical binary
+// (contract.Canonical: JSON and binary of one message, fields or map
+// entries in any order, have one), the sinks' payload_fingerprint. The
+// refusal carries both fingerprints in its conflict, is counted in
+// sluice_events_total{reason="IDEMPOTENCY_CONFLICT"} by source and type,
+// and is logged (at most conflictLogRate lines a second, a burst of
+// conflictLogBurst; the next line says how many were not logged). Where
+// each case is caught:
+//
+//   - repeated within one request: the gateway, after the first copy is
+//     judged (with dedup off too: a repeat with the same payload is
+//     published again, one with another payload refused, once the first is
+//     accepted). The conflict names the first's whole fingerprint.
+//   - within the dedup window, on the gateway that accepted the first: the
+//     window, which keeps 64 bits of each accepted payload's fingerprint
+//     (the conflict's accepted_fingerprint is their 16 hex digits, a prefix
+//     of the whole). The window's cost is 8 bytes an id.
+//   - past the window, once max_entries has forgotten the id, after the
+//     gateway restarts, or on another gateway replica: not here. The
+//     second payload is published, and the sink keeps the first, records
+//     the copy in its conflicts table and counts it in
+//     sluice_sink_conflicts_total.
+//
+// A poller's items are judged the same way: a partner item that changes
+// under the same id is refused and skipped; map its id to include what
+// changes (a version or an updated_at) to publish each version.
 //
 // # TLS and client certificates
 //

@@ -594,8 +594,7 @@ func (s *Service) conflict(src *source, c *candidate, accepted, where string) *i
 	id := c.event.GetId()
 	fp := formatFingerprint(c.sum)
 	r := reject(ingestv1.Reason_IDEMPOTENCY_CONFLICT, fmt.Sprintf(
-		"event id %q was accepted with another payload (%s); this one (%s) is refused: an id names one event, send a new payload under an id of its own",
-		id, accepted, fp))
+		"event id %q was accepted with another payload: an id names one event, send a new payload under an id of its own", id))
 	r.Conflict = &ingestv1.PayloadConflict{Fingerprint: fp, AcceptedFingerprint: accepted}
 	if s.conflictLog.Allow() {
 		s.log.Warn("event refused IDEMPOTENCY_CONFLICT: its id was accepted with another payload",
