@@ -43,6 +43,9 @@ type system struct {
 	segment   int64  // the gateway's spool.segment_bytes; 0: a quarter of the cap, at most 16 MiB
 	tmpfs     bool   // spoolDir is a tmpfs of its own
 	consumers []*proc
+	// ledger is the running scenario's, for a fault that sends events of
+	// its own.
+	ledger *ledger
 }
 
 // proc is a sluice process the suite can kill and start again.
