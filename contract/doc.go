@@ -33,8 +33,11 @@
 //     included), invalid UTF-8 in a string (proto2 files included), a missing proto2 required field, a
 //     google.protobuf.Timestamp or Duration out of its valid range; JSON
 //     that does not decode, is not an object, has an unknown or duplicate
-//     field or a value of the wrong type; and, in either form, nesting
-//     deeper than WithMaxDepth (default 32).
+//     field or a value of the wrong type; in binary, a
+//     google.protobuf.Value that JSON cannot write (no kind set, a number
+//     that is not finite); and, in either form, nesting deeper than
+//     WithMaxDepth (default 32), as the payload's JSON form nests (see
+//     Depth).
 //   - *ViolationError: the payload decoded but broke one or more rules; each
 //     Violation names the field path, the rule id and the rule's message.
 //     All violations are reported, in field order (entries of one map field
@@ -50,6 +53,30 @@
 // its wire type and within the depth limit, reaches the decoder; any
 // decoder panic is recovered as a MalformedError whose cause says "decoder
 // panic". Decoding is bounded by the input size and the depth limit.
+//
+// # Depth
+//
+// One rule bounds nesting in both forms: a payload may nest as deep as
+// WithMaxDepth, counted as its protojson form nests. The payload's
+// object is level 1, and each JSON object or array within it one more:
+// a message, a map (its object; the map's values are a level below it),
+// a repeated field (its array; a message in it is a level below that),
+// a google.protobuf.Struct, ListValue or Empty. A google.protobuf.Value
+// is the level of what it holds, and a Timestamp, Duration, FieldMask or
+// wrapper is a JSON string or number, no level at all. JSON text is
+// counted as written (CheckJSONDepth: an empty array counts too); binary
+// by the wire walk, as the JSON that protojson would write of it (a map
+// entry without its value counts the value, written as {}). So the
+// binary of a message, and the JSON protojson writes of it, get the same
+// verdict, and what CheckJSON publishes is within the limit as binary,
+// for the gateway, the consumer and the DLQ's checks alike. The one
+// exception is google.protobuf.Any, whose value is bytes to every binary
+// decoder and is not walked: the JSON of an Any holds its message inline.
+//
+// In binary, one JSON level of Struct is three levels of messages
+// (Struct, map entry, Value), so the decoders run with a recursion limit
+// of 3*WithMaxDepth+1, which no payload within the rule reaches; the walk
+// refuses first, as MalformedError.
 //
 // # How payloads are decoded
 //
