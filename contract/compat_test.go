@@ -560,6 +560,7 @@ func TestCompareRuleSemantics(t *testing.T) {
 	tightened := func(rule string) found { return found{"note", contract.RuleTightened, rule} }
 	loosened := func(rule string) found { return found{"note", contract.RuleLoosened, rule} }
 	ignore := func(i validate.Ignore) *validate.FieldRules { return rules{Ignore: &i}.Build() }
+	headerName, headerValue, unspecifiedRegex := validate.KnownRegex_KNOWN_REGEX_HTTP_HEADER_NAME, validate.KnownRegex_KNOWN_REGEX_HTTP_HEADER_VALUE, validate.KnownRegex_KNOWN_REGEX_UNSPECIFIED
 	unknown := new(validate.FieldRules)
 	unknown.ProtoReflect().SetUnknown(protowire.AppendVarint(protowire.AppendTag(nil, 999, protowire.VarintType), 1))
 	for _, c := range []struct {
@@ -600,6 +601,49 @@ func TestCompareRuleSemantics(t *testing.T) {
 		{"rules of another kind", str(validate.StringRules_builder{MaxLen: proto.Uint64(5)}), rules{Int64: validate.Int64Rules_builder{Gte: proto.Int64(0)}.Build()}.Build(),
 			[]found{loosened("string.max_len"), tightened("int64.gte")}},
 		{"unknown rule", nil, unknown, []found{tightened("(unknown fields)")}},
+		// Each rule is read as protovalidate reads it, an unset rule by
+		// protovalidate's default: strict unset is strict.
+		{"strict false removed from a header regex", str(validate.StringRules_builder{WellKnownRegex: &headerName, Strict: proto.Bool(false)}),
+			str(validate.StringRules_builder{WellKnownRegex: &headerName}), []found{tightened("string.strict")}},
+		{"strict false set on a header regex", str(validate.StringRules_builder{WellKnownRegex: &headerValue}),
+			str(validate.StringRules_builder{WellKnownRegex: &headerValue, Strict: proto.Bool(false)}), []found{loosened("string.strict")}},
+		{"strict true written out", str(validate.StringRules_builder{WellKnownRegex: &headerName}),
+			str(validate.StringRules_builder{WellKnownRegex: &headerName, Strict: proto.Bool(true)}), nil},
+		{"strict without a header regex decides nothing", str(validate.StringRules_builder{Strict: proto.Bool(false)}), nil, nil},
+		{"header regex unspecified is no rule", nil, str(validate.StringRules_builder{WellKnownRegex: &unspecifiedRegex}), nil},
+		{"header name to header value", str(validate.StringRules_builder{WellKnownRegex: &headerName}),
+			str(validate.StringRules_builder{WellKnownRegex: &headerValue}), []found{loosened("string.well_known_regex")}},
+		{"header value to header name", str(validate.StringRules_builder{WellKnownRegex: &headerValue}),
+			str(validate.StringRules_builder{WellKnownRegex: &headerName}), []found{tightened("string.well_known_regex")}},
+		{"strict header name to loose header value", str(validate.StringRules_builder{WellKnownRegex: &headerName}),
+			str(validate.StringRules_builder{WellKnownRegex: &headerValue, Strict: proto.Bool(false)}), []found{loosened("string.well_known_regex")}},
+		{"loose header name to strict header value", str(validate.StringRules_builder{WellKnownRegex: &headerName, Strict: proto.Bool(false)}),
+			str(validate.StringRules_builder{WellKnownRegex: &headerValue}), []found{tightened("string.well_known_regex")}},
+		{"header regex added", nil, str(validate.StringRules_builder{WellKnownRegex: &headerValue, Strict: proto.Bool(false)}), []found{tightened("string.well_known_regex")}},
+		{"header regex removed", str(validate.StringRules_builder{WellKnownRegex: &headerName}), nil, []found{loosened("string.well_known_regex")}},
+		{"empty prefix is no rule", nil, str(validate.StringRules_builder{Prefix: proto.String("")}), nil},
+		{"prefix emptied", str(validate.StringRules_builder{Prefix: proto.String("a")}), str(validate.StringRules_builder{Prefix: proto.String("")}), []found{loosened("string.prefix")}},
+		{"empty suffix is no rule", str(validate.StringRules_builder{Suffix: proto.String("")}), nil, nil},
+		{"empty contains is no rule", nil, str(validate.StringRules_builder{Contains: proto.String("")}), nil},
+		{"empty bytes prefix is no rule", nil, rules{Bytes: validate.BytesRules_builder{Prefix: []byte{}}.Build()}.Build(), nil},
+		{"empty pattern is no rule", nil, str(validate.StringRules_builder{Pattern: proto.String("")}), nil},
+		{"pattern emptied", str(validate.StringRules_builder{Pattern: proto.String("^a")}), str(validate.StringRules_builder{Pattern: proto.String("")}), []found{loosened("string.pattern")}},
+		{"empty not_contains refuses every value", nil, str(validate.StringRules_builder{NotContains: proto.String("")}), []found{tightened("string.not_contains")}},
+		{"min_len 0 is no rule", nil, str(validate.StringRules_builder{MinLen: proto.Uint64(0)}), nil},
+		{"max_len 0 is a rule", nil, str(validate.StringRules_builder{MaxLen: proto.Uint64(0)}), []found{tightened("string.max_len")}},
+		{"len 0 is a rule", nil, str(validate.StringRules_builder{Len: proto.Uint64(0)}), []found{tightened("string.len")}},
+		{"empty const is a rule", nil, str(validate.StringRules_builder{Const: proto.String("")}), []found{tightened("string.const")}},
+		{"required false is no rule", nil, rules{Required: proto.Bool(false)}.Build(), nil},
+		{"ignore unspecified is no rule", nil, ignore(validate.Ignore_IGNORE_UNSPECIFIED), nil},
+		{"empty in list is no rule", nil, str(validate.StringRules_builder{In: []string{}}), nil},
+		{"field mask in: a parent path admits its children", rules{FieldMask: validate.FieldMaskRules_builder{In: []string{"a.b"}}.Build()}.Build(),
+			rules{FieldMask: validate.FieldMaskRules_builder{In: []string{"a"}}.Build()}.Build(), []found{loosened("field_mask.in")}},
+		{"field mask in: a child path admits less", rules{FieldMask: validate.FieldMaskRules_builder{In: []string{"a"}}.Build()}.Build(),
+			rules{FieldMask: validate.FieldMaskRules_builder{In: []string{"a.b", "a.c"}}.Build()}.Build(), []found{tightened("field_mask.in")}},
+		{"field mask not_in: a child of a path refused already", rules{FieldMask: validate.FieldMaskRules_builder{NotIn: []string{"a"}}.Build()}.Build(),
+			rules{FieldMask: validate.FieldMaskRules_builder{NotIn: []string{"a", "a.b"}}.Build()}.Build(), nil},
+		{"field mask not_in: a parent refuses more", rules{FieldMask: validate.FieldMaskRules_builder{NotIn: []string{"a.b"}}.Build()}.Build(),
+			rules{FieldMask: validate.FieldMaskRules_builder{NotIn: []string{"a"}}.Build()}.Build(), []found{tightened("field_mask.not_in")}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			old := ct.Evolve(t, examples.Contracts, ct.SetFieldRules(shopType, "note", c.old))

@@ -175,13 +175,17 @@
 //
 // A tightened rule breaks Backward, not Forward: sources still on the old
 // version send events the gateway now refuses, while readers never
-// validate again. Rules are compared leaf by leaf (compat_rules.go):
+// validate again. Rules are compared leaf by leaf (compat_rules.go), each
+// as protovalidate reads it, an unset rule by protovalidate's default:
 // minimums, maximums, flags, the in and not_in lists, prefixes and the
-// like each by what they admit; numeric, duration and timestamp bounds
-// exactly as the range they admit (gt: 0 is gte: 1 on integers); a CEL
-// rule by id, its expression changed or added counting as tightening, as
-// does a changed pattern and any change to a rule the table does not
-// know. Comments change nothing, as they change no fingerprint.
+// like each by what they admit (a rule at a value that checks nothing,
+// such as prefix: "", is no rule; string.strict unset is true, and is
+// judged with the header regex it governs); numeric, duration and
+// timestamp bounds exactly as the range they admit (gt: 0 is gte: 1 on
+// integers); a CEL rule by id, its expression changed or added counting
+// as tightening, as does a changed pattern and any change to a rule the
+// table does not know. Comments change nothing, as they change no
+// fingerprint.
 //
 // A Policy per type (Policies.For) picks the mode: backward (the
 // default) requires that no finding breaks Backward, forward that none
