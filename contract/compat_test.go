@@ -677,3 +677,121 @@ func FuzzCompare(f *testing.F) {
 		}
 	})
 }
+
+// enumsFile is an editions file whose enums are open or closed by the
+// enum_type feature, and enumsLegacyFile a proto2 one, whose enums are
+// closed.
+func enumsFiles() []*descriptorpb.FileDescriptorProto {
+	enum := func(name string, closed bool, values ...string) *descriptorpb.EnumDescriptorProto {
+		e := &descriptorpb.EnumDescriptorProto{Name: proto.String(name)}
+		for i, v := range values {
+			e.Value = append(e.Value, &descriptorpb.EnumValueDescriptorProto{Name: proto.String(v), Number: proto.Int32(int32(i))})
+		}
+		if closed {
+			e.Options = &descriptorpb.EnumOptions{Features: &descriptorpb.FeatureSet{EnumType: descriptorpb.FeatureSet_CLOSED.Enum()}}
+		}
+		return e
+	}
+	enumField := func(name string, num int32, typ string) *descriptorpb.FieldDescriptorProto {
+		return &descriptorpb.FieldDescriptorProto{Name: proto.String(name), JsonName: proto.String(name), Number: proto.Int32(num),
+			Label: descriptorpb.FieldDescriptorProto_LABEL_OPTIONAL.Enum(), Type: descriptorpb.FieldDescriptorProto_TYPE_ENUM.Enum(), TypeName: proto.String(typ)}
+	}
+	return []*descriptorpb.FileDescriptorProto{{
+		Name:    proto.String("test/v1/paint.proto"),
+		Package: proto.String("test.v1"),
+		Syntax:  proto.String("editions"),
+		Edition: descriptorpb.Edition_EDITION_2023.Enum(),
+		MessageType: []*descriptorpb.DescriptorProto{{
+			Name:  proto.String("Paint"),
+			Field: []*descriptorpb.FieldDescriptorProto{enumField("color", 1, ".test.v1.Color"), enumField("finish", 2, ".test.v1.Finish")},
+		}},
+		EnumType: []*descriptorpb.EnumDescriptorProto{
+			enum("Color", false, "COLOR_UNSPECIFIED", "COLOR_RED"),
+			enum("Finish", true, "FINISH_UNSPECIFIED", "FINISH_MATTE", "FINISH_GLOSS"),
+		},
+	}, {
+		Name:    proto.String("test/v1/legacy_paint.proto"),
+		Package: proto.String("test.v1"),
+		Syntax:  proto.String("proto2"),
+		MessageType: []*descriptorpb.DescriptorProto{{
+			Name:  proto.String("LegacyPaint"),
+			Field: []*descriptorpb.FieldDescriptorProto{enumField("tone", 1, ".test.v1.Tone")},
+		}},
+		EnumType: []*descriptorpb.EnumDescriptorProto{enum("Tone", false, "TONE_LOW", "TONE_HIGH")},
+	}}
+}
+
+// TestCompareEnumTypes: a closed enum refuses a number it does not define
+// (protobuf keeps it as an unknown field, the gateway and the consumer
+// refuse it), so whether an enum is open or closed decides what its
+// changes break.
+func TestCompareEnumTypes(t *testing.T) {
+	const (
+		paint  = "test.v1.Paint"
+		legacy = "test.v1.LegacyPaint"
+		color  = "test.v1.Color"  // open
+		finish = "test.v1.Finish" // closed
+		tone   = "test.v1.Tone"   // closed: proto2
+	)
+	types := []string{legacy, paint}
+	image := marshal(t, &descriptorpb.FileDescriptorSet{File: enumsFiles()})
+	for _, c := range []struct {
+		name    string
+		typ     string
+		edits   []ct.Edit
+		want    []found
+		verdict verdicts
+	}{
+		{"value added to an open enum", paint, []ct.Edit{ct.AddEnumValue(color, "COLOR_BLUE", 2)},
+			[]found{{"color", contract.RuleEnumValueAdded, ""}}, compatible},
+		{"value added to a closed enum", paint, []ct.Edit{ct.AddEnumValue(finish, "FINISH_SATIN", 3)},
+			[]found{{"finish", contract.RuleEnumValueAdded, ""}}, breaksForward},
+		{"value added to a proto2 enum", legacy, []ct.Edit{ct.AddEnumValue(tone, "TONE_MID", 2)},
+			[]found{{"tone", contract.RuleEnumValueAdded, ""}}, breaksForward},
+		{"open enum closed", paint, []ct.Edit{ct.SetEnumType(color, true)},
+			[]found{{"color", contract.RuleEnumClosed, ""}}, breaksBackward},
+		{"closed enum opened", paint, []ct.Edit{ct.SetEnumType(finish, false)},
+			[]found{{"finish", contract.RuleEnumOpened, ""}}, breaksForward},
+		{"open enum closed, a value added", paint, []ct.Edit{ct.SetEnumType(color, true), ct.AddEnumValue(color, "COLOR_BLUE", 2)},
+			[]found{{"color", contract.RuleEnumClosed, ""}, {"color", contract.RuleEnumValueAdded, ""}}, breaksBackward},
+		{"closed enum opened, a value added", paint, []ct.Edit{ct.SetEnumType(finish, false), ct.AddEnumValue(finish, "FINISH_SATIN", 3)},
+			[]found{{"finish", contract.RuleEnumOpened, ""}, {"finish", contract.RuleEnumValueAdded, ""}}, breaksForward},
+		{"value removed from an open enum, reserved", paint, []ct.Edit{ct.RemoveEnumValue(color, "COLOR_RED", true)},
+			[]found{{"color", contract.RuleEnumValueReserved, ""}}, compatible},
+		{"value removed from a closed enum, reserved", paint, []ct.Edit{ct.RemoveEnumValue(finish, "FINISH_GLOSS", true)},
+			[]found{{"finish", contract.RuleEnumValueReserved, ""}}, breaksBackward},
+		{"value removed from a closed enum", paint, []ct.Edit{ct.RemoveEnumValue(finish, "FINISH_GLOSS", false)},
+			[]found{{"finish", contract.RuleEnumValueRemoved, ""}}, breaksBackward},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			next := ct.Evolve(t, image, c.edits...)
+			for i, mode := range compareModes {
+				report, err := contract.Compare(image, next, types, contract.Policies{Default: contract.Policy{Mode: mode}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, tr := range report.Types {
+					if tr.Type != c.typ {
+						if len(tr.Findings) > 0 || !tr.Compatible {
+							t.Errorf("%s: untouched type %s: %+v", mode, tr.Type, tr)
+						}
+						continue
+					}
+					var got []found
+					for _, f := range tr.Findings {
+						got = append(got, found{f.Path, f.Rule, f.ValidateRule})
+						if f.Reason == "" {
+							t.Errorf("finding %+v has no reason", f)
+						}
+					}
+					if !slices.Equal(got, c.want) {
+						t.Errorf("%s: findings\n%v\nwant\n%v\n%s", mode, got, c.want, tr.Findings)
+					}
+					if tr.Compatible != c.verdict[i] {
+						t.Errorf("%s: compatible %t, want %t: %s", mode, tr.Compatible, c.verdict[i], tr.Findings)
+					}
+				}
+			}
+		})
+	}
+}

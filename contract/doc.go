@@ -164,11 +164,13 @@
 //	field_oneof_changed        both      into, out of or between oneofs
 //	field_presence_changed     -         proto3 optional added or dropped
 //	enum_value_removed         backward  without reservation: new readers meet it in old events
-//	enum_value_reserved        -
+//	enum_value_reserved        -         backward for an enum closed in the new version: its readers refuse the number
 //	enum_value_renumbered      both
 //	enum_value_renamed         both      JSON carries enum values by name
 //	enum_value_reserved_reused both
-//	enum_value_added           -
+//	enum_value_added           -         forward for an enum closed in the old version: old readers refuse the number
+//	enum_closed                backward  an open enum became closed: old events may carry numbers it lacks
+//	enum_opened                forward   a closed enum became open: old readers refuse the numbers it lets through
 //	rule_tightened             backward  a protovalidate rule refuses events valid before (Tightening)
 //	rule_loosened              -
 //	rule_message_changed       -         only a CEL rule's message
@@ -187,6 +189,14 @@
 // table does not know. Comments change nothing, as they change no
 // fingerprint.
 //
+// A closed enum (proto2, or the editions feature enum_type: CLOSED)
+// refuses a number it does not define: protobuf keeps it as an unknown
+// field, which the gateway and the consumer refuse. So a value added to
+// an enum closed in the old version breaks Forward, a value removed from
+// one closed in the new version breaks Backward even when reserved, and
+// an enum that changes between open and closed breaks the direction
+// whose readers have it closed.
+//
 // A Policy per type (Policies.For) picks the mode: backward (the
 // default) requires that no finding breaks Backward, forward that none
 // breaks Forward, full both, and none nothing, though findings are still
@@ -195,12 +205,12 @@
 // that break what their type's mode requires.
 //
 // Compatibility here is the schema's. The gateway also refuses unknown
-// fields and, with defined_only, unknown enum values: a gateway still on
-// the old version refuses events that set a field or value it lacks, and
-// one on the new version refuses events that still set a field removed.
-// That is an order of rollout (gateways take a new version before sources
-// use it; sources stop sending a field before it is removed), not a
-// finding.
+// fields and, with defined_only, unknown values of an open enum: a
+// gateway still on the old version refuses events that set a field or
+// value it lacks, and one on the new version refuses events that still
+// set a field removed. That is an order of rollout (gateways take a new
+// version before sources use it; sources stop sending a field before it
+// is removed), not a finding.
 //
 // # Versions
 //

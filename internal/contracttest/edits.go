@@ -246,6 +246,25 @@ func AddEnumValue(enum, name string, number int32) Edit {
 	}
 }
 
+// SetEnumType makes enum closed or open through the editions feature
+// enum_type: the file that declares it must be an editions file.
+func SetEnumType(enum string, closed bool) Edit {
+	return func(t testing.TB, set *descriptorpb.FileDescriptorSet) {
+		e := Enum(t, set, enum)
+		if e.Options == nil {
+			e.Options = new(descriptorpb.EnumOptions)
+		}
+		if e.Options.Features == nil {
+			e.Options.Features = new(descriptorpb.FeatureSet)
+		}
+		typ := descriptorpb.FeatureSet_OPEN
+		if closed {
+			typ = descriptorpb.FeatureSet_CLOSED
+		}
+		e.Options.Features.EnumType = typ.Enum()
+	}
+}
+
 // RemoveEnumValue removes value name from enum and, when reserve is set,
 // reserves its number and name.
 func RemoveEnumValue(enum, name string, reserve bool) Edit {
