@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -189,4 +190,9 @@ func answerProduce(c *kfake.Cluster, code *kerr.Error) (stop func()) {
 		return resp, nil, true
 	})
 	return func() { on.Store(false) }
+}
+
+// testutilGauge is a's sluice_spool_drain_blocked for reason.
+func testutilGauge(a *Admission, reason string) float64 {
+	return testutil.ToFloat64(a.metrics.drainBlocked.WithLabelValues(reason))
 }
