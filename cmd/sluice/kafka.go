@@ -21,14 +21,21 @@ const kafkaCheckTimeout = 10 * time.Second
 // cluster that does not answer does not: the gateway spools (or refuses
 // UNAVAILABLE) and the consumer waits until it is back.
 func checkKafka(ctx context.Context, cl kafkaconn.Pinger, log *slog.Logger) error {
-	err := kafkaconn.Check(ctx, cl, kafkaCheckTimeout)
+	_, err := askKafka(ctx, cl, log)
+	return err
+}
+
+// askKafka is checkKafka, and says whether a broker answered.
+func askKafka(ctx context.Context, cl kafkaconn.Pinger, log *slog.Logger) (answered bool, err error) {
+	err = kafkaconn.Check(ctx, cl, kafkaCheckTimeout)
 	if re := kafkaconn.Refused(err); re != nil {
-		return re
+		return false, re
 	}
 	if err != nil {
 		log.Warn("kafka does not answer at start; carrying on", "err", err)
+		return false, nil
 	}
-	return nil
+	return true, nil
 }
 
 // topicChecker is a producer that can check that its topics exist
@@ -45,13 +52,8 @@ type topicChecker interface {
 // events for it wait in the spool (or are refused UNAVAILABLE without
 // one).
 func checkGatewayKafka(ctx context.Context, p topicChecker, log *slog.Logger) error {
-	err := kafkaconn.Check(ctx, p, kafkaCheckTimeout)
-	if re := kafkaconn.Refused(err); re != nil {
-		return re
-	}
-	if err != nil {
-		log.Warn("kafka does not answer at start; carrying on", "err", err)
-		return nil
+	if answered, err := askKafka(ctx, p, log); !answered {
+		return err
 	}
 	tctx, cancel := context.WithTimeout(ctx, kafkaCheckTimeout)
 	defer cancel()
