@@ -182,10 +182,17 @@
 //     RetryInfo, and what it held is freed.
 //   - Connections are bounded on gRPC: header bytes per call
 //     (MaxHeaderListBytes), streams per connection (MaxConcurrentStreams)
-//     and in total (MaxStreams, UNAVAILABLE past it), unary calls whose
-//     message is still arriving (ReceivingRequests, UNAVAILABLE past it),
-//     how long that message may take (ReceiveTimeout, DEADLINE_EXCEEDED),
-//     and a connection's age (MaxConnectionAge, then GOAWAY).
+//     and in total, every one counted in the tap before its message is
+//     read: authenticated streams (PublishStream, and health or
+//     reflection calls with a valid credential) by MaxStreams, calls
+//     without a credential (health, reflection) by a share of their own,
+//     UnauthenticatedStreams, of which long-lived streams (health Watch,
+//     reflection) hold at most half, so a health Check is answered while
+//     they are at their bound; both UNAVAILABLE with RetryInfo past
+//     them. Unary calls whose message is still arriving are bounded by
+//     ReceivingRequests (UNAVAILABLE past it), how long that message may
+//     take by ReceiveTimeout (DEADLINE_EXCEEDED), and a connection's age
+//     by MaxConnectionAge (then GOAWAY).
 //   - Readiness (Server.Ready, gRPC health) is checked in the server's own
 //     goroutine, not on demand; metrics and probes are served by
 //     internal/admin on a listener apart from the API.
