@@ -125,6 +125,12 @@ func NewServer(svc *Service, opts ...ServerOption) (*Server, error) {
 		}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 		grpc.ForceServerCodecV2(newServerCodec(l)),
+		// gzip messages reach the codec undecoded (compress.go), so that
+		// one that does not decompress is refused typed; zstd ones do by
+		// the registered "zstd". RPCDecompressor is deprecated, but it is
+		// the one decompressor grpc-go takes per server, and is supported
+		// throughout grpc-go 1.x.
+		grpc.RPCDecompressor(gzipMarker{}),
 		grpc.Creds(grpcCreds), // nil: plaintext
 	)
 	s.grpc.RegisterService(&ingestService, svc)
