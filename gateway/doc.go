@@ -10,7 +10,9 @@
 //     the server's tap, before the call takes any place or its message is
 //     read; on REST in a handler before the body is read. A caller that is
 //     not a source is refused UNAUTHENTICATED (401) and holds nothing an
-//     authenticated one needs. Keys are stored as SHA-256 digests only.
+//     authenticated one needs; gRPC health and reflection, open to all,
+//     count such a caller in a share of its own (UnauthenticatedStreams).
+//     Keys are stored as SHA-256 digests only.
 //  2. The request's memory is charged to RequestMemoryBytes before it is
 //     read (UNAVAILABLE, unread, when there is no room in time); a body or
 //     message over MaxRequestBytes is BATCH_TOO_LARGE (REST from its
