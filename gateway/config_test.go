@@ -48,6 +48,7 @@ func TestConfigValidate(t *testing.T) {
 		{"limits.max_event_future", func(c *Config) { c.Limits.MaxEventFuture = -time.Second }},
 		{"limits.max_concurrent_streams", func(c *Config) { c.Limits.MaxConcurrentStreams = 0 }},
 		{"limits.receiving_requests", func(c *Config) { c.Limits.ReceivingRequests = 0 }},
+		{"limits.unauthenticated_streams", func(c *Config) { c.Limits.UnauthenticatedStreams = 1 }},
 		{"limits.max_request_bytes", func(c *Config) { c.Limits.MaxRequestBytes = c.Limits.MaxEventBytes - 1 }},
 		{"limits.max_depth", func(c *Config) { c.Limits.MaxDepth = 1000 }},
 		{"limits.stream_window", func(c *Config) { c.Limits.StreamWindow = 0 }},

@@ -10,7 +10,9 @@
 //     the server's tap, before the call takes any place or its message is
 //     read; on REST in a handler before the body is read. A caller that is
 //     not a source is refused UNAUTHENTICATED (401) and holds nothing an
-//     authenticated one needs. Keys are stored as SHA-256 digests only.
+//     authenticated one needs; gRPC health and reflection, open to all,
+//     count such a caller in a share of its own (UnauthenticatedStreams).
+//     Keys are stored as SHA-256 digests only.
 //  2. The request's memory is charged to RequestMemoryBytes before it is
 //     read (UNAVAILABLE, unread, when there is no room in time); a body or
 //     message over MaxRequestBytes is BATCH_TOO_LARGE (REST from its
@@ -139,16 +141,22 @@
 // MaxRequestBytes, as a gRPC receive is, until it is in, and a zstd one
 // its decoder's window besides.
 //
-// gRPC accepts the "gzip" compressor (grpc-go's) and "zstd" (compress.go,
-// registered in init); answers go back in the request's compressor. grpc-go
-// decompresses a message itself and stops one byte past twice
-// MaxRequestBytes of its output: a message of a compressed call between
-// one and two times MaxRequestBytes once decompressed is DECOMPRESSED_TOO_LARGE with
-// ErrorInfo; past that, grpc-go answers RESOURCE_EXHAUSTED itself, and a
-// message that does not decompress INTERNAL, neither with ErrorInfo. The
-// zstd decoder takes windows of at most 8 MiB (RFC 8878's recommended
-// bound, which covers the default limits): compressors are registered per
-// process, so its bound cannot follow one server's limits.
+// gRPC accepts messages in gzip and zstd, and answers go back in the
+// request's compressor. A compressed message is decompressed by the
+// server codec, not by grpc-go, with the same decoders and bounds as a
+// REST body: over MaxRequestBytes as it came it is BATCH_TOO_LARGE, past
+// MaxRequestBytes decoded (or with a zstd window over the bound above) it
+// is DECOMPRESSED_TOO_LARGE, and one that does not decompress is
+// MALFORMED, each with ErrorInfo; it is charged as REST charges a
+// compressed body, a zstd one with its window. A compressed health or
+// reflection request, which no budget is charged for, is decompressed to
+// at most 64 KiB with a zstd window of at most that. grpc-go would decompress
+// before the codec and answer a failure with a bare INTERNAL, so the
+// server's decompressors only pass a message on behind a one-byte mark of
+// its coding (compress.go): gzip's per server (grpc.RPCDecompressor), and
+// zstd's as the "zstd" compressor registered in init, which a gRPC client
+// in the same process therefore cannot read zstd answers with ("gzip"
+// stays grpc-go's own, for every client).
 //
 // REST answers of 1 KiB or more are compressed in gzip or zstd when
 // Accept-Encoding asks for it (weights, q=0, identity and "*" honoured;
@@ -181,10 +189,11 @@
 //     MALFORMED (INVALID_ARGUMENT, 400), never a bare INTERNAL or a 5xx;
 //     unknown paths and methods are typed 404s and 405s (with Allow).
 //     Answers gRPC gives itself, before or after sluice's handler, have no
-//     ErrorInfo: a message over twice MaxRequestBytes (RESOURCE_EXHAUSTED,
-//     unread; compressed, once decompressed), one that does not
-//     decompress (INTERNAL), one that missed ReceiveTimeout (DEADLINE_EXCEEDED), a unary
-//     call with no message or two (INTERNAL), headers over
+//     ErrorInfo: a message longer on the wire than twice MaxRequestBytes
+//     and a byte (RESOURCE_EXHAUSTED, unread), one that missed ReceiveTimeout
+//     (DEADLINE_EXCEEDED), a unary call with no message or two
+//     (INTERNAL), a health or reflection request that does not decode or
+//     decompress (INTERNAL), headers over
 //     MaxHeaderListBytes and streams past MaxConcurrentStreams (stream
 //     resets). net/http answers a request it cannot parse (a bad request
 //     line or version, headers over MaxHeaderBytes) in plain text.
@@ -218,10 +227,17 @@
 //     RetryInfo, and what it held is freed.
 //   - Connections are bounded on gRPC: header bytes per call
 //     (MaxHeaderListBytes), streams per connection (MaxConcurrentStreams)
-//     and in total (MaxStreams, UNAVAILABLE past it), unary calls whose
-//     message is still arriving (ReceivingRequests, UNAVAILABLE past it),
-//     how long that message may take (ReceiveTimeout, DEADLINE_EXCEEDED),
-//     and a connection's age (MaxConnectionAge, then GOAWAY).
+//     and in total, every one counted in the tap before its message is
+//     read: authenticated streams (PublishStream, and health or
+//     reflection calls with a valid credential) by MaxStreams, calls
+//     without a credential (health, reflection) by a share of their own,
+//     UnauthenticatedStreams, of which long-lived streams (health Watch,
+//     reflection) hold at most half, so a health Check is answered while
+//     they are at their bound; both UNAVAILABLE with RetryInfo past
+//     them. Unary calls whose message is still arriving are bounded by
+//     ReceivingRequests (UNAVAILABLE past it), how long that message may
+//     take by ReceiveTimeout (DEADLINE_EXCEEDED), and a connection's age
+//     by MaxConnectionAge (then GOAWAY).
 //   - Readiness (Server.Ready, gRPC health) is checked in the server's own
 //     goroutine, not on demand; metrics and probes are served by
 //     internal/admin on a listener apart from the API.
