@@ -451,37 +451,42 @@ func keyBelow(k protoreflect.Kind, x, y []byte) bool {
 // which the decoder would keep once: no order makes that canonical.
 func (w *canonWalk) sorted() ([]byte, bool) {
 	out := bytes.Clone(w.root)
-	type record struct{ bytes, key []byte }
-	var recs []record
 	var scratch []byte
+	var held [16]mapRecord
 	for _, r := range w.runs {
-		recs = recs[:0]
-		for b := out[r.start:r.end]; len(b) > 0; {
+		// The run as it is now (inner runs sorted), read from a copy while
+		// out is rewritten.
+		scratch = append(scratch[:0], out[r.start:r.end]...)
+		recs := held[:0]
+		for b := scratch; len(b) > 0; {
 			_, _, n := protowire.ConsumeTag(b)
 			l, m := protowire.ConsumeVarint(b[n:])
 			size := n + m + int(l)
 			// A key is a number or a string: reading it adds no run.
 			key, _, _ := w.entryField(b[n+m:size], r.f.key)
-			recs = append(recs, record{b[:size], key})
+			recs = append(recs, mapRecord{b[:size], key})
 			b = b[size:]
 		}
-		slices.SortStableFunc(recs, func(x, y record) int {
+		kind := r.f.key.kind
+		slices.SortStableFunc(recs, func(x, y mapRecord) int {
 			switch {
-			case keyBelow(r.f.key.kind, x.key, y.key):
+			case keyBelow(kind, x.key, y.key):
 				return -1
-			case keyBelow(r.f.key.kind, y.key, x.key):
+			case keyBelow(kind, y.key, x.key):
 				return 1
 			}
 			return 0
 		})
-		scratch = scratch[:0]
+		at := r.start
 		for i, rec := range recs {
-			if i > 0 && !keyBelow(r.f.key.kind, recs[i-1].key, rec.key) {
+			if i > 0 && !keyBelow(kind, recs[i-1].key, rec.key) {
 				return nil, false
 			}
-			scratch = append(scratch, rec.bytes...)
+			at += copy(out[at:], rec.bytes)
 		}
-		copy(out[r.start:r.end], scratch)
 	}
 	return out, true
 }
+
+// mapRecord is one record of a map field: its bytes, and its entry's key.
+type mapRecord struct{ bytes, key []byte }
