@@ -306,8 +306,38 @@ func (c fileConfig) validate() error {
 			return fmt.Errorf("config: pollers[%d]: %w", i, err)
 		}
 	}
+	if err := c.checkPollerSources(); err != nil {
+		return err
+	}
 	if c.roles.consumer {
 		return c.checkConsumerReads()
+	}
+	return nil
+}
+
+// checkPollerSources refuses a poller whose source (by default its name)
+// is a push source's or an earlier poller's, unless its share_source says
+// that is meant: an event's identity is (source, id), so the two would
+// share one id space, and an id both send would be taken for a duplicate
+// (or refused as a conflict) instead of two events.
+func (c fileConfig) checkPollerSources() error {
+	owner := make(map[string]string)
+	for i, s := range c.Gateway.Sources {
+		owner[s.Name] = fmt.Sprintf("is the name of sources[%d]", i)
+	}
+	for i, p := range c.Pollers {
+		name := p.SourceName()
+		if is, taken := owner[name]; taken && !p.ShareSource {
+			by := ""
+			if p.Source == "" {
+				by = " (the poller's name)"
+			}
+			return fmt.Errorf("config: pollers[%d].source: %q%s %s: the poller's events would share that (source, id) space, so an id both send would be taken for the same event; give the poller a source of its own, or set pollers[%d].share_source: true if that is meant",
+				i, name, by, is, i)
+		}
+		if _, taken := owner[name]; !taken {
+			owner[name] = fmt.Sprintf("is also the source of pollers[%d]", i)
+		}
 	}
 	return nil
 }

@@ -151,6 +151,39 @@ sink: {kind: sqlite, sqlite: {path: /tmp/x.db}}
 	return cfg + more
 }
 
+// TestPollerSharesNoSourceUnlessAllowed: a poller whose source (by
+// default its name) is a push source's, or another poller's, would share
+// that tenant's (source, id) space; the file is refused naming
+// pollers[i].source unless the poller says share_source: true.
+func TestPollerSharesNoSourceUnlessAllowed(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		pollers []string
+		want    string // "" when the file passes
+	}{
+		{"a source of its own", []string{"    name: acme-orders\n    source: acme\n"}, ""},
+		{"named after no source", []string{"    name: acme\n"}, ""},
+		{"a push source's", []string{"    name: acme-orders\n    source: checkout\n"},
+			`config: pollers[0].source: "checkout" is the name of sources[0]`},
+		{"a push source's by its name", []string{"    name: checkout\n"},
+			`config: pollers[0].source: "checkout" (the poller's name) is the name of sources[0]`},
+		{"another poller's", []string{"    name: acme-orders\n    source: acme\n", "    name: acme-refunds\n    source: acme\n"},
+			`config: pollers[1].source: "acme" is also the source of pollers[0]`},
+		{"shared knowingly", []string{"    name: acme-orders\n    source: checkout\n    share_source: true\n"}, ""},
+		{"shared with a poller knowingly", []string{"    name: acme-orders\n    source: acme\n", "    name: acme-refunds\n    source: acme\n    share_source: true\n"}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := parseConfig([]byte(bothRoles(c.pollers, "")), func(string) string { return "" }, fileConfig.validate)
+			switch {
+			case c.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "share_source: true")):
+				t.Fatalf("got %v, want an error naming %s and share_source", err, c.want)
+			}
+		})
+	}
+}
+
 // TestOneTopicMapServesEveryRole: the top-level topics block is the topic
 // map of the gateway, of the consumer's event_types and of the contracts
 // listing; gateway.topics is refused, saying where the map moved.
