@@ -24,8 +24,11 @@ type Config struct {
 	Dedup   DedupConfig    `yaml:"dedup"`
 	Sources []SourceConfig `yaml:"-"`
 	// Topics maps an event type to its Kafka topic; a type not listed goes to
-	// "ingest.<type>".
-	Topics map[string]string `yaml:"topics"`
+	// "ingest.<type>" (record.TopicOf). It is not a key of the gateway
+	// block: it is the deployment's one topic map, the config file's
+	// top-level topics block, which the consumer reads too; cmd/sluice
+	// passes it in.
+	Topics map[string]string `yaml:"-"`
 	// PublishTimeout bounds how long an event waits for Kafka's ack before
 	// it is answered UNAVAILABLE; a caller's earlier deadline wins.
 	PublishTimeout time.Duration `yaml:"publish_timeout"`

@@ -151,7 +151,8 @@ func yamlField(t reflect.Type, name string) (reflect.StructField, bool) {
 }
 
 // TestTopicOfUnloadedType: New names a topics entry whose type has no
-// contract loaded by its path.
+// contract loaded by its path in the topic map, which is not a key of the
+// gateway block (the file's top-level topics block is).
 func TestTopicOfUnloadedType(t *testing.T) {
 	registry, err := contract.Load(examples.Contracts, examples.Types)
 	if err != nil {
@@ -162,7 +163,7 @@ func TestTopicOfUnloadedType(t *testing.T) {
 	cfg.Topics = map[string]string{"examples.logs.v1.LogLine": "logs", "examples.nope.v1.Gone": "gone"}
 	_, err = New(cfg, served(registry), acceptAll{})
 	var ce *ConfigError
-	if !errors.As(err, &ce) || ce.Field != "topics.examples.nope.v1.Gone" || !isYAMLPath(reflect.TypeFor[Config](), ce.Field) {
+	if !errors.As(err, &ce) || ce.Field != "topics.examples.nope.v1.Gone" || isYAMLPath(reflect.TypeFor[Config](), "topics") {
 		t.Fatalf("got %v, want an error naming topics.examples.nope.v1.Gone", err)
 	}
 }

@@ -57,7 +57,10 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	registry := versions.Registry()
-	topics := record.TopicsOf(nil, registry.Types())
+	// dev has no config file: its topics block is empty, every type goes
+	// to its default topic, and the gateway and the consumer read the
+	// same map.
+	topics := cfg.topics()
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(*kafkaPort),
 		kfake.SeedTopics(int32(*partitions), record.Cluster(topics)...))
 	if err != nil {
@@ -120,8 +123,8 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if *tail {
 		landed = printingSink{SQLite: db, w: stdout, where: scfg.Path}
 	}
-	ccfg := consumer.NewDefaultConfig()
-	ccfg.Group, ccfg.Topics = "sluice-dev", topics
+	ccfg := consumerConfig(cfg)
+	ccfg.Group = "sluice-dev"
 	ccfg.WriteBatch, ccfg.SinkConcurrency = 100, 1
 	ccfg.LagInterval = time.Second
 	conn, err := cfg.Kafka.Options(log)

@@ -128,7 +128,10 @@ sink:
   postgres: {dsn: %q, table: %s}
 `, t.TempDir(), uniqueName("secure-e2e"), topic, dsn, table)
 	yaml, httpAddr := gatewayYAML(t, kafka, extra)
-	yaml = strings.Replace(yaml, "  publish_timeout: 5s\n", "  publish_timeout: 5s\n  topics: {examples.logs.v1.LogLine: "+topic+"}\n", 1)
+	// One type, to the test's topic: the consumer reads every topic the
+	// gateway publishes to.
+	yaml = strings.Replace(yaml, "  types: ["+strings.Join(examples.Types, ", ")+"]\n", "  types: [examples.logs.v1.LogLine]\n", 1)
+	yaml += "topics: {examples.logs.v1.LogLine: " + topic + "}\n"
 	cfg := writeConfig(t, yaml)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -289,7 +292,8 @@ func TestSecureIntegrationPoller(t *testing.T) {
 	cfg.Log = logConfig{Level: "warn", Format: "text"}
 	cfg.Gateway.GRPCAddr, cfg.Gateway.HTTPAddr = freePort(t), freePort(t)
 	cfg.Gateway.Sources = []gateway.SourceConfig{{Name: "secure", KeyHashes: []string{hashKey("secure-key")}, EventTypes: []string{"*"}}}
-	cfg.Gateway.Topics = map[string]string{"examples.shop.v1.OrderPlaced": topic}
+	cfg.Topics = map[string]string{"examples.shop.v1.OrderPlaced": topic}
+	cfg.Gateway.Topics = cfg.Topics // as parseConfig hands the file's topics block to the gateway
 	cfg.Kafka.Config = block
 	cfg.Contracts.DescriptorSet, cfg.Contracts.Types = embeddedContracts, examples.Types
 	cfg.Pollers = []pull.Config{devpartner.Config(partner)}

@@ -1,178 +1,194 @@
 package main
 
 import (
-	"context"
+	"bytes"
+	"database/sql"
+	"encoding/json"
 	"fmt"
-	"io"
+	"maps"
 	"net/http"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/sluicehq/sluice/examples"
+	"github.com/sluicehq/sluice/internal/kafkatest"
+	"github.com/sluicehq/sluice/internal/waitfor"
 	"github.com/sluicehq/sluice/record"
 )
 
-// TestGatewayMissingTopic: the gateway runs against a cluster where the
-// topic of one of its types does not exist (and is not created on
-// demand). That is a configuration error and must be loud: /readyz fails
-// naming UNKNOWN_TOPIC_OR_PARTITION and the topic, sluice_kafka_topic_missing
-// says so, and the first log line about it is an error naming both, before
-// any line about spooling. An event of that type is still accepted to the
-// spool, and once an operator creates the topic, readiness recovers and
-// the event reaches it.
-func TestGatewayMissingTopic(t *testing.T) {
-	var present []string
-	for _, typ := range examples.Types {
-		if topic := record.EventTopic(typ); topic != logTopic {
-			present = append(present, topic)
-		}
+// consumerSubscribes replaces the consumer block's subscription (its
+// event_types or topics line, if any) with line.
+func consumerSubscribes(t *testing.T, cfg, line string) string {
+	t.Helper()
+	const group = "consumer:\n  group: sluice-consumer\n"
+	head, block, ok := strings.Cut(cfg, group)
+	if !ok {
+		t.Fatalf("no %q in the example config", group)
 	}
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, present...))
-	if err != nil {
-		t.Fatal(err)
+	end := regexp.MustCompile(`(?m)^\S`).FindStringIndex(block)
+	if end == nil {
+		end = []int{len(block)}
 	}
-	t.Cleanup(cluster.Close)
-	contracts, err := filepath.Abs("../../examples/contracts.binpb")
-	if err != nil {
-		t.Fatal(err)
-	}
-	httpAddr, adminAddr := freePort(t), freePort(t)
-	path := writeConfig(t, fmt.Sprintf(`gateway:
-  grpc_addr: %s
-  http_addr: %s
-  publish_timeout: 5s
-sources:
-  - name: topics
-    key_hashes: [%s]
-    event_types: ["*"]
-contracts:
-  descriptor_set: %s
-  types: [%s]
-kafka:
-  brokers: [%s]
-  delivery_timeout: 2s
-spool: {dir: %s, min_free_bytes: 1}
-admission: {latency_threshold: 300ms, drain_backoff_max: 200ms}
-log: {level: info, format: text}
-admin: {addr: %s}
-`, freePort(t), httpAddr, hashKey("topics-key"), contracts, strings.Join(examples.Types, ", "),
-		strings.Join(cluster.ListenAddrs(), ","), t.TempDir(), adminAddr))
+	block, tail := block[:end[0]], block[end[0]:]
+	block = regexp.MustCompile(`(?m)^  (event_types|topics): .*\n`).ReplaceAllString(block, "")
+	return head + group + line + "\n" + block + tail
+}
 
-	logs := newSyncBuffer()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, []string{"gateway", "--config", path}, io.Discard, logs) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("gateway: %v", err)
+// TestCheckRefusesATypeNoConsumerReads: on a file with a gateway and a
+// consumer, sluice check refuses every type a source or poller may
+// publish whose topic the consumer does not read, naming the type and the
+// topic, and a raw consumer topic that no type of the map goes to.
+func TestCheckRefusesATypeNoConsumerReads(t *testing.T) {
+	base := exampleConfig(t)
+	for _, c := range []struct {
+		name, subscribe string
+		want            []string // "" when the file passes
+	}{
+		{"the example as shipped", "", nil},
+		{"event types resolve through the topic map", "  event_types: [examples.shop.v1.OrderPlaced, examples.identity.v1.UserProfileUpdated, examples.logs.v1.LogLine]", nil},
+		{"raw topics of the map", "  topics: [orders.placed, ingest.examples.identity.v1.UserProfileUpdated, ingest.examples.logs.v1.LogLine]", nil},
+		// platform-logs may publish every type ("*").
+		{"one type of three", "  event_types: [examples.shop.v1.OrderPlaced]",
+			[]string{"examples.logs.v1.LogLine", "ingest.examples.logs.v1.LogLine", "no consumer"}},
+		// The orders go to orders.placed, not to their default topic.
+		{"default topics past the map", "  topics: [ingest.examples.shop.v1.OrderPlaced, ingest.examples.identity.v1.UserProfileUpdated, ingest.examples.logs.v1.LogLine]",
+			[]string{"consumer.topics", "ingest.examples.shop.v1.OrderPlaced"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := base
+			if c.subscribe != "" {
+				cfg = consumerSubscribes(t, cfg, c.subscribe)
 			}
-		case <-time.After(30 * time.Second):
-			t.Error("gateway did not stop")
-		}
-	})
-
-	var code int
-	var body string
-	if !waitUntil(20*time.Second, func() bool {
-		code, body = adminGet(t, adminAddr, "/readyz")
-		return code == http.StatusServiceUnavailable && strings.Contains(body, "UNKNOWN_TOPIC_OR_PARTITION") && strings.Contains(body, logTopic)
-	}) {
-		t.Fatalf("/readyz %d %q with %s missing, want 503 naming UNKNOWN_TOPIC_OR_PARTITION and the topic\nlog:\n%s", code, body, logTopic, logs.String())
-	}
-	missing := fmt.Sprintf("sluice_kafka_topic_missing{topic=%q} 1", logTopic)
-	if _, metrics := adminGet(t, adminAddr, "/metrics"); !strings.Contains(metrics, missing) {
-		t.Errorf("/metrics has no %s", missing)
-	}
-
-	// Accepted all the same, to the spool, where it waits for the topic.
-	var answer string
-	if !waitUntil(20*time.Second, func() bool {
-		answer = postLogLines(httpAddr, "topics-key", "missing", 1)
-		return strings.Contains(answer, `"outcome":"ACCEPTED"`)
-	}) || !strings.Contains(answer, `"durability":"LOCAL_DISK"`) {
-		t.Fatalf("with %s missing: %s, want ACCEPTED to the spool", logTopic, answer)
-	}
-
-	// The first line about the topic or about spooling is the error that
-	// names the topic and why.
-	lines := strings.Split(logs.String(), "\n")
-	first := slices.IndexFunc(lines, func(l string) bool {
-		return strings.Contains(l, logTopic) || strings.Contains(l, "spooling")
-	})
-	if first < 0 || !strings.Contains(lines[first], "level=ERROR") || !strings.Contains(lines[first], "UNKNOWN_TOPIC_OR_PARTITION") ||
-		!strings.Contains(lines[first], logTopic) {
-		t.Fatalf("the first log line about the topic is not an error naming UNKNOWN_TOPIC_OR_PARTITION and %s:\n%s", logTopic, logs.String())
-	}
-
-	// The operator creates the topic: readiness recovers and the spooled
-	// event gets there.
-	createTopics(t, cluster.ListenAddrs(), logTopic)
-	if !waitUntil(20*time.Second, func() bool {
-		code, body = adminGet(t, adminAddr, "/readyz")
-		return code == http.StatusOK
-	}) {
-		t.Fatalf("/readyz %d %q after the topic was created, want 200", code, body)
-	}
-	if id := firstEventID(t, cluster.ListenAddrs(), logTopic); id != "missing-0" {
-		t.Fatalf("%s holds event %q, want missing-0", logTopic, id)
-	}
-	if _, metrics := adminGet(t, adminAddr, "/metrics"); !strings.Contains(metrics, strings.TrimSuffix(missing, "1")+"0") {
-		t.Errorf("/metrics: sluice_kafka_topic_missing of %s is not back to 0", logTopic)
-	}
-}
-
-func createTopics(t *testing.T, brokers []string, topics ...string) {
-	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	resp, err := kadm.NewClient(cl).CreateTopics(ctx, 1, 1, nil, topics...)
-	if err == nil {
-		err = resp.Error()
-	}
-	if err != nil {
-		t.Fatalf("create %v: %v", topics, err)
-	}
-}
-
-// firstEventID reads topic from its start until a record arrives and
-// returns its event id header.
-func firstEventID(t *testing.T, brokers []string, topic string) string {
-	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	var id string
-	for id == "" {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			t.Fatalf("no record arrived in %s", topic)
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			for _, h := range r.Headers {
-				if h.Key == record.HeaderEventID && id == "" {
-					id = string(h.Value)
+			out, code, err := runCheck(t, cfg)
+			if c.want == nil {
+				if code != 0 {
+					t.Fatalf("exit %d: %v", code, err)
+				}
+				return
+			}
+			if code == 0 || err == nil {
+				t.Fatalf("exit 0, out %q; want the file refused naming %v", out, c.want)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not name %q", err, w)
 				}
 			}
 		})
 	}
-	return id
+}
+
+// TestExampleConfigDeliversEveryAcceptedType runs sluice gateway and
+// sluice consumer from deploy/sluice.example.yaml (its ports, brokers,
+// spool and sink changed, no poller) and publishes an order and a log
+// line: each is accepted into the topic its answer names and lands in the
+// sink from there.
+func TestExampleConfigDeliversEveryAcceptedType(t *testing.T) {
+	var topics []string
+	for _, typ := range examples.Types {
+		topics = append(topics, record.EventTopic(typ))
+	}
+	topics = append(topics, "orders.placed")
+	cluster := kafkatest.Fake(t, 1, record.Cluster(topics))
+	dir := t.TempDir()
+	db := filepath.Join(dir, "events.db")
+	httpAddr := freePort(t)
+	cfg := dropBlock(exampleConfig(t), "pollers:")
+	for from, to := range map[string]string{
+		"grpc_addr: 127.0.0.1:9090":  "grpc_addr: " + freePort(t),
+		"http_addr: 127.0.0.1:8080":  "http_addr: " + httpAddr,
+		"brokers: [127.0.0.1:19092]": "brokers: [" + strings.Join(cluster.ListenAddrs(), ",") + "]",
+		"dir: /var/lib/sluice/spool": "dir: " + filepath.Join(dir, "spool"),
+		"min_free_bytes: 268435456":  "min_free_bytes: 1",
+		"kind: postgres ":            "kind: sqlite ",
+		"path: sluice-events.db":     "path: " + db,
+	} {
+		if !strings.Contains(cfg, from) {
+			t.Fatalf("%q not in the example config", from)
+		}
+		cfg = strings.Replace(cfg, from, to, 1)
+	}
+	withAdmin := func(addr string) string {
+		return writeConfig(t, strings.Replace(cfg, "  # addr: 127.0.0.1:9100", "  addr: "+addr, 1))
+	}
+	t.Setenv("SLUICE_LOGS_API_KEY", "logs-key")
+	gatewayAdmin, consumerAdmin := freePort(t), freePort(t)
+	startStoppable(t, "gateway", "--config", withAdmin(gatewayAdmin))
+	startStoppable(t, "consumer", "--config", withAdmin(consumerAdmin))
+	for _, addr := range []string{gatewayAdmin, consumerAdmin} {
+		waitfor.Condition(t, 30*time.Second, "/readyz at "+addr, func() bool {
+			code, _ := adminGet(t, addr, "/readyz")
+			return code == http.StatusOK
+		})
+	}
+
+	now := time.Now().UTC().Format(time.RFC3339)
+	landed := map[string]string{} // event id -> the topic its answer named
+	for _, e := range []struct{ key, id, typ, payload string }{
+		{"checkout-example-key", "order-1", "examples.shop.v1.OrderPlaced", string(examples.OrderPlacedJSON)},
+		{"logs-key", "log-1", "examples.logs.v1.LogLine", string(examples.LogLineJSON)},
+	} {
+		body := fmt.Sprintf(`{"events":[{"id":%q,"type":%q,"occurred_at":%q,"payload":%s}]}`, e.id, e.typ, now, e.payload)
+		req, err := http.NewRequest(http.MethodPost, "http://"+httpAddr+"/v1/events", bytes.NewBufferString(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("X-Api-Key", e.key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var answer struct {
+			Results []struct {
+				Outcome string
+				Kafka   struct{ Topic string }
+			}
+		}
+		err = json.NewDecoder(resp.Body).Decode(&answer)
+		resp.Body.Close()
+		if err != nil || len(answer.Results) != 1 || answer.Results[0].Outcome != "ACCEPTED" {
+			t.Fatalf("%s: %d %+v %v, want ACCEPTED", e.id, resp.StatusCode, answer, err)
+		}
+		landed[e.id] = answer.Results[0].Kafka.Topic
+	}
+	if landed["order-1"] != "orders.placed" {
+		t.Errorf("the order went to %q, want the example's orders.placed", landed["order-1"])
+	}
+
+	sink, err := sql.Open("sqlite", db+"?_pragma=busy_timeout(5000)&_pragma=query_only(1)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Close()
+	rows := func() map[string]string {
+		out := map[string]string{}
+		rs, err := sink.Query(`SELECT event_id, topic FROM events`)
+		if err != nil {
+			return out
+		}
+		defer rs.Close()
+		for rs.Next() {
+			var id, topic string
+			if rs.Scan(&id, &topic) == nil {
+				out[id] = topic
+			}
+		}
+		return out
+	}
+	waitfor.Condition(t, 30*time.Second, fmt.Sprintf("the sink to hold %v", landed), func() bool {
+		got := rows()
+		for id, topic := range landed {
+			if got[id] != topic {
+				return false
+			}
+		}
+		return true
+	})
+	if got := rows(); len(got) != len(landed) {
+		t.Errorf("sink rows %v, want only %v", got, slices.Sorted(maps.Keys(landed)))
+	}
 }

@@ -139,13 +139,13 @@ func freeAddr(t *testing.T) string {
 func (s *system) startGateway(spoolCap int64, spoolFirst bool) {
 	s.t.Helper()
 	s.spoolCap = spoolCap
-	cfg := fmt.Sprintf(`gateway:
+	cfg := fmt.Sprintf(`topics:
+  examples.logs.v1.LogLine: %[3]s
+gateway:
   grpc_addr: %[1]s
   http_addr: %[2]s
   publish_timeout: 5s
   unavailable_retry_after: 1s
-  topics:
-    examples.logs.v1.LogLine: %[3]s
   limits:
     max_events_per_request: 100
     max_event_bytes: %[11]d
