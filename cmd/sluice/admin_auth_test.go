@@ -87,18 +87,19 @@ admin:
 					}
 				}
 			}
-			ready := func(addr string) {
+			ready := func(p *inProcess, addr string) {
 				t.Helper()
-				if !waitUntil(20*time.Second, func() bool { code, _ := adminGet(t, addr, "/readyz"); return code == http.StatusOK }) {
-					t.Fatalf("%s: /readyz never answered 200", role)
-				}
+				p.WaitUntil(t, 20*time.Second, role+"'s /readyz to answer 200", func() bool {
+					code, _ := adminGet(t, addr, "/readyz")
+					return code == http.StatusOK
+				})
 			}
 
 			// No credential configured: the endpoint is closed, and says how
 			// to open it.
 			addr := freePort(t)
-			stop := startStoppable(t, role, "--config", writeConfig(t, configs[role]("  addr: "+addr)))
-			ready(addr)
+			p := startInProcess(t, role, "--config", writeConfig(t, configs[role]("  addr: "+addr)))
+			ready(p, addr)
 			code, _, body := adminDo(t, http.MethodPost, addr, "/admin/contracts/reload", "")
 			var refusal struct {
 				Error struct {
@@ -109,12 +110,12 @@ admin:
 				t.Fatalf("POST /admin/contracts/reload without a credential, none configured: %d %s, want 403 naming admin.auth", code, body)
 			}
 			open(addr)
-			stop()
+			p.Stop(t)
 
 			// A token file: 401 without it or with another, 200 with it.
 			addr = freePort(t)
-			startStoppable(t, role, "--config", writeConfig(t, configs[role](fmt.Sprintf("  addr: %s\n  auth: {token_file: %s}", addr, tokenFile))))
-			ready(addr)
+			p = startInProcess(t, role, "--config", writeConfig(t, configs[role](fmt.Sprintf("  addr: %s\n  auth: {token_file: %s}", addr, tokenFile))))
+			ready(p, addr)
 			for _, authz := range []string{"", "Bearer not-" + token, "Basic " + token, token} {
 				code, h, body := adminDo(t, http.MethodPost, addr, "/admin/contracts/reload", authz)
 				if code != http.StatusUnauthorized || !strings.HasPrefix(h.Get("WWW-Authenticate"), "Bearer") {
