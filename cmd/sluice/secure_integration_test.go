@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -54,31 +53,6 @@ func kafkaBlock(c kafkaconn.Config, passwordEnv, caFile string) string {
 // uniqueName is a name of this test run, usable as a topic and a table.
 func uniqueName(prefix string) string {
 	return fmt.Sprintf("%s_%d", prefix, time.Now().UnixNano())
-}
-
-// background runs a sluice command until the test ends, with its log in a
-// buffer the test prints when it fails.
-func backgroundLogged(t *testing.T, args ...string) (logs *syncBuffer, done <-chan error) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	logs = newSyncBuffer()
-	ch := make(chan error, 1)
-	go func() { ch <- run(ctx, args, io.Discard, logs) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-ch:
-			if err != nil && !errors.Is(err, context.Canceled) {
-				t.Errorf("%s: %v", args[0], err)
-			}
-		case <-time.After(60 * time.Second):
-			t.Errorf("%s did not stop", args[0])
-		}
-		if t.Failed() {
-			t.Logf("%s log:\n%s", args[0], logs.String())
-		}
-	})
-	return logs, ch
 }
 
 // readIDs reads the event ids of the records in topic over conn until
@@ -148,17 +122,15 @@ sink:
 		_, _ = db.Exec(context.Background(), fmt.Sprintf(`DROP TABLE IF EXISTS %s, %s_conflicts`, table, table))
 	})
 
-	backgroundLogged(t, "gateway", "--config", cfg)
-	backgroundLogged(t, "consumer", "--config", cfg)
+	gw := startInProcess(t, "gateway", "--config", cfg)
+	startInProcess(t, "consumer", "--config", cfg)
 	const n = 40
 	prefix := uniqueName("e2e")
 	var first string
-	if !waitUntil(60*time.Second, func() bool {
+	gw.WaitUntil(t, 60*time.Second, "the gateway to answer", func() bool {
 		first = postLogLines(httpAddr, "secure-key", prefix, n)
 		return first != ""
-	}) {
-		t.Fatal("the gateway never answered")
-	}
+	})
 	if got := strings.Count(first, `"outcome":"ACCEPTED","durability":"KAFKA","kafka":{"topic":"`+topic+`",`); got != n {
 		t.Fatalf("%d of %d answered ACCEPTED in Kafka, with their position in %s: %s", got, n, topic, first)
 	}
@@ -291,6 +263,7 @@ func TestSecureIntegrationPoller(t *testing.T) {
 	cfg := defaultFileConfig()
 	cfg.Log = logConfig{Level: "warn", Format: "text"}
 	cfg.Gateway.GRPCAddr, cfg.Gateway.HTTPAddr = freePort(t), freePort(t)
+	cfg.Admin.Addr = "127.0.0.1:0"
 	cfg.Gateway.Sources = []gateway.SourceConfig{{Name: "secure", KeyHashes: []string{hashKey("secure-key")}, EventTypes: []string{"*"}}}
 	cfg.Topics = map[string]string{"examples.shop.v1.OrderPlaced": topic}
 	cfg.Gateway.Topics = cfg.Topics // as parseConfig hands the file's topics block to the gateway
@@ -362,7 +335,7 @@ func TestSecureIntegrationRefusedAtStart(t *testing.T) {
 	stranger := tlstest.NewCA(t, "stranger")
 	consumerYAML := func(kafka string) string {
 		return fmt.Sprintf("consumer: {group: g, topics: [%s]}\nsink: {kind: sqlite, sqlite: {path: %s}}\n"+
-			"contracts: {descriptor_set: ../../examples/contracts.binpb, types: [examples.logs.v1.LogLine]}\nkafka:\n%s\nlog: {level: warn}\n",
+			"contracts: {descriptor_set: ../../examples/contracts.binpb, types: [examples.logs.v1.LogLine]}\nkafka:\n%s\nlog: {level: warn}\nadmin: {addr: 127.0.0.1:0}\n",
 			logTopic, filepath.Join(t.TempDir(), "events.db"), kafka)
 	}
 	for _, tc := range []struct {

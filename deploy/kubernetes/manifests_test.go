@@ -82,6 +82,9 @@ type sluiceConfig struct {
 	} `json:"admission"`
 	Admin struct {
 		Addr string `json:"addr"`
+		Auth struct {
+			TokenFile string `json:"token_file"`
+		} `json:"auth"`
 	} `json:"admin"`
 	Contracts struct {
 		DescriptorSet string `json:"descriptor_set"`
