@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/jsonschematest"
 )
 
 // TestSchemathesis runs schemathesis with every check against the
@@ -168,5 +171,49 @@ func TestDevServesOpenAPI(t *testing.T) {
 		if !strings.Contains(string(page), want) {
 			t.Errorf("/docs does not mention %q", want)
 		}
+	}
+}
+
+// readmeFirstRequest is the body of the README's first request, its
+// first curl to /v1/events, as its shell makes it at now: the -d '...'
+// argument with '$(date -u +%FT%TZ)' replaced by the time.
+func readmeFirstRequest(t *testing.T, now time.Time) []byte {
+	t.Helper()
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^curl .*/v1/events -d '(\{"events":.*\})'$`).FindSubmatch(readme)
+	if m == nil {
+		t.Fatal("the README has no curl request to /v1/events")
+	}
+	return []byte(strings.ReplaceAll(string(m[1]), `'$(date -u +%FT%TZ)'`, now.UTC().Format("2006-01-02T15:04:05Z")))
+}
+
+// TestREADMEFirstEventDescribed: the README's first event is accepted by
+// `sluice dev` and valid under the description it serves, as a
+// validating client generated from it (a real JSON Schema validator)
+// reads it.
+func TestREADMEFirstEventDescribed(t *testing.T) {
+	addr, _ := startDev(t, "-tail=false", "-demo-partner=false")
+	spec := getSpec(t, "http://"+addr+"/openapi.json")
+	validators := jsonschematest.Compile(t, spec, "/components/schemas/PublishRequest")
+	body := readmeFirstRequest(t, time.Now())
+	if err := jsonschematest.ValidateAll(validators, body); err != nil {
+		t.Errorf("the description refuses the README's first request %s: %v", body, err)
+	}
+	req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/v1/events", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("X-Api-Key", DemoAPIKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !bytes.Contains(answer, []byte(`"outcome":"ACCEPTED"`)) {
+		t.Errorf("the README's first request: %d %s", resp.StatusCode, answer)
 	}
 }
