@@ -170,7 +170,7 @@ func fieldNames(md protoreflect.MessageDescriptor) map[protoreflect.FieldNumber]
 	seen := map[string]bool{}
 	for i := 0; i < fields.Len(); i++ {
 		fd := fields.Get(i)
-		for _, name := range []string{fd.JSONName(), fd.TextName()} {
+		for _, name := range []string{fd.TextName(), fd.JSONName()} {
 			if seen[name] {
 				continue
 			}
@@ -480,15 +480,6 @@ func (b *schemaBuilder) field(fd protoreflect.FieldDescriptor, nullable bool, ad
 		s = b.listSchema(fd, rules, added)
 	default:
 		s = b.value(fd, rules, added)
-		if rules.GetIgnore() == validate.Ignore_IGNORE_IF_ZERO_VALUE && fd.Message() == nil {
-			zero := zeroSchema(fd)
-			if fd.Kind() == protoreflect.FloatKind || fd.Kind() == protoreflect.DoubleKind {
-				// Every number that rounds to zero may be ignored; but -0,
-				// which JSON Schema finds equal to 0, is not.
-				zero = b.pick(floatZero(fd.Kind()), &Schema{Nothing: true})
-			}
-			s = &Schema{AnyOf: []*Schema{zero, s}}
-		}
 		if rules.GetRequired() && !fd.HasPresence() {
 			// required without presence: not the zero value, which is
 			// refused sent as well as left out. A float's -0 passes, and
@@ -639,7 +630,8 @@ func typedRules(rules *validate.FieldRules) protoreflect.Message {
 }
 
 // value is the schema of one value of fd's kind (an element, for a list;
-// a map entry's value) under rules, which may be nil.
+// a map entry's key or value) under rules, which may be nil: the zero
+// value too when the rules ignore it.
 func (b *schemaBuilder) value(fd protoreflect.FieldDescriptor, rules *validate.FieldRules, added map[string]bool) *Schema {
 	if rules.GetIgnore() == validate.Ignore_IGNORE_ALWAYS {
 		rules = nil
@@ -682,6 +674,15 @@ func (b *schemaBuilder) value(fd protoreflect.FieldDescriptor, rules *validate.F
 		}
 	default:
 		s = b.numberSchema(fd.Kind(), typed)
+	}
+	if rules.GetIgnore() == validate.Ignore_IGNORE_IF_ZERO_VALUE && fd.Message() == nil {
+		zero := zeroSchema(fd)
+		if fd.Kind() == protoreflect.FloatKind || fd.Kind() == protoreflect.DoubleKind {
+			// Every number that rounds to zero may be ignored; but -0,
+			// which JSON Schema finds equal to 0, is not.
+			zero = b.pick(floatZero(fd.Kind()), &Schema{Nothing: true})
+		}
+		s = &Schema{AnyOf: []*Schema{zero, s}}
 	}
 	return s
 }

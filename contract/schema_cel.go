@@ -362,7 +362,10 @@ func enumTest(fd protoreflect.FieldDescriptor, op string, n int64) *Schema {
 	lit := json.Number(strconv.FormatInt(n, 10))
 	switch op {
 	case operators.Equals:
-		num.Const = lit
+		num = &Schema{Const: lit}
+		if n < math.MinInt32 || n > math.MaxInt32 {
+			num = &Schema{Nothing: true}
+		}
 	case operators.NotEquals:
 		num.Not = &Schema{Const: lit}
 	case operators.Less:

@@ -183,6 +183,11 @@ func ruledFile() *descriptorpb.FileDescriptorProto {
 	withRules(validate.FieldRules_builder{Map: validate.MapRules_builder{MaxPairs: proto.Uint64(2),
 		Keys: validate.FieldRules_builder{String: validate.StringRules_builder{Pattern: proto.String(`^[a-z]+$`)}.Build()}.Build()}.Build()}.Build())(msg.Field[len(msg.Field)-1])
 	mapOf(msg, "nums", 27, tInt32, tInt64, "")
+	mapOf(msg, "keyz", 55, tString, tInt32, "")
+	withRules(validate.FieldRules_builder{Map: validate.MapRules_builder{
+		Keys: validate.FieldRules_builder{Ignore: zero, String: validate.StringRules_builder{MinLen: proto.Uint64(3)}.Build()}.Build()}.Build()}.Build())(msg.Field[len(msg.Field)-1])
+	msg.Field = append(msg.Field, field("itemz", 56, tString, "", repeated, withRules(validate.FieldRules_builder{Repeated: validate.RepeatedRules_builder{
+		Items: validate.FieldRules_builder{Ignore: zero, String: validate.StringRules_builder{MinLen: proto.Uint64(2)}.Build()}.Build()}.Build()}.Build())))
 	mapOf(msg, "wk", 43, tBool, tEnum, colorEnum)
 	msg.OneofDecl = []*descriptorpb.OneofDescriptorProto{{Name: proto.String("choice"),
 		Options: func() *descriptorpb.OneofOptions {
@@ -362,6 +367,7 @@ var ruledAccepted = []string{
 	`"camel_case_ip":"::1"`, `"camelCaseIp":"1.1.1.1"`,
 	`"ipv4":"1.2.3.4","d":0`, `"ipv6":"::","d":0`, `"ipv6":"::","d":1e-400`,
 	`"color":0`, `"color":"COLOR_UNSPECIFIED"`, `"d2":1e-400`,
+	`"keyz":{"":1,"abc":2}`, `"itemz":["","ab"]`,
 }
 
 // ruledRefused are payloads the ruled contract refuses for a rule the
@@ -377,7 +383,7 @@ var ruledRefused = []string{
 	`"a":"x","b":1`, `"req":null`, `"req":""`, `"ts":null`, `"exc":7`, `"not_cont":"a bad one"`, `"i64":7`,
 	`"open_color":2`, `"open_color":"COLOR_GREEN"`, `"flag":true`, `"yes":"true"`, `"no_zero":0`, `"noZero":null`,
 	`"oc":2`, `"ipv4":"1.2.3.4","d":1`, `"d2":"NaN"`, `"d2":"Infinity"`, `"d2":-1`, `"f":"NaN"`, `"f":10`,
-	`"f32c":0.2`, `"dins":2`, `"opt":0`, `"u32":-1`, `"in_str":"x","inStr":"y"`,
+	`"f32c":0.2`, `"dins":2`, `"opt":0`, `"u32":-1`, `"in_str":"x","inStr":"y"`, `"keyz":{"ab":1}`, `"itemz":["a"]`,
 }
 
 // TestJSONSchemaRuleForms: the ruled contract's payloads at the edges of
