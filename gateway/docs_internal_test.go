@@ -17,7 +17,7 @@ type writeRecorder struct {
 	writes [][]byte
 }
 
-func (w *writeRecorder) Header() http.Header { return w.header }
+func (w *writeRecorder) Header() http.Header  { return w.header }
 func (w *writeRecorder) WriteHeader(code int) { w.code = code }
 func (w *writeRecorder) Write(b []byte) (int, error) {
 	w.writes = append(w.writes, b)
