@@ -95,3 +95,23 @@ func checkPortable(t *testing.T, pattern, text string) {
 		t.Fatalf("portablePattern(%q) = %q has a raw line break", pattern, out)
 	}
 }
+
+// TestFormatPatternsPortable: every pattern the schema writes for a format
+// or a well-known type has a portable form (portable panics otherwise), the
+// same language by RE2.
+func TestFormatPatternsPortable(t *testing.T) {
+	for _, p := range []string{emailPattern, hostnameLabels, hostnameLastLabel, ipv4Pattern, ipv6Loose, ipv6Full, uuidPattern,
+		tuuidPattern, ulidPattern, uriLoose, uriNarrow, timestampWide, timestampNarrow, durationWide, durationNarrow} {
+		out, ok := portablePattern(p)
+		if !ok {
+			t.Errorf("%q has no portable form", p)
+			continue
+		}
+		for _, tc := range portableSeeds {
+			checkPortable(t, p, tc.text)
+		}
+		if _, err := regexp2.Compile(out, regexp2.ECMAScript|regexp2.Unicode); err != nil {
+			t.Errorf("%q prints as %q, which ECMA-262 does not compile: %v", p, out, err)
+		}
+	}
+}

@@ -86,7 +86,7 @@ func TestJSONSchemaExamples(t *testing.T) {
 		{"examples.identity.v1.UserProfileUpdated", `{"user_id":"0b9e1c2a-1111-4a4a-8b8b-222233334444","email":"a@b.cd","display_name":"A","locale":"en","changed_fields":["email"],"consent":{"sms_marketing":true,"source":"CONSENT_SOURCE_SIGNUP"}}`},
 		// A required field missing, or null; an enum's unspecified value,
 		// by name and by number; an unknown field; a field twice, under
-		// its two names; an upper-case email domain label too long.
+		// its two names; an email domain label past 63 characters.
 		{"examples.logs.v1.LogLine", `{"severity":"SEVERITY_INFO","message":"m","timestamp":"2026-01-02T03:04:05Z","host":"h"}`},
 		{"examples.logs.v1.LogLine", `{"service":"s","severity":"SEVERITY_INFO","message":"m","timestamp":null,"host":"h"}`},
 		{"examples.logs.v1.LogLine", `{"service":"s","severity":"SEVERITY_UNSPECIFIED","message":"m","timestamp":"2026-01-02T03:04:05Z","host":"h"}`},
