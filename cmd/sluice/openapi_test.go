@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/examples"
 	"github.com/sluicehq/sluice/internal/jsonschematest"
 )
 
@@ -219,5 +220,58 @@ func TestREADMEFirstEventDescribed(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || !bytes.Contains(answer, []byte(`"outcome":"ACCEPTED"`)) {
 		t.Errorf("the README's first request: %d %s", resp.StatusCode, answer)
+	}
+}
+
+// TestGeneratedClientTakesREADMEEvents generates pydantic models from the
+// description a running `sluice dev` serves, with datamodel-code-generator,
+// and has them validate the README's first request and a request of each
+// example event, as a Python client made from the description would
+// before sending. It is opt-in: SLUICE_DATAMODEL_CODEGEN names the
+// datamodel-codegen command, whose directory has the python it runs on.
+func TestGeneratedClientTakesREADMEEvents(t *testing.T) {
+	codegen := os.Getenv("SLUICE_DATAMODEL_CODEGEN")
+	if codegen == "" {
+		t.Skip("SLUICE_DATAMODEL_CODEGEN (the datamodel-codegen command) not set")
+	}
+	addr, _ := startDev(t, "-tail=false", "-demo-partner=false")
+	dir := t.TempDir()
+	spec := filepath.Join(dir, "openapi.json")
+	if err := os.WriteFile(spec, getSpec(t, "http://"+addr+"/openapi.json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	gen := exec.CommandContext(ctx, codegen, "--input", spec, "--input-file-type", "openapi", "--output", filepath.Join(dir, "sluice_models"),
+		"--output-model-type", "pydantic_v2.BaseModel", "--field-constraints")
+	if out, err := gen.CombinedOutput(); err != nil {
+		t.Fatalf("datamodel-codegen: %v\n%s", err, out)
+	}
+	now := time.Now().UTC().Format("2006-01-02T15:04:05Z")
+	requests := []json.RawMessage{readmeFirstRequest(t, time.Now())}
+	for i, payload := range [][]byte{examples.LogLineJSON, examples.OrderPlacedJSON, examples.UserProfileUpdatedJSON} {
+		requests = append(requests, json.RawMessage(fmt.Sprintf(`{"events":[{"id":"e-%d","type":%q,"occurred_at":%q,"payload":%s}]}`,
+			i, examples.Types[[]int{2, 0, 1}[i]], now, payload)))
+	}
+	bodies, err := json.Marshal(requests)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := exec.CommandContext(ctx, filepath.Join(filepath.Dir(codegen), "python"), "-c", `
+import json, sys
+from sluice_models import PublishRequest
+failed = 0
+for body in json.loads(sys.stdin.read()):
+    try:
+        PublishRequest.model_validate(body)
+    except Exception as e:
+        failed += 1
+        print("refused", json.dumps(body)[:300], str(e)[:2000])
+sys.exit(1 if failed else 0)
+`)
+	check.Dir = dir
+	check.Stdin = bytes.NewReader(bodies)
+	if out, err := check.CombinedOutput(); err != nil {
+		t.Fatalf("the generated client refuses what the gateway accepts: %v\n%s", err, out)
 	}
 }
