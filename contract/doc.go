@@ -118,13 +118,21 @@
 //
 // # The JSON Schema of a payload
 //
-// Contract.JSONSchema describes a payload's JSON as the REST API takes it
-// (proto field names, enums by name), for the gateway's OpenAPI document.
-// It is sound, not complete: what it admits, Check accepts (held so by
-// FuzzJSONSchemaSound), but it is narrower than the rules where they have
-// no exact JSON Schema form. A message CEL rule in the subset celSchema
-// reads becomes its exact schema; a rule it cannot narrow soundly is an
-// *UnexpressedRuleError, and the type is left undescribed.
+// Contract.JSONSchema describes a payload's JSON as the REST API takes it,
+// for the gateway's OpenAPI document. It is complete: every payload Check
+// accepts is valid under it, in each spelling protojson reads (proto and
+// JSON names, null for absent, enums by name or number, numbers as
+// strings, "NaN" and the infinities), so a client generated from it never
+// refuses what the gateway takes. Each rule with an exact JSON Schema
+// form is stated so (formats as exact patterns where they have one,
+// lengths, ranges, enums, required fields, oneofs, message CEL rules of
+// the subset celSchema reads); each without one is stated wider, or not
+// at all, and named in the field's description. Patterns are printed in
+// the subset RE2, ECMA-262 (u flag), Rust and Python read alike
+// (portablePattern). The tests hold the schema to completeness with a
+// real JSON Schema validator (FuzzJSONSchemaWire, on the decoders' corpora
+// too), and its sound twin, which states every inexact rule narrower
+// instead, to soundness (FuzzJSONSchemaSound).
 //
 // # Compatibility
 //

@@ -167,10 +167,14 @@
 // # The API's description
 //
 // With HTTP.OpenAPI (the default), the REST listener serves GET
-// /openapi.json, an OpenAPI 3.1 description built at start from the loaded
-// contracts (openapi.go; each payload's schema from contract.JSONSchema),
-// and GET /docs, a page of it (docs.go), both without authentication and
-// compressed when asked. Other methods on them are 405 with Allow.
+// /openapi.json, an OpenAPI 3.1 description built at start, and at each
+// contracts reload, from the loaded contracts (openapi.go; each payload's
+// schema from contract.JSONSchema), and GET /docs, a page of it (docs.go),
+// both without authentication. The description is never narrower than the
+// gateway: every event it accepts is valid under it. Both documents are
+// compressed once, when built, and served in the coding asked for with an
+// ETag per coding (If-None-Match answers 304). Other methods on them are
+// 405 with Allow.
 //
 // # Guarantees
 //
