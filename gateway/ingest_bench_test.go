@@ -43,18 +43,7 @@ func (k *positionedKafka) Admit(_ context.Context, recs []*kgo.Record) []admissi
 // Dedup is off here (BenchmarkDedup prices it). Read ns/event, B/op and
 // allocs/op (a batch's).
 func BenchmarkIngest(b *testing.B) {
-	registry, err := contract.Load(examples.Contracts, examples.Types)
-	if err != nil {
-		b.Fatal(err)
-	}
-	var line logsv1.LogLine
-	if err := protojson.Unmarshal(examples.LogLineJSON, &line); err != nil {
-		b.Fatal(err)
-	}
-	payload, err := proto.Marshal(&line)
-	if err != nil {
-		b.Fatal(err)
-	}
+	registry, payload, _ := benchLogLine(b)
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	cfg := NewDefaultConfig()
 	cfg.Dedup.Window = 0
@@ -105,22 +94,7 @@ func BenchmarkIngest(b *testing.B) {
 // batches are sent in turn, and the clock passes the window between
 // rounds, so each is new again.
 func BenchmarkIngestDedup(b *testing.B) {
-	registry, err := contract.Load(examples.Contracts, examples.Types)
-	if err != nil {
-		b.Fatal(err)
-	}
-	var line logsv1.LogLine
-	if err := protojson.Unmarshal(examples.LogLineJSON, &line); err != nil {
-		b.Fatal(err)
-	}
-	payload, err := proto.Marshal(&line)
-	if err != nil {
-		b.Fatal(err)
-	}
-	js, err := protojson.Marshal(&line)
-	if err != nil {
-		b.Fatal(err)
-	}
+	registry, payload, js := benchLogLine(b)
 	start := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	now := start
 	cfg := NewDefaultConfig()
@@ -162,4 +136,24 @@ func BenchmarkIngestDedup(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*perBatch), "ns/event")
 		})
 	}
+}
+
+// benchLogLine is the example contracts and the example log line in
+// protobuf binary (as proto.Marshal writes it) and as JSON.
+func benchLogLine(b *testing.B) (registry *contract.Registry, binary, js []byte) {
+	registry, err := contract.Load(examples.Contracts, examples.Types)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var line logsv1.LogLine
+	if err := protojson.Unmarshal(examples.LogLineJSON, &line); err != nil {
+		b.Fatal(err)
+	}
+	if binary, err = proto.Marshal(&line); err != nil {
+		b.Fatal(err)
+	}
+	if js, err = protojson.Marshal(&line); err != nil {
+		b.Fatal(err)
+	}
+	return registry, binary, js
 }

@@ -13,7 +13,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -21,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/sluicehq/sluice/internal/logtest"
 	"github.com/sluicehq/sluice/internal/tlsfiles"
 	"github.com/sluicehq/sluice/internal/tlsfiles/tlstest"
 	"github.com/sluicehq/sluice/internal/waitfor"
@@ -271,31 +271,13 @@ func TestStateChangingCallsNeedACredential(t *testing.T) {
 	}
 }
 
-// logBuffer is a slog handler's output the test reads.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestTokenFileRotates: a token renamed over the file replaces the one
 // before without a restart; a file that holds no good token, or is gone,
 // keeps the one before, says so in the log, and never logs a token.
 func TestTokenFileRotates(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "token")
 	writeToken(t, path, testToken+"\n")
-	logs := &logBuffer{}
+	logs := &logtest.Buffer{}
 	s, err := New(Config{Addr: "127.0.0.1:0", Auth: AuthConfig{TokenFile: path}}, prometheus.NewRegistry(),
 		WithLogger(slog.New(slog.NewTextHandler(logs, nil))), WithRoutes(func(mux *http.ServeMux) {
 			mux.HandleFunc("POST /admin/change", func(http.ResponseWriter, *http.Request) {})

@@ -1186,39 +1186,31 @@ FROM %s_audit WHERE event_id LIKE $1 ORDER BY source, event_id, sequence`, s.tab
 // sinkConflicts counts the rows of the sink's conflicts table for event
 // ids of the scenario: identities that arrived again with another payload.
 func (s *system) sinkConflicts(prefix string) int {
-	s.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, s.dsn)
-	if err != nil {
-		s.t.Errorf("sink conflicts: %v", err)
-		return -1
-	}
-	defer conn.Close(context.Background())
-	var n int
-	if err := conn.QueryRow(ctx, fmt.Sprintf("SELECT count(*) FROM %s_conflicts WHERE event_id LIKE $1", s.table), prefix+"%").Scan(&n); err != nil {
-		s.t.Errorf("sink conflicts: %v", err)
-		return -1
-	}
-	return n
+	return s.sinkCount("sink conflicts", fmt.Sprintf("SELECT count(*) FROM %s_conflicts WHERE event_id LIKE $1", s.table), prefix+"%")
 }
 
 // sinkSecondPayloads counts the sink table's rows for event ids of the
 // scenario that hold a changed copy's payload (changedMessage).
 func (s *system) sinkSecondPayloads(prefix string) int {
+	return s.sinkCount("sink payloads", fmt.Sprintf("SELECT count(*) FROM %s WHERE event_id LIKE $1 AND payload->>'message' LIKE $2", s.table),
+		prefix+"%", changedMessage+"%")
+}
+
+// sinkCount runs a count query on the sink's database; what names it in
+// an error, and an error counts -1.
+func (s *system) sinkCount(what, query string, args ...any) int {
 	s.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, s.dsn)
 	if err != nil {
-		s.t.Errorf("sink payloads: %v", err)
+		s.t.Errorf("%s: %v", what, err)
 		return -1
 	}
 	defer conn.Close(context.Background())
 	var n int
-	q := fmt.Sprintf("SELECT count(*) FROM %s WHERE event_id LIKE $1 AND payload->>'message' LIKE $2", s.table)
-	if err := conn.QueryRow(ctx, q, prefix+"%", changedMessage+"%").Scan(&n); err != nil {
-		s.t.Errorf("sink payloads: %v", err)
+	if err := conn.QueryRow(ctx, query, args...).Scan(&n); err != nil {
+		s.t.Errorf("%s: %v", what, err)
 		return -1
 	}
 	return n
