@@ -171,18 +171,53 @@ type pinger interface {
 	Ping(ctx context.Context) error
 }
 
-// Ready reports whether a record admitted now could be made durable. While
-// records go to the spool (SpoolFirst, or SPOOLING until it is drained)
-// that needs the spool to take appends (buffer.Spool.Health), whatever
-// Kafka does; otherwise Kafka answering a ping within ctx, or a spool that
-// takes appends, will do. It is meant for readiness checks; the error says
-// why a record would be refused. A producer without Ping counts as
-// answering.
+// topicChecker is a kafka that can tell whether Kafka answers and has its
+// topics (*publish.Producer).
+type topicChecker interface {
+	CheckTopics(ctx context.Context) error
+}
+
+// askKafka checks the topics, when the kafka can: kerr is its answer
+// (a *publish.MissingTopicsError among them when one is missing) and
+// asked is false when it could not.
+func (a *Admission) askKafka(ctx context.Context) (kerr error, asked bool) {
+	tc, ok := a.kafka.(topicChecker)
+	if !ok {
+		return nil, false
+	}
+	return tc.CheckTopics(ctx), true
+}
+
+// Ready reports whether a record admitted now could be made durable and
+// reach Kafka. It is meant for readiness checks; the error says why not.
+//
+// Not ready: while Kafka refuses the spooled record the drainer is at
+// permanently (the drain is blocked: nothing behind it reaches Kafka
+// until an operator fixes the cause), and while the cluster says a topic
+// of publish.WithTopics does not exist (the error is a
+// *publish.MissingTopicsError; it is asked within ctx at every call, and
+// the last answer stands while no broker answers).
+//
+// Otherwise, while records go to the spool (SpoolFirst, or SPOOLING until
+// it is drained) that needs the spool to take appends
+// (buffer.Spool.Health), whatever Kafka does; else Kafka answering within
+// ctx, or a spool that takes appends, will do. A producer that cannot be
+// asked counts as answering.
 func (a *Admission) Ready(ctx context.Context) error {
 	select {
 	case <-a.closed:
 		return errors.New("admission: closed")
 	default:
+	}
+	if a.drainer != nil {
+		if b := a.drainer.blocked.Load(); b != nil {
+			return b
+		}
+	}
+	kerr, asked := a.askKafka(ctx)
+	var missing *publish.MissingTopicsError
+	if errors.As(kerr, &missing) {
+		return fmt.Errorf("admission: %w", kerr)
 	}
 	if a.spool != nil && (a.cfg.SpoolFirst || a.Mode() == ModeSpooling) {
 		if serr := a.spool.Health(); serr != nil {
@@ -190,11 +225,11 @@ func (a *Admission) Ready(ctx context.Context) error {
 		}
 		return nil
 	}
-	p, ok := a.kafka.(pinger)
-	if !ok {
-		return nil
+	if !asked {
+		if p, ok := a.kafka.(pinger); ok {
+			kerr = p.Ping(ctx)
+		}
 	}
-	kerr := p.Ping(ctx)
 	if kerr == nil {
 		return nil
 	}

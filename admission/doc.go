@@ -101,9 +101,19 @@
 //   - It does not retry a refused record: the caller sends it again.
 //   - It does not drop a spooled record Kafka refuses, even permanently:
 //     the drainer retries it, holding the records behind it, until Kafka
-//     takes it. A spooled record that does not decode (written by another
-//     version) is skipped, counted in
-//     sluice_spool_undecodable_records_total and logged with its position.
+//     takes it (an operator may raise the topic's max.message.bytes or
+//     grant the ACL). A permanent refusal (publish.Refusal) is not silent:
+//     from the first one until the record is published, Ready fails
+//     naming the reason, the Kafka error, the topic and the record's spool
+//     position, sluice_spool_drain_blocked{reason} is 1,
+//     sluice_spool_drain_refusals_total{reason} counts each attempt, and
+//     the first refusal of a record is logged as an error.
+//     UNKNOWN_TOPIC_OR_PARTITION is retryable (publish.Retryable): a
+//     missing topic blocks the drain too, and is reported by the topic
+//     check that Ready runs (publish.Producer.CheckTopics). A spooled
+//     record that does not decode (written by another version) is skipped,
+//     counted in sluice_spool_undecodable_records_total and logged with
+//     its position.
 //   - It does not close the producer or the spool, and it is the spool's
 //     one drainer: one Admission per spool.
 package admission

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluicehq/sluice/buffer"
 	"github.com/sluicehq/sluice/internal/backoff"
+	"github.com/sluicehq/sluice/publish"
 	"github.com/sluicehq/sluice/record"
 )
 
@@ -43,6 +45,13 @@ const (
 // failure too: whatever Ack returned, the read position goes back to the
 // first record not acknowledged, so a later acknowledgement can only cover
 // records that were published.
+//
+// A record Kafka refuses permanently (publish.Refusal: too large for the
+// topic, not authorized, ...) is handled like any failure, since an
+// operator may fix the topic or the ACL, but it is not silent: from the
+// first refusal until the record is published, blocked says why (Ready
+// returns it), sluice_spool_drain_blocked{reason} is 1, and the refusal
+// is logged as an error.
 type drainer struct {
 	cfg     Config
 	kafka   kafka
@@ -54,6 +63,10 @@ type drainer struct {
 	metrics *metrics
 
 	done chan struct{} // closed when run returns
+
+	// blocked is set by run's goroutine while Kafka refuses the record
+	// the drain is at permanently; Ready reads it.
+	blocked atomic.Pointer[drainBlocked]
 
 	// The rest belongs to run's goroutine.
 	failures    int             // consecutive failed steps, for the backoff
@@ -113,6 +126,7 @@ func (d *drainer) run(ctx context.Context) {
 		if n > 0 {
 			d.pending, d.havePending = last, true
 			d.unacked += n
+			d.published(last)
 		}
 		if err != nil {
 			d.failed(ctx, err)
@@ -208,9 +222,89 @@ func (d *drainer) failed(ctx context.Context, err error) {
 	}
 	d.spool.Rewind()
 	d.metrics.drainErrors.Inc()
+	if reason := publish.Refusal(err); reason != "" {
+		d.refused(reason, err)
+	}
 	d.failures++
 	d.log.Warn("admission: drain failed; retrying", "err", err, "backoff", d.backoff.Ceiling(d.failures))
 	sleep(ctx, d.backoff.Wait(d.failures, backoff.Full))
+}
+
+// drainBlocked is why the drain is stuck: Kafka refuses the spooled record
+// at pos permanently. It is the error Ready returns.
+type drainBlocked struct {
+	reason string // publish.Refusal's
+	topic  string // "" when the error did not say
+	pos    buffer.Position
+	hasPos bool
+	err    error // Kafka's refusal
+	since  time.Time
+}
+
+func (b *drainBlocked) Error() string {
+	where := "a record"
+	if b.hasPos {
+		where = "the record at " + b.pos.String()
+	}
+	if b.topic != "" {
+		where += " for topic " + b.topic
+	}
+	return fmt.Sprintf("admission: spool drain blocked since %s: Kafka refuses %s permanently (%s): %v; "+
+		"it stays in the spool with every record behind it, and is retried",
+		b.since.UTC().Format(time.RFC3339), where, b.reason, b.err)
+}
+
+func (b *drainBlocked) Unwrap() error { return b.err }
+
+// spooledError is the failure of the spooled record at pos.
+type spooledError struct {
+	pos buffer.Position
+	err error
+}
+
+func (e *spooledError) Error() string { return fmt.Sprintf("spooled record at %v: %v", e.pos, e.err) }
+func (e *spooledError) Unwrap() error { return e.err }
+
+// refused records that Kafka refused a spooled record permanently for
+// reason: the first refusal of a record (or another reason for it) is
+// logged as an error, and the drain is blocked until it is published.
+func (d *drainer) refused(reason string, err error) {
+	d.metrics.drainRefusals.WithLabelValues(reason).Inc()
+	b := &drainBlocked{reason: reason, err: err, since: time.Now()}
+	var se *spooledError
+	if errors.As(err, &se) {
+		b.pos, b.hasPos, b.err = se.pos, true, se.err
+	}
+	var pe *publish.ProduceError
+	if errors.As(err, &pe) {
+		b.topic = pe.Topic
+	}
+	prev := d.blocked.Load()
+	if prev != nil && prev.pos == b.pos && prev.hasPos == b.hasPos {
+		b.since = prev.since
+	}
+	if prev == nil || prev.reason != b.reason || prev.pos != b.pos || prev.topic != b.topic {
+		d.log.Error("admission: Kafka refuses a spooled record permanently; the drain stays at it and retries, nothing is dropped",
+			"reason", reason, "topic", b.topic, "pos", b.pos.String(), "err", b.err)
+	}
+	if prev != nil && prev.reason != reason {
+		d.metrics.drainBlocked.WithLabelValues(prev.reason).Set(0)
+	}
+	d.metrics.drainBlocked.WithLabelValues(reason).Set(1)
+	d.blocked.Store(b)
+}
+
+// published unblocks the drain once the record it was blocked at is
+// published: last is the last record published, in spool order.
+func (d *drainer) published(last buffer.Position) {
+	b := d.blocked.Load()
+	if b == nil || b.hasPos && last.Compare(b.pos) < 0 {
+		return
+	}
+	d.blocked.Store(nil)
+	d.metrics.drainBlocked.WithLabelValues(b.reason).Set(0)
+	d.log.Info("admission: Kafka took the spooled record it refused; the drain goes on",
+		"reason", b.reason, "topic", b.topic, "pos", b.pos.String(), "blocked_for", time.Since(b.since).Round(time.Millisecond))
 }
 
 // drainBatch is one read of the spool on its way to Kafka.
@@ -266,6 +360,7 @@ func (b *drainBatch) wait(ctx context.Context, timeout time.Duration) (int, buff
 	cancel()
 	for i, err := range errs {
 		if err != nil {
+			err = &spooledError{pos: b.entries[i].Pos, err: err}
 			if i == 0 {
 				return 0, buffer.Position{}, err
 			}
@@ -312,6 +407,7 @@ func (d *drainer) finish(ctx context.Context) error {
 		cancel()
 		var aerr error
 		if n > 0 {
+			d.published(last)
 			if aerr = d.spool.Ack(last); aerr != nil {
 				aerr = fmt.Errorf("admission: acknowledging the spool at %v: %w", last, aerr)
 			}

@@ -4,6 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sluicehq/sluice/internal/promreg"
+	"github.com/sluicehq/sluice/publish"
 )
 
 // metrics are admission's and the drainer's Prometheus metrics, in one
@@ -19,6 +20,12 @@ type metrics struct {
 	drainErrors prometheus.Counter
 	undecodable prometheus.Counter
 	tooLarge    prometheus.Counter
+
+	// drainBlocked is 1 for the reason Kafka refuses the spooled record
+	// the drainer is stuck at, while it is; drainRefusals counts those
+	// refusals, one per attempt.
+	drainBlocked  *prometheus.GaugeVec
+	drainRefusals *prometheus.CounterVec
 }
 
 // Reasons of sluice_admission_switches_total: to SPOOLING for a produce
@@ -59,6 +66,19 @@ func newMetrics(mode, rate func() float64) *metrics {
 		tooLarge: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "sluice_admission_too_large_records_total", Help: "Records refused because they are too large for the spool.",
 		}),
+		drainBlocked: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "sluice_spool_drain_blocked",
+			Help: "1 while Kafka refuses the spooled record the drainer is at permanently, by publish.Refusal's reason; the drainer keeps it and retries.",
+		}, []string{"reason"}),
+		drainRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_spool_drain_refusals_total",
+			Help: "Drain attempts Kafka refused permanently, by publish.Refusal's reason.",
+		}, []string{"reason"}),
+	}
+	// Every reason exists at zero, so that an alert sees the first.
+	for _, r := range publish.Refusals() {
+		m.drainBlocked.WithLabelValues(r)
+		m.drainRefusals.WithLabelValues(r)
 	}
 	// Every switch exists at zero, so that rate() sees the first one.
 	for _, r := range []string{switchLatency, switchInFlightBudget, switchKafkaError} {
@@ -69,5 +89,6 @@ func newMetrics(mode, rate func() float64) *metrics {
 }
 
 func (m *metrics) register(r prometheus.Registerer) error {
-	return promreg.Register(r, m.mode, m.drainRate, m.switches, m.spooled, m.full, m.drained, m.drainErrors, m.undecodable, m.tooLarge)
+	return promreg.Register(r, m.mode, m.drainRate, m.switches, m.spooled, m.full, m.drained, m.drainErrors, m.undecodable, m.tooLarge,
+		m.drainBlocked, m.drainRefusals)
 }

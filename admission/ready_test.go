@@ -2,11 +2,16 @@ package admission
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/sluicehq/sluice/buffer"
+	"github.com/sluicehq/sluice/publish"
 )
 
 // TestAdmissionReady: ready while Kafka answers; with Kafka gone, ready
@@ -66,4 +71,51 @@ func TestAdmissionReady(t *testing.T) {
 	}
 	noSpool.Close()
 	fullSpool.Close()
+}
+
+// TestAdmissionReadyMissingTopic: a topic the producer writes that the
+// cluster does not have makes admission not ready, in DIRECT and with
+// spool-first alike, naming UNKNOWN_TOPIC_OR_PARTITION and the topic;
+// once it is created, admission is ready.
+func TestAdmissionReadyMissingTopic(t *testing.T) {
+	const have, lack = "ingest.have", "ingest.lack"
+	c := newCluster(t, []string{have})
+	cfg := publish.NewDefaultConfig()
+	cfg.Brokers = c.ListenAddrs()
+	p, err := publish.NewProducer(cfg, publish.WithLogger(discardLogger()), publish.WithTopics(have, lack))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(context.Background())
+	direct := openSpool(t, t.TempDir(), nil)
+	defer direct.Close()
+	first := openSpool(t, t.TempDir(), nil)
+	defer first.Close()
+	for _, a := range []*Admission{
+		newTestAdmission(t, p, direct, nil, nil),
+		newTestAdmission(t, p, first, func(cfg *Config) { cfg.SpoolFirst = true }, nil),
+	} {
+		defer a.Close()
+		err := ready(a)
+		var missing *publish.MissingTopicsError
+		if !errors.As(err, &missing) || !strings.Contains(err.Error(), "UNKNOWN_TOPIC_OR_PARTITION") || !strings.Contains(err.Error(), lack) ||
+			strings.Contains(err.Error(), have) {
+			t.Errorf("%s with %s missing: %v, want not ready naming UNKNOWN_TOPIC_OR_PARTITION and %s only", a.Mode(), lack, err, lack)
+		}
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	resp, err := kadm.NewClient(cl).CreateTopic(waitCtx(t), 1, 1, nil, lack)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		t.Fatalf("create %s: %v", lack, err)
+	}
+	a := newTestAdmission(t, p, nil, nil, nil)
+	defer a.Close()
+	waitFor(t, "readiness once "+lack+" exists", func() bool { return ready(a) == nil })
 }

@@ -12,10 +12,17 @@ import (
 type Config struct {
 	// Group is the Kafka consumer group.
 	Group string `yaml:"group"`
-	// Topics are the source topics. EventTypes adds record.EventTopic of
-	// each type; at least one of the two must name a topic.
+	// Topics are source topics by name, read as given. EventTypes adds
+	// the topic of each type, through TypeTopics. At least one of the two
+	// must name a topic.
 	Topics     []string `yaml:"topics"`
 	EventTypes []string `yaml:"event_types"`
+	// TypeTopics is the deployment's one topic map, event type -> topic
+	// (record.TopicOf: a type it leaves out goes to record.EventTopic of
+	// it), the map the gateway publishes through: EventTypes resolve
+	// through it. cmd/sluice sets it from the config file's top-level
+	// topics block.
+	TypeTopics map[string]string `yaml:"-"`
 	// MaxInFlight bounds the records polled and not yet finished, across
 	// partitions; polling stops while it is reached.
 	MaxInFlight int `yaml:"max_in_flight"`
@@ -219,16 +226,21 @@ func (c *Config) Validate() error {
 	case c.LagInterval <= 0:
 		return bad("lag_interval", "must be positive")
 	}
-	for _, t := range c.SourceTopics() {
+	for _, t := range c.Topics {
 		if record.IsDerived(t) {
 			return bad("topics", fmt.Sprintf("%q is a DLQ or parked topic", t))
+		}
+	}
+	for _, typ := range c.EventTypes {
+		if t := record.TopicOf(c.TypeTopics, typ); record.IsDerived(t) {
+			return bad("event_types", fmt.Sprintf("%s goes to %q, a DLQ or parked topic", typ, t))
 		}
 	}
 	return nil
 }
 
-// SourceTopics returns Topics and the topics of EventTypes, without
-// duplicates, in that order.
+// SourceTopics returns Topics and the topics of EventTypes (through
+// TypeTopics), without duplicates, in that order.
 func (c *Config) SourceTopics() []string {
 	seen := make(map[string]bool)
 	var out []string
@@ -242,7 +254,7 @@ func (c *Config) SourceTopics() []string {
 		add(t)
 	}
 	for _, typ := range c.EventTypes {
-		add(record.EventTopic(typ))
+		add(record.TopicOf(c.TypeTopics, typ))
 	}
 	return out
 }

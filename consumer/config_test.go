@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -23,6 +24,14 @@ func TestConfigValidate(t *testing.T) {
 	if got := def.SourceTopics(); len(got) != 1 || got[0] != testTopic {
 		t.Fatalf("topics of event types: %v", got)
 	}
+	// Event types resolve through the topic map the gateway publishes by.
+	mapped := def
+	mapped.EventTypes = []string{testType, "other.Type"}
+	mapped.TypeTopics = map[string]string{testType: "mapped"}
+	mapped.Topics = []string{"raw", "mapped"}
+	if got := mapped.SourceTopics(); !slices.Equal(got, []string{"raw", "mapped", "ingest.other.Type"}) {
+		t.Fatalf("topics of mapped event types: %v", got)
+	}
 	// The bound is tight enough that 1 MiB takes a 900 KiB event.
 	big := def
 	big.MaxEventBytes = 900 << 10
@@ -36,6 +45,9 @@ func TestConfigValidate(t *testing.T) {
 		{"group", func(c *Config) { c.Group = "" }},
 		{"topics", func(c *Config) { c.Topics = nil }},
 		{"topics", func(c *Config) { c.Topics = []string{record.DLQTopic(testTopic)} }},
+		{"event_types", func(c *Config) {
+			c.EventTypes, c.TypeTopics = []string{testType}, map[string]string{testType: record.ParkedTopic(testTopic)}
+		}},
 		{"max_in_flight", func(c *Config) { c.MaxInFlight = 0 }},
 		{"write_batch", func(c *Config) { c.WriteBatch = 0 }},
 		{"write_batch", func(c *Config) { c.WriteBatch = c.MaxInFlight + 1 }},

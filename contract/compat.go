@@ -165,15 +165,29 @@ const (
 	// fields exclude each other changes, and a reader keeps only the last
 	// member of a oneof it sees.
 	RuleFieldOneofChanged = "field_oneof_changed"
-	// RuleEnumValueAdded: a number the enum lacked. Compatible.
+	// RuleEnumValueAdded: a number the enum lacked. Compatible for an
+	// open enum. Forward for one closed in the old version (proto2, or
+	// the editions feature enum_type: CLOSED): old readers refuse the
+	// number (protobuf keeps it as an unknown field, which sluice
+	// refuses).
 	RuleEnumValueAdded = "enum_value_added"
 	// RuleEnumValueRemoved: a number gone without its number and name
 	// reserved. Backward: new readers and validators meet it in old events
-	// (defined_only refuses it, JSON shows a bare number).
+	// (defined_only refuses it, JSON shows a bare number, a closed enum
+	// refuses it).
 	RuleEnumValueRemoved = "enum_value_removed"
 	// RuleEnumValueReserved: a value gone with its number and name
-	// reserved. Compatible.
+	// reserved. Compatible for an open enum; Backward for one closed in
+	// the new version, whose readers refuse the number in old events.
 	RuleEnumValueReserved = "enum_value_reserved"
+	// RuleEnumClosed: an open enum became closed. Backward: old events
+	// may carry numbers it does not define (an open enum keeps them),
+	// which new readers refuse.
+	RuleEnumClosed = "enum_closed"
+	// RuleEnumOpened: a closed enum became open. Forward: new events may
+	// carry numbers it does not define, which old readers, for whom the
+	// enum is closed, refuse.
+	RuleEnumOpened = "enum_opened"
 	// RuleEnumValueRenumbered: a name under another number. Both: the same
 	// number means another value on each side.
 	RuleEnumValueRenumbered = "enum_value_renumbered"
@@ -647,6 +661,10 @@ func (w *schemaWalk) compareEnum(path string, old, new protoreflect.EnumDescript
 		case nv != nil:
 			w.add(path, RuleEnumValueRenamed, both, "enum %s value %d renamed from %s to %s: JSON carries enum values by name", name, ov.Number(), ov.Name(), nv.Name())
 		case new.ReservedRanges().Has(ov.Number()) && new.ReservedNames().Has(ov.Name()):
+			if new.IsClosed() {
+				w.add(path, RuleEnumValueReserved, Backward, "enum %s value %s (%d) removed, its number and name reserved: the enum is closed, so new readers refuse the number in old events", name, ov.Name(), ov.Number())
+				continue
+			}
 			w.add(path, RuleEnumValueReserved, 0, "enum %s value %s (%d) removed, its number and name reserved", name, ov.Name(), ov.Number())
 		default:
 			w.add(path, RuleEnumValueRemoved, Backward, "enum %s value %s (%d) removed without reserving its number and name: new readers meet it in old events", name, ov.Name(), ov.Number())
@@ -660,9 +678,17 @@ func (w *schemaWalk) compareEnum(path string, old, new protoreflect.EnumDescript
 		switch {
 		case old.ReservedRanges().Has(nv.Number()) || old.ReservedNames().Has(nv.Name()):
 			w.add(path, RuleEnumValueReservedReused, both, "enum %s value %s (%d) takes a number or name the old version reserved", name, nv.Name(), nv.Number())
+		case old.IsClosed():
+			w.add(path, RuleEnumValueAdded, Forward, "enum %s value %s (%d) added to an enum the old version has closed: old readers refuse the number", name, nv.Name(), nv.Number())
 		default:
 			w.add(path, RuleEnumValueAdded, 0, "enum %s value %s (%d) added", name, nv.Name(), nv.Number())
 		}
+	}
+	switch oc, nc := old.IsClosed(), new.IsClosed(); {
+	case !oc && nc:
+		w.add(path, RuleEnumClosed, Backward, "enum %s became closed: old events may carry numbers it does not define, which new readers refuse", name)
+	case oc && !nc:
+		w.add(path, RuleEnumOpened, Forward, "enum %s became open: new events may carry numbers it does not define, which old readers, for whom it is closed, refuse", name)
 	}
 }
 

@@ -30,6 +30,18 @@ import (
 // one at a time: two changes that cancel out (a min_len raised while an
 // ignore rule makes the field optional) are each reported.
 //
+// Each rule is read as protovalidate reads it, not by protobuf presence:
+// a rule set to the value that checks nothing (a prefix, suffix or
+// contains of "", a string pattern of "", a flag set false, a minimum of
+// 0, well_known_regex KNOWN_REGEX_UNSPECIFIED, ignore IGNORE_UNSPECIFIED)
+// is no rule, as if unset; a rule whose zero value still checks (const,
+// len, a maximum, not_contains "", which refuses every value, a bytes
+// pattern, which refuses bytes that are not UTF-8) is compared by
+// presence. string.strict is read with its default, true when unset, and
+// only where a header regex (well_known_regex) makes it matter: the two
+// are compared together, as the set of strings they admit. A field mask's
+// in and not_in lists admit or refuse a path's children with it.
+//
 // Numeric bounds (gt, gte, lt, lte of the number, duration and timestamp
 // rules) are compared as the range they admit, exactly: gt v is gte the
 // next value after v (v+1 for integers, one nanosecond for durations and
@@ -61,10 +73,11 @@ const (
 	semOneofRules                      // MessageRules.oneof, by their fields
 	semIgnore                          // the ignore enum: unspecified, if zero value, always: looser in that order
 	semBound                           // gt, gte, lt, lte: compared as the range they admit
+	semHeaderRegex                     // well_known_regex and strict, compared together
 )
 
 var ruleSemantics = map[protoreflect.Name]ruleSemantic{
-	"required": semFlag, "unique": semFlag, "defined_only": semFlag, "finite": semFlag, "strict": semFlag,
+	"required": semFlag, "unique": semFlag, "defined_only": semFlag, "finite": semFlag,
 	"lt_now": semFlag, "gt_now": semFlag,
 	// The well-known string and bytes formats.
 	"email": semFlag, "hostname": semFlag, "ip": semFlag, "ipv4": semFlag, "ipv6": semFlag, "uri": semFlag,
@@ -75,13 +88,39 @@ var ruleSemantics = map[protoreflect.Name]ruleSemantic{
 
 	"min_len": semAtLeast, "min_bytes": semAtLeast, "min_items": semAtLeast, "min_pairs": semAtLeast,
 	"max_len": semAtMost, "max_bytes": semAtMost, "max_items": semAtMost, "max_pairs": semAtMost, "within": semAtMost,
-	"const": semExact, "len": semExact, "len_bytes": semExact, "pattern": semExact, "well_known_regex": semExact,
+	"const": semExact, "len": semExact, "len_bytes": semExact, "pattern": semExact,
+	"well_known_regex": semHeaderRegex, "strict": semHeaderRegex,
 	"prefix": semPrefix, "suffix": semSuffix, "contains": semContains, "not_contains": semNotContains,
 	"in": semIn, "not_in": semNotIn,
 	"cel_expression": semAll, "cel": semCEL, "oneof": semOneofRules,
 	"ignore":  semIgnore,
 	"example": semNoEffect,
 	"gt":      semBound, "gte": semBound, "lt": semBound, "lte": semBound,
+}
+
+// zeroIsNoRule says whether fd, a leaf rule, checks nothing when set to
+// its zero value, so that being set to it is the same as being unset.
+// Every flag (false turns it off) and minimum (0 admits all) does;
+// besides them, the rules whose CEL holds for every value at zero: a
+// prefix, suffix or contains of "" (string or bytes), a string pattern of
+// "" (a bytes pattern converts the bytes to a string first, which fails
+// on bytes that are not UTF-8), well_known_regex KNOWN_REGEX_UNSPECIFIED
+// and ignore IGNORE_UNSPECIFIED.
+func zeroIsNoRule(fd protoreflect.FieldDescriptor) bool {
+	if fd.IsList() || fd.Message() != nil {
+		return false
+	}
+	switch ruleSemantics[fd.Name()] {
+	case semFlag, semAtLeast, semIgnore:
+		return true
+	}
+	switch fd.Name() {
+	case "prefix", "suffix", "contains", "well_known_regex":
+		return true
+	case "pattern":
+		return fd.ContainingMessage().FullName() == "buf.validate.StringRules"
+	}
+	return false
 }
 
 // ignoreLooseness orders buf.validate.Ignore from strict to loose.
@@ -189,14 +228,18 @@ func (w *schemaWalk) compareRules(path, prefix string, old, new protoreflect.Mes
 			}
 		}
 	}
-	bounds := false
+	bounds, header := false, false
 	for _, name := range names {
 		sem := ruleSemantics[name]
 		if skip[name] {
 			continue
 		}
-		if sem == semBound {
+		switch sem {
+		case semBound:
 			bounds = true
+			continue
+		case semHeaderRegex:
+			header = true
 			continue
 		}
 		l := newLeaf(old, new, od.Fields().ByName(name), nd.Fields().ByName(name))
@@ -213,6 +256,9 @@ func (w *schemaWalk) compareRules(path, prefix string, old, new protoreflect.Mes
 	if bounds {
 		w.compareBounds(path, prefix, old, new)
 	}
+	if header {
+		w.compareHeaderRegex(path, prefix, old, new)
+	}
 	w.compareUnknown(path, prefix, old, new)
 }
 
@@ -225,15 +271,26 @@ type leaf struct {
 	old, new   protoreflect.Message
 }
 
+// newLeaf reads one rule of old and new; a rule set to a zero value that
+// checks nothing (zeroIsNoRule) reads as unset.
 func newLeaf(old, new protoreflect.Message, ofd, nfd protoreflect.FieldDescriptor) leaf {
 	l := leaf{ofd: ofd, nfd: nfd, old: old, new: new}
-	if ofd != nil && old.Has(ofd) {
-		l.ov, l.oset = old.Get(ofd), true
-	}
-	if nfd != nil && new.Has(nfd) {
-		l.nv, l.nset = new.Get(nfd), true
-	}
+	l.ov, l.oset = ruleValue(old, ofd)
+	l.nv, l.nset = ruleValue(new, nfd)
 	return l
+}
+
+// ruleValue is the value of rule fd in m and whether it is set, as
+// protovalidate reads it.
+func ruleValue(m protoreflect.Message, fd protoreflect.FieldDescriptor) (protoreflect.Value, bool) {
+	if fd == nil || !m.Has(fd) {
+		return protoreflect.Value{}, false
+	}
+	v := m.Get(fd)
+	if zeroIsNoRule(fd) && v.Equal(fd.Default()) {
+		return protoreflect.Value{}, false
+	}
+	return v, true
 }
 
 func (l leaf) fd() protoreflect.FieldDescriptor {
@@ -324,7 +381,11 @@ func (w *schemaWalk) compareLeaf(path, vrule string, sem ruleSemantic, l leaf) {
 		changed(!looser)
 	case semIn, semNotIn:
 		o, n := listKeys(l.ofd, l.ov, l.oset), listKeys(l.nfd, l.nv, l.nset)
-		grown, shrunk := !subset(n, o), !subset(o, n)
+		covers := slices.Contains[[]string]
+		if l.fd().ContainingMessage().FullName() == "buf.validate.FieldMaskRules" {
+			covers = coversPath
+		}
+		grown, shrunk := !subset(n, o, covers), !subset(o, n, covers)
 		if !grown && !shrunk {
 			return // the same values in another order
 		}
@@ -580,6 +641,77 @@ func (w *schemaWalk) compareBounds(path, prefix string, old, new protoreflect.Me
 	}
 }
 
+// headerRegex is what StringRules.well_known_regex and strict admit
+// together: regex 0 admits every string; strict is read with
+// protovalidate's default, true when unset.
+type headerRegex struct {
+	regex  protoreflect.EnumNumber
+	strict bool
+	text   string
+}
+
+const (
+	headerName  = protoreflect.EnumNumber(validate.KnownRegex_KNOWN_REGEX_HTTP_HEADER_NAME)
+	headerValue = protoreflect.EnumNumber(validate.KnownRegex_KNOWN_REGEX_HTTP_HEADER_VALUE)
+)
+
+func headerRegexOf(m protoreflect.Message) headerRegex {
+	fields := m.Descriptor().Fields()
+	h := headerRegex{strict: true}
+	if fd := fields.ByName("well_known_regex"); fd != nil {
+		if v, ok := ruleValue(m, fd); ok {
+			h.regex = v.Enum()
+			h.text = elementText(fd, v)
+		}
+	}
+	if fd := fields.ByName("strict"); fd != nil && m.Has(fd) {
+		h.strict = m.Get(fd).Bool()
+	}
+	if h.regex == 0 {
+		return headerRegex{strict: true, text: "unset"}
+	}
+	if h.strict {
+		h.text += " (strict)"
+	} else {
+		h.text += " (strict: false)"
+	}
+	return h
+}
+
+// within says whether every string h admits, o admits too. A strict
+// header name is a loose one, and any header name a header value of the
+// same strictness or a loose one; a regex this comparison does not know
+// is within only itself.
+func (h headerRegex) within(o headerRegex) bool {
+	switch {
+	case o.regex == 0 || h == o:
+		return true
+	case h.regex == 0:
+		return false
+	}
+	known := func(r protoreflect.EnumNumber) bool { return r == headerName || r == headerValue }
+	if !known(h.regex) || !known(o.regex) {
+		return false
+	}
+	return (h.regex == o.regex || h.regex == headerName && o.regex == headerValue) && (h.strict || !o.strict)
+}
+
+// compareHeaderRegex compares well_known_regex and strict as the strings
+// they admit together, named by well_known_regex when the regex changed
+// and by strict when only its strictness did.
+func (w *schemaWalk) compareHeaderRegex(path, prefix string, old, new protoreflect.Message) {
+	o, n := headerRegexOf(old), headerRegexOf(new)
+	if o == n {
+		return
+	}
+	name := "well_known_regex"
+	if o.regex == n.regex {
+		name = "strict"
+	}
+	vrule := joinRule(prefix, name)
+	w.ruleChange(path, vrule, !o.within(n), "%s changed from %s to %s (strict unset is strict)", vrule, o.text, n.text)
+}
+
 // exclusive is protovalidate's reversed range: a lower bound above the
 // upper one admits the values outside the two.
 func exclusive(l, u bound) bool {
@@ -761,13 +893,26 @@ func missing(a, b []string) string {
 	return clip.String(strings.Join(out, ", "), 120)
 }
 
-func subset(a, b []string) bool {
+// subset says whether every value of a is covered by b.
+func subset(a, b []string, covers func(b []string, x string) bool) bool {
 	for _, x := range a {
-		if !slices.Contains(b, x) {
+		if !covers(b, x) {
 			return false
 		}
 	}
 	return true
+}
+
+// coversPath says whether a field mask rule's list of paths names path or
+// one of its parents: protovalidate's field_mask.in admits, and not_in
+// refuses, a path's children with it.
+func coversPath(paths []string, path string) bool {
+	for _, p := range paths {
+		if path == p || strings.HasPrefix(path, p+".") {
+			return true
+		}
+	}
+	return false
 }
 
 // valueText writes a rule's value for a Reason.

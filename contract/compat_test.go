@@ -560,6 +560,7 @@ func TestCompareRuleSemantics(t *testing.T) {
 	tightened := func(rule string) found { return found{"note", contract.RuleTightened, rule} }
 	loosened := func(rule string) found { return found{"note", contract.RuleLoosened, rule} }
 	ignore := func(i validate.Ignore) *validate.FieldRules { return rules{Ignore: &i}.Build() }
+	headerName, headerValue, unspecifiedRegex := validate.KnownRegex_KNOWN_REGEX_HTTP_HEADER_NAME, validate.KnownRegex_KNOWN_REGEX_HTTP_HEADER_VALUE, validate.KnownRegex_KNOWN_REGEX_UNSPECIFIED
 	unknown := new(validate.FieldRules)
 	unknown.ProtoReflect().SetUnknown(protowire.AppendVarint(protowire.AppendTag(nil, 999, protowire.VarintType), 1))
 	for _, c := range []struct {
@@ -600,6 +601,49 @@ func TestCompareRuleSemantics(t *testing.T) {
 		{"rules of another kind", str(validate.StringRules_builder{MaxLen: proto.Uint64(5)}), rules{Int64: validate.Int64Rules_builder{Gte: proto.Int64(0)}.Build()}.Build(),
 			[]found{loosened("string.max_len"), tightened("int64.gte")}},
 		{"unknown rule", nil, unknown, []found{tightened("(unknown fields)")}},
+		// Each rule is read as protovalidate reads it, an unset rule by
+		// protovalidate's default: strict unset is strict.
+		{"strict false removed from a header regex", str(validate.StringRules_builder{WellKnownRegex: &headerName, Strict: proto.Bool(false)}),
+			str(validate.StringRules_builder{WellKnownRegex: &headerName}), []found{tightened("string.strict")}},
+		{"strict false set on a header regex", str(validate.StringRules_builder{WellKnownRegex: &headerValue}),
+			str(validate.StringRules_builder{WellKnownRegex: &headerValue, Strict: proto.Bool(false)}), []found{loosened("string.strict")}},
+		{"strict true written out", str(validate.StringRules_builder{WellKnownRegex: &headerName}),
+			str(validate.StringRules_builder{WellKnownRegex: &headerName, Strict: proto.Bool(true)}), nil},
+		{"strict without a header regex decides nothing", str(validate.StringRules_builder{Strict: proto.Bool(false)}), nil, nil},
+		{"header regex unspecified is no rule", nil, str(validate.StringRules_builder{WellKnownRegex: &unspecifiedRegex}), nil},
+		{"header name to header value", str(validate.StringRules_builder{WellKnownRegex: &headerName}),
+			str(validate.StringRules_builder{WellKnownRegex: &headerValue}), []found{loosened("string.well_known_regex")}},
+		{"header value to header name", str(validate.StringRules_builder{WellKnownRegex: &headerValue}),
+			str(validate.StringRules_builder{WellKnownRegex: &headerName}), []found{tightened("string.well_known_regex")}},
+		{"strict header name to loose header value", str(validate.StringRules_builder{WellKnownRegex: &headerName}),
+			str(validate.StringRules_builder{WellKnownRegex: &headerValue, Strict: proto.Bool(false)}), []found{loosened("string.well_known_regex")}},
+		{"loose header name to strict header value", str(validate.StringRules_builder{WellKnownRegex: &headerName, Strict: proto.Bool(false)}),
+			str(validate.StringRules_builder{WellKnownRegex: &headerValue}), []found{tightened("string.well_known_regex")}},
+		{"header regex added", nil, str(validate.StringRules_builder{WellKnownRegex: &headerValue, Strict: proto.Bool(false)}), []found{tightened("string.well_known_regex")}},
+		{"header regex removed", str(validate.StringRules_builder{WellKnownRegex: &headerName}), nil, []found{loosened("string.well_known_regex")}},
+		{"empty prefix is no rule", nil, str(validate.StringRules_builder{Prefix: proto.String("")}), nil},
+		{"prefix emptied", str(validate.StringRules_builder{Prefix: proto.String("a")}), str(validate.StringRules_builder{Prefix: proto.String("")}), []found{loosened("string.prefix")}},
+		{"empty suffix is no rule", str(validate.StringRules_builder{Suffix: proto.String("")}), nil, nil},
+		{"empty contains is no rule", nil, str(validate.StringRules_builder{Contains: proto.String("")}), nil},
+		{"empty bytes prefix is no rule", nil, rules{Bytes: validate.BytesRules_builder{Prefix: []byte{}}.Build()}.Build(), nil},
+		{"empty pattern is no rule", nil, str(validate.StringRules_builder{Pattern: proto.String("")}), nil},
+		{"pattern emptied", str(validate.StringRules_builder{Pattern: proto.String("^a")}), str(validate.StringRules_builder{Pattern: proto.String("")}), []found{loosened("string.pattern")}},
+		{"empty not_contains refuses every value", nil, str(validate.StringRules_builder{NotContains: proto.String("")}), []found{tightened("string.not_contains")}},
+		{"min_len 0 is no rule", nil, str(validate.StringRules_builder{MinLen: proto.Uint64(0)}), nil},
+		{"max_len 0 is a rule", nil, str(validate.StringRules_builder{MaxLen: proto.Uint64(0)}), []found{tightened("string.max_len")}},
+		{"len 0 is a rule", nil, str(validate.StringRules_builder{Len: proto.Uint64(0)}), []found{tightened("string.len")}},
+		{"empty const is a rule", nil, str(validate.StringRules_builder{Const: proto.String("")}), []found{tightened("string.const")}},
+		{"required false is no rule", nil, rules{Required: proto.Bool(false)}.Build(), nil},
+		{"ignore unspecified is no rule", nil, ignore(validate.Ignore_IGNORE_UNSPECIFIED), nil},
+		{"empty in list is no rule", nil, str(validate.StringRules_builder{In: []string{}}), nil},
+		{"field mask in: a parent path admits its children", rules{FieldMask: validate.FieldMaskRules_builder{In: []string{"a.b"}}.Build()}.Build(),
+			rules{FieldMask: validate.FieldMaskRules_builder{In: []string{"a"}}.Build()}.Build(), []found{loosened("field_mask.in")}},
+		{"field mask in: a child path admits less", rules{FieldMask: validate.FieldMaskRules_builder{In: []string{"a"}}.Build()}.Build(),
+			rules{FieldMask: validate.FieldMaskRules_builder{In: []string{"a.b", "a.c"}}.Build()}.Build(), []found{tightened("field_mask.in")}},
+		{"field mask not_in: a child of a path refused already", rules{FieldMask: validate.FieldMaskRules_builder{NotIn: []string{"a"}}.Build()}.Build(),
+			rules{FieldMask: validate.FieldMaskRules_builder{NotIn: []string{"a", "a.b"}}.Build()}.Build(), nil},
+		{"field mask not_in: a parent refuses more", rules{FieldMask: validate.FieldMaskRules_builder{NotIn: []string{"a.b"}}.Build()}.Build(),
+			rules{FieldMask: validate.FieldMaskRules_builder{NotIn: []string{"a"}}.Build()}.Build(), []found{tightened("field_mask.not_in")}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			old := ct.Evolve(t, examples.Contracts, ct.SetFieldRules(shopType, "note", c.old))
@@ -632,4 +676,122 @@ func FuzzCompare(f *testing.F) {
 			t.Fatalf("%d type reports, want %d", len(r.Types), len(examples.Types))
 		}
 	})
+}
+
+// enumsFile is an editions file whose enums are open or closed by the
+// enum_type feature, and enumsLegacyFile a proto2 one, whose enums are
+// closed.
+func enumsFiles() []*descriptorpb.FileDescriptorProto {
+	enum := func(name string, closed bool, values ...string) *descriptorpb.EnumDescriptorProto {
+		e := &descriptorpb.EnumDescriptorProto{Name: proto.String(name)}
+		for i, v := range values {
+			e.Value = append(e.Value, &descriptorpb.EnumValueDescriptorProto{Name: proto.String(v), Number: proto.Int32(int32(i))})
+		}
+		if closed {
+			e.Options = &descriptorpb.EnumOptions{Features: &descriptorpb.FeatureSet{EnumType: descriptorpb.FeatureSet_CLOSED.Enum()}}
+		}
+		return e
+	}
+	enumField := func(name string, num int32, typ string) *descriptorpb.FieldDescriptorProto {
+		return &descriptorpb.FieldDescriptorProto{Name: proto.String(name), JsonName: proto.String(name), Number: proto.Int32(num),
+			Label: descriptorpb.FieldDescriptorProto_LABEL_OPTIONAL.Enum(), Type: descriptorpb.FieldDescriptorProto_TYPE_ENUM.Enum(), TypeName: proto.String(typ)}
+	}
+	return []*descriptorpb.FileDescriptorProto{{
+		Name:    proto.String("test/v1/paint.proto"),
+		Package: proto.String("test.v1"),
+		Syntax:  proto.String("editions"),
+		Edition: descriptorpb.Edition_EDITION_2023.Enum(),
+		MessageType: []*descriptorpb.DescriptorProto{{
+			Name:  proto.String("Paint"),
+			Field: []*descriptorpb.FieldDescriptorProto{enumField("color", 1, ".test.v1.Color"), enumField("finish", 2, ".test.v1.Finish")},
+		}},
+		EnumType: []*descriptorpb.EnumDescriptorProto{
+			enum("Color", false, "COLOR_UNSPECIFIED", "COLOR_RED"),
+			enum("Finish", true, "FINISH_UNSPECIFIED", "FINISH_MATTE", "FINISH_GLOSS"),
+		},
+	}, {
+		Name:    proto.String("test/v1/legacy_paint.proto"),
+		Package: proto.String("test.v1"),
+		Syntax:  proto.String("proto2"),
+		MessageType: []*descriptorpb.DescriptorProto{{
+			Name:  proto.String("LegacyPaint"),
+			Field: []*descriptorpb.FieldDescriptorProto{enumField("tone", 1, ".test.v1.Tone")},
+		}},
+		EnumType: []*descriptorpb.EnumDescriptorProto{enum("Tone", false, "TONE_LOW", "TONE_HIGH")},
+	}}
+}
+
+// TestCompareEnumTypes: a closed enum refuses a number it does not define
+// (protobuf keeps it as an unknown field, the gateway and the consumer
+// refuse it), so whether an enum is open or closed decides what its
+// changes break.
+func TestCompareEnumTypes(t *testing.T) {
+	const (
+		paint  = "test.v1.Paint"
+		legacy = "test.v1.LegacyPaint"
+		color  = "test.v1.Color"  // open
+		finish = "test.v1.Finish" // closed
+		tone   = "test.v1.Tone"   // closed: proto2
+	)
+	types := []string{legacy, paint}
+	image := marshal(t, &descriptorpb.FileDescriptorSet{File: enumsFiles()})
+	for _, c := range []struct {
+		name    string
+		typ     string
+		edits   []ct.Edit
+		want    []found
+		verdict verdicts
+	}{
+		{"value added to an open enum", paint, []ct.Edit{ct.AddEnumValue(color, "COLOR_BLUE", 2)},
+			[]found{{"color", contract.RuleEnumValueAdded, ""}}, compatible},
+		{"value added to a closed enum", paint, []ct.Edit{ct.AddEnumValue(finish, "FINISH_SATIN", 3)},
+			[]found{{"finish", contract.RuleEnumValueAdded, ""}}, breaksForward},
+		{"value added to a proto2 enum", legacy, []ct.Edit{ct.AddEnumValue(tone, "TONE_MID", 2)},
+			[]found{{"tone", contract.RuleEnumValueAdded, ""}}, breaksForward},
+		{"open enum closed", paint, []ct.Edit{ct.SetEnumType(color, true)},
+			[]found{{"color", contract.RuleEnumClosed, ""}}, breaksBackward},
+		{"closed enum opened", paint, []ct.Edit{ct.SetEnumType(finish, false)},
+			[]found{{"finish", contract.RuleEnumOpened, ""}}, breaksForward},
+		{"open enum closed, a value added", paint, []ct.Edit{ct.SetEnumType(color, true), ct.AddEnumValue(color, "COLOR_BLUE", 2)},
+			[]found{{"color", contract.RuleEnumClosed, ""}, {"color", contract.RuleEnumValueAdded, ""}}, breaksBackward},
+		{"closed enum opened, a value added", paint, []ct.Edit{ct.SetEnumType(finish, false), ct.AddEnumValue(finish, "FINISH_SATIN", 3)},
+			[]found{{"finish", contract.RuleEnumOpened, ""}, {"finish", contract.RuleEnumValueAdded, ""}}, breaksForward},
+		{"value removed from an open enum, reserved", paint, []ct.Edit{ct.RemoveEnumValue(color, "COLOR_RED", true)},
+			[]found{{"color", contract.RuleEnumValueReserved, ""}}, compatible},
+		{"value removed from a closed enum, reserved", paint, []ct.Edit{ct.RemoveEnumValue(finish, "FINISH_GLOSS", true)},
+			[]found{{"finish", contract.RuleEnumValueReserved, ""}}, breaksBackward},
+		{"value removed from a closed enum", paint, []ct.Edit{ct.RemoveEnumValue(finish, "FINISH_GLOSS", false)},
+			[]found{{"finish", contract.RuleEnumValueRemoved, ""}}, breaksBackward},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			next := ct.Evolve(t, image, c.edits...)
+			for i, mode := range compareModes {
+				report, err := contract.Compare(image, next, types, contract.Policies{Default: contract.Policy{Mode: mode}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, tr := range report.Types {
+					if tr.Type != c.typ {
+						if len(tr.Findings) > 0 || !tr.Compatible {
+							t.Errorf("%s: untouched type %s: %+v", mode, tr.Type, tr)
+						}
+						continue
+					}
+					var got []found
+					for _, f := range tr.Findings {
+						got = append(got, found{f.Path, f.Rule, f.ValidateRule})
+						if f.Reason == "" {
+							t.Errorf("finding %+v has no reason", f)
+						}
+					}
+					if !slices.Equal(got, c.want) {
+						t.Errorf("%s: findings\n%v\nwant\n%v\n%s", mode, got, c.want, tr.Findings)
+					}
+					if tr.Compatible != c.verdict[i] {
+						t.Errorf("%s: compatible %t, want %t: %s", mode, tr.Compatible, c.verdict[i], tr.Findings)
+					}
+				}
+			}
+		})
+	}
 }

@@ -2,6 +2,7 @@ package contract
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"unicode/utf8"
@@ -37,12 +38,14 @@ type Contract struct {
 	// any depth. Decoders run with AllowPartial, which skips a costly walk
 	// of the message, and only such contracts pay for proto.CheckInitialized.
 	hasRequired bool
-	// wire walks binary payloads before they are decoded, jsonWire the
-	// transcoder's output.
-	wire, jsonWire *wireChecker
-	scanPlans      scanPlans
-	json           protojson.UnmarshalOptions
-	registry       *Registry
+	// wire walks binary payloads, and the transcoder's output, before
+	// they are decoded.
+	wire *wireChecker
+	// canon proves binary payloads canonical (Canonical).
+	canon     *canonPlan
+	scanPlans scanPlans
+	json      protojson.UnmarshalOptions
+	registry  *Registry
 }
 
 // Type returns the event type: the message's full name.
@@ -89,15 +92,13 @@ func (c *Contract) DecodeBinary(b []byte) ([]byte, error) {
 // calls use, if not nil, with the message. The message aliases b and may
 // live on an arena that is reused once use returns: nothing use returns
 // may point into it.
+//
+// The walk judges depth as the payload's JSON form nests, so that the
+// transcoder's output, and binary sent as such, nest within the same
+// limit as JSON; the decoders' own recursion limits, binaryLevels of it,
+// are never what refuses.
 func (c *Contract) decodeBinary(b []byte, use func(protoreflect.Message) error) error {
-	return c.decodeWalked(b, c.wire, use)
-}
-
-// decodeWalked is decodeBinary with the walk given: the transcoder's
-// output takes jsonWire, whose depth limit allows what JSON's allows (a
-// JSON level of google.protobuf.Struct is three levels of binary).
-func (c *Contract) decodeWalked(b []byte, wire *wireChecker, use func(protoreflect.Message) error) error {
-	if p := wire.check(b, wire.root, 1); p != nil {
+	if p := c.wire.check(b, c.wire.root, 1, 1); p != nil {
 		return p.malformed(c.typ)
 	}
 	var m protoreflect.Message
@@ -107,10 +108,10 @@ func (c *Contract) decodeWalked(b []byte, wire *wireChecker, use func(protorefle
 		hm := a.NewMessage(c.parser)
 		m = hm
 		if err := c.unmarshal(func() error {
-			// The depth limit is the contract's, enforced by the wire walk
-			// as protobuf-go counts it; hyperpb counts its own way, and its
-			// limit only bounds its stack here.
-			return hm.Unmarshal(b, hyperpb.WithMaxDepth(2*c.maxDepth+2), hyperpb.WithAllowAlias(true),
+			// The depth limit is the contract's, enforced by the wire walk;
+			// hyperpb counts levels its own way, up to two frames for one,
+			// and its limit only bounds its stack here.
+			return hm.Unmarshal(b, hyperpb.WithMaxDepth(2*binaryLevels(c.maxDepth)+2), hyperpb.WithAllowAlias(true),
 				hyperpb.WithAllowInvalidUTF8(true)) // the walk checked it
 		}); err != nil {
 			return &MalformedError{Msg: "decode " + c.typ + " from protobuf binary", Err: err}
@@ -163,7 +164,7 @@ func (c *Contract) CheckJSON(b []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	err = c.decodeWalked(out, c.jsonWire, func(m protoreflect.Message) error {
+	err = c.decodeBinary(out, func(m protoreflect.Message) error {
 		// JSON is longer than the binary it stands for; its own length
 		// keeps the fail-fast bound on what the sender sent.
 		if err := c.registry.validate(m.Interface(), len(b)); err != nil {
@@ -188,7 +189,7 @@ func (c *Contract) DecodeJSON(b []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := c.decodeWalked(out, c.jsonWire, nil); err != nil {
+	if err := c.decodeBinary(out, nil); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -350,11 +351,14 @@ func (p *problem) malformed(typ string) *MalformedError {
 	return &MalformedError{Msg: p.what + " at " + s + " in " + typ, Err: p.err}
 }
 
-// scanMessage looks for unknown fields, strings that are not valid UTF-8
-// and out-of-range timestamps and durations anywhere in m. Proto3 decoding
-// already rejects invalid UTF-8; this also covers proto2 and editions files
-// that do not. The range checks make binary accept what JSON accepts: the
-// JSON form of these types cannot express an out-of-range value.
+// scanMessage looks for unknown fields, strings that are not valid UTF-8,
+// out-of-range timestamps and durations and google.protobuf.Values that
+// JSON cannot write anywhere in m. Proto3 decoding already rejects invalid
+// UTF-8; this also covers proto2 and editions files that do not. The
+// other checks make binary accept what JSON accepts: the JSON form of
+// these types cannot express an out-of-range time, a Value of no kind or
+// a number that is not finite (protojson refuses to write them, so a
+// reader could not render the event).
 //
 // plans, when it has a plan for m's type, names the only fields that can
 // hold a problem, and the scan visits just those; a type without a plan is
@@ -376,6 +380,10 @@ func scanMessage(m protoreflect.Message, plans scanPlans) *problem {
 	case "google.protobuf.Duration":
 		if !validDuration(m) {
 			return &problem{what: "google.protobuf.Duration out of range"}
+		}
+	case "google.protobuf.Value":
+		if why := invalidValue(m); why != "" {
+			return &problem{what: "google.protobuf.Value " + why}
 		}
 	}
 	if fields, ok := plans[m.Descriptor()]; ok {
@@ -538,8 +546,8 @@ func reachableMessages(md protoreflect.MessageDescriptor) []protoreflect.Message
 }
 
 // scanHolders returns the message types reachable from md that can hold,
-// at any depth, a Timestamp or Duration, a string the decoder does not
-// check, or extensions (whose fields are not known ahead). It repeats
+// at any depth, a Timestamp, Duration or Value, a string the decoder does
+// not check, or extensions (whose fields are not known ahead). It repeats
 // until nothing changes, for recursive types.
 func scanHolders(md protoreflect.MessageDescriptor) map[protoreflect.FullName]bool {
 	reachable := reachableMessages(md)
@@ -551,7 +559,8 @@ func scanHolders(md protoreflect.MessageDescriptor) map[protoreflect.FullName]bo
 				continue
 			}
 			name := m.FullName()
-			h := name == "google.protobuf.Timestamp" || name == "google.protobuf.Duration" || m.ExtensionRanges().Len() > 0
+			h := name == "google.protobuf.Timestamp" || name == "google.protobuf.Duration" || name == "google.protobuf.Value" ||
+				m.ExtensionRanges().Len() > 0
 			fields := m.Fields()
 			for i := 0; i < fields.Len() && !h; i++ {
 				fd := fields.Get(i)
@@ -604,4 +613,24 @@ func validDuration(m protoreflect.Message) bool {
 		return false
 	}
 	return !(s > 0 && n < 0) && !(s < 0 && n > 0)
+}
+
+// invalidValue says why protojson cannot write m, a google.protobuf.Value,
+// or "": its kind is not set, or its number is NaN or infinite. A message
+// whose fields are not the well-known ones is left alone.
+func invalidValue(m protoreflect.Message) string {
+	kind := m.Descriptor().Oneofs().ByName("kind")
+	if kind == nil {
+		return ""
+	}
+	fd := m.WhichOneof(kind)
+	switch {
+	case fd == nil:
+		return "has no kind set"
+	case fd.Kind() == protoreflect.DoubleKind:
+		if f := m.Get(fd).Float(); math.IsNaN(f) || math.IsInf(f, 0) {
+			return "number is not finite"
+		}
+	}
+	return ""
 }

@@ -33,8 +33,11 @@
 //     included), invalid UTF-8 in a string (proto2 files included), a missing proto2 required field, a
 //     google.protobuf.Timestamp or Duration out of its valid range; JSON
 //     that does not decode, is not an object, has an unknown or duplicate
-//     field or a value of the wrong type; and, in either form, nesting
-//     deeper than WithMaxDepth (default 32).
+//     field or a value of the wrong type; in binary, a
+//     google.protobuf.Value that JSON cannot write (no kind set, a number
+//     that is not finite); and, in either form, nesting deeper than
+//     WithMaxDepth (default 32), as the payload's JSON form nests (see
+//     Depth).
 //   - *ViolationError: the payload decoded but broke one or more rules; each
 //     Violation names the field path, the rule id and the rule's message.
 //     All violations are reported, in field order (entries of one map field
@@ -50,6 +53,30 @@
 // its wire type and within the depth limit, reaches the decoder; any
 // decoder panic is recovered as a MalformedError whose cause says "decoder
 // panic". Decoding is bounded by the input size and the depth limit.
+//
+// # Depth
+//
+// One rule bounds nesting in both forms: a payload may nest as deep as
+// WithMaxDepth, counted as its protojson form nests. The payload's
+// object is level 1, and each JSON object or array within it one more:
+// a message, a map (its object; the map's values are a level below it),
+// a repeated field (its array; a message in it is a level below that),
+// a google.protobuf.Struct, ListValue or Empty. A google.protobuf.Value
+// is the level of what it holds, and a Timestamp, Duration, FieldMask or
+// wrapper is a JSON string or number, no level at all. JSON text is
+// counted as written (CheckJSONDepth: an empty array counts too); binary
+// by the wire walk, as the JSON that protojson would write of it (a map
+// entry without its value counts the value, written as {}). So the
+// binary of a message, and the JSON protojson writes of it, get the same
+// verdict, and what CheckJSON publishes is within the limit as binary,
+// for the gateway, the consumer and the DLQ's checks alike. The one
+// exception is google.protobuf.Any, whose value is bytes to every binary
+// decoder and is not walked: the JSON of an Any holds its message inline.
+//
+// In binary, one JSON level of Struct is three levels of messages
+// (Struct, map entry, Value), so the decoders run with a recursion limit
+// of 3*WithMaxDepth+1, which no payload within the rule reaches; the walk
+// refuses first, as MalformedError.
 //
 // # How payloads are decoded
 //
@@ -91,13 +118,21 @@
 //
 // # The JSON Schema of a payload
 //
-// Contract.JSONSchema describes a payload's JSON as the REST API takes it
-// (proto field names, enums by name), for the gateway's OpenAPI document.
-// It is sound, not complete: what it admits, Check accepts (held so by
-// FuzzJSONSchemaSound), but it is narrower than the rules where they have
-// no exact JSON Schema form. A message CEL rule in the subset celSchema
-// reads becomes its exact schema; a rule it cannot narrow soundly is an
-// *UnexpressedRuleError, and the type is left undescribed.
+// Contract.JSONSchema describes a payload's JSON as the REST API takes it,
+// for the gateway's OpenAPI document. It is complete: every payload Check
+// accepts is valid under it, in each spelling protojson reads (proto and
+// JSON names, null for absent, enums by name or number, numbers as
+// strings, "NaN" and the infinities), so a client generated from it never
+// refuses what the gateway takes. Each rule with an exact JSON Schema
+// form is stated so (formats as exact patterns where they have one,
+// lengths, ranges, enums, required fields, oneofs, message CEL rules of
+// the subset celSchema reads); each without one is stated wider, or not
+// at all, and named in the field's description. Patterns are printed in
+// the subset RE2, ECMA-262 (u flag), Rust and Python read alike
+// (portablePattern). The tests hold the schema to completeness with a
+// real JSON Schema validator (FuzzJSONSchemaWire, on the decoders' corpora
+// too), and its sound twin, which states every inexact rule narrower
+// instead, to soundness (FuzzJSONSchemaSound).
 //
 // # Compatibility
 //
@@ -137,24 +172,38 @@
 //	field_oneof_changed        both      into, out of or between oneofs
 //	field_presence_changed     -         proto3 optional added or dropped
 //	enum_value_removed         backward  without reservation: new readers meet it in old events
-//	enum_value_reserved        -
+//	enum_value_reserved        -         backward for an enum closed in the new version: its readers refuse the number
 //	enum_value_renumbered      both
 //	enum_value_renamed         both      JSON carries enum values by name
 //	enum_value_reserved_reused both
-//	enum_value_added           -
+//	enum_value_added           -         forward for an enum closed in the old version: old readers refuse the number
+//	enum_closed                backward  an open enum became closed: old events may carry numbers it lacks
+//	enum_opened                forward   a closed enum became open: old readers refuse the numbers it lets through
 //	rule_tightened             backward  a protovalidate rule refuses events valid before (Tightening)
 //	rule_loosened              -
 //	rule_message_changed       -         only a CEL rule's message
 //
 // A tightened rule breaks Backward, not Forward: sources still on the old
 // version send events the gateway now refuses, while readers never
-// validate again. Rules are compared leaf by leaf (compat_rules.go):
+// validate again. Rules are compared leaf by leaf (compat_rules.go), each
+// as protovalidate reads it, an unset rule by protovalidate's default:
 // minimums, maximums, flags, the in and not_in lists, prefixes and the
-// like each by what they admit; numeric, duration and timestamp bounds
-// exactly as the range they admit (gt: 0 is gte: 1 on integers); a CEL
-// rule by id, its expression changed or added counting as tightening, as
-// does a changed pattern and any change to a rule the table does not
-// know. Comments change nothing, as they change no fingerprint.
+// like each by what they admit (a rule at a value that checks nothing,
+// such as prefix: "", is no rule; string.strict unset is true, and is
+// judged with the header regex it governs); numeric, duration and
+// timestamp bounds exactly as the range they admit (gt: 0 is gte: 1 on
+// integers); a CEL rule by id, its expression changed or added counting
+// as tightening, as does a changed pattern and any change to a rule the
+// table does not know. Comments change nothing, as they change no
+// fingerprint.
+//
+// A closed enum (proto2, or the editions feature enum_type: CLOSED)
+// refuses a number it does not define: protobuf keeps it as an unknown
+// field, which the gateway and the consumer refuse. So a value added to
+// an enum closed in the old version breaks Forward, a value removed from
+// one closed in the new version breaks Backward even when reserved, and
+// an enum that changes between open and closed breaks the direction
+// whose readers have it closed.
 //
 // A Policy per type (Policies.For) picks the mode: backward (the
 // default) requires that no finding breaks Backward, forward that none
@@ -164,12 +213,12 @@
 // that break what their type's mode requires.
 //
 // Compatibility here is the schema's. The gateway also refuses unknown
-// fields and, with defined_only, unknown enum values: a gateway still on
-// the old version refuses events that set a field or value it lacks, and
-// one on the new version refuses events that still set a field removed.
-// That is an order of rollout (gateways take a new version before sources
-// use it; sources stop sending a field before it is removed), not a
-// finding.
+// fields and, with defined_only, unknown values of an open enum: a
+// gateway still on the old version refuses events that set a field or
+// value it lacks, and one on the new version refuses events that still
+// set a field removed. That is an order of rollout (gateways take a new
+// version before sources use it; sources stop sending a field before it
+// is removed), not a finding.
 //
 // # Versions
 //

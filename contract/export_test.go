@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
@@ -15,20 +16,26 @@ import (
 // which the transcoder's path replaces where it covers the contract.
 func (c *Contract) ReflectCheckJSON(b []byte) ([]byte, error) { return c.reflectJSON(b, true) }
 
+// ReflectDecodeJSON is DecodeJSON through protojson and a dynamic message.
+func (c *Contract) ReflectDecodeJSON(b []byte) ([]byte, error) { return c.reflectJSON(b, false) }
+
 // DynamicCheckBinary is CheckBinary as it was before hyperpb: the payload
 // decoded into a dynamicpb message by protobuf-go's reflective decoder,
 // with the refusals that stood around it: the decoder's own, then the
 // map-entry guard that walked the wire data before it, and the scan for
-// unknown fields, invalid UTF-8 and out-of-range times after it. FuzzBinaryDecoders holds the two to
-// the same answers.
+// unknown fields, invalid UTF-8 and out-of-range times after it. The
+// depth limit is judged by its definition instead of the wire walk's
+// count: on the JSON that protojson writes of the message.
+// FuzzBinaryDecoders holds the two to the same answers.
 func (c *Contract) DynamicCheckBinary(b []byte) (_ []byte, err error) {
-	if mec := newMapEntryChecker(c.desc, c.json.Resolver, c.maxDepth); mec != nil {
+	levels := binaryLevels(c.maxDepth)
+	if mec := newMapEntryChecker(c.desc, c.json.Resolver, levels); mec != nil {
 		if p := mec.check(b, c.desc, 1); p != nil {
 			return nil, p.malformed(c.typ)
 		}
 	}
 	m := c.msgType.New()
-	opts := proto.UnmarshalOptions{RecursionLimit: c.maxDepth, Resolver: c.json.Resolver, AllowPartial: true}
+	opts := proto.UnmarshalOptions{RecursionLimit: levels, Resolver: c.json.Resolver, AllowPartial: true}
 	func() {
 		defer func() {
 			if r := recover(); r != nil {
@@ -45,6 +52,13 @@ func (c *Contract) DynamicCheckBinary(b []byte) (_ []byte, err error) {
 	}
 	if p := scanMessage(m, newScanPlans(c.desc, false)); p != nil {
 		return nil, p.malformed(c.typ)
+	}
+	js, err := protojson.MarshalOptions{Resolver: c.json.Resolver}.Marshal(m.Interface())
+	if err != nil {
+		return nil, &MalformedError{Msg: "write " + c.typ + " as JSON", Err: err}
+	}
+	if err := CheckJSONDepth(js, c.maxDepth); err != nil {
+		return nil, err
 	}
 	if err := c.registry.validate(m.Interface(), len(b)); err != nil {
 		return nil, err

@@ -17,7 +17,9 @@ import (
 )
 
 // fuzzContracts returns the example contracts in a fixed order, for a fuzz
-// input to pick one by index, then test.v1.Node: recursive, with a map.
+// input to pick one by index, then test.v1.Node: recursive, with a map,
+// then test.v1.Doc, with Struct, Value, ListValue and a map of messages,
+// at the default depth limit and at shallowDocDepth.
 func fuzzContracts(f *testing.F) []*contract.Contract {
 	r := loadExamples(f)
 	types := r.Types()
@@ -29,11 +31,47 @@ func fuzzContracts(f *testing.F) []*contract.Contract {
 	if err != nil {
 		f.Fatal(err)
 	}
-	return append(out, lookup(f, nodes, "test.v1.Node"))
+	return append(out, lookup(f, nodes, "test.v1.Node"), docContract(f), docContract(f, contract.WithMaxDepth(shallowDocDepth)))
 }
 
-// nodeIndex is test.v1.Node's position in fuzzContracts' order.
-const nodeIndex = 3
+// Positions in fuzzContracts' order: test.v1.Node, test.v1.Doc and
+// test.v1.Doc with a depth limit of shallowDocDepth.
+const (
+	nodeIndex       = 3
+	docIndex        = 4
+	shallowDocIndex = 5
+	shallowDocDepth = 4
+)
+
+// addDocSeeds seeds a fuzz target with test.v1.Doc nested through each
+// shape of nestings, up to and past both its contracts' limits: as JSON,
+// or as binary.
+func addDocSeeds(f *testing.F, binary bool) {
+	c := docContract(f)
+	for _, shape := range nestings() {
+		for _, tc := range []struct {
+			which uint8
+			depth int
+		}{{shallowDocIndex, shallowDocDepth}, {docIndex, contract.DefaultMaxDepth}} {
+			for _, n := range []int{tc.depth - 1, tc.depth, tc.depth + 1} {
+				if n < shape.least {
+					continue
+				}
+				if binary {
+					f.Add(tc.which, docBinary(f, c, shape.json(n)))
+				} else {
+					f.Add(tc.which, []byte(shape.json(n)))
+				}
+			}
+		}
+	}
+	if binary {
+		f.Add(uint8(docIndex), docBinary(f, c, `{"name":"far too long","tags":["a","b"],"kids":{"k":{}}}`))
+	} else {
+		f.Add(uint8(docIndex), []byte(`{"name":"far too long","tags":["a","b"],"kids":{"k":{}}}`))
+		f.Add(uint8(shallowDocIndex), []byte(`{"v":{"a":[1,{"b":null}]},"vs":[[],{}],"attrs":{},"lv":[]}`))
+	}
+}
 
 // indexOf is the position of typ in fuzzContracts' order.
 func indexOf(typ string) uint8 {
@@ -72,6 +110,7 @@ func FuzzCheckJSON(f *testing.F) {
 	f.Add(indexOf(shopType), []byte(`{"customer":{"email":[[[]]]}}`))
 	f.Add(indexOf(logsType), []byte(`{"timestamp":"9999-12-31T23:59:59.999999999Z"}`))
 	f.Add(uint8(nodeIndex), []byte(`{"child":{"name":"a"},"kids":{"k":{"kids":{"j":{}}}}}`))
+	addDocSeeds(f, false)
 	f.Fuzz(func(t *testing.T, which uint8, b []byte) {
 		c := contracts[int(which)%len(contracts)]
 		out, err := c.CheckJSON(b)
@@ -184,6 +223,7 @@ func addBinarySeeds(f *testing.F, perType int) {
 	f.Add(indexOf(logsType), labelsEntry(str(1, "k"), str(2, "v"), str(3, "x")))
 	kid := protowire.AppendBytes(protowire.AppendTag(nil, 2, protowire.BytesType), str(2, "leaf"))
 	f.Add(uint8(nodeIndex), protowire.AppendBytes(protowire.AppendTag(nil, 3, protowire.BytesType), append(str(1, "k"), kid...)))
+	addDocSeeds(f, true)
 }
 
 // sameRefusal fails unless the fast path's refusal is typed and of the
@@ -304,7 +344,9 @@ func treeFile() *descriptorpb.FileDescriptorProto {
 // FuzzJSONDecoders holds CheckJSON, which transcodes JSON to binary and
 // checks that as CheckBinary does, to the protojson path it replaced: both
 // accept with the same bytes to publish, or both refuse with the same kind
-// of error and, for rules, the same violations.
+// of error and, for rules, the same violations. The decode step is held
+// so on its own too (DecodeJSON, the rules not run), and what is accepted
+// decodes again as binary, on the fast path and the reflective one.
 func FuzzJSONDecoders(f *testing.F) {
 	contracts := append(fuzzContracts(f), treeContract(f))
 	for typ, name := range fixtures() {
@@ -323,6 +365,7 @@ func FuzzJSONDecoders(f *testing.F) {
 	f.Add(tree, []byte(`{"at":"2026-12-01T10:00:00.5+01:00","took":"-1.000000001s","ranks":{"-3":"x"},"blob":"_-8=","flags":[true],"delta":-7,"ids":["18446744073709551615"]}`))
 	f.Add(tree, []byte(`{"text":"a","blob":"AA=="}`))
 	f.Add(uint8(nodeIndex), []byte(`{"child":{"name":"a"},"kids":{"k":{"kids":{"j":{}}}}}`))
+	addDocSeeds(f, false)
 	f.Fuzz(func(t *testing.T, which uint8, b []byte) {
 		c := contracts[int(which)%len(contracts)]
 		in := slices.Clone(b)
@@ -331,12 +374,34 @@ func FuzzJSONDecoders(f *testing.F) {
 			t.Fatal("CheckJSON modified its input") // the gateway hands it a string's bytes
 		}
 		slow, serr := c.ReflectCheckJSON(b)
-		if ferr == nil || serr == nil {
-			if ferr != serr || !bytes.Equal(fast, slow) {
-				t.Fatalf("transcoder: %x, %v; protojson: %x, %v", fast, ferr, slow, serr)
-			}
+		sameAnswer(t, "CheckJSON", fast, ferr, slow, serr)
+		fastDecoded, ferr := c.DecodeJSON(b)
+		slowDecoded, serr := c.ReflectDecodeJSON(b)
+		sameAnswer(t, "DecodeJSON", fastDecoded, ferr, slowDecoded, serr)
+		if ferr != nil {
 			return
 		}
-		sameRefusal(t, "transcoder", ferr, "protojson", serr)
+		// What JSON decodes to nests within the limit as binary too.
+		for name, decode := range map[string]func([]byte) ([]byte, error){
+			"DecodeBinary": c.DecodeBinary, "DynamicCheckBinary": c.DynamicCheckBinary, "CheckBinary": c.CheckBinary,
+		} {
+			_, err := decode(fastDecoded)
+			if _, broke := errors.AsType[*contract.ViolationError](err); err != nil && !(broke && name != "DecodeBinary") {
+				t.Fatalf("%s refuses what DecodeJSON returns for %q: %v", name, b, err)
+			}
+		}
 	})
+}
+
+// sameAnswer fails unless the transcoder's path and protojson's both
+// accept with the same bytes, or refuse alike (sameRefusal).
+func sameAnswer(t *testing.T, what string, fast []byte, ferr error, slow []byte, serr error) {
+	t.Helper()
+	if ferr == nil || serr == nil {
+		if ferr != serr || !bytes.Equal(fast, slow) {
+			t.Fatalf("%s: transcoder: %x, %v; protojson: %x, %v", what, fast, ferr, slow, serr)
+		}
+		return
+	}
+	sameRefusal(t, what+": transcoder", ferr, "protojson", serr)
 }

@@ -28,7 +28,8 @@ type maxDepthOption int
 func (n maxDepthOption) apply(o *options) { o.maxDepth = int(n) }
 
 // WithMaxDepth sets how deep a payload may nest: JSON objects and arrays
-// (the payload object itself is depth 1), and messages within messages in
-// protobuf binary (the contract message itself is depth 1). The default is
+// (the payload object itself is depth 1), in JSON and in protobuf binary
+// alike, where the depth is that of the JSON form protojson writes of the
+// payload (see the package documentation's Depth). The default is
 // DefaultMaxDepth (32). Load fails for n < 1.
 func WithMaxDepth(n int) Option { return maxDepthOption(n) }

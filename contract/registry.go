@@ -95,14 +95,14 @@ func Load(image []byte, types []string, opts ...Option) (*Registry, error) {
 			typ:         name,
 			desc:        md,
 			msgType:     dynamicpb.NewMessageType(md),
-			binary:      proto.UnmarshalOptions{RecursionLimit: o.maxDepth, Resolver: local, AllowPartial: true},
+			binary:      proto.UnmarshalOptions{RecursionLimit: binaryLevels(o.maxDepth), Resolver: local, AllowPartial: true},
 			fingerprint: fp.fingerprint(md),
 			maxDepth:    o.maxDepth,
 			hasRequired: hasRequiredFields(md),
 			wire:        newWireChecker(md, local, o.maxDepth),
-			jsonWire:    newWireChecker(md, local, 3*o.maxDepth+1),
+			canon:       newCanonPlan(md),
 			scanPlans:   newScanPlans(md, true),
-			json:        protojson.UnmarshalOptions{RecursionLimit: o.maxDepth, Resolver: local, AllowPartial: true},
+			json:        protojson.UnmarshalOptions{RecursionLimit: binaryLevels(o.maxDepth), Resolver: local, AllowPartial: true},
 			registry:    r,
 		}
 		c := r.contracts[name]

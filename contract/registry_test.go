@@ -417,9 +417,10 @@ func TestProto2Contract(t *testing.T) {
 	}
 }
 
-// TestNestedMapEntries checks map entries inside map values: a map entry
-// counts as one level of nesting, as in the JSON form, and a bad entry is
-// found at any depth.
+// TestNestedMapEntries checks map entries inside map values: a map is
+// one level of nesting and its value another, as in the JSON form (a
+// value missing from its entry is an empty message, {}), and a bad entry
+// is found at any depth.
 func TestNestedMapEntries(t *testing.T) {
 	r, err := contract.Load(setOf(t, nodeFile(nil)), []string{"test.v1.Node"}, contract.WithMaxDepth(5))
 	if err != nil {
@@ -440,7 +441,7 @@ func TestNestedMapEntries(t *testing.T) {
 	}{
 		{name: "two levels of maps", binary: kids("a", kids("b", str(2, "leaf")))},
 		{name: "two levels of maps as JSON", json: `{"kids":{"a":{"kids":{"b":{"name":"leaf"}}}}}`},
-		{name: "three levels of maps", binary: kids("a", kids("b", kids("c"))), mention: "recursion depth"},
+		{name: "three levels of maps", binary: kids("a", kids("b", kids("c"))), mention: "depth limit of 5"},
 		{name: "three levels of maps as JSON", json: `{"kids":{"a":{"kids":{"b":{"kids":{"c":{}}}}}}}`, mention: "deeper than 5"},
 		{name: "bad entry in a nested map", binary: kids("a", badEntry), mention: "map entry key has wire type 1, which does not match its type string at kids.kids in"},
 		{name: "bad entry under a child", binary: protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), badEntry), mention: "at child.kids in"},

@@ -3,7 +3,6 @@ package contract
 import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/dynamicpb"
 )
 
 // canonical re-encodes a message for fingerprints: map entries sorted,
@@ -19,9 +18,9 @@ var canonical = proto.MarshalOptions{Deterministic: true}
 // *MalformedError; a decoder panic is that value's error, not the
 // caller's crash.
 func (c *Contract) Render(b []byte) (js, canonicalBinary []byte, err error) {
-	m := dynamicpb.NewMessage(c.desc)
-	if err := c.unmarshal(func() error { return proto.Unmarshal(b, m) }); err != nil {
-		return nil, nil, &MalformedError{Msg: "decode " + c.typ + " from protobuf binary", Err: err}
+	m, err := c.decodeDynamic(b)
+	if err != nil {
+		return nil, nil, err
 	}
 	if js, err = protojson.Marshal(m); err != nil {
 		return nil, nil, &MalformedError{Msg: "render " + c.typ + " as JSON", Err: err}

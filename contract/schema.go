@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"regexp"
+	"math/big"
 	"sort"
 	"strconv"
 	"strings"
@@ -18,19 +18,25 @@ import (
 // Schema is a JSON Schema (draft 2020-12, as OpenAPI 3.1 takes it) of a
 // contract's payload as REST accepts it.
 //
-// A Schema is sound, not complete: every value it admits passes the
-// contract's decoding and its protovalidate rules, but some values the
-// contract accepts are outside it. Where a rule has no exact JSON Schema
-// form the schema is narrower than the rule: max_bytes becomes a length a
-// quarter as long, string.email a conservative pattern, an enum its names
-// without their numbers, a timestamp one in UTC whose day is at most 28.
-// A rule it cannot narrow soundly (a CEL expression outside the subset
-// celSchema reads, a predefined rule, bytes rules) makes JSONSchema fail
-// with an *UnexpressedRuleError rather than describe the type wrongly.
+// A Schema is complete: every payload CheckJSON accepts is valid under
+// it, in each spelling protojson reads (a field by its JSON name or its
+// proto name, null for an absent field, an enum by name or number, a
+// 64-bit or any other number as a string, "NaN" and the infinities). A
+// client generated from it never refuses what the gateway would take.
+// Where a rule has an exact JSON Schema form it is stated so (the
+// patterns of string.email, hostname, ipv4, uuid and the like, lengths,
+// ranges, enums, required fields, oneofs, message CEL rules of the subset
+// celSchema reads); where it has none the schema says less and the
+// field's description names the rule: max_bytes becomes a length as long
+// in characters, string.uri and ipv6 wider patterns, a timestamp one whose
+// day may be past its month's end, a CEL expression outside that subset
+// nothing. Patterns are written for engines that read them by code point
+// (portablePattern).
 type Schema struct {
 	Ref                  string             `json:"$ref,omitempty"`
 	Description          string             `json:"description,omitempty"`
 	Type                 string             `json:"type,omitempty"`
+	Format               string             `json:"format,omitempty"`
 	Const                any                `json:"const,omitempty"`
 	Enum                 []any              `json:"enum,omitempty"`
 	Pattern              string             `json:"pattern,omitempty"`
@@ -45,7 +51,9 @@ type Schema struct {
 	MaxItems             *uint64            `json:"maxItems,omitempty"`
 	UniqueItems          bool               `json:"uniqueItems,omitempty"`
 	Properties           map[string]*Schema `json:"properties,omitempty"`
+	PatternProperties    map[string]*Schema `json:"patternProperties,omitempty"`
 	Required             []string           `json:"required,omitempty"`
+	DependentSchemas     map[string]*Schema `json:"dependentSchemas,omitempty"`
 	AdditionalProperties *Schema            `json:"additionalProperties,omitempty"`
 	PropertyNames        *Schema            `json:"propertyNames,omitempty"`
 	MinProperties        *uint64            `json:"minProperties,omitempty"`
@@ -56,33 +64,41 @@ type Schema struct {
 	// Nothing, when true, is the schema false: no value is valid. It is
 	// written as false.
 	Nothing bool `json:"-"`
+	// OrNull, with Type, admits null too: the type is written [Type, "null"].
+	OrNull bool `json:"-"`
 }
 
-// MarshalJSON writes Nothing as the schema false.
+// MarshalJSON writes Nothing as the schema false, and OrNull as a type
+// list.
 func (s *Schema) MarshalJSON() ([]byte, error) {
 	if s.Nothing {
 		return []byte(`false`), nil
 	}
 	type plain Schema
-	return json.Marshal((*plain)(s))
-}
-
-// UnexpressedRuleError says which rule of a contract JSONSchema could not
-// describe soundly.
-type UnexpressedRuleError struct {
-	Field string // full name of the field or message that has the rule
-	Rule  string
-}
-
-func (e *UnexpressedRuleError) Error() string {
-	return fmt.Sprintf("contract: %s: rule %s has no JSON Schema form", e.Field, e.Rule)
+	if !s.OrNull {
+		return json.Marshal((*plain)(s))
+	}
+	return json.Marshal(struct {
+		Type []string `json:"type"`
+		*plain
+	}{[]string{s.Type, "null"}, (*plain)(s)})
 }
 
 // JSONSchema returns the schema of the contract's payload. The messages it
 // refers to are added to defs under their full names, referred to as
-// refPrefix + name; a message already in defs is not built again.
+// refPrefix + name; a message already in defs is not built again. Its only
+// error is the registry's, validating an empty message.
 func (c *Contract) JSONSchema(defs map[string]*Schema, refPrefix string) (*Schema, error) {
-	b := &schemaBuilder{defs: defs, refPrefix: refPrefix, registry: c.registry}
+	return c.jsonSchema(defs, refPrefix, false)
+}
+
+// jsonSchema builds the schema, or with sound its narrow twin: one that
+// admits only payloads Check accepts, where each rule the schema cannot
+// state exactly is stated narrower instead of wider, and one it cannot
+// state at all admits nothing. The two share every exact statement; the
+// tests hold the twin to soundness and the schema to completeness.
+func (c *Contract) jsonSchema(defs map[string]*Schema, refPrefix string, sound bool) (*Schema, error) {
+	b := &schemaBuilder{defs: defs, refPrefix: refPrefix, registry: c.registry, sound: sound}
 	added := map[string]bool{}
 	s, err := b.messageRef(c.desc, added)
 	if err != nil {
@@ -98,43 +114,152 @@ type schemaBuilder struct {
 	defs      map[string]*Schema
 	refPrefix string
 	registry  *Registry
+	sound     bool
+	err       error // the first error of the registry's, which ends the build
+}
+
+// pick is wide in the schema and narrow in its sound twin.
+func (b *schemaBuilder) pick(wide, narrow *Schema) *Schema {
+	if b.sound {
+		return narrow
+	}
+	return wide
+}
+
+// unstated is s without a rule the schema cannot state: s with the rule
+// named in its description, or in the sound twin nothing.
+func (b *schemaBuilder) unstated(s *Schema, rule string) *Schema {
+	if b.sound {
+		return &Schema{Nothing: true}
+	}
+	return described(s, "Not stated here: "+rule+".")
+}
+
+// described is s with text added to its description.
+func described(s *Schema, text string) *Schema {
+	if s.Description != "" {
+		s.Description += " "
+	}
+	s.Description += text
+	return s
 }
 
 // messageRef is a reference to md's definition, which it builds first
 // when defs has none.
 func (b *schemaBuilder) messageRef(md protoreflect.MessageDescriptor, added map[string]bool) (*Schema, error) {
-	if s := wellKnownSchema(md); s != nil {
-		return s, nil
-	}
 	name := string(md.FullName())
 	if _, ok := b.defs[name]; !ok {
 		def := &Schema{Type: "object"}
 		b.defs[name] = def // before its fields: a message may refer to itself
 		added[name] = true
-		if err := b.message(md, def, added); err != nil {
-			return nil, err
+		b.message(md, def, added)
+		if b.err != nil {
+			return nil, b.err
 		}
 	}
 	return &Schema{Ref: b.refPrefix + name}, nil
 }
 
-func (b *schemaBuilder) message(md protoreflect.MessageDescriptor, def *Schema, added map[string]bool) error {
-	required, err := b.failsWhenUnset(md)
-	if err != nil {
-		return err
+// fieldNames is every name protojson reads for each field of md: its JSON
+// name and its proto name, each resolved as protojson resolves it, JSON
+// names first. A name that is one field's JSON name and another's proto
+// name is the first field's only.
+func fieldNames(md protoreflect.MessageDescriptor) map[protoreflect.FieldNumber][]string {
+	fields := md.Fields()
+	out := map[protoreflect.FieldNumber][]string{}
+	seen := map[string]bool{}
+	for i := 0; i < fields.Len(); i++ {
+		fd := fields.Get(i)
+		for _, name := range []string{fd.TextName(), fd.JSONName()} {
+			if seen[name] {
+				continue
+			}
+			target := fields.ByJSONName(name)
+			if target == nil {
+				target = fields.ByTextName(name)
+			}
+			if target == nil {
+				continue
+			}
+			seen[name] = true
+			out[target.Number()] = append(out[target.Number()], name)
+		}
 	}
+	return out
+}
+
+// nullIsValue reports whether JSON null is a value of fd rather than its
+// absence: google.protobuf.Value and NullValue.
+func nullIsValue(fd protoreflect.FieldDescriptor) bool {
+	if md := fd.Message(); md != nil {
+		return md.FullName() == "google.protobuf.Value"
+	}
+	if ed := fd.Enum(); ed != nil {
+		return ed.FullName() == "google.protobuf.NullValue"
+	}
+	return false
+}
+
+// present is fd sent under one of its names, not as null (which is its
+// absence, unless null is one of its values).
+func present(fd protoreflect.FieldDescriptor, names []string, value *Schema) *Schema {
+	if value == nil && !nullIsValue(fd) {
+		value = &Schema{Not: &Schema{Type: "null"}}
+	}
+	var out []*Schema
+	for _, n := range names {
+		s := &Schema{Required: []string{n}}
+		if value != nil {
+			s.Properties = map[string]*Schema{n: value}
+		}
+		out = append(out, s)
+	}
+	if len(out) == 1 {
+		return out[0]
+	}
+	return &Schema{AnyOf: out}
+}
+
+func (b *schemaBuilder) message(md protoreflect.MessageDescriptor, def *Schema, added map[string]bool) {
+	unsetFails, err := b.failsWhenUnset(md)
+	if err != nil {
+		b.err = err
+		return
+	}
+	names := fieldNames(md)
 	def.Properties = map[string]*Schema{}
 	def.AdditionalProperties = &Schema{Nothing: true}
+	if md.ExtensionRanges().Len() > 0 && !b.sound {
+		def.PatternProperties = map[string]*Schema{`^\[`: {Description: "An extension, by its full name in brackets."}}
+	}
 	fields := md.Fields()
 	for i := 0; i < fields.Len(); i++ {
 		fd := fields.Get(i)
-		s, err := b.field(fd, added)
-		if err != nil {
-			return err
+		ns := names[fd.Number()]
+		fails := unsetFails[fd.Number()] || fd.Cardinality() == protoreflect.Required
+		s := b.field(fd, !fails, added)
+		if b.err != nil {
+			return
 		}
-		def.Properties[string(fd.Name())] = s
-		if required[fd.Number()] {
-			def.Required = append(def.Required, string(fd.Name()))
+		for _, n := range ns {
+			def.Properties[n] = s
+		}
+		if fails {
+			if len(ns) == 1 {
+				def.Required = append(def.Required, ns[0])
+			} else {
+				def.AllOf = append(def.AllOf, present(fd, ns, nil))
+			}
+		}
+		if len(ns) > 1 { // protojson refuses a field sent twice, under either name
+			if def.DependentSchemas == nil {
+				def.DependentSchemas = map[string]*Schema{}
+			}
+			others := map[string]*Schema{}
+			for _, n := range ns[1:] {
+				others[n] = &Schema{Nothing: true}
+			}
+			def.DependentSchemas[ns[0]] = &Schema{Properties: others}
 		}
 	}
 	sort.Strings(def.Required)
@@ -144,50 +269,174 @@ func (b *schemaBuilder) message(md protoreflect.MessageDescriptor, def *Schema, 
 		if od.IsSynthetic() {
 			continue
 		}
-		def.AllOf = append(def.AllOf, oneofSchemas(od)...)
+		def.AllOf = append(def.AllOf, oneofSchemas(od, names)...)
 	}
-	if mr, ok := proto.GetExtension(md.Options(), validate.E_Message).(*validate.MessageRules); ok && mr != nil {
-		if err := knownFields(mr.ProtoReflect(), string(md.FullName()), "cel", "cel_expression"); err != nil {
-			return err
-		}
-		exprs := mr.GetCelExpression()
-		for _, rule := range mr.GetCel() {
-			exprs = append(exprs, rule.GetExpression())
-		}
-		for _, expr := range exprs {
-			s, err := celSchema(md, expr)
-			if err != nil {
-				return &UnexpressedRuleError{Field: string(md.FullName()), Rule: "cel " + strconv.Quote(expr) + ": " + err.Error()}
-			}
-			def.AllOf = append(def.AllOf, s)
-		}
+	mr, _ := proto.GetExtension(md.Options(), validate.E_Message).(*validate.MessageRules)
+	if mr == nil {
+		return
 	}
-	return nil
+	for _, rule := range unknownRules(mr.ProtoReflect(), "cel", "cel_expression", "oneof") {
+		*def = *b.unstated(def, "message rule "+rule)
+	}
+	exprs := mr.GetCelExpression()
+	for _, rule := range mr.GetCel() {
+		exprs = append(exprs, rule.GetExpression())
+	}
+	for _, expr := range exprs {
+		s, err := celSchema(md, expr, b.sound)
+		if err != nil {
+			*def = *b.unstated(def, "CEL rule "+strconv.Quote(expr)+" ("+err.Error()+")")
+			continue
+		}
+		def.AllOf = append(def.AllOf, s)
+	}
+	for _, rule := range mr.GetOneof() {
+		s, ok := b.messageOneof(md, names, rule)
+		if !ok {
+			*def = *b.unstated(def, "message oneof over "+strings.Join(rule.GetFields(), ", "))
+			continue
+		}
+		def.AllOf = append(def.AllOf, s...)
+	}
 }
 
 // oneofSchemas allows at most one field of od, and requires one when its
-// rules say so.
-func oneofSchemas(od protoreflect.OneofDescriptor) []*Schema {
+// rules say so. A field sent as null is not set.
+func oneofSchemas(od protoreflect.OneofDescriptor, names map[protoreflect.FieldNumber][]string) []*Schema {
 	var out []*Schema
 	fields := od.Fields()
 	for i := 0; i < fields.Len(); i++ {
 		for j := i + 1; j < fields.Len(); j++ {
-			out = append(out, &Schema{Not: &Schema{Required: []string{string(fields.Get(i).Name()), string(fields.Get(j).Name())}}})
+			a, c := fields.Get(i), fields.Get(j)
+			out = append(out, &Schema{Not: &Schema{AllOf: []*Schema{
+				present(a, names[a.Number()], nil), present(c, names[c.Number()], nil)}}})
 		}
 	}
 	if r, ok := proto.GetExtension(od.Options(), validate.E_Oneof).(*validate.OneofRules); ok && r.GetRequired() {
 		one := &Schema{}
 		for i := 0; i < fields.Len(); i++ {
-			one.AnyOf = append(one.AnyOf, &Schema{Required: []string{string(fields.Get(i).Name())}})
+			fd := fields.Get(i)
+			one.AnyOf = append(one.AnyOf, present(fd, names[fd.Number()], nil))
 		}
 		out = append(out, one)
 	}
 	return out
 }
 
+// messageOneof is a message rule's oneof: at most one of its fields set,
+// and one when required. A field is set when it is present with a value
+// other than its zero value, or for fields with presence, when present.
+func (b *schemaBuilder) messageOneof(md protoreflect.MessageDescriptor, names map[protoreflect.FieldNumber][]string, rule *validate.MessageOneofRule) ([]*Schema, bool) {
+	var fds []protoreflect.FieldDescriptor
+	for _, name := range rule.GetFields() {
+		fd := md.Fields().ByName(protoreflect.Name(name))
+		if fd == nil {
+			return nil, false
+		}
+		fds = append(fds, fd)
+	}
+	var out []*Schema
+	for i := range fds {
+		for j := i + 1; j < len(fds); j++ {
+			// Not both set: the opposite of the mode under not.
+			out = append(out, &Schema{Not: &Schema{AllOf: []*Schema{
+				b.set(fds[i], names[fds[i].Number()], !b.sound), b.set(fds[j], names[fds[j].Number()], !b.sound)}}})
+		}
+	}
+	if rule.GetRequired() {
+		one := &Schema{}
+		for _, fd := range fds {
+			one.AnyOf = append(one.AnyOf, b.set(fd, names[fd.Number()], b.sound))
+		}
+		out = append(out, one)
+	}
+	return out, true
+}
+
+// set is fd set, as protovalidate's message oneof rule reads it: wide,
+// every payload that may set it; narrow, only payloads that do.
+func (b *schemaBuilder) set(fd protoreflect.FieldDescriptor, names []string, narrow bool) *Schema {
+	switch {
+	case fd.IsList():
+		return present(fd, names, &Schema{MinItems: ptr(uint64(1))})
+	case fd.IsMap():
+		return present(fd, names, &Schema{MinProperties: ptr(uint64(1))})
+	case fd.HasPresence():
+		return present(fd, names, nil)
+	}
+	value := &Schema{AllOf: []*Schema{{Not: &Schema{Type: "null"}}}}
+	switch fd.Kind() {
+	case protoreflect.FloatKind, protoreflect.DoubleKind:
+		// -0 is set, and JSON Schema finds it equal to 0; so is a number
+		// too small for the kind, which rounds to zero of its sign. Only
+		// numbers past those are set for sure.
+		if narrow {
+			value.AllOf = append(value.AllOf, &Schema{Type: "number", Not: floatZero(fd.Kind())})
+		}
+	case protoreflect.BytesKind:
+		if narrow {
+			value.AllOf = append(value.AllOf, &Schema{Not: &Schema{Pattern: `^[\r\n]*$`}})
+		} else {
+			value.AllOf = append(value.AllOf, &Schema{Not: &Schema{Const: ""}})
+		}
+	default:
+		zero := zeroSchema(fd)
+		if narrow && isIntKind(fd.Kind()) {
+			zero = &Schema{AnyOf: []*Schema{zero, {Type: "string"}}}
+		}
+		value.AllOf = append(value.AllOf, &Schema{Not: zero})
+	}
+	return present(fd, names, value)
+}
+
+// floatZero is the JSON numbers that round to a zero of a float kind,
+// of either sign.
+func floatZero(kind protoreflect.Kind) *Schema {
+	g := floatGrid(64)
+	if kind == protoreflect.FloatKind {
+		g = 32
+	}
+	edge := g.between(0, g.next(0))
+	return &Schema{Type: "number", Minimum: decimal(new(big.Rat).Neg(edge), false), Maximum: decimal(edge, true)}
+}
+
+func isIntKind(k protoreflect.Kind) bool {
+	switch k {
+	case protoreflect.BoolKind, protoreflect.StringKind, protoreflect.BytesKind, protoreflect.EnumKind,
+		protoreflect.FloatKind, protoreflect.DoubleKind, protoreflect.MessageKind, protoreflect.GroupKind:
+		return false
+	}
+	return true
+}
+
+// zeroSchema is the JSON values that are fd's zero value in its canonical
+// spellings: "", false, 0 (which JSON Schema finds equal to -0 and 0.0),
+// and an enum's zero by each name and by number.
+func zeroSchema(fd protoreflect.FieldDescriptor) *Schema {
+	switch fd.Kind() {
+	case protoreflect.StringKind, protoreflect.BytesKind:
+		return &Schema{Const: ""}
+	case protoreflect.BoolKind:
+		return &Schema{Const: false}
+	case protoreflect.EnumKind:
+		s := &Schema{Enum: []any{json.Number("0")}}
+		values := fd.Enum().Values()
+		for i := 0; i < values.Len(); i++ {
+			if v := values.Get(i); v.Number() == 0 {
+				s.Enum = append(s.Enum, string(v.Name()))
+			}
+		}
+		if nullIsValue(fd) {
+			s.Enum = append(s.Enum, nil)
+		}
+		return s
+	}
+	return &Schema{Const: json.Number("0")}
+}
+
 // failsWhenUnset is the fields of md whose rules refuse them unset: the
 // protovalidate violations of an empty md. A JSON object that leaves one
-// of them out is refused, so the schema requires it.
+// of them out, or sends it as null, is refused, so the schema requires it.
 func (b *schemaBuilder) failsWhenUnset(md protoreflect.MessageDescriptor) (map[protoreflect.FieldNumber]bool, error) {
 	out := map[protoreflect.FieldNumber]bool{}
 	if b.registry == nil {
@@ -210,295 +459,260 @@ func (b *schemaBuilder) failsWhenUnset(md protoreflect.MessageDescriptor) (map[p
 	return out, nil
 }
 
-func (b *schemaBuilder) field(fd protoreflect.FieldDescriptor, added map[string]bool) (*Schema, error) {
+// fieldRules is fd's rules, nil when it has none or ignores them always.
+func fieldRules(fd protoreflect.FieldDescriptor) *validate.FieldRules {
 	rules, _ := proto.GetExtension(fd.Options(), validate.E_Field).(*validate.FieldRules)
-	name := string(fd.FullName())
-	if rules != nil {
-		if err := knownFields(rules.ProtoReflect(), name, "required", "ignore", "type", "cel"); err != nil {
-			return nil, err
-		}
-		if len(rules.GetCel()) > 0 {
-			return nil, &UnexpressedRuleError{Field: name, Rule: "cel"}
-		}
-		if rules.GetIgnore() == validate.Ignore_IGNORE_ALWAYS {
-			rules = nil
-		}
-	}
-	switch {
-	case fd.IsMap():
-		keys, err := b.value(fd.MapKey(), nil, added)
-		if err != nil {
-			return nil, err
-		}
-		values, err := b.value(fd.MapValue(), nil, added)
-		if err != nil {
-			return nil, err
-		}
-		s := &Schema{Type: "object", PropertyNames: keys, AdditionalProperties: values}
-		if fd.MapKey().Kind() != protoreflect.StringKind {
-			return nil, &UnexpressedRuleError{Field: name, Rule: "map key of kind " + fd.MapKey().Kind().String()}
-		}
-		if mr := rules.GetMap(); mr != nil {
-			if err := knownFields(mr.ProtoReflect(), name, "min_pairs", "max_pairs", "keys", "values"); err != nil {
-				return nil, err
-			}
-			if mr.HasMinPairs() {
-				s.MinProperties = ptr(mr.GetMinPairs())
-			}
-			if mr.HasMaxPairs() {
-				s.MaxProperties = ptr(mr.GetMaxPairs())
-			}
-			if s.PropertyNames, err = b.value(fd.MapKey(), mr.GetKeys(), added); err != nil {
-				return nil, err
-			}
-			if s.AdditionalProperties, err = b.value(fd.MapValue(), mr.GetValues(), added); err != nil {
-				return nil, err
-			}
-		}
-		if rules.GetRequired() {
-			s.MinProperties = maxPtr(s.MinProperties, 1)
-		}
-		return s, ignoreIfZero(rules, s)
-	case fd.IsList():
-		s := &Schema{Type: "array"}
-		var items *validate.FieldRules
-		if rr := rules.GetRepeated(); rr != nil {
-			if err := knownFields(rr.ProtoReflect(), name, "min_items", "max_items", "unique", "items"); err != nil {
-				return nil, err
-			}
-			if rr.HasMinItems() {
-				s.MinItems = ptr(rr.GetMinItems())
-			}
-			if rr.HasMaxItems() {
-				s.MaxItems = ptr(rr.GetMaxItems())
-			}
-			s.UniqueItems = rr.GetUnique()
-			items = rr.GetItems()
-		}
-		var err error
-		if s.Items, err = b.value(fd, items, added); err != nil {
-			return nil, err
-		}
-		if rules.GetRequired() {
-			s.MinItems = maxPtr(s.MinItems, 1)
-		}
-		return s, ignoreIfZero(rules, s)
-	}
-	s, err := b.value(fd, rules, added)
-	if err != nil {
-		return nil, err
-	}
-	if rules != nil && rules.GetIgnore() == validate.Ignore_IGNORE_IF_ZERO_VALUE && fd.Message() == nil {
-		return &Schema{AnyOf: []*Schema{{Const: zeroJSON(fd)}, s}}, nil
-	}
-	if rules.GetRequired() && !fd.HasPresence() {
-		// required on a field without presence: not its zero value, which
-		// is refused sent as well as left out.
-		return &Schema{AllOf: []*Schema{s, {Not: &Schema{Const: zeroJSON(fd)}}}}, nil
-	}
-	return s, nil
-}
-
-// ignoreIfZero: an empty list or map passes a rule it would otherwise
-// fail only when the rule says so; such a rule has no narrower form here
-// than the rule itself, so it is an error unless it changes nothing.
-func ignoreIfZero(rules *validate.FieldRules, s *Schema) error {
-	if rules == nil || rules.GetIgnore() != validate.Ignore_IGNORE_IF_ZERO_VALUE {
+	if rules.GetIgnore() == validate.Ignore_IGNORE_ALWAYS {
 		return nil
 	}
-	if s.MinItems != nil || s.MinProperties != nil {
-		return &UnexpressedRuleError{Field: "(list or map)", Rule: "ignore IGNORE_IF_ZERO_VALUE with a minimum"}
-	}
-	return nil
+	return rules
 }
 
-// value is the schema of one value of fd's kind (an element, for a list)
-// under rules, which may be nil.
-func (b *schemaBuilder) value(fd protoreflect.FieldDescriptor, rules *validate.FieldRules, added map[string]bool) (*Schema, error) {
-	name := string(fd.FullName())
-	var typed protoreflect.Message
-	if rules != nil {
-		if err := knownFields(rules.ProtoReflect(), name, "required", "ignore", "type"); err != nil {
-			return nil, err
-		}
-		if rules.GetIgnore() == validate.Ignore_IGNORE_ALWAYS {
-			rules = nil
-		}
-		if rules.GetType() != nil {
-			rr := rules.ProtoReflect()
-			od := rr.Descriptor().Oneofs().ByName("type")
-			typed = rr.Get(rr.WhichOneof(od)).Message()
+// field is the schema of fd's value in its message's JSON object. nullable
+// says null (fd unset) passes its rules.
+func (b *schemaBuilder) field(fd protoreflect.FieldDescriptor, nullable bool, added map[string]bool) *Schema {
+	rules := fieldRules(fd)
+	var s *Schema
+	switch {
+	case fd.IsMap():
+		s = b.mapSchema(fd, rules, added)
+	case fd.IsList():
+		s = b.listSchema(fd, rules, added)
+	default:
+		s = b.value(fd, rules, added)
+		if rules.GetRequired() && !fd.HasPresence() {
+			// required without presence: not the zero value, which is
+			// refused sent as well as left out. A float's -0 passes, and
+			// JSON Schema finds it equal to 0: only the twin says so.
+			if b.sound || fd.Kind() != protoreflect.FloatKind && fd.Kind() != protoreflect.DoubleKind {
+				s = &Schema{AllOf: []*Schema{s, {Not: zeroSchema(fd)}}}
+			}
 		}
 	}
+	if rules != nil {
+		for _, rule := range unknownRules(rules.ProtoReflect(), "required", "ignore", "type", "cel", "cel_expression") {
+			s = b.unstated(s, "rule "+rule)
+		}
+		for _, expr := range rules.GetCelExpression() {
+			s = b.unstated(s, "CEL rule "+strconv.Quote(expr))
+		}
+		for _, rule := range rules.GetCel() {
+			s = b.unstated(s, "CEL rule "+strconv.Quote(rule.GetId())+" ("+rule.GetExpression()+")")
+		}
+	}
+	if nullable && !nullIsValue(fd) {
+		s = orNull(s)
+	}
+	return s
+}
+
+// orNull is s or null.
+func orNull(s *Schema) *Schema {
+	if s.Nothing {
+		return &Schema{Type: "null"}
+	}
+	simple := s.Type != "" && s.Ref == "" && s.Const == nil && s.AllOf == nil && s.AnyOf == nil && s.Not == nil && !s.OrNull
+	switch {
+	case simple && s.Enum == nil:
+		c := *s
+		c.OrNull = true
+		return &c
+	case simple:
+		c := *s
+		c.OrNull = true
+		c.Enum = append(append([]any(nil), s.Enum...), nil)
+		return &c
+	case s.AnyOf != nil && s.Type == "" && s.Ref == "" && s.Const == nil && s.Enum == nil && s.AllOf == nil && s.Not == nil:
+		c := *s
+		c.AnyOf = append(append([]*Schema(nil), s.AnyOf...), &Schema{Type: "null"})
+		return &c
+	}
+	return &Schema{AnyOf: []*Schema{s, {Type: "null"}}}
+}
+
+func (b *schemaBuilder) mapSchema(fd protoreflect.FieldDescriptor, rules *validate.FieldRules, added map[string]bool) *Schema {
+	mr := rules.GetMap()
+	s := &Schema{Type: "object",
+		PropertyNames:        b.mapKey(fd.MapKey(), mr.GetKeys()),
+		AdditionalProperties: b.value(fd.MapValue(), mr.GetValues(), added)}
+	if mr != nil {
+		if mr.HasMinPairs() {
+			s.MinProperties = ptr(mr.GetMinPairs())
+		}
+		if mr.HasMaxPairs() {
+			s.MaxProperties = ptr(mr.GetMaxPairs())
+		}
+		for _, rule := range unknownRules(mr.ProtoReflect(), "min_pairs", "max_pairs", "keys", "values") {
+			s = b.unstated(s, "rule "+rule)
+		}
+	}
+	if rules.GetRequired() {
+		s.MinProperties = maxPtr(s.MinProperties, 1)
+	}
+	if rules.GetIgnore() == validate.Ignore_IGNORE_IF_ZERO_VALUE {
+		s = &Schema{AnyOf: []*Schema{{Type: "object", MaxProperties: ptr(uint64(0))}, s}}
+	}
+	return s
+}
+
+// mapKey is a map key as a JSON object's name: a string key as itself, any
+// other kind as protojson reads it (strconv's syntax, which takes a sign
+// and leading zeros).
+func (b *schemaBuilder) mapKey(fd protoreflect.FieldDescriptor, rules *validate.FieldRules) *Schema {
 	switch fd.Kind() {
 	case protoreflect.StringKind:
-		return stringSchema(name, typed)
+		return b.value(fd, rules, nil)
 	case protoreflect.BoolKind:
-		s := &Schema{Type: "boolean"}
-		if typed != nil {
-			if err := knownFields(typed, name, "const"); err != nil {
-				return nil, err
-			}
-			if br := rules.GetBool(); br.HasConst() {
-				s.Const = br.GetConst()
-			}
+		s := &Schema{Enum: []any{"true", "false"}}
+		if c := rules.GetBool(); c != nil && c.HasConst() {
+			s.Enum = []any{strconv.FormatBool(c.GetConst())}
 		}
-		return s, nil
-	case protoreflect.EnumKind:
-		return enumSchema(name, fd.Enum(), rules.GetEnum())
-	case protoreflect.BytesKind:
-		if typed != nil {
-			return nil, &UnexpressedRuleError{Field: name, Rule: "bytes"}
-		}
-		return &Schema{Type: "string", Pattern: `^(?:[A-Za-z0-9+/]{4})*$`, Description: "base64"}, nil
-	case protoreflect.MessageKind, protoreflect.GroupKind:
-		if typed != nil {
-			return nil, &UnexpressedRuleError{Field: name, Rule: string(typed.Descriptor().Name())}
-		}
-		return b.messageRef(fd.Message(), added)
+		return s
 	}
-	return numberSchema(name, fd.Kind(), typed)
+	wide, narrow := `^[+-]?[0-9]+$`, `^(?:0|-?[1-9][0-9]{0,8})$`
+	switch fd.Kind() {
+	case protoreflect.Uint32Kind, protoreflect.Fixed32Kind:
+		wide, narrow = `^[0-9]+$`, `^(?:0|[1-9][0-9]{0,8})$`
+	case protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
+		wide, narrow = `^[0-9]+$`, `^(?:0|[1-9][0-9]{0,18})$`
+	case protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind:
+		narrow = `^(?:0|-?[1-9][0-9]{0,17})$`
+	}
+	s := b.pick(&Schema{Pattern: wide, Description: "An integer in decimal digits."}, &Schema{Pattern: narrow})
+	if rules.GetType() != nil {
+		s = b.unstated(s, "the key's "+fd.Kind().String()+" rules")
+	}
+	return s
 }
 
-// knownFields fails on a set field of m that is not one of names: a rule
-// this builder does not read, which it must not leave out.
-func knownFields(m protoreflect.Message, where string, names ...string) error {
-	var err error
+func (b *schemaBuilder) listSchema(fd protoreflect.FieldDescriptor, rules *validate.FieldRules, added map[string]bool) *Schema {
+	s := &Schema{Type: "array"}
+	rr := rules.GetRepeated()
+	s.Items = b.value(fd, rr.GetItems(), added)
+	if rr != nil {
+		if rr.HasMinItems() {
+			s.MinItems = ptr(rr.GetMinItems())
+		}
+		if rr.HasMaxItems() {
+			s.MaxItems = ptr(rr.GetMaxItems())
+		}
+		if rr.GetUnique() {
+			// Equal JSON values are equal elements, but a float's NaN is
+			// unequal to itself: NaN twice is unique.
+			if b.sound || fd.Kind() != protoreflect.FloatKind && fd.Kind() != protoreflect.DoubleKind {
+				s.UniqueItems = true
+			} else {
+				s = described(s, "Items are unique (repeated.unique).")
+			}
+		}
+		for _, rule := range unknownRules(rr.ProtoReflect(), "min_items", "max_items", "unique", "items") {
+			s = b.unstated(s, "rule "+rule)
+		}
+	}
+	if rules.GetRequired() {
+		s.MinItems = maxPtr(s.MinItems, 1)
+	}
+	if rules.GetIgnore() == validate.Ignore_IGNORE_IF_ZERO_VALUE {
+		s = &Schema{AnyOf: []*Schema{{Type: "array", MaxItems: ptr(uint64(0))}, s}}
+	}
+	return s
+}
+
+// typedRules is the kind's rules of rules (the message its type oneof
+// holds), or nil.
+func typedRules(rules *validate.FieldRules) protoreflect.Message {
+	if rules.GetType() == nil {
+		return nil
+	}
+	rr := rules.ProtoReflect()
+	od := rr.Descriptor().Oneofs().ByName("type")
+	return rr.Get(rr.WhichOneof(od)).Message()
+}
+
+// value is the schema of one value of fd's kind (an element, for a list;
+// a map entry's key or value) under rules, which may be nil: the zero
+// value too when the rules ignore it.
+func (b *schemaBuilder) value(fd protoreflect.FieldDescriptor, rules *validate.FieldRules, added map[string]bool) *Schema {
+	if rules.GetIgnore() == validate.Ignore_IGNORE_ALWAYS {
+		rules = nil
+	}
+	typed := typedRules(rules)
+	var s *Schema
+	switch fd.Kind() {
+	case protoreflect.StringKind:
+		s = b.stringSchema(typed)
+	case protoreflect.BoolKind:
+		s = &Schema{Type: "boolean"}
+		if br := rules.GetBool(); br.HasConst() {
+			s.Const = br.GetConst()
+		}
+		if typed != nil {
+			for _, rule := range unknownRules(typed, "const") {
+				s = b.unstated(s, "rule "+rule)
+			}
+		}
+	case protoreflect.EnumKind:
+		s = b.enumSchema(fd.Enum(), rules.GetEnum())
+	case protoreflect.BytesKind:
+		s = b.pick(&Schema{Type: "string", Pattern: `^[A-Za-z0-9+/=_\r\n-]*$`,
+			Description: "Base64, standard or URL-safe, padded or not."}, &Schema{Type: "string", Pattern: `^(?:[A-Za-z0-9+/]{4})*$`})
+		if typed != nil {
+			s = b.unstated(s, "the bytes rules")
+		}
+	case protoreflect.MessageKind, protoreflect.GroupKind:
+		if wk, ok := b.wellKnown(fd.Message(), rules, typed); ok {
+			return wk
+		}
+		ref, err := b.messageRef(fd.Message(), added)
+		if err != nil {
+			b.err = err
+			return &Schema{Nothing: true}
+		}
+		s = ref
+		if typed != nil {
+			s = b.unstated(&Schema{AllOf: []*Schema{ref}}, "rules "+string(typed.Descriptor().Name()))
+		}
+	default:
+		s = b.numberSchema(fd.Kind(), typed)
+	}
+	if rules.GetIgnore() == validate.Ignore_IGNORE_IF_ZERO_VALUE && fd.Message() == nil {
+		zero := zeroSchema(fd)
+		if fd.Kind() == protoreflect.FloatKind || fd.Kind() == protoreflect.DoubleKind {
+			// Every number that rounds to zero may be ignored; but -0,
+			// which JSON Schema finds equal to 0, is not.
+			zero = b.pick(floatZero(fd.Kind()), &Schema{Nothing: true})
+		}
+		s = &Schema{AnyOf: []*Schema{zero, s}}
+	}
+	return s
+}
+
+// unknownRules is the set fields of m that are not one of names: rules
+// the builder does not read. An example is documentation only.
+func unknownRules(m protoreflect.Message, names ...string) []string {
+	var out []string
 	m.Range(func(fd protoreflect.FieldDescriptor, _ protoreflect.Value) bool {
 		name := string(fd.Name())
-		if od := fd.ContainingOneof(); od != nil && !fd.IsExtension() {
-			name = string(od.Name())
+		if od := fd.ContainingOneof(); od != nil && !fd.IsExtension() && od.Name() == "type" {
+			name = "type"
 		}
 		for _, n := range names {
-			if n == name || n == string(fd.Name()) {
+			if n == name {
 				return true
 			}
 		}
-		if name == "example" {
-			return true // documentation only
-		}
-		err = &UnexpressedRuleError{Field: where, Rule: string(fd.FullName())}
-		return false
-	})
-	if err == nil && len(m.GetUnknown()) > 0 {
-		err = &UnexpressedRuleError{Field: where, Rule: "(unknown rule fields)"}
-	}
-	return err
-}
-
-func ptr[T any](v T) *T { return &v }
-
-func zeroJSON(fd protoreflect.FieldDescriptor) any {
-	switch fd.Kind() {
-	case protoreflect.StringKind, protoreflect.BytesKind:
-		return ""
-	case protoreflect.BoolKind:
-		return false
-	case protoreflect.EnumKind:
-		return string(fd.Enum().Values().ByNumber(0).Name())
-	}
-	return json.Number("0")
-}
-
-// Conservative patterns for the string formats: each admits only strings
-// that protovalidate's rule of the same name accepts.
-var formatPatterns = map[string]string{
-	"email":    `^[a-z0-9]{1,32}(?:[._-][a-z0-9]{1,32}){0,3}@[a-z0-9]{1,20}(?:-[a-z0-9]{1,20}){0,2}(?:\.[a-z0-9]{1,32}){0,3}\.[a-z]{2,8}$`,
-	"uuid":     `^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`,
-	"hostname": `^[a-z](?:[a-z0-9-]{0,30}[a-z0-9])?(?:\.[a-z](?:[a-z0-9-]{0,30}[a-z0-9])?){0,4}$`,
-	"address":  `^[a-z](?:[a-z0-9-]{0,30}[a-z0-9])?(?:\.[a-z](?:[a-z0-9-]{0,30}[a-z0-9])?){0,4}$`,
-	"uri":      `^https://[a-z][a-z0-9]{0,30}(?:\.[a-z][a-z0-9]{0,30}){0,4}(?:/[A-Za-z0-9._~-]{1,32}){0,8}$`,
-	"ipv4":     `^(?:(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\.){3}(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])$`,
-}
-
-func stringSchema(name string, typed protoreflect.Message) (*Schema, error) {
-	s := &Schema{Type: "string"}
-	if typed == nil {
-		return s, nil
-	}
-	if err := knownFields(typed, name, "const", "len", "min_len", "max_len", "min_bytes", "max_bytes",
-		"pattern", "prefix", "suffix", "contains", "in", "not_in", "email", "uuid", "hostname", "address", "uri", "ipv4", "ip", "strict"); err != nil {
-		return nil, err
-	}
-	var all []*Schema
-	bad := false
-	typed.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
-		switch fd.Name() {
-		case "const":
-			s.Const = v.String()
-		case "len":
-			s.MinLength, s.MaxLength = ptr(v.Uint()), ptr(v.Uint())
-		case "min_len":
-			s.MinLength = maxPtr(s.MinLength, v.Uint())
-		case "max_len":
-			s.MaxLength = minPtr(s.MaxLength, v.Uint())
-		case "min_bytes": // at least as many bytes as code points
-			s.MinLength = maxPtr(s.MinLength, v.Uint())
-		case "max_bytes": // at most four bytes a code point
-			s.MaxLength = minPtr(s.MaxLength, v.Uint()/4)
-		case "pattern":
-			p, ok := ecmaPattern(v.String())
-			if !ok {
-				bad = true
-				return false
-			}
-			all = append(all, &Schema{Pattern: p})
-		case "prefix":
-			all = append(all, &Schema{Pattern: "^" + regexp.QuoteMeta(v.String())})
-		case "suffix":
-			all = append(all, &Schema{Pattern: regexp.QuoteMeta(v.String()) + "$"})
-		case "contains":
-			all = append(all, &Schema{Pattern: regexp.QuoteMeta(v.String())})
-		case "in":
-			s.Enum = stringList(v.List())
-		case "not_in":
-			all = append(all, &Schema{Not: &Schema{Enum: stringList(v.List())}})
-		case "email", "uuid", "hostname", "address", "uri", "ipv4", "ip":
-			if !v.Bool() {
-				break
-			}
-			f := string(fd.Name())
-			if f == "ip" {
-				f = "ipv4" // a narrower form of ip
-			}
-			s.Description = "protovalidate string." + string(fd.Name())
-			all = append(all, &Schema{Pattern: formatPatterns[f]})
+		if name != "example" {
+			out = append(out, string(fd.FullName()))
 		}
 		return true
 	})
-	if bad {
-		return nil, &UnexpressedRuleError{Field: name, Rule: "string.pattern (not a pattern JSON Schema can carry)"}
-	}
-	if len(all) == 1 && s.Pattern == "" && all[0].Not == nil {
-		s.Pattern = all[0].Pattern
-	} else {
-		s.AllOf = all
-	}
-	return s, nil
-}
-
-// ecmaPattern is an RE2 pattern as ECMA-262 reads it the same, when it
-// uses only what both dialects share: literals, classes, groups,
-// alternation, anchors and bounded or plain quantifiers.
-func ecmaPattern(p string) (string, bool) {
-	if _, err := regexp.Compile(p); err != nil {
-		return "", false
-	}
-	if strings.Contains(p, `(?`) && !strings.Contains(p, `(?:`) || strings.ContainsAny(p, "\n\r") ||
-		strings.Contains(p, `\A`) || strings.Contains(p, `\z`) || strings.Contains(p, `\p`) || strings.Contains(p, `\Q`) ||
-		strings.Contains(p, `[[:`) {
-		return "", false
-	}
-	return p, true
-}
-
-func stringList(l protoreflect.List) []any {
-	out := make([]any, l.Len())
-	for i := range out {
-		out[i] = l.Get(i).String()
+	if len(m.GetUnknown()) > 0 {
+		out = append(out, "(unknown rule fields)")
 	}
 	return out
 }
+
+func ptr[T any](v T) *T { return &v }
 
 func maxPtr(p *uint64, v uint64) *uint64 {
 	if p != nil && *p > v {
@@ -514,165 +728,94 @@ func minPtr(p *uint64, v uint64) *uint64 {
 	return &v
 }
 
-func enumSchema(name string, ed protoreflect.EnumDescriptor, rules *validate.EnumRules) (*Schema, error) {
-	allowed := map[int32]bool{}
+// enumSchema is an enum's values by name (each alias) and by number, as
+// its rules allow them; exact, since protojson reads a name as its number.
+func (b *schemaBuilder) enumSchema(ed protoreflect.EnumDescriptor, rules *validate.EnumRules) *Schema {
 	values := ed.Values()
+	defined := map[int32]bool{}
 	for i := 0; i < values.Len(); i++ {
-		allowed[int32(values.Get(i).Number())] = true
+		defined[int32(values.Get(i).Number())] = true
 	}
-	if rules != nil {
-		if err := knownFields(rules.ProtoReflect(), name, "const", "defined_only", "in", "not_in"); err != nil {
-			return nil, err
+	// finite, when not nil, is every number allowed; otherwise any int32
+	// but notIn.
+	var finite map[int32]bool
+	restrict := func(keep map[int32]bool) {
+		if finite == nil {
+			finite = keep
+			return
 		}
-		if rules.HasConst() {
-			allowed = map[int32]bool{rules.GetConst(): allowed[rules.GetConst()]}
-		}
-		if in := rules.GetIn(); len(in) > 0 {
-			keep := map[int32]bool{}
-			for _, n := range in {
-				keep[n] = allowed[n]
+		for n := range finite {
+			if !keep[n] {
+				delete(finite, n)
 			}
-			allowed = keep
-		}
-		for _, n := range rules.GetNotIn() {
-			delete(allowed, n)
 		}
 	}
-	s := &Schema{Type: "string"}
+	if rules.HasConst() {
+		restrict(map[int32]bool{rules.GetConst(): true})
+	}
+	if in := rules.GetIn(); len(in) > 0 {
+		keep := map[int32]bool{}
+		for _, n := range in {
+			keep[n] = true
+		}
+		restrict(keep)
+	}
+	if rules.GetDefinedOnly() || ed.IsClosed() { // a closed enum's other numbers are refused as malformed
+		keep := map[int32]bool{}
+		for n := range defined {
+			keep[n] = true
+		}
+		restrict(keep)
+	}
+	notIn := map[int32]bool{}
+	for _, n := range rules.GetNotIn() {
+		notIn[n] = true
+		delete(finite, n)
+	}
+	allowed := func(n int32) bool { return !notIn[n] && (finite == nil || finite[n]) }
+	var names []any
 	for i := 0; i < values.Len(); i++ {
-		v := values.Get(i)
-		if allowed[int32(v.Number())] {
-			s.Enum = append(s.Enum, string(v.Name()))
-			delete(allowed, int32(v.Number())) // an alias once
+		if v := values.Get(i); allowed(int32(v.Number())) {
+			names = append(names, string(v.Name()))
 		}
 	}
-	if len(s.Enum) == 0 {
-		return &Schema{Nothing: true}, nil
+	null := ed.FullName() == "google.protobuf.NullValue"
+	if null {
+		names = append(names, nil)
 	}
-	return s, nil
-}
-
-// numberSchema is a JSON number of kind within its range and rules. The
-// bounds are exact decimal text, since an int64 does not fit a float64.
-func numberSchema(name string, kind protoreflect.Kind, typed protoreflect.Message) (*Schema, error) {
-	s := &Schema{Type: "integer"}
-	switch kind {
-	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind:
-		s.Minimum, s.Maximum = json.Number(strconv.Itoa(math.MinInt32)), json.Number(strconv.Itoa(math.MaxInt32))
-	case protoreflect.Uint32Kind, protoreflect.Fixed32Kind:
-		s.Minimum, s.Maximum = "0", json.Number(strconv.FormatUint(math.MaxUint32, 10))
-	case protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind:
-		s.Minimum, s.Maximum = json.Number(strconv.FormatInt(math.MinInt64, 10)), json.Number(strconv.FormatInt(math.MaxInt64, 10))
-	case protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
-		s.Minimum, s.Maximum = "0", json.Number(strconv.FormatUint(math.MaxUint64, 10))
-	case protoreflect.FloatKind:
-		s.Type, s.Minimum, s.Maximum = "number", "-3.4e38", "3.4e38"
-	case protoreflect.DoubleKind:
-		s.Type = "number"
-	default:
-		return nil, &UnexpressedRuleError{Field: name, Rule: "kind " + kind.String()}
-	}
-	if typed == nil {
-		return s, nil
-	}
-	if err := knownFields(typed, name, "const", "lt", "lte", "gt", "gte", "in", "not_in", "finite", "less_than", "greater_than"); err != nil {
-		return nil, err
-	}
-	text := func(v protoreflect.Value) json.Number {
-		switch x := v.Interface().(type) {
-		case int32:
-			return json.Number(strconv.FormatInt(int64(x), 10))
-		case int64:
-			return json.Number(strconv.FormatInt(x, 10))
-		case uint32:
-			return json.Number(strconv.FormatUint(uint64(x), 10))
-		case uint64:
-			return json.Number(strconv.FormatUint(x, 10))
-		case float32:
-			return json.Number(strconv.FormatFloat(float64(x), 'g', -1, 32))
-		case float64:
-			return json.Number(strconv.FormatFloat(x, 'g', -1, 64))
+	var s *Schema
+	if finite != nil {
+		nums := make([]int32, 0, len(finite))
+		for n := range finite {
+			nums = append(nums, n)
 		}
-		return ""
-	}
-	var lower, upper json.Number
-	typed.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
-		switch fd.Name() {
-		case "const":
-			s.Const = text(v)
-		case "lt":
-			upper, s.ExclusiveMaximum = text(v), text(v)
-		case "lte":
-			upper, s.Maximum = text(v), text(v)
-		case "gt":
-			lower, s.ExclusiveMinimum = text(v), text(v)
-		case "gte":
-			lower, s.Minimum = text(v), text(v)
-		case "in":
-			for i := 0; i < v.List().Len(); i++ {
-				s.Enum = append(s.Enum, text(v.List().Get(i)))
-			}
-		case "not_in":
+		sort.Slice(nums, func(i, j int) bool { return nums[i] < nums[j] })
+		s = &Schema{Enum: names}
+		for _, n := range nums {
+			s.Enum = append(s.Enum, json.Number(strconv.Itoa(int(n))))
+		}
+		if len(s.Enum) == 0 {
+			s = &Schema{Nothing: true}
+		}
+	} else {
+		num := &Schema{Type: "integer", Minimum: json.Number(strconv.Itoa(math.MinInt32)), Maximum: json.Number(strconv.Itoa(math.MaxInt32))}
+		if len(notIn) > 0 {
 			var out []any
-			for i := 0; i < v.List().Len(); i++ {
-				out = append(out, text(v.List().Get(i)))
+			for _, n := range rules.GetNotIn() {
+				out = append(out, json.Number(strconv.Itoa(int(n))))
 			}
-			s.AllOf = append(s.AllOf, &Schema{Not: &Schema{Enum: out}})
+			num.Not = &Schema{Enum: out}
 		}
-		return true
-	})
-	if lower != "" && upper != "" {
-		lo, _ := strconv.ParseFloat(string(lower), 64)
-		hi, _ := strconv.ParseFloat(string(upper), 64)
-		if lo > hi { // protovalidate's exclusive range: outside [upper, lower]
-			return nil, &UnexpressedRuleError{Field: name, Rule: "an exclusive range (gt above lt)"}
+		s = &Schema{AnyOf: []*Schema{num}}
+		if len(names) > 0 {
+			s.AnyOf = append([]*Schema{{Enum: names}}, s.AnyOf...)
 		}
 	}
-	if s.ExclusiveMaximum != "" {
-		s.Maximum = s.ExclusiveMaximum // exclusiveMaximum is the bound; maximum the kind's, no wider
-		if kind == protoreflect.FloatKind || kind == protoreflect.DoubleKind {
-			s.Maximum = ""
+	s = described(s, "By name or by number.")
+	if rules != nil {
+		for _, rule := range unknownRules(rules.ProtoReflect(), "const", "defined_only", "in", "not_in") {
+			s = b.unstated(s, "rule "+rule)
 		}
 	}
-	if s.ExclusiveMinimum != "" {
-		s.Minimum = s.ExclusiveMinimum
-		if kind == protoreflect.FloatKind || kind == protoreflect.DoubleKind {
-			s.Minimum = ""
-		}
-	}
-	return s, nil
-}
-
-// wellKnownSchema is the JSON form of the well-known types protojson
-// prints other than as objects, narrowed as Schema says; nil for any
-// other message.
-func wellKnownSchema(md protoreflect.MessageDescriptor) *Schema {
-	switch md.FullName() {
-	case "google.protobuf.Timestamp":
-		return &Schema{Type: "string", Description: "RFC 3339 time in UTC",
-			Pattern: `^(?:000[1-9]|00[1-9][0-9]|0[1-9][0-9]{2}|[1-9][0-9]{3})-(?:0[1-9]|1[0-2])-(?:0[1-9]|1[0-9]|2[0-8])T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]{1,9})?Z$`}
-	case "google.protobuf.Duration":
-		return &Schema{Type: "string", Description: "seconds with an s suffix", Pattern: `^-?[0-9]{1,11}(?:\.[0-9]{1,9})?s$`}
-	case "google.protobuf.StringValue":
-		return &Schema{Type: "string"}
-	case "google.protobuf.BoolValue":
-		return &Schema{Type: "boolean"}
-	case "google.protobuf.Int32Value", "google.protobuf.UInt32Value", "google.protobuf.Int64Value",
-		"google.protobuf.UInt64Value", "google.protobuf.FloatValue", "google.protobuf.DoubleValue":
-		kinds := map[protoreflect.FullName]protoreflect.Kind{
-			"google.protobuf.Int32Value": protoreflect.Int32Kind, "google.protobuf.UInt32Value": protoreflect.Uint32Kind,
-			"google.protobuf.Int64Value": protoreflect.Int64Kind, "google.protobuf.UInt64Value": protoreflect.Uint64Kind,
-			"google.protobuf.FloatValue": protoreflect.FloatKind, "google.protobuf.DoubleValue": protoreflect.DoubleKind,
-		}
-		s, _ := numberSchema(string(md.FullName()), kinds[md.FullName()], nil)
-		return s
-	case "google.protobuf.Empty":
-		return &Schema{Type: "object", MaxProperties: ptr(uint64(0))}
-	case "google.protobuf.Any", "google.protobuf.Struct", "google.protobuf.Value", "google.protobuf.ListValue",
-		"google.protobuf.FieldMask", "google.protobuf.BytesValue":
-		// Values of these carry their own depth and names; no payload
-		// of them is promised.
-		return &Schema{Nothing: true, Description: string(md.FullName()) + " is not described"}
-	}
-	return nil
+	return s
 }

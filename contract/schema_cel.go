@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 
 	"cel.dev/cel-go/cel"
@@ -12,15 +13,21 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
-// celSchema is the JSON Schema that holds exactly where a message rule's
-// CEL expression over this is true, for the subset of CEL that has one:
-// &&, ||, !, has(this.f...), true, false, and a field path (this.a.b)
-// compared with a literal by ==, !=, <, <=, > or >= (a bool path alone
-// meaning path == true). A field left out of the JSON is its zero value,
+// celSchema is the JSON Schema of where a message rule's CEL expression
+// over this is true, for the subset of CEL that has one: &&, ||, !,
+// has(this.f...), true, false, and a field path (this.a.b) compared with a
+// literal by ==, !=, <, <=, > or >= (a bool path alone meaning path ==
+// true). A field left out of the JSON, or sent as null, is its zero value,
 // as proto3 reads it; a path through an absent message ends in the last
-// field's zero value. Anything else is an error: the caller leaves the
-// type undescribed rather than guess.
-func celSchema(md protoreflect.MessageDescriptor, expr string) (*Schema, error) {
+// field's zero value. Each field is read under each of its names.
+//
+// Where a comparison's JSON Schema is inexact (an integer sent as a
+// string, whose value a pattern cannot compare) the schema is wide: it
+// admits every payload the expression holds for; with narrow it admits
+// only such payloads instead. A negation takes its operand in the other
+// mode, so that the whole keeps the mode asked for. Anything else is an
+// error: the caller says nothing of the rule rather than guess.
+func celSchema(md protoreflect.MessageDescriptor, expr string, narrow bool) (*Schema, error) {
 	env, err := cel.NewEnv()
 	if err != nil {
 		return nil, err
@@ -29,12 +36,12 @@ func celSchema(md protoreflect.MessageDescriptor, expr string) (*Schema, error) 
 	if iss != nil && iss.Err() != nil {
 		return nil, iss.Err()
 	}
-	return celPredicate(md, parsed.NativeRep().Expr())
+	return celPredicate(md, parsed.NativeRep().Expr(), narrow)
 }
 
 var errCELSubset = errors.New("outside the CEL subset that has a schema")
 
-func celPredicate(md protoreflect.MessageDescriptor, e celast.Expr) (*Schema, error) {
+func celPredicate(md protoreflect.MessageDescriptor, e celast.Expr, narrow bool) (*Schema, error) {
 	switch e.Kind() {
 	case celast.LiteralKind:
 		if b, ok := e.AsLiteral().Value().(bool); ok {
@@ -54,7 +61,7 @@ func celPredicate(md protoreflect.MessageDescriptor, e celast.Expr) (*Schema, er
 			return hasSchema(md, append(path, sel.FieldName()))
 		}
 		if ok {
-			return comparison(md, path, operators.Equals, true)
+			return comparison(md, path, operators.Equals, true, narrow)
 		}
 	case celast.CallKind:
 		call := e.AsCall()
@@ -63,7 +70,7 @@ func celPredicate(md protoreflect.MessageDescriptor, e celast.Expr) (*Schema, er
 		case operators.LogicalAnd, operators.LogicalOr:
 			var parts []*Schema
 			for _, a := range args {
-				s, err := celPredicate(md, a)
+				s, err := celPredicate(md, a, narrow)
 				if err != nil {
 					return nil, err
 				}
@@ -74,7 +81,7 @@ func celPredicate(md protoreflect.MessageDescriptor, e celast.Expr) (*Schema, er
 			}
 			return &Schema{AnyOf: parts}, nil
 		case operators.LogicalNot:
-			s, err := celPredicate(md, args[0])
+			s, err := celPredicate(md, args[0], !narrow)
 			if err != nil {
 				return nil, err
 			}
@@ -89,7 +96,7 @@ func celPredicate(md protoreflect.MessageDescriptor, e celast.Expr) (*Schema, er
 			if !ok || right.Kind() != celast.LiteralKind {
 				return nil, errCELSubset
 			}
-			return comparison(md, path, op, right.AsLiteral().Value())
+			return comparison(md, path, op, right.AsLiteral().Value(), narrow)
 		}
 	}
 	return nil, errCELSubset
@@ -118,39 +125,42 @@ func thisPath(e celast.Expr) ([]string, bool) {
 }
 
 // hasSchema is has(this.path): each message on the path is present and
-// so is its last field, which must be one with presence.
+// so is its last field, which must be one with presence; under any of
+// their names, and not as null.
 func hasSchema(md protoreflect.MessageDescriptor, path []string) (*Schema, error) {
 	fd := md.Fields().ByName(protoreflect.Name(path[0]))
 	if fd == nil || fd.IsList() || fd.IsMap() || !fd.HasPresence() {
 		return nil, errCELSubset
 	}
-	s := &Schema{Required: []string{path[0]}}
-	if len(path) > 1 {
-		if fd.Message() == nil || wellKnownSchema(fd.Message()) != nil {
-			return nil, errCELSubset
-		}
-		inner, err := hasSchema(fd.Message(), path[1:])
-		if err != nil {
-			return nil, err
-		}
-		s.Properties = map[string]*Schema{path[0]: inner}
+	names := fieldNames(md)[fd.Number()]
+	if len(path) == 1 {
+		return present(fd, names, nil), nil
 	}
-	return s, nil
+	if fd.Message() == nil || isWellKnownName(fd.Message().FullName()) {
+		return nil, errCELSubset
+	}
+	inner, err := hasSchema(fd.Message(), path[1:])
+	if err != nil {
+		return nil, err
+	}
+	return present(fd, names, &Schema{Type: "object", AllOf: []*Schema{inner}}), nil
 }
 
-// comparison is this.path op lit, with absent fields their zero values.
-func comparison(md protoreflect.MessageDescriptor, path []string, op string, lit any) (*Schema, error) {
+// comparison is this.path op lit, with absent and null fields their zero
+// values.
+func comparison(md protoreflect.MessageDescriptor, path []string, op string, lit any, narrow bool) (*Schema, error) {
 	fd := md.Fields().ByName(protoreflect.Name(path[0]))
 	if fd == nil || fd.IsList() || fd.IsMap() {
 		return nil, errCELSubset
 	}
-	var present *Schema
+	names := fieldNames(md)[fd.Number()]
+	var test *Schema // of a value sent, not null
 	var zeroHolds bool
 	if len(path) > 1 {
-		if fd.Message() == nil || wellKnownSchema(fd.Message()) != nil {
+		if fd.Message() == nil || isWellKnownName(fd.Message().FullName()) {
 			return nil, errCELSubset
 		}
-		inner, err := comparison(fd.Message(), path[1:], op, lit)
+		inner, err := comparison(fd.Message(), path[1:], op, lit, narrow)
 		if err != nil {
 			return nil, err
 		}
@@ -161,24 +171,28 @@ func comparison(md protoreflect.MessageDescriptor, path []string, op string, lit
 		if zeroHolds, err = holds(last, zeroValue(last), op, lit); err != nil {
 			return nil, err
 		}
-		present = inner
+		test = &Schema{Type: "object", AllOf: []*Schema{inner}}
 	} else {
 		if fd.Message() != nil {
 			return nil, errCELSubset
 		}
 		var err error
-		if present, err = valueTest(fd, op, lit); err != nil {
+		if test, err = valueTest(fd, op, lit, narrow); err != nil {
 			return nil, err
 		}
 		if zeroHolds, err = holds(fd, zeroValue(fd), op, lit); err != nil {
 			return nil, err
 		}
 	}
-	s := &Schema{Required: []string{path[0]}, Properties: map[string]*Schema{path[0]: present}}
-	if zeroHolds {
-		return &Schema{AnyOf: []*Schema{s, {Not: &Schema{Required: []string{path[0]}}}}}, nil
+	if !zeroHolds {
+		return present(fd, names, test), nil
 	}
-	return s, nil
+	// Absent, null or holding, under each name.
+	props := map[string]*Schema{}
+	for _, n := range names {
+		props[n] = &Schema{AnyOf: []*Schema{{Type: "null"}, test}}
+	}
+	return &Schema{Properties: props}, nil
 }
 
 func lastField(md protoreflect.MessageDescriptor, path []string) (protoreflect.FieldDescriptor, error) {
@@ -216,21 +230,10 @@ func holds(fd protoreflect.FieldDescriptor, v any, op string, lit any) (bool, er
 	if err != nil {
 		return false, err
 	}
-	switch op {
-	case operators.Equals:
-		return c == 0, nil
-	case operators.NotEquals:
-		return c != 0, nil
-	case operators.Less:
-		return c < 0, nil
-	case operators.LessEquals:
-		return c <= 0, nil
-	case operators.Greater:
-		return c > 0, nil
-	case operators.GreaterEquals:
-		return c >= 0, nil
+	if _, ok := lit.(bool); ok && op != operators.Equals && op != operators.NotEquals {
+		return false, errCELSubset
 	}
-	return false, errCELSubset
+	return cmpHolds(c, op), nil
 }
 
 func compare(v, lit any) (int, error) {
@@ -276,58 +279,141 @@ func cmpOrdered[T int64 | uint64 | float64 | string](a, b T) int {
 	return 0
 }
 
-// valueTest is the schema of a present value of fd for which value op
-// lit holds.
-func valueTest(fd protoreflect.FieldDescriptor, op string, lit any) (*Schema, error) {
-	if fd.Kind() == protoreflect.EnumKind {
+// valueTest is the schema of a value of fd sent (not null) for which
+// value op lit holds: exact for enums, bools and strings; for integers,
+// which may be sent as strings, wide or narrow as asked.
+func valueTest(fd protoreflect.FieldDescriptor, op string, lit any, narrow bool) (*Schema, error) {
+	switch fd.Kind() {
+	case protoreflect.EnumKind:
 		n, ok := lit.(int64)
 		if !ok {
 			return nil, errCELSubset
 		}
-		s := &Schema{}
-		values := fd.Enum().Values()
-		for i := 0; i < values.Len(); i++ {
-			v := values.Get(i)
-			if ok, _ := holds(fd, int64(v.Number()), op, n); ok {
-				s.Enum = append(s.Enum, string(v.Name()))
-			}
-		}
-		if len(s.Enum) == 0 {
-			return &Schema{Nothing: true}, nil
-		}
-		return s, nil
+		return enumTest(fd, op, n), nil
+	case protoreflect.FloatKind, protoreflect.DoubleKind:
+		return nil, fmt.Errorf("%w: %s is a float, which JSON rounds", errCELSubset, fd.Name())
 	}
 	if _, err := compare(zeroValue(fd), lit); err != nil {
 		return nil, fmt.Errorf("%w: %s compared with %T", errCELSubset, fd.Name(), lit)
 	}
-	var value any
 	switch l := lit.(type) {
-	case string, bool:
-		value = l
-	case int64:
-		value = json.Number(strconv.FormatInt(l, 10))
-	case uint64:
-		value = json.Number(strconv.FormatUint(l, 10))
-	case float64:
-		value = json.Number(strconv.FormatFloat(l, 'g', -1, 64))
-	}
-	switch op {
-	case operators.Equals:
-		return &Schema{Const: value}, nil
-	case operators.NotEquals:
-		return &Schema{Not: &Schema{Const: value}}, nil
-	}
-	n, ok := value.(json.Number)
-	if !ok {
+	case bool:
+		switch op {
+		case operators.Equals:
+			return &Schema{Const: l}, nil
+		case operators.NotEquals:
+			return &Schema{Const: !l}, nil
+		}
+		return nil, errCELSubset
+	case string:
+		switch op {
+		case operators.Equals:
+			return &Schema{Const: l}, nil
+		case operators.NotEquals:
+			return &Schema{Type: "string", Not: &Schema{Const: l}}, nil
+		}
 		return nil, errCELSubset
 	}
-	switch op {
-	case operators.Less:
-		return &Schema{ExclusiveMaximum: n}, nil
-	case operators.LessEquals:
-		return &Schema{Maximum: n}, nil
-	case operators.Greater:
-		return &Schema{ExclusiveMinimum: n}, nil
+	var n json.Number
+	switch l := lit.(type) {
+	case int64:
+		n = json.Number(strconv.FormatInt(l, 10))
+	case uint64:
+		n = json.Number(strconv.FormatUint(l, 10))
+	default:
+		return nil, errCELSubset
 	}
-	return &Schema{Minimum: n}, nil
+	test := &Schema{Type: "number"}
+	switch op {
+	case operators.Equals:
+		test.Const = n
+	case operators.NotEquals:
+		test.Not = &Schema{Const: n}
+	case operators.Less:
+		test.ExclusiveMaximum = n
+	case operators.LessEquals:
+		test.Maximum = n
+	case operators.Greater:
+		test.ExclusiveMinimum = n
+	default:
+		test.Minimum = n
+	}
+	if narrow {
+		return test, nil
+	}
+	// A string's value is not compared: every string may hold.
+	return &Schema{AnyOf: []*Schema{test, {Type: "string"}}}, nil
+}
+
+// enumTest is the values of fd's enum, by name and by number, for which
+// value op n holds.
+func enumTest(fd protoreflect.FieldDescriptor, op string, n int64) *Schema {
+	var names []any
+	values := fd.Enum().Values()
+	for i := 0; i < values.Len(); i++ {
+		if v := values.Get(i); cmpHolds(cmpOrdered(int64(v.Number()), n), op) {
+			names = append(names, string(v.Name()))
+		}
+	}
+	if nullIsValue(fd) && cmpHolds(cmpOrdered(0, n), op) {
+		names = append(names, nil)
+	}
+	num := &Schema{Type: "integer", Minimum: json.Number(strconv.Itoa(math.MinInt32)), Maximum: json.Number(strconv.Itoa(math.MaxInt32))}
+	lit := json.Number(strconv.FormatInt(n, 10))
+	switch op {
+	case operators.Equals:
+		num = &Schema{Const: lit}
+		if n < math.MinInt32 || n > math.MaxInt32 {
+			num = &Schema{Nothing: true}
+		}
+	case operators.NotEquals:
+		num.Not = &Schema{Const: lit}
+	case operators.Less:
+		num.ExclusiveMaximum = lit
+	case operators.LessEquals:
+		num.Maximum = minNumber(num.Maximum, lit)
+	case operators.Greater:
+		num.ExclusiveMinimum = lit
+	default:
+		num.Minimum = maxNumber(num.Minimum, lit)
+	}
+	s := &Schema{AnyOf: []*Schema{num}}
+	if len(names) > 0 {
+		s.AnyOf = append([]*Schema{{Enum: names}}, s.AnyOf...)
+	}
+	return s
+}
+
+func minNumber(a, b json.Number) json.Number {
+	x, _ := strconv.ParseInt(string(a), 10, 64)
+	y, _ := strconv.ParseInt(string(b), 10, 64)
+	if x < y {
+		return a
+	}
+	return b
+}
+
+func maxNumber(a, b json.Number) json.Number {
+	x, _ := strconv.ParseInt(string(a), 10, 64)
+	y, _ := strconv.ParseInt(string(b), 10, 64)
+	if x > y {
+		return a
+	}
+	return b
+}
+
+func cmpHolds(c int, op string) bool {
+	switch op {
+	case operators.Equals:
+		return c == 0
+	case operators.NotEquals:
+		return c != 0
+	case operators.Less:
+		return c < 0
+	case operators.LessEquals:
+		return c <= 0
+	case operators.Greater:
+		return c > 0
+	}
+	return c >= 0
 }

@@ -22,10 +22,13 @@ import (
 // growing dst for valid input. It is immutable and safe for concurrent
 // use: each call takes its scratch from a pool.
 type jsonTranscoder struct {
-	typ      string
-	maxDepth int
-	root     *msgPlan
-	pool     sync.Pool // of *transcoding
+	typ string
+	// maxDepth bounds the nesting of JSON objects and arrays, as
+	// CheckJSONDepth does; maxMessages that of messages, as protojson's
+	// RecursionLimit does with the options CheckJSON uses.
+	maxDepth, maxMessages int
+	root                  *msgPlan
+	pool                  sync.Pool // of *transcoding
 }
 
 // wellKnown names the types protojson reads from a JSON form of their own.
@@ -97,7 +100,7 @@ func newJSONTranscoder(md protoreflect.MessageDescriptor, maxDepth int) (*jsonTr
 	if reason != "" {
 		return nil, reason
 	}
-	t := &jsonTranscoder{typ: string(md.FullName()), maxDepth: maxDepth, root: root}
+	t := &jsonTranscoder{typ: string(md.FullName()), maxDepth: maxDepth, maxMessages: binaryLevels(maxDepth), root: root}
 	t.pool.New = func() any { return new(transcoding) }
 	return t, ""
 }

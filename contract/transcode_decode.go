@@ -209,8 +209,8 @@ func (d *transcoding) lit(s string) bool {
 // message reads a value of message type p, nested depth messages deep
 // (the payload is 1), as protojson's unmarshalMessage counts them.
 func (d *transcoding) message(p *msgPlan, depth int) error {
-	if depth > d.t.maxDepth {
-		return d.failf("messages nest deeper than %d", d.t.maxDepth)
+	if depth > d.t.maxMessages {
+		return d.failf("messages nest deeper than %d", d.t.maxMessages)
 	}
 	switch p.wk {
 	case wkTimestamp:

@@ -624,11 +624,14 @@ func TestTranscodeAgrees(t *testing.T) {
 		{"editions presence and packing", tgEd, `{"a":0,"b":0,"c":[1,2],"d":[1,2],"e":9}`, true},
 		{"depth at the limit", tgShallow, `{"child":{"child":{"child":{"child":{}}}}}`, true},
 		{"depth over the limit", tgShallow, `{"child":{"child":{"child":{"child":{"child":{}}}}}}`, false},
-		{"a Timestamp is a message level", tgShallow, `{"child":{"child":{"child":{"child":{"ts":"1970-01-01T00:00:01Z"}}}}}`, false},
-		{"Struct values count as levels", tgShallow, `{"st":{"a":{"b":{"c":1}}}}`, true},
-		{"Struct values at the limit", tgShallow, `{"st":{"a":{"b":{"c":{}}}}}`, true},
-		{"Struct values over the limit", tgShallow, `{"st":{"a":{"b":{"c":{"d":1}}}}}`, false},
-		{"ListValue values over the limit", tgShallow, `{"lv":[[[[1]]]]}`, false},
+		{"a Timestamp is no JSON level", tgShallow, `{"child":{"child":{"child":{"child":{"ts":"1970-01-01T00:00:01Z"}}}}}`, true},
+		{"Struct values within the limit", tgShallow, `{"st":{"a":{"b":{"c":1}}}}`, true},
+		{"Struct values at the limit", tgShallow, `{"st":{"a":{"b":{"c":{"d":1}}}}}`, true},
+		{"Struct values over the limit", tgShallow, `{"st":{"a":{"b":{"c":{"d":{}}}}}}`, false},
+		{"ListValue values at the limit", tgShallow, `{"lv":[[[[1]]]]}`, true},
+		{"ListValue values over the limit", tgShallow, `{"lv":[[[[[1]]]]]}`, false},
+		{"Value values at the limit", tgShallow, `{"v":{"a":[{"b":[1]}]}}`, true},
+		{"Value values over the limit", tgShallow, `{"v":{"a":[{"b":[{}]}]}}`, false},
 		{"JSON depth over the limit", tgShallow, `{"child":{"child":{"child":{"child":{"rI32":[]}}}}}`, false},
 		{"Timestamp offset", tgLogs, `{"timestamp":"2025-03-14T09:26:53.589+01:00"}`, true},
 		{"Timestamp one-digit hour", tgLogs, `{"timestamp":"2025-03-14T9:26:53Z"}`, true},
@@ -681,7 +684,7 @@ func TestTranscodeErrorSays(t *testing.T) {
 		{tgLogs, `{"labels":{"a":"1","a":"2"}}`, `duplicate map key ["a"]`},
 		{tgShop, `[]`, `examples.shop.v1.OrderPlaced: payload is not a JSON object`},
 		{tgShallow, `{"child":{"child":{"child":{"child":{"rI32":[]}}}}}`, `JSON nests deeper than 5`},
-		{tgShallow, `{"st":{"a":{"b":{"c":{"d":1}}}}}`, `messages nest deeper than 5`},
+		{tgShallow, `{"st":{"a":{"b":{"c":{"d":{}}}}}}`, `JSON nests deeper than 5`},
 	}
 	for _, tc := range tests {
 		_, err := targets[tc.tg].t.transcode(nil, []byte(tc.in))

@@ -27,9 +27,16 @@ import (
 //     strings while decoding, and the scan after it checked the others;
 //     hyperpb v0.1.3 refuses some valid four-byte sequences, so its own
 //     check is off);
-//   - nesting deeper than the limit, counted as protobuf-go's recursion
-//     limit counts it: the contract message is level 1, and each message,
-//     group or map entry within it one more.
+//   - nesting deeper than the limit, counted as the payload's JSON form
+//     counts it (the package documentation's Depth): the contract
+//     message is level 1, and each object or array its protojson form
+//     opens one more, whatever the binary levels under it. A
+//     google.protobuf.Struct nested n deep is n JSON levels and up to 3n
+//     binary ones; a repeated field's array is a JSON level and no
+//     binary one. So a payload gets the same verdict in either form. The
+//     binary levels are bounded too, by binaryLevels, which no payload
+//     within the JSON limit reaches: the decoders' own limits are set to
+//     it.
 //
 // hyperpb, which decodes what the walk lets through, reads wire data with
 // unchecked pointer arithmetic and has faulted (a crash that recover cannot
@@ -40,7 +47,11 @@ import (
 type wireChecker struct {
 	root     *wirePlan
 	resolver protoregistry.ExtensionTypeResolver
-	maxDepth int
+	maxDepth int // of the JSON form
+	// maxLevels bounds the binary levels, binaryLevels(maxDepth): only a
+	// descriptor set that gives a well-known type's name to a message of
+	// its own can nest past it within maxDepth.
+	maxLevels int
 }
 
 // wirePlan is what the walk knows of one message type, planned at load.
@@ -50,6 +61,16 @@ type wirePlan struct {
 	byNumber []*wireField
 	others   map[protowire.Number]*wireField
 	entry    bool // a map entry: its problems are named as such
+	// opens says the message's JSON form is an object or an array, a
+	// level of its own: a message, a map entry (the map's object), a
+	// Struct, a ListValue, an Empty, an Any. A Value is what it holds, a
+	// Struct's entry a member of the Struct's object, and a Timestamp,
+	// Duration, FieldMask or wrapper a JSON string or number.
+	opens bool
+	// valueOpens says the message is a map entry whose value opens a
+	// level, present on the wire or not: protojson writes a missing
+	// message value as the empty message, {} or [].
+	valueOpens bool
 }
 
 // wireField is one known field.
@@ -60,14 +81,31 @@ type wireField struct {
 	inner  *wirePlan                         // the message, group or map entry it holds
 	closed protoreflect.EnumValueDescriptors // the values of a closed enum
 	text   bool                              // a string, which must be UTF-8
+	// array says the field's JSON form is an array within its message's
+	// object: a level of its own, where a binary list has none.
+	array bool
+	// down is how many JSON levels below its message's the message it
+	// holds is: 1 for a field, 2 for a list's element (the array, then
+	// it), 0 where the JSON form has no level between them (a Value and
+	// the Struct or ListValue it holds; a Struct and its entries).
+	down int
 }
+
+// binaryLevels is the deepest binary nesting, counted as protobuf-go's
+// recursion limit counts it (the contract message is 1; each message,
+// group or map entry within it one more), of a payload whose JSON form
+// nests maxDepth levels: a google.protobuf.Value holding a Struct is a
+// JSON level and three binary ones (Struct, entry, Value), and a Value
+// at the root adds one. The decoders' recursion limits are set to it, so
+// that only the walk refuses for depth.
+func binaryLevels(maxDepth int) int { return 3*maxDepth + 1 }
 
 // maxIndexedNumber bounds wirePlan.byNumber, so a sparse message with a
 // large field number costs a map entry, not a large slice.
 const maxIndexedNumber = 64
 
 func newWireChecker(md protoreflect.MessageDescriptor, resolver protoregistry.ExtensionTypeResolver, maxDepth int) *wireChecker {
-	c := &wireChecker{resolver: resolver, maxDepth: maxDepth}
+	c := &wireChecker{resolver: resolver, maxDepth: maxDepth, maxLevels: binaryLevels(maxDepth)}
 	plans := make(map[protoreflect.FullName]*wirePlan)
 	c.root = planWire(md, plans)
 	return c
@@ -79,7 +117,7 @@ func planWire(md protoreflect.MessageDescriptor, plans map[protoreflect.FullName
 	if p, ok := plans[md.FullName()]; ok {
 		return p
 	}
-	p := &wirePlan{desc: md, entry: md.IsMapEntry()}
+	p := &wirePlan{desc: md, entry: md.IsMapEntry(), opens: jsonOpens(md)}
 	plans[md.FullName()] = p
 	fields := md.Fields()
 	for i := range fields.Len() {
@@ -89,6 +127,11 @@ func planWire(md protoreflect.MessageDescriptor, plans map[protoreflect.FullName
 			f.inner = planWire(fd.Message(), plans)
 		}
 		p.add(fd.Number(), f)
+	}
+	if p.entry && p.opens {
+		if vd := md.Fields().ByNumber(2); vd != nil && vd.Message() != nil {
+			p.valueOpens = jsonOpens(vd.Message())
+		}
 	}
 	return p
 }
@@ -100,7 +143,43 @@ func newWireField(fd protoreflect.FieldDescriptor) *wireField {
 	if ed := fd.Enum(); ed != nil && ed.IsClosed() {
 		f.closed = ed.Values()
 	}
+	f.array, f.down = jsonLevels(fd)
 	return f
+}
+
+// jsonOpens says whether md's protojson form opens a JSON level of its
+// own (wirePlan.opens). Well-known types are known by name, as protojson
+// knows them.
+func jsonOpens(md protoreflect.MessageDescriptor) bool {
+	switch md.FullName() {
+	case "google.protobuf.Value", "google.protobuf.Struct.FieldsEntry", "google.protobuf.Timestamp",
+		"google.protobuf.Duration", "google.protobuf.FieldMask", "google.protobuf.BoolValue",
+		"google.protobuf.Int32Value", "google.protobuf.Int64Value", "google.protobuf.UInt32Value",
+		"google.protobuf.UInt64Value", "google.protobuf.FloatValue", "google.protobuf.DoubleValue",
+		"google.protobuf.StringValue", "google.protobuf.BytesValue":
+		return false
+	}
+	return true
+}
+
+// jsonLevels says how fd's JSON form nests within its message's
+// (wireField.array and down).
+func jsonLevels(fd protoreflect.FieldDescriptor) (array bool, down int) {
+	parent := fd.ContainingMessage().FullName()
+	switch {
+	case fd.IsExtension():
+		// "[name]": a member of the extended message's object.
+	case parent == "google.protobuf.Value", parent == "google.protobuf.Struct":
+		return false, 0 // the Value is its Struct or ListValue; the Struct's object holds its entries
+	case parent == "google.protobuf.ListValue":
+		return false, 1 // the ListValue is the array
+	case !jsonOpens(fd.ContainingMessage()) && !fd.ContainingMessage().IsMapEntry():
+		return false, 1 // a scalar's fields (FieldMask's paths are one string)
+	}
+	if fd.IsList() {
+		return true, 2
+	}
+	return false, 1
 }
 
 func (p *wirePlan) add(num protowire.Number, f *wireField) {
@@ -143,11 +222,16 @@ func (c *wireChecker) field(p *wirePlan, num protowire.Number) *wireField {
 	return f
 }
 
-// check walks b as the plan's message at nesting level depth (the
-// contract message is 1).
-func (c *wireChecker) check(b []byte, p *wirePlan, depth int) *problem {
-	if depth > c.maxDepth {
-		return &problem{what: "message nesting exceeds the recursion depth limit of " + strconv.Itoa(c.maxDepth)}
+// check walks b as the plan's message, depth levels deep in the JSON form
+// and level levels deep in binary (the contract message is 1 in both).
+// depth is where the message's own JSON level is, if it opens one: a
+// Value's is where the Struct or ListValue it holds opens.
+func (c *wireChecker) check(b []byte, p *wirePlan, depth, level int) *problem {
+	switch {
+	case p.opens && depth > c.maxDepth, p.valueOpens && depth+1 > c.maxDepth:
+		return c.tooDeep()
+	case level > c.maxLevels:
+		return &problem{what: "message nesting exceeds " + strconv.Itoa(c.maxLevels) + " levels of protobuf binary"}
 	}
 	whole := b
 	for len(b) > 0 {
@@ -175,6 +259,9 @@ func (c *wireChecker) check(b []byte, p *wirePlan, depth int) *problem {
 				return &problem{what: fmt.Sprintf("map entry %s has wire type %d, which does not match its type %s", f.fd.Name(), typ, f.fd.Kind())}
 			}
 			return &problem{what: fmt.Sprintf("field %s has wire type %d, which does not match its type %s", fieldSegment(f.fd), typ, f.fd.Kind())}
+		}
+		if f.array && depth+1 > c.maxDepth {
+			return c.tooDeep().at(fieldSegment(f.fd))
 		}
 		var inner []byte
 		switch {
@@ -205,7 +292,7 @@ func (c *wireChecker) check(b []byte, p *wirePlan, depth int) *problem {
 		default:
 			continue
 		}
-		if q := c.check(inner, f.inner, depth+1); q != nil {
+		if q := c.check(inner, f.inner, depth+f.down, level+1); q != nil {
 			if p.entry {
 				return q // named by the map field it belongs to
 			}
@@ -213,6 +300,12 @@ func (c *wireChecker) check(b []byte, p *wirePlan, depth int) *problem {
 		}
 	}
 	return nil
+}
+
+// tooDeep is the refusal of a payload whose JSON form nests deeper than
+// the limit.
+func (c *wireChecker) tooDeep() *problem {
+	return &problem{what: "nesting exceeds the depth limit of " + strconv.Itoa(c.maxDepth) + " (as its JSON form nests)"}
 }
 
 // segment names f in a problem's path: its name, and for a list element

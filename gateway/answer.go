@@ -70,6 +70,17 @@ func appendResult(b []byte, r *ingestv1.EventResult) ([]byte, bool) {
 		if b, ok = appendJSONString(b, rej.GetMessage()); !ok {
 			return b, false
 		}
+		if c := rej.GetConflict(); c != nil {
+			b = append(b, `,"conflict":{"fingerprint":`...)
+			if b, ok = appendJSONString(b, c.GetFingerprint()); !ok {
+				return b, false
+			}
+			b = append(b, `,"accepted_fingerprint":`...)
+			if b, ok = appendJSONString(b, c.GetAcceptedFingerprint()); !ok {
+				return b, false
+			}
+			b = append(b, '}')
+		}
 		b = append(b, '}')
 	}
 	switch {

@@ -39,6 +39,13 @@ func FuzzAnswerJSON(f *testing.F) {
 			{Index: 4, Outcome: 9, Rejection: &ingestv1.Rejection{Reason: 99, RetryAfter: &durationpb.Duration{Seconds: -3, Nanos: -1}}},
 			{Index: 5, Rejection: &ingestv1.Rejection{RetryAfter: &durationpb.Duration{Seconds: 1, Nanos: -1}}},
 		}},
+		{Results: []*ingestv1.EventResult{
+			{Index: 1, Id: "c", Outcome: ingestv1.Outcome_REJECTED, Rejection: &ingestv1.Rejection{
+				Reason: ingestv1.Reason_IDEMPOTENCY_CONFLICT, Message: "accepted with another payload",
+				Conflict: &ingestv1.PayloadConflict{Fingerprint: "sha256:00ff", AcceptedFingerprint: "sha256:\u2028\""}}},
+			{Index: 2, Outcome: ingestv1.Outcome_REJECTED, Rejection: &ingestv1.Rejection{Conflict: &ingestv1.PayloadConflict{}}},
+			{Index: 3, Outcome: ingestv1.Outcome_REJECTED, Rejection: &ingestv1.Rejection{Conflict: &ingestv1.PayloadConflict{AcceptedFingerprint: "x"}}},
+		}},
 	} {
 		b, err := proto.Marshal(resp)
 		if err != nil {

@@ -92,6 +92,9 @@ func writable(r *ingestv1.EventResult) bool {
 				return false
 			}
 		}
+		if c := rej.Conflict; c != nil && (!utf8.ValidString(c.Fingerprint) || !utf8.ValidString(c.AcceptedFingerprint)) {
+			return false
+		}
 	}
 	switch p := r.Position.(type) {
 	case nil:
@@ -223,6 +226,20 @@ func rejectionSize(r *ingestv1.Rejection) int {
 	if r.Message != "" {
 		n += stringSize(r.Message)
 	}
+	if c := r.Conflict; c != nil {
+		n += 1 + protowire.SizeBytes(conflictSize(c))
+	}
+	return n
+}
+
+func conflictSize(c *ingestv1.PayloadConflict) int {
+	n := 0
+	if c.Fingerprint != "" {
+		n += stringSize(c.Fingerprint)
+	}
+	if c.AcceptedFingerprint != "" {
+		n += stringSize(c.AcceptedFingerprint)
+	}
 	return n
 }
 
@@ -254,6 +271,16 @@ func appendRejectionWire(b []byte, r *ingestv1.Rejection) []byte {
 	}
 	if r.Message != "" {
 		b = appendStringField(b, 5, r.Message)
+	}
+	if c := r.Conflict; c != nil {
+		b = protowire.AppendTag(b, 6, protowire.BytesType)
+		b = protowire.AppendVarint(b, uint64(conflictSize(c)))
+		if c.Fingerprint != "" {
+			b = appendStringField(b, 1, c.Fingerprint)
+		}
+		if c.AcceptedFingerprint != "" {
+			b = appendStringField(b, 2, c.AcceptedFingerprint)
+		}
 	}
 	return b
 }

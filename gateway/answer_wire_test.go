@@ -34,6 +34,10 @@ func FuzzAnswerWire(f *testing.F) {
 		{Index: 6, Outcome: ingestv1.Outcome_REJECTED, Rejection: &ingestv1.Rejection{
 			Reason: ingestv1.Reason_UNAVAILABLE, Retryable: true, RetryAfter: durationpb.New(1500_000_000)}},
 		{Index: 7, Outcome: -3, Durability: new(ingestv1.Durability), Rejection: &ingestv1.Rejection{Reason: -99, RetryAfter: &durationpb.Duration{Seconds: -3, Nanos: -1}}},
+		{Index: 8, Id: "e", Outcome: ingestv1.Outcome_REJECTED, Rejection: &ingestv1.Rejection{
+			Reason: ingestv1.Reason_IDEMPOTENCY_CONFLICT, Message: "accepted with another payload",
+			Conflict: &ingestv1.PayloadConflict{Fingerprint: "sha256:00ff", AcceptedFingerprint: "sha256:0f"}}},
+		{Index: 9, Rejection: &ingestv1.Rejection{Conflict: &ingestv1.PayloadConflict{}}},
 		{},
 	}
 	for _, m := range []proto.Message{

@@ -14,7 +14,8 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/encoding"
-	_ "google.golang.org/grpc/encoding/gzip" // registers the "gzip" compressor
+	_ "google.golang.org/grpc/encoding/gzip" // registers the "gzip" compressor, for answers and clients
+	"google.golang.org/grpc/mem"
 
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
 )
@@ -22,11 +23,15 @@ import (
 // Compression: request bodies and messages in gzip or zstd, and answers
 // compressed when the caller asks.
 //
-// REST decodes a body through a decompressingReader, which produces at most
-// limit+1 bytes (Limits.MaxRequestBytes) and then errors, so a compression
-// bomb is refused having inflated no more than the limit. gRPC decodes a
-// message with the registered compressors ("gzip" from grpc-go, "zstd"
-// below); grpc-go reads at most MaxRecvMsgSize+1 bytes of their output.
+// Both transports decode through a decompressingReader, which produces at
+// most limit+1 bytes (Limits.MaxRequestBytes) and then errors, so a
+// compression bomb is refused having inflated no more than the limit: REST
+// a body, gRPC a message in the server codec. grpc-go would decompress a
+// message itself, before the codec, and answer what does not decompress
+// with a bare INTERNAL; so the server's decompressors for gzip and zstd
+// hand the codec the message as it came, behind a one-byte mark of its
+// coding (see the marks below), and the codec decodes it bounded, typing
+// what fails as REST does.
 
 // contentCoding is a request body's Content-Encoding, or an answer's.
 type contentCoding uint8
@@ -36,6 +41,27 @@ const (
 	codingGzip
 	codingZstd
 )
+
+// The marks: a compressed gRPC message reaches the server codec undecoded,
+// after the mark of its coding. No protobuf message starts with either (a
+// tag of wire type 7, which does not exist), so the one that a plain
+// message could begin with is one the codec would refuse anyway; and the
+// codec takes a mark only for the call's own grpc-encoding.
+const (
+	markGzip byte = 0x07 // field 0, wire type 7
+	markZstd byte = 0x0f // field 1, wire type 7
+)
+
+// mark is the coding's mark; 0 for identity.
+func (c contentCoding) mark() byte {
+	switch c {
+	case codingGzip:
+		return markGzip
+	case codingZstd:
+		return markZstd
+	}
+	return 0
+}
 
 func (c contentCoding) String() string {
 	switch c {
@@ -149,12 +175,16 @@ func (w *wireReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// bodyDecoders decodes REST bodies of at most limit decoded bytes, with
-// pooled decoders.
+// bodyDecoders decodes REST bodies, or gRPC messages, of at most limit
+// decoded bytes, with pooled decoders.
 type bodyDecoders struct {
 	limit int64
-	gzip  sync.Pool // *gzip.Reader
-	zstd  sync.Pool // *zstd.Decoder
+	// window is the largest zstd window a frame may ask for.
+	window int64
+	// what a refusal calls what did not decode: "body" or "message".
+	what string
+	gzip sync.Pool // *gzip.Reader
+	zstd sync.Pool // *zstd.Decoder
 	// zstdOptions bound what a frame header may make the decoder allocate.
 	zstdOptions []zstd.DOption
 }
@@ -163,15 +193,25 @@ type bodyDecoders struct {
 // 9659's bound for the zstd content coding, which encoders must not pass.
 const zstdWindowCap = 8 << 20
 
+// newBodyDecoders decodes REST bodies; newMessageDecoders gRPC messages,
+// with zstd windows of at most window.
 func newBodyDecoders(limit int) *bodyDecoders {
-	d := &bodyDecoders{limit: int64(limit)}
+	return newDecoders(limit, zstdWindowFor(limit), "body")
+}
+func newMessageDecoders(limit int, window int64) *bodyDecoders {
+	return newDecoders(limit, window, "message")
+}
+
+func newDecoders(limit int, window int64, what string) *bodyDecoders {
+	d := &bodyDecoders{limit: int64(limit), window: window, what: what}
 	// The decoder allocates its window when a frame starts, from the
 	// frame's header (a single-segment frame's window is its content
-	// size). Both are held to zstdWindowCap, which every conforming
-	// encoder stays within, or to the limit when that is larger, so a
-	// header cannot make the decoder allocate more; servePublish charges
-	// a zstd body that window besides its decoded bytes, which the reader
-	// stops at the limit.
+	// size). Both are held to window, so a header cannot make the
+	// decoder allocate more: for a REST body or a Publish message
+	// zstdWindowFor's, zstdWindowCap (which every conforming encoder
+	// stays within) or the limit when that is larger; servePublish and
+	// the gRPC handlers charge a zstd body or message that window besides
+	// its decoded bytes, which the reader stops at the limit.
 	d.zstdOptions = []zstd.DOption{
 		zstd.WithDecoderConcurrency(1), // decodes in the caller's goroutine, so a pooled decoder owns none
 		zstd.WithDecoderMaxMemory(uint64(d.zstdWindow())),
@@ -182,7 +222,11 @@ func newBodyDecoders(limit int) *bodyDecoders {
 }
 
 // zstdWindow is the largest window a body's zstd frame may ask for.
-func (d *bodyDecoders) zstdWindow() int64 { return max(zstdWindowCap, d.limit+1) }
+func (d *bodyDecoders) zstdWindow() int64 { return d.window }
+
+// zstdWindowFor is the largest zstd window of a REST body or Publish
+// message of at most limit decoded bytes.
+func zstdWindowFor(limit int) int64 { return max(zstdWindowCap, int64(limit)+1) }
 
 // reader decodes body in coding; identity is body as it is. Close hands
 // its decoder back.
@@ -319,10 +363,10 @@ func (d *bodyDecoders) failure(err error) *Failure {
 			"the zstd frame asks for a window over %d bytes (RFC 9659 holds the zstd content coding to 8 MiB): encode with a smaller window", d.zstdWindow())}
 	case errors.Is(err, errDecompressedTooLarge):
 		return &Failure{Reason: ingestv1.Reason_DECOMPRESSED_TOO_LARGE,
-			Message: fmt.Sprintf("the body decompresses to more than the limit of %d bytes", d.limit)}
+			Message: fmt.Sprintf("the %s decompresses to more than the limit of %d bytes", d.what, d.limit)}
 	case errors.As(err, &corrupt):
 		return &Failure{Reason: ingestv1.Reason_MALFORMED,
-			Message: fmt.Sprintf("the %s body does not decode (after %d bytes): %v", corrupt.Coding, corrupt.Offset, corrupt.Err)}
+			Message: fmt.Sprintf("the %s %s does not decode (after %d bytes): %v", corrupt.Coding, d.what, corrupt.Offset, corrupt.Err)}
 	}
 	return nil
 }
@@ -457,29 +501,70 @@ func writeBody(w http.ResponseWriter, code int, body []byte) {
 
 var gzipWriters sync.Pool // *gzip.Writer, BestSpeed
 
-// gRPC's zstd compressor.
+// gRPC's compressors.
+//
+// The server decompresses a message in its codec, not in grpc-go: a
+// decompressor given to grpc-go can only fail with an error that grpc-go
+// answers as a bare INTERNAL itself, and cannot know the server's limits.
+// grpc-go takes a server's decompressor for one encoding only
+// (grpc.RPCDecompressor, gzipMarker); the other, zstd, is the one
+// registered for the process by name, which grpc-go has none of.
+// Compressors are registered per process, for clients too, so "gzip"
+// stays grpc-go's own: a gRPC client in the process (an exporter that
+// sends gzip, say) reads gzip answers as ever. The "zstd" registered here
+// compresses for real (the server's zstd answers) but decompresses only
+// into the marked form, which only the gateway's server codec reads: a
+// client in the same process cannot read zstd answers with it (sluice
+// runs none; a test gives its client a decompressor of its own).
 
 func init() {
 	encoding.RegisterCompressor(zstdCompressor{})
 }
 
-// grpcZstdWindow bounds the window, and a single-segment frame's content,
-// of a zstd gRPC message: RFC 8878's recommended bound, which covers every
-// message of the default limits. grpc-go's compressors are registered per
-// process, not per server, so this cannot follow one server's limits; a
-// frame past it is refused (gRPC answers INTERNAL) before its window is
-// allocated.
-const grpcZstdWindow = 8 << 20
+// gzipMarker is the gRPC server's decompressor of gzip messages: it hands
+// the codec the message as it came, after markGzip. It copies what grpc-go
+// has already read, whose length the server's MaxRecvMsgSize bounds.
+type gzipMarker struct{}
 
-// zstdCompressor is the "zstd" encoding.Compressor. Encoders and decoders
-// are pooled, each used by one message at a time, in the caller's
-// goroutine (concurrency 1), so a pooled one owns no goroutine.
+func (gzipMarker) Type() string { return "gzip" }
+
+func (gzipMarker) Do(r io.Reader) ([]byte, error) {
+	if m, ok := r.(interface{ Remaining() int }); ok { // grpc-go's *mem.Reader: one copy, sized
+		out := make([]byte, 1+m.Remaining())
+		out[0] = markGzip
+		if _, err := io.ReadFull(r, out[1:]); err != nil {
+			return nil, err
+		}
+		return out, nil
+	}
+	rest, err := io.ReadAll(r)
+	return append([]byte{markGzip}, rest...), err
+}
+
+// markedReader is r after mark.
+type markedReader struct {
+	mark   byte
+	marked bool
+	r      io.Reader
+}
+
+func (m *markedReader) Read(p []byte) (int, error) {
+	if m.marked || len(p) == 0 {
+		return m.r.Read(p)
+	}
+	p[0], m.marked = m.mark, true
+	n, err := m.r.Read(p[1:])
+	return n + 1, err
+}
+
+// zstdCompressor is the "zstd" encoding.Compressor. Encoders are pooled,
+// each used by one message at a time, in the caller's goroutine
+// (concurrency 1), so a pooled one owns no goroutine. It decompresses
+// into the marked form (markZstd and the message as it came), which the
+// server codec decodes.
 type zstdCompressor struct{}
 
-var (
-	zstdEncoders sync.Pool // *zstd.Encoder
-	zstdDecoders sync.Pool // *zstd.Decoder
-)
+var zstdEncoders sync.Pool // *zstd.Encoder
 
 func (zstdCompressor) Name() string { return "zstd" }
 
@@ -524,55 +609,78 @@ func (p *pooledEncoder) Close() error {
 }
 
 func (zstdCompressor) Decompress(r io.Reader) (io.Reader, error) {
-	d, _ := zstdDecoders.Get().(*zstd.Decoder)
-	if d == nil {
-		var err error
-		d, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1),
-			zstd.WithDecoderMaxMemory(grpcZstdWindow), zstd.WithDecoderMaxWindow(grpcZstdWindow), zstd.WithDecoderLowmem(true))
-		if err != nil {
-			return nil, err
-		}
-	}
-	if err := d.Reset(r); err != nil {
-		zstdDecoders.Put(d)
-		return nil, err
-	}
-	return &pooledDecoder{d: d}, nil
+	return &markedReader{mark: markZstd, r: r}, nil
 }
 
-// pooledDecoder goes back to the pool at its end, or when grpc-go closes
-// it (it closes a decompressor's reader that is an io.Closer).
-type pooledDecoder struct{ d *zstd.Decoder }
-
-func (p *pooledDecoder) Read(b []byte) (int, error) {
-	if p.d == nil {
-		return 0, io.EOF
-	}
-	n, err := p.d.Read(b)
-	if err == io.EOF {
-		p.Close()
-	}
-	return n, err
-}
-
-func (p *pooledDecoder) Close() error {
-	if p.d != nil {
-		_ = p.d.Reset(nil)
-		zstdDecoders.Put(p.d)
-		p.d = nil
-	}
-	return nil
-}
-
-// callCompressed reports whether a gRPC call's messages come compressed
-// (grpc-encoding other than identity), so a message over the limit is told
-// DECOMPRESSED_TOO_LARGE. grpc-go gives the handler its transport stream,
-// which knows the encoding; without it the call counts as plain.
-func callCompressed(ctx context.Context) bool {
+// callCoding is the coding a gRPC call's messages may come in, from its
+// grpc-encoding: gzip or zstd (the names as grpc-go matches them,
+// exactly), identity otherwise. grpc-go gives the handler its transport
+// stream, which knows the encoding; without it the call counts as plain.
+func callCoding(ctx context.Context) contentCoding {
 	s, ok := grpc.ServerTransportStreamFromContext(ctx).(interface{ RecvCompress() string })
 	if !ok {
-		return false
+		return codingIdentity
 	}
-	c := s.RecvCompress()
-	return c != "" && c != encoding.Identity
+	switch s.RecvCompress() {
+	case "gzip":
+		return codingGzip
+	case "zstd":
+		return codingZstd
+	}
+	return codingIdentity
+}
+
+// markedCoding is the coding of a received message by its first byte:
+// gzip or zstd when it is that coding's mark, identity otherwise.
+func markedCoding(data mem.BufferSlice) contentCoding {
+	for _, b := range data {
+		d := b.ReadOnlyData()
+		if len(d) == 0 {
+			continue
+		}
+		switch d[0] {
+		case markGzip:
+			return codingGzip
+		case markZstd:
+			return codingZstd
+		}
+		return codingIdentity
+	}
+	return codingIdentity
+}
+
+// markedMessage reads a marked message's bytes, past its mark, from the
+// buffers gRPC read it into (which gRPC frees once the codec returns).
+type markedMessage struct{ parts [][]byte }
+
+func newMarkedMessage(data mem.BufferSlice) *markedMessage {
+	m := &markedMessage{parts: make([][]byte, 0, len(data))}
+	for _, b := range data {
+		if d := b.ReadOnlyData(); len(d) > 0 {
+			m.parts = append(m.parts, d)
+		}
+	}
+	m.parts[0] = m.parts[0][1:] // markedCoding found the mark there
+	return m
+}
+
+// Len is the bytes left.
+func (m *markedMessage) Len() int {
+	n := 0
+	for _, p := range m.parts {
+		n += len(p)
+	}
+	return n
+}
+
+func (m *markedMessage) Read(p []byte) (int, error) {
+	for len(m.parts) > 0 && len(m.parts[0]) == 0 {
+		m.parts = m.parts[1:]
+	}
+	if len(m.parts) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, m.parts[0])
+	m.parts[0] = m.parts[0][n:]
+	return n, nil
 }

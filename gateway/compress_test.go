@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"strings"
 	"sync"
@@ -17,9 +19,11 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	grpcgzip "google.golang.org/grpc/encoding/gzip"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/stats"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/sluicehq/sluice/examples"
 	"github.com/sluicehq/sluice/gateway"
@@ -56,12 +60,30 @@ func (a *answerEncodings) last() string {
 	return a.names[len(a.names)-1]
 }
 
+// zstdAnswers decodes zstd answers for a client in the gateway's process,
+// where the registered "zstd" decompresses only into the form the
+// gateway's server codec reads (compress.go). It is grpc-go's older,
+// per-connection decompressor API, which a client prefers for its
+// encoding.
+type zstdAnswers struct{}
+
+func (zstdAnswers) Type() string { return "zstd" }
+func (zstdAnswers) Do(r io.Reader) ([]byte, error) {
+	d, err := zstd.NewReader(r)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return io.ReadAll(d)
+}
+
 // compressingClient is a gRPC client of h that records its answers'
 // encodings.
 func compressingClient(t *testing.T, h *harness) (ingestv1.IngestServiceClient, *answerEncodings) {
 	t.Helper()
 	rec := &answerEncodings{}
-	conn, err := grpc.NewClient(h.srv.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithStatsHandler(rec))
+	conn, err := grpc.NewClient(h.srv.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithStatsHandler(rec),
+		grpc.WithDecompressor(zstdAnswers{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,6 +114,32 @@ func TestCompressedGRPCPublish(t *testing.T) {
 			if got := rec.last(); got != name {
 				t.Errorf("answer's grpc-encoding %q, want %q", got, name)
 			}
+
+			// A PublishStream in the same coding: two batches, two answers.
+			st, err := client.PublishStream(ctx, grpc.UseCompressor(name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for b := range uint64(2) {
+				e.ID = fmt.Sprintf("grpc-stream-%s-%d", name, b)
+				ids = append(ids, e.ID)
+				if err := st.Send(&ingestv1.PublishStreamRequest{BatchId: b, Events: []*ingestv1.Event{e.proto()}}); err != nil {
+					t.Fatal(err)
+				}
+				out, err := st.Recv()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if out.GetBatchId() != b || out.GetResults()[0].GetOutcome() != ingestv1.Outcome_ACCEPTED {
+					t.Fatalf("stream answer %v", out)
+				}
+			}
+			if err := st.CloseSend(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := st.Recv(); !errors.Is(err, io.EOF) {
+				t.Fatalf("stream's end: %v", err)
+			}
 		})
 	}
 	if recs := h.consumeIDs(h.topics[typeLog], ids); len(recs) < len(ids) {
@@ -100,30 +148,39 @@ func TestCompressedGRPCPublish(t *testing.T) {
 }
 
 // TestCompressedGRPCTooLarge: a compressed message over max_request_bytes
-// once decompressed is DECOMPRESSED_TOO_LARGE with ErrorInfo up to twice
-// the limit, and grpc-go's own RESOURCE_EXHAUSTED past it; a plain one
-// stays BATCH_TOO_LARGE.
+// once decompressed is DECOMPRESSED_TOO_LARGE with ErrorInfo, however far
+// past the limit it would inflate; one over it as it came is
+// BATCH_TOO_LARGE, as a plain one is, up to twice the limit; past that the
+// transport refuses it unread with its own RESOURCE_EXHAUSTED.
 func TestCompressedGRPCTooLarge(t *testing.T) {
 	h := newHarness(t, harnessOpts{})
 	client, _ := compressingClient(t, h)
 	limit := h.cfg.Limits.MaxRequestBytes
+	noise := func(n int) []byte { // does not compress
+		b := make([]byte, n)
+		_, _ = rand.NewChaCha8([32]byte{1}).Read(b)
+		return b
+	}
 	for _, c := range []struct {
 		name       string
 		compressor string
-		size       int
+		payload    []byte
 		code       codes.Code
 		reason     string // of ErrorInfo; "" for none
 	}{
-		{"gzip, 1.5x", grpcgzip.Name, limit * 3 / 2, codes.InvalidArgument, "DECOMPRESSED_TOO_LARGE"},
-		{"zstd, 1.5x", "zstd", limit * 3 / 2, codes.InvalidArgument, "DECOMPRESSED_TOO_LARGE"},
-		{"gzip, 16x", grpcgzip.Name, limit * 16, codes.ResourceExhausted, ""},
-		{"zstd, 16x", "zstd", limit * 16, codes.ResourceExhausted, ""},
-		{"plain, 1.5x", "", limit * 3 / 2, codes.InvalidArgument, "BATCH_TOO_LARGE"},
+		{"gzip, 1.5x", grpcgzip.Name, make([]byte, limit*3/2), codes.InvalidArgument, "DECOMPRESSED_TOO_LARGE"},
+		{"zstd, 1.5x", "zstd", make([]byte, limit*3/2), codes.InvalidArgument, "DECOMPRESSED_TOO_LARGE"},
+		{"gzip, 16x", grpcgzip.Name, make([]byte, limit*16), codes.InvalidArgument, "DECOMPRESSED_TOO_LARGE"},
+		{"zstd, 16x", "zstd", make([]byte, limit*16), codes.InvalidArgument, "DECOMPRESSED_TOO_LARGE"},
+		{"gzip, 1.5x as it came", grpcgzip.Name, noise(limit * 3 / 2), codes.InvalidArgument, "BATCH_TOO_LARGE"},
+		{"zstd, 1.5x as it came", "zstd", noise(limit * 3 / 2), codes.InvalidArgument, "BATCH_TOO_LARGE"},
+		{"gzip, 3x as it came", grpcgzip.Name, noise(limit * 3), codes.ResourceExhausted, ""},
+		{"plain, 1.5x", "", make([]byte, limit*3/2), codes.InvalidArgument, "BATCH_TOO_LARGE"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(withKey(context.Background(), keyAll), 15*time.Second)
 			defer cancel()
-			e := ev{ID: "big", Type: typeLog, At: h.clock.Now(), Binary: make([]byte, c.size)}
+			e := ev{ID: "big", Type: typeLog, At: h.clock.Now(), Binary: c.payload}
 			var opts []grpc.CallOption
 			if c.compressor != "" {
 				opts = append(opts, grpc.UseCompressor(c.compressor))
@@ -391,5 +448,151 @@ func TestCompressedRESTRefusals(t *testing.T) {
 				t.Error("the connection is kept, so the body was read or drained")
 			}
 		})
+	}
+}
+
+// wireCompressor is a client's compressor (grpc-go's older API, set per
+// connection) that sends body, flagged compressed under its name, in place
+// of every message: how a test puts bytes that do not decompress on the
+// wire.
+type wireCompressor struct {
+	name string
+	body []byte
+}
+
+func (c wireCompressor) Do(w io.Writer, _ []byte) error { _, err := w.Write(c.body); return err }
+func (c wireCompressor) Type() string                   { return c.name }
+
+// TestCompressedGRPCCorrupt: a Publish message flagged gzip or zstd that
+// does not decompress is MALFORMED, and one whose zstd frame asks for a
+// window over the limit, or that inflates past the limit however far, is
+// DECOMPRESSED_TOO_LARGE: INVALID_ARGUMENT with ErrorInfo, as REST says
+// it (TestCompressedRESTRefusals, TestCompressedRESTBombs), never gRPC's
+// own INTERNAL or RESOURCE_EXHAUSTED.
+func TestCompressedGRPCCorrupt(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	limit := h.cfg.Limits.MaxRequestBytes
+	e := ev{ID: "never", Type: typeLog, Key: "svc", At: h.clock.Now(), JSON: examples.LogLineJSON}
+	text, err := proto.Marshal(&ingestv1.PublishRequest{Events: []*ingestv1.Event{e.proto()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	flip := func(b []byte, i int) []byte {
+		b = bytes.Clone(b)
+		b[(len(b)+i)%len(b)] ^= 0xff
+		return b
+	}
+	for _, c := range []struct {
+		name, coding string
+		body         []byte
+		reason       ingestv1.Reason
+	}{
+		{"gzip: not gzip", "gzip", text, ingestv1.Reason_MALFORMED},
+		{"gzip: bad checksum", "gzip", flip(gzipped(text), -8), ingestv1.Reason_MALFORMED},
+		{"gzip: corrupt data", "gzip", flip(gzipped(text), 12), ingestv1.Reason_MALFORMED},
+		{"gzip: truncated", "gzip", gzipped(text)[:len(gzipped(text))-5], ingestv1.Reason_MALFORMED},
+		{"gzip: trailing garbage", "gzip", append(gzipped(text), 0x0a, 0x00), ingestv1.Reason_MALFORMED},
+		{"zstd: not zstd", "zstd", text, ingestv1.Reason_MALFORMED},
+		{"zstd: bad checksum", "zstd", flip(zstded(text), -1), ingestv1.Reason_MALFORMED},
+		{"zstd: truncated", "zstd", zstded(text)[:len(zstded(text))-5], ingestv1.Reason_MALFORMED},
+		{"zstd: trailing garbage", "zstd", append(zstded(text), 0x0a, 0x00), ingestv1.Reason_MALFORMED},
+		{"gzip bomb", "gzip", gateway.GzipBomb(16 * limit), ingestv1.Reason_DECOMPRESSED_TOO_LARGE},
+		{"zstd claiming 4 GiB", "zstd", gateway.ZstdBomb(16, 256, false), ingestv1.Reason_DECOMPRESSED_TOO_LARGE},
+		{"zstd single segment of 4 GiB", "zstd", gateway.ZstdBomb(0, 0, true), ingestv1.Reason_DECOMPRESSED_TOO_LARGE},
+		{"zstd window of 16 MiB", "zstd", gateway.ZstdBomb(24, 64, false), ingestv1.Reason_DECOMPRESSED_TOO_LARGE},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			conn, err := grpc.NewClient(h.srv.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()),
+				grpc.WithCompressor(wireCompressor{name: c.coding, body: c.body}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			ctx, cancel := context.WithTimeout(withKey(context.Background(), keyAll), 15*time.Second)
+			defer cancel()
+			_, err = ingestv1.NewIngestServiceClient(conn).Publish(ctx, &ingestv1.PublishRequest{Events: []*ingestv1.Event{e.proto()}})
+			if status.Code(err) != codes.InvalidArgument {
+				t.Fatalf("%v, want INVALID_ARGUMENT", err)
+			}
+			if info := errorInfo(err); info.GetReason() != c.reason.String() || info.GetDomain() != gateway.ErrorDomain || info.GetMetadata()["retryable"] != "false" {
+				t.Fatalf("ErrorInfo %v, want reason %s, not retryable", info, c.reason)
+			}
+
+			// A PublishStream batch so is refused the same way, ending
+			// the stream.
+			st, err := ingestv1.NewIngestServiceClient(conn).PublishStream(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := st.Send(&ingestv1.PublishStreamRequest{BatchId: 1, Events: []*ingestv1.Event{e.proto()}}); err != nil && !errors.Is(err, io.EOF) {
+				t.Fatal(err)
+			}
+			_, err = st.Recv()
+			if status.Code(err) != codes.InvalidArgument || errorInfo(err).GetReason() != c.reason.String() {
+				t.Fatalf("stream: %v, want INVALID_ARGUMENT %s", err, c.reason)
+			}
+		})
+	}
+}
+
+// TestCompressedGRPCHealth: health requests in gzip and zstd are answered,
+// in the same coding.
+func TestCompressedGRPCHealth(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	rec := &answerEncodings{}
+	conn, err := grpc.NewClient(h.srv.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithStatsHandler(rec),
+		grpc.WithDecompressor(zstdAnswers{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for _, name := range []string{grpcgzip.Name, "zstd"} {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		out, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: ingestv1.IngestService_ServiceDesc.ServiceName}, grpc.UseCompressor(name))
+		cancel()
+		if err != nil || out.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+			t.Fatalf("%s: %v, %v", name, out, err)
+		}
+		if got := rec.last(); got != name {
+			t.Errorf("%s: answer's grpc-encoding %q", name, got)
+		}
+	}
+}
+
+// TestCompressedZstdWindowCharged: a zstd request is charged its decoder's
+// window besides a request of max_request_bytes, on gRPC as on REST: with
+// room for one plain request of that size and no more, a gzip request is
+// served on both, and a zstd one is refused UNAVAILABLE on both, unread.
+func TestCompressedZstdWindowCharged(t *testing.T) {
+	h := newHarness(t, harnessOpts{config: func(c *gateway.Config) {
+		c.Limits.RequestMemoryBytes = 2 * (2*int64(c.Limits.MaxRequestBytes) + 64<<10) // each half: one requestCost(max_request_bytes)
+		c.Limits.MaxQueueWait = 50 * time.Millisecond
+	}})
+	client, _ := compressingClient(t, h)
+	for i, coding := range []string{"gzip", "zstd"} {
+		e := ev{ID: fmt.Sprintf("w-%d", i), Type: typeLog, Key: "svc", At: h.clock.Now(), JSON: examples.LogLineJSON}
+		ctx, cancel := context.WithTimeout(withKey(context.Background(), keyAll), 15*time.Second)
+		_, grpcErr := client.Publish(ctx, &ingestv1.PublishRequest{Events: []*ingestv1.Event{e.proto()}}, grpc.UseCompressor(coding))
+		cancel()
+		body := gzipped(restBody(e))
+		if coding == "zstd" {
+			body = zstded(restBody(e))
+		}
+		resp, out := postEncoded(t, h, []string{coding}, "", body)
+		if coding == "gzip" {
+			if grpcErr != nil || resp.StatusCode != http.StatusOK {
+				t.Fatalf("gzip: gRPC %v, REST %d %s", grpcErr, resp.StatusCode, out)
+			}
+			continue
+		}
+		if status.Code(grpcErr) != codes.Unavailable || errorInfo(grpcErr).GetReason() != ingestv1.Reason_UNAVAILABLE.String() {
+			t.Errorf("zstd over gRPC: %v, want UNAVAILABLE", grpcErr)
+		}
+		if resp.StatusCode != http.StatusServiceUnavailable {
+			t.Errorf("zstd over REST: %d %s, want 503", resp.StatusCode, out)
+		}
+	}
+	if got := counterValue(t, h.reg, "sluice_request_memory_refusals_total", nil); got != 2 {
+		t.Errorf("sluice_request_memory_refusals_total %v, want 2", got)
 	}
 }

@@ -24,8 +24,11 @@ type Config struct {
 	Dedup   DedupConfig    `yaml:"dedup"`
 	Sources []SourceConfig `yaml:"-"`
 	// Topics maps an event type to its Kafka topic; a type not listed goes to
-	// "ingest.<type>".
-	Topics map[string]string `yaml:"topics"`
+	// "ingest.<type>" (record.TopicOf). It is not a key of the gateway
+	// block: it is the deployment's one topic map, the config file's
+	// top-level topics block, which the consumer reads too; cmd/sluice
+	// passes it in.
+	Topics map[string]string `yaml:"-"`
 	// PublishTimeout bounds how long an event waits for Kafka's ack before
 	// it is answered UNAVAILABLE; a caller's earlier deadline wins.
 	PublishTimeout time.Duration `yaml:"publish_timeout"`
@@ -78,11 +81,24 @@ type LimitsConfig struct {
 	// transport refuses a stream past it (REFUSED_STREAM) before sluice
 	// sees it.
 	MaxConcurrentStreams uint32 `yaml:"max_concurrent_streams"`
-	// MaxStreams bounds the PublishStream streams open across connections.
-	// Past it a new stream is refused at its headers with UNAVAILABLE and
-	// RetryInfo, counted in sluice_streams_refused_total. Only authenticated
-	// streams count: an unauthenticated one is refused first.
+	// MaxStreams bounds the authenticated streams open across connections:
+	// PublishStream, and health or reflection calls that carry a valid
+	// credential. Past it a new one is refused at its headers with
+	// UNAVAILABLE and RetryInfo, counted in sluice_streams_refused_total.
+	// A PublishStream without a valid credential is refused
+	// UNAUTHENTICATED first; a health or reflection call without one is
+	// counted in UnauthenticatedStreams instead, never here.
 	MaxStreams int `yaml:"max_streams"`
+	// UnauthenticatedStreams bounds the gRPC calls and streams of callers
+	// without a valid credential (health, reflection, methods the server
+	// does not serve) open across connections: a share of their own,
+	// apart from every bound an authenticated caller takes a place in.
+	// Long-lived ones (health Watch, reflection) may hold at most half of
+	// it, so a health Check without a key is answered while they are at
+	// their bound. Past it a new one is refused at its headers with
+	// UNAVAILABLE and RetryInfo, counted in
+	// sluice_unauthenticated_streams_refused_total. At least 2.
+	UnauthenticatedStreams int `yaml:"unauthenticated_streams"`
 	// StreamWindow is how many batches of one PublishStream may be in flight
 	// before the gateway stops reading the stream.
 	StreamWindow int `yaml:"stream_window"`
@@ -187,17 +203,18 @@ func NewDefaultConfig() Config {
 		GRPCTLS:  tlsfiles.NewDefaultListenerConfig(),
 		HTTPTLS:  tlsfiles.NewDefaultListenerConfig(),
 		Limits: LimitsConfig{
-			MaxEventBytes:        256 << 10,
-			MaxEventsPerRequest:  500,
-			MaxRequestBytes:      4 << 20,
-			MaxDepth:             32,
-			MaxEventAge:          7 * 24 * time.Hour,
-			MaxEventFuture:       5 * time.Minute,
-			MaxConcurrentStreams: 100,
-			MaxStreams:           1000,
-			StreamWindow:         4,
-			StreamWindowBytes:    32 << 20,
-			StreamIdleTimeout:    time.Minute,
+			MaxEventBytes:          256 << 10,
+			MaxEventsPerRequest:    500,
+			MaxRequestBytes:        4 << 20,
+			MaxDepth:               32,
+			MaxEventAge:            7 * 24 * time.Hour,
+			MaxEventFuture:         5 * time.Minute,
+			MaxConcurrentStreams:   100,
+			MaxStreams:             1000,
+			UnauthenticatedStreams: 16,
+			StreamWindow:           4,
+			StreamWindowBytes:      32 << 20,
+			StreamIdleTimeout:      time.Minute,
 
 			MaxViolationsPerEvent:    20,
 			MaxViolationsPerResponse: 1000,
@@ -267,6 +284,8 @@ func (c Config) Validate() error {
 		return fieldErr("limits.receiving_requests", "must be >= 1")
 	case l.MaxStreams < 1:
 		return fieldErr("limits.max_streams", "must be >= 1")
+	case l.UnauthenticatedStreams < 2:
+		return fieldErr("limits.unauthenticated_streams", "must be >= 2 (long-lived streams hold at most half, so a health Check always has room)")
 	case l.ReceiveTimeout <= 0:
 		return fieldErr("limits.receive_timeout", "must be > 0")
 	case l.MaxHeaderListBytes < minHeaderListBytes || l.MaxHeaderListBytes > 1<<20:

@@ -48,6 +48,7 @@ func TestConfigValidate(t *testing.T) {
 		{"limits.max_event_future", func(c *Config) { c.Limits.MaxEventFuture = -time.Second }},
 		{"limits.max_concurrent_streams", func(c *Config) { c.Limits.MaxConcurrentStreams = 0 }},
 		{"limits.receiving_requests", func(c *Config) { c.Limits.ReceivingRequests = 0 }},
+		{"limits.unauthenticated_streams", func(c *Config) { c.Limits.UnauthenticatedStreams = 1 }},
 		{"limits.max_request_bytes", func(c *Config) { c.Limits.MaxRequestBytes = c.Limits.MaxEventBytes - 1 }},
 		{"limits.max_depth", func(c *Config) { c.Limits.MaxDepth = 1000 }},
 		{"limits.stream_window", func(c *Config) { c.Limits.StreamWindow = 0 }},
@@ -150,7 +151,8 @@ func yamlField(t reflect.Type, name string) (reflect.StructField, bool) {
 }
 
 // TestTopicOfUnloadedType: New names a topics entry whose type has no
-// contract loaded by its path.
+// contract loaded by its path in the topic map, which is not a key of the
+// gateway block (the file's top-level topics block is).
 func TestTopicOfUnloadedType(t *testing.T) {
 	registry, err := contract.Load(examples.Contracts, examples.Types)
 	if err != nil {
@@ -161,7 +163,7 @@ func TestTopicOfUnloadedType(t *testing.T) {
 	cfg.Topics = map[string]string{"examples.logs.v1.LogLine": "logs", "examples.nope.v1.Gone": "gone"}
 	_, err = New(cfg, served(registry), acceptAll{})
 	var ce *ConfigError
-	if !errors.As(err, &ce) || ce.Field != "topics.examples.nope.v1.Gone" || !isYAMLPath(reflect.TypeFor[Config](), ce.Field) {
+	if !errors.As(err, &ce) || ce.Field != "topics.examples.nope.v1.Gone" || isYAMLPath(reflect.TypeFor[Config](), "topics") {
 		t.Fatalf("got %v, want an error naming topics.examples.nope.v1.Gone", err)
 	}
 }

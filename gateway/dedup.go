@@ -9,8 +9,9 @@ import (
 const dedupShards = 64
 
 // dedupBytesPerEntry is what the window keeps per accepted id at most: a
-// 40-byte ring slot and a 20-byte map slot in a table between 7/16 and 7/8
-// full (TestDedupMemoryPerID measures it with SLUICE_MEMORY_TESTS=1).
+// 48-byte ring slot and a 20-byte map slot in a table between 7/16 and 7/8
+// full (TestDedupMemoryPerID measures it with SLUICE_MEMORY_TESTS=1: 92.8
+// bytes).
 const dedupBytesPerEntry = 96
 
 // maxDedupShardEntries is the most ids one shard remembers: its map holds
@@ -18,7 +19,10 @@ const dedupBytesPerEntry = 96
 const maxDedupShardEntries = 1<<32 - 1
 
 // dedupWindow remembers the (source, event id) pairs accepted within a
-// window, with where each was made durable. An id is claimed while it is
+// window, with where each was made durable and its payload's fingerprint.
+// A claim of a remembered id with the same fingerprint is a duplicate; with
+// another, a conflict: the id was accepted with another payload. An id is
+// claimed while it is
 // being published, so a concurrent retry of the same event waits for the
 // first attempt's outcome instead of publishing a second copy or
 // answering DUPLICATE for an event that may still fail. Memory is bounded:
@@ -28,11 +32,14 @@ const maxDedupShardEntries = 1<<32 - 1
 //
 // A committed id is remembered by a 128-bit digest of (source, id) under
 // seeds drawn at start, not by its text, and where it went as an origin
-// of two words: at most about 90 bytes an id (dedupBytesPerEntry) instead
+// of two words: at most about 95 bytes an id (dedupBytesPerEntry) instead
 // of the id's length plus a few hundred, and tables without pointers,
 // which the garbage collector does not scan. Two ids share a digest with a probability near 2^-128
 // per pair (under 10^-26 for a full window of a million ids); such a pair
-// would answer DUPLICATE for the second.
+// would answer DUPLICATE for the second. A payload is remembered by the
+// first 64 bits of its fingerprint (payloadPrint): two payloads of one id
+// that share them, with a probability near 2^-64, would answer DUPLICATE
+// for the second, which the sink then records as a conflict.
 type dedupWindow struct {
 	window  time.Duration
 	now     func() time.Time
@@ -74,14 +81,24 @@ type ringSlot struct {
 	d  digest
 	at int64 // commit time, Unix ns
 	o  origin
+	p  payloadPrint
 }
 
-// claim is the answer to claim: exactly one of the fields is meaningful.
+// payloadPrint is what the window keeps of a payload's fingerprint: its
+// first 64 bits.
+type payloadPrint uint64
+
+// claim is the answer to claim: one of duplicate, conflict, owner and
+// wait is set.
 type claim struct {
 	duplicate bool
-	origin    origin          // with duplicate: where the accepted one went
-	owner     bool            // the caller must publish and then settle
-	wait      <-chan struct{} // another publish of the id is in flight
+	// conflict: the id was accepted with the payload accepted names, not
+	// the one claimed.
+	conflict bool
+	accepted payloadPrint
+	origin   origin          // with duplicate: where the accepted one went
+	owner    bool            // the caller must publish and then settle
+	wait     <-chan struct{} // another publish of the id is in flight
 }
 
 func newDedupWindow(cfg DedupConfig, now func() time.Time, onEvict func()) *dedupWindow {
@@ -104,10 +121,11 @@ func (d *dedupWindow) shard(dg digest) *dedupShard {
 	return &d.shards[dg[0]%dedupShards]
 }
 
-// claim answers whether the id was accepted within the window, makes the
-// caller its owner, or hands back a channel to wait on. dg is the id's
-// digest, taken once per event.
-func (d *dedupWindow) claim(dg digest) claim {
+// claim answers whether the id was accepted within the window, with
+// payload p (a duplicate) or another one (a conflict), makes the caller
+// its owner, or hands back a channel to wait on. dg is the id's digest,
+// taken once per event.
+func (d *dedupWindow) claim(dg digest, p payloadPrint) claim {
 	s := d.shard(dg)
 	now := d.now().UnixNano()
 	s.mu.Lock()
@@ -123,6 +141,9 @@ func (d *dedupWindow) claim(dg digest) claim {
 	}
 	if i, ok := s.committed[dg]; ok {
 		if slot := &s.ring[i]; now-slot.at < int64(d.window) {
+			if slot.p != p {
+				return claim{conflict: true, accepted: slot.p}
+			}
 			return claim{duplicate: true, origin: slot.o}
 		}
 	}
@@ -131,9 +152,9 @@ func (d *dedupWindow) claim(dg digest) claim {
 }
 
 // settle ends the caller's claim: accepted ids are remembered for the
-// window with their origin, failed ones are forgotten so a retry
-// publishes again.
-func (d *dedupWindow) settle(dg digest, accepted bool, o origin) {
+// window with their origin and payload p, failed ones are forgotten so a
+// retry publishes again.
+func (d *dedupWindow) settle(dg digest, accepted bool, o origin, p payloadPrint) {
 	s := d.shard(dg)
 	now := d.now().UnixNano()
 	s.mu.Lock()
@@ -157,7 +178,7 @@ func (d *dedupWindow) settle(dg digest, accepted bool, o origin) {
 	}
 	i := (s.head + s.size) % len(s.ring)
 	s.committed[dg] = uint32(i)
-	s.ring[i] = ringSlot{d: dg, at: now, o: o}
+	s.ring[i] = ringSlot{d: dg, at: now, o: o, p: p}
 	s.size++
 }
 

@@ -26,8 +26,8 @@ func BenchmarkDedup(b *testing.B) {
 		d := newDedupWindow(cfg, clock, func() {})
 		for i, id := range ids {
 			k := dedupKey{"bench", id}
-			d.claim(d.digest(k))
-			d.settle(d.digest(k), true, kafkaOrigin(0, int32(i%3), int64(i)))
+			d.claim(d.digest(k), 0)
+			d.settle(d.digest(k), true, kafkaOrigin(0, int32(i%3), int64(i)), 0)
 		}
 		return d
 	}
@@ -43,17 +43,17 @@ func BenchmarkDedup(b *testing.B) {
 		b.ResetTimer()
 		for i := 0; b.Loop(); i++ {
 			k := dedupKey{"bench", fresh[i&(1<<16-1)] + strconv.Itoa(i>>16)}
-			if c := d.claim(d.digest(k)); !c.owner {
+			if c := d.claim(d.digest(k), 0); !c.owner {
 				b.Fatalf("new id %v: %+v", k, c)
 			}
-			d.settle(d.digest(k), true, kafkaOrigin(0, int32(i%3), int64(i)))
+			d.settle(d.digest(k), true, kafkaOrigin(0, int32(i%3), int64(i)), 0)
 		}
 	})
 	b.Run("duplicate", func(b *testing.B) {
 		d := full()
 		b.ResetTimer()
 		for i := 0; b.Loop(); i++ {
-			if c := d.claim(d.digest(dedupKey{"bench", ids[(warm-1)-i%(warm/2)]})); !c.duplicate {
+			if c := d.claim(d.digest(dedupKey{"bench", ids[(warm-1)-i%(warm/2)]}), 0); !c.duplicate {
 				b.Fatalf("accepted id not a duplicate: %+v", c)
 			}
 		}
@@ -65,11 +65,11 @@ func BenchmarkDedup(b *testing.B) {
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
 				k := dedupKey{"bench", "p-" + strconv.FormatInt(next.Add(1), 10)}
-				if c := d.claim(d.digest(k)); !c.owner {
+				if c := d.claim(d.digest(k), 0); !c.owner {
 					b.Errorf("new id %v: %+v", k, c)
 					return
 				}
-				d.settle(d.digest(k), true, kafkaOrigin(0, 0, 1))
+				d.settle(d.digest(k), true, kafkaOrigin(0, 0, 1), 0)
 			}
 		})
 	})

@@ -39,10 +39,10 @@ func TestDedupMemoryPerID(t *testing.T) {
 	d := newDedupWindow(DedupConfig{Window: time.Hour, MaxEntries: n}, func() time.Time { return now }, func() { evicted++ })
 	for i, id := range ids {
 		k := dedupKey{"bench", id}
-		if !d.claim(d.digest(k)).owner {
+		if !d.claim(d.digest(k), 0).owner {
 			t.Fatalf("%s: not new", id)
 		}
-		d.settle(d.digest(k), true, kafkaOrigin(0, int32(i%3), int64(i)))
+		d.settle(d.digest(k), true, kafkaOrigin(0, int32(i%3), int64(i)), 0)
 	}
 	if weigh {
 		runtime.GC()

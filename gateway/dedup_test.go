@@ -15,32 +15,40 @@ func TestDedupWindow(t *testing.T) {
 	d := newDedupWindow(DedupConfig{Window: time.Minute, MaxEntries: dedupShards * 2}, clock, func() { evicted++ })
 	k := dedupKey{"src", "id-1"}
 
-	if c := d.claim(d.digest(k)); !c.owner {
+	if c := d.claim(d.digest(k), 0); !c.owner {
 		t.Fatalf("first claim: %+v", c)
 	}
-	wait := d.claim(d.digest(k))
+	wait := d.claim(d.digest(k), 0)
 	if wait.wait == nil {
 		t.Fatalf("claim while in flight: %+v", wait)
 	}
-	d.settle(d.digest(k), false, origin{}) // the publish failed: forgotten
+	d.settle(d.digest(k), false, origin{}, 0) // the publish failed: forgotten
 	select {
 	case <-wait.wait:
 	default:
 		t.Fatal("waiters not woken by settle")
 	}
-	if c := d.claim(d.digest(k)); !c.owner {
+	if c := d.claim(d.digest(k), 0); !c.owner {
 		t.Fatalf("claim after a failed publish: %+v", c)
 	}
 	at := kafkaOrigin(2, 7, 1<<40)
-	d.settle(d.digest(k), true, at)
-	if c := d.claim(d.digest(k)); !c.duplicate || c.origin != at {
+	d.settle(d.digest(k), true, at, 5)
+	if c := d.claim(d.digest(k), 5); !c.duplicate || c.origin != at {
 		t.Fatalf("claim after accept: %+v, want a duplicate of %+v", c, at)
 	}
-	if c := d.claim(d.digest(dedupKey{"other", "id-1"})); !c.owner {
+	// Another payload under the id: a conflict naming the accepted one,
+	// which the window still remembers.
+	if c := d.claim(d.digest(k), 6); !c.conflict || c.accepted != 5 || c.duplicate || c.owner {
+		t.Fatalf("claim of another payload: %+v, want a conflict with 5", c)
+	}
+	if c := d.claim(d.digest(k), 5); !c.duplicate {
+		t.Fatalf("claim after a conflict: %+v, want a duplicate", c)
+	}
+	if c := d.claim(d.digest(dedupKey{"other", "id-1"}), 0); !c.owner {
 		t.Fatalf("another source's id: %+v", c)
 	}
 	now = now.Add(time.Minute)
-	if c := d.claim(d.digest(k)); !c.owner {
+	if c := d.claim(d.digest(k), 0); !c.owner {
 		t.Fatalf("claim after the window: %+v", c)
 	}
 	if evicted != 0 {
@@ -58,10 +66,10 @@ func TestDedupBound(t *testing.T) {
 	const n = maxEntries * 10
 	for i := range n {
 		k := dedupKey{"s", fmt.Sprint(i)}
-		if c := d.claim(d.digest(k)); !c.owner {
+		if c := d.claim(d.digest(k), 0); !c.owner {
 			t.Fatalf("id %d: %+v", i, c)
 		}
-		d.settle(d.digest(k), true, spoolOrigin(buffer.Position{Segment: 1, Offset: int64(i)}))
+		d.settle(d.digest(k), true, spoolOrigin(buffer.Position{Segment: 1, Offset: int64(i)}), 0)
 		now = now.Add(time.Millisecond)
 	}
 	if got := d.len(); got > maxEntries {
@@ -71,7 +79,7 @@ func TestDedupBound(t *testing.T) {
 		t.Fatalf("%d evictions counted, %d ids forgotten", evicted, n-d.len())
 	}
 	// The newest id of each shard is still a duplicate, of where it went.
-	if c := d.claim(d.digest(dedupKey{"s", fmt.Sprint(n - 1)})); !c.duplicate || c.origin != spoolOrigin(buffer.Position{Segment: 1, Offset: n - 1}) {
+	if c := d.claim(d.digest(dedupKey{"s", fmt.Sprint(n - 1)}), 0); !c.duplicate || c.origin != spoolOrigin(buffer.Position{Segment: 1, Offset: n - 1}) {
 		t.Fatalf("newest id: %+v", c)
 	}
 }
@@ -83,12 +91,12 @@ func TestDedupExpiryFreesMemory(t *testing.T) {
 	d := newDedupWindow(DedupConfig{Window: time.Second, MaxEntries: dedupShards * 100}, func() time.Time { return now }, nil)
 	for i := range 1000 {
 		k := dedupKey{"s", fmt.Sprint(i)}
-		d.claim(d.digest(k))
-		d.settle(d.digest(k), true, origin{})
+		d.claim(d.digest(k), 0)
+		d.settle(d.digest(k), true, origin{}, 0)
 	}
 	now = now.Add(2 * time.Second)
 	for i := range 1000 {
-		d.claim(d.digest(dedupKey{"t", fmt.Sprint(i)})) // touches every shard
+		d.claim(d.digest(dedupKey{"t", fmt.Sprint(i)}), 0) // touches every shard
 	}
 	if got := d.len(); got != 1000 {
 		t.Fatalf("%d entries, want only the 1000 pending ones", got)

@@ -10,7 +10,9 @@
 //     the server's tap, before the call takes any place or its message is
 //     read; on REST in a handler before the body is read. A caller that is
 //     not a source is refused UNAUTHENTICATED (401) and holds nothing an
-//     authenticated one needs. Keys are stored as SHA-256 digests only.
+//     authenticated one needs; gRPC health and reflection, open to all,
+//     count such a caller in a share of its own (UnauthenticatedStreams).
+//     Keys are stored as SHA-256 digests only.
 //  2. The request's memory is charged to RequestMemoryBytes before it is
 //     read (UNAVAILABLE, unread, when there is no room in time); a body or
 //     message over MaxRequestBytes is BATCH_TOO_LARGE (REST from its
@@ -30,12 +32,13 @@
 //     source's allowed types, a loaded contract for the type, the payload
 //     size, the occurred_at skew window, then decode and protovalidate
 //     against the contract (package contract).
-//  6. The dedup window: an (source, event id) accepted within the window is
-//     answered DUPLICATE and not published again, with the position the
-//     accepted one was answered with. While one attempt of an id is being
-//     published, others wait for its outcome, so concurrent retries make
-//     one record and no caller is told DUPLICATE for an event that then
-//     fails.
+//  6. The dedup window: an (source, event id) accepted within the window
+//     with the same payload is answered DUPLICATE and not published again,
+//     with the position the accepted one was answered with; with another
+//     payload it is refused IDEMPOTENCY_CONFLICT (see Identity). While one
+//     attempt of an id is being published, others wait for its outcome, so
+//     concurrent retries make one record and no caller is told DUPLICATE
+//     for an event that then fails.
 //  7. The surviving events are handed to admission (admission.Admission) in
 //     request order, so one key keeps its order, and each is answered
 //     ACCEPTED only once it is durable: acknowledged by Kafka with acks=all
@@ -62,6 +65,41 @@
 // written without reflection: REST's JSON by appendAnswer, gRPC's
 // protobuf by the server codec (marshalAnswer), each held to what
 // protojson and proto.Marshal write by a fuzz test.
+//
+// # Identity
+//
+// An event's (source, id) names one event: its idempotency key. Sent
+// again with the same payload it is a DUPLICATE, a success; sent with
+// another payload it is refused IDEMPOTENCY_CONFLICT (not retryable,
+// gRPC ALREADY_EXISTS, REST 409 when every event of a request is refused
+// so), as an idempotency key reused with other parameters is. "The same
+// payload" is the same contract message, whatever its form: a payload's
+// fingerprint is the SHA-256 of its canonical binary
+// (contract.Canonical: JSON and binary of one message, fields or map
+// entries in any order, have one), the sinks' payload_fingerprint. The
+// refusal carries both fingerprints in its conflict, is counted in
+// sluice_events_total{reason="IDEMPOTENCY_CONFLICT"} by source and type,
+// and is logged (at most conflictLogRate lines a second, a burst of
+// conflictLogBurst; the next line says how many were not logged). Where
+// each case is caught:
+//
+//   - repeated within one request: the gateway, after the first copy is
+//     judged (with dedup off too: a repeat with the same payload is
+//     published again, one with another payload refused, once the first is
+//     accepted). The conflict names the first's whole fingerprint.
+//   - within the dedup window, on the gateway that accepted the first: the
+//     window, which keeps 64 bits of each accepted payload's fingerprint
+//     (the conflict's accepted_fingerprint is their 16 hex digits, a prefix
+//     of the whole). The window's cost is 8 bytes an id.
+//   - past the window, once max_entries has forgotten the id, after the
+//     gateway restarts, or on another gateway replica: not here. The
+//     second payload is published, and the sink keeps the first, records
+//     the copy in its conflicts table and counts it in
+//     sluice_sink_conflicts_total.
+//
+// A poller's items are judged the same way: a partner item that changes
+// under the same id is refused and skipped; map its id to include what
+// changes (a version or an updated_at) to publish each version.
 //
 // # TLS and client certificates
 //
@@ -103,16 +141,22 @@
 // MaxRequestBytes, as a gRPC receive is, until it is in, and a zstd one
 // its decoder's window besides.
 //
-// gRPC accepts the "gzip" compressor (grpc-go's) and "zstd" (compress.go,
-// registered in init); answers go back in the request's compressor. grpc-go
-// decompresses a message itself and stops one byte past twice
-// MaxRequestBytes of its output: a message of a compressed call between
-// one and two times MaxRequestBytes once decompressed is DECOMPRESSED_TOO_LARGE with
-// ErrorInfo; past that, grpc-go answers RESOURCE_EXHAUSTED itself, and a
-// message that does not decompress INTERNAL, neither with ErrorInfo. The
-// zstd decoder takes windows of at most 8 MiB (RFC 8878's recommended
-// bound, which covers the default limits): compressors are registered per
-// process, so its bound cannot follow one server's limits.
+// gRPC accepts messages in gzip and zstd, and answers go back in the
+// request's compressor. A compressed message is decompressed by the
+// server codec, not by grpc-go, with the same decoders and bounds as a
+// REST body: over MaxRequestBytes as it came it is BATCH_TOO_LARGE, past
+// MaxRequestBytes decoded (or with a zstd window over the bound above) it
+// is DECOMPRESSED_TOO_LARGE, and one that does not decompress is
+// MALFORMED, each with ErrorInfo; it is charged as REST charges a
+// compressed body, a zstd one with its window. A compressed health or
+// reflection request, which no budget is charged for, is decompressed to
+// at most 64 KiB with a zstd window of at most that. grpc-go would decompress
+// before the codec and answer a failure with a bare INTERNAL, so the
+// server's decompressors only pass a message on behind a one-byte mark of
+// its coding (compress.go): gzip's per server (grpc.RPCDecompressor), and
+// zstd's as the "zstd" compressor registered in init, which a gRPC client
+// in the same process therefore cannot read zstd answers with ("gzip"
+// stays grpc-go's own, for every client).
 //
 // REST answers of 1 KiB or more are compressed in gzip or zstd when
 // Accept-Encoding asks for it (weights, q=0, identity and "*" honoured;
@@ -123,10 +167,14 @@
 // # The API's description
 //
 // With HTTP.OpenAPI (the default), the REST listener serves GET
-// /openapi.json, an OpenAPI 3.1 description built at start from the loaded
-// contracts (openapi.go; each payload's schema from contract.JSONSchema),
-// and GET /docs, a page of it (docs.go), both without authentication and
-// compressed when asked. Other methods on them are 405 with Allow.
+// /openapi.json, an OpenAPI 3.1 description built at start, and at each
+// contracts reload, from the loaded contracts (openapi.go; each payload's
+// schema from contract.JSONSchema), and GET /docs, a page of it (docs.go),
+// both without authentication. The description is never narrower than the
+// gateway: every event it accepts is valid under it. Both documents are
+// compressed once, when built, and served in the coding asked for with an
+// ETag per coding (If-None-Match answers 304). Other methods on them are
+// 405 with Allow.
 //
 // # Guarantees
 //
@@ -145,10 +193,11 @@
 //     MALFORMED (INVALID_ARGUMENT, 400), never a bare INTERNAL or a 5xx;
 //     unknown paths and methods are typed 404s and 405s (with Allow).
 //     Answers gRPC gives itself, before or after sluice's handler, have no
-//     ErrorInfo: a message over twice MaxRequestBytes (RESOURCE_EXHAUSTED,
-//     unread; compressed, once decompressed), one that does not
-//     decompress (INTERNAL), one that missed ReceiveTimeout (DEADLINE_EXCEEDED), a unary
-//     call with no message or two (INTERNAL), headers over
+//     ErrorInfo: a message longer on the wire than twice MaxRequestBytes
+//     and a byte (RESOURCE_EXHAUSTED, unread), one that missed ReceiveTimeout
+//     (DEADLINE_EXCEEDED), a unary call with no message or two
+//     (INTERNAL), a health or reflection request that does not decode or
+//     decompress (INTERNAL), headers over
 //     MaxHeaderListBytes and streams past MaxConcurrentStreams (stream
 //     resets). net/http answers a request it cannot parse (a bad request
 //     line or version, headers over MaxHeaderBytes) in plain text.
@@ -182,10 +231,17 @@
 //     RetryInfo, and what it held is freed.
 //   - Connections are bounded on gRPC: header bytes per call
 //     (MaxHeaderListBytes), streams per connection (MaxConcurrentStreams)
-//     and in total (MaxStreams, UNAVAILABLE past it), unary calls whose
-//     message is still arriving (ReceivingRequests, UNAVAILABLE past it),
-//     how long that message may take (ReceiveTimeout, DEADLINE_EXCEEDED),
-//     and a connection's age (MaxConnectionAge, then GOAWAY).
+//     and in total, every one counted in the tap before its message is
+//     read: authenticated streams (PublishStream, and health or
+//     reflection calls with a valid credential) by MaxStreams, calls
+//     without a credential (health, reflection) by a share of their own,
+//     UnauthenticatedStreams, of which long-lived streams (health Watch,
+//     reflection) hold at most half, so a health Check is answered while
+//     they are at their bound; both UNAVAILABLE with RetryInfo past
+//     them. Unary calls whose message is still arriving are bounded by
+//     ReceivingRequests (UNAVAILABLE past it), how long that message may
+//     take by ReceiveTimeout (DEADLINE_EXCEEDED), and a connection's age
+//     by MaxConnectionAge (then GOAWAY).
 //   - Readiness (Server.Ready, gRPC health) is checked in the server's own
 //     goroutine, not on demand; metrics and probes are served by
 //     internal/admin on a listener apart from the API.

@@ -2,14 +2,21 @@ package gateway
 
 import (
 	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"html/template"
 	"net/http"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/klauspost/compress/zstd"
 
 	"github.com/sluicehq/sluice/contract"
 
@@ -17,11 +24,100 @@ import (
 )
 
 // apiDocs is what GET /openapi.json and GET /docs answer for one
-// registry.
+// registry, each compressed once, when it is built.
 type apiDocs struct {
 	registry *contract.Registry
-	spec     []byte
-	page     []byte
+	spec     *document
+	page     *document
+}
+
+// document is one served document in each coding it is served in, made
+// once: an unauthenticated GET costs the gateway a write, not a
+// compression. Each coding has an ETag of its own (RFC 9110 makes a
+// strong validator one representation's), the identity's digest with the
+// coding after it.
+type document struct {
+	contentType string
+	body        [3][]byte // by contentCoding
+	etag        [3]string
+}
+
+func newDocument(contentType string, body []byte) (*document, error) {
+	d := &document{contentType: contentType}
+	var gz bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&gz, gzip.BestCompression)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := zw.Write(body); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	// A window well under RFC 9659's 8 MiB bound for the zstd coding, which
+	// clients may enforce.
+	ze, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedBestCompression), zstd.WithEncoderConcurrency(1),
+		zstd.WithWindowSize(1<<20))
+	if err != nil {
+		return nil, err
+	}
+	zs := ze.EncodeAll(body, nil)
+	if err := ze.Close(); err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(body)
+	tag := hex.EncodeToString(sum[:16])
+	d.body[codingIdentity], d.etag[codingIdentity] = body, `"`+tag+`"`
+	d.body[codingGzip], d.etag[codingGzip] = gz.Bytes(), `"`+tag+`-gzip"`
+	d.body[codingZstd], d.etag[codingZstd] = zs, `"`+tag+`-zstd"`
+	return d, nil
+}
+
+// serve answers r with the document in the coding w's caller accepts:
+// 304 when If-None-Match names that coding's ETag, HEAD without a body.
+func (d *document) serve(w http.ResponseWriter, r *http.Request) {
+	coding := codingIdentity
+	if aw, ok := w.(*answerWriter); ok {
+		coding = aw.coding
+	}
+	h := w.Header()
+	h.Set("Content-Type", d.contentType)
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Content-Type-Options", "nosniff")
+	if d.contentType != "application/json" {
+		h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
+	}
+	if !slices.Contains(h.Values("Vary"), "Accept-Encoding") {
+		h.Add("Vary", "Accept-Encoding")
+	}
+	h.Set("ETag", d.etag[coding])
+	if etagMatches(r.Header.Values("If-None-Match"), d.etag[coding]) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	if coding != codingIdentity {
+		h.Set("Content-Encoding", coding.String())
+	}
+	h.Set("Content-Length", strconv.Itoa(len(d.body[coding])))
+	w.WriteHeader(http.StatusOK)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(d.body[coding])
+	}
+}
+
+// etagMatches is If-None-Match's weak comparison of each tag of the
+// header lines with etag; "*" matches any.
+func etagMatches(lines []string, etag string) bool {
+	for _, line := range lines {
+		for tag := range strings.SplitSeq(line, ",") {
+			tag = strings.TrimPrefix(strings.TrimSpace(tag), "W/")
+			if tag == "*" || tag == etag {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // apiDocsCache holds the documents of the registry served and of the one
@@ -86,7 +182,14 @@ func (s *Service) buildDocs(registry *contract.Registry) (*apiDocs, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gateway: docs page: %w", err)
 	}
-	return &apiDocs{registry: registry, spec: spec, page: page}, nil
+	d := &apiDocs{registry: registry}
+	if d.spec, err = newDocument("application/json", spec); err != nil {
+		return nil, fmt.Errorf("gateway: openapi: compressing: %w", err)
+	}
+	if d.page, err = newDocument("text/html; charset=utf-8", page); err != nil {
+		return nil, fmt.Errorf("gateway: docs page: compressing: %w", err)
+	}
+	return d, nil
 }
 
 // docsRoutes serves the two documents of the registry served,
@@ -94,13 +197,12 @@ func (s *Service) buildDocs(registry *contract.Registry) (*apiDocs, error) {
 // on them are the typed 405.
 func (s *Service) docsRoutes(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var body []byte
-		var kind string
+		var doc *document
 		switch r.URL.EscapedPath() {
 		case "/openapi.json":
-			body, kind = s.docs.of(s, s.contracts.Registry()).spec, "application/json"
+			doc = s.docs.of(s, s.contracts.Registry()).spec
 		case "/docs":
-			body, kind = s.docs.of(s, s.contracts.Registry()).page, "text/html; charset=utf-8"
+			doc = s.docs.of(s, s.contracts.Registry()).page
 		default:
 			next.ServeHTTP(w, r)
 			return
@@ -111,14 +213,7 @@ func (s *Service) docsRoutes(next http.Handler) http.Handler {
 			writeFailureStatus(w, &Failure{Reason: ingestv1.Reason_MALFORMED, Message: "method " + r.Method + " not allowed: " + r.URL.Path + " is GET"}, http.StatusMethodNotAllowed)
 			return
 		}
-		h := w.Header()
-		h.Set("Content-Type", kind)
-		h.Set("Cache-Control", "no-cache")
-		h.Set("X-Content-Type-Options", "nosniff")
-		if kind != "application/json" {
-			h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
-		}
-		writeBody(w, http.StatusOK, body) // compressed when asked; HEAD drops the body
+		doc.serve(w, r)
 	})
 }
 
@@ -138,7 +233,6 @@ func docsPage(spec []byte) ([]byte, error) {
 		Components struct {
 			Schemas map[string]json.RawMessage `json:"schemas"`
 		} `json:"components"`
-		Undescribed map[string]string `json:"x-sluice-undescribed-types"`
 	}
 	if err := json.Unmarshal(spec, &doc); err != nil {
 		return nil, err
@@ -153,8 +247,7 @@ func docsPage(spec []byte) ([]byte, error) {
 		Title, Description, Operation string
 		Types                         []eventType
 		Statuses                      []status
-		Undescribed                   map[string]string
-	}{Title: doc.Info.Title, Description: doc.Info.Description, Undescribed: doc.Undescribed}
+	}{Title: doc.Info.Title, Description: doc.Info.Description}
 	op := doc.Paths["/v1/events"]["post"]
 	page.Operation = op.Description
 	for code, raw := range op.Responses {
@@ -172,11 +265,28 @@ func docsPage(spec []byte) ([]byte, error) {
 		}
 		var props struct {
 			Properties map[string]json.RawMessage `json:"properties"`
+			// A field's other names: it may be sent under one only.
+			Aliases map[string]struct {
+				Properties map[string]json.RawMessage `json:"properties"`
+			} `json:"dependentSchemas"`
 		}
 		_ = json.Unmarshal(doc.Components.Schemas[typ], &props)
 		et := eventType{Name: typ}
+		alias := map[string]bool{}
+		for _, d := range props.Aliases {
+			for other := range d.Properties {
+				alias[other] = true
+			}
+		}
 		for f, s := range props.Properties {
-			et.Fields = append(et.Fields, field{f, string(s)})
+			if alias[f] {
+				continue
+			}
+			name := f
+			for other := range props.Aliases[f].Properties {
+				name += " or " + other
+			}
+			et.Fields = append(et.Fields, field{name, string(s)})
 		}
 		sort.Slice(et.Fields, func(i, j int) bool { return et.Fields[i].Name < et.Fields[j].Name })
 		page.Types = append(page.Types, et)
@@ -210,8 +320,6 @@ The body is <code>{"events": [{"id", "type", "occurred_at", "partition_key", "pa
 <table><tr><th>payload field</th><th>schema</th></tr>
 {{range .Fields}}<tr><td><code>{{.Name}}</code></td><td><pre>{{.Schema}}</pre></td></tr>
 {{end}}</table>
-{{end}}{{if .Undescribed}}<h2>Types not described</h2>
-<p>Their contracts have rules that JSON Schema cannot state; the gateway takes them all the same.</p>
-<ul>{{range $t, $why := .Undescribed}}<li><code>{{$t}}</code>: {{$why}}</li>{{end}}</ul>{{end}}
+{{end}}
 </body></html>
 `))

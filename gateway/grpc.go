@@ -22,7 +22,10 @@ import (
 //     mistyped envelope fields are MALFORMED, the count is enforced while
 //     decoding), through the server codec, into a wireRequest;
 //   - a request that does not decode is typed MALFORMED by the handler,
-//     where gRPC's own decoding would answer a bare INTERNAL before it.
+//     where gRPC's own decoding would answer a bare INTERNAL before it;
+//     and so is a compressed one that does not decompress, which the
+//     codec decompresses itself (compress.go), bounded by
+//     MaxRequestBytes.
 
 // batchServer is what ingestService's handlers serve.
 type batchServer interface {
@@ -53,31 +56,47 @@ var ingestService = grpc.ServiceDesc{
 // or why it did not decode.
 type wireRequest struct {
 	stream bool
-	// compressed: the call's messages come compressed (callCompressed),
-	// so one over the limit was larger once decompressed.
-	compressed bool
-	batch      *batch
-	failure    *Failure
+	// coding is the call's grpc-encoding (callCoding): a message that
+	// came compressed in it arrives marked, and is decompressed here.
+	coding  contentCoding
+	batch   *batch
+	failure *Failure
 }
 
 // serverCodec is the "proto" codec, except that a wireRequest is decoded
-// by decodeWireBatch, and the answers are written by marshalAnswer.
+// by decodeWireBatch, the answers are written by marshalAnswer, and a
+// message that came compressed (marked, see compress.go) is decompressed
+// here, bounded.
 type serverCodec struct {
 	encoding.CodecV2
 	limits   envelopeLimits
 	maxBytes int
+	// decoders decompress Publish messages, to at most maxBytes, as REST
+	// bodies are; others those of the other services (health,
+	// reflection), to at most otherMessageBytes with a zstd window of at
+	// most that: they are open to callers without a credential, and
+	// charged to no budget.
+	decoders, others *bodyDecoders
 }
 
+// otherMessageBytes bounds a compressed health or reflection request once
+// decompressed, and its zstd window: each is a name or two, and an
+// encoder given a message whole writes a frame whose window is its size.
+const otherMessageBytes = 64 << 10
+
 // maxReceiveBytes is what the gRPC transport reads of one message: twice
-// Limits.MaxRequestBytes. A message over the limit and within this is read
-// and refused BATCH_TOO_LARGE with ErrorInfo, undecoded; a larger one is
+// Limits.MaxRequestBytes, and a byte for the mark a compressed one gets
+// before the codec. A message over the limit and within this is read and
+// refused BATCH_TOO_LARGE with ErrorInfo, undecoded; a larger one is
 // refused by the transport from its length prefix, unread, with a bare
 // RESOURCE_EXHAUSTED (gRPC answers a failed receive itself). Both are
 // within what the handler charged before reading (requestCost).
-func maxReceiveBytes(l LimitsConfig) int { return 2 * l.MaxRequestBytes }
+func maxReceiveBytes(l LimitsConfig) int { return 2*l.MaxRequestBytes + 1 }
 
 func newServerCodec(l LimitsConfig) encoding.CodecV2 {
-	return serverCodec{CodecV2: encoding.GetCodecV2("proto"), limits: envelopeLimitsOf(l), maxBytes: l.MaxRequestBytes}
+	return serverCodec{CodecV2: encoding.GetCodecV2("proto"), limits: envelopeLimitsOf(l), maxBytes: l.MaxRequestBytes,
+		decoders: newMessageDecoders(l.MaxRequestBytes, zstdWindowFor(l.MaxRequestBytes)),
+		others:   newMessageDecoders(otherMessageBytes, otherMessageBytes+1)}
 }
 
 func envelopeLimitsOf(l LimitsConfig) envelopeLimits {
@@ -94,15 +113,15 @@ func (c serverCodec) Marshal(v any) (mem.BufferSlice, error) {
 func (c serverCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	w, ok := v.(*wireRequest)
 	if !ok {
-		return c.CodecV2.Unmarshal(data, v)
+		return c.unmarshalOther(data, v)
+	}
+	if w.coding != codingIdentity && markedCoding(data) == w.coding {
+		w.batch, w.failure = c.decodeCompressed(w.coding, newMarkedMessage(data), w.stream)
+		return nil
 	}
 	if n := data.Len(); n > c.maxBytes {
 		w.failure = &Failure{Reason: ingestv1.Reason_BATCH_TOO_LARGE,
 			Message: fmt.Sprintf("%d bytes is over the limit of %d per request", n, c.maxBytes)}
-		if w.compressed {
-			w.failure = &Failure{Reason: ingestv1.Reason_DECOMPRESSED_TOO_LARGE,
-				Message: fmt.Sprintf("%d bytes once decompressed is over the limit of %d per request", n, c.maxBytes)}
-		}
 		return nil
 	}
 	// The decoder copies what it keeps, so the message's buffers go back
@@ -123,6 +142,50 @@ func (c serverCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	return nil
 }
 
+// decodeCompressed decodes a message that came compressed in coding: over
+// maxBytes as it came, BATCH_TOO_LARGE, as a REST body over it is; else
+// decompressed by the decoders REST uses, so it is refused as a REST body
+// is: DECOMPRESSED_TOO_LARGE past maxBytes decoded (or for a zstd window
+// over the limit), MALFORMED when it does not decompress.
+func (c serverCodec) decodeCompressed(coding contentCoding, m *markedMessage, stream bool) (*batch, *Failure) {
+	if n := m.Len(); n > c.maxBytes {
+		return nil, &Failure{Reason: ingestv1.Reason_BATCH_TOO_LARGE,
+			Message: fmt.Sprintf("%d bytes compressed is over the limit of %d per request", n, c.maxBytes)}
+	}
+	msg, f := readBody(c.decoders.reader(coding, m), c.maxBytes, false, c.decoders.failure)
+	if f != nil {
+		return nil, f
+	}
+	return decodeWireBatch(msg, stream, c.limits)
+}
+
+// unmarshalOther decodes a message of another service (health,
+// reflection), decompressing a marked one first. grpc-go answers an error
+// here with INTERNAL: those services have no typed answers.
+func (c serverCodec) unmarshalOther(data mem.BufferSlice, v any) error {
+	coding := markedCoding(data)
+	if coding == codingIdentity {
+		return c.CodecV2.Unmarshal(data, v)
+	}
+	msg, f := readBody(c.others.reader(coding, newMarkedMessage(data)), otherMessageBytes, false, c.others.failure)
+	if f != nil {
+		return f
+	}
+	return c.CodecV2.Unmarshal(mem.BufferSlice{mem.SliceBuffer(msg)}, v)
+}
+
+// receiveCost is what a gRPC receive in coding is charged before its
+// message arrives, whose size is not known yet: a request of
+// MaxRequestBytes, and for zstd the decoder's window besides, as REST
+// charges a zstd body.
+func (s *Service) receiveCost(coding contentCoding) int64 {
+	n := requestCost(s.cfg.Limits.MaxRequestBytes)
+	if coding == codingZstd {
+		n += zstdWindowFor(s.cfg.Limits.MaxRequestBytes)
+	}
+	return n
+}
+
 // publishUnary serves Publish: one request message, one answer.
 func (s *Service) publishUnary(stream grpc.ServerStream) error {
 	ctx := stream.Context()
@@ -138,12 +201,13 @@ func (s *Service) publishUnary(stream grpc.ServerStream) error {
 	}
 	// The message's size is not known before it arrives: the largest's
 	// charge is taken, and the rest handed back once it is in.
-	hold, f := s.holdMemory(ctx, requestCost(s.cfg.Limits.MaxRequestBytes))
+	coding := callCoding(ctx)
+	hold, f := s.holdMemory(ctx, s.receiveCost(coding))
 	if f != nil {
 		return fail(f)
 	}
 	defer hold.release()
-	in := wireRequest{compressed: callCompressed(ctx)}
+	in := wireRequest{coding: coding}
 	if err := stream.RecvMsg(&in); err != nil {
 		// gRPC has answered: the call ended, passed its receive deadline,
 		// or sent a message over maxReceiveBytes.

@@ -43,18 +43,7 @@ func (k *positionedKafka) Admit(_ context.Context, recs []*kgo.Record) []admissi
 // Dedup is off here (BenchmarkDedup prices it). Read ns/event, B/op and
 // allocs/op (a batch's).
 func BenchmarkIngest(b *testing.B) {
-	registry, err := contract.Load(examples.Contracts, examples.Types)
-	if err != nil {
-		b.Fatal(err)
-	}
-	var line logsv1.LogLine
-	if err := protojson.Unmarshal(examples.LogLineJSON, &line); err != nil {
-		b.Fatal(err)
-	}
-	payload, err := proto.Marshal(&line)
-	if err != nil {
-		b.Fatal(err)
-	}
+	registry, payload, _ := benchLogLine(b)
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	cfg := NewDefaultConfig()
 	cfg.Dedup.Window = 0
@@ -96,4 +85,75 @@ func BenchmarkIngest(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*perBatch), "ns/event")
 		})
 	}
+}
+
+// BenchmarkIngestDedup is BenchmarkIngest's "results" with the dedup
+// window on, as it is by default: every event's id is new (a claim, a
+// settle and the payload's fingerprint), for a batch of binary payloads
+// (the gRPC workload's) and one of JSON payloads (REST's). The ids of 64
+// batches are sent in turn, and the clock passes the window between
+// rounds, so each is new again.
+func BenchmarkIngestDedup(b *testing.B) {
+	registry, payload, js := benchLogLine(b)
+	start := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	now := start
+	cfg := NewDefaultConfig()
+	cfg.Sources = []SourceConfig{{Name: "bench", KeyHashes: []string{HashKey("k")}, EventTypes: []string{"*"}}}
+	s, err := New(cfg, served(registry), &positionedKafka{}, WithClock(func() time.Time { return now }))
+	if err != nil {
+		b.Fatal(err)
+	}
+	const perBatch, batches = 100, 64
+	for _, form := range []string{"binary", "json"} {
+		b.Run(form, func(b *testing.B) {
+			all := make([][]*ingestv1.Event, batches)
+			for i := range all {
+				all[i] = make([]*ingestv1.Event, perBatch)
+				for j := range all[i] {
+					ev := &ingestv1.Event{Id: fmt.Sprintf("%s-%d-%d", form, i, j), Type: "examples.logs.v1.LogLine",
+						OccurredAt: timestamppb.New(start), PartitionKey: fmt.Sprintf("svc-%d", j%16)}
+					if form == "binary" {
+						ev.Payload = &ingestv1.Event_Binary{Binary: payload}
+					} else {
+						ev.Payload = &ingestv1.Event_Json{Json: string(js)}
+					}
+					all[i][j] = ev
+				}
+			}
+			ctx := context.Background()
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				if i%batches == 0 {
+					now = now.Add(cfg.Dedup.Window)
+				}
+				results := s.Ingest(ctx, "bench", all[i%batches])
+				if results[perBatch-1].GetOutcome() != ingestv1.Outcome_ACCEPTED {
+					b.Fatalf("result %v", results[perBatch-1])
+				}
+				i++
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*perBatch), "ns/event")
+		})
+	}
+}
+
+// benchLogLine is the example contracts and the example log line in
+// protobuf binary (as proto.Marshal writes it) and as JSON.
+func benchLogLine(b *testing.B) (registry *contract.Registry, binary, js []byte) {
+	registry, err := contract.Load(examples.Contracts, examples.Types)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var line logsv1.LogLine
+	if err := protojson.Unmarshal(examples.LogLineJSON, &line); err != nil {
+		b.Fatal(err)
+	}
+	if binary, err = proto.Marshal(&line); err != nil {
+		b.Fatal(err)
+	}
+	if js, err = protojson.Marshal(&line); err != nil {
+		b.Fatal(err)
+	}
+	return registry, binary, js
 }

@@ -21,9 +21,11 @@ type metrics struct {
 	shed            prometheus.Counter
 	requestsShed    prometheus.Counter
 	streamsRefused  prometheus.Counter
-	receiveTimeouts prometheus.Counter
-	memoryRefusals  prometheus.Counter
-	streamsIdle     prometheus.Counter
+	// unauthenticatedRefused: calls past limits.unauthenticated_streams.
+	unauthenticatedRefused prometheus.Counter
+	receiveTimeouts        prometheus.Counter
+	memoryRefusals         prometheus.Counter
+	streamsIdle            prometheus.Counter
 }
 
 // newMetrics builds the metrics and registers them on reg, all or none
@@ -67,7 +69,11 @@ func newMetrics(reg prometheus.Registerer, dedupLen, requestMemory, streamMemory
 		}),
 		streamsRefused: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "sluice_streams_refused_total",
-			Help: "PublishStream streams refused UNAVAILABLE at their headers because limits.max_streams streams were open.",
+			Help: "Authenticated streams (PublishStream, and health or reflection calls with a credential) refused UNAVAILABLE at their headers because limits.max_streams streams were open.",
+		}),
+		unauthenticatedRefused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sluice_unauthenticated_streams_refused_total",
+			Help: "gRPC calls without a valid credential (health, reflection) refused UNAVAILABLE at their headers because limits.unauthenticated_streams were open, or half of it in streams.",
 		}),
 		receiveTimeouts: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "sluice_receive_timeouts_total",
@@ -85,7 +91,7 @@ func newMetrics(reg prometheus.Registerer, dedupLen, requestMemory, streamMemory
 	if reg == nil {
 		return m, nil
 	}
-	err := promreg.Register(reg, m.events, m.requests, m.requestDuration, m.requestEvents, m.dedupEvictions, m.streamsOpen, m.shed, m.requestsShed, m.streamsRefused, m.receiveTimeouts, m.memoryRefusals, m.streamsIdle,
+	err := promreg.Register(reg, m.events, m.requests, m.requestDuration, m.requestEvents, m.dedupEvictions, m.streamsOpen, m.shed, m.requestsShed, m.streamsRefused, m.unauthenticatedRefused, m.receiveTimeouts, m.memoryRefusals, m.streamsIdle,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "sluice_dedup_entries",
 			Help: "Event ids remembered by the dedup window or being published.",
@@ -124,6 +130,7 @@ func (m *metrics) initLabels(sources, types []string) {
 			m.events.WithLabelValues(src, typ, ingestv1.Outcome_DUPLICATE.String(), "")
 			m.events.WithLabelValues(src, typ, ingestv1.Outcome_REJECTED.String(), ingestv1.Reason_BUFFER_FULL.String())
 			m.events.WithLabelValues(src, typ, ingestv1.Outcome_REJECTED.String(), ingestv1.Reason_UNAVAILABLE.String())
+			m.events.WithLabelValues(src, typ, ingestv1.Outcome_REJECTED.String(), ingestv1.Reason_IDEMPOTENCY_CONFLICT.String())
 		}
 	}
 }

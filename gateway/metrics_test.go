@@ -154,7 +154,7 @@ func TestSeriesFromStart(t *testing.T) {
 	types := registry.Types()
 	reasons := len(ingestv1.Reason_name) - 1 // every reason but REASON_UNSPECIFIED
 	for name, want := range map[string]int{
-		"sluice_events_total":             2 * len(types) * 4,
+		"sluice_events_total":             2 * len(types) * 5,
 		"sluice_requests_total":           len(transports) * (1 + reasons),
 		"sluice_request_duration_seconds": len(transports),
 	} {
@@ -162,7 +162,7 @@ func TestSeriesFromStart(t *testing.T) {
 			t.Errorf("%s: %d series before the first request (%v), want %d", name, n, err, want)
 		}
 	}
-	for _, outcome := range [][2]string{{"ACCEPTED", ""}, {"DUPLICATE", ""}, {"REJECTED", "BUFFER_FULL"}, {"REJECTED", "UNAVAILABLE"}} {
+	for _, outcome := range [][2]string{{"ACCEPTED", ""}, {"DUPLICATE", ""}, {"REJECTED", "BUFFER_FULL"}, {"REJECTED", "UNAVAILABLE"}, {"REJECTED", "IDEMPOTENCY_CONFLICT"}} {
 		want := fmt.Sprintf(`sluice_events_total{outcome=%q,reason=%q,source="b",type=%q} 0`, outcome[0], outcome[1], types[0])
 		found := false
 		mfs, err := reg.Gather()

@@ -3,7 +3,6 @@ package gateway
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -18,14 +17,22 @@ import (
 // contracts and the limits, so that it says what this gateway takes:
 //   - the body is {"events": [...]} with the wire's names (occurred_at,
 //     partition_key, payload), each event one of the loaded types with the
-//     JSON Schema of its contract as payload (contract.Schema: sound, so a
-//     request the description admits is one the gateway accepts);
+//     JSON Schema of its contract as payload (contract.Schema);
+//   - it is never narrower than the gateway: every request the gateway
+//     accepts in full, and every event it accepts, is valid under it (null
+//     for an absent field, occurred_at as Go's RFC 3339 parser reads it,
+//     each payload in every spelling protojson reads). Where JSON Schema
+//     cannot state a rule exactly the description says less and names the
+//     rule in words, never more: a client generated from it refuses
+//     nothing the gateway would take;
 //   - every status the route answers, with its body (the per-event answer,
 //     the whole-request ErrorBody, or either) and Retry-After;
 //   - occurred_at's skew window, which JSON Schema cannot say, in words and
 //     in x-sluice-event-time-window;
-//   - an event type whose contract has a rule without a JSON Schema form is
-//     listed under x-sluice-undescribed-types instead of described wrongly.
+//   - one server, the relative URL "/": the gateway that served the
+//     description, as the client reached it. A URL made from the request's
+//     Host would let any caller put a host of its choosing into a document
+//     others cache, and would name the proxy's inside address behind one.
 //
 // Compression (Content-Encoding gzip or zstd) and Grpc-Timeout are said in
 // the operation's description, not as parameters: a generated request
@@ -40,17 +47,11 @@ func (s *Service) openAPISpec(registry *contract.Registry) ([]byte, error) {
 	schemas := map[string]any{}
 	defs := map[string]*contract.Schema{}
 	var events []any
-	undescribed := map[string]string{}
 	for _, typ := range registry.Types() {
 		c, _ := registry.Lookup(typ)
 		payload, err := c.JSONSchema(defs, openAPIComponents)
-		var unexpressed *contract.UnexpressedRuleError
-		if errors.As(err, &unexpressed) {
-			undescribed[typ] = unexpressed.Error()
-			continue
-		}
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("gateway: openapi: %s: %w", typ, err)
 		}
 		name := "Event." + typ
 		schemas[name] = eventSchema(l, typ, payload)
@@ -106,6 +107,8 @@ func (s *Service) openAPISpec(registry *contract.Registry) ([]byte, error) {
 			"description": "Publish events to this gateway over REST. gRPC (sluice.ingest.v1.IngestService) takes " +
 				"the same events and answers with the same results.",
 		},
+		"servers": []any{map[string]any{"url": "/",
+			"description": "The gateway that served this description, at the scheme, host and port the client reached it by."}},
 		"paths": map[string]any{"/v1/events": map[string]any{"post": op}},
 		"components": map[string]any{
 			"schemas": schemas,
@@ -114,9 +117,6 @@ func (s *Service) openAPISpec(registry *contract.Registry) ([]byte, error) {
 				"bearer": map[string]any{"type": "http", "scheme": "bearer", "description": "The API key as a bearer token."},
 			},
 		},
-	}
-	if len(undescribed) > 0 {
-		doc["x-sluice-undescribed-types"] = undescribed
 	}
 	var out bytes.Buffer
 	enc := json.NewEncoder(&out)
@@ -158,14 +158,24 @@ var publishStatuses = map[int]publishStatus{
 	http.StatusBadRequest:            {text: "MALFORMED: the body, or every event, could not be decoded.", body: eitherBody},
 	http.StatusUnauthorized:          {text: "UNAUTHENTICATED: no valid API key or client certificate; the body was not read.", body: errorBody},
 	http.StatusForbidden:             {text: "FORBIDDEN_EVENT_TYPE for every event.", body: eitherBody},
+	http.StatusConflict:              {text: "IDEMPOTENCY_CONFLICT for every event: each id was accepted with another payload.", body: resultsBody},
 	http.StatusRequestEntityTooLarge: {text: "BATCH_TOO_LARGE, DECOMPRESSED_TOO_LARGE or EVENT_TOO_LARGE: over limits.max_request_bytes, max_events_per_request or max_event_bytes.", body: eitherBody},
 	http.StatusUnprocessableEntity:   {text: "No event was accepted, for reasons that differ or are per event (SCHEMA_VIOLATION, UNKNOWN_EVENT_TYPE, EVENT_TIME_OUT_OF_RANGE).", body: eitherBody, retryAfter: true},
 	http.StatusTooManyRequests:       {text: "RATE_LIMITED: the source is over its rate.", body: eitherBody, retryAfter: true},
 	http.StatusServiceUnavailable:    {text: "UNAVAILABLE or BUFFER_FULL: Kafka did not acknowledge in time, the spool is full, or the gateway is at its memory bound.", body: eitherBody, retryAfter: true},
 }
 
+// occurredAtPattern is what decodeJSONBatch takes as occurred_at: Go's
+// time.Parse of RFC 3339, which also reads a one-digit hour, a fraction
+// after a comma and of any length, and an offset of up to 24 hours and 60
+// minutes. It is wider by days past their month's end and instants
+// outside years 1 to 9999, which are refused.
+const occurredAtPattern = `^[0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])T(?:[01]?[0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]` +
+	`(?:[.,][0-9]+)?(?:Z|[+-](?:[01][0-9]|2[0-4]):(?:[0-5][0-9]|60))$`
+
 // eventSchema is one event of type typ as the REST decoder takes it: the
 // envelope rules of ingest.proto (envelope_rules.go) and the payload.
+// null is an absent field, as the decoder reads it.
 func eventSchema(l LimitsConfig, typ string, payload *contract.Schema) map[string]any {
 	return map[string]any{
 		"type": "object", "additionalProperties": false,
@@ -175,20 +185,22 @@ func eventSchema(l LimitsConfig, typ string, payload *contract.Schema) map[strin
 				"description": "The idempotency key: the same (source, id) within the dedup window is answered DUPLICATE."},
 			"type": map[string]any{"const": typ},
 			"occurred_at": map[string]any{
-				"type": "string", "format": "date-time",
-				"pattern": `^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,9})?(?:Z|[+-][0-9]{2}:[0-9]{2})$`,
-				"description": fmt.Sprintf("RFC 3339. It must be no more than %s before and %s after the gateway's clock, "+
+				// No "format": generated clients would parse it with their
+				// own date-time type, which may refuse what Go's RFC 3339
+				// parser takes (nanoseconds, among others).
+				"type": "string", "pattern": occurredAtPattern,
+				"description": fmt.Sprintf("An RFC 3339 date-time, as Go's time.Parse reads one, years 1 to 9999. It must be no more than %s before and %s after the gateway's clock, "+
 					"or the event is EVENT_TIME_OUT_OF_RANGE.", l.MaxEventAge, l.MaxEventFuture),
 				"x-sluice-event-time-window": map[string]any{
 					"max_age_seconds":    int64(l.MaxEventAge.Seconds()),
 					"max_future_seconds": int64(l.MaxEventFuture.Seconds()),
 				},
 			},
-			"partition_key": map[string]any{"type": "string", "maxLength": 256,
-				"description": "Events with the same key keep their order; empty means the event id."},
+			"partition_key": map[string]any{"type": []string{"string", "null"}, "maxLength": 256,
+				"description": "Events with the same key keep their order; empty or null means the event id."},
 			"payload": payload,
 			"attributes": map[string]any{
-				"type": "object", "maxProperties": 16,
+				"type": []string{"object", "null"}, "maxProperties": 16,
 				"propertyNames":        map[string]any{"minLength": 1, "maxLength": 64, "pattern": "^[a-z0-9][a-z0-9._-]*$"},
 				"additionalProperties": map[string]any{"type": "string", "maxLength": 256},
 				"description":          "Carried to Kafka as record headers sluice-attr-<key>.",
@@ -236,14 +248,25 @@ func answerSchemas() map[string]any {
 				"retry_after": map[string]any{"type": "string", "pattern": `^[0-9]+(?:\.[0-9]{1,9})?s$`},
 				"violations":  map[string]any{"type": "array", "items": map[string]any{"$ref": openAPIComponents + "FieldViolation"}},
 				"message":     map[string]any{"type": "string"},
+				"conflict": map[string]any{"$ref": openAPIComponents + "PayloadConflict",
+					"description": "With IDEMPOTENCY_CONFLICT: the fingerprints of the payload refused and of the one accepted under the same id."},
 			},
 		}
 	}
 	return map[string]any{
 		"Reason":         reason,
 		"FieldViolation": violation,
-		"Rejection":      refusal("Why one event was refused and whether sending it again may succeed."),
-		"ErrorBody":      refusal("A whole-request refusal."),
+		"PayloadConflict": map[string]any{
+			"type": "object", "required": []string{"fingerprint", "accepted_fingerprint"},
+			"description": "A payload's fingerprint is \"sha256:\" and lowercase hex digits of the SHA-256 of its canonical protobuf binary, as the sinks keep it in payload_fingerprint.",
+			"properties": map[string]any{
+				"fingerprint": map[string]any{"type": "string", "description": "The refused payload's fingerprint, whole."},
+				"accepted_fingerprint": map[string]any{"type": "string",
+					"description": "The accepted payload's fingerprint; when the dedup window caught the conflict, its first 16 hex digits (the 64 bits the window keeps)."},
+			},
+		},
+		"Rejection": refusal("Why one event was refused and whether sending it again may succeed."),
+		"ErrorBody": refusal("A whole-request refusal."),
 		"EventResult": map[string]any{
 			"type": "object", "required": []string{"index", "id", "outcome"},
 			"properties": map[string]any{

@@ -93,7 +93,7 @@ func TestOpenAPIDescribesTheWire(t *testing.T) {
 		codes = append(codes, code)
 	}
 	sort.Strings(codes)
-	want := []string{"200", "207", "400", "401", "403", "413", "422", "429", "503"}
+	want := []string{"200", "207", "400", "401", "403", "409", "413", "422", "429", "503"}
 	if !slices.Equal(codes, want) {
 		t.Errorf("statuses %v, want %v", codes, want)
 	}

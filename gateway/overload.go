@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/tap"
 
@@ -27,12 +28,82 @@ type receiving struct {
 	n       atomic.Int64
 }
 
-// streamSlots bounds the PublishStream streams open across connections
-// (Limits.MaxStreams); Limits.MaxConcurrentStreams bounds them per
-// connection. Only authenticated streams are counted.
+// streamSlots bounds the authenticated streams open across connections
+// (Limits.MaxStreams): PublishStream, and health or reflection calls that
+// carry a valid credential; Limits.MaxConcurrentStreams bounds every
+// stream per connection.
 type streamSlots struct {
 	limit int64
 	n     atomic.Int64
+}
+
+// take counts a stream until ctx, the stream's, ends; false when the bound
+// is reached, and then nothing is counted.
+func (st *streamSlots) take(ctx context.Context) bool {
+	if st.n.Add(1) > st.limit {
+		st.n.Add(-1)
+		return false
+	}
+	// The stream's context ends with the stream on every path.
+	context.AfterFunc(ctx, func() { st.n.Add(-1) })
+	return true
+}
+
+// openCalls bounds the gRPC calls of callers without a valid credential
+// (Limits.UnauthenticatedStreams): health, reflection, and methods the
+// server does not serve, which gRPC answers UNIMPLEMENTED at once. It is a
+// share of their own: a caller without a credential never takes a place
+// that an authenticated one needs. Of the share, methods that stream
+// (health Watch, reflection), which a caller can hold until its
+// connection's age ends it, hold at most half, so a health Check (what
+// load balancers probe with) always finds room.
+type openCalls struct {
+	limit, streamLimit int64
+	n, streaming       atomic.Int64
+	// streams names the methods that stream, by full name. It is set
+	// from the server's registered services before the server serves,
+	// and only read after.
+	streams map[string]bool
+}
+
+func newOpenCalls(limit int) *openCalls {
+	return &openCalls{limit: int64(limit), streamLimit: int64(limit / 2)}
+}
+
+// take counts a call of method until ctx, the call's, ends; false when
+// the share, or its streams' half, is full, and then nothing is counted.
+func (o *openCalls) take(ctx context.Context, method string) bool {
+	stream := o.streams[method]
+	if o.n.Add(1) > o.limit {
+		o.n.Add(-1)
+		return false
+	}
+	if stream && o.streaming.Add(1) > o.streamLimit {
+		o.streaming.Add(-1)
+		o.n.Add(-1)
+		return false
+	}
+	context.AfterFunc(ctx, func() {
+		if stream {
+			o.streaming.Add(-1)
+		}
+		o.n.Add(-1)
+	})
+	return true
+}
+
+// streamingMethods are the full names of the methods of services that
+// stream (either way).
+func streamingMethods(services map[string]grpc.ServiceInfo) map[string]bool {
+	m := map[string]bool{}
+	for name, svc := range services {
+		for _, method := range svc.Methods {
+			if method.IsClientStream || method.IsServerStream {
+				m["/"+name+"/"+method.Name] = true
+			}
+		}
+	}
+	return m
 }
 
 // receiptKey carries a call's receipt from the tap to its handler.
@@ -106,13 +177,14 @@ func (c *receiveContext) expire() {
 	c.cancel()
 }
 
-// tap is the gRPC server's InTapHandle. It runs on the connection's reader
-// before the call's body is read, so it must be cheap. Publish and
-// PublishStream are authenticated here from their headers: a call without
-// a valid key is refused UNAUTHENTICATED before it takes a receiving place
-// or a stream slot, and its message is never read. The source found goes
-// to the handler in the context.
-func (s *Service) tap(ctx context.Context, info *tap.Info) (context.Context, error) {
+// tap is the gRPC server's InTapHandle: every call passes it, on the
+// connection's reader, before the call's body is read, so it must be
+// cheap. Publish and PublishStream are authenticated here from their
+// headers: a call without a valid key is refused UNAUTHENTICATED before it
+// takes a receiving place or a stream slot, and its message is never
+// read. The source found goes to the handler in the context. Every other
+// call (health, reflection) is open to all and counted by tapOpen.
+func (s *Service) tap(ctx context.Context, info *tap.Info, open *openCalls) (context.Context, error) {
 	var transport string
 	switch info.FullMethodName {
 	case ingestv1.IngestService_Publish_FullMethodName:
@@ -120,7 +192,7 @@ func (s *Service) tap(ctx context.Context, info *tap.Info) (context.Context, err
 	case ingestv1.IngestService_PublishStream_FullMethodName:
 		transport = "grpc-stream"
 	default:
-		return ctx, nil // health and reflection are small and open to all
+		return s.tapOpen(ctx, info, open)
 	}
 	// ctx also carries the peer, for identities other than the API key.
 	src, f := s.sources.authenticate(metadata.NewIncomingContext(ctx, info.Header))
@@ -137,16 +209,41 @@ func (s *Service) tap(ctx context.Context, info *tap.Info) (context.Context, err
 
 // openStream takes a stream slot until the stream ends.
 func (s *Service) openStream(ctx context.Context) (context.Context, error) {
-	st := &s.streams
-	if st.n.Add(1) > st.limit {
-		st.n.Add(-1)
+	if !s.streams.take(ctx) {
 		s.metrics.requests.WithLabelValues("grpc-stream", ingestv1.Reason_UNAVAILABLE.String()).Inc()
-		s.metrics.streamsRefused.Inc()
-		return ctx, &Failure{Reason: ingestv1.Reason_UNAVAILABLE, RetryAfter: s.cfg.UnavailableRetryAfter,
-			Message: fmt.Sprintf("the gateway is at capacity: %d streams are already open", st.limit)}
+		return ctx, s.streamsFull()
 	}
-	// The stream's context ends with the stream on every path.
-	context.AfterFunc(ctx, func() { st.n.Add(-1) })
+	return ctx, nil
+}
+
+func (s *Service) streamsFull() *Failure {
+	s.metrics.streamsRefused.Inc()
+	return &Failure{Reason: ingestv1.Reason_UNAVAILABLE, RetryAfter: s.cfg.UnavailableRetryAfter,
+		Message: fmt.Sprintf("the gateway is at capacity: %d streams are already open", s.streams.limit)}
+}
+
+// tapOpen counts a call of a method open to all. A caller that presents a
+// valid credential takes a stream slot (Limits.MaxStreams), as a
+// PublishStream does, and is refused the same way past it; any other,
+// with no credential or a wrong one, takes a place in the unauthenticated
+// share, and is refused UNAVAILABLE with RetryInfo past it. UNAVAILABLE,
+// not RESOURCE_EXHAUSTED: the share is the gateway's capacity, as
+// max_streams and receiving_requests are, not a quota of the caller's
+// (RESOURCE_EXHAUSTED is RATE_LIMITED, a source's rate, in the rejection
+// table), and gRPC clients' retry policies retry UNAVAILABLE.
+func (s *Service) tapOpen(ctx context.Context, info *tap.Info, open *openCalls) (context.Context, error) {
+	if src, f := s.sources.authenticate(metadata.NewIncomingContext(ctx, info.Header)); f == nil {
+		if !s.streams.take(ctx) {
+			return ctx, s.streamsFull()
+		}
+		return withSource(ctx, src), nil
+	}
+	if !open.take(ctx, info.FullMethodName) {
+		s.metrics.unauthenticatedRefused.Inc()
+		return ctx, &Failure{Reason: ingestv1.Reason_UNAVAILABLE, RetryAfter: s.cfg.UnavailableRetryAfter,
+			Message: fmt.Sprintf("the gateway is at capacity for callers without a credential: %d calls are open, at most %d of them streams (limits.unauthenticated_streams); send an API key or a client certificate to be counted apart",
+				open.limit, open.streamLimit)}
+	}
 	return ctx, nil
 }
 

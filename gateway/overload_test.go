@@ -2,6 +2,9 @@ package gateway_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io"
 	"sync"
 	"testing"
 	"time"
@@ -10,6 +13,9 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
 	"google.golang.org/grpc/status"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -156,6 +162,154 @@ func TestReceivingBound(t *testing.T) {
 	cancel2()
 	eventually(t, "the place of a call given up to be freed", func() bool {
 		_, err := h.publishGRPC(keyAll, event("recv-4"))
+		return err == nil
+	})
+}
+
+// TestUnauthenticatedStreamsBounded is the repro: with
+// limits.max_streams 4, 500 health Watch streams without a key over 10
+// connections. The unauthenticated share holds: at most half of it is
+// held by long-lived streams, and the rest are refused at their headers
+// with UNAVAILABLE, ErrorInfo and RetryInfo, and counted. While they are
+// held, a health Check without a key is still answered, a reflection
+// stream without a key is refused as the Watch streams are, one with a
+// key is served, and authenticated PublishStream streams get every one of
+// their max_streams slots.
+func TestUnauthenticatedStreamsBounded(t *testing.T) {
+	const conns, perConn = 10, 50
+	h := newHarness(t, harnessOpts{config: func(c *gateway.Config) {
+		c.Limits.MaxStreams = 4
+		c.UnavailableRetryAfter = 3 * time.Second
+	}})
+	share := h.cfg.Limits.UnauthenticatedStreams // the default
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	dial := func() *grpc.ClientConn {
+		cc, err := grpc.NewClient(h.srv.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cc.Close() })
+		return cc
+	}
+	// wantCapacityRefusal checks the refusal of a stream past a bound.
+	wantCapacityRefusal := func(what string, err error) {
+		t.Helper()
+		if status.Code(err) != codes.Unavailable {
+			t.Fatalf("%s: %v, want UNAVAILABLE", what, err)
+		}
+		var info, retry bool
+		for _, d := range status.Convert(err).Details() {
+			switch d := d.(type) {
+			case *errdetails.ErrorInfo:
+				info = d.GetReason() == ingestv1.Reason_UNAVAILABLE.String() && d.GetDomain() == gateway.ErrorDomain &&
+					d.GetMetadata()["retryable"] == "true"
+			case *errdetails.RetryInfo:
+				retry = d.GetRetryDelay().AsDuration() == 3*time.Second
+			}
+		}
+		if !info || !retry {
+			t.Fatalf("%s: refusal without ErrorInfo or RetryInfo of 3s: %v", what, status.Convert(err).Details())
+		}
+	}
+
+	// watch opens a Watch without a key: held, or refused.
+	watch := func(health healthpb.HealthClient) (context.CancelFunc, error) {
+		wctx, wcancel := context.WithCancel(ctx)
+		w, err := health.Watch(wctx, &healthpb.HealthCheckRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The health service answers a Watch with the status at once.
+		first, err := w.Recv()
+		if err == nil && first.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+			t.Fatalf("Watch: %v", first)
+		}
+		return wcancel, err
+	}
+	var held []context.CancelFunc
+	refused := 0
+	for range conns {
+		health := healthpb.NewHealthClient(dial())
+		for range perConn {
+			wcancel, err := watch(health)
+			if err == nil {
+				held = append(held, wcancel)
+				continue
+			}
+			wcancel()
+			wantCapacityRefusal("a Watch past the unauthenticated share", err)
+			refused++
+		}
+	}
+	t.Logf("%d Watch streams held, %d refused", len(held), refused)
+	if len(held) < 1 || len(held) > share/2 {
+		t.Fatalf("%d of %d unauthenticated Watch streams held, want 1 to %d (half the share of %d)", len(held), conns*perConn, share/2, share)
+	}
+	if got := counterValue(t, h.reg, "sluice_unauthenticated_streams_refused_total", nil); got != float64(refused) {
+		t.Errorf("sluice_unauthenticated_streams_refused_total %v, want %d", got, refused)
+	}
+
+	// A health Check without a key (a load balancer's probe) is answered.
+	cctx, ccancel := context.WithTimeout(ctx, 15*time.Second)
+	defer ccancel()
+	if out, err := healthpb.NewHealthClient(dial()).Check(cctx, &healthpb.HealthCheckRequest{}); err != nil || out.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+		t.Fatalf("a health Check without a key while the Watch streams are held: %v, %v", out, err)
+	}
+
+	// Reflection: without a key it is one more long-lived unauthenticated
+	// stream, refused; with a key it is served, in an authenticated slot.
+	listServices := func(sctx context.Context) error {
+		rs, err := reflectionpb.NewServerReflectionClient(h.conn).ServerReflectionInfo(sctx)
+		if err != nil {
+			return err
+		}
+		if err := rs.Send(&reflectionpb.ServerReflectionRequest{MessageRequest: &reflectionpb.ServerReflectionRequest_ListServices{}}); err != nil && !errors.Is(err, io.EOF) {
+			return err
+		}
+		_, err = rs.Recv()
+		return err
+	}
+	rctx, rcancel := context.WithCancel(ctx)
+	wantCapacityRefusal("reflection without a key", listServices(rctx))
+	rcancel()
+	rctx, rcancel = context.WithCancel(withKey(ctx, keyAll))
+	if err := listServices(rctx); err != nil {
+		t.Fatalf("reflection with a key: %v", err)
+	}
+	rcancel() // its slot frees once the server lets go of the stream
+
+	// Every one of the max_streams slots is an authenticated caller's.
+	open := func(id string) error {
+		st, err := h.client.PublishStream(withKey(ctx, keyAll))
+		if err != nil {
+			return err
+		}
+		e := ev{ID: id, Type: typeLog, Key: "svc", At: h.clock.Now(), JSON: examples.LogLineJSON}
+		if err := st.Send(&ingestv1.PublishStreamRequest{BatchId: 1, Events: []*ingestv1.Event{e.proto()}}); err != nil && !errors.Is(err, io.EOF) {
+			return err
+		}
+		_, err = st.Recv()
+		return err
+	}
+	for i := range h.cfg.Limits.MaxStreams {
+		id := fmt.Sprintf("auth-%d", i)
+		var err error
+		eventually(t, "an authenticated PublishStream to get a slot", func() bool {
+			err = open(id)
+			return err == nil
+		})
+	}
+	wantCapacityRefusal("a PublishStream past max_streams", open("auth-past"))
+
+	// The share frees as its streams end.
+	for _, wcancel := range held {
+		wcancel()
+	}
+	health := healthpb.NewHealthClient(dial())
+	eventually(t, "a Watch without a key to be held once the others ended", func() bool {
+		wcancel, err := watch(health)
+		wcancel()
 		return err == nil
 	})
 }

@@ -39,6 +39,8 @@ func traits(r ingestv1.Reason) reasonTraits {
 		return reasonTraits{false, codes.Unauthenticated, http.StatusUnauthorized}
 	case ingestv1.Reason_FORBIDDEN_EVENT_TYPE:
 		return reasonTraits{false, codes.PermissionDenied, http.StatusForbidden}
+	case ingestv1.Reason_IDEMPOTENCY_CONFLICT:
+		return reasonTraits{false, codes.AlreadyExists, http.StatusConflict}
 	case ingestv1.Reason_RATE_LIMITED:
 		return reasonTraits{true, codes.ResourceExhausted, http.StatusTooManyRequests}
 	case ingestv1.Reason_BUFFER_FULL, ingestv1.Reason_UNAVAILABLE:

@@ -17,6 +17,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
+	"google.golang.org/grpc/tap"
 
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
 	"github.com/sluicehq/sluice/internal/admin"
@@ -101,6 +102,7 @@ func NewServer(svc *Service, opts ...ServerOption) (*Server, error) {
 	}
 
 	l := cfg.Limits
+	open := newOpenCalls(l.UnauthenticatedStreams)
 	s.grpc = grpc.NewServer(
 		grpc.MaxRecvMsgSize(maxReceiveBytes(l)),
 		// Fixed flow-control windows, which also turn off gRPC's window
@@ -110,9 +112,12 @@ func NewServer(svc *Service, opts ...ServerOption) (*Server, error) {
 		grpc.InitialConnWindowSize(connFlowWindow),
 		grpc.MaxConcurrentStreams(l.MaxConcurrentStreams),
 		grpc.MaxHeaderListSize(uint32(l.MaxHeaderListBytes)),
-		// Authentication, the receiving bound, the receive deadline and
-		// the stream bound: before a call's message is read.
-		grpc.InTapHandle(svc.tap),
+		// Authentication, the receiving bound, the receive deadline, the
+		// stream bound and the unauthenticated share: before a call's
+		// message is read.
+		grpc.InTapHandle(func(ctx context.Context, info *tap.Info) (context.Context, error) {
+			return svc.tap(ctx, info, open)
+		}),
 		grpc.KeepaliveParams(keepalive.ServerParameters{
 			MaxConnectionIdle:     cfg.HTTP.IdleTimeout,
 			MaxConnectionAge:      l.MaxConnectionAge,
@@ -120,11 +125,19 @@ func NewServer(svc *Service, opts ...ServerOption) (*Server, error) {
 		}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 		grpc.ForceServerCodecV2(newServerCodec(l)),
+		// gzip messages reach the codec undecoded (compress.go), so that
+		// one that does not decompress is refused typed; zstd ones do by
+		// the registered "zstd". RPCDecompressor is deprecated, but it is
+		// the one decompressor grpc-go takes per server, and is supported
+		// throughout grpc-go 1.x.
+		grpc.RPCDecompressor(gzipMarker{}),
 		grpc.Creds(grpcCreds), // nil: plaintext
 	)
 	s.grpc.RegisterService(&ingestService, svc)
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	reflection.Register(s.grpc)
+	// Before Serve, so the tap only reads it.
+	open.streams = streamingMethods(s.grpc.GetServiceInfo())
 
 	gw := runtime.NewServeMux(
 		runtime.WithErrorHandler(errorHandler),

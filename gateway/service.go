@@ -2,17 +2,22 @@ package gateway
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/semaphore"
+	"golang.org/x/time/rate"
 	"google.golang.org/grpc/metadata"
 
 	"github.com/sluicehq/sluice/admission"
@@ -62,7 +67,20 @@ type Service struct {
 	streamWorkers sync.WaitGroup
 	receiving     receiving
 	streams       streamSlots
+	// conflictLog paces the log lines of IDEMPOTENCY_CONFLICT refusals
+	// (every one is counted in sluice_events_total); conflictsUnlogged
+	// counts those it held back since the last line.
+	conflictLog       *rate.Limiter
+	conflictsUnlogged atomic.Int64
 }
+
+// conflictLogRate and conflictLogBurst bound the log lines of refused
+// conflicts: a sender that reuses ids in a loop fills the counters, not
+// the log.
+const (
+	conflictLogRate  = 5
+	conflictLogBurst = 20
+)
 
 // Option configures a Service.
 type Option interface{ apply(*options) }
@@ -121,6 +139,7 @@ func New(cfg Config, contracts *contract.Versions, pub Admitter, opts ...Option)
 		skipValidation: o.skipValidation,
 		memory:         newMemoryBudget(cfg.RequestMemory() / 2),
 		streamMemory:   newMemoryBudget(cfg.RequestMemory() / 2),
+		conflictLog:    rate.NewLimiter(conflictLogRate, conflictLogBurst),
 	}
 	registry := contracts.Registry()
 	for _, t := range registry.Types() {
@@ -293,6 +312,52 @@ type candidate struct {
 	key      digest          // the dedup window's digest of (source, id); dedup on only
 	wait     <-chan struct{} // set while another publish of the id is in flight
 	topic    topic           // set when it is published
+	// first is the candidate of the same id earlier in the request, for a
+	// repeat.
+	first *candidate
+	// sum is the payload's fingerprint once computed (hasSum): taken for
+	// every event with dedup on, and otherwise only for an id the request
+	// repeats.
+	sum    [sha256.Size]byte
+	hasSum bool
+}
+
+// fingerprint is the payload's fingerprint: the SHA-256 of its canonical
+// binary (contract.Canonical), as the sinks take it. A JSON payload's
+// value is canonical already (CheckJSON); a binary one is proven so, or
+// re-encoded.
+func (c *candidate) fingerprint() ([sha256.Size]byte, error) {
+	if !c.hasSum {
+		canon := c.value
+		if c.event.GetJson() == "" {
+			var err error
+			if canon, err = c.contract.Canonical(c.value); err != nil {
+				return c.sum, err
+			}
+		}
+		c.sum, c.hasSum = sha256.Sum256(canon), true
+	}
+	return c.sum, nil
+}
+
+// print is what the dedup window keeps of the fingerprint; fingerprint
+// must have been taken.
+func (c *candidate) print() payloadPrint { return payloadPrint(binary.BigEndian.Uint64(c.sum[:8])) }
+
+// String is the print as a fingerprint's prefix: "sha256:" and its 16 hex
+// digits.
+func (p payloadPrint) String() string {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], uint64(p))
+	return fingerprintPrefix + hex.EncodeToString(b[:])
+}
+
+// fingerprintPrefix names the digest of a payload fingerprint, as the
+// sinks write it.
+const fingerprintPrefix = "sha256:"
+
+func formatFingerprint(sum [sha256.Size]byte) string {
+	return fingerprintPrefix + hex.EncodeToString(sum[:])
 }
 
 // judge checks, deduplicates and publishes a batch, and answers every
@@ -319,7 +384,7 @@ func (s *Service) judge(ctx context.Context, src *source, b *batch) []*ingestv1.
 		return results
 	}
 	var owners, waiters []*candidate
-	seen := make(map[string]bool, len(events))
+	seen := make(map[string]*candidate, len(events))
 	violations := s.cfg.Limits.MaxViolationsPerResponse
 	for i, ev := range events {
 		rej := b.refusal(i)
@@ -333,25 +398,25 @@ func (s *Service) judge(ctx context.Context, src *source, b *batch) []*ingestv1.
 			continue
 		}
 		c.index = i
-		if seen[ev.GetId()] {
+		if first := seen[ev.GetId()]; first != nil {
 			// The same id earlier in this batch: judged after it settles.
+			c.first = first
 			waiters = append(waiters, c)
 			continue
 		}
-		seen[ev.GetId()] = true
+		seen[ev.GetId()] = c
 		if s.dedup == nil {
 			owners = append(owners, c)
 			continue
 		}
-		switch cl := s.dedup.claim(c.key); {
-		case cl.duplicate:
-			results[i] = s.duplicate(i, ev.GetId(), cl.origin)
-		case cl.owner:
-			owners = append(owners, c)
-		default:
-			c.wait = cl.wait
-			waiters = append(waiters, c)
+		if results[i] = s.claim(src, c); results[i] != nil {
+			continue
 		}
+		if c.wait != nil {
+			waiters = append(waiters, c)
+			continue
+		}
+		owners = append(owners, c)
 	}
 	// The rest waits on Kafka or the spool, not on this CPU.
 	release()
@@ -372,17 +437,20 @@ func (s *Service) judge(ctx context.Context, src *source, b *batch) []*ingestv1.
 				}
 			}
 			if s.dedup == nil {
-				owners = append(owners, c) // dedup off: a repeat is published again
+				// Dedup off: a repeat is published again, unless it
+				// carries another payload than the accepted first.
+				if results[c.index] = s.repeat(src, c, results); results[c.index] == nil {
+					owners = append(owners, c)
+				}
 				continue
 			}
-			switch cl := s.dedup.claim(c.key); {
-			case cl.duplicate:
-				results[c.index] = s.duplicate(c.index, c.event.GetId(), cl.origin)
-			case cl.owner:
-				owners = append(owners, c)
-			default:
-				c.wait = cl.wait
+			c.wait = nil
+			switch results[c.index] = s.claim(src, c); {
+			case results[c.index] != nil:
+			case c.wait != nil:
 				again = append(again, c)
+			default:
+				owners = append(owners, c)
 			}
 		}
 		s.publish(pctx, src, owners, results, traceparent, ingestedAt)
@@ -467,8 +535,75 @@ func (s *Service) check(registry *contract.Registry, src *source, ev *ingestv1.E
 	cand := &candidate{event: ev, contract: c, value: value}
 	if s.dedup != nil {
 		cand.key = s.dedup.digest(dedupKey{source: src.name, id: ev.GetId()})
+		if _, err := cand.fingerprint(); err != nil {
+			return nil, violationRejection(err, "payload.")
+		}
 	}
 	return cand, nil
+}
+
+// claim claims c's id in the dedup window. It returns c's result when the
+// window settles it (DUPLICATE, or IDEMPOTENCY_CONFLICT: accepted with
+// another payload), and otherwise nil with c.wait set when another
+// publish of the id is in flight, or nil when c is the owner.
+func (s *Service) claim(src *source, c *candidate) *ingestv1.EventResult {
+	cl := s.dedup.claim(c.key, c.print())
+	switch {
+	case cl.duplicate:
+		return s.duplicate(c.index, c.event.GetId(), cl.origin)
+	case cl.conflict:
+		accepted := cl.accepted.String()
+		if c.first != nil && c.first.print() == cl.accepted {
+			// A repeat in the request of the payload accepted: known
+			// whole.
+			accepted = formatFingerprint(c.first.sum)
+		}
+		return s.conflict(src, c, accepted, "the dedup window")
+	case cl.wait != nil:
+		c.wait = cl.wait
+	}
+	return nil
+}
+
+// repeat judges c, a repeat of an id earlier in its request, with dedup
+// off: nil when c is to be published again (its first was not accepted,
+// or c carries the same payload), else its IDEMPOTENCY_CONFLICT.
+func (s *Service) repeat(src *source, c *candidate, results []*ingestv1.EventResult) *ingestv1.EventResult {
+	if results[c.first.index].GetOutcome() != ingestv1.Outcome_ACCEPTED {
+		return nil
+	}
+	first, err := c.first.fingerprint()
+	if err != nil {
+		return rejected(c.index, c.event.GetId(), violationRejection(err, "payload."))
+	}
+	mine, err := c.fingerprint()
+	if err != nil {
+		return rejected(c.index, c.event.GetId(), violationRejection(err, "payload."))
+	}
+	if mine == first {
+		return nil
+	}
+	return s.conflict(src, c, formatFingerprint(first), "the request")
+}
+
+// conflict refuses c, whose id was accepted with the payload whose
+// fingerprint is accepted: IDEMPOTENCY_CONFLICT, with both fingerprints,
+// logged (at most conflictLogRate lines a second). where says what
+// caught it.
+func (s *Service) conflict(src *source, c *candidate, accepted, where string) *ingestv1.EventResult {
+	id := c.event.GetId()
+	fp := formatFingerprint(c.sum)
+	r := reject(ingestv1.Reason_IDEMPOTENCY_CONFLICT, fmt.Sprintf(
+		"event id %q was accepted with another payload: an id names one event, send a new payload under an id of its own", id))
+	r.Conflict = &ingestv1.PayloadConflict{Fingerprint: fp, AcceptedFingerprint: accepted}
+	if s.conflictLog.Allow() {
+		s.log.Warn("event refused IDEMPOTENCY_CONFLICT: its id was accepted with another payload",
+			"source", src.name, "id", id, "type", c.event.GetType(), "fingerprint", fp, "accepted_fingerprint", accepted,
+			"caught_by", where, "not_logged_before", s.conflictsUnlogged.Swap(0))
+	} else {
+		s.conflictsUnlogged.Add(1)
+	}
+	return rejected(c.index, id, r)
 }
 
 // violationRejection maps a contract error to MALFORMED or SCHEMA_VIOLATION.
@@ -560,7 +695,7 @@ func (s *Service) publish(ctx context.Context, src *source, cands []*candidate, 
 		a := admitted[i]
 		if a.Err != nil {
 			if s.dedup != nil {
-				s.dedup.settle(c.key, false, origin{})
+				s.dedup.settle(c.key, false, origin{}, 0)
 			}
 			results[c.index] = rejected(c.index, c.event.GetId(), s.admitRejection(a))
 			continue
@@ -582,7 +717,7 @@ func (s *Service) publish(ctx context.Context, src *source, cands []*candidate, 
 			o = spoolOrigin(a.Spool)
 		}
 		if s.dedup != nil {
-			s.dedup.settle(c.key, true, o)
+			s.dedup.settle(c.key, true, o, c.print())
 		}
 		results[c.index] = r
 	}

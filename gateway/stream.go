@@ -94,7 +94,11 @@ func (s *Service) publishStream(stream grpc.ServerStream) error {
 		in     wireRequest
 		err    error
 	}
+	// maxCharge is a read's charge to the stream's window; the memory
+	// budget is charged a zstd stream's decoder window besides.
 	maxCharge := requestCost(s.cfg.Limits.MaxRequestBytes)
+	coding := callCoding(ctx)
+	memCharge := s.receiveCost(coding)
 	windowBytes := semaphore.NewWeighted(s.cfg.Limits.StreamWindowBytes)
 	release := func(hold *memoryHold, charge int64) {
 		hold.release()
@@ -107,9 +111,8 @@ func (s *Service) publishStream(stream grpc.ServerStream) error {
 	// The reader reads one message for each charge the handler gives it.
 	go func() {
 		defer s.streamWorkers.Done()
-		compressed := callCompressed(stream.Context())
 		for r := range next {
-			r.in.stream, r.in.compressed = true, compressed
+			r.in.stream, r.in.coding = true, coding
 			r.err = stream.RecvMsg(&r.in)
 			select {
 			case got <- r:
@@ -144,7 +147,7 @@ recv:
 		}
 		// A stream waits for room as long as it lives; its idle bound
 		// ends the wait of one that never gets it.
-		hold, err := s.streamMemory.take(waits, maxCharge)
+		hold, err := s.streamMemory.take(waits, memCharge)
 		if err != nil {
 			windowBytes.Release(maxCharge)
 			break

@@ -8,7 +8,8 @@
 //
 //	cfg := publish.NewDefaultConfig()
 //	cfg.Brokers = []string{"kafka-0:9092"} // TLS and SASL: cfg.TLS, cfg.SASL (internal/kafkaconn)
-//	p, err := publish.NewProducer(cfg, publish.WithRegisterer(reg))
+//	p, err := publish.NewProducer(cfg, publish.WithRegisterer(reg),
+//		publish.WithTopics(topics...)) // the topics it writes, for CheckTopics
 //	...
 //	rec := record.NewEvent(&record.Event{Topic: record.EventTopic("order.created"), ...})
 //	errs := p.Publish(ctx, []*kgo.Record{rec})
@@ -52,9 +53,17 @@
 //     caller's context, so one caller giving up early never fails records
 //     of another caller buffered on the same partition.
 //   - Retryable is the one place where a Kafka error is judged retryable or
-//     permanent, and TooLarge the one place where it is judged a refusal of
-//     the record for its size (a permanent one).
+//     permanent; Refusal says why a permanent one is (too_large,
+//     unauthorized, invalid, unsupported: a fixed set for metric labels),
+//     and TooLarge is the one place where it is judged a refusal of the
+//     record for its size (a permanent one).
 //   - Ping says whether a broker answers within ctx, for readiness checks.
+//     CheckTopics says, with one metadata request within ctx, whether the
+//     topics named by WithTopics exist: a *MissingTopicsError
+//     (UNKNOWN_TOPIC_OR_PARTITION) names those that do not. It never
+//     creates a topic, also on a broker with auto.create.topics.enable. It
+//     keeps sluice_kafka_topic_missing{topic} and logs a topic found
+//     missing as an error, once, and found again at info.
 //
 // Config.BatchMaxBytes must not exceed the smallest max.message.bytes of the
 // topics produced to (the default, 1 MiB, is below Kafka's default of
@@ -68,7 +77,9 @@
 //     decide what happens to it.
 //   - It does not create topics. Production topics are created by operators
 //     (or, for the embedded dev cluster, by the dev command); a record for a
-//     missing topic fails with a retryable UNKNOWN_TOPIC_OR_PARTITION error.
+//     missing topic fails with a retryable UNKNOWN_TOPIC_OR_PARTITION error
+//     (it is taken once the topic exists), and CheckTopics reports the
+//     topic as the configuration error it is.
 //   - It does not deduplicate: the same event published twice is two records.
 //   - A *kgo.Record passed to Publish belongs to the producer from then on,
 //     even after Publish returned with an error: to send an event again, build

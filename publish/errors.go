@@ -53,33 +53,63 @@ func (e *ProduceError) Error() string {
 
 func (e *ProduceError) Unwrap() error { return e.Err }
 
+// Why a Kafka error is permanent (Refusal): a small fixed set, so that
+// callers can label metrics with it.
+const (
+	// RefusalTooLarge: MESSAGE_TOO_LARGE or RECORD_LIST_TOO_LARGE. The
+	// record, or the batch it was sent in, is larger than the topic's
+	// max.message.bytes or Config.BatchMaxBytes.
+	RefusalTooLarge = "too_large"
+	// RefusalUnauthorized: the cluster does not let this client write the
+	// topic, or in at all: TOPIC_AUTHORIZATION_FAILED,
+	// CLUSTER_AUTHORIZATION_FAILED, TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+	// SASL authentication failures.
+	RefusalUnauthorized = "unauthorized"
+	// RefusalInvalid: the cluster finds the record or its topic invalid
+	// (INVALID_RECORD, INVALID_TIMESTAMP, INVALID_TOPIC_EXCEPTION,
+	// POLICY_VIOLATION), or Publish refused the record (nil, no topic).
+	RefusalInvalid = "invalid"
+	// RefusalUnsupported: the cluster does not take what this client
+	// sends: an unsupported version, compression or message format,
+	// invalid acks, an invalid request.
+	RefusalUnsupported = "unsupported"
+)
+
+// Refusals are every reason Refusal returns, in a fixed order.
+func Refusals() []string {
+	return []string{RefusalTooLarge, RefusalUnauthorized, RefusalInvalid, RefusalUnsupported}
+}
+
 // permanent are the Kafka errors that will be returned again for the same
-// record: the record itself is unacceptable (too large, invalid, bad
-// timestamp), or the gateway is not allowed to write the topic, or the
-// cluster cannot take what this client sends.
-var permanent = [...]*kerr.Error{
-	kerr.MessageTooLarge,
-	kerr.RecordListTooLarge,
-	kerr.InvalidRecord,
-	kerr.InvalidTimestamp,
-	kerr.InvalidTopicException,
-	kerr.TopicAuthorizationFailed,
-	kerr.ClusterAuthorizationFailed,
-	kerr.TransactionalIDAuthorizationFailed,
-	kerr.SaslAuthenticationFailed,
-	kerr.UnsupportedSaslMechanism,
-	kerr.IllegalSaslState,
-	kerr.InvalidRequiredAcks,
-	kerr.UnsupportedForMessageFormat,
-	kerr.UnsupportedCompressionType,
-	kerr.UnsupportedVersion,
-	kerr.InvalidRequest,
-	kerr.PolicyViolation,
+// record, each with why: the record itself is unacceptable (too large,
+// invalid, bad timestamp), or the gateway is not allowed to write the
+// topic, or the cluster cannot take what this client sends.
+var permanent = [...]struct {
+	err    *kerr.Error
+	reason string
+}{
+	{kerr.MessageTooLarge, RefusalTooLarge},
+	{kerr.RecordListTooLarge, RefusalTooLarge},
+	{kerr.InvalidRecord, RefusalInvalid},
+	{kerr.InvalidTimestamp, RefusalInvalid},
+	{kerr.InvalidTopicException, RefusalInvalid},
+	{kerr.PolicyViolation, RefusalInvalid},
+	{kerr.TopicAuthorizationFailed, RefusalUnauthorized},
+	{kerr.ClusterAuthorizationFailed, RefusalUnauthorized},
+	{kerr.TransactionalIDAuthorizationFailed, RefusalUnauthorized},
+	{kerr.SaslAuthenticationFailed, RefusalUnauthorized},
+	{kerr.UnsupportedSaslMechanism, RefusalUnauthorized},
+	{kerr.IllegalSaslState, RefusalUnauthorized},
+	{kerr.InvalidRequiredAcks, RefusalUnsupported},
+	{kerr.UnsupportedForMessageFormat, RefusalUnsupported},
+	{kerr.UnsupportedCompressionType, RefusalUnsupported},
+	{kerr.UnsupportedVersion, RefusalUnsupported},
+	{kerr.InvalidRequest, RefusalUnsupported},
 }
 
 // Retryable reports whether a record that failed with err may be acknowledged
 // if the caller sends the event again. It is the one place where sluice
-// judges Kafka errors.
+// judges Kafka errors; Refusal says why one is not retryable.
 //
 // Retryable: ErrTimeout (deadline or delivery timeout), ErrClosed (this
 // gateway is shutting down; another one can take the event), a full client
@@ -87,6 +117,11 @@ var permanent = [...]*kerr.Error{
 // listed as permanent (broker or leader unavailable, not enough replicas,
 // leader moves, request timeouts, unknown topic, idempotent sequence errors,
 // which the client recovers from by resetting its producer id).
+//
+// UNKNOWN_TOPIC_OR_PARTITION is retryable because the record is taken once
+// the topic exists: a topic an operator has yet to create is a
+// configuration error, which CheckTopics reports, not a property of the
+// record.
 //
 // Permanent: MESSAGE_TOO_LARGE and RECORD_LIST_TOO_LARGE, INVALID_RECORD,
 // INVALID_TIMESTAMP, INVALID_TOPIC_EXCEPTION, authorization and
@@ -99,29 +134,36 @@ var permanent = [...]*kerr.Error{
 // the event (its sender is told not to retry), calling a permanent error
 // retryable costs retries that show in sluice_produce_errors_total.
 func Retryable(err error) bool {
+	return err != nil && Refusal(err) == ""
+}
+
+// Refusal says why err is permanent: RefusalTooLarge, RefusalUnauthorized,
+// RefusalInvalid or RefusalUnsupported. It returns "" when err is nil or
+// retryable (see Retryable, which is Refusal(err) == "" for an error).
+func Refusal(err error) string {
 	if err == nil {
-		return false
+		return ""
 	}
 	switch {
 	case errors.Is(err, ErrTimeout), errors.Is(err, ErrClosed):
-		return true
+		return ""
 	case errors.Is(err, errInvalidRecord):
-		return false
+		return RefusalInvalid
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded),
 		errors.Is(err, kgo.ErrRecordTimeout), errors.Is(err, kgo.ErrRecordRetries),
 		errors.Is(err, kgo.ErrMaxBuffered), errors.Is(err, kgo.ErrAborting),
 		errors.Is(err, kgo.ErrClientClosed):
-		return true
+		return ""
 	}
 	var ke *kerr.Error
 	if errors.As(err, &ke) {
 		for _, p := range permanent {
-			if ke == p {
-				return false
+			if ke == p.err {
+				return p.reason
 			}
 		}
 	}
-	return true
+	return ""
 }
 
 // TooLarge reports whether err says that a record is too large for Kafka:

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -68,6 +69,48 @@ func TestRetryable(t *testing.T) {
 				t.Errorf("Retryable(%v) = %v, want %v", tc.err, got, tc.want)
 			}
 		})
+	}
+}
+
+// TestRefusal: each permanent error says why, from a fixed set, wrapped
+// or not; a retryable one says nothing.
+func TestRefusal(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"nil", nil, ""},
+		{"timeout", ErrTimeout, ""},
+		{"unknown topic", kerr.UnknownTopicOrPartition, ""},
+		{"not enough replicas", &ProduceError{Topic: "t", Err: kerr.NotEnoughReplicas}, ""},
+		{"missing topics", &MissingTopicsError{Topics: []string{"t"}}, ""},
+		{"message too large", &ProduceError{Topic: "t", Err: kerr.MessageTooLarge}, RefusalTooLarge},
+		{"record list too large", kerr.RecordListTooLarge, RefusalTooLarge},
+		{"too large from the client", fmt.Errorf("%w (uncompressed_bytes=9000)", kerr.MessageTooLarge), RefusalTooLarge},
+		{"topic authorization", &ProduceError{Topic: "t", Err: kerr.TopicAuthorizationFailed}, RefusalUnauthorized},
+		{"cluster authorization", kerr.ClusterAuthorizationFailed, RefusalUnauthorized},
+		{"sasl", kerr.SaslAuthenticationFailed, RefusalUnauthorized},
+		{"invalid record", kerr.InvalidRecord, RefusalInvalid},
+		{"policy violation", kerr.PolicyViolation, RefusalInvalid},
+		{"no topic", fmt.Errorf("%w: no topic", errInvalidRecord), RefusalInvalid},
+		{"unsupported version", kerr.UnsupportedVersion, RefusalUnsupported},
+		{"joined with a spool error", errors.Join(&ProduceError{Topic: "t", Err: kerr.MessageTooLarge}, errors.New("cursor write failed")), RefusalTooLarge},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Refusal(tc.err)
+			if got != tc.want {
+				t.Errorf("Refusal(%v) = %q, want %q", tc.err, got, tc.want)
+			}
+			if tc.err != nil && Retryable(tc.err) != (got == "") {
+				t.Errorf("Retryable(%v) = %v, but Refusal says %q", tc.err, Retryable(tc.err), got)
+			}
+		})
+	}
+	for _, p := range permanent {
+		if !slices.Contains(Refusals(), p.reason) {
+			t.Errorf("%v is permanent for %q, which Refusals does not list", p.err, p.reason)
+		}
 	}
 }
 

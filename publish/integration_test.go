@@ -47,3 +47,26 @@ func TestIntegrationKafkaTooLarge(t *testing.T) {
 		t.Fatalf("small record after a large one: %v", err)
 	}
 }
+
+// TestIntegrationKafkaCheckTopics: against a real broker, which creates
+// topics on demand (scripts/kafka.sh sets auto.create.topics.enable), the
+// check names a missing topic UNKNOWN_TOPIC_OR_PARTITION and leaves it
+// missing.
+func TestIntegrationKafkaCheckTopics(t *testing.T) {
+	brokers := integrationBrokers(t)
+	have := createTopic(t, brokers, 1, nil)
+	lack := have + ".missing"
+	p := newTestProducer(t, brokers, nil, WithTopics(have, lack))
+	for range 2 {
+		ctx, cancel := context.WithTimeout(context.Background(), testWait)
+		err := p.CheckTopics(ctx)
+		cancel()
+		var missing *MissingTopicsError
+		if !errors.As(err, &missing) || len(missing.Topics) != 1 || missing.Topics[0] != lack || !errors.Is(err, kerr.UnknownTopicOrPartition) {
+			t.Fatalf("CheckTopics: %v, want UNKNOWN_TOPIC_OR_PARTITION for %s only", err, lack)
+		}
+	}
+	if listTopics(t, brokers).Has(lack) {
+		t.Fatalf("the check created %s", lack)
+	}
+}

@@ -16,11 +16,15 @@ type metrics struct {
 	errors   *prometheus.CounterVec
 	buffered prometheus.GaugeFunc
 
+	topicMissing *prometheus.GaugeVec
+
 	acked, failed, timedOut prometheus.Counter
 	retryable, permanent    prometheus.Counter
 }
 
-func newMetrics(bufferedRecords func() float64) *metrics {
+// newMetrics makes the producer's metrics; topics are those of
+// WithTopics, whose sluice_kafka_topic_missing series start at 0.
+func newMetrics(bufferedRecords func() float64, topics []string) *metrics {
 	m := &metrics{
 		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "sluice_produce_latency_seconds",
@@ -40,6 +44,13 @@ func newMetrics(bufferedRecords func() float64) *metrics {
 			Name: "sluice_producer_buffered_records",
 			Help: "Records buffered in the Kafka client, waiting to be sent or acknowledged.",
 		}, bufferedRecords),
+		topicMissing: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "sluice_kafka_topic_missing",
+			Help: "1 while the cluster's last answer to the topic check (CheckTopics) was that the topic does not exist (UNKNOWN_TOPIC_OR_PARTITION), else 0.",
+		}, []string{"topic"}),
+	}
+	for _, topic := range topics {
+		m.topicMissing.WithLabelValues(topic)
 	}
 	m.acked = m.records.WithLabelValues("acked")
 	m.failed = m.records.WithLabelValues("failed")
@@ -50,7 +61,7 @@ func newMetrics(bufferedRecords func() float64) *metrics {
 }
 
 func (m *metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.latency, m.records, m.errors, m.buffered}
+	return []prometheus.Collector{m.latency, m.records, m.errors, m.buffered, m.topicMissing}
 }
 
 // register registers every collector or none.

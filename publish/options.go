@@ -15,6 +15,7 @@ type options struct {
 	registerer prometheus.Registerer
 	logger     *slog.Logger
 	conn       []kgo.Opt // nil: from Config's connection block
+	topics     []string
 }
 
 type option struct{ fn func(*options) }
@@ -44,4 +45,12 @@ func WithLogger(l *slog.Logger) Option {
 // warnings are logged once.
 func WithConnection(conn []kgo.Opt) Option {
 	return option{func(o *options) { o.conn = conn }}
+}
+
+// WithTopics names the topics the producer writes to, overriding the
+// default of none: CheckTopics asks the cluster whether they exist, and
+// sluice_kafka_topic_missing has a series for each, at 0, from the start.
+// They come from configuration, so that label's values are bounded.
+func WithTopics(topics ...string) Option {
+	return option{func(o *options) { o.topics = append(o.topics, topics...) }}
 }

@@ -21,6 +21,8 @@ type Producer struct {
 	client     *kgo.Client
 	metrics    *metrics
 	registerer prometheus.Registerer // nil when metrics are not registered
+	log        *slog.Logger
+	topics     topicWatch // WithTopics, and what CheckTopics found
 
 	mu        sync.Mutex
 	closed    bool          // Close was called: Publish refuses new calls
@@ -136,9 +138,9 @@ func NewProducer(cfg Config, opts ...Option) (*Producer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("publish: kafka client: %w", err)
 	}
-	p := &Producer{cfg: cfg, client: client}
+	p := &Producer{cfg: cfg, client: client, log: o.logger, topics: newTopicWatch(o.topics)}
 	p.budget.maxRecords, p.budget.maxBytes = int64(cfg.MaxBufferedRecords), cfg.MaxBufferedBytes
-	p.metrics = newMetrics(func() float64 { return float64(client.BufferedProduceRecords()) })
+	p.metrics = newMetrics(func() float64 { return float64(client.BufferedProduceRecords()) }, p.topics.topics)
 	if o.registerer != nil {
 		if err := p.metrics.register(o.registerer); err != nil {
 			client.Close()
@@ -405,14 +407,21 @@ func (p *Producer) Close(ctx context.Context) error {
 // Ping checks that a broker answers a metadata request, bounded by ctx. It
 // is meant for readiness checks.
 func (p *Producer) Ping(ctx context.Context) error {
-	p.mu.Lock()
-	closed := p.closed
-	p.mu.Unlock()
-	if closed {
-		return ErrClosed
+	if err := p.checkOpen(); err != nil {
+		return err
 	}
 	if err := p.client.Ping(ctx); err != nil {
 		return fmt.Errorf("publish: ping: %w", err)
+	}
+	return nil
+}
+
+// checkOpen returns ErrClosed once Close was called.
+func (p *Producer) checkOpen() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return ErrClosed
 	}
 	return nil
 }

@@ -51,6 +51,12 @@ type Config struct {
 	Name string `yaml:"name"`
 	// Source is the source name events are judged under. Default: Name.
 	Source string `yaml:"source"`
+	// ShareSource says that a Source that is also a push source's name,
+	// or an earlier poller's source, is meant: an event's identity is
+	// (source, id), so their events share one id space, and an id both
+	// send is taken for the same event (a duplicate, or a conflict).
+	// sluice's config refuses such a poller without it. Default false.
+	ShareSource bool `yaml:"share_source"`
 	// URL is the page URL. "{cursor}" is replaced by the query-escaped
 	// cursor and "{page}" by the page number. Its origin is the only one
 	// page requests, and the credentials, go to.

@@ -1,6 +1,10 @@
 package record
 
-import "strings"
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
 
 // Topic names. An event type's topic is EventTopic of its type unless the
 // config names another; its dead letters go to DLQTopic of that topic and
@@ -17,7 +21,9 @@ const (
 func EventTopic(eventType string) string { return EventTopicPrefix + eventType }
 
 // TopicOf is the topic of eventType: topics[eventType] when set, else
-// EventTopic(eventType).
+// EventTopic(eventType). topics is the deployment's one topic map (the
+// top-level topics block of sluice's config file): the gateway publishes,
+// and the consumer reads, through it.
 func TopicOf(topics map[string]string, eventType string) string {
 	if t := topics[eventType]; t != "" {
 		return t
@@ -67,4 +73,32 @@ func Cluster(sources []string) []string {
 		out = append(out, Derived(t)...)
 	}
 	return out
+}
+
+// MaxTopicLen is the longest topic name Kafka takes.
+const MaxTopicLen = 249
+
+// CheckTopic reports why name cannot be the topic of an event type: a name
+// Kafka refuses (empty, "." or "..", over MaxTopicLen bytes, or other than
+// ASCII letters, digits, '.', '_' and '-'), a DLQ or parked topic, or
+// AuditTopic.
+func CheckTopic(name string) error {
+	switch {
+	case name == "":
+		return errors.New("is empty")
+	case name == "." || name == "..":
+		return fmt.Errorf("%q is not a Kafka topic name", name)
+	case len(name) > MaxTopicLen:
+		return fmt.Errorf("%q is longer than Kafka's %d bytes", name, MaxTopicLen)
+	case IsDerived(name):
+		return fmt.Errorf("%q is a DLQ or parked topic (suffix %s or %s)", name, DLQSuffix, ParkedSuffix)
+	case name == AuditTopic:
+		return fmt.Errorf("%q is sluice's own audit topic", name)
+	}
+	for _, r := range name {
+		if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return fmt.Errorf("%q is not a Kafka topic name: use ASCII letters, digits, '.', '_' and '-'", name)
+		}
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package record
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -31,6 +32,35 @@ func TestTopics(t *testing.T) {
 		}
 		if got := IsDerived(tc.topic); got != tc.derived {
 			t.Errorf("IsDerived(%q) = %v", tc.topic, got)
+		}
+	}
+}
+
+// TestCheckTopic: a topic map's value must be a name Kafka takes and none
+// of sluice's own topics.
+func TestCheckTopic(t *testing.T) {
+	for _, c := range []struct{ name, want string }{
+		{"orders.placed", ""},
+		{"ingest.examples.shop.v1.OrderPlaced", ""},
+		{"A_b-9", ""},
+		{strings.Repeat("a", MaxTopicLen), ""},
+		{"", "is empty"},
+		{".", "not a Kafka topic name"},
+		{"..", "not a Kafka topic name"},
+		{strings.Repeat("a", MaxTopicLen+1), "longer than Kafka's 249 bytes"},
+		{"orders placed", "not a Kafka topic name"},
+		{"orders/placed", "not a Kafka topic name"},
+		{"ordres\u00e9", "not a Kafka topic name"},
+		{"orders.dlq", "DLQ or parked topic"},
+		{"orders.parked", "DLQ or parked topic"},
+		{AuditTopic, "audit topic"},
+	} {
+		err := CheckTopic(c.name)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("CheckTopic(%q) = %v, want nil", c.name, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("CheckTopic(%q) = %v, want %q", c.name, err, c.want)
 		}
 	}
 }

@@ -647,6 +647,18 @@ var _ AuditReader = (*SQLiteAuditReader)(nil)
 // audit table. A file that is not there, or whose table is not at
 // SQLiteSchemaVersion, is an error.
 func OpenSQLiteAuditReader(ctx context.Context, cfg SQLiteConfig) (*SQLiteAuditReader, error) {
+	r, err := openSQLiteExisting(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &SQLiteAuditReader{r: r, query: sqliteAuditRowsQuery(quoteIdent(cfg.Table + auditSuffix))}, nil
+}
+
+// openSQLiteExisting opens cfg's file for reading only: it creates no file
+// and writes nothing. A file that is not there (an error naming its path
+// that wraps fs.ErrNotExist), or whose table is not at
+// SQLiteSchemaVersion, is an error.
+func openSQLiteExisting(ctx context.Context, cfg SQLiteConfig) (*sql.DB, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -669,8 +681,10 @@ func OpenSQLiteAuditReader(ctx context.Context, cfg SQLiteConfig) (*SQLiteAuditR
 			return err
 		case v == 0:
 			return fmt.Errorf("no table %s", cfg.Table)
-		case v != SQLiteSchemaVersion:
-			return fmt.Errorf("table %s is at schema version %d, this binary reads %d", cfg.Table, v, SQLiteSchemaVersion)
+		case v < SQLiteSchemaVersion:
+			return fmt.Errorf("table %s is at schema version %d, this binary reads %d: run sluice sink migrate", cfg.Table, v, SQLiteSchemaVersion)
+		case v > SQLiteSchemaVersion:
+			return fmt.Errorf("table %s is at schema version %d, newer than this binary's %d", cfg.Table, v, SQLiteSchemaVersion)
 		}
 		return nil
 	}()
@@ -678,7 +692,7 @@ func OpenSQLiteAuditReader(ctx context.Context, cfg SQLiteConfig) (*SQLiteAuditR
 		r.Close()
 		return nil, fmt.Errorf("sink: sqlite: %s: %w", cfg.Path, err)
 	}
-	return &SQLiteAuditReader{r: r, query: sqliteAuditRowsQuery(quoteIdent(cfg.Table + auditSuffix))}, nil
+	return r, nil
 }
 
 // AuditRows returns the audit rows of identity (source, id), in sequence
@@ -750,9 +764,42 @@ const maxRecent = 1000
 // Recent returns up to n (at most 1000) rows, the most recently inserted
 // first.
 func (s *SQLite) Recent(ctx context.Context, n int) ([]Row, error) {
-	n = min(max(n, 0), maxRecent)
-	return s.query(ctx, "SELECT "+rowColumns+" FROM "+s.table+" ORDER BY rowid DESC LIMIT ?", n)
+	return sqliteRecent(ctx, s.r, s.table, n)
 }
+
+func sqliteRecent(ctx context.Context, db *sql.DB, table string, n int) ([]Row, error) {
+	n = min(max(n, 0), maxRecent)
+	return sqliteRows(ctx, db, "SELECT "+rowColumns+" FROM "+table+" ORDER BY rowid DESC LIMIT ?", n)
+}
+
+// SQLiteReader reads the rows of an SQLite sink's existing file without
+// writing to it: a reader beside the consumer that writes the file
+// (sluice sink recent) neither waits for its write lock nor creates,
+// migrates or changes anything, and a path with no file is an error, not
+// a new empty sink.
+type SQLiteReader struct {
+	r     *sql.DB
+	table string // quoted
+}
+
+// OpenSQLiteReader opens the existing file of cfg for reading its table.
+// A file that is not there (the error wraps fs.ErrNotExist and names the
+// path), or whose table is not at SQLiteSchemaVersion, is an error.
+func OpenSQLiteReader(ctx context.Context, cfg SQLiteConfig) (*SQLiteReader, error) {
+	r, err := openSQLiteExisting(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &SQLiteReader{r: r, table: quoteIdent(cfg.Table)}, nil
+}
+
+// Recent is SQLite.Recent of the file.
+func (r *SQLiteReader) Recent(ctx context.Context, n int) ([]Row, error) {
+	return sqliteRecent(ctx, r.r, r.table, n)
+}
+
+// Close closes the file.
+func (r *SQLiteReader) Close() error { return r.r.Close() }
 
 // Conflicts returns up to n (at most 1000) records of the conflicts
 // table, the most recently recorded first.
@@ -778,7 +825,11 @@ func (s *SQLite) Conflicts(ctx context.Context, n int) ([]ConflictRecord, error)
 }
 
 func (s *SQLite) query(ctx context.Context, query string, args ...any) ([]Row, error) {
-	rs, err := s.r.QueryContext(ctx, query, args...)
+	return sqliteRows(ctx, s.r, query, args...)
+}
+
+func sqliteRows(ctx context.Context, db *sql.DB, query string, args ...any) ([]Row, error) {
+	rs, err := db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sink: sqlite: query: %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -236,6 +237,47 @@ func TestSQLiteReads(t *testing.T) {
 	}
 	if rows, err := s.Recent(ctx, -1); err != nil || len(rows) != 0 {
 		t.Fatalf("Recent(-1) = %d rows, %v; want none", len(rows), err)
+	}
+}
+
+// TestSQLiteReader: OpenSQLiteReader reads a sink's existing file and
+// nothing else: a path with no file is an error naming it (fs.ErrNotExist)
+// and no file is made there; a table at an older version asks for sluice
+// sink migrate; the rows read are Recent's.
+func TestSQLiteReader(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	cfg := NewDefaultConfig().SQLite
+	cfg.Path = filepath.Join(dir, "none.db")
+	if _, err := OpenSQLiteReader(ctx, cfg); !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), cfg.Path) {
+		t.Fatalf("a reader of a file that is not there: %v, want fs.ErrNotExist naming %s", err, cfg.Path)
+	}
+	if _, err := os.Stat(cfg.Path); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the reader made the file: %v", err)
+	}
+	cfg.Path = filepath.Join(dir, "v2.db")
+	writeSQLiteV2(t, cfg.Path, cfg.Table, nil, time.Now())
+	if _, err := OpenSQLiteReader(ctx, cfg); err == nil || !strings.Contains(err.Error(), "schema version 2") || !strings.Contains(err.Error(), "run sluice sink migrate") {
+		t.Fatalf("a reader of a version 2 file: %v", err)
+	}
+
+	s := openTestSQLite(t, dir, newTestClock())
+	if err := writeErr(ctx, s, testEvents(0, 3)); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Path = filepath.Join(dir, "events.db")
+	r, err := OpenSQLiteReader(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	got, err := r.Recent(ctx, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := s.Recent(ctx, 2)
+	if err != nil || len(got) != 2 || !slices.EqualFunc(got, want, func(a, b Row) bool { return a.EventID == b.EventID && a.Source == b.Source }) {
+		t.Fatalf("reader's Recent(2) = %+v, sink's %+v (%v)", got, want, err)
 	}
 }
 

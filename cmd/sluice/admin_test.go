@@ -30,13 +30,6 @@ func adminGet(t *testing.T, addr, path string) (int, string) {
 	return resp.StatusCode, string(body)
 }
 
-// runInBackground runs the sluice command args until the test ends, and
-// fails the test if it then ends with an error.
-func runInBackground(t *testing.T, args ...string) {
-	t.Helper()
-	startStoppable(t, args...)
-}
-
 func writeConfig(t *testing.T, cfg string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "sluice.yaml")
@@ -93,11 +86,12 @@ func TestGatewayAdmin(t *testing.T) {
 	}
 
 	httpAddr, adminAddr := freePort(t), freePort(t)
-	runInBackground(t, "gateway", "--config", writeConfig(t, gatewayConfig(t, brokers, httpAddr,
+	gw := startInProcess(t, "gateway", "--config", writeConfig(t, gatewayConfig(t, brokers, httpAddr,
 		"  addr: "+adminAddr+"\n  pprof: true")))
-	if !waitUntil(20*time.Second, func() bool { code, _ := adminGet(t, adminAddr, "/readyz"); return code == http.StatusOK }) {
-		t.Fatal("the admin listener's /readyz never answered 200")
-	}
+	gw.WaitUntil(t, 20*time.Second, "the admin listener's /readyz to answer 200", func() bool {
+		code, _ := adminGet(t, adminAddr, "/readyz")
+		return code == http.StatusOK
+	})
 	for path, want := range map[string]string{
 		"/healthz":                  "",
 		"/metrics":                  "sluice_admission_mode 0",
@@ -126,7 +120,7 @@ func TestConsumerAdmin(t *testing.T) {
 		t.Fatal(err)
 	}
 	adminAddr := freePort(t)
-	runInBackground(t, "consumer", "--config", writeConfig(t, fmt.Sprintf(`
+	c := startInProcess(t, "consumer", "--config", writeConfig(t, fmt.Sprintf(`
 consumer: {group: g, topics: [t]}
 sink: {kind: sqlite, sqlite: {path: %s}}
 contracts: {descriptor_set: %s, types: [examples.logs.v1.LogLine]}
@@ -134,9 +128,10 @@ kafka: {brokers: [%s]}
 log: {level: warn}
 admin: {addr: %s}
 `, filepath.Join(t.TempDir(), "events.db"), contracts, cluster.ListenAddrs()[0], adminAddr)))
-	if !waitUntil(20*time.Second, func() bool { code, _ := adminGet(t, adminAddr, "/readyz"); return code == http.StatusOK }) {
-		t.Fatal("the consumer's /readyz never answered 200")
-	}
+	c.WaitUntil(t, 20*time.Second, "the consumer's /readyz to answer 200", func() bool {
+		code, _ := adminGet(t, adminAddr, "/readyz")
+		return code == http.StatusOK
+	})
 	if code, body := adminGet(t, adminAddr, "/metrics"); code != http.StatusOK || !strings.Contains(body, "sluice_consumer_in_flight") {
 		t.Errorf("/metrics: %d", code)
 	}
@@ -147,10 +142,8 @@ admin: {addr: %s}
 		t.Errorf("profiles without admin.pprof: %d, want 404", code)
 	}
 	cluster.Close()
-	if !waitUntil(20*time.Second, func() bool {
+	c.WaitUntil(t, 20*time.Second, "/readyz to answer 503 with Kafka gone", func() bool {
 		code, _ := adminGet(t, adminAddr, "/readyz")
 		return code == http.StatusServiceUnavailable
-	}) {
-		t.Fatal("/readyz still 200 with Kafka gone")
-	}
+	})
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -60,7 +59,9 @@ func runCheckCmd(args []string, stdout, stderr io.Writer) error {
 
 // checkRoles are the roles to check: the one asked for, or with "all"
 // the gateway when the file has sources or pollers and the consumer when
-// it has a consumer or sink block.
+// it has a consumer or sink block. A file with both is checked for each,
+// and each check holds the consumer to reading every topic the gateway
+// publishes to.
 func checkRoles(raw []byte, role string) ([]string, error) {
 	switch role {
 	case roleGateway, roleConsumer:
@@ -73,11 +74,15 @@ func checkRoles(raw []byte, role string) ([]string, error) {
 	if err := yaml.NewDecoder(bytes.NewReader(raw)).Decode(&top); err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("config: %w", err)
 	}
+	has, err := rolesOf(raw)
+	if err != nil {
+		return nil, err
+	}
 	var roles []string
-	if top["sources"] != nil || top["pollers"] != nil {
+	if has.gateway {
 		roles = append(roles, roleGateway)
 	}
-	if top["consumer"] != nil || top["sink"] != nil {
+	if has.consumer {
 		roles = append(roles, roleConsumer)
 	}
 	if len(roles) == 0 {
@@ -110,11 +115,6 @@ func checkRole(raw []byte, role string) (string, error) {
 		cc := consumerConfig(cfg)
 		return fmt.Sprintf("%d contract types, topics %s, sink %s", len(types),
 			strings.Join(cc.SourceTopics(), ","), cfg.Sink.Kind), nil
-	}
-	for t := range cfg.Gateway.Topics {
-		if !slices.Contains(types, t) {
-			return "", fmt.Errorf("config: gateway.topics.%s: no contract of that type is loaded", t)
-		}
 	}
 	return fmt.Sprintf("%d sources, %d pollers, %d contract types", len(cfg.Gateway.Sources), len(cfg.Pollers), len(types)), nil
 }

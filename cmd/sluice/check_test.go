@@ -60,7 +60,7 @@ func TestCheckNamesTheField(t *testing.T) {
 	for _, c := range []struct{ from, to, want string }{
 		{"descriptor_set: /", "descriptor_set: /nonexistent/", "contracts.descriptor_set"},
 		{"    - examples.logs.v1.LogLine\n", "    - examples.logs.v1.NoSuchType\n", "config: contracts: "},
-		{"examples.shop.v1.OrderPlaced: orders.placed", "examples.shop.v1.Nope: orders.placed", "gateway.topics.examples.shop.v1.Nope"},
+		{"examples.shop.v1.OrderPlaced: orders.placed", "examples.shop.v1.Nope: orders.placed", "config: topics.examples.shop.v1.Nope: not one of contracts.types"},
 		{"key_env: [SLUICE_LOGS_API_KEY]", "key_env: [SLUICE_CHECK_UNSET]", "sources[1].key_env"},
 		{"max_event_bytes: 262144", "max_event_bytez: 1", "field max_event_bytez not found"},
 	} {

@@ -23,6 +23,7 @@ import (
 	"github.com/sluicehq/sluice/internal/tlsfiles"
 	"github.com/sluicehq/sluice/publish"
 	"github.com/sluicehq/sluice/pull"
+	"github.com/sluicehq/sluice/pull/ownership"
 	"github.com/sluicehq/sluice/record"
 	"github.com/sluicehq/sluice/sink"
 )
@@ -30,20 +31,38 @@ import (
 // fileConfig is the sluice config file. Every block starts from its
 // package's defaults; the file sets what differs.
 type fileConfig struct {
-	Gateway   gateway.Config   `yaml:"gateway"`
-	Sources   []sourceFile     `yaml:"sources"`
-	Contracts contractsConfig  `yaml:"contracts"`
-	Kafka     publish.Config   `yaml:"kafka"`
-	Spool     buffer.Config    `yaml:"spool"`
-	Admission admission.Config `yaml:"admission"`
-	Log       logConfig        `yaml:"log"`
-	Pollers   []pull.Config    `yaml:"pollers"`
-	Consumer  consumer.Config  `yaml:"consumer"`
-	Sink      sink.Config      `yaml:"sink"`
+	// Topics is the one topic map of the deployment, event type -> Kafka
+	// topic; a type it leaves out goes to record.EventTopic of it
+	// (ingest.<type>). Every role reads it: the gateway and its pollers
+	// publish through it, the consumer's event_types resolve through it,
+	// and the DLQ, replay and trace commands find the ingest topics by it.
+	// parseConfig hands it to gateway.Config.Topics; consumerConfig to
+	// consumer.Config.TypeTopics.
+	Topics    map[string]string `yaml:"topics"`
+	Gateway   gateway.Config    `yaml:"gateway"`
+	Sources   []sourceFile      `yaml:"sources"`
+	Contracts contractsConfig   `yaml:"contracts"`
+	Kafka     publish.Config    `yaml:"kafka"`
+	Spool     buffer.Config     `yaml:"spool"`
+	Admission admission.Config  `yaml:"admission"`
+	Log       logConfig         `yaml:"log"`
+	Pollers   []pull.Config     `yaml:"pollers"`
+	Consumer  consumer.Config   `yaml:"consumer"`
+	Sink      sink.Config       `yaml:"sink"`
 	// Admin is the admin listener of sluice gateway and sluice consumer
 	// (metrics, probes, profiles); left unset, each takes its own default
 	// address (admin.DefaultGatewayAddr, admin.DefaultConsumerAddr).
 	Admin admin.Config `yaml:"admin"`
+
+	// roles are the commands whose blocks the file has (rolesOf): with
+	// both, the consumer must read every topic the gateway publishes to.
+	roles fileRoles
+}
+
+// fileRoles says which commands' blocks a config file has.
+type fileRoles struct {
+	// gateway: sources or pollers; consumer: a consumer or sink block.
+	gateway, consumer bool
 }
 
 // sourceFile is a source as the file gives it: key hashes inline, or keys
@@ -199,12 +218,18 @@ func loadConfig(path string, getenv func(string) string, check func(fileConfig) 
 }
 
 func parseConfig(raw []byte, getenv func(string) string, check func(fileConfig) error) (fileConfig, error) {
+	roles, err := rolesOf(raw)
+	if err != nil {
+		return fileConfig{}, err
+	}
 	cfg := defaultFileConfig()
 	dec := yaml.NewDecoder(bytes.NewReader(raw))
 	dec.KnownFields(true)
 	if err := dec.Decode(&cfg); err != nil {
 		return fileConfig{}, fmt.Errorf("config: %w", err)
 	}
+	cfg.roles = roles
+	cfg.Gateway.Topics = cfg.Topics
 	for i, s := range cfg.Sources {
 		for _, name := range s.KeyEnv {
 			if getenv == nil {
@@ -221,7 +246,35 @@ func parseConfig(raw []byte, getenv func(string) string, check func(fileConfig) 
 	return cfg, check(cfg)
 }
 
-// validate checks what the gateway uses: every block but consumer and sink.
+// rolesOf reads which commands' blocks the file raw has. A file that
+// still has the gateway's topic map, gateway.topics, is refused: the map
+// is the top-level topics block now, which every role reads, and a map
+// that only the gateway read is how orders went where no consumer looked.
+func rolesOf(raw []byte) (fileRoles, error) {
+	var top struct {
+		Sources  yaml.Node `yaml:"sources"`
+		Pollers  yaml.Node `yaml:"pollers"`
+		Consumer yaml.Node `yaml:"consumer"`
+		Sink     yaml.Node `yaml:"sink"`
+		Gateway  struct {
+			Topics yaml.Node `yaml:"topics"`
+		} `yaml:"gateway"`
+	}
+	// What does not decode here, the strict decode into fileConfig names.
+	_ = yaml.NewDecoder(bytes.NewReader(raw)).Decode(&top)
+	if t := top.Gateway.Topics; !t.IsZero() {
+		return fileRoles{}, fmt.Errorf("config: gateway.topics (line %d): the topic map has moved to the top-level topics block, which the gateway, the consumer and every other command read: move the block out of gateway, unindented", t.Line)
+	}
+	present := func(n yaml.Node) bool { return !n.IsZero() && n.Tag != "!!null" }
+	return fileRoles{
+		gateway:  present(top.Sources) || present(top.Pollers),
+		consumer: present(top.Consumer) || present(top.Sink),
+	}, nil
+}
+
+// validate checks what the gateway uses: every block but consumer and
+// sink; with a consumer block in the file too, that the consumer reads
+// what the gateway publishes.
 func (c fileConfig) validate() error {
 	if err := c.Gateway.Validate(); err != nil {
 		return fmt.Errorf("config: %w", err)
@@ -253,7 +306,106 @@ func (c fileConfig) validate() error {
 			return fmt.Errorf("config: pollers[%d]: %w", i, err)
 		}
 	}
+	if err := c.checkPollerSources(); err != nil {
+		return err
+	}
+	if c.roles.consumer {
+		return c.checkConsumerReads()
+	}
 	return nil
+}
+
+// checkPollerSources refuses a poller whose source (by default its name)
+// is a push source's or an earlier poller's, unless its share_source says
+// that is meant: an event's identity is (source, id), so the two would
+// share one id space, and an id both send would be taken for a duplicate
+// (or refused as a conflict) instead of two events.
+func (c fileConfig) checkPollerSources() error {
+	owner := make(map[string]string)
+	for i, s := range c.Gateway.Sources {
+		owner[s.Name] = fmt.Sprintf("is the name of sources[%d]", i)
+	}
+	for i, p := range c.Pollers {
+		name := p.SourceName()
+		if is, taken := owner[name]; taken && !p.ShareSource {
+			by := ""
+			if p.Source == "" {
+				by = " (the poller's name)"
+			}
+			return fmt.Errorf("config: pollers[%d].source: %q%s %s: the poller's events would share that (source, id) space, so an id both send would be taken for the same event; give the poller a source of its own, or set pollers[%d].share_source: true if that is meant",
+				i, name, by, is, i)
+		}
+		if _, taken := owner[name]; !taken {
+			owner[name] = fmt.Sprintf("is also the source of pollers[%d]", i)
+		}
+	}
+	return nil
+}
+
+// publishers are the event types the gateway may accept, each with the
+// first source or poller that may publish it, in contracts.types order.
+func (c fileConfig) publishers() (types []string, by map[string]string) {
+	by = make(map[string]string)
+	for i, s := range c.Gateway.Sources {
+		for _, typ := range c.Contracts.Types {
+			if _, seen := by[typ]; !seen && (slices.Contains(s.EventTypes, "*") || slices.Contains(s.EventTypes, typ)) {
+				by[typ] = fmt.Sprintf("sources[%d] %s", i, s.Name)
+			}
+		}
+	}
+	for i, p := range c.Pollers {
+		typ := p.Mapping.Type
+		if _, seen := by[typ]; !seen && slices.Contains(c.Contracts.Types, typ) {
+			by[typ] = fmt.Sprintf("pollers[%d] %s", i, p.Name)
+		}
+	}
+	for _, typ := range c.Contracts.Types {
+		if _, ok := by[typ]; ok {
+			types = append(types, typ)
+		}
+	}
+	return types, by
+}
+
+// checkConsumerReads refuses a file with both a gateway and a consumer in
+// which the consumer does not read a topic the gateway publishes to: every
+// type a source or poller may publish must have its topic (through the
+// topics block) among the consumer's, and each of consumer.topics must be
+// the topic of one of contracts.types.
+func (c fileConfig) checkConsumerReads() error {
+	cc := consumerConfig(c)
+	mapped := make(map[string]bool)
+	for _, typ := range c.Contracts.Types {
+		mapped[c.topicOf(typ)] = true
+	}
+	for _, t := range cc.Topics {
+		if !mapped[t] {
+			return fmt.Errorf("config: consumer.topics: %q is the topic of none of contracts.types (under the topics block, %s): list the types in consumer.event_types instead",
+				t, c.typeTopicsText(c.Contracts.Types))
+		}
+	}
+	reads := cc.SourceTopics()
+	types, by := c.publishers()
+	var unread []string
+	for _, typ := range types {
+		if !slices.Contains(reads, c.topicOf(typ)) {
+			unread = append(unread, fmt.Sprintf("%s -> %s (%s may publish it)", typ, c.topicOf(typ), by[typ]))
+		}
+	}
+	if len(unread) > 0 {
+		return fmt.Errorf("config: consumer.event_types: no consumer in this file reads the topic of %s: such events would be accepted and never reach the sink; add the types to consumer.event_types, or leave event_types and topics out to read every contract type",
+			strings.Join(unread, "; "))
+	}
+	return nil
+}
+
+// typeTopicsText lists where each of types goes: "a -> t, b -> u".
+func (c fileConfig) typeTopicsText(types []string) string {
+	var out []string
+	for _, typ := range types {
+		out = append(out, typ+" -> "+c.topicOf(typ))
+	}
+	return strings.Join(out, ", ")
 }
 
 // checkListenersTLS refuses a gateway listener that would serve plaintext
@@ -330,8 +482,33 @@ func spoolError(err error) error {
 }
 
 // topics are the topics the gateway publishes to: one per contract type,
-// named by gateway.topics or by default.
-func (c fileConfig) topics() []string { return record.TopicsOf(c.Gateway.Topics, c.Contracts.Types) }
+// through the topics block.
+func (c fileConfig) topics() []string { return record.TopicsOf(c.Topics, c.Contracts.Types) }
+
+// topicOf is the topic of an event type, through the topics block.
+func (c fileConfig) topicOf(typ string) string { return record.TopicOf(c.Topics, typ) }
+
+// validateTopics checks the topics block: each key one of contracts.types,
+// each value a topic Kafka takes that is none of sluice's own.
+func (c fileConfig) validateTopics() error {
+	pollers := ownership.NewDefaultConfig().Topic
+	for _, typ := range slices.Sorted(maps.Keys(c.Topics)) {
+		if !slices.Contains(c.Contracts.Types, typ) {
+			return fmt.Errorf("config: topics.%s: not one of contracts.types", typ)
+		}
+		t := c.Topics[typ]
+		if err := record.CheckTopic(t); err != nil {
+			if t == "" {
+				return fmt.Errorf("config: topics.%s: %w: leave the type out for its default topic, %s", typ, err, record.EventTopic(typ))
+			}
+			return fmt.Errorf("config: topics.%s: %w", typ, err)
+		}
+		if t == pollers {
+			return fmt.Errorf("config: topics.%s: %q is sluice's own pollers' cursor topic", typ, t)
+		}
+	}
+	return nil
+}
 
 // validateConsumer checks what the consumer tier uses: kafka, contracts,
 // log, consumer and sink.
@@ -343,11 +520,19 @@ func (c fileConfig) validateConsumer() error {
 	if err := cc.Validate(); err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
+	for _, typ := range cc.EventTypes {
+		if !slices.Contains(c.Contracts.Types, typ) {
+			return fmt.Errorf("config: consumer.event_types: %s is not one of contracts.types", typ)
+		}
+	}
 	if err := c.Admin.Validate(); err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
 	if err := c.Sink.Validate(); err != nil {
 		return fmt.Errorf("config: %w", err)
+	}
+	if c.roles.gateway {
+		return c.checkConsumerReads()
 	}
 	return nil
 }
@@ -368,6 +553,9 @@ func (c fileConfig) validateClient() error {
 		return fmt.Errorf("config: %w", err)
 	}
 	if err := c.Contracts.validate(); err != nil {
+		return err
+	}
+	if err := c.validateTopics(); err != nil {
 		return err
 	}
 	return c.validateLog()

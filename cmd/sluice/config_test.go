@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +17,7 @@ func TestExampleConfigLoads(t *testing.T) {
 	if got := cfg.Gateway.Sources[1].KeyHashes; len(got) != 1 || got[0] != hashKey("logs-key") {
 		t.Errorf("key_env not hashed into key_hashes: %v", got)
 	}
-	if cfg.Gateway.Topics["examples.shop.v1.OrderPlaced"] != "orders.placed" || cfg.Kafka.Linger != 5*time.Millisecond {
+	if cfg.Topics["examples.shop.v1.OrderPlaced"] != "orders.placed" || cfg.Kafka.Linger != 5*time.Millisecond {
 		t.Errorf("values not read: %+v", cfg)
 	}
 }
@@ -127,5 +128,102 @@ kafka: {brokers: [127.0.0.1:9092]}
 				t.Fatalf("got %v, want an error naming dlq.max_record_bytes and %s", err, c.want)
 			}
 		})
+	}
+}
+
+// bothRoles is a file with a gateway (one push source, checkout, and the
+// pollers given) and a consumer, and what more is given.
+func bothRoles(pollers []string, more string) string {
+	cfg := `
+sources:
+  - {name: checkout, key_hashes: ["69dcdfe379354d6b4ebb5364d690b38bd38a103c638e0fd27c96f892c75afeac"], event_types: ["*"]}
+contracts: {descriptor_set: examples/contracts.binpb, types: [examples.shop.v1.OrderPlaced, examples.logs.v1.LogLine]}
+kafka: {brokers: [127.0.0.1:9092]}
+sink: {kind: sqlite, sqlite: {path: /tmp/x.db}}
+`
+	if len(pollers) > 0 {
+		cfg += "pollers:\n"
+	}
+	for _, p := range pollers {
+		cfg += "  - url: https://partner.example/orders?cursor={cursor}\n    pagination: {type: cursor, cursor: /next}\n" +
+			"    mapping: {id: /id, type: examples.shop.v1.OrderPlaced}\n" + p
+	}
+	return cfg + more
+}
+
+// TestPollerSharesNoSourceUnlessAllowed: a poller whose source (by
+// default its name) is a push source's, or another poller's, would share
+// that tenant's (source, id) space; the file is refused naming
+// pollers[i].source unless the poller says share_source: true.
+func TestPollerSharesNoSourceUnlessAllowed(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		pollers []string
+		want    string // "" when the file passes
+	}{
+		{"a source of its own", []string{"    name: acme-orders\n    source: acme\n"}, ""},
+		{"named after no source", []string{"    name: acme\n"}, ""},
+		{"a push source's", []string{"    name: acme-orders\n    source: checkout\n"},
+			`config: pollers[0].source: "checkout" is the name of sources[0]`},
+		{"a push source's by its name", []string{"    name: checkout\n"},
+			`config: pollers[0].source: "checkout" (the poller's name) is the name of sources[0]`},
+		{"another poller's", []string{"    name: acme-orders\n    source: acme\n", "    name: acme-refunds\n    source: acme\n"},
+			`config: pollers[1].source: "acme" is also the source of pollers[0]`},
+		{"shared knowingly", []string{"    name: acme-orders\n    source: checkout\n    share_source: true\n"}, ""},
+		{"shared with a poller knowingly", []string{"    name: acme-orders\n    source: acme\n", "    name: acme-refunds\n    source: acme\n    share_source: true\n"}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := parseConfig([]byte(bothRoles(c.pollers, "")), func(string) string { return "" }, fileConfig.validate)
+			switch {
+			case c.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "share_source: true")):
+				t.Fatalf("got %v, want an error naming %s and share_source", err, c.want)
+			}
+		})
+	}
+}
+
+// TestOneTopicMapServesEveryRole: the top-level topics block is the topic
+// map of the gateway, of the consumer's event_types and of the contracts
+// listing; gateway.topics is refused, saying where the map moved.
+func TestOneTopicMapServesEveryRole(t *testing.T) {
+	getenv := func(string) string { return "" }
+	raw := bothRoles(nil, "topics: {examples.shop.v1.OrderPlaced: orders.placed}\nconsumer: {event_types: [examples.shop.v1.OrderPlaced, examples.logs.v1.LogLine]}\n")
+	for _, check := range []func(fileConfig) error{fileConfig.validate, fileConfig.validateConsumer} {
+		cfg, err := parseConfig([]byte(raw), getenv, check)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cfg.Gateway.Topics["examples.shop.v1.OrderPlaced"]; got != "orders.placed" {
+			t.Errorf("the gateway publishes orders to %q, want orders.placed", got)
+		}
+		cc := consumerConfig(cfg)
+		if got, want := cc.SourceTopics(), []string{"orders.placed", "ingest.examples.logs.v1.LogLine"}; !slices.Equal(got, want) {
+			t.Errorf("the consumer reads %v, want %v", got, want)
+		}
+	}
+
+	moved := bothRoles(nil, "gateway: {topics: {examples.shop.v1.OrderPlaced: orders.placed}}\n")
+	_, err := parseConfig([]byte(moved), getenv, fileConfig.validate)
+	if err == nil || !strings.Contains(err.Error(), "gateway.topics") || !strings.Contains(err.Error(), "top-level topics") {
+		t.Fatalf("gateway.topics: %v, want it refused saying it moved to the top-level topics block", err)
+	}
+
+	for _, c := range []struct{ topics, want string }{
+		{"{examples.nope.v1.Gone: gone}", "config: topics.examples.nope.v1.Gone: not one of contracts.types"},
+		{"{examples.shop.v1.OrderPlaced: ''}", "config: topics.examples.shop.v1.OrderPlaced: is empty"},
+		{"{examples.shop.v1.OrderPlaced: 'orders placed'}", "config: topics.examples.shop.v1.OrderPlaced: \"orders placed\""},
+		{"{examples.shop.v1.OrderPlaced: orders.dlq}", "config: topics.examples.shop.v1.OrderPlaced: \"orders.dlq\" is a DLQ or parked topic"},
+		{"{examples.shop.v1.OrderPlaced: sluice.audit}", "config: topics.examples.shop.v1.OrderPlaced: \"sluice.audit\" is sluice's own"},
+	} {
+		_, err := parseConfig([]byte(bothRoles(nil, "topics: "+c.topics+"\n")), getenv, fileConfig.validateClient)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("topics: %s: %v, want %s", c.topics, err, c.want)
+		}
+	}
+	_, err = parseConfig([]byte(bothRoles(nil, "consumer: {event_types: [examples.nope.v1.Gone]}\n")), getenv, fileConfig.validateConsumer)
+	if err == nil || !strings.Contains(err.Error(), "consumer.event_types: examples.nope.v1.Gone is not one of contracts.types") {
+		t.Errorf("a consumer type not in contracts: %v", err)
 	}
 }

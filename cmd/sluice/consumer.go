@@ -116,14 +116,16 @@ func serveConsumerAdmin(cfg admin.Config, reg *prometheus.Registry, c *consumer.
 	}, nil
 }
 
-// consumerConfig is the file's consumer block; without topics it consumes
-// the topic of every contract type, as the gateway names them. Its dead
-// letters must take the largest event the gateway's limits let through.
+// consumerConfig is the file's consumer block, its event_types resolved
+// through the topics block, as the gateway publishes; without event_types
+// and topics it consumes every contract type. Its dead letters must take
+// the largest event the gateway's limits let through.
 func consumerConfig(cfg fileConfig) consumer.Config {
 	c := cfg.Consumer
 	c.MaxEventBytes = cfg.Gateway.Limits.MaxEventBytes
+	c.TypeTopics = cfg.Topics
 	if len(c.SourceTopics()) == 0 {
-		c.Topics = cfg.topics()
+		c.EventTypes = cfg.Contracts.Types
 	}
 	return c
 }

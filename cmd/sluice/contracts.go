@@ -15,7 +15,6 @@ import (
 	"google.golang.org/protobuf/types/descriptorpb"
 
 	"github.com/sluicehq/sluice/contract"
-	"github.com/sluicehq/sluice/record"
 )
 
 const contractsUsage = `usage:
@@ -46,7 +45,7 @@ func runContractsCmd(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("contracts "+sub, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, contractsUsage) }
-	path := fs.String("config", "", "path of the sluice YAML config (its contracts and gateway.topics)")
+	path := fs.String("config", "", "path of the sluice YAML config (its contracts and topics blocks)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	mode := new(string)
 	var types []string
@@ -333,7 +332,7 @@ func listContracts(path string, asJSON bool, w io.Writer) error {
 		c, _ := registry.Lookup(typ)
 		pol := policies.For(typ)
 		d := c.Decoders()
-		list = append(list, contractJSON{Type: typ, Fingerprint: c.Fingerprint(), Topic: record.TopicOf(cfg.Gateway.Topics, typ),
+		list = append(list, contractJSON{Type: typ, Fingerprint: c.Fingerprint(), Topic: cfg.topicOf(typ),
 			Compatibility: compatibilityJSON{Mode: pol.Mode, AllowTightening: pol.AllowTightening},
 			Decoders:      decodersJSON{Binary: d.Binary, BinaryReason: d.BinaryReason, JSON: d.JSON, JSONReason: d.JSONReason}})
 	}

@@ -37,7 +37,7 @@ func contractsConfigFile(t *testing.T, compatibility string) string {
 	if compatibility != "" {
 		cfg += "  compatibility: " + compatibility + "\n"
 	}
-	return writeConfig(t, cfg+"gateway: {topics: {"+shopType+": orders.placed}}\n")
+	return writeConfig(t, cfg+"topics: {"+shopType+": orders.placed}\n")
 }
 
 // runContracts runs `sluice contracts ARGS...` and returns its output and

@@ -135,7 +135,20 @@ admin:
 		close(c.exited)
 	}()
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = c.wait() })
+	// An exit ends the wait at once: a gateway that could not start (a
+	// listener it could not bind, say) is not waited for.
+	exited := func() bool {
+		select {
+		case <-c.exited:
+			return true
+		default:
+			return false
+		}
+	}
 	ready := waitUntil(20*time.Second, func() bool {
+		if exited() {
+			return true
+		}
 		resp, err := http.Get("http://" + adminAddr + "/healthz")
 		if err != nil {
 			return false
@@ -143,8 +156,9 @@ admin:
 		resp.Body.Close()
 		return resp.StatusCode == 200
 	})
-	if !ready {
-		log, _ := os.ReadFile(logf.Name())
+	if log, _ := os.ReadFile(logf.Name()); exited() {
+		t.Fatalf("round %d: gateway exited at start (%v):\n%s", round, c.err, log)
+	} else if !ready {
 		t.Fatalf("round %d: gateway never became healthy:\n%s", round, log)
 	}
 	return c

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"flag"
 	"fmt"
 	"io"
@@ -40,6 +41,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	demoPartner := fs.Bool("demo-partner", true, "run a demo partner API on loopback and a poller that pulls its orders")
 	sinkDB := fs.String("sink-db", "", "SQLite file the consumer tier writes events to (default: a temporary one, removed at exit)")
 	contractsFile := fs.String("contracts", "", "descriptor set file (buf image) to serve in place of the embedded example contracts; reloaded when it changes, on SIGHUP and on POST /admin/contracts/reload")
+	adminTokenFile := fs.String("admin-token-file", "", "file holding the admin token that POST /admin/... calls send as Authorization: Bearer (default: a random one in a temporary file, removed at exit)")
 	types := fs.String("types", strings.Join(examples.Types, ","), "comma-separated event types of --contracts")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -57,7 +59,10 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	registry := versions.Registry()
-	topics := record.TopicsOf(nil, registry.Types())
+	// dev has no config file: its topics block is empty, every type goes
+	// to its default topic, and the gateway and the consumer read the
+	// same map.
+	topics := cfg.topics()
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(*kafkaPort),
 		kfake.SeedTopics(int32(*partitions), record.Cluster(topics)...))
 	if err != nil {
@@ -67,6 +72,17 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 
 	cfg.Gateway.GRPCAddr, cfg.Gateway.HTTPAddr = *grpcAddr, *httpAddr
 	cfg.Admin.Addr = *adminAddr
+	cfg.Admin.Auth.TokenFile = *adminTokenFile
+	if cfg.Admin.Auth.TokenFile == "" {
+		dir, err := os.MkdirTemp("", "sluice-dev-admin-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		if cfg.Admin.Auth.TokenFile, err = writeDevAdminToken(dir); err != nil {
+			return err
+		}
+	}
 	cfg.Gateway.Sources = []gateway.SourceConfig{{
 		Name: "demo", KeyHashes: []string{hashKey(DemoAPIKey)}, EventTypes: []string{"*"}, Rate: 5000, Burst: 10000,
 	}}
@@ -120,8 +136,8 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if *tail {
 		landed = printingSink{SQLite: db, w: stdout, where: scfg.Path}
 	}
-	ccfg := consumer.NewDefaultConfig()
-	ccfg.Group, ccfg.Topics = "sluice-dev", topics
+	ccfg := consumerConfig(cfg)
+	ccfg.Group = "sluice-dev"
 	ccfg.WriteBatch, ccfg.SinkConcurrency = 100, 1
 	ccfg.LagInterval = time.Second
 	conn, err := cfg.Kafka.Options(log)
@@ -164,7 +180,8 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		if cfg.Contracts.DescriptorSet != embeddedContracts {
 			contracts += " from " + cfg.Contracts.DescriptorSet + ", reloaded when it changes"
 		}
-		fmt.Fprint(stdout, devBanner(srv.HTTPAddr(), srv.GRPCAddr(), adminAddr, cfg.Kafka.Brokers, scfg.Path, contracts))
+		fmt.Fprint(stdout, devBanner(srv.HTTPAddr(), srv.GRPCAddr(), adminAddr, cfg.Kafka.Brokers, scfg.Path, contracts, cfg.Admin.Auth.TokenFile,
+			cfg.Contracts.DescriptorSet != embeddedContracts))
 	})
 }
 
@@ -211,7 +228,17 @@ func tailRecords(ctx context.Context, cl *kgo.Client, w io.Writer) {
 	}
 }
 
-func devBanner(httpAddr, grpcAddr, adminAddr string, brokers []string, sinkDB, contracts string) string {
+// writeDevAdminToken writes a random admin token to a file in dir that
+// only its owner reads, and returns the file's path.
+func writeDevAdminToken(dir string) (string, error) {
+	path := filepath.Join(dir, "admin-token")
+	if err := os.WriteFile(path, []byte(rand.Text()+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("dev: admin token: %w", err)
+	}
+	return path, nil
+}
+
+func devBanner(httpAddr, grpcAddr, adminAddr string, brokers []string, sinkDB, contracts, adminToken string, reloadable bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, `
 sluice dev is running: REST http://%[1]s  gRPC %[2]s  Kafka (in-process) %[3]s
@@ -228,6 +255,14 @@ Over gRPC (reflection is on; "json" carries the payload as JSON text, "binary" a
 Events land in the SQLite sink %[6]s; the newest:  sluice sink recent --sqlite %[6]s
 
 Metrics: http://%[7]s/metrics   Contracts: %[5]s
-`, httpAddr, grpcAddr, strings.Join(brokers, ","), DemoAPIKey, contracts, sinkDB, adminAddr)
+Admin token (POST /admin/... calls send it as Authorization: Bearer): %[8]s
+`, httpAddr, grpcAddr, strings.Join(brokers, ","), DemoAPIKey, contracts, sinkDB, adminAddr, adminToken)
+	if reloadable {
+		fmt.Fprintf(&b, `
+Reload the contracts now:
+
+  curl -s -X POST -H "Authorization: Bearer $(cat %[2]s)" http://%[1]s/admin/contracts/reload
+`, adminAddr, adminToken)
+	}
 	return b.String()
 }

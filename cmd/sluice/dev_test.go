@@ -85,5 +85,5 @@ func TestDev(t *testing.T) {
 	// The consumer tier writes it to the SQLite sink.
 	waitFor(t, out, regexp.MustCompile(`sink: sqlite \S+ id=log-1 type=examples\.logs\.v1\.LogLine source=demo`))
 	// The demo partner's orders are pulled, admitted and land too.
-	waitFor(t, out, regexp.MustCompile(`sink: sqlite \S+ id=\S+ type=examples\.shop\.v1\.OrderPlaced source=demo`))
+	waitFor(t, out, regexp.MustCompile(`sink: sqlite \S+ id=\S+ type=examples\.shop\.v1\.OrderPlaced source=demo-shop`))
 }

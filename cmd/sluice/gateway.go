@@ -69,7 +69,10 @@ func serve(ctx context.Context, cfg fileConfig, versions *contract.Versions, log
 	if err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
-	producer, err := publish.NewProducer(cfg.Kafka, publish.WithConnection(conn), publish.WithRegisterer(reg), publish.WithLogger(log))
+	// The producer knows the gateway's topics: admission's readiness asks
+	// the cluster for them (adm.Ready, below), and so does the start check.
+	producer, err := publish.NewProducer(cfg.Kafka, publish.WithConnection(conn), publish.WithRegisterer(reg), publish.WithLogger(log),
+		publish.WithTopics(cfg.topics()...))
 	if err != nil {
 		return err
 	}
@@ -80,7 +83,9 @@ func serve(ctx context.Context, cfg fileConfig, versions *contract.Versions, log
 			log.Error("producer close", "err", err)
 		}
 	}
-	if err := checkKafka(ctx, producer, log); err != nil {
+	// Before anything is produced (the drainer starts with admission), so
+	// that a missing topic is the first thing the log says about it.
+	if err := checkGatewayKafka(ctx, producer, log); err != nil {
 		closeProducer()
 		return err
 	}

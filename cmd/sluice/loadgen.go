@@ -44,12 +44,12 @@ func runLoadgenCmd(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fs.StringVar(&cfg.TLS.CertFile, "tls-cert", "", "client certificate (PEM), for a gateway that asks for one")
 	fs.StringVar(&cfg.TLS.KeyFile, "tls-key", "", "the client certificate's key (PEM)")
 	fs.StringVar(&cfg.TLS.ServerName, "tls-server-name", "", "the name to check in the gateway's certificate (default: the host of --addr)")
-	fs.StringVar(&cfg.Topic, "topic", def.Topic, "topic for direct (default ingest.<type>)")
+	fs.StringVar(&cfg.Topic, "topic", def.Topic, "topic for direct (default: the type's topic in --kafka-config's topics block, else ingest.<type>)")
 	fs.StringVar(&cfg.RunID, "run-id", def.RunID, "prefix of the event ids (default: random)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	ledgerPath := fs.String("ledger", "", "append the id of every acknowledged event to this file, one per line")
 	watchPID := fs.Int("watch-pid", 0, "report this process's CPU time and largest RSS over the run (Linux /proc)")
-	kafkaConfig := fs.String("kafka-config", "", "direct: connect with this sluice config's kafka block (brokers, tls, sasl) instead of plaintext to --addr")
+	kafkaConfig := fs.String("kafka-config", "", "direct: connect with this sluice config's kafka block (brokers, tls, sasl) instead of plaintext to --addr, and publish to the type's topic in its topics block")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -59,6 +59,10 @@ func runLoadgenCmd(ctx context.Context, args []string, stdout, stderr io.Writer)
 			return fmt.Errorf("loadgen: --kafka-config: %w", err)
 		}
 		cfg.Kafka = file.Kafka.Config
+		if cfg.Topic == "" {
+			// Where the gateway of that file would publish the type.
+			cfg.Topic = file.topicOf(cfg.EventType)
+		}
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("loadgen: unexpected argument %q", fs.Arg(0))

@@ -39,7 +39,7 @@ func TestReloadUnderLoad(t *testing.T) {
 	v1 := examples.Contracts
 	v2 := contracttest.Evolve(t, v1, contracttest.AddField(orderPlaced, "gift_wrap", 9, descriptorpb.FieldDescriptorProto_TYPE_BOOL))
 	broken := contracttest.Evolve(t, v2, contracttest.RemoveField(orderPlaced, "note", false))
-	path, db, grpcAddr, admin, logs := devOnExamples(t)
+	path, db, grpcAddr, admin, token, logs := devOnExamples(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	fp := func(image []byte) string {
@@ -148,7 +148,7 @@ func TestReloadUnderLoad(t *testing.T) {
 	if !metric(regexp.MustCompile(`sluice_contract_reload_refused 1\b`)) {
 		t.Fatal("sluice_contract_reload_refused is not 1")
 	}
-	resp, err := http.Post(admin+"/admin/contracts/reload", "", nil)
+	resp, err := postReload(admin, token)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,8 +202,8 @@ func TestReloadUnderLoad(t *testing.T) {
 // devOnExamples runs `sluice dev` serving a contracts file, which holds
 // the example image at first, into an SQLite sink, until the test ends.
 // It returns the file, the sink, the gRPC address, the admin listener's
-// URL and the logs.
-func devOnExamples(t *testing.T) (path, db, grpcAddr, admin string, logs *syncBuffer) {
+// URL, its token and the logs.
+func devOnExamples(t *testing.T) (path, db, grpcAddr, admin, token string, logs *syncBuffer) {
 	t.Helper()
 	dir := t.TempDir()
 	path, db = filepath.Join(dir, "contracts.binpb"), filepath.Join(dir, "sink.db")
@@ -213,7 +213,22 @@ func devOnExamples(t *testing.T) (path, db, grpcAddr, admin string, logs *syncBu
 	out, logs := devInTest(t, "-tail=false", "-demo-partner=false", "-contracts", path, "-sink-db", db)
 	grpcAddr = waitFor(t, out, regexp.MustCompile(`gRPC (\S+)`))[1]
 	admin = waitFor(t, out, regexp.MustCompile(`Metrics: (http://\S+)/metrics`))[1]
-	return path, db, grpcAddr, admin, logs
+	tokenFile := waitFor(t, out, regexp.MustCompile(`Admin token \(.*\): (\S+)`))[1]
+	b, err := os.ReadFile(tokenFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path, db, grpcAddr, admin, strings.TrimSpace(string(b)), logs
+}
+
+// postReload is POST /admin/contracts/reload with the admin token.
+func postReload(admin, token string) (*http.Response, error) {
+	req, err := http.NewRequest(http.MethodPost, admin+"/admin/contracts/reload", nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	return http.DefaultClient.Do(req)
 }
 
 // contractsStatus is GET /admin/contracts, or false when it does not answer.
@@ -314,7 +329,7 @@ func TestReloadLatency(t *testing.T) {
 	if os.Getenv("SLUICE_RELOAD_LATENCY") == "" {
 		t.Skip("set SLUICE_RELOAD_LATENCY=1 to measure")
 	}
-	path, _, grpcAddr, admin, _ := devOnExamples(t)
+	path, _, grpcAddr, admin, token, _ := devOnExamples(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	load := func(id string) *loadgen.Report {
@@ -350,7 +365,7 @@ func TestReloadLatency(t *testing.T) {
 			edits = append(edits, contracttest.AddField(orderPlaced, fmt.Sprintf("extra_%d", next), int32(next), descriptorpb.FieldDescriptorProto_TYPE_BOOL))
 			next++
 			replaceFile(t, path, contracttest.Evolve(t, examples.Contracts, edits...))
-			resp, err := http.Post(admin+"/admin/contracts/reload", "", nil)
+			resp, err := postReload(admin, token)
 			if err != nil {
 				t.Error(err)
 				return
@@ -394,7 +409,7 @@ func TestReloadLatency(t *testing.T) {
 // TestReloadOnSIGHUP: SIGHUP to the process reloads the contracts file
 // `sluice dev` serves, written in place, and the version before is kept.
 func TestReloadOnSIGHUP(t *testing.T) {
-	path, _, _, admin, _ := devOnExamples(t)
+	path, _, _, admin, _, _ := devOnExamples(t)
 	v2 := contracttest.Evolve(t, examples.Contracts, contracttest.AddField(orderPlaced, "gift_wrap", 9, descriptorpb.FieldDescriptorProto_TYPE_BOOL))
 	r, err := contract.Load(v2, examples.Types)
 	if err != nil {

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -56,31 +55,6 @@ func uniqueName(prefix string) string {
 	return fmt.Sprintf("%s_%d", prefix, time.Now().UnixNano())
 }
 
-// background runs a sluice command until the test ends, with its log in a
-// buffer the test prints when it fails.
-func backgroundLogged(t *testing.T, args ...string) (logs *syncBuffer, done <-chan error) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	logs = newSyncBuffer()
-	ch := make(chan error, 1)
-	go func() { ch <- run(ctx, args, io.Discard, logs) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-ch:
-			if err != nil && !errors.Is(err, context.Canceled) {
-				t.Errorf("%s: %v", args[0], err)
-			}
-		case <-time.After(60 * time.Second):
-			t.Errorf("%s did not stop", args[0])
-		}
-		if t.Failed() {
-			t.Logf("%s log:\n%s", args[0], logs.String())
-		}
-	})
-	return logs, ch
-}
-
 // readIDs reads the event ids of the records in topic over conn until
 // want have been seen or the deadline passes.
 func readIDs(t *testing.T, conn []kgo.Opt, topic string, want int) map[string]int {
@@ -128,7 +102,10 @@ sink:
   postgres: {dsn: %q, table: %s}
 `, t.TempDir(), uniqueName("secure-e2e"), topic, dsn, table)
 	yaml, httpAddr := gatewayYAML(t, kafka, extra)
-	yaml = strings.Replace(yaml, "  publish_timeout: 5s\n", "  publish_timeout: 5s\n  topics: {examples.logs.v1.LogLine: "+topic+"}\n", 1)
+	// One type, to the test's topic: the consumer reads every topic the
+	// gateway publishes to.
+	yaml = strings.Replace(yaml, "  types: ["+strings.Join(examples.Types, ", ")+"]\n", "  types: [examples.logs.v1.LogLine]\n", 1)
+	yaml += "topics: {examples.logs.v1.LogLine: " + topic + "}\n"
 	cfg := writeConfig(t, yaml)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -145,17 +122,15 @@ sink:
 		_, _ = db.Exec(context.Background(), fmt.Sprintf(`DROP TABLE IF EXISTS %s, %s_conflicts`, table, table))
 	})
 
-	backgroundLogged(t, "gateway", "--config", cfg)
-	backgroundLogged(t, "consumer", "--config", cfg)
+	gw := startInProcess(t, "gateway", "--config", cfg)
+	startInProcess(t, "consumer", "--config", cfg)
 	const n = 40
 	prefix := uniqueName("e2e")
 	var first string
-	if !waitUntil(60*time.Second, func() bool {
+	gw.WaitUntil(t, 60*time.Second, "the gateway to answer", func() bool {
 		first = postLogLines(httpAddr, "secure-key", prefix, n)
 		return first != ""
-	}) {
-		t.Fatal("the gateway never answered")
-	}
+	})
 	if got := strings.Count(first, `"outcome":"ACCEPTED","durability":"KAFKA","kafka":{"topic":"`+topic+`",`); got != n {
 		t.Fatalf("%d of %d answered ACCEPTED in Kafka, with their position in %s: %s", got, n, topic, first)
 	}
@@ -288,8 +263,10 @@ func TestSecureIntegrationPoller(t *testing.T) {
 	cfg := defaultFileConfig()
 	cfg.Log = logConfig{Level: "warn", Format: "text"}
 	cfg.Gateway.GRPCAddr, cfg.Gateway.HTTPAddr = freePort(t), freePort(t)
+	cfg.Admin.Addr = "127.0.0.1:0"
 	cfg.Gateway.Sources = []gateway.SourceConfig{{Name: "secure", KeyHashes: []string{hashKey("secure-key")}, EventTypes: []string{"*"}}}
-	cfg.Gateway.Topics = map[string]string{"examples.shop.v1.OrderPlaced": topic}
+	cfg.Topics = map[string]string{"examples.shop.v1.OrderPlaced": topic}
+	cfg.Gateway.Topics = cfg.Topics // as parseConfig hands the file's topics block to the gateway
 	cfg.Kafka.Config = block
 	cfg.Contracts.DescriptorSet, cfg.Contracts.Types = embeddedContracts, examples.Types
 	cfg.Pollers = []pull.Config{devpartner.Config(partner)}
@@ -358,7 +335,7 @@ func TestSecureIntegrationRefusedAtStart(t *testing.T) {
 	stranger := tlstest.NewCA(t, "stranger")
 	consumerYAML := func(kafka string) string {
 		return fmt.Sprintf("consumer: {group: g, topics: [%s]}\nsink: {kind: sqlite, sqlite: {path: %s}}\n"+
-			"contracts: {descriptor_set: ../../examples/contracts.binpb, types: [examples.logs.v1.LogLine]}\nkafka:\n%s\nlog: {level: warn}\n",
+			"contracts: {descriptor_set: ../../examples/contracts.binpb, types: [examples.logs.v1.LogLine]}\nkafka:\n%s\nlog: {level: warn}\nadmin: {addr: 127.0.0.1:0}\n",
 			logTopic, filepath.Join(t.TempDir(), "events.db"), kafka)
 	}
 	for _, tc := range []struct {

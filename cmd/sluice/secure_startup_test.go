@@ -22,7 +22,8 @@ import (
 // startBound bounds a command that must stop at start.
 const startBound = 40 * time.Second
 
-// gatewayYAML is a gateway config on free ports with the given kafka block
+// gatewayYAML is a gateway config on free ports (its admin listener's too,
+// also for a consumer run from the same file) with the given kafka block
 // (its lines indented by two spaces) and extra top-level blocks.
 func gatewayYAML(t *testing.T, kafka, extra string) (yaml, httpAddr string) {
 	t.Helper()
@@ -46,6 +47,8 @@ kafka:
 %s
 log:
   level: warn
+admin:
+  addr: 127.0.0.1:0
 %s`, freePort(t), httpAddr, hashKey("secure-key"), contracts, strings.Join(examples.Types, ", "), kafka, extra)
 	return yaml, httpAddr
 }
@@ -105,6 +108,7 @@ sink: {kind: sqlite, sqlite: {path: %s}}
 contracts: {descriptor_set: ../../examples/contracts.binpb, types: [examples.logs.v1.LogLine]}
 kafka: {brokers: [%s], tls: {ca_file: %s}}
 log: {level: warn}
+admin: {addr: 127.0.0.1:0}
 `, logTopic, filepath.Join(t.TempDir(), "events.db"), strings.Join(addrs, ","), stranger.File(t))
 	err := runUntilStopped(t, "consumer", "--config", writeConfig(t, yaml))
 	if err == nil || !strings.Contains(err.Error(), "certificate") {
@@ -114,8 +118,10 @@ log: {level: warn}
 
 // TestGatewayStartsAndSpoolsWithKafkaDown: a broker that is merely down at
 // start is no reason to stop: with a spool the gateway serves and answers
-// LOCAL_DISK.
+// LOCAL_DISK. The default ports are held meanwhile, as a `sluice dev`
+// beside the tests holds them: every listener takes a free port.
 func TestGatewayStartsAndSpoolsWithKafkaDown(t *testing.T) {
+	holdDefaultPorts(t)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -124,29 +130,13 @@ func TestGatewayStartsAndSpoolsWithKafkaDown(t *testing.T) {
 	l.Close()
 	yaml, httpAddr := gatewayYAML(t, fmt.Sprintf("  brokers: [%s]\n  delivery_timeout: 1s\n  dial_timeout: 500ms", down),
 		fmt.Sprintf("spool: {dir: %s, min_free_bytes: 1}\nadmission: {latency_threshold: 300ms}\n", t.TempDir()))
-	path := writeConfig(t, yaml)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, []string{"gateway", "--config", path}, io.Discard, io.Discard) }()
-	defer func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(60 * time.Second):
-			t.Error("gateway did not stop")
-		}
-	}()
+	gw := startInProcess(t, "gateway", "--config", writeConfig(t, yaml))
 	var answer string
-	served := waitUntil(40*time.Second, func() bool {
-		select {
-		case err := <-done:
-			t.Fatalf("gateway stopped at start with Kafka down: %v", err)
-		default:
-		}
+	gw.WaitUntil(t, 40*time.Second, "an event ACCEPTED with Kafka down", func() bool {
 		answer = postLogLines(httpAddr, "secure-key", "down", 1)
 		return strings.Contains(answer, `"outcome":"ACCEPTED"`)
 	})
-	if !served || !strings.Contains(answer, `"durability":"LOCAL_DISK","spool":{"segment":"`) {
+	if !strings.Contains(answer, `"durability":"LOCAL_DISK","spool":{"segment":"`) {
 		t.Fatalf("with Kafka down: %s, want ACCEPTED to the spool, with its position there", answer)
 	}
 }

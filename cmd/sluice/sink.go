@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"text/tabwriter"
 	"time"
 
@@ -15,7 +16,7 @@ import (
 
 const sinkUsage = `usage:
   sluice sink migrate (--config FILE | --sqlite PATH)        create or upgrade the sink's table
-  sluice sink recent  (--config FILE | --sqlite PATH) [-n N] print the newest events
+  sluice sink recent  (--config FILE | --sqlite PATH) [-n N] print the newest events (of an existing sink, read only)
 `
 
 // runSinkCmd is `sluice sink migrate|recent`.
@@ -74,7 +75,12 @@ func runSinkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	var rows []sink.Row
 	switch cfg.Kind {
 	case sink.KindSQLite:
-		s, err := sink.OpenSQLite(ctx, cfg.SQLite)
+		// Read only: a path with no sink there is an error, not a new
+		// empty one (which would print nothing and exit 0 after a typo).
+		s, err := sink.OpenSQLiteReader(ctx, cfg.SQLite)
+		if errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("sink recent: no SQLite sink at %s (the consumer creates it when it starts): %w", cfg.SQLite.Path, err)
+		}
 		if err != nil {
 			return err
 		}

@@ -139,3 +139,25 @@ INSERT INTO events VALUES ('ev-1', 'examples.logs.v1.LogLine', 'demo', 'svc', '2
 		t.Fatalf("sink migrate of an HTTP sink: err = %v", err)
 	}
 }
+
+// TestSinkRecentRefusesAMissingFile: `sluice sink recent` reads a sink
+// that is there; a path with no file is an error naming it, and no file
+// is created there, by --sqlite or by --config.
+func TestSinkRecentRefusesAMissingFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "typo.db")
+	config := filepath.Join(dir, "sluice.yaml")
+	if err := os.WriteFile(config, []byte("sink: {kind: sqlite, sqlite: {path: "+path+"}}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"--sqlite", path}, {"--config", config}} {
+		var out, errOut bytes.Buffer
+		err := run(context.Background(), append([]string{"sink", "recent"}, args...), &out, &errOut)
+		if code := exitCode(err, &errOut); code == 0 || err == nil || !strings.Contains(err.Error(), path) {
+			t.Errorf("sink recent %v: exit %d, err %v; want non-zero naming %s", args, code, err, path)
+		}
+		if _, err := os.Stat(path); !os.IsNotExist(err) {
+			t.Fatalf("sink recent %v left a file at %s: %v", args, path, err)
+		}
+	}
+}

@@ -153,27 +153,8 @@ func holdLock(t *testing.T, db *sql.DB, stmts ...string) (unlock func()) {
 // test if it then ends with an error; the test's end stops it too.
 func startStoppable(t *testing.T, args ...string) (stop func()) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, args, io.Discard, io.Discard) }()
-	stopped := false
-	stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("%s: %v", args[0], err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Errorf("%s did not stop", args[0])
-		}
-	}
-	t.Cleanup(stop)
-	return stop
+	p := startInProcess(t, args...)
+	return func() { p.Stop(t) }
 }
 
 func runTraceEndToEnd(t *testing.T, w traceWorld) {

@@ -18,7 +18,6 @@ import (
 
 	"github.com/sluicehq/sluice/consumer/trace"
 	"github.com/sluicehq/sluice/internal/eventtest"
-	"github.com/sluicehq/sluice/internal/waitfor"
 	"github.com/sluicehq/sluice/record"
 	"github.com/sluicehq/sluice/sink"
 )
@@ -180,8 +179,8 @@ func TestTraceCommandSQLite(t *testing.T) {
 func TestConsumerServesTrace(t *testing.T) {
 	adminAddr := freePort(t)
 	cfg, _ := traceFixture(t, fmt.Sprintf("{kind: sqlite, sqlite: {path: %s}}\nadmin: {addr: %s}", filepath.Join(t.TempDir(), "events.db"), adminAddr))
-	runInBackground(t, "consumer", "--config", cfg)
-	waitfor.Condition(t, 20*time.Second, "the consumer's /readyz to answer 200", func() bool {
+	c := startInProcess(t, "consumer", "--config", cfg)
+	c.WaitUntil(t, 20*time.Second, "the consumer's /readyz to answer 200", func() bool {
 		code, _ := adminGet(t, adminAddr, "/readyz")
 		return code == http.StatusOK
 	})

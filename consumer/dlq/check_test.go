@@ -5,8 +5,11 @@ import (
 	"testing"
 
 	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/sluicehq/sluice/contract"
+	ct "github.com/sluicehq/sluice/internal/contracttest"
 	"github.com/sluicehq/sluice/internal/eventtest"
 )
 
@@ -99,5 +102,52 @@ func TestCheckContractVersions(t *testing.T) {
 	}
 	if _, _, err := Version(onlyV1, "examples.nope.v1.Nope", fp(v1), logLine(t)); err == nil {
 		t.Error("Version of a type never served")
+	}
+}
+
+// TestCheckContractStructDepth: a record whose Struct nests as deep as the
+// gateway's depth limit lets a JSON payload nest passes the check that
+// drain and replay apply, whether it is read with its own version or with
+// the newest, so it is not parked; one level deeper is refused as the
+// gateway refuses it. A JSON level of google.protobuf.Struct is three
+// levels of protobuf binary.
+func TestCheckContractStructDepth(t *testing.T) {
+	const attrs = 20
+	reg := eventtest.Evolved(t, ct.AddImport(testType, "google/protobuf/struct.proto"),
+		ct.AddMessageField(testType, "attrs", attrs, "google.protobuf.Struct"))
+	cs, err := contract.NewVersions(reg, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := reg.Lookup(testType)
+	// withAttrs is a valid LogLine whose attrs nest n JSON levels: the
+	// LogLine's own object is level 1.
+	withAttrs := func(n int) []byte {
+		s := &structpb.Struct{Fields: map[string]*structpb.Value{"a": structpb.NewNumberValue(1)}}
+		for range n - 2 {
+			s = &structpb.Struct{Fields: map[string]*structpb.Value{"a": structpb.NewStructValue(s)}}
+		}
+		b, err := proto.MarshalOptions{Deterministic: true}.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return protowire.AppendBytes(protowire.AppendTag(logLine(t), attrs, protowire.BytesType), b)
+	}
+	const unknown = "sha256:00000000000000000000000000000000"
+	for _, fingerprint := range []string{c.Fingerprint(), unknown} {
+		for _, n := range []int{2, 12, contract.DefaultMaxDepth, contract.DefaultMaxDepth + 1} {
+			err := CheckContract(cs, eventtest.VersionRecord(t, testTopic, "id", "k", fingerprint, withAttrs(n)))
+			if n <= contract.DefaultMaxDepth {
+				if err != nil {
+					t.Errorf("version %s, attrs %d levels deep: %v", fingerprint, n, err)
+				}
+				continue
+			}
+			if _, ok := errors.AsType[*contract.MalformedError](err); !ok {
+				if _, ok := errors.AsType[*UnknownVersionError](err); !ok || fingerprint != unknown {
+					t.Errorf("version %s, attrs %d levels deep: %T %v, want it refused as malformed", fingerprint, n, err, err)
+				}
+			}
+		}
 	}
 }

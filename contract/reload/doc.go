@@ -56,7 +56,9 @@
 // policies are the ones the process started with, and a new type needs a
 // restart. It does not coordinate gateways and consumers: each process
 // reloads on its own, and Versions lets a consumer decode the records of
-// the versions it kept while the tiers roll. The admin routes are as
-// authenticated as the admin listener is (TLS, no client certificate by
-// default); a reload only re-reads the file the config names.
+// the versions it kept while the tiers roll. It does not authenticate:
+// the admin listener lets POST /admin/contracts/reload through only with
+// a credential (admin.auth's token, or a client certificate its TLS
+// verified), and GET /admin/contracts as it lets probes through. A
+// reload only re-reads the file the config names.
 package reload

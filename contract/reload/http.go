@@ -34,6 +34,9 @@ func (r *Reloader) Status() Status {
 //	GET  /admin/contracts         Status, 200
 //	POST /admin/contracts/reload  a reload's Result: 200 reloaded or
 //	                              unchanged, 409 incompatible, 422 failed
+//
+// The admin listener serves the POST only with a credential (package
+// admin); a mux of another server would serve it to anyone.
 func (r *Reloader) Routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /admin/contracts", func(w http.ResponseWriter, _ *http.Request) {
 		admin.WriteJSON(w, http.StatusOK, r.Status())

@@ -82,6 +82,9 @@ type sluiceConfig struct {
 	} `json:"admission"`
 	Admin struct {
 		Addr string `json:"addr"`
+		Auth struct {
+			TokenFile string `json:"token_file"`
+		} `json:"auth"`
 	} `json:"admin"`
 	Contracts struct {
 		DescriptorSet string `json:"descriptor_set"`
@@ -556,7 +559,7 @@ func TestConsumerConfigFollowsGateway(t *testing.T) {
 		}
 		return v
 	}
-	for _, keys := range [][]string{{"kafka"}, {"contracts"}, {"gateway", "topics"}, {"gateway", "limits", "max_event_bytes"}} {
+	for _, keys := range [][]string{{"kafka"}, {"contracts"}, {"topics"}, {"gateway", "limits", "max_event_bytes"}} {
 		g, c := get(gw, keys...), get(cons, keys...)
 		if fmt.Sprint(g) != fmt.Sprint(c) {
 			t.Errorf("%s: gateway.yaml has %v, consumer.yaml %v", strings.Join(keys, "."), g, c)

@@ -41,6 +41,7 @@ var (
 		"secrets/postgres-ca.crt", "secrets/postgres-password",
 		"secrets/gateway-tls.crt", "secrets/gateway-tls.key",
 		"secrets/admin-tls.crt", "secrets/admin-tls.key", "secrets/admin-ca.crt",
+		"secrets/admin-token",
 	}
 	contractsFile = "contracts/contracts.binpb"
 )
@@ -103,6 +104,7 @@ func stageBase(t *testing.T) string {
 		"secrets/admin-tls.crt":     append(pemCert(leaf), caPEM...),
 		"secrets/admin-tls.key":     leafKey,
 		"secrets/admin-ca.crt":      caPEM,
+		"secrets/admin-token":       []byte(randomHex(t) + "\n"),
 	}
 	if len(files) != len(secretFiles) {
 		t.Fatalf("stageBase makes %d secret files, the kustomization reads %d", len(files), len(secretFiles))
@@ -158,6 +160,7 @@ type deployment struct {
 	pdbs            []*policyv1.PodDisruptionBudget
 	hpas            []*autoscalingv2.HorizontalPodAutoscaler
 	serviceMonitors []*monitoringv1.ServiceMonitor
+	networkPolicies []*networkingv1.NetworkPolicy
 }
 
 func renderBase(t *testing.T) deployment {
@@ -185,6 +188,8 @@ func renderBase(t *testing.T) deployment {
 			d.hpas = append(d.hpas, o)
 		case *monitoringv1.ServiceMonitor:
 			d.serviceMonitors = append(d.serviceMonitors, o)
+		case *networkingv1.NetworkPolicy:
+			d.networkPolicies = append(d.networkPolicies, o)
 		case *corev1.Namespace:
 		default:
 			t.Fatalf("rendered a %T, which no test looks at", o)

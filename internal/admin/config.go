@@ -3,7 +3,9 @@ package admin
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
+	"time"
 
 	"github.com/sluicehq/sluice/internal/tlsfiles"
 )
@@ -31,6 +33,25 @@ type Config struct {
 	// Insecure says that serving plain HTTP on an address other than
 	// loopback is meant; without it, or TLS, such an address is refused.
 	Insecure bool `yaml:"insecure"`
+	// Auth is the token that allows calls that change state (POST
+	// /admin/contracts/reload). A client certificate that TLS verifies
+	// (client_ca_file with client_auth request or require) allows them
+	// too; with neither, such calls are refused.
+	Auth AuthConfig `yaml:"auth"`
+}
+
+// AuthConfig is the admin listener's bearer token: from a file or from an
+// environment variable, one of them. The token is one line of printable
+// ASCII without spaces, MinTokenBytes to MaxTokenBytes long.
+type AuthConfig struct {
+	// TokenFile holds the token; a trailing line ending is trimmed. It is
+	// read at start and again when it changes (checked at most once a
+	// second, on a call that changes state), so a rotated Secret needs no
+	// restart.
+	TokenFile string `yaml:"token_file"`
+	// TokenEnv names the environment variable that holds the token, read
+	// at start.
+	TokenEnv string `yaml:"token_env"`
 }
 
 // NewDefaultConfig returns the defaults: the process's default address,
@@ -51,8 +72,12 @@ func (c Config) Listener() tlsfiles.ListenerConfig {
 	return tlsfiles.ListenerConfig{ServerConfig: c.TLS, Insecure: c.Insecure}
 }
 
-// Validate reports the first wrong field by its name under admin.
+// Validate reports the first wrong field by its name under admin. It
+// reads the token (auth.token_file or auth.token_env) as a start would.
 func (c Config) Validate() error {
+	if _, err := loadToken(c.Auth, slog.New(slog.DiscardHandler), time.Now); err != nil {
+		return err
+	}
 	if c.Addr == "" {
 		return nil
 	}

@@ -17,4 +17,28 @@
 //
 // TLS is optional (WithTLS); without it the listener speaks plain HTTP,
 // which Config.Validate allows only for loopback when profiles are served.
+//
+// # Calls that change state
+//
+// Probes and scrapes present nothing, so the listener asks nothing of a
+// GET, HEAD or OPTIONS call. A call of any other method may change state
+// (a component's POST /admin/contracts/reload, say): whoever registered
+// the route, it is served only with a credential, one of
+//
+//   - a client certificate the listener's TLS verified: admin.tls with
+//     client_ca_file and client_auth request (probes without one still get
+//     in) or require;
+//   - Authorization: Bearer TOKEN, with the token of admin.auth.token_file
+//     (read again when the file changes, at most once a second, on such a
+//     call; a file that is gone or holds no good token keeps the token
+//     before) or admin.auth.token_env (read at start).
+//
+// Without one the call is answered 401 UNAUTHENTICATED with
+// WWW-Authenticate: Bearer (error="invalid_token" for a wrong token); on a
+// listener configured with neither, 403 NO_CREDENTIAL_CONFIGURED, saying
+// how to configure one: a state-changing endpoint is never open by
+// default. Refusals are ErrorBody JSON and counted in
+// sluice_admin_refused_total{reason} (no_credential, wrong_credential,
+// none_configured). Tokens are compared by their SHA-256 in constant
+// time, and are never logged or answered.
 package admin

@@ -24,12 +24,13 @@ type Readiness func() error
 
 // Server serves the admin endpoints on their own listener.
 type Server struct {
-	srv  *http.Server
-	lis  net.Listener
-	log  *slog.Logger
-	tls  *tls.Config
-	wg   sync.WaitGroup
-	errs chan error
+	srv   *http.Server
+	guard *guard
+	lis   net.Listener
+	log   *slog.Logger
+	tls   *tls.Config
+	wg    sync.WaitGroup
+	errs  chan error
 }
 
 // Option configures New.
@@ -57,7 +58,8 @@ func WithLogger(l *slog.Logger) Option { return optionFunc(func(o *options) { o.
 func WithTLS(c *tls.Config) Option { return optionFunc(func(o *options) { o.tls = c }) }
 
 // WithRegisterer registers the listener's certificate reloads
-// (sluice_tls_reloads_total{listener="admin"}); by default they are not
+// (sluice_tls_reloads_total{listener="admin"}) and its refused calls
+// (sluice_admin_refused_total{reason}); by default they are not
 // registered.
 func WithRegisterer(r prometheus.Registerer) Option {
 	return optionFunc(func(o *options) { o.reg = r })
@@ -70,6 +72,9 @@ func WithReadiness(r Readiness) Option { return optionFunc(func(o *options) { o.
 // WithRoutes lets add register routes of its own on the listener's mux,
 // for example a component's status and reload endpoints; by default the
 // listener serves /metrics, /healthz, /readyz (and pprof when asked).
+// A route of any method but GET, HEAD and OPTIONS changes state: a call
+// to it needs a credential (Config.Auth, or a verified client
+// certificate), whoever registered it.
 func WithRoutes(add func(*http.ServeMux)) Option {
 	return optionFunc(func(o *options) { o.routes = append(o.routes, add) })
 }
@@ -118,13 +123,24 @@ func New(cfg Config, g prometheus.Gatherer, opts ...Option) (*Server, error) {
 		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
+	tok, err := loadToken(cfg.Auth, o.log, time.Now)
+	if err != nil {
+		return nil, err
+	}
+	certs := cfg.TLS.VerifiesClients() ||
+		o.tls != nil && (o.tls.ClientAuth == tls.VerifyClientCertIfGiven || o.tls.ClientAuth == tls.RequireAndVerifyClientCert)
+	handler, err := newGuard(mux, tok, certs, o.reg)
+	if err != nil {
+		return nil, err
+	}
 	lis, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("admin: listener: %w", err)
 	}
 	return &Server{
+		guard: handler,
 		srv: &http.Server{
-			Handler:           mux,
+			Handler:           handler,
 			ReadHeaderTimeout: 5 * time.Second,
 			// No WriteTimeout: a CPU profile or trace takes as long as it
 			// is asked to.

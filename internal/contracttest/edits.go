@@ -62,6 +62,37 @@ func AddMessageField(msg, name string, number int32, typeName string) Edit {
 	}
 }
 
+// AddImport adds path to the imports of the file that declares msg, for
+// a field added to msg whose type path declares (a well-known type, say).
+func AddImport(msg, path string) Edit {
+	return func(t testing.TB, set *descriptorpb.FileDescriptorSet) {
+		Message(t, set, msg) // fails t when msg is not there
+		for _, f := range set.GetFile() {
+			if !strings.HasPrefix(msg, f.GetPackage()+".") || !declares(f, strings.TrimPrefix(msg, f.GetPackage()+".")) {
+				continue
+			}
+			if !slices.Contains(f.Dependency, path) {
+				f.Dependency = append(f.Dependency, path)
+			}
+			return
+		}
+	}
+}
+
+// declares says whether file f declares the message rest ("Outer.Inner",
+// relative to f's package).
+func declares(f *descriptorpb.FileDescriptorProto, rest string) bool {
+	msgs := f.GetMessageType()
+	for _, name := range strings.Split(rest, ".") {
+		i := slices.IndexFunc(msgs, func(m *descriptorpb.DescriptorProto) bool { return m.GetName() == name })
+		if i < 0 {
+			return false
+		}
+		msgs = msgs[i].GetNestedType()
+	}
+	return true
+}
+
 // MoveToOneof puts field name of msg into the oneof called oneof,
 // declaring it when msg has none of that name.
 func MoveToOneof(msg, name, oneof string) Edit {
@@ -212,6 +243,25 @@ func AddEnumValue(enum, name string, number int32) Edit {
 	return func(t testing.TB, set *descriptorpb.FileDescriptorSet) {
 		e := Enum(t, set, enum)
 		e.Value = append(e.Value, &descriptorpb.EnumValueDescriptorProto{Name: proto.String(name), Number: proto.Int32(number)})
+	}
+}
+
+// SetEnumType makes enum closed or open through the editions feature
+// enum_type: the file that declares it must be an editions file.
+func SetEnumType(enum string, closed bool) Edit {
+	return func(t testing.TB, set *descriptorpb.FileDescriptorSet) {
+		e := Enum(t, set, enum)
+		if e.Options == nil {
+			e.Options = new(descriptorpb.EnumOptions)
+		}
+		if e.Options.Features == nil {
+			e.Options.Features = new(descriptorpb.FeatureSet)
+		}
+		typ := descriptorpb.FeatureSet_OPEN
+		if closed {
+			typ = descriptorpb.FeatureSet_CLOSED
+		}
+		e.Options.Features.EnumType = typ.Enum()
 	}
 }
 

@@ -72,11 +72,12 @@ func Start(ctx context.Context) (baseURL string, stop func(), err error) {
 	return "http://" + ln.Addr().String(), stop, nil
 }
 
-// Config is the poller of the partner at baseURL, under source "demo".
+// Config is the poller of the partner at baseURL, under its own source,
+// its name ("demo-shop"): not the push source "demo" of sluice dev, whose
+// (source, id) space its orders would share.
 func Config(baseURL string) pull.Config {
 	c := pull.NewDefaultConfig()
 	c.Name = demoPollerName
-	c.Source = "demo"
 	c.URL = baseURL + "/orders?cursor={cursor}"
 	c.Interval = 2 * time.Second
 	c.RequestTimeout = 5 * time.Second

@@ -11,7 +11,7 @@
 // Every 5th request is answered 429 with Retry-After: 1, and every 40th
 // order has a currency that breaks the contract, so `sluice dev` shows
 // throttling and typed rejections too. Config is the poller of that feed
-// under source "demo".
+// under a source of its own, its name "demo-shop".
 //
 // # Guarantees
 //

@@ -43,12 +43,18 @@
 // and the parked topic counts as parked. The conflicts column counts the
 // rows of the sink's conflicts table for the scenario: identities that
 // arrived again with another payload, kept aside while the first stays.
+// The conflicts-refused column counts copies of an acknowledged identity
+// with another payload that the gateway refused IDEMPOTENCY_CONFLICT:
+// refusals of a copy, counted as rejected, while the identity stays
+// acknowledged with its first payload.
 //
 // The scenarios: steady load; gateway SIGKILLs, while it publishes and
 // while its drainer empties the spool; Kafka and PostgreSQL stopped for
 // 30 s; a consumer killed and one joining; two sources sending the same
 // ids (both land; the same source's ids again after a restart are
-// conflicts); poison events, small and near max_event_bytes (too large for
+// conflicts); a source sending ids it was answered for seconds ago again
+// with other payloads, and ids twice in one request with two payloads
+// (each changed copy refused, none published); poison events, small and near max_event_bytes (too large for
 // the DLQ topic: parked with their envelope); the spool's disk filling
 // (a tmpfs) during a Kafka outage, with cursor writes failing as the drain
 // starts; a burst over the spool's cap.

@@ -136,6 +136,24 @@ func TestIntegrationFaults(t *testing.T) {
 					t.Errorf("ids shared by two sources %d; conflicting copies acknowledged %d, conflicts recorded %d", l.shared, l.conflictsSent, r.conflicts)
 				}
 			}},
+		{name: "changed-payload-resend", load: load{duration: 15 * time.Second},
+			fault: func(s *system) {
+				// Beside the load: ids the source was answered for seconds
+				// ago, sent again with other payloads, and new ids sent
+				// twice in one request with two payloads.
+				s.waitAccepted(400)
+				s.resendChangedWithinWindow("changed-payload-resend", 12*time.Second)
+			},
+			check: func(t *testing.T, l *ledger, r result) {
+				// Each changed copy refused IDEMPOTENCY_CONFLICT with both
+				// fingerprints; none published, so the sink's conflicts
+				// table has nothing of the scenario and every first
+				// payload is what the sink holds.
+				if l.conflictsRefused == 0 || l.conflictsMisjudged != 0 || r.conflicts != 0 || r.secondPayloads != 0 {
+					t.Errorf("changed payloads refused %d, answered otherwise %d (first: %s); sink conflicts %d, second payloads in the sink %d",
+						l.conflictsRefused, l.conflictsMisjudged, l.firstMisjudged, r.conflicts, r.secondPayloads)
+				}
+			}},
 		{name: "poison-1pct", load: load{duration: 15 * time.Second, poisonEvery: 100}, check: func(t *testing.T, l *ledger, r result) {
 			// Every poison event in the DLQ, every other one in the sink.
 			if len(l.poison) == 0 || r.inDLQ != len(l.poison) || r.inSink != r.acked-len(l.poison) {
@@ -383,6 +401,14 @@ type ledger struct {
 	unplaced          int // acknowledgements without the position their durability says
 	shared            int // acknowledged events whose id another source also sent
 	conflictsSent     int // acknowledged copies of an identity with another payload
+	// conflictsRefused counts copies of an acknowledged identity with
+	// another payload that the gateway refused IDEMPOTENCY_CONFLICT, with
+	// both fingerprints: refusals, not identities (the identity is
+	// acknowledged with its first payload). conflictsMisjudged counts
+	// such copies answered anything else.
+	conflictsRefused   int
+	conflictsMisjudged int
+	firstMisjudged     string
 }
 
 func (l *ledger) record(source string, ev *ingestv1.Event, poison bool, r loadgen.EventResult) (retry bool) {
@@ -439,6 +465,7 @@ func (s *system) runScenario(sc scenario) *ledger {
 		ld.pace = 80 * time.Millisecond
 	}
 	l := &ledger{acked: map[string]bool{}, rejected: map[string]string{}, poison: map[string]bool{}, fullReasons: map[string]int{}}
+	s.ledger = l
 	var wg sync.WaitGroup
 	if sc.fault != nil {
 		wg.Go(func() { sc.fault(s) })
@@ -523,6 +550,114 @@ func (s *system) resendChanged(l *ledger, scenario, source string, n int) {
 			l.mu.Unlock()
 		}
 	}
+}
+
+// changedMessage marks the payload of a changed copy: the sink must never
+// hold it for an identity acknowledged first with another payload.
+const changedMessage = "a changed copy under an accepted id"
+
+// resendChangedWithinWindow runs for d beside the load. Every 500 ms it
+// sends up to 10 of the scenario's ids that sourceA was answered for and
+// not yet sent changed, again with another payload, alternately over
+// gRPC (binary) and REST (JSON); and one request with a new id twice,
+// the second copy changed. Each changed copy must be refused
+// IDEMPOTENCY_CONFLICT with both fingerprints; the ledger counts the
+// refusals and anything else.
+func (s *system) resendChangedWithinWindow(scenario string, d time.Duration) {
+	prefix := identity(sourceA, fmt.Sprintf("%s-%s-", s.run, scenario))
+	sent := map[string]bool{}
+	end := time.Now().Add(d)
+	for round := 0; time.Now().Before(end); round++ {
+		rest := round%2 == 1
+		target, sender := s.sender(sourceA, rest)
+		var events []*ingestv1.Event
+		var changed []bool
+		s.ledger.mu.Lock()
+		for key := range s.ledger.acked {
+			if len(events) == 10 {
+				break
+			}
+			if id, ok := strings.CutPrefix(key, sourceA+"/"); ok && strings.HasPrefix(key, prefix) && !sent[key] && !s.ledger.poison[key] {
+				sent[key] = true
+				events = append(events, changedEvent(id, rest))
+				changed = append(changed, true)
+			}
+		}
+		s.ledger.sent += len(events) + 2
+		s.ledger.mu.Unlock()
+		// A new id twice in one request: the first copy is published, the
+		// second, changed, refused.
+		id := fmt.Sprintf("%s-%s-twice-%d", s.run, scenario, round)
+		events = append(events, logEvent(id, round, false, rest), changedEvent(id, rest))
+		changed = append(changed, false, true)
+		s.sendChanged(sender, events, changed)
+		sender.Close()
+		target.Close()
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// changedEvent is a valid LogLine under id whose payload no load event
+// has.
+func changedEvent(id string, asJSON bool) *ingestv1.Event {
+	ev := logEvent(id, 0, false, asJSON)
+	setPayload(ev, &logsv1.LogLine{
+		Service:   ev.GetPartitionKey(),
+		Severity:  logsv1.Severity_SEVERITY_WARN,
+		Message:   changedMessage + " " + id,
+		Timestamp: ev.GetOccurredAt(),
+		Host:      "127.0.0.1",
+	}, asJSON)
+	return ev
+}
+
+// sendChanged sends events once more until none is to be retried, and
+// records each: an unchanged one as the load's are, a changed one as a
+// refused conflict when it is one.
+func (s *system) sendChanged(sender loadgen.Sender, events []*ingestv1.Event, changed []bool) {
+	l := s.ledger
+	for attempt := 0; len(events) > 0 && attempt < 20; attempt++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ans, err := sender.Send(ctx, events)
+		cancel()
+		if err != nil || ans.Failure != nil {
+			time.Sleep(200 * time.Millisecond)
+			continue
+		}
+		var again []*ingestv1.Event
+		var againChanged []bool
+		for i, r := range ans.Results {
+			if !changed[i] {
+				if l.record(sourceA, events[i], false, r) {
+					again, againChanged = append(again, events[i]), append(againChanged, false)
+				}
+				continue
+			}
+			c := r.Conflict
+			l.mu.Lock()
+			switch {
+			case r.Retryable:
+				again, againChanged = append(again, events[i]), append(againChanged, true)
+			case r.Outcome == ingestv1.Outcome_REJECTED && r.Reason == ingestv1.Reason_IDEMPOTENCY_CONFLICT.String() &&
+				strings.HasPrefix(c.GetFingerprint(), "sha256:") && strings.HasPrefix(c.GetAcceptedFingerprint(), "sha256:") &&
+				c.GetFingerprint() != c.GetAcceptedFingerprint():
+				l.conflictsRefused++
+			default:
+				l.conflictsMisjudged++
+				if l.firstMisjudged == "" {
+					l.firstMisjudged = fmt.Sprintf("%s: %+v", events[i].GetId(), r)
+				}
+			}
+			l.mu.Unlock()
+		}
+		events, changed = again, againChanged
+		if len(events) > 0 {
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	l.mu.Lock()
+	l.unanswered += len(events)
+	l.mu.Unlock()
 }
 
 // work is one caller: build a batch, send it, retry what the gateway asks
@@ -712,6 +847,8 @@ type result struct {
 	dupInSink, rejectedFound          int
 	poisonAcked, bufferFull           int
 	conflicts                         int // rows of the sink's conflicts table for the scenario
+	conflictsRefused                  int // copies with another payload the gateway refused
+	secondPayloads                    int // sink rows of the scenario holding a changed copy's payload
 	parkedWithEnvelope                int // parked records that carry the envelope and what refused them
 	// auditMismatch counts the decisions the audit table does not hold as
 	// the records say: a DLQ or parked record of an id counted in-dlq or
@@ -723,12 +860,12 @@ type result struct {
 	settledIn          time.Duration
 }
 
-const header = "scenario                   sent  acked  rejected  unanswered  in-sink  in-dlq  parked  lost  dup-in-sink  poison  buffer-full  conflicts  audit-mismatch  settled"
+const header = "scenario                   sent  acked  rejected  unanswered  in-sink  in-dlq  parked  lost  dup-in-sink  poison  buffer-full  conflicts  conflicts-refused  audit-mismatch  settled"
 
 func (r result) String() string {
-	return fmt.Sprintf("%-25s %6d %6d %9d %11d %8d %7d %7d %5d %12d %7d %12d %10d %15d  %s",
+	return fmt.Sprintf("%-25s %6d %6d %9d %11d %8d %7d %7d %5d %12d %7d %12d %10d %18d %15d  %s",
 		r.name, r.sent, r.acked, r.rejected, r.unanswered, r.inSink, r.inDLQ, r.parked, r.lost, r.dupInSink, r.poisonAcked, r.bufferFull,
-		r.conflicts, r.auditMismatch, r.settledIn.Round(time.Second))
+		r.conflicts, r.conflictsRefused, r.auditMismatch, r.settledIn.Round(time.Second))
 }
 
 // reconcile waits until every acknowledged id of the scenario is in the
@@ -738,8 +875,10 @@ func (r result) String() string {
 func (s *system) reconcile(name string, l *ledger, allInSink bool) result {
 	s.t.Helper()
 	prefix := fmt.Sprintf("%s-%s-", s.run, name)
-	r := result{name: name, sent: l.sent, acked: len(l.acked), rejected: len(l.rejected), unanswered: l.unanswered,
-		poisonAcked: len(l.poison), bufferFull: l.bufferFull}
+	// A refused conflict is a refusal of a copy, not of an identity: it
+	// counts as rejected, and its identity stays acknowledged.
+	r := result{name: name, sent: l.sent, acked: len(l.acked), rejected: len(l.rejected) + l.conflictsRefused, unanswered: l.unanswered,
+		poisonAcked: len(l.poison), bufferFull: l.bufferFull, conflictsRefused: l.conflictsRefused}
 	start := time.Now()
 	var inSink, inDLQ, parked map[string]int
 	var enveloped map[string]bool
@@ -829,6 +968,7 @@ func (s *system) reconcile(name string, l *ledger, allInSink bool) result {
 		}
 	}
 	r.conflicts = s.sinkConflicts(prefix)
+	r.secondPayloads = s.sinkSecondPayloads(prefix)
 	return r
 }
 
@@ -1046,18 +1186,31 @@ FROM %s_audit WHERE event_id LIKE $1 ORDER BY source, event_id, sequence`, s.tab
 // sinkConflicts counts the rows of the sink's conflicts table for event
 // ids of the scenario: identities that arrived again with another payload.
 func (s *system) sinkConflicts(prefix string) int {
+	return s.sinkCount("sink conflicts", fmt.Sprintf("SELECT count(*) FROM %s_conflicts WHERE event_id LIKE $1", s.table), prefix+"%")
+}
+
+// sinkSecondPayloads counts the sink table's rows for event ids of the
+// scenario that hold a changed copy's payload (changedMessage).
+func (s *system) sinkSecondPayloads(prefix string) int {
+	return s.sinkCount("sink payloads", fmt.Sprintf("SELECT count(*) FROM %s WHERE event_id LIKE $1 AND payload->>'message' LIKE $2", s.table),
+		prefix+"%", changedMessage+"%")
+}
+
+// sinkCount runs a count query on the sink's database; what names it in
+// an error, and an error counts -1.
+func (s *system) sinkCount(what, query string, args ...any) int {
 	s.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, s.dsn)
 	if err != nil {
-		s.t.Errorf("sink conflicts: %v", err)
+		s.t.Errorf("%s: %v", what, err)
 		return -1
 	}
 	defer conn.Close(context.Background())
 	var n int
-	if err := conn.QueryRow(ctx, fmt.Sprintf("SELECT count(*) FROM %s_conflicts WHERE event_id LIKE $1", s.table), prefix+"%").Scan(&n); err != nil {
-		s.t.Errorf("sink conflicts: %v", err)
+	if err := conn.QueryRow(ctx, query, args...).Scan(&n); err != nil {
+		s.t.Errorf("%s: %v", what, err)
 		return -1
 	}
 	return n

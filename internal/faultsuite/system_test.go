@@ -43,6 +43,9 @@ type system struct {
 	segment   int64  // the gateway's spool.segment_bytes; 0: a quarter of the cap, at most 16 MiB
 	tmpfs     bool   // spoolDir is a tmpfs of its own
 	consumers []*proc
+	// ledger is the running scenario's, for a fault that sends events of
+	// its own.
+	ledger *ledger
 }
 
 // proc is a sluice process the suite can kill and start again.
@@ -136,13 +139,13 @@ func freeAddr(t *testing.T) string {
 func (s *system) startGateway(spoolCap int64, spoolFirst bool) {
 	s.t.Helper()
 	s.spoolCap = spoolCap
-	cfg := fmt.Sprintf(`gateway:
+	cfg := fmt.Sprintf(`topics:
+  examples.logs.v1.LogLine: %[3]s
+gateway:
   grpc_addr: %[1]s
   http_addr: %[2]s
   publish_timeout: 5s
   unavailable_retry_after: 1s
-  topics:
-    examples.logs.v1.LogLine: %[3]s
   limits:
     max_events_per_request: 100
     max_event_bytes: %[11]d

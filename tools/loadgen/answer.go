@@ -34,6 +34,8 @@ type EventResult struct {
 	RetryAfter time.Duration
 	// Message is the target's explanation of a rejection.
 	Message string
+	// Conflict names the two payloads of an IDEMPOTENCY_CONFLICT.
+	Conflict *ingestv1.PayloadConflict
 }
 
 // Failure is a whole-request refusal: Code is the transport's code
@@ -69,6 +71,7 @@ func resultsOf(rs []*ingestv1.EventResult, n int) ([]EventResult, error) {
 			out[i].Retryable = rej.GetRetryable()
 			out[i].RetryAfter = rej.GetRetryAfter().AsDuration()
 			out[i].Message = rej.GetMessage()
+			out[i].Conflict = rej.GetConflict()
 		}
 	}
 	return out, nil

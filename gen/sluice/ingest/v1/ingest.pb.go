@@ -164,6 +164,15 @@ const (
 	// A compressed body or message inflates past the request limit
 	// (limits.max_request_bytes); it is refused before it is inflated whole.
 	Reason_DECOMPRESSED_TOO_LARGE Reason = 12
+	// The event's (source, id) was accepted with another payload: an id names
+	// one event, and a second payload under it is refused, not published (as
+	// an idempotency key reused with other parameters is). The rejection's
+	// conflict carries both payloads' fingerprints. Not retryable: send the
+	// new payload under an id of its own. Caught by the gateway within one
+	// request and within its dedup window; past the window, or after the
+	// gateway restarts, the sink keeps the first payload and records the copy
+	// in its conflicts table.
+	Reason_IDEMPOTENCY_CONFLICT Reason = 13
 )
 
 // Enum value maps for Reason.
@@ -182,6 +191,7 @@ var (
 		10: "BUFFER_FULL",
 		11: "UNAVAILABLE",
 		12: "DECOMPRESSED_TOO_LARGE",
+		13: "IDEMPOTENCY_CONFLICT",
 	}
 	Reason_value = map[string]int32{
 		"REASON_UNSPECIFIED":      0,
@@ -197,6 +207,7 @@ var (
 		"BUFFER_FULL":             10,
 		"UNAVAILABLE":             11,
 		"DECOMPRESSED_TOO_LARGE":  12,
+		"IDEMPOTENCY_CONFLICT":    13,
 	}
 )
 
@@ -230,8 +241,9 @@ func (Reason) EnumDescriptor() ([]byte, []int) {
 // Event is one event as a source sends it.
 type Event struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// id is the idempotency key: the same (source, id) within the dedup window
-	// is answered DUPLICATE and not published again.
+	// id is the idempotency key: the same (source, id) with the same payload
+	// within the dedup window is answered DUPLICATE and not published again;
+	// with another payload it is refused IDEMPOTENCY_CONFLICT.
 	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
 	// type names the contract: the full name of a protobuf message the gateway
 	// has loaded, e.g. "examples.shop.v1.OrderPlaced".
@@ -824,8 +836,11 @@ type Rejection struct {
 	RetryAfter *durationpb.Duration `protobuf:"bytes,3,opt,name=retry_after,json=retryAfter,proto3" json:"retry_after,omitempty"`
 	// violations lists the contract rules that failed (SCHEMA_VIOLATION) or
 	// where decoding failed (MALFORMED).
-	Violations    []*FieldViolation `protobuf:"bytes,4,rep,name=violations,proto3" json:"violations,omitempty"`
-	Message       string            `protobuf:"bytes,5,opt,name=message,proto3" json:"message,omitempty"`
+	Violations []*FieldViolation `protobuf:"bytes,4,rep,name=violations,proto3" json:"violations,omitempty"`
+	Message    string            `protobuf:"bytes,5,opt,name=message,proto3" json:"message,omitempty"`
+	// conflict says which payloads differ; set when reason is
+	// IDEMPOTENCY_CONFLICT.
+	Conflict      *PayloadConflict `protobuf:"bytes,6,opt,name=conflict,proto3" json:"conflict,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -895,6 +910,74 @@ func (x *Rejection) GetMessage() string {
 	return ""
 }
 
+func (x *Rejection) GetConflict() *PayloadConflict {
+	if x != nil {
+		return x.Conflict
+	}
+	return nil
+}
+
+// PayloadConflict names the two payloads of an IDEMPOTENCY_CONFLICT by their
+// fingerprints: "sha256:" and lowercase hex digits of the SHA-256 of the
+// payload's canonical protobuf binary (the contract message's deterministic
+// encoding, the same for its JSON and binary forms), the form the sinks keep
+// in payload_fingerprint.
+type PayloadConflict struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// fingerprint is the refused payload's, whole (64 hex digits).
+	Fingerprint string `protobuf:"bytes,1,opt,name=fingerprint,proto3" json:"fingerprint,omitempty"`
+	// accepted_fingerprint is the accepted payload's. When the dedup window
+	// caught the conflict it is the 16 hex digits (64 bits) the window keeps:
+	// a prefix of the accepted payload's whole fingerprint.
+	AcceptedFingerprint string `protobuf:"bytes,2,opt,name=accepted_fingerprint,json=acceptedFingerprint,proto3" json:"accepted_fingerprint,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
+}
+
+func (x *PayloadConflict) Reset() {
+	*x = PayloadConflict{}
+	mi := &file_sluice_ingest_v1_ingest_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PayloadConflict) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PayloadConflict) ProtoMessage() {}
+
+func (x *PayloadConflict) ProtoReflect() protoreflect.Message {
+	mi := &file_sluice_ingest_v1_ingest_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PayloadConflict.ProtoReflect.Descriptor instead.
+func (*PayloadConflict) Descriptor() ([]byte, []int) {
+	return file_sluice_ingest_v1_ingest_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *PayloadConflict) GetFingerprint() string {
+	if x != nil {
+		return x.Fingerprint
+	}
+	return ""
+}
+
+func (x *PayloadConflict) GetAcceptedFingerprint() string {
+	if x != nil {
+		return x.AcceptedFingerprint
+	}
+	return ""
+}
+
 // FieldViolation is one failed rule. Paths into the contract message start
 // with "payload."; other paths name fields of the Event envelope.
 type FieldViolation struct {
@@ -909,7 +992,7 @@ type FieldViolation struct {
 
 func (x *FieldViolation) Reset() {
 	*x = FieldViolation{}
-	mi := &file_sluice_ingest_v1_ingest_proto_msgTypes[9]
+	mi := &file_sluice_ingest_v1_ingest_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -921,7 +1004,7 @@ func (x *FieldViolation) String() string {
 func (*FieldViolation) ProtoMessage() {}
 
 func (x *FieldViolation) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_ingest_v1_ingest_proto_msgTypes[9]
+	mi := &file_sluice_ingest_v1_ingest_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -934,7 +1017,7 @@ func (x *FieldViolation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FieldViolation.ProtoReflect.Descriptor instead.
 func (*FieldViolation) Descriptor() ([]byte, []int) {
-	return file_sluice_ingest_v1_ingest_proto_rawDescGZIP(), []int{9}
+	return file_sluice_ingest_v1_ingest_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *FieldViolation) GetField() string {
@@ -973,7 +1056,7 @@ type ErrorBody struct {
 
 func (x *ErrorBody) Reset() {
 	*x = ErrorBody{}
-	mi := &file_sluice_ingest_v1_ingest_proto_msgTypes[10]
+	mi := &file_sluice_ingest_v1_ingest_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -985,7 +1068,7 @@ func (x *ErrorBody) String() string {
 func (*ErrorBody) ProtoMessage() {}
 
 func (x *ErrorBody) ProtoReflect() protoreflect.Message {
-	mi := &file_sluice_ingest_v1_ingest_proto_msgTypes[10]
+	mi := &file_sluice_ingest_v1_ingest_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -998,7 +1081,7 @@ func (x *ErrorBody) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ErrorBody.ProtoReflect.Descriptor instead.
 func (*ErrorBody) Descriptor() ([]byte, []int) {
-	return file_sluice_ingest_v1_ingest_proto_rawDescGZIP(), []int{10}
+	return file_sluice_ingest_v1_ingest_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ErrorBody) GetReason() Reason {
@@ -1086,7 +1169,7 @@ const file_sluice_ingest_v1_ingest_proto_rawDesc = "" +
 	"\x06offset\x18\x03 \x01(\x03R\x06offset\"A\n" +
 	"\rSpoolPosition\x12\x18\n" +
 	"\asegment\x18\x01 \x01(\x04R\asegment\x12\x16\n" +
-	"\x06offset\x18\x02 \x01(\x03R\x06offset\"\xf3\x01\n" +
+	"\x06offset\x18\x02 \x01(\x03R\x06offset\"\xb2\x02\n" +
 	"\tRejection\x120\n" +
 	"\x06reason\x18\x01 \x01(\x0e2\x18.sluice.ingest.v1.ReasonR\x06reason\x12\x1c\n" +
 	"\tretryable\x18\x02 \x01(\bR\tretryable\x12:\n" +
@@ -1095,7 +1178,11 @@ const file_sluice_ingest_v1_ingest_proto_rawDesc = "" +
 	"\n" +
 	"violations\x18\x04 \x03(\v2 .sluice.ingest.v1.FieldViolationR\n" +
 	"violations\x12\x18\n" +
-	"\amessage\x18\x05 \x01(\tR\amessage\"T\n" +
+	"\amessage\x18\x05 \x01(\tR\amessage\x12=\n" +
+	"\bconflict\x18\x06 \x01(\v2!.sluice.ingest.v1.PayloadConflictR\bconflict\"f\n" +
+	"\x0fPayloadConflict\x12 \n" +
+	"\vfingerprint\x18\x01 \x01(\tR\vfingerprint\x121\n" +
+	"\x14accepted_fingerprint\x18\x02 \x01(\tR\x13acceptedFingerprint\"T\n" +
 	"\x0eFieldViolation\x12\x14\n" +
 	"\x05field\x18\x01 \x01(\tR\x05field\x12\x12\n" +
 	"\x04rule\x18\x02 \x01(\tR\x04rule\x12\x18\n" +
@@ -1119,7 +1206,7 @@ const file_sluice_ingest_v1_ingest_proto_rawDesc = "" +
 	"\x16DURABILITY_UNSPECIFIED\x10\x00\x12\t\n" +
 	"\x05KAFKA\x10\x01\x12\x0e\n" +
 	"\n" +
-	"LOCAL_DISK\x10\x02*\xa3\x02\n" +
+	"LOCAL_DISK\x10\x02*\xbd\x02\n" +
 	"\x06Reason\x12\x16\n" +
 	"\x12REASON_UNSPECIFIED\x10\x00\x12\r\n" +
 	"\tMALFORMED\x10\x01\x12\x14\n" +
@@ -1134,7 +1221,8 @@ const file_sluice_ingest_v1_ingest_proto_rawDesc = "" +
 	"\vBUFFER_FULL\x10\n" +
 	"\x12\x0f\n" +
 	"\vUNAVAILABLE\x10\v\x12\x1a\n" +
-	"\x16DECOMPRESSED_TOO_LARGE\x10\f2\xdc\x01\n" +
+	"\x16DECOMPRESSED_TOO_LARGE\x10\f\x12\x18\n" +
+	"\x14IDEMPOTENCY_CONFLICT\x10\r2\xdc\x01\n" +
 	"\rIngestService\x12e\n" +
 	"\aPublish\x12 .sluice.ingest.v1.PublishRequest\x1a!.sluice.ingest.v1.PublishResponse\"\x15\x82\xd3\xe4\x93\x02\x0f:\x01*\"\n" +
 	"/v1/events\x12d\n" +
@@ -1153,7 +1241,7 @@ func file_sluice_ingest_v1_ingest_proto_rawDescGZIP() []byte {
 }
 
 var file_sluice_ingest_v1_ingest_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_sluice_ingest_v1_ingest_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_sluice_ingest_v1_ingest_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_sluice_ingest_v1_ingest_proto_goTypes = []any{
 	(Outcome)(0),                  // 0: sluice.ingest.v1.Outcome
 	(Durability)(0),               // 1: sluice.ingest.v1.Durability
@@ -1167,15 +1255,16 @@ var file_sluice_ingest_v1_ingest_proto_goTypes = []any{
 	(*KafkaPosition)(nil),         // 9: sluice.ingest.v1.KafkaPosition
 	(*SpoolPosition)(nil),         // 10: sluice.ingest.v1.SpoolPosition
 	(*Rejection)(nil),             // 11: sluice.ingest.v1.Rejection
-	(*FieldViolation)(nil),        // 12: sluice.ingest.v1.FieldViolation
-	(*ErrorBody)(nil),             // 13: sluice.ingest.v1.ErrorBody
-	nil,                           // 14: sluice.ingest.v1.Event.AttributesEntry
-	(*timestamppb.Timestamp)(nil), // 15: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 16: google.protobuf.Duration
+	(*PayloadConflict)(nil),       // 12: sluice.ingest.v1.PayloadConflict
+	(*FieldViolation)(nil),        // 13: sluice.ingest.v1.FieldViolation
+	(*ErrorBody)(nil),             // 14: sluice.ingest.v1.ErrorBody
+	nil,                           // 15: sluice.ingest.v1.Event.AttributesEntry
+	(*timestamppb.Timestamp)(nil), // 16: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 17: google.protobuf.Duration
 }
 var file_sluice_ingest_v1_ingest_proto_depIdxs = []int32{
-	15, // 0: sluice.ingest.v1.Event.occurred_at:type_name -> google.protobuf.Timestamp
-	14, // 1: sluice.ingest.v1.Event.attributes:type_name -> sluice.ingest.v1.Event.AttributesEntry
+	16, // 0: sluice.ingest.v1.Event.occurred_at:type_name -> google.protobuf.Timestamp
+	15, // 1: sluice.ingest.v1.Event.attributes:type_name -> sluice.ingest.v1.Event.AttributesEntry
 	3,  // 2: sluice.ingest.v1.PublishRequest.events:type_name -> sluice.ingest.v1.Event
 	8,  // 3: sluice.ingest.v1.PublishResponse.results:type_name -> sluice.ingest.v1.EventResult
 	3,  // 4: sluice.ingest.v1.PublishStreamRequest.events:type_name -> sluice.ingest.v1.Event
@@ -1186,20 +1275,21 @@ var file_sluice_ingest_v1_ingest_proto_depIdxs = []int32{
 	9,  // 9: sluice.ingest.v1.EventResult.kafka:type_name -> sluice.ingest.v1.KafkaPosition
 	10, // 10: sluice.ingest.v1.EventResult.spool:type_name -> sluice.ingest.v1.SpoolPosition
 	2,  // 11: sluice.ingest.v1.Rejection.reason:type_name -> sluice.ingest.v1.Reason
-	16, // 12: sluice.ingest.v1.Rejection.retry_after:type_name -> google.protobuf.Duration
-	12, // 13: sluice.ingest.v1.Rejection.violations:type_name -> sluice.ingest.v1.FieldViolation
-	2,  // 14: sluice.ingest.v1.ErrorBody.reason:type_name -> sluice.ingest.v1.Reason
-	16, // 15: sluice.ingest.v1.ErrorBody.retry_after:type_name -> google.protobuf.Duration
-	12, // 16: sluice.ingest.v1.ErrorBody.violations:type_name -> sluice.ingest.v1.FieldViolation
-	4,  // 17: sluice.ingest.v1.IngestService.Publish:input_type -> sluice.ingest.v1.PublishRequest
-	6,  // 18: sluice.ingest.v1.IngestService.PublishStream:input_type -> sluice.ingest.v1.PublishStreamRequest
-	5,  // 19: sluice.ingest.v1.IngestService.Publish:output_type -> sluice.ingest.v1.PublishResponse
-	7,  // 20: sluice.ingest.v1.IngestService.PublishStream:output_type -> sluice.ingest.v1.PublishStreamResponse
-	19, // [19:21] is the sub-list for method output_type
-	17, // [17:19] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	17, // 12: sluice.ingest.v1.Rejection.retry_after:type_name -> google.protobuf.Duration
+	13, // 13: sluice.ingest.v1.Rejection.violations:type_name -> sluice.ingest.v1.FieldViolation
+	12, // 14: sluice.ingest.v1.Rejection.conflict:type_name -> sluice.ingest.v1.PayloadConflict
+	2,  // 15: sluice.ingest.v1.ErrorBody.reason:type_name -> sluice.ingest.v1.Reason
+	17, // 16: sluice.ingest.v1.ErrorBody.retry_after:type_name -> google.protobuf.Duration
+	13, // 17: sluice.ingest.v1.ErrorBody.violations:type_name -> sluice.ingest.v1.FieldViolation
+	4,  // 18: sluice.ingest.v1.IngestService.Publish:input_type -> sluice.ingest.v1.PublishRequest
+	6,  // 19: sluice.ingest.v1.IngestService.PublishStream:input_type -> sluice.ingest.v1.PublishStreamRequest
+	5,  // 20: sluice.ingest.v1.IngestService.Publish:output_type -> sluice.ingest.v1.PublishResponse
+	7,  // 21: sluice.ingest.v1.IngestService.PublishStream:output_type -> sluice.ingest.v1.PublishStreamResponse
+	20, // [20:22] is the sub-list for method output_type
+	18, // [18:20] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_sluice_ingest_v1_ingest_proto_init() }
@@ -1221,7 +1311,7 @@ func file_sluice_ingest_v1_ingest_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sluice_ingest_v1_ingest_proto_rawDesc), len(file_sluice_ingest_v1_ingest_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   12,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

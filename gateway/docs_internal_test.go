@@ -1,0 +1,64 @@
+package gateway
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"unsafe"
+
+	"github.com/sluicehq/sluice/contract"
+	"github.com/sluicehq/sluice/examples"
+)
+
+// writeRecorder keeps the slices it is handed, not copies of them.
+type writeRecorder struct {
+	header http.Header
+	code   int
+	writes [][]byte
+}
+
+func (w *writeRecorder) Header() http.Header  { return w.header }
+func (w *writeRecorder) WriteHeader(code int) { w.code = code }
+func (w *writeRecorder) Write(b []byte) (int, error) {
+	w.writes = append(w.writes, b)
+	return len(b), nil
+}
+
+// TestDocsNotCompressedPerRequest: the compressed documents are made once,
+// with the description: every request for one writes it in one Write of
+// the very slice the first request wrote, in each coding. Compressing per
+// request would hand the writer new bytes each time.
+func TestDocsNotCompressedPerRequest(t *testing.T) {
+	registry, err := contract.Load(examples.Contracts, examples.Types)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := NewDefaultConfig()
+	cfg.Sources = []SourceConfig{{Name: "docs", KeyHashes: []string{HashKey("k")}, EventTypes: []string{"*"}}}
+	svc, err := New(cfg, served(registry), acceptAll{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := svc.docsRoutes(http.NotFoundHandler())
+	for _, coding := range []contentCoding{codingGzip, codingZstd} {
+		for _, path := range []string{"/openapi.json", "/docs"} {
+			var first *byte
+			for i := range 3 {
+				w := &writeRecorder{header: http.Header{}}
+				h.ServeHTTP(&answerWriter{ResponseWriter: w, coding: coding}, httptest.NewRequest(http.MethodGet, path, nil))
+				if w.code != http.StatusOK || w.header.Get("Content-Encoding") != coding.String() {
+					t.Fatalf("%s (%s): %d, Content-Encoding %q", path, coding, w.code, w.header.Get("Content-Encoding"))
+				}
+				if len(w.writes) != 1 {
+					t.Fatalf("%s (%s): %d writes, want the document in one", path, coding, len(w.writes))
+				}
+				p := unsafe.SliceData(w.writes[0])
+				if i == 0 {
+					first = p
+				} else if p != first {
+					t.Fatalf("%s (%s): request %d wrote other bytes than the first: compressed again", path, coding, i+1)
+				}
+			}
+		}
+	}
+}
