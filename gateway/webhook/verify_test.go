@@ -174,6 +174,7 @@ func TestStandardWebhooksLibrary(t *testing.T) {
 		{"entry without a comma, then a valid signature", []string{standardSecret}, with("v1 " + valid), testNow, "", "secret_files[0]"},
 		{"malformed entries, then a valid signature", []string{standardSecret}, with(",,, v1,not,base64  " + valid), testNow, "", "secret_files[0]"},
 		{"invalid signature", []string{standardSecret}, with(other), testNow, webhook.ReasonBadSignature, ""},
+		{"the valid signature spelt otherwise", []string{standardSecret}, with(noncanonical(valid)), testNow, webhook.ReasonMalformedHeader, ""},
 		{"partial signature", []string{standardSecret}, with("v1,"), testNow, webhook.ReasonMalformedHeader, ""},
 		{"the valid signature under another version", []string{standardSecret}, with(strings.Replace(valid, "v1,", "v2,", 1)), testNow, webhook.ReasonMalformedHeader, ""},
 		{"the valid signature with trailing data", []string{standardSecret}, with(valid + ",extra"), testNow, webhook.ReasonMalformedHeader, ""},
