@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
+	"crypto/sha512"
 	"encoding/base64"
 	"encoding/hex"
 	"hash"
@@ -309,6 +310,10 @@ func mac(h func() hash.Hash, secret string, parts ...[]byte) []byte {
 		m.Write(p)
 	}
 	return m.Sum(nil)
+}
+
+func macBase64SHA512(secret string, parts ...[]byte) string {
+	return base64.StdEncoding.EncodeToString(mac(sha512.New, secret, parts...))
 }
 
 func equalSigs(a, b [][]byte) bool {

@@ -57,8 +57,9 @@ func (r *Refusal) Error() string { return "webhook: " + string(r.Reason) + ": " 
 // the delivery.
 var ErrClosed = errors.New("webhook: verifier closed")
 
-// Request is what Verify reads: the headers, and the body as received,
-// which the caller has read under its own bounds.
+// Request is what Verify reads: the headers as net/http holds them (keys
+// in canonical form), and the body as received, which the caller has read
+// under its own bounds.
 type Request struct {
 	Header http.Header
 	Body   []byte

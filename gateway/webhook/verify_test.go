@@ -555,3 +555,58 @@ func TestClose(t *testing.T) {
 		t.Fatalf("%v, want ErrClosed", err)
 	}
 }
+
+// TestConcurrentVerify: deliveries verified at once while the secret file
+// rotates between two secrets each verify, since each carries signatures
+// under both, as a sender does during a rotation (run under -race in CI).
+func TestConcurrentVerify(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "stripe-whsec")
+	put := func(content string) {
+		if err := os.WriteFile(path+".tmp", []byte(content), 0o600); err != nil {
+			t.Error(err)
+		}
+		if err := os.Rename(path+".tmp", path); err != nil {
+			t.Error(err)
+		}
+	}
+	put(stripeSecret)
+	var now atomic.Int64
+	now.Store(testNow.UnixNano())
+	cfg := webhook.NewDefaultConfig()
+	cfg.Scheme = webhook.SchemeStripe
+	cfg.SecretFiles = []string{path}
+	v := verifierOf(t, cfg, webhook.WithClock(func() time.Time { return time.Unix(0, now.Load()) }))
+	body := []byte(`{"id":"evt_1"}`)
+	secrets := []string{stripeSecret, stripeNext}
+	h := stripeSender(t, body, secrets[0], testNow)
+	next := stripeSender(t, body, secrets[1], testNow).Get("Stripe-Signature")
+	h.Set("Stripe-Signature", h.Get("Stripe-Signature")+next[strings.Index(next, ","):])
+	done := make(chan struct{})
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() {
+			for {
+				select {
+				case <-done:
+					errs <- nil
+					return
+				default:
+				}
+				if _, err := v.Verify(webhook.Request{Header: h, Body: body}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	for i := range 50 {
+		put(secrets[(i+1)%2])
+		now.Add(int64(time.Second))
+	}
+	close(done)
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
