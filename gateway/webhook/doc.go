@@ -82,7 +82,8 @@
 // # Secrets
 //
 // Secrets come from files (secret_files, one secret each, read again when
-// the file changes: see internal/secret) or environment variables
+// the file changes, checked at most once a second as deliveries arrive:
+// see internal/secret) or environment variables
 // (secret_env, read at start), never from config text. A file's one
 // trailing line ending is trimmed. Several secrets are all accepted (for
 // rotation: add the new one, let the sender switch, remove the old);
