@@ -35,8 +35,12 @@ const (
 	// name in lower case, so that a consumer can verify the signature
 	// again.
 	HeaderWebhookScheme = "sluice-webhook-scheme"
-	HeaderWebhookBody   = "sluice-webhook-body"
-	WebhookHeaderPrefix = "sluice-webhook-header-"
+	// HeaderCloudEventsSource is on an event that came as a CloudEvent:
+	// its CloudEvents source attribute, recorded beside sluice-source (the
+	// authenticated source), never in its place.
+	HeaderCloudEventsSource = "sluice-ce-source"
+	HeaderWebhookBody       = "sluice-webhook-body"
+	WebhookHeaderPrefix     = "sluice-webhook-header-"
 )
 
 // Bounds of the replay headers: a replay id is 1 to 64 letters, digits,
