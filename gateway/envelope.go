@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"bytes"
 	"fmt"
 	"strconv"
@@ -46,6 +48,10 @@ type batch struct {
 	events  []*ingestv1.Event     // never nil entries
 	refused []*ingestv1.Rejection // nil, or len(events): non-nil at i when event i did not decode
 	size    int                   // bytes of the request as received
+	// extra is nil, or len(events): the record headers event i adds
+	// besides its own (a webhook's body and signature, CloudEvents'
+	// ce_* headers).
+	extra [][]kgo.RecordHeader
 }
 
 // add appends an event and its refusal, if any. The slices grow to at most

@@ -168,38 +168,12 @@ func (s *Service) servePublish(mux *runtime.ServeMux) runtime.HandlerFunc {
 			fail(f)
 			return
 		}
-		coding, f := requestCoding(r.Header)
+		body, hold, f := s.readRequest(ctx, w, r, decoders)
 		if f != nil {
-			skipBody(w, r)
-			w.Header().Set("Accept-Encoding", acceptedEncodings)
-			fail(f)
-			return
-		}
-		// A compressed body's decoded size is not known before it is read:
-		// it is charged as a body of MaxRequestBytes, as a gRPC receive is,
-		// and the rest handed back once it is in. The decoder's window is
-		// charged besides (newBodyDecoders).
-		size := s.cfg.Limits.MaxRequestBytes
-		known := coding == codingIdentity && r.ContentLength >= 0
-		if known && r.ContentLength < int64(size) {
-			size = int(r.ContentLength)
-		}
-		cost := requestCost(size)
-		if coding == codingZstd {
-			cost += decoders.zstdWindow() // the decoder's window, besides the decoded bytes
-		}
-		hold, f := s.holdMemory(ctx, cost)
-		if f != nil {
-			skipBody(w, r)
 			fail(f)
 			return
 		}
 		defer hold.release()
-		body, f := readBody(decoders.reader(coding, r.Body), size, known, decoders.failure)
-		if f != nil {
-			fail(f)
-			return
-		}
 		b, f := decodeJSONBatch(body, limits)
 		if f != nil {
 			fail(f)
@@ -214,6 +188,44 @@ func (s *Service) servePublish(mux *runtime.ServeMux) runtime.HandlerFunc {
 		}
 		s.writeAnswer(w, resp)
 	}
+}
+
+// readRequest reads an authenticated request's body (/v1/events,
+// /v1/cloudevents): a Content-Encoding other than gzip, zstd or identity
+// is refused unread (MALFORMED, with Accept-Encoding), the memory budget
+// is charged before a byte is read, and the body is read decoded, to at
+// most MaxRequestBytes decoded bytes. The caller releases the hold.
+func (s *Service) readRequest(ctx context.Context, w http.ResponseWriter, r *http.Request, decoders *bodyDecoders) ([]byte, *memoryHold, *Failure) {
+	coding, f := requestCoding(r.Header)
+	if f != nil {
+		skipBody(w, r)
+		w.Header().Set("Accept-Encoding", acceptedEncodings)
+		return nil, nil, f
+	}
+	// A compressed body's decoded size is not known before it is read:
+	// it is charged as a body of MaxRequestBytes, as a gRPC receive is,
+	// and the rest handed back once it is in. The decoder's window is
+	// charged besides (newBodyDecoders).
+	size := s.cfg.Limits.MaxRequestBytes
+	known := coding == codingIdentity && r.ContentLength >= 0
+	if known && r.ContentLength < int64(size) {
+		size = int(r.ContentLength)
+	}
+	cost := requestCost(size)
+	if coding == codingZstd {
+		cost += decoders.zstdWindow() // the decoder's window, besides the decoded bytes
+	}
+	hold, f := s.holdMemory(ctx, cost)
+	if f != nil {
+		skipBody(w, r)
+		return nil, nil, f
+	}
+	body, f := readBody(decoders.reader(coding, r.Body), size, known, decoders.failure)
+	if f != nil {
+		hold.release()
+		return nil, nil, f
+	}
+	return body, hold, nil
 }
 
 // readBody reads body, a request's body as decoded, of about size bytes:
@@ -284,20 +296,26 @@ func answerBytes(results []*ingestv1.EventResult) int {
 // written as JSON is UNAVAILABLE with unavailable_retry_after, as every
 // other UNAVAILABLE is.
 func (s *Service) writeAnswer(w http.ResponseWriter, resp *ingestv1.PublishResponse) {
+	code, wait := batchHTTPStatus(resp.GetResults())
+	if wait > 0 {
+		w.Header().Set("Retry-After", retryAfterHeader(wait))
+	}
+	s.writeAnswerStatus(w, resp, code)
+}
+
+// writeAnswerStatus writes resp's JSON with status code; a Retry-After,
+// when one is due, is the caller's to set.
+func (s *Service) writeAnswerStatus(w http.ResponseWriter, resp *ingestv1.PublishResponse, code int) {
 	body, ok := appendAnswer(make([]byte, 0, answerBytes(resp.GetResults())), resp)
 	if !ok {
 		var err error
 		if body, err = reflectAnswer(resp); err != nil {
+			w.Header().Del("Retry-After")
 			writeFailure(w, &Failure{Reason: ingestv1.Reason_UNAVAILABLE, RetryAfter: s.cfg.UnavailableRetryAfter, Message: "encoding the answer: " + err.Error()})
 			return
 		}
 	}
-	code, wait := batchHTTPStatus(resp.GetResults())
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	if wait > 0 {
-		h.Set("Retry-After", retryAfterHeader(wait))
-	}
+	w.Header().Set("Content-Type", "application/json")
 	writeBody(w, code, body)
 }
 

@@ -28,6 +28,10 @@ type source struct {
 	name    string
 	allowed map[string]bool // nil: every type
 	limiter *rate.Limiter   // nil: unlimited
+	// cloudEventTypes maps a CloudEvents type to a contract type
+	// (cloudevents.types); cloudEventHeaders: records carry ce_* headers.
+	cloudEventTypes   map[string]string
+	cloudEventHeaders bool
 }
 
 func (s *source) mayPublish(eventType string) bool {
@@ -39,12 +43,14 @@ func (s *source) mayPublish(eventType string) bool {
 type sources struct {
 	byHash map[[sha256.Size]byte]*source
 	byCert map[string]*source // by parseCertMatch's form of a client_certs entry
+	byName map[string]*source // for the webhook endpoints, whose path names the source
 }
 
 func newSources(cfgs []SourceConfig) *sources {
-	s := &sources{byHash: map[[sha256.Size]byte]*source{}, byCert: map[string]*source{}}
+	s := &sources{byHash: map[[sha256.Size]byte]*source{}, byCert: map[string]*source{}, byName: map[string]*source{}}
 	for _, c := range cfgs {
-		src := &source{name: c.Name}
+		src := &source{name: c.Name, cloudEventTypes: c.CloudEvents.Types, cloudEventHeaders: c.CloudEvents.KafkaHeaders}
+		s.byName[c.Name] = src
 		for _, t := range c.EventTypes {
 			if t == "*" {
 				src.allowed = nil

@@ -40,6 +40,11 @@ const (
 	ReasonFutureTimestamp Reason = "future_timestamp"
 )
 
+// Reasons are every Reason, in a fixed order: a refusal counter's series.
+func Reasons() []Reason {
+	return []Reason{ReasonMissingHeader, ReasonMalformedHeader, ReasonBadSignature, ReasonStaleTimestamp, ReasonFutureTimestamp}
+}
+
 // Refusal is a delivery that did not verify.
 type Refusal struct {
 	Reason Reason
