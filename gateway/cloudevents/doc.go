@@ -37,8 +37,10 @@
 //     datacontenttype, the body the data. ce-datacontenttype must not be
 //     sent.
 //
-// Other event formats (application/cloudevents+avro, ...) and a charset
-// other than UTF-8 are refused. Neither a CloudEvents media type nor
+// In structured and batch mode the body is the whole event: ce-* headers
+// beside it (the binding lets a sender add them) are not read. Other
+// event formats (application/cloudevents+avro, ...) and a charset other
+// than UTF-8 are refused. Neither a CloudEvents media type nor
 // ce-specversion: the request is not a CloudEvent, MALFORMED. Interop
 // note: the CloudEvents Go SDK (v2.16) and Java SDK do not percent-encode
 // binary-mode headers; their values read the same unless they hold '%',
@@ -64,6 +66,8 @@
 //     or an Integer: a JSON number of digits and an optional minus sign
 //     within 32 bits (kept as its decimal digits); a fraction, an
 //     exponent, an object or an array is refused;
+//   - datacontenttype is a media type (type/subtype), with or without
+//     data;
 //   - data and data_base64 are not both present; data_base64 is base64
 //     (standard alphabet, padded).
 //

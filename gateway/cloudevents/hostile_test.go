@@ -153,6 +153,8 @@ func TestHostile(t *testing.T) {
 		{name: "C1 control character", header: structuredHeader, body: structured(`,"ext":"a\u0085b"`), event: malformed, field: "ext"},
 		{name: "noncharacter", header: structuredHeader, body: structured(`,"ext":"a\ufffeb"`), event: malformed, field: "ext"},
 		{name: "time not RFC 3339", header: structuredHeader, body: structured(`,"time":"2018-04-05 17:31:00"`), event: malformed, field: "time"},
+		{name: "datacontenttype not a media type, no data", header: structuredHeader, body: structured(`,"datacontenttype":"json"`), event: malformed, field: "datacontenttype"},
+		{name: "Content-Type not a media type, no body", header: binaryHeader("Content-Type", "a/b; x"), body: ``, event: malformed, field: "datacontenttype"},
 		{name: "time with a one-digit hour", header: structuredHeader, body: structured(`,"time":"0001-01-01T0:00:00Z"`), event: malformed, field: "time"},
 		{name: "time in year 0", header: structuredHeader, body: structured(`,"time":"0000-01-01T00:00:00Z"`), event: malformed, field: "time"},
 		{name: "empty subject", header: structuredHeader, body: structured(`,"subject":""`), event: malformed, field: "subject"},
