@@ -159,7 +159,7 @@ func (b *builder) room(n int) bool {
 }
 
 // core sets the core attribute of bit, not data or data_base64, to v, its
-// text. A null is not set (the JSON format's unset).
+// text. (A JSON null never comes here: it is unset.)
 func (b *builder) core(bit uint16, v string) {
 	ev := b.ev
 	if bit == bitSpecVersion {
@@ -178,8 +178,9 @@ func (b *builder) core(bit uint16, v string) {
 			b.malformed(name, "time: not an RFC 3339 time: "+quote(v))
 			return
 		}
-		if y := t.Year(); y < 1 || y > 9999 {
-			b.malformed(name, "time: "+quote(v)+" is out of range (years 1 to 9999)")
+		if y := t.UTC().Year(); y < 1 || y > 9999 {
+			// What a protobuf Timestamp, and so occurred_at, holds.
+			b.malformed(name, "time: "+quote(v)+" is out of range (years 1 to 9999 in UTC)")
 			return
 		}
 		if b.room(len(name) + timeLen(t)) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/cloudevents/sdk-go/v2/types"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/sluicehq/sluice/gateway/cloudevents"
 )
@@ -57,6 +58,9 @@ func checkDecoded(t *testing.T, l cloudevents.Limits, dec cloudevents.Decoded, r
 			if !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r >= 0x7f && r <= 0x9f }) {
 				t.Fatalf("accepted text that is not a CloudEvents String: %q", s)
 			}
+		}
+		if e.HasTime && timestamppb.New(e.Time).CheckValid() != nil {
+			t.Fatalf("time %v is no occurred_at", e.Time)
 		}
 		if e.JSON != "" && e.Binary != nil {
 			t.Fatalf("data in two forms: %+v", e)

@@ -156,6 +156,8 @@ func TestHostile(t *testing.T) {
 		{name: "datacontenttype not a media type, no data", header: structuredHeader, body: structured(`,"datacontenttype":"json"`), event: malformed, field: "datacontenttype"},
 		{name: "Content-Type not a media type, no body", header: binaryHeader("Content-Type", "a/b; x"), body: ``, event: malformed, field: "datacontenttype"},
 		{name: "time with a one-digit hour", header: structuredHeader, body: structured(`,"time":"0001-01-01T0:00:00Z"`), event: malformed, field: "time"},
+		{name: "time in year 0 in UTC", header: structuredHeader, body: structured(`,"time":"0001-01-01T00:30:00+01:00"`), event: malformed, field: "time"},
+		{name: "time in year 10000 in UTC", header: structuredHeader, body: structured(`,"time":"9999-12-31T23:30:00-01:00"`), event: malformed, field: "time"},
 		{name: "time in year 0", header: structuredHeader, body: structured(`,"time":"0000-01-01T00:00:00Z"`), event: malformed, field: "time"},
 		{name: "empty subject", header: structuredHeader, body: structured(`,"subject":""`), event: malformed, field: "subject"},
 		{name: "relative dataschema", header: structuredHeader, body: structured(`,"dataschema":"/schemas/1"`), event: malformed, field: "dataschema"},
