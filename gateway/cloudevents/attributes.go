@@ -159,7 +159,7 @@ func (b *builder) room(n int) bool {
 }
 
 // core sets the core attribute of bit, not data or data_base64, to v, its
-// text. A null is not set (the JSON format's unset).
+// text. (A JSON null never comes here: it is unset.)
 func (b *builder) core(bit uint16, v string) {
 	ev := b.ev
 	if bit == bitSpecVersion {
@@ -173,13 +173,14 @@ func (b *builder) core(bit uint16, v string) {
 	}
 	switch bit {
 	case bitTime:
-		t, err := time.Parse(time.RFC3339Nano, v)
-		if err != nil {
+		t, ok := parseTime(v)
+		if !ok {
 			b.malformed(name, "time: not an RFC 3339 time: "+quote(v))
 			return
 		}
-		if y := t.Year(); y < 1 || y > 9999 {
-			b.malformed(name, "time: "+quote(v)+" is out of range (years 1 to 9999)")
+		if y := t.UTC().Year(); y < 1 || y > 9999 {
+			// What a protobuf Timestamp, and so occurred_at, holds.
+			b.malformed(name, "time: "+quote(v)+" is out of range (years 1 to 9999 in UTC)")
 			return
 		}
 		if b.room(len(name) + timeLen(t)) {
@@ -363,4 +364,54 @@ func (b *builder) finish() *Refusal {
 		ev.PartitionKey = ev.Subject
 	}
 	return b.first
+}
+
+// parseTime reads an RFC 3339 date-time (section 5.6): time.Parse alone
+// also takes what RFC 3339 does not, a one-digit hour or an offset hour
+// of 24, and not what it does, a lower-case 't' or 'z'. A leap second
+// (:60) is refused, as time.Parse refuses it.
+func parseTime(s string) (time.Time, bool) {
+	const shortest = len("2006-01-02T15:04:05Z")
+	digits := func(i, n int) bool {
+		for ; n > 0; i, n = i+1, n-1 {
+			if i >= len(s) || s[i] < '0' || s[i] > '9' {
+				return false
+			}
+		}
+		return true
+	}
+	if len(s) < shortest || !digits(0, 4) || s[4] != '-' || !digits(5, 2) || s[7] != '-' || !digits(8, 2) ||
+		s[10] != 'T' && s[10] != 't' || !digits(11, 2) || s[13] != ':' || !digits(14, 2) || s[16] != ':' || !digits(17, 2) {
+		return time.Time{}, false
+	}
+	i := 19
+	if s[i] == '.' {
+		j := i + 1
+		for j < len(s) && s[j] >= '0' && s[j] <= '9' {
+			j++
+		}
+		if j == i+1 {
+			return time.Time{}, false
+		}
+		i = j
+	}
+	switch off := s[i:]; {
+	case off == "Z" || off == "z":
+	case len(off) == 6 && (off[0] == '+' || off[0] == '-') && digits(i+1, 2) && off[3] == ':' && digits(i+4, 2):
+		if off[1:3] > "23" || off[4:6] > "59" {
+			return time.Time{}, false
+		}
+	default:
+		return time.Time{}, false
+	}
+	if s[10] == 't' || s[len(s)-1] == 'z' {
+		b := []byte(s)
+		b[10] = 'T'
+		if b[len(b)-1] == 'z' {
+			b[len(b)-1] = 'Z'
+		}
+		s = string(b)
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	return t, err == nil
 }

@@ -37,11 +37,23 @@ func (b *builder) kind() (dataKind, bool) {
 	return k, true
 }
 
+// mediaTypeOnly refuses a datacontenttype that is not a media type, for
+// an event without data: the spec asks for RFC 2046 whether or not there
+// is data, and a type no contract reads harms nothing without data.
+func (b *builder) mediaTypeOnly() {
+	if ct := b.ev.DataContentType; ct != "" {
+		if _, _, err := parseMediaType(ct); err != nil {
+			b.malformed("datacontenttype", fmt.Sprintf("datacontenttype %s is not a media type: %v", quote(ct), err))
+		}
+	}
+}
+
 // jsonFormatData sets the data of a JSON-format event: raw is the data
 // member's JSON value (nil when absent), b64 the text of data_base64 (nil
 // when absent or null).
 func (b *builder) jsonFormatData(raw, b64 []byte) {
 	if raw == nil && b64 == nil {
+		b.mediaTypeOnly()
 		return
 	}
 	if raw != nil && b64 != nil {
@@ -94,12 +106,15 @@ func (b *builder) jsonFormatData(raw, b64 []byte) {
 
 // binaryModeData sets the data of a binary-mode event, the body.
 func (b *builder) binaryModeData(body []byte) {
+	if len(body) == 0 {
+		if k, _ := classify(b.ev.DataContentType); k != kindProtobuf {
+			b.mediaTypeOnly()
+			return // no data; but an empty protobuf body is a message of default fields
+		}
+	}
 	k, ok := b.kind()
 	if !ok {
 		return
-	}
-	if len(body) == 0 && k != kindProtobuf {
-		return // no data; an empty protobuf body is a message of default fields
 	}
 	if b.tooLarge(fieldData, len(body)) {
 		return

@@ -80,7 +80,7 @@ func requestMalformed(field, msg string) *Refusal {
 // formatProblem refuses a CloudEvents media type other than want, or a
 // charset other than UTF-8 (JSON is UTF-8).
 func formatProblem(ct, want string) *Refusal {
-	mt, params, err := mime.ParseMediaType(ct)
+	mt, params, err := parseMediaType(ct)
 	if err != nil {
 		return requestMalformed("Content-Type", fmt.Sprintf("Content-Type %s: %v", quote(ct), err))
 	}
@@ -124,7 +124,7 @@ func classify(ct string) (kind dataKind, problem string) {
 	if ct == "" {
 		return kindAbsent, ""
 	}
-	mt, params, err := mime.ParseMediaType(ct)
+	mt, params, err := parseMediaType(ct)
 	if err != nil {
 		return kindOther, fmt.Sprintf("%s is not a media type: %v", quote(ct), err)
 	}
@@ -139,4 +139,18 @@ func classify(ct string) (kind dataKind, problem string) {
 		return kindProtobuf, ""
 	}
 	return kindOther, fmt.Sprintf("%s is not supported: a contract reads JSON (application/json, */*+json) or protobuf (application/protobuf, application/x-protobuf)", quote(ct))
+}
+
+// parseMediaType is mime.ParseMediaType of an RFC 2046 media type, which
+// has a type and a subtype (mime takes a lone token too, as
+// Content-Disposition has).
+func parseMediaType(ct string) (string, map[string]string, error) {
+	mt, params, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return "", nil, err
+	}
+	if typ, sub, ok := strings.Cut(mt, "/"); !ok || typ == "" || sub == "" {
+		return "", nil, fmt.Errorf("no type/subtype")
+	}
+	return mt, params, nil
 }

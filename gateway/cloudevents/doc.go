@@ -37,13 +37,18 @@
 //     datacontenttype, the body the data. ce-datacontenttype must not be
 //     sent.
 //
-// Other event formats (application/cloudevents+avro, ...) and a charset
-// other than UTF-8 are refused. Neither a CloudEvents media type nor
-// ce-specversion: the request is not a CloudEvent, MALFORMED. Interop
-// note: the CloudEvents Go SDK (v2.16) and Java SDK do not percent-encode
-// binary-mode headers; their values read the same unless they hold '%',
-// which this package decodes as the binding requires (a '%' not followed
-// by two hex digits is refused).
+// In structured and batch mode the body is the whole event: ce-* headers
+// beside it (the binding lets a sender add them) are not read. Other
+// event formats (application/cloudevents+avro, ...) and a charset other
+// than UTF-8 are refused. Neither a CloudEvents media type nor
+// ce-specversion: the request is not a CloudEvent, MALFORMED.
+//
+// Interop: the CloudEvents Go SDK (v2.16.2) neither percent-encodes
+// binary-mode header values nor decodes them (its issue 1331). Its values
+// read the same here unless they hold '%', which this package decodes as
+// the binding requires: "100%" is refused (a '%' not followed by two hex
+// digits), "%41" reads "A". Non-ASCII text it sends as raw UTF-8 reads
+// as sent.
 //
 // # What is checked
 //
@@ -55,8 +60,10 @@
 //     refusal whatever else is wrong with it, naming the version;
 //   - id, source and type are required non-empty strings, subject and
 //     dataschema non-empty when present; source must parse as a
-//     URI-reference, dataschema as an absolute URI; time is RFC 3339
-//     within years 1 to 9999;
+//     URI-reference, dataschema as an absolute URI; time is an RFC 3339
+//     date-time (checked by its grammar: time.Parse alone takes a one-digit
+//     hour) within years 1 to 9999 in UTC, what occurred_at holds; a leap
+//     second is refused;
 //   - every String is UTF-8 without control characters or noncharacters;
 //   - attribute names are lower-case ASCII letters and digits; "data" is
 //     reserved; JSON null is unset;
@@ -64,6 +71,8 @@
 //     or an Integer: a JSON number of digits and an optional minus sign
 //     within 32 bits (kept as its decimal digits); a fraction, an
 //     exponent, an object or an array is refused;
+//   - datacontenttype is a media type (type/subtype), with or without
+//     data;
 //   - data and data_base64 are not both present; data_base64 is base64
 //     (standard alphabet, padded).
 //

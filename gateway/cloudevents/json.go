@@ -110,7 +110,10 @@ func decodeBatch(body []byte, lim *Limits) (Decoded, *Refusal) {
 	dec := Decoded{Mode: Batch}
 	if d.Peek() == ']' {
 		d.Pos++
-		return dec, d.end()
+		if r := d.end(); r != nil {
+			return Decoded{}, r
+		}
+		return dec, nil
 	}
 	for {
 		n := len(dec.Events)
@@ -149,7 +152,10 @@ func decodeBatch(body []byte, lim *Limits) (Decoded, *Refusal) {
 		switch d.Peek() {
 		case ']':
 			d.Pos++
-			return dec, d.end()
+			if r := d.end(); r != nil {
+				return Decoded{}, r
+			}
+			return dec, nil
 		case ',':
 			d.Pos++
 		default:
