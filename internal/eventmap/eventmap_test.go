@@ -2,7 +2,10 @@ package eventmap
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -168,5 +171,36 @@ func TestMapHeaderNames(t *testing.T) {
 	ev, err := m.Map(Input{Doc: []byte(`{}`), Header: r.Header, Time: received})
 	if err != nil || ev.GetId() != "msg_1" || ev.GetType() != "a.B" {
 		t.Fatalf("%v, %v", ev, err)
+	}
+}
+
+// TestMapConcurrent: one Mapping serves concurrent deliveries (run with
+// -race).
+func TestMapConcurrent(t *testing.T) {
+	m, err := New(Config{ID: Pointer("/id"), Type: TypeFrom(Header("X-Type")), Types: map[string]string{"a": "x.A", "b": "x.B"},
+		PartitionKey: Pointer("/k")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := range 8 {
+		wg.Go(func() {
+			typ := []string{"a", "b"}[g%2]
+			for i := range 200 {
+				id := fmt.Sprintf("evt_%d_%d", g, i)
+				ev, err := m.Map(Input{Doc: []byte(`{"id":"` + id + `","k":` + fmt.Sprint(i) + `}`),
+					Header: http.Header{"X-Type": {typ}}, Time: received})
+				if err != nil || ev.GetId() != id || ev.GetType() != "x."+strings.ToUpper(typ) || ev.GetPartitionKey() != fmt.Sprint(i) {
+					errs <- fmt.Errorf("%s: %v, %v", id, ev, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }
