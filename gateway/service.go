@@ -533,6 +533,11 @@ func (s *Service) check(registry *contract.Registry, src *source, ev *ingestv1.E
 		value, err = c.DecodeJSON(readOnlyBytes(ev.GetJson()))
 	case s.skipValidation:
 		value, err = c.DecodeBinary(ev.GetBinary())
+	case ev.GetJson() != "" && src.allowUnknown[typ]:
+		// A sender that adds fields without notice, on purpose
+		// (webhook.allow_unknown_fields): the contract's fields are
+		// checked and published, the rest passed over.
+		value, err = c.CheckJSONAllowUnknown(readOnlyBytes(ev.GetJson()))
 	case ev.GetJson() != "":
 		value, err = c.CheckJSON(readOnlyBytes(ev.GetJson()))
 	default:

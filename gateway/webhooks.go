@@ -159,8 +159,8 @@ func (c WebhookConfig) mapping() eventmap.Config {
 // carry their id, their provider type and their time. A type table
 // (mapping.types) or a contract type is the source's to give.
 //
-//   - standard: id webhook-id; type /type and time /timestamp, as the
-//     Standard Webhooks payload format has them;
+//   - standard: id webhook-id; type /type, as the Standard Webhooks
+//     payload format has it; time webhook-timestamp, which is signed;
 //   - stripe: id /id, type /type, time /created (Unix seconds), the
 //     Stripe event object's;
 //   - github: id X-GitHub-Delivery, type X-GitHub-Event;
@@ -173,8 +173,7 @@ func (c WebhookConfig) mapping() eventmap.Config {
 func WebhookMapping(scheme string) eventmap.Config {
 	switch scheme {
 	case webhook.SchemeStandard:
-		return eventmap.Config{ID: eventmap.Header("webhook-id"), Type: eventmap.TypeFrom(eventmap.Pointer("/type")),
-			OccurredAt: eventmap.Pointer("/timestamp")}
+		return eventmap.Config{ID: eventmap.Header("webhook-id"), Type: eventmap.TypeFrom(eventmap.Pointer("/type"))}
 	case webhook.SchemeStripe:
 		return eventmap.Config{ID: eventmap.Pointer("/id"), Type: eventmap.TypeFrom(eventmap.Pointer("/type")),
 			OccurredAt: eventmap.Pointer("/created")}
