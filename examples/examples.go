@@ -31,6 +31,6 @@ var (
 	UserProfileUpdatedJSON []byte
 	//go:embed events/log_line.json
 	LogLineJSON []byte
-	//go:embed events/stripe_event.json
+	//go:embed webhooks/stripe_event.json
 	StripeEventJSON []byte
 )
