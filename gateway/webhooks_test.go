@@ -363,3 +363,46 @@ func TestWebhookUnknownFields(t *testing.T) {
 		})
 	}
 }
+
+// TestWebhookSignedCloudEvents: a sender that signs its CloudEvents
+// (Standard Webhooks over a structured CloudEvent, and over a batch)
+// posts them to a webhook source of format cloudevents: verified, then
+// decoded and judged per event; the body is kept for the one event it
+// holds, and not for a batch's.
+func TestWebhookSignedCloudEvents(t *testing.T) {
+	h := newHarness(t, harnessOpts{types: []string{examples.StripeEventType}, config: webhookSources(t, func(_, standard *gateway.WebhookConfig) {
+		standard.Format = gateway.WebhookFormatCloudEvents
+	})})
+	now := h.clock.Now()
+	one := []byte(`{"specversion":"1.0","id":"signed-ce-1","source":"//shop.example","type":"` + typeOrder +
+		`","time":"` + now.Format(time.RFC3339) + `","data":` + string(examples.OrderPlacedJSON) + `}`)
+	req := func(body []byte, ct, id string) (*http.Response, []byte) {
+		hd := signStandard(t, id, body, standardSecret, now)
+		hd["Content-Type"] = ct
+		return h.deliver("shop", body, hd)
+	}
+	resp, out := req(one, "application/cloudevents+json", "msg_signed_ce_1")
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("a signed CloudEvent: %d %s", resp.StatusCode, out)
+	}
+	batch := []byte(`[` + strings.Replace(string(one), "signed-ce-1", "signed-ce-2", 1) + `,` + strings.Replace(string(one), "signed-ce-1", "signed-ce-3", 1) + `]`)
+	resp, out = req(batch, "application/cloudevents-batch+json", "msg_signed_ce_2")
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("a signed batch: %d %s", resp.StatusCode, out)
+	}
+	wantOutcomes(t, mustResults(t, out), ingestv1.Outcome_ACCEPTED, ingestv1.Outcome_ACCEPTED)
+	if resp, out = h.deliver("shop", one, map[string]string{"Content-Type": "application/cloudevents+json"}); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("an unsigned CloudEvent: %d %s, want 401", resp.StatusCode, out)
+	}
+	for _, r := range h.consume(h.topics[typeOrder], 3) {
+		id, _ := headerOf(r, record.HeaderEventID)
+		_, kept := headerOf(r, record.HeaderWebhookBody)
+		src, _ := headerOf(r, record.HeaderCloudEventsSource)
+		if kept != (id == "signed-ce-1") || src != "//shop.example" {
+			t.Errorf("%s: body kept %v, ce source %q", id, kept, src)
+		}
+		if sig, ok := headerOf(r, record.WebhookHeaderPrefix+"webhook-signature"); !ok || sig == "" {
+			t.Errorf("%s: no signature header", id)
+		}
+	}
+}
