@@ -367,7 +367,10 @@ func (s *Service) readWebhook(w http.ResponseWriter, r *http.Request, ws *webhoo
 	body, f := readBody(&requestBody{ReadCloser: r.Body, limit: int64(limit)}, size, r.ContentLength >= 0, func(error) *Failure { return nil })
 	if f != nil {
 		hold.release()
-		if f.Reason == ingestv1.Reason_MALFORMED && strings.Contains(f.Message, "read timeout") {
+		switch {
+		case f.Reason == ingestv1.Reason_BATCH_TOO_LARGE: // a body sent without a Content-Length, stopped past the limit
+			f.Message = fmt.Sprintf("body is over the source's limit of %d bytes (webhook.max_body_bytes)", limit)
+		case f.Reason == ingestv1.Reason_MALFORMED && strings.Contains(f.Message, "read timeout"):
 			f.Message = fmt.Sprintf("the body did not arrive in full within %v (webhook.read_timeout)", ws.cfg.ReadTimeout)
 		}
 		return nil, nil, f
