@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/hmac"
@@ -12,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -1095,4 +1097,334 @@ func headerOf(m map[string]string) http.Header {
 		h.Set(k, v)
 	}
 	return h
+}
+
+// TestHostileDeliveries: deliveries that must not get in, through the
+// running gateway, each answered with its typed refusal, with nothing
+// published: at the end the event topics and the sink hold one event,
+// the first of the replayed delivery id, and nothing of the others. What
+// gateway/webhooks_test.go's TestWebhookRefusals covers for the stripe
+// scheme alone (its signature failures, a Content-Length over the cap, an
+// unmapped type) is covered here for the other schemes and end to end,
+// and so is what it lacks: signed deliveries without the headers their
+// mapping reads, a delivery id replayed with another body, a body over
+// the cap without a Content-Length, a body that stops arriving, and the
+// CloudEvents refusals. Memory stays bounded: a slow body holds its
+// source's pre-authentication pool only until read_timeout cuts it off,
+// after which a body of max_body_bytes is read again, and no request
+// memory is left held.
+func TestHostileDeliveries(t *testing.T) {
+	const maxBody = 64 << 10
+	w := startSenders(t, sendersLimits{maxBody: maxBody, preauth: maxBody + 4<<10, readTimeout: 2 * time.Second, maxEvents: 10})
+	now := time.Now()
+
+	// The first delivery of the id that is replayed below with another
+	// body: accepted, and the one event the topics and the sink hold.
+	const replayed = "msg_2Lh9KRb0pCxWAvwLUbmwReplay"
+	first := platformOrderBody(t, now, "5d0a8c1e-3f2b-4a69-9e7d-1c2b3a4d5e6f")
+	if a := w.webhook("platform", signStandard(t, sendersStandardSecret, replayed, now, first), first)(t); a.outcomes([]string{replayed}, ingestv1.Outcome_ACCEPTED) != nil {
+		t.Fatalf("the first delivery of %s: %s", replayed, a.raw)
+	}
+	another := platformOrderBody(t, now, "e8f7d6c5-b4a3-4921-8f0e-d1c2b3a4f5e6")
+
+	push := githubPushBody("3c9e8f7a6b5d4c3b2a1f0e9d8c7b6a5f4e3d2c1b")
+	order := shopifyOrderBody(450789469)
+	stripeID := "evt_1QxE2eLkdIwHu7ixHostile"
+	overCap := append(stripeEventBody(t, stripeID, now), bytes.Repeat([]byte(" "), maxBody)...)
+	withoutHeader := func(h http.Header, name string) http.Header { h.Del(name); return h }
+	log := string(examples.LogLineJSON)
+	ceJSON := func(id, specversion string) []byte {
+		m := map[string]any{"specversion": specversion, "type": "com.example.log", "source": "//checkout.example/api",
+			"time": now.UTC().Format(time.RFC3339Nano), "datacontenttype": "application/json", "data": json.RawMessage(log)}
+		if id != "" {
+			m["id"] = id
+		}
+		b, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	ceHeader := func(contentType string) http.Header {
+		h := http.Header{}
+		h.Set("X-Api-Key", sendersCEKey)
+		h.Set("Content-Type", contentType)
+		return h
+	}
+	binary := func(contentType, id string) http.Header {
+		h := ceHeader(contentType)
+		h.Set("ce-specversion", "1.0")
+		h.Set("ce-id", id)
+		h.Set("ce-type", "com.example.log")
+		h.Set("ce-source", "//checkout.example/api")
+		h.Set("ce-time", now.UTC().Format(time.RFC3339Nano))
+		return h
+	}
+	var batch bytes.Buffer
+	batch.WriteString("[")
+	for i := range 11 {
+		if i > 0 {
+			batch.WriteString(",")
+		}
+		batch.Write(ceJSON(fmt.Sprintf("log-over-%d", i), "1.0"))
+	}
+	batch.WriteString("]")
+	// sms_marketing without a phone breaks UserProfileUpdated's rule
+	// user_profile_updated.sms_consent_needs_phone.
+	noPhone := bytes.Replace(examples.UserProfileUpdatedJSON, []byte(`"phone": "+442071838750",`), nil, 1)
+	if bytes.Equal(noPhone, examples.UserProfileUpdatedJSON) {
+		t.Fatal("the example profile update has no phone to take out")
+	}
+	breaks, err := json.Marshal(map[string]any{"specversion": "1.0", "id": "profile-breaks-contract", "type": "com.example.profile.updated",
+		"source": "//identity.example/users", "time": now.UTC().Format(time.RFC3339Nano), "datacontenttype": "application/json",
+		"data": json.RawMessage(noPhone)})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	for _, c := range []struct {
+		name   string
+		send   func(t *testing.T) sendersAnswer
+		code   int
+		reason ingestv1.Reason
+		says   string    // in the answer
+		counts [2]string // the sluice_webhook_refused_total {source, reason} it counts
+	}{
+		{"github: a signature over another body",
+			w.webhook("github", githubHeaders("a0b1c2d3-0001-4000-8000-000000000001", signGitHub(sendersGitHubSecret, githubPushBody("0000000000000000000000000000000000000001"))), push),
+			401, ingestv1.Reason_UNAUTHENTICATED, "", [2]string{"github", "bad_signature"}},
+		{"github: no X-Hub-Signature-256",
+			w.webhook("github", githubHeaders("a0b1c2d3-0001-4000-8000-000000000002", ""), push),
+			401, ingestv1.Reason_UNAUTHENTICATED, "", [2]string{"github", "missing_header"}},
+		{"github: signed, no X-GitHub-Event to map",
+			w.webhook("github", withoutHeader(githubHeaders("a0b1c2d3-0001-4000-8000-000000000003", signGitHub(sendersGitHubSecret, push)), "X-GitHub-Event"), push),
+			400, ingestv1.Reason_MALFORMED, "mapping.type", [2]string{}},
+		{"shopify: signed with another secret",
+			w.webhook("shopify", shopifyHeaders("c1d2e3f4-0001-4000-8000-000000000001", signShopify("another app's secret", order), now), order),
+			401, ingestv1.Reason_UNAUTHENTICATED, "", [2]string{"shopify", "bad_signature"}},
+		{"shopify: signed, no X-Shopify-Webhook-Id to map",
+			w.webhook("shopify", shopifyHeaders("", signShopify(sendersShopifySecret, order), now), order),
+			400, ingestv1.Reason_MALFORMED, "mapping.id", [2]string{}},
+		{"standard: a stale timestamp",
+			w.webhook("platform", signStandard(t, sendersStandardSecret, "msg_hostile_stale", now.Add(-6*time.Minute), first), first),
+			401, ingestv1.Reason_UNAUTHENTICATED, "", [2]string{"platform", "stale_timestamp"}},
+		{"standard: a future timestamp",
+			w.webhook("platform", signStandard(t, sendersStandardSecret, "msg_hostile_future", now.Add(6*time.Minute), first), first),
+			401, ingestv1.Reason_UNAUTHENTICATED, "", [2]string{"platform", "future_timestamp"}},
+		{"standard: no webhook-timestamp",
+			w.webhook("platform", withoutHeader(signStandard(t, sendersStandardSecret, "msg_hostile_no_ts", now, first), "webhook-timestamp"), first),
+			401, ingestv1.Reason_UNAUTHENTICATED, "", [2]string{"platform", "missing_header"}},
+		{"standard: a delivery id replayed with another body",
+			w.webhook("platform", signStandard(t, sendersStandardSecret, replayed, now, another), another),
+			409, ingestv1.Reason_IDEMPOTENCY_CONFLICT, "", [2]string{}},
+		{"stripe: a signed body over max_body_bytes, without a Content-Length", func(t *testing.T) sendersAnswer {
+			req, err := http.NewRequest(http.MethodPost, "http://"+w.httpAddr+"/v1/webhooks/stripe", io.MultiReader(bytes.NewReader(overCap)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header = signStripe(sendersStripeSecret, now, overCap)
+			req.Header.Set("Content-Type", "application/json")
+			return w.do(t, req)
+		}, 413, ingestv1.Reason_BATCH_TOO_LARGE, "max_body_bytes", [2]string{}},
+		{"cloudevents: structured, no id",
+			func(t *testing.T) sendersAnswer {
+				return w.post(t, "/v1/cloudevents", ceHeader("application/cloudevents+json"), ceJSON("", "1.0"))
+			}, 400, ingestv1.Reason_MALFORMED, "id", [2]string{}},
+		{"cloudevents: structured, specversion 0.3",
+			func(t *testing.T) sendersAnswer {
+				return w.post(t, "/v1/cloudevents", ceHeader("application/cloudevents+json"), ceJSON("log-spec-03", "0.3"))
+			}, 400, ingestv1.Reason_MALFORMED, "specversion", [2]string{}},
+		{"cloudevents: a batch over max_events_per_request",
+			func(t *testing.T) sendersAnswer {
+				return w.post(t, "/v1/cloudevents", ceHeader("application/cloudevents-batch+json"), batch.Bytes())
+			}, 413, ingestv1.Reason_BATCH_TOO_LARGE, "", [2]string{}},
+		{"cloudevents: data that breaks the contract",
+			func(t *testing.T) sendersAnswer {
+				return w.post(t, "/v1/cloudevents", ceHeader("application/cloudevents+json"), breaks)
+			}, 422, ingestv1.Reason_SCHEMA_VIOLATION, "sms_consent_needs_phone", [2]string{}},
+		{"cloudevents: binary, a JSON body sent as application/protobuf",
+			func(t *testing.T) sendersAnswer {
+				return w.post(t, "/v1/cloudevents", binary("application/protobuf", "log-binary-protobuf"), examples.LogLineJSON)
+			}, 400, ingestv1.Reason_MALFORMED, "", [2]string{}},
+		{"cloudevents: binary, a content type no contract reads",
+			func(t *testing.T) sendersAnswer {
+				return w.post(t, "/v1/cloudevents", binary("application/xml", "log-binary-xml"), []byte("<log>checkout-api</log>"))
+			}, 400, ingestv1.Reason_MALFORMED, "datacontenttype", [2]string{}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a := c.send(t)
+			if a.code != c.code || a.reason() != c.reason || !strings.Contains(a.raw, c.says) {
+				t.Fatalf("%d %s, want %d %s saying %q", a.code, a.raw, c.code, c.reason, c.says)
+			}
+			if a.failure != nil && a.failure.GetRetryable() || slices.ContainsFunc(a.results, func(r *ingestv1.EventResult) bool {
+				return r.GetOutcome() != ingestv1.Outcome_REJECTED || r.GetRejection().GetRetryable()
+			}) {
+				t.Errorf("answered retryable, or not refused: %s", a.raw)
+			}
+			if c.counts != [2]string{} {
+				_, metrics := adminGet(t, w.gatewayAdmin, "/metrics")
+				if n, _ := metricValue(metrics, "sluice_webhook_refused_total", `source="`+c.counts[0]+`"`, `reason="`+c.counts[1]+`"`); n != 1 {
+					t.Errorf("sluice_webhook_refused_total{source=%q,reason=%q} = %v, want 1", c.counts[0], c.counts[1], n)
+				}
+			}
+		})
+	}
+
+	t.Run("a body that stops arriving", func(t *testing.T) {
+		conn := w.slowBody(t, maxBody)
+		defer conn.Close()
+		// read_timeout cuts it off with a typed answer, not a hang or a
+		// closed connection.
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatalf("no answer to the slow body: %v", err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if a := parseSendersAnswer(t, resp.StatusCode, resp.Header, body); a.code != http.StatusBadRequest || a.reason() != ingestv1.Reason_MALFORMED ||
+			!strings.Contains(a.raw, "read_timeout") {
+			t.Fatalf("the slow body: %d %s, want 400 MALFORMED naming read_timeout", a.code, a.raw)
+		}
+		// Its share is free again: a body of max_body_bytes is read (and
+		// refused for its missing signature), not refused unread. (The
+		// probes' own shares are freed just after their answers: the
+		// condition waits for those, and fails only if a share is never
+		// freed.)
+		full := bytes.Repeat([]byte(" "), maxBody)
+		waitfor.Condition(t, 30*time.Second, "a body of max_body_bytes to be read after the slow one", func() bool {
+			a := w.post(t, "/v1/webhooks/stripe", http.Header{"Content-Type": {"application/json"}}, full)
+			if a.code != http.StatusUnauthorized && a.code != http.StatusServiceUnavailable {
+				t.Fatalf("a body of max_body_bytes: %d %s, want 401 (or 503 while the pool is held)", a.code, a.raw)
+			}
+			return a.code == http.StatusUnauthorized
+		})
+	})
+
+	// Nothing refused was published. The replayed id's first delivery
+	// lands in the sink, and then the topics and the sink hold it alone,
+	// with its first body.
+	waitfor.Condition(t, time.Minute, "the replayed id's first delivery in the sink", func() bool {
+		var n int
+		return w.sink.QueryRow(`SELECT count(*) FROM events WHERE source = 'platform' AND event_id = ?`, replayed).Scan(&n) == nil && n == 1
+	})
+	var published []string
+	for _, topic := range w.topics {
+		for _, r := range readTopic(t, w.brokers, topic) {
+			h, err := record.ParseEvent(r)
+			if err != nil {
+				t.Fatalf("%s[%d]@%d: %v", r.Topic, r.Partition, r.Offset, err)
+			}
+			published = append(published, h.Source+"/"+h.ID)
+		}
+	}
+	if !slices.Equal(published, []string{"platform/" + replayed}) {
+		t.Errorf("published %q, want only platform/%s", published, replayed)
+	}
+	rows, err := w.sink.Query(`SELECT source, event_id, payload FROM events`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var sunk []string
+	for rows.Next() {
+		var source, id, payload string
+		if err := rows.Scan(&source, &id, &payload); err != nil {
+			t.Fatal(err)
+		}
+		sunk = append(sunk, source+"/"+id)
+		if id == replayed && !strings.Contains(payload, "5d0a8c1e-3f2b-4a69-9e7d-1c2b3a4d5e6f") {
+			t.Errorf("the sink holds %s with %s, want the first body's order", replayed, payload)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(sunk, []string{"platform/" + replayed}) {
+		t.Errorf("the sink holds %q, want only platform/%s", sunk, replayed)
+	}
+	// No request memory is left held once every request is answered.
+	_, metrics := adminGet(t, w.gatewayAdmin, "/metrics")
+	if n, ok := metricValue(metrics, "sluice_request_memory_bytes", `pool="requests"`); !ok || n != 0 {
+		t.Errorf(`sluice_request_memory_bytes{pool="requests"} = %v (there: %v), want 0`, n, ok)
+	}
+}
+
+// metricValue is the value of the series of name whose labels include
+// labels (each `key="value"`) in the Prometheus text exposition, and
+// whether there is one.
+func metricValue(text, name string, labels ...string) (float64, bool) {
+	for _, line := range strings.Split(text, "\n") {
+		rest, ok := strings.CutPrefix(line, name)
+		if !ok || rest == "" || (rest[0] != '{' && rest[0] != ' ') {
+			continue
+		}
+		series, value, ok := strings.Cut(rest, " ")
+		if rest[0] == '{' {
+			end := strings.LastIndex(rest, "} ")
+			if end < 0 {
+				continue
+			}
+			series, value, ok = rest[:end+1], rest[end+2:], true
+		}
+		if !ok || slices.ContainsFunc(labels, func(l string) bool { return !strings.Contains(series, l) }) {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		return v, err == nil
+	}
+	return 0, false
+}
+
+// slowBody opens a delivery to the stripe source that announces a body of
+// size bytes (the source's max_body_bytes) and sends a part of it, and
+// returns its connection once the body holds the source's whole
+// pre-authentication pool: while it does, a delivery to the source is
+// refused 503 unread. A probe sent before the slow body's headers are
+// read is answered 401 for its missing signature; one whose share of the
+// pool the slow body found taken makes the gateway refuse the slow body
+// instead (sluice_webhook_preauth_refused_total counts it), and then a
+// new slow body is opened.
+func (w *sendersWorld) slowBody(t *testing.T, size int) net.Conn {
+	t.Helper()
+	refused := func() float64 {
+		_, metrics := adminGet(t, w.gatewayAdmin, "/metrics")
+		n, _ := metricValue(metrics, "sluice_webhook_preauth_refused_total", `source="stripe"`)
+		return n
+	}
+	part := stripeEventBody(t, "evt_1QxE2eLkdIwHu7ixSlowBody", time.Now())
+	head := fmt.Sprintf("POST /v1/webhooks/stripe HTTP/1.1\r\nHost: sluice\r\nContent-Type: application/json\r\nStripe-Signature: %s\r\nContent-Length: %d\r\n\r\n",
+		signStripe(sendersStripeSecret, time.Now(), part).Get("Stripe-Signature"), size)
+	probe := http.Header{"Content-Type": {"application/json"}}
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		before := refused()
+		conn, err := net.Dial("tcp", w.httpAddr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := conn.SetDeadline(deadline); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.WriteString(conn, head+string(part)); err != nil {
+			t.Fatal(err)
+		}
+		for time.Now().Before(deadline) {
+			a := w.post(t, "/v1/webhooks/stripe", probe, []byte("{}"))
+			if a.code == http.StatusServiceUnavailable {
+				if a.reason() != ingestv1.Reason_UNAVAILABLE || a.header.Get("Retry-After") == "" || !strings.Contains(a.raw, "preauth_memory_bytes") {
+					t.Fatalf("a delivery beside the slow body: %s, want 503 UNAVAILABLE with Retry-After naming preauth_memory_bytes", a.raw)
+				}
+				return conn
+			}
+			if a.code != http.StatusUnauthorized {
+				t.Fatalf("a probe: %d %s, want 401 or 503", a.code, a.raw)
+			}
+			if refused() > before { // the slow body was refused: open another
+				break
+			}
+		}
+		conn.Close()
+	}
+	t.Fatalf("no slow body held the stripe source's pool within a minute")
+	return nil
 }
