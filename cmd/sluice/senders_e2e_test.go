@@ -64,13 +64,14 @@ import (
 //     with Standard Webhooks, in the payload structure the spec
 //     recommends ({"type", "timestamp", "data"}): type order.placed to
 //     examples.shop.v1.OrderPlaced, the contract's JSON under /data;
-//   - github (scheme github): GitHub's push event, trimmed from GitHub's
-//     documented example but in its real shape, to e2e.github.v1.Push, a
-//     contract of this test's (no example contract fits GitHub's payloads)
-//     that names a few of its fields, with allow_unknown_fields;
-//   - shopify (scheme shopify, secret from the environment): Shopify's
-//     orders/create payload, trimmed from Shopify's documented example, to
-//     e2e.shopify.v1.Order, likewise the test's own contract;
+//   - github (scheme github): a push event in the shape of GitHub's
+//     documented push payload (fewer fields, nested objects and nulls
+//     included), to e2e.github.v1.Push, a contract of this test's (no
+//     example contract fits GitHub's payloads) that names a few of its
+//     fields, with allow_unknown_fields;
+//   - shopify (scheme shopify, secret from the environment): an
+//     orders/create payload in the shape of Shopify's documented example,
+//     to e2e.shopify.v1.Order, likewise the test's own contract;
 //   - telemetry (API key): CloudEvents to POST /v1/cloudevents, through
 //     the source's types table to examples.logs.v1.LogLine and
 //     examples.identity.v1.UserProfileUpdated, with kafka_headers.
@@ -78,7 +79,7 @@ import (
 // The senders' secrets, each as its provider spells one.
 const (
 	sendersStripeSecret   = "whsec_e2e_7f3c1a9d5b2e4c60"
-	sendersStandardSecret = "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD" // Standard Webhooks' documented example secret
+	sendersStandardSecret = "whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD" // base64 of 24 bytes, as Standard Webhooks' secrets are
 	sendersGitHubSecret   = "e2e: it's a secret to everybody"
 	sendersShopifySecret  = "e2e-shopify-client-secret"
 	sendersCEKey          = "e2e-telemetry-key"
@@ -596,8 +597,8 @@ func platformOrderBody(t *testing.T, at time.Time, orderID string) []byte {
 	return b
 }
 
-// githubPushBody is a push event in GitHub's shape, trimmed from GitHub's
-// documented example payload, for the commit after.
+// githubPushBody is a push event in the shape of GitHub's documented push
+// payload, with fewer fields, for the commit after.
 func githubPushBody(after string) []byte {
 	return []byte(`{"ref":"refs/heads/main","before":"9049f1265b7d61be4a8904a9a27120d2064dab3b","after":"` + after + `",` +
 		`"repository":{"id":1296269,"node_id":"MDEwOlJlcG9zaXRvcnkxMjk2MjY5","name":"Hello-World","full_name":"octocat/Hello-World","private":false,` +
@@ -608,8 +609,8 @@ func githubPushBody(after string) []byte {
 		`"head_commit":{"id":"` + after + `","message":"Update README.md"}}`)
 }
 
-// shopifyOrderBody is an orders/create payload in Shopify's shape,
-// trimmed from Shopify's documented example, with the order id.
+// shopifyOrderBody is an orders/create payload in the shape of Shopify's
+// documented example, with fewer fields, and the order id.
 func shopifyOrderBody(id int64) []byte {
 	return []byte(fmt.Sprintf(`{"id":%[1]d,"admin_graphql_api_id":"gid://shopify/Order/%[1]d","email":"jon@example.com","created_at":"2026-11-29T03:15:02-05:00",`+
 		`"currency":"USD","total_price":"398.00","financial_status":"paid","test":false,`+
