@@ -174,3 +174,23 @@ func (m *metrics) initWebhook(source string) {
 	}
 	m.webhookPreauthRefusals.WithLabelValues(source)
 }
+
+// registerWebhookPools registers sluice_webhook_preauth_bytes, each
+// webhook source's pool of bodies awaiting verification in use.
+func registerWebhookPools(reg prometheus.Registerer, webhooks map[string]*webhookSource) error {
+	if reg == nil || len(webhooks) == 0 {
+		return nil
+	}
+	var cs []prometheus.Collector
+	for name, ws := range webhooks {
+		cs = append(cs, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name:        "sluice_webhook_preauth_bytes",
+			Help:        "Bytes of a webhook source's pool (webhook.preauth_memory_bytes) held by deliveries not yet verified.",
+			ConstLabels: prometheus.Labels{"source": name},
+		}, ws.preauth.inUse))
+	}
+	if err := promreg.Register(reg, cs...); err != nil {
+		return fmt.Errorf("gateway: registering metrics: %w", err)
+	}
+	return nil
+}

@@ -181,6 +181,9 @@ func New(cfg Config, contracts *contract.Versions, pub Admitter, opts ...Option)
 		s.metrics.initWebhook(name)
 		s.log.Info("webhook source", "source", name, "path", webhookPath+name, "scheme", ws.cfg.Scheme, "format", ws.cfg.Format)
 	}
+	if err := registerWebhookPools(o.reg, s.webhooks); err != nil {
+		return nil, err
+	}
 	s.checking = semaphore.NewWeighted(int64(cfg.Limits.CheckingEvents))
 	s.receiving.limit = int64(cfg.Limits.ReceivingRequests)
 	s.receiving.timeout = cfg.Limits.ReceiveTimeout

@@ -312,10 +312,16 @@ func TestWebhookPreauthPool(t *testing.T) {
 			resp.Body.Close()
 		}
 	})
+	// Waiting on the pool's gauge, not on probes: a probe holds a share
+	// of the pool while it is answered, and the slow body must find it
+	// whole.
 	eventually(t, "the slow body holds the shop's pool", func() bool {
-		resp, out := h.deliver("shop", examples.OrderPlacedJSON, nil)
-		return resp.StatusCode == http.StatusServiceUnavailable && strings.Contains(string(out), "preauth_memory_bytes")
+		return sourceGauge(t, h, "sluice_webhook_preauth_bytes", "shop") == 64<<10+4<<10
 	})
+	resp, out := h.deliver("shop", examples.OrderPlacedJSON, nil)
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(out), "preauth_memory_bytes") || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("a delivery beside a full pool: %d %s, want 503 with Retry-After naming preauth_memory_bytes", resp.StatusCode, out)
+	}
 	if n := counterValue(t, h.reg, "sluice_webhook_preauth_refused_total", map[string]string{"source": "shop"}); n < 1 {
 		t.Errorf("sluice_webhook_preauth_refused_total{source=shop} = %v", n)
 	}
@@ -405,4 +411,26 @@ func TestWebhookSignedCloudEvents(t *testing.T) {
 			t.Errorf("%s: no signature header", id)
 		}
 	}
+}
+
+// sourceGauge is a gauge's value for a source, or -1.
+func sourceGauge(t *testing.T, h *harness, name, source string) float64 {
+	t.Helper()
+	mfs, err := h.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "source" && l.GetValue() == source {
+					return m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	return -1
 }
