@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/sluicehq/sluice/internal/kafkaconn"
 )
@@ -110,6 +111,10 @@ func CreateTopicsOn(t testing.TB, conn []kgo.Opt, partitions int32, configs map[
 		cl.Close()
 		t.Fatalf("create topics %v: %v", topics, err)
 	}
+	if err := known(ctx, cl, topics); err != nil {
+		cl.Close()
+		t.Fatalf("created topics %v: %v", topics, err)
+	}
 	t.Cleanup(func() {
 		defer cl.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), wait)
@@ -142,4 +147,62 @@ func EnsureTopicOn(t testing.TB, conn []kgo.Opt, topic string) {
 	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 		t.Fatalf("create topic %s: %v", topic, err)
 	}
+}
+
+// known returns once every broker's metadata names each of topics with a
+// leader for every partition. A topic the controller has created reaches
+// each broker's metadata a moment later; a test that asks a broker about
+// it before then is told it does not exist.
+func known(ctx context.Context, cl *kgo.Client, topics []string) error {
+	req := kmsg.NewPtrMetadataRequest()
+	req.AllowAutoTopicCreation = false
+	for _, topic := range topics {
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(topic)
+		req.Topics = append(req.Topics, rt)
+	}
+	if _, err := req.RequestWith(ctx, cl); err != nil { // discovers the brokers
+		return err
+	}
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		lagging, err := lagging(ctx, cl, req, len(topics))
+		if err != nil || lagging == "" {
+			return err
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return fmt.Errorf("%s: %w", lagging, ctx.Err())
+		}
+	}
+}
+
+// lagging names a broker whose metadata does not yet show all n topics
+// req asks for, each partition led, or returns "".
+func lagging(ctx context.Context, cl *kgo.Client, req *kmsg.MetadataRequest, n int) (string, error) {
+	for i, b := range cl.DiscoveredBrokers() {
+		resp, err := req.RequestWith(ctx, b)
+		if err != nil {
+			return "", err
+		}
+		ready := 0
+		for _, rt := range resp.Topics {
+			if rt.ErrorCode != 0 || len(rt.Partitions) == 0 {
+				continue
+			}
+			led := true
+			for _, p := range rt.Partitions {
+				led = led && p.ErrorCode == 0 && p.Leader >= 0
+			}
+			if led {
+				ready++
+			}
+		}
+		if ready < n {
+			return fmt.Sprintf("broker %d of those known knows %d of %d topics", i+1, ready, n), nil
+		}
+	}
+	return "", nil
 }
