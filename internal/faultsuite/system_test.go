@@ -18,6 +18,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluicehq/sluice/internal/kafkatest"
+	"github.com/sluicehq/sluice/record"
 )
 
 // system is the sluice under test: one gateway process, consumer
@@ -445,9 +448,12 @@ func (s *system) script(name string, args ...string) {
 }
 
 // createTopics makes the suite's topic and its DLQ and parked topics, four
-// partitions each.
+// partitions each, and sluice.audit unless it exists: the consumer records
+// there the decisions the sink's audit table does not take (PostgreSQL
+// stopped), and does not create it.
 func (s *system) createTopics() {
 	s.t.Helper()
+	kafkatest.EnsureTopicOn(s.t, []kgo.Opt{kgo.SeedBrokers(s.brokers...)}, record.AuditTopic)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(s.brokers...))
 	if err != nil {
 		s.t.Fatal(err)
