@@ -6,7 +6,6 @@ import (
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"google.golang.org/grpc/status"
 
 	"github.com/sluicehq/sluice/gateway/cloudevents"
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
@@ -49,49 +48,12 @@ func (s *Service) cloudEventsLimits(body int) cloudevents.Limits {
 	return l
 }
 
-// serveCloudEvents is POST /v1/cloudevents.
+// serveCloudEvents is POST /v1/cloudevents. The events may share the
+// body's bytes, so its memory is held until the answer.
 func (s *Service) serveCloudEvents(mux *runtime.ServeMux) runtime.HandlerFunc {
-	decoders := newBodyDecoders(s.cfg.Limits.MaxRequestBytes)
-	return func(w http.ResponseWriter, r *http.Request, _ map[string]string) {
-		start := s.now()
-		defer func() {
-			s.metrics.requestDuration.WithLabelValues("cloudevents").Observe(s.now().Sub(start).Seconds())
-		}()
-		fail := func(f *Failure) {
-			s.metrics.requests.WithLabelValues("cloudevents", f.Reason.String()).Inc()
-			writeFailure(w, f)
-		}
-		ctx, err := runtime.AnnotateIncomingContext(r.Context(), mux, r, ingestv1.IngestService_Publish_FullMethodName,
-			runtime.WithHTTPPathPattern("/v1/cloudevents"))
-		if err != nil { // a Grpc-Timeout that does not parse
-			skipBody(w, r)
-			fail(&Failure{Reason: ingestv1.Reason_MALFORMED, Message: status.Convert(err).Message()})
-			return
-		}
-		src, f := s.source(ctx)
-		if f != nil {
-			skipBody(w, r)
-			fail(f)
-			return
-		}
-		body, hold, f := s.readRequest(ctx, w, r, decoders)
-		if f != nil {
-			fail(f)
-			return
-		}
-		defer hold.release()
-		b, f := s.cloudEventsBatch(src, r.Header, body, s.now(), nil)
-		if f != nil {
-			fail(f)
-			return
-		}
-		resp, f := s.publishBatch(ctx, "cloudevents", src, b)
-		if f != nil {
-			writeFailure(w, f) // counted by publishBatch
-			return
-		}
-		s.writeAnswer(w, resp)
-	}
+	return s.serveBatch(mux, "cloudevents", "/v1/cloudevents", false, func(src *source, h http.Header, body []byte) (*batch, *Failure) {
+		return s.cloudEventsBatch(src, h, body, s.now(), nil)
+	})
 }
 
 // cloudEventsBatch decodes a CloudEvents request of src into the batch it

@@ -147,16 +147,30 @@ func noSuchEndpoint() *Failure {
 // servePublish is POST /v1/events.
 func (s *Service) servePublish(mux *runtime.ServeMux) runtime.HandlerFunc {
 	limits := envelopeLimitsOf(s.cfg.Limits)
+	return s.serveBatch(mux, "rest", "/v1/events", true, func(_ *source, _ http.Header, body []byte) (*batch, *Failure) {
+		return decodeJSONBatch(body, limits)
+	})
+}
+
+// serveBatch is an endpoint whose callers authenticate as gRPC's do, by
+// API key or client certificate (POST /v1/events, /v1/cloudevents): the
+// source is known before a byte of the body is read, the body is read
+// under the memory budget (readRequest), decode makes it the batch, and
+// the batch is published and answered. transport labels the metrics.
+// copies says the decoded events hold copies of what they need, so the
+// body's memory is handed back before publishing.
+func (s *Service) serveBatch(mux *runtime.ServeMux, transport, pattern string, copies bool,
+	decode func(src *source, h http.Header, body []byte) (*batch, *Failure)) runtime.HandlerFunc {
 	decoders := newBodyDecoders(s.cfg.Limits.MaxRequestBytes)
 	return func(w http.ResponseWriter, r *http.Request, _ map[string]string) {
 		start := s.now()
-		defer func() { s.metrics.requestDuration.WithLabelValues("rest").Observe(s.now().Sub(start).Seconds()) }()
+		defer func() { s.metrics.requestDuration.WithLabelValues(transport).Observe(s.now().Sub(start).Seconds()) }()
 		fail := func(f *Failure) {
-			s.metrics.requests.WithLabelValues("rest", f.Reason.String()).Inc()
+			s.metrics.requests.WithLabelValues(transport, f.Reason.String()).Inc()
 			writeFailure(w, f)
 		}
 		ctx, err := runtime.AnnotateIncomingContext(r.Context(), mux, r, ingestv1.IngestService_Publish_FullMethodName,
-			runtime.WithHTTPPathPattern("/v1/events"))
+			runtime.WithHTTPPathPattern(pattern))
 		if err != nil { // a Grpc-Timeout that does not parse
 			skipBody(w, r)
 			fail(&Failure{Reason: ingestv1.Reason_MALFORMED, Message: status.Convert(err).Message()})
@@ -174,14 +188,16 @@ func (s *Service) servePublish(mux *runtime.ServeMux) runtime.HandlerFunc {
 			return
 		}
 		defer hold.release()
-		b, f := decodeJSONBatch(body, limits)
+		b, f := decode(src, r.Header, body)
 		if f != nil {
 			fail(f)
 			return
 		}
-		hold.shrink(requestCost(len(body)))
-		body = nil // the events hold copies; the text may go
-		resp, f := s.publishBatch(ctx, "rest", src, b)
+		if copies {
+			hold.shrink(requestCost(len(body)))
+			body = nil // the events hold copies; the text may go
+		}
+		resp, f := s.publishBatch(ctx, transport, src, b)
 		if f != nil {
 			writeFailure(w, f) // counted by publishBatch
 			return

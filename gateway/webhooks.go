@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"net/http"
@@ -16,6 +15,7 @@ import (
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
 	"github.com/sluicehq/sluice/internal/clip"
 	"github.com/sluicehq/sluice/internal/eventmap"
+	"github.com/sluicehq/sluice/internal/strictyaml"
 	"github.com/sluicehq/sluice/record"
 )
 
@@ -97,13 +97,7 @@ func NewDefaultWebhookConfig() WebhookConfig {
 func (c *WebhookConfig) UnmarshalYAML(n *yaml.Node) error {
 	type plain WebhookConfig
 	d := plain(NewDefaultWebhookConfig())
-	raw, err := yaml.Marshal(n)
-	if err != nil {
-		return err
-	}
-	dec := yaml.NewDecoder(bytes.NewReader(raw))
-	dec.KnownFields(true)
-	if err := dec.Decode(&d); err != nil {
+	if err := strictyaml.Decode(n, &d); err != nil {
 		return fmt.Errorf("webhook block at line %d: %w", n.Line, err)
 	}
 	*c = WebhookConfig(d)

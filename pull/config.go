@@ -1,7 +1,6 @@
 package pull
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"maps"
@@ -17,6 +16,7 @@ import (
 	"github.com/sluicehq/sluice/internal/eventmap"
 	"github.com/sluicehq/sluice/internal/jsonpointer"
 	"github.com/sluicehq/sluice/internal/outbound"
+	"github.com/sluicehq/sluice/internal/strictyaml"
 )
 
 // Auth types.
@@ -207,13 +207,7 @@ func NewDefaultConfig() Config {
 func (c *Config) UnmarshalYAML(n *yaml.Node) error {
 	type plain Config
 	d := plain(NewDefaultConfig())
-	raw, err := yaml.Marshal(n)
-	if err != nil {
-		return err
-	}
-	dec := yaml.NewDecoder(bytes.NewReader(raw))
-	dec.KnownFields(true)
-	if err := dec.Decode(&d); err != nil {
+	if err := strictyaml.Decode(n, &d); err != nil {
 		return fmt.Errorf("pull: poller at line %d: %w", n.Line, err)
 	}
 	*c = Config(d)
