@@ -29,6 +29,15 @@ func BenchmarkCheck(b *testing.B) {
 				}
 			}
 		})
+		b.Run(name+"/json_allow_unknown", func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(js)))
+			for b.Loop() {
+				if _, err := c.CheckJSONAllowUnknown(js); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 		b.Run(name+"/binary", func(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(bin)))

@@ -451,3 +451,64 @@ func TestRefusalOutlivesInput(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckJSONAllowUnknown: a provider's payload with fields the
+// contract lacks, at any depth, is published as the contract's fields
+// alone; everything else is judged as CheckJSON judges it.
+func TestCheckJSONAllowUnknown(t *testing.T) {
+	c := lookup(t, loadExamples(t), shopType)
+	clean := fixture(t, "order_placed.json")
+	want, err := c.CheckJSON(clean)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The fixture, its text cut before the closing brace, with more.
+	withMore := func(s string) []byte {
+		b := bytes.TrimRight(clean, " \n")
+		return append(append(bytes.Clone(b[:len(b)-1]), s...), '}')
+	}
+	deepUnknown := `,"livemode":false,"x":` + strings.Repeat("[", contract.DefaultMaxDepth-2) + strings.Repeat("]", contract.DefaultMaxDepth-2)
+	for _, tc := range []struct {
+		name string
+		in   []byte
+		// want: nil to publish the clean fixture's bytes; else the kind of refusal.
+		malformed, violation bool
+	}{
+		{"top-level fields", withMore(`,"livemode":false,"request":{"id":null,"idempotency_key":"k"},"pending_webhooks":1`), false, false},
+		{"nested fields", bytes.Replace(clean, []byte(`"city": "London",`), []byte(`"city": "London", "geo": {"lat": 51.5, "lon": -0.1},`), 1), false, false},
+		{"in a list's messages", bytes.Replace(clean, []byte(`"quantity": 2,`), []byte(`"quantity": 2, "tax_rates": [], "discountable": true,`), 1), false, false},
+		{"the same unknown name twice", withMore(`,"x":1,"x":2`), false, false},
+		{"skipped to the depth limit", withMore(deepUnknown), false, false},
+		{"skipped past the depth limit", withMore(deepUnknown + `,"y":` + strings.Repeat("{\"a\":", contract.DefaultMaxDepth) + "1" + strings.Repeat("}", contract.DefaultMaxDepth)), true, false},
+		{"skipped value not JSON", withMore(`,"x":{"a" 1}`), true, false},
+		{"skipped string not UTF-8", withMore(",\"x\":\"\xff\""), true, false},
+		{"known field twice", withMore(`,"x":1,"note":"again"`), true, false},
+		{"known field of the wrong type", withMore(`,"x":1,"totalCents":"many"`), true, false},
+		{"an extension's name", withMore(`,"[buf.validate.field]":{}`), true, false},
+		{"a rule broken", bytes.Replace(withMore(`,"x":1`), []byte(`"EUR"`), []byte(`"eur"`), 1), false, true},
+		// An enum name the contract lacks is dropped, and the field's
+		// rules judge it unset: payment_method must not be 0.
+		{"enum name unknown", bytes.Replace(clean, []byte(`"PAYMENT_METHOD_CARD"`), []byte(`"PAYMENT_METHOD_CRYPTO"`), 1), false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := c.CheckJSONAllowUnknown(tc.in)
+			_, strictErr := c.CheckJSON(tc.in)
+			switch {
+			case tc.malformed:
+				if _, ok := errors.AsType[*contract.MalformedError](err); !ok {
+					t.Fatalf("got %x, %v; want a MalformedError", got, err)
+				}
+			case tc.violation:
+				if _, ok := errors.AsType[*contract.ViolationError](err); !ok {
+					t.Fatalf("got %x, %v; want a ViolationError", got, err)
+				}
+			case err != nil:
+				t.Fatal(err)
+			case !bytes.Equal(got, want):
+				t.Fatalf("published %x, want the clean payload's %x", got, want)
+			case strictErr == nil:
+				t.Fatal("CheckJSON takes it too")
+			}
+		})
+	}
+}

@@ -157,10 +157,32 @@ func (c *Contract) unmarshal(decode func() error) (err error) {
 // CheckBinary does; otherwise protojson decodes b into a dynamic message,
 // which is validated and marshalled.
 func (c *Contract) CheckJSON(b []byte) ([]byte, error) {
+	return c.checkJSON(b, false)
+}
+
+// CheckJSONAllowUnknown is CheckJSON for a payload that may carry fields
+// the contract lacks, as a provider's webhook does when it adds fields
+// without notice: a member name the message lacks, at any depth, is
+// skipped with its value instead of refused, and so is an enum name the
+// enum lacks (the field, list element or map entry is not set), as
+// protojson's DiscardUnknown skips them. Everything else is refused as
+// CheckJSON refuses it: text that is not JSON or not UTF-8, a member of
+// the contract twice, nesting deeper than WithMaxDepth (what is skipped
+// counts: it is the payload's text), a "[name]" member that names a type
+// of the contract's files (protojson refuses it too), and the contract's
+// rules. The binary returned holds the known fields only.
+//
+// Whether to allow unknown fields is the caller's choice per call: the
+// gateway makes it per source and event type.
+func (c *Contract) CheckJSONAllowUnknown(b []byte) ([]byte, error) {
+	return c.checkJSON(b, true)
+}
+
+func (c *Contract) checkJSON(b []byte, allowUnknown bool) ([]byte, error) {
 	if c.transcoder == nil {
-		return c.reflectJSON(b, true)
+		return c.reflectJSONMode(b, true, allowUnknown)
 	}
-	out, err := c.transcode(b)
+	out, err := c.transcode(b, allowUnknown)
 	if err != nil {
 		return nil, err
 	}
@@ -185,7 +207,7 @@ func (c *Contract) DecodeJSON(b []byte) ([]byte, error) {
 	if c.transcoder == nil {
 		return c.reflectJSON(b, false)
 	}
-	out, err := c.transcode(b)
+	out, err := c.transcode(b, false)
 	if err != nil {
 		return nil, err
 	}
@@ -199,8 +221,8 @@ func (c *Contract) DecodeJSON(b []byte) ([]byte, error) {
 // protojson path refuses it first: not an object, then too deep, then
 // whatever the transcoder found; the transcoder reads in one pass and may
 // find a wrong value before the depth the other path checks ahead.
-func (c *Contract) transcode(b []byte) ([]byte, error) {
-	out, err := c.transcoder.transcode(make([]byte, 0, len(b)), b)
+func (c *Contract) transcode(b []byte, allowUnknown bool) ([]byte, error) {
+	out, err := c.transcoder.run(make([]byte, 0, len(b)), b, allowUnknown)
 	if err == nil {
 		return out, nil
 	}
@@ -217,7 +239,12 @@ func (c *Contract) transcode(b []byte) ([]byte, error) {
 // and a dynamic message: the path for contracts the transcoder does not
 // cover, and the one FuzzJSONDecoders holds the transcoder's to.
 func (c *Contract) reflectJSON(b []byte, validate bool) ([]byte, error) {
-	m, err := c.decodeJSON(b)
+	return c.reflectJSONMode(b, validate, false)
+}
+
+// reflectJSONMode is reflectJSON, with DiscardUnknown if allowUnknown.
+func (c *Contract) reflectJSONMode(b []byte, validate, allowUnknown bool) ([]byte, error) {
+	m, err := c.decodeJSON(b, allowUnknown)
 	if err != nil {
 		return nil, err
 	}
@@ -229,8 +256,9 @@ func (c *Contract) reflectJSON(b []byte, validate bool) ([]byte, error) {
 	return c.marshal(m)
 }
 
-// decodeJSON decodes b and applies every refusal short of the rules.
-func (c *Contract) decodeJSON(b []byte) (protoreflect.Message, error) {
+// decodeJSON decodes b and applies every refusal short of the rules;
+// allowUnknown discards unknown fields and enum names.
+func (c *Contract) decodeJSON(b []byte, allowUnknown bool) (protoreflect.Message, error) {
 	if !isJSONObject(b) {
 		return nil, &MalformedError{Msg: c.typ + " payload is not a JSON object"}
 	}
@@ -238,7 +266,9 @@ func (c *Contract) decodeJSON(b []byte) (protoreflect.Message, error) {
 		return nil, err
 	}
 	m := c.msgType.New()
-	if err := c.unmarshalJSON(b, m); err != nil {
+	opts := c.json
+	opts.DiscardUnknown = allowUnknown
+	if err := unmarshalJSON(opts, b, m); err != nil {
 		return nil, &MalformedError{Msg: "decode " + c.typ + " from JSON", Err: err}
 	}
 	if err := c.checkInitialized(m); err != nil {
@@ -257,13 +287,13 @@ func (c *Contract) marshal(m protoreflect.Message) ([]byte, error) {
 }
 
 // unmarshalJSON is unmarshal for JSON.
-func (c *Contract) unmarshalJSON(b []byte, m protoreflect.Message) (err error) {
+func unmarshalJSON(opts protojson.UnmarshalOptions, b []byte, m protoreflect.Message) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("contract: decoder panic: %v", r)
 		}
 	}()
-	return c.json.Unmarshal(b, m.Interface())
+	return opts.Unmarshal(b, m.Interface())
 }
 
 // checkInitialized refuses a message that lacks a proto2 required field.

@@ -7,6 +7,7 @@
 //	reg, err := contract.LoadFile("contracts.binpb", []string{"examples.shop.v1.OrderPlaced"})
 //	c, ok := reg.Lookup(event.GetType())      // !ok: UNKNOWN_EVENT_TYPE
 //	value, err := c.CheckJSON(payload)        // or c.CheckBinary(payload)
+//	value, err = c.CheckJSONAllowUnknown(payload) // a sender's extra fields skipped
 //	var m *contract.MalformedError            // errors.As: MALFORMED
 //	var v *contract.ViolationError            // errors.As: SCHEMA_VIOLATION, v.Violations
 //	// any other error is the gateway's fault (a rule that cannot be evaluated)
@@ -32,8 +33,8 @@
 //     wrong wire type), an unknown field at any depth (map entries
 //     included), invalid UTF-8 in a string (proto2 files included), a missing proto2 required field, a
 //     google.protobuf.Timestamp or Duration out of its valid range; JSON
-//     that does not decode, is not an object, has an unknown or duplicate
-//     field or a value of the wrong type; in binary, a
+//     that does not decode, is not an object, has an unknown (but see
+//     CheckJSONAllowUnknown) or duplicate field or a value of the wrong type; in binary, a
 //     google.protobuf.Value that JSON cannot write (no kind set, a number
 //     that is not finite); and, in either form, nesting deeper than
 //     WithMaxDepth (default 32), as the payload's JSON form nests (see
@@ -103,6 +104,26 @@
 // FuzzBinaryDecoders, FuzzTranscodeJSON and FuzzJSONDecoders hold each
 // fast path to the answers, and the bytes, of the reflective one it
 // replaced.
+//
+// # Unknown fields, allowed per call
+//
+// CheckJSONAllowUnknown is CheckJSON for senders that add fields without
+// notice, as webhook providers do: the caller chooses it per call (the
+// gateway per source and event type), never per registry. A member name
+// the message lacks, at any depth (a map's keys are keys, not names), is
+// skipped with its value; so is an enum name the enum lacks, and the
+// field, list element or map entry it was the value of is left unset,
+// for the contract's rules to judge (a defined_only or not_in: [0] rule
+// refuses it as SCHEMA_VIOLATION). That is protojson's DiscardUnknown,
+// which the fallback path uses and the transcoder is held to
+// (FuzzTranscodeJSON, FuzzJSONDecoders). The rest is judged as CheckJSON
+// judges it: the text must be JSON and UTF-8, skipped values included; a
+// member of the contract may not repeat (an unknown name may, its values
+// being skipped unread); a "[name]" member that names a type of the
+// contract's files is refused, as protojson refuses it; and what is
+// skipped counts toward WithMaxDepth, since the limit is on the payload's
+// text as written. The binary returned holds the contract's fields only;
+// CheckBinary takes it.
 //
 // # What is published
 //

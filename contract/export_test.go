@@ -16,6 +16,12 @@ import (
 // which the transcoder's path replaces where it covers the contract.
 func (c *Contract) ReflectCheckJSON(b []byte) ([]byte, error) { return c.reflectJSON(b, true) }
 
+// ReflectCheckJSONAllowUnknown is CheckJSONAllowUnknown through protojson
+// with DiscardUnknown and a dynamic message.
+func (c *Contract) ReflectCheckJSONAllowUnknown(b []byte) ([]byte, error) {
+	return c.reflectJSONMode(b, true, true)
+}
+
 // ReflectDecodeJSON is DecodeJSON through protojson and a dynamic message.
 func (c *Contract) ReflectDecodeJSON(b []byte) ([]byte, error) { return c.reflectJSON(b, false) }
 

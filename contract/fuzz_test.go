@@ -347,6 +347,10 @@ func treeFile() *descriptorpb.FileDescriptorProto {
 // of error and, for rules, the same violations. The decode step is held
 // so on its own too (DecodeJSON, the rules not run), and what is accepted
 // decodes again as binary, on the fast path and the reflective one.
+//
+// CheckJSONAllowUnknown is held so to protojson with DiscardUnknown; it
+// takes what CheckJSON takes, with the same bytes, and what it publishes
+// CheckBinary takes: no unknown field is left in it.
 func FuzzJSONDecoders(f *testing.F) {
 	contracts := append(fuzzContracts(f), treeContract(f))
 	for typ, name := range fixtures() {
@@ -365,6 +369,9 @@ func FuzzJSONDecoders(f *testing.F) {
 	f.Add(tree, []byte(`{"at":"2026-12-01T10:00:00.5+01:00","took":"-1.000000001s","ranks":{"-3":"x"},"blob":"_-8=","flags":[true],"delta":-7,"ids":["18446744073709551615"]}`))
 	f.Add(tree, []byte(`{"text":"a","blob":"AA=="}`))
 	f.Add(uint8(nodeIndex), []byte(`{"child":{"name":"a"},"kids":{"k":{"kids":{"j":{}}}}}`))
+	f.Add(tree, []byte(`{"child":{"name":"a","extra":{"b":[1,"x",null]}},"kind":"KIND_TREE","labels":{"k":"v"},"new":true}`))
+	f.Add(uint8(docIndex), []byte(`{"name":"n","unknown":[[{"a":{}}]],"kids":{"k":{"more":1}}}`))
+	f.Add(indexOf(shopType), []byte(`{"orderId":"x","paymentMethod":"PAYMENT_METHOD_CRYPTO","[buf.validate.field]":1}`))
 	addDocSeeds(f, false)
 	f.Fuzz(func(t *testing.T, which uint8, b []byte) {
 		c := contracts[int(which)%len(contracts)]
@@ -375,6 +382,20 @@ func FuzzJSONDecoders(f *testing.F) {
 		}
 		slow, serr := c.ReflectCheckJSON(b)
 		sameAnswer(t, "CheckJSON", fast, ferr, slow, serr)
+		lenient, lerr := c.CheckJSONAllowUnknown(b)
+		if !bytes.Equal(b, in) {
+			t.Fatal("CheckJSONAllowUnknown modified its input")
+		}
+		slowLenient, slerr := c.ReflectCheckJSONAllowUnknown(b)
+		sameAnswer(t, "CheckJSONAllowUnknown", lenient, lerr, slowLenient, slerr)
+		if ferr == nil && (lerr != nil || !bytes.Equal(lenient, fast)) {
+			t.Fatalf("CheckJSON takes %q, CheckJSONAllowUnknown: %x, %v", b, lenient, lerr)
+		}
+		if lerr == nil {
+			if _, err := c.CheckBinary(lenient); err != nil {
+				t.Fatalf("CheckBinary refuses what CheckJSONAllowUnknown publishes for %q: %v", b, err)
+			}
+		}
 		fastDecoded, ferr := c.DecodeJSON(b)
 		slowDecoded, serr := c.ReflectDecodeJSON(b)
 		sameAnswer(t, "DecodeJSON", fastDecoded, ferr, slowDecoded, serr)

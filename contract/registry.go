@@ -113,7 +113,7 @@ func Load(image []byte, types []string, opts ...Option) (*Registry, error) {
 			c.parser = hyperpb.CompileMessageDescriptor(md, hyperpb.WithExtensionsFromTypes(local))
 		}
 		var why string
-		if c.transcoder, why = newJSONTranscoder(md, o.maxDepth); c.transcoder == nil {
+		if c.transcoder, why = newJSONTranscoder(md, o.maxDepth, local); c.transcoder == nil {
 			c.decoders.JSON, c.decoders.JSONReason = "protojson", why
 		}
 		r.types = append(r.types, name)

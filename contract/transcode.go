@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
 )
 
 // jsonTranscoder turns a contract's JSON payload straight into protobuf
@@ -28,7 +29,11 @@ type jsonTranscoder struct {
 	// RecursionLimit does with the options CheckJSON uses.
 	maxDepth, maxMessages int
 	root                  *msgPlan
-	pool                  sync.Pool // of *transcoding
+	// types are the contract's types, by which protojson resolves a
+	// "[name]" member; transcodeAllowUnknown refuses one they resolve, as
+	// protojson does.
+	types protoregistry.ExtensionTypeResolver
+	pool  sync.Pool // of *transcoding
 }
 
 // wellKnown names the types protojson reads from a JSON form of their own.
@@ -91,7 +96,7 @@ type fieldPlan struct {
 // newJSONTranscoder compiles a transcoder for md. It returns nil and a
 // human-readable reason when md (or anything reachable from it) uses a
 // feature the transcoder does not cover; the caller then falls back to protojson.
-func newJSONTranscoder(md protoreflect.MessageDescriptor, maxDepth int) (*jsonTranscoder, string) {
+func newJSONTranscoder(md protoreflect.MessageDescriptor, maxDepth int, types protoregistry.ExtensionTypeResolver) (*jsonTranscoder, string) {
 	if isWellKnownName(md.FullName()) {
 		return nil, "the contract type " + string(md.FullName()) + " is a well-known type"
 	}
@@ -100,7 +105,7 @@ func newJSONTranscoder(md protoreflect.MessageDescriptor, maxDepth int) (*jsonTr
 	if reason != "" {
 		return nil, reason
 	}
-	t := &jsonTranscoder{typ: string(md.FullName()), maxDepth: maxDepth, maxMessages: binaryLevels(maxDepth), root: root}
+	t := &jsonTranscoder{typ: string(md.FullName()), maxDepth: maxDepth, maxMessages: binaryLevels(maxDepth), root: root, types: types}
 	t.pool.New = func() any { return new(transcoding) }
 	return t, ""
 }

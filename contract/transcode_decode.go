@@ -3,8 +3,10 @@ package contract
 import (
 	"bytes"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -14,6 +16,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
 )
 
 // Scratch a pooled transcoding may keep: more is dropped after the call,
@@ -25,7 +28,19 @@ const (
 
 // transcode appends to dst the protobuf binary of the JSON payload src and returns it.
 // A refusal is a *MalformedError (same type the protojson path returns).
-func (t *jsonTranscoder) transcode(dst, src []byte) (_ []byte, err error) {
+func (t *jsonTranscoder) transcode(dst, src []byte) ([]byte, error) {
+	return t.run(dst, src, false)
+}
+
+// transcodeAllowUnknown is transcode that skips what protojson's
+// DiscardUnknown discards: a member name the message lacks, with its
+// value, and an enum name the enum lacks (the field, list element or map
+// entry is then not set).
+func (t *jsonTranscoder) transcodeAllowUnknown(dst, src []byte) ([]byte, error) {
+	return t.run(dst, src, true)
+}
+
+func (t *jsonTranscoder) run(dst, src []byte, skipUnknown bool) (_ []byte, err error) {
 	d := t.pool.Get().(*transcoding)
 	defer func() {
 		// A panic is a bug here, but it is this input's refusal, not the
@@ -34,13 +49,13 @@ func (t *jsonTranscoder) transcode(dst, src []byte) (_ []byte, err error) {
 			err = &MalformedError{Msg: t.typ + ": " + fmt.Sprintf("transcoder panic: %v", r)}
 		}
 	}()
-	d.t, d.src, d.pos, d.out, d.depth = t, src, 0, dst, 0
+	d.t, d.src, d.pos, d.out, d.depth, d.skipUnknown = t, src, 0, dst, 0, skipUnknown
 	err = d.payload()
 	out := d.out
 	d.src, d.out = nil, nil
 	if cap(d.buf) <= maxPooledBytes && cap(d.tmp) <= maxPooledBytes &&
-		cap(d.segs) <= maxPooledSegments && cap(d.seen) <= maxPooledSegments {
-		d.segs, d.seen = d.segs[:0], d.seen[:0]
+		cap(d.segs) <= maxPooledSegments && cap(d.seen) <= maxPooledSegments && cap(d.droppedAt) <= maxPooledSegments {
+		d.segs, d.seen, d.droppedAt = d.segs[:0], d.seen[:0], d.droppedAt[:0]
 		t.pool.Put(d)
 	}
 	if err != nil {
@@ -56,6 +71,13 @@ type transcoding struct {
 	pos   int
 	out   []byte
 	depth int // of JSON objects and arrays, as CheckJSONDepth counts
+	// skipUnknown skips unknown member names and enum names
+	// (transcodeAllowUnknown); dropped says scalar dropped an enum name.
+	skipUnknown, dropped bool
+	// droppedAt holds the src offsets of the map entries being read whose
+	// enum value was dropped, in order: not written, but their keys still
+	// count as protojson counts them (duplicateKept).
+	droppedAt []int
 	// segs holds, for each object and map being read, the span each field
 	// or entry took in out, to reorder them when they came out of order.
 	segs []segment
@@ -206,6 +228,80 @@ func (d *transcoding) lit(s string) bool {
 	return false
 }
 
+// unknownMember reads the rest of a member whose name, at nameAt, the
+// message p lacks: a refusal, or with skipUnknown its value skipped and
+// what follows it, as more does.
+func (d *transcoding) unknownMember(p *msgPlan, nameAt int, name []byte) (bool, error) {
+	if !d.skipUnknown {
+		d.pos = nameAt
+		return false, d.failf("unknown field %q", name)
+	}
+	if err := d.skipField(p, nameAt, name); err != nil {
+		return false, err
+	}
+	return d.more('}')
+}
+
+// skipField reads the value of a member whose name, at nameAt, the
+// message p lacks, and writes nothing. A "[name]" the contract's types
+// resolve is refused, with DiscardUnknown too, as protojson refuses it:
+// it names an extension (or another type), which p cannot hold.
+func (d *transcoding) skipField(p *msgPlan, nameAt int, name []byte) error {
+	if n := len(name); n >= 2 && name[0] == '[' && name[n-1] == ']' && d.t.types != nil {
+		ext := protoreflect.FullName(name[1 : n-1])
+		if _, err := d.t.types.FindExtensionByName(ext); !errors.Is(err, protoregistry.NotFound) {
+			d.pos = nameAt
+			return d.failf("message %s cannot be extended by %q", p.name, ext)
+		}
+	}
+	return d.skipValue()
+}
+
+// skipValue reads one JSON value of any kind and writes nothing. It holds
+// the value to the grammar protojson reads with (names may repeat: a
+// value skipped has no fields to repeat), and to the depth limit: what is
+// skipped nests within WithMaxDepth, as all of the payload's text does.
+func (d *transcoding) skipValue() error {
+	switch c := d.next(); {
+	case c == '{' || c == '[':
+		close := byte('}')
+		if c == '[' {
+			close = ']'
+		}
+		if err := d.open(); err != nil {
+			return err
+		}
+		if d.next() == close {
+			d.pos++
+			d.depth--
+			return nil
+		}
+		for {
+			if c == '{' {
+				if _, err := d.name(); err != nil {
+					return err
+				}
+			}
+			if err := d.skipValue(); err != nil {
+				return err
+			}
+			more, err := d.more(close)
+			if err != nil || !more {
+				return err
+			}
+		}
+	case c == '"':
+		_, err := d.str()
+		return err
+	case c == '-' || jsonDigit(c):
+		_, err := d.number()
+		return err
+	case d.lit("true") || d.lit("false") || d.lit("null"):
+		return nil
+	}
+	return d.fail("invalid value")
+}
+
 // message reads a value of message type p, nested depth messages deep
 // (the payload is 1), as protojson's unmarshalMessage counts them.
 func (d *transcoding) message(p *msgPlan, depth int) error {
@@ -258,8 +354,14 @@ func (d *transcoding) object(p *msgPlan, depth int) error {
 			}
 			i, ok := p.byName[string(name)]
 			if !ok {
-				d.pos = nameAt
-				return d.failf("unknown field %q", name)
+				more, err := d.unknownMember(p, nameAt, name)
+				if err != nil {
+					return err
+				}
+				if !more {
+					break
+				}
+				continue
 			}
 			f := &p.fields[i]
 			if seen[i/64]&(1<<(i%64)) != 0 {
@@ -393,7 +495,7 @@ func (d *transcoding) listField(f *fieldPlan, depth int) error {
 		}
 	}
 	if f.packed {
-		if n == 0 {
+		if len(d.out) == lenAt+1 { // no element, or none but dropped ones
 			d.out = d.out[:start]
 		} else {
 			d.out, _ = endLen(d.out, lenAt)
@@ -422,7 +524,7 @@ func (d *transcoding) mapField(f *fieldPlan, depth int) error {
 	if err := d.open(); err != nil {
 		return err
 	}
-	base := len(d.segs)
+	base, droppedBase := len(d.segs), len(d.droppedAt)
 	sorted := true
 	if d.next() == '}' {
 		d.pos++
@@ -447,7 +549,10 @@ func (d *transcoding) mapField(f *fieldPlan, depth int) error {
 			if f.val.msg != nil {
 				err = d.embedded(f.val.msg, depth+1)
 			} else {
-				_, err = d.scalar(f.val)
+				d.dropped = false
+				if _, err = d.scalar(f.val); d.dropped {
+					d.droppedAt = append(d.droppedAt, seg.off)
+				}
 			}
 			if err != nil {
 				return errAt(err, d.keySegment(f.key, seg))
@@ -470,7 +575,15 @@ func (d *transcoding) mapField(f *fieldPlan, depth int) error {
 			}
 		}
 	}
-	if !sorted {
+	if dropped := d.droppedAt[droppedBase:]; len(dropped) > 0 {
+		segs := d.segs[base:]
+		start, end := d.sort(segs, f.key.kind == protoreflect.StringKind)
+		if err := d.duplicateKept(f.key, segs, dropped); err != nil {
+			return err
+		}
+		d.out = d.out[:start+d.rewriteKept(segs, dropped, start, end)]
+		d.droppedAt = d.droppedAt[:droppedBase]
+	} else if !sorted {
 		segs := d.segs[base:]
 		start, end := d.sort(segs, f.key.kind == protoreflect.StringKind)
 		for i := 1; i < len(segs); i++ {
@@ -663,8 +776,61 @@ func (d *transcoding) rewrite(segs []segment, start, end int) {
 	}
 }
 
+// rewriteKept is rewrite without the segments of the entries dropped
+// (their src offsets, sorted); it returns how many bytes it wrote from
+// start.
+func (d *transcoding) rewriteKept(segs []segment, dropped []int, start, end int) int {
+	d.tmp = append(d.tmp[:0], d.out[start:end]...)
+	w := start
+	for _, s := range segs {
+		if _, gone := slices.BinarySearch(dropped, s.off); !gone {
+			w += copy(d.out[w:], d.tmp[s.start-start:s.end-start])
+		}
+	}
+	return w - start
+}
+
+// duplicateKept judges duplicate keys among a map's sorted entries when
+// some were dropped, as protojson does reading them in order: an entry is
+// refused when an earlier entry with its key was set. A dropped entry
+// sets nothing, so a key may follow its dropped twin, but not a kept one.
+func (d *transcoding) duplicateKept(key *fieldPlan, segs []segment, dropped []int) error {
+	for lo := 0; lo < len(segs); {
+		hi := lo + 1
+		for hi < len(segs) && !d.sorter.less(&segs[lo], &segs[hi], d.out, key.kind) {
+			hi++
+		}
+		firstSet := -1 // the source offset of the run's first kept entry
+		for _, s := range segs[lo:hi] {
+			if _, gone := slices.BinarySearch(dropped, s.off); !gone && (firstSet < 0 || s.off < firstSet) {
+				firstSet = s.off
+			}
+		}
+		if firstSet >= 0 {
+			dup := -1 // the first entry after it: where protojson stops
+			for i, s := range segs[lo:hi] {
+				if s.off > firstSet && (dup < 0 || s.off < segs[lo+dup].off) {
+					dup = i
+				}
+			}
+			if dup >= 0 {
+				d.pos = segs[lo+dup].off
+				return d.failf("duplicate map key %s", d.keySegment(key, segs[lo+dup]))
+			}
+		}
+		lo = hi
+	}
+	return nil
+}
+
 // scalar reads a value of a non-message field and writes it without its
 // tag, reporting whether it is the zero value.
+//
+// An enum name the enum lacks, when unknown names are skipped, is read
+// and dropped: scalar takes back the tag its caller wrote before it (all
+// but a packed list's element have one) and sets d.dropped, so that a
+// map entry is dropped whole. A field or list element so dropped writes
+// nothing.
 func (d *transcoding) scalar(f *fieldPlan) (zero bool, err error) {
 	c := d.next()
 	start := d.pos
@@ -701,6 +867,13 @@ func (d *transcoding) scalar(f *fieldPlan) (zero bool, err error) {
 			if n, ok := f.enum[string(s)]; ok {
 				d.out = appendInteger(d.out, protoreflect.EnumKind, uint64(n))
 				return n == 0, nil
+			}
+			if d.skipUnknown {
+				if !f.packed {
+					d.out = d.out[:len(d.out)-len(f.tag)]
+				}
+				d.dropped = true
+				return false, nil
 			}
 			d.pos = start
 			return false, d.failf("invalid value for enum %s: %q is not one of its names", f.name, s)

@@ -293,14 +293,19 @@ func eventSeeds(tb testing.TB) []transcodeSeed {
 }
 
 // FuzzTranscodeJSON holds the transcoder to the protojson path: the same
-// inputs accepted, refusals MalformedErrors, and the same bytes published.
+// inputs accepted, refusals MalformedErrors, and the same bytes published;
+// and so with unknown fields allowed, against protojson's DiscardUnknown.
 //
 // The input is also read as the contract's message in protobuf binary;
 // when it is one, protojson's JSON of it is checked too. Mutating binary
 // reaches every field's shape far sooner than mutating JSON text does.
 func FuzzTranscodeJSON(f *testing.F) {
 	targets := transcodeTargets(f)
-	for _, s := range append(eventSeeds(f), edgeSeeds()...) {
+	seeds := append(eventSeeds(f), edgeSeeds()...)
+	for _, c := range allowUnknownCases() {
+		seeds = append(seeds, transcodeSeed{c.tg, c.in})
+	}
+	for _, s := range seeds {
 		f.Add(uint8(s.tg), []byte(s.in))
 		if bin, err := targets[s.tg].c.reflectJSON([]byte(s.in), false); err == nil && len(bin) > 0 {
 			f.Add(uint8(s.tg), bin)
@@ -309,6 +314,7 @@ func FuzzTranscodeJSON(f *testing.F) {
 	f.Fuzz(func(t *testing.T, which uint8, in []byte) {
 		tg := targets[int(which)%len(targets)]
 		compareTranscode(t, tg, in)
+		compareTranscodeAllowUnknown(t, tg, in)
 		m, ok := binaryMessage(tg, in)
 		if !ok {
 			return
@@ -320,6 +326,7 @@ func FuzzTranscodeJSON(f *testing.F) {
 		} {
 			if js, err := opts.Marshal(m); err == nil {
 				compareTranscode(t, tg, js)
+				compareTranscodeAllowUnknown(t, tg, js)
 			}
 		}
 	})

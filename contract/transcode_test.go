@@ -315,7 +315,7 @@ func newTarget(tb testing.TB, r *Registry, typ string) transcodeTarget {
 	if !ok {
 		tb.Fatalf("%s not loaded", typ)
 	}
-	t, reason := newJSONTranscoder(c.desc, c.maxDepth)
+	t, reason := newJSONTranscoder(c.desc, c.maxDepth, c.json.Resolver)
 	if t == nil {
 		tb.Fatalf("%s not covered: %s", typ, reason)
 	}
@@ -405,6 +405,135 @@ func compareTranscode(t *testing.T, tg transcodeTarget, in []byte) bool {
 	return true
 }
 
+// compareTranscodeAllowUnknown is compareTranscode for
+// transcodeAllowUnknown against protojson with DiscardUnknown. A payload
+// the strict transcoder takes, it takes with the same bytes.
+func compareTranscodeAllowUnknown(t *testing.T, tg transcodeTarget, in []byte) bool {
+	t.Helper()
+	want, werr := tg.c.reflectJSONMode(in, false, true)
+	got, gerr := tg.t.transcodeAllowUnknown(nil, in)
+	if (werr == nil) != (gerr == nil) {
+		t.Fatalf("%s %q, unknown fields allowed:\nprotojson:  %v\ntranscoder: %v", tg.c.typ, in, werr, gerr)
+	}
+	if strict, err := tg.t.transcode(nil, in); err == nil && (gerr != nil || !bytes.Equal(strict, got)) {
+		t.Fatalf("%s %q: strict %x, with unknown fields allowed %x, %v", tg.c.typ, in, strict, got, gerr)
+	}
+	if gerr != nil {
+		var m *MalformedError
+		if !errors.As(gerr, &m) || strings.Contains(m.Msg, "transcoder panic") || !strings.HasPrefix(m.Msg, tg.c.typ+": ") {
+			t.Fatalf("%s %q: unknown fields allowed, refused with %T %v", tg.c.typ, in, gerr, gerr)
+		}
+		if !errors.As(werr, &m) {
+			t.Fatalf("%s %q: protojson path refused with %T %v", tg.c.typ, in, werr, werr)
+		}
+		return false
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("%s %q, unknown fields allowed:\nprotojson:  %x\ntranscoder: %x", tg.c.typ, in, want, got)
+	}
+	return true
+}
+
+// TestTranscodeAllowUnknown: with unknown fields allowed, each case is
+// decided as expected, and the same way and with the same bytes as
+// protojson with DiscardUnknown; want is the payload it publishes the
+// bytes of ("" for a refusal).
+func TestTranscodeAllowUnknown(t *testing.T) {
+	targets := transcodeTargets(t)
+	for _, tc := range allowUnknownCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			tg := targets[tc.tg]
+			ok := compareTranscodeAllowUnknown(t, tg, []byte(tc.in))
+			if ok != (tc.want != "") {
+				t.Fatalf("accepted %v, want %v", ok, tc.want != "")
+			}
+			if !ok {
+				return
+			}
+			got, _ := tg.t.transcodeAllowUnknown(nil, []byte(tc.in))
+			want, err := tg.t.transcode(nil, []byte(tc.want))
+			if err != nil {
+				t.Fatalf("want %s: %v", tc.want, err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("got %x, want %x (%s)", got, want, tc.want)
+			}
+		})
+	}
+}
+
+// allowUnknownCase is a payload for transcodeTargets[tg] and what
+// transcodeAllowUnknown makes of it: the bytes the strict transcoder
+// makes of want, or a refusal when want is "".
+type allowUnknownCase struct {
+	name     string
+	tg       int
+	in, want string
+}
+
+func allowUnknownCases() []allowUnknownCase {
+	return []allowUnknownCase{
+		{"unknown scalar", tgShop, `{"orderId":"x","livemode":false}`, `{"orderId":"x"}`},
+		{"unknown of every kind", tgShop,
+			`{"a":{"b":[1,-2.5e3,"s\u00e9\"",true,false,null,{}],"c":{"d":[]}},"orderId":"x","e":"","f":null,"g":0}`, `{"orderId":"x"}`},
+		{"unknown at depth", tgShop, `{"customer":{"email":"a@b.c","age":3,"tags":["x"]},"items":[{"sku":"A","color":"red"}]}`,
+			`{"customer":{"email":"a@b.c"},"items":[{"sku":"A"}]}`},
+		{"unknown name repeated", tgShop, `{"x":1,"x":{"y":2},"orderId":"x"}`, `{"orderId":"x"}`},
+		{"names repeat inside a skipped value", tgShop, `{"x":{"y":1,"y":2}}`, `{}`},
+		{"known name repeated", tgShop, `{"orderId":"x","x":1,"order_id":"y"}`, ""},
+		{"known field in an unknown spelling", tgShop, `{"OrderId":"x"}`, `{}`},
+		{"unknown value not JSON", tgShop, `{"x":[1,}`, ""},
+		{"unknown value missing", tgShop, `{"x":}`, ""},
+		{"unknown value a bare word", tgShop, `{"x":undefined}`, ""},
+		{"unknown literal runs on", tgShop, `{"x":truex}`, ""},
+		{"unknown number malformed", tgShop, `{"x":01}`, ""},
+		{"unknown number runs on", tgShop, `{"x":1.5.2}`, ""},
+		{"unknown string not UTF-8", tgShop, "{\"x\":\"caf\xe9\"}", ""},
+		{"unknown name not UTF-8", tgShop, "{\"caf\xe9\":1}", ""},
+		{"unknown string bad escape", tgShop, `{"x":"\q"}`, ""},
+		{"unknown string lone surrogate", tgShop, `{"x":"\ud83d"}`, ""},
+		{"unknown object unterminated", tgShop, `{"x":{"y":1}`, ""},
+		{"unknown object without names", tgShop, `{"x":{1:2}}`, ""},
+		{"unknown trailing comma", tgShop, `{"x":[1,2,],"orderId":"x"}`, ""},
+		{"unknown nests to the limit", tgShallow, `{"x":[[[[]]]]}`, `{}`},
+		{"unknown nests past the limit", tgShallow, `{"x":[[[[[]]]]]}`, ""},
+		{"unknown nests past the limit in a message", tgShallow, `{"child":{"child":{"x":{"y":[{}]}}}}`, ""},
+		{"unknown within the limit in a message", tgShallow, `{"child":{"child":{"x":{"y":[]}}}}`, `{"child":{"child":{}}}`},
+		{"enum name unknown", tgShop, `{"orderId":"x","paymentMethod":"PAYMENT_METHOD_CRYPTO"}`, `{"orderId":"x"}`},
+		{"enum name unknown, implicit presence", tgRich, `{"color":"COLOR_BLUE","i32":1}`, `{"i32":1}`},
+		{"enum name unknown, explicit presence", tgRich, `{"optColor":"COLOR_BLUE"}`, `{}`},
+		{"enum name unknown in a list", tgRich, `{"rColor":["COLOR_BLUE",1,"COLOR_RED","X"]}`, `{"rColor":[1,"COLOR_RED"]}`},
+		{"enum names all unknown in a list", tgRich, `{"rColor":["COLOR_BLUE","X"]}`, `{}`},
+		{"enum name unknown in a closed enum", tgLegacy, `{"shade":"SHADE_GREY","shades":["SHADE_DARK","SHADE_GREY"]}`, `{"shades":["SHADE_DARK"]}`},
+		{"enum number unknown still taken", tgRich, `{"color":7}`, `{"color":7}`},
+		{"enum name unknown in a map", tgLegacy, `{"colors":{"b":"COLOR_RED","a":"COLOR_BLUE","c":1}}`, `{"colors":{"b":"COLOR_RED","c":1}}`},
+		{"map: dropped, then set", tgLegacy, `{"colors":{"a":"COLOR_BLUE","a":"COLOR_RED"}}`, `{"colors":{"a":"COLOR_RED"}}`},
+		{"map: dropped twice", tgLegacy, `{"colors":{"a":"X","b":1,"a":"Y"}}`, `{"colors":{"b":1}}`},
+		{"map: set, then dropped", tgLegacy, `{"colors":{"a":"COLOR_RED","a":"COLOR_BLUE"}}`, ""},
+		{"map: set, dropped, set", tgLegacy, `{"colors":{"a":1,"a":"X","a":2}}`, ""},
+		{"map: dropped, set, set", tgRich, `{"mBc":{"true":"X","true":1,"true":2}}`, ""},
+		{"map: all dropped", tgRich, `{"mBc":{"true":"X","false":"Y"}}`, `{}`},
+		{"a dropped field before a map", tgLegacy, `{"shade":"SHADE_GREY","colors":{"a":"COLOR_RED"}}`, `{"colors":{"a":"COLOR_RED"}}`},
+		{"a dropped element before a map", tgRich, `{"rColor":["X"],"mBc":{"true":1},"color":"Y"}`, `{"mBc":{"true":1}}`},
+		{"NullValue name unknown", tgRich, `{"nv":"NULL","rNv":["NULL_VALUE","NUL"],"mSnv":{"a":"N"}}`, `{"rNv":[0]}`},
+		{"oneof: unknown name sets it", tgRich, `{"oNv":"NULL","oS":"x"}`, ""},
+		{"extension name of the contract's files", tgShop, `{"[buf.validate.field]":1}`, ""},
+		{"extension name, escaped", tgShop, `{"[buf.validate.\u0066ield]":{}}`, ""},
+		{"message name in brackets, examples", tgShop, `{"[examples.shop.v1.Customer]":1}`, ""},
+		{"enum name in brackets", tgShop, `{"[examples.shop.v1.PaymentMethod]":1}`, ""},
+		{"message name in brackets", tgRich, `{"[test.rich.v1.Rich]":1}`, ""},
+		{"unknown name in brackets", tgRich, `{"[test.rich.v1.nope]":1,"[]":2,"[":3,"]":4}`, `{}`},
+		{"unknown fields of an Empty", tgRich, `{"empty":{"a":1,"[test.rich.v1.Rich]":[{}]},"rEmpty":[{"b":{}}]}`, `{"empty":{},"rEmpty":[{}]}`},
+		{"Empty member not JSON", tgRich, `{"empty":{"a":}}`, ""},
+		{"Empty without a name", tgRich, `{"empty":{1:2}}`, ""},
+		{"well-known types keep their form", tgRich, `{"ts":"yesterday"}`, ""},
+		{"Struct keys are keys", tgRich, `{"st":{"anything":1},"x":2}`, `{"st":{"anything":1}}`},
+		{"known field's value still judged", tgShop, `{"x":1,"orderId":7}`, ""},
+		{"not an object", tgShop, `[{"x":1}]`, ""},
+		{"data after the object", tgShop, `{"x":1}{}`, ""},
+	}
+}
+
 func TestTranscodeCoversExamples(t *testing.T) {
 	r, err := Load(examples.Contracts, examples.Types)
 	if err != nil {
@@ -412,7 +541,7 @@ func TestTranscodeCoversExamples(t *testing.T) {
 	}
 	for _, typ := range examples.Types {
 		c, _ := r.Lookup(typ)
-		if tr, reason := newJSONTranscoder(c.desc, c.maxDepth); tr == nil {
+		if tr, reason := newJSONTranscoder(c.desc, c.maxDepth, c.json.Resolver); tr == nil {
 			t.Errorf("%s: not covered: %s", typ, reason)
 		}
 	}
@@ -460,9 +589,38 @@ func TestTranscodeFallsBack(t *testing.T) {
 			t.Fatal(err)
 		}
 		c, _ := r.Lookup(tc.typ)
-		tr, reason := newJSONTranscoder(c.desc, c.maxDepth)
+		tr, reason := newJSONTranscoder(c.desc, c.maxDepth, c.json.Resolver)
 		if tr != nil || reason != tc.reason {
 			t.Errorf("%s: got %v, %q; want nil, %q", tc.typ, tr, reason, tc.reason)
+		}
+	}
+	// Unknown fields are allowed through protojson too, with
+	// DiscardUnknown.
+	for _, tc := range []struct{ typ, in, want string }{
+		{"test.fallback.v1.WithRequired", `{"id":1,"x":{"y":[null]},"z":"s"}`, `{"id":1}`},
+		{"test.fallback.v1.WithGroup", `{"g":{"x":2,"y":{}},"h":[]}`, `{"g":{"x":2}}`},
+		{"test.fallback.v1.WithAny", `{"payload":{"@type":"type.googleapis.com/google.protobuf.Struct","value":{"a":1}},"q":1}`,
+			`{"payload":{"@type":"type.googleapis.com/google.protobuf.Struct","value":{"a":1}}}`},
+	} {
+		r, err := Load(set, []string{tc.typ})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, _ := r.Lookup(tc.typ)
+		if _, err := c.CheckJSON([]byte(tc.in)); err == nil {
+			t.Errorf("%s: CheckJSON takes %s", tc.typ, tc.in)
+		}
+		got, err := c.CheckJSONAllowUnknown([]byte(tc.in))
+		if err != nil {
+			t.Errorf("%s: CheckJSONAllowUnknown(%s): %v", tc.typ, tc.in, err)
+			continue
+		}
+		want, err := c.CheckJSON([]byte(tc.want))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s %s: got %x, want %x", tc.typ, tc.in, got, want)
 		}
 	}
 }

@@ -364,10 +364,26 @@ func (d *transcoding) empty() error {
 		return err
 	}
 	if c := d.next(); c != '}' {
-		if c == '"' {
+		if c != '"' {
+			return d.fail("expected '}'")
+		}
+		if !d.skipUnknown {
 			return d.fail("unknown field in google.protobuf.Empty")
 		}
-		return d.fail("expected '}'")
+		// protojson's DiscardUnknown skips any member of an Empty, a
+		// "[name]" too.
+		for {
+			if _, err := d.name(); err != nil {
+				return err
+			}
+			if err := d.skipValue(); err != nil {
+				return err
+			}
+			more, err := d.more('}')
+			if err != nil || !more {
+				return err
+			}
+		}
 	}
 	d.pos++
 	d.depth--

@@ -16,7 +16,14 @@ var Types = []string{
 	"examples.logs.v1.LogLine",
 }
 
-// OrderPlacedJSON, UserProfileUpdatedJSON and LogLineJSON are valid payloads.
+// StripeEventType is a Stripe event object's contract, for webhook
+// sources that receive Stripe's signed deliveries. It is in Contracts but
+// not in Types: sources list it where they take it (sluice dev's demo
+// webhook source does).
+const StripeEventType = "examples.stripe.v1.Event"
+
+// OrderPlacedJSON, UserProfileUpdatedJSON and LogLineJSON are valid
+// payloads; StripeEventJSON is a Stripe event as Stripe delivers it.
 var (
 	//go:embed events/order_placed.json
 	OrderPlacedJSON []byte
@@ -24,4 +31,6 @@ var (
 	UserProfileUpdatedJSON []byte
 	//go:embed events/log_line.json
 	LogLineJSON []byte
+	//go:embed webhooks/stripe_event.json
+	StripeEventJSON []byte
 )

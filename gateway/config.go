@@ -193,6 +193,13 @@ type SourceConfig struct {
 	// Rate 0 means unlimited.
 	Rate  float64 `yaml:"rate"`
 	Burst int     `yaml:"burst"`
+	// Webhook, when set, serves the source's signed deliveries at POST
+	// /v1/webhooks/<name> (webhooks.go). A source may have keys or client
+	// certificates besides, for /v1/events.
+	Webhook *WebhookConfig `yaml:"webhook"`
+	// CloudEvents is how the source's CloudEvents (POST /v1/cloudevents,
+	// or a webhook of format cloudevents) become events.
+	CloudEvents CloudEventsConfig `yaml:"cloudevents"`
 }
 
 // NewDefaultConfig returns the defaults; Sources is empty.
@@ -346,8 +353,8 @@ func (c Config) Validate() error {
 			return fieldErr(at+".name", "must be set")
 		case names[s.Name]:
 			return fieldErr(at+".name", fmt.Sprintf("%q is used twice", s.Name))
-		case len(s.KeyHashes) == 0 && len(s.ClientCerts) == 0:
-			return fieldErr(at+".key_hashes", "at least one key hash (or client_certs entry) is needed")
+		case len(s.KeyHashes) == 0 && len(s.ClientCerts) == 0 && s.Webhook == nil:
+			return fieldErr(at+".key_hashes", "at least one key hash (or client_certs entry, or a webhook block) is needed")
 		case len(s.ClientCerts) > 0 && !c.GRPCTLS.VerifiesClients() && !c.HTTPTLS.VerifiesClients():
 			return fieldErr(at+".client_certs", "no listener verifies client certificates: set client_ca_file and client_auth request or require in grpc_tls or http_tls")
 		case len(s.EventTypes) == 0:
@@ -358,6 +365,14 @@ func (c Config) Validate() error {
 			return fieldErr(at+".burst", "must be >= limits.max_events_per_request, or a full batch could never pass")
 		}
 		names[s.Name] = true
+		if s.Webhook != nil {
+			if err := s.Webhook.validate(at + ".webhook"); err != nil {
+				return err
+			}
+			if !validWebhookPathName(s.Name) {
+				return fieldErr(at+".name", "a source with a webhook block is served at "+webhookPath+"<name>: letters, digits, '.', '_' and '-' only")
+			}
+		}
 		for j, h := range s.KeyHashes {
 			if !isSHA256Hex(h) {
 				return fieldErr(fmt.Sprintf("%s.key_hashes[%d]", at, j), "must be 64 lower-case hex digits (sha256 of the key)")

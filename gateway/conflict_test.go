@@ -205,7 +205,7 @@ func TestChangedPayloadRefused(t *testing.T) {
 	if err != nil || refused == 0 {
 		t.Fatalf("sluice_events_total: %d series, %v", refused, err)
 	}
-	if refused := eventsCounted(t, h, "all", typeLog, "REJECTED", "IDEMPOTENCY_CONFLICT"); refused != 3 {
+	if refused := counterValue(t, h.reg, "sluice_events_total", map[string]string{"source": "all", "type": typeLog, "outcome": "REJECTED", "reason": "IDEMPOTENCY_CONFLICT"}); refused != 3 {
 		t.Errorf("sluice_events_total{source=all,reason=IDEMPOTENCY_CONFLICT} = %v, want 3", refused)
 	}
 	if n := strings.Count(logs.String(), "IDEMPOTENCY_CONFLICT"); n != 3 {
@@ -234,31 +234,6 @@ func TestChangedPayloadRefusedDedupOff(t *testing.T) {
 		t.Fatalf("dedup off: %v, want the first and the same-payload repeat ACCEPTED", res)
 	}
 	wantConflict(t, "dedup off", res[1], payloadFingerprint(t, second), payloadFingerprint(t, first))
-}
-
-// eventsCounted is sluice_events_total's series of these labels, or 0.
-func eventsCounted(t *testing.T, h *harness, source, typ, outcome, reason string) float64 {
-	t.Helper()
-	mfs, err := h.reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := map[string]string{"source": source, "type": typ, "outcome": outcome, "reason": reason}
-	for _, mf := range mfs {
-		if mf.GetName() != "sluice_events_total" {
-			continue
-		}
-	series:
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if want[l.GetName()] != l.GetValue() {
-					continue series
-				}
-			}
-			return m.GetCounter().GetValue()
-		}
-	}
-	return 0
 }
 
 func decodeLogLine(t *testing.T, b []byte) *logsv1.LogLine {

@@ -1,19 +1,20 @@
 package gateway
 
 import (
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"bytes"
-	"encoding/binary"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf16"
 	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
+	"github.com/sluicehq/sluice/internal/jsonscan"
 )
 
 // The publish request envelope, decoded strictly from the REST body
@@ -47,6 +48,10 @@ type batch struct {
 	events  []*ingestv1.Event     // never nil entries
 	refused []*ingestv1.Rejection // nil, or len(events): non-nil at i when event i did not decode
 	size    int                   // bytes of the request as received
+	// extra is nil, or len(events): the record headers event i adds
+	// besides its own (a webhook's body and signature, CloudEvents'
+	// ce_* headers).
+	extra [][]kgo.RecordHeader
 }
 
 // add appends an event and its refusal, if any. The slices grow to at most
@@ -144,7 +149,7 @@ func decodeJSONBatch(body []byte, lim envelopeLimits) (*batch, *Failure) {
 	if bytes.HasPrefix(body, []byte("\xef\xbb\xbf")) {
 		return nil, envelopeMalformed("", "body is not a publish request: it starts with a byte order mark")
 	}
-	d := &jsonDecoder{b: body, lim: lim, elem: -1}
+	d := &jsonDecoder{Scanner: jsonscan.Scanner{Buf: body}, lim: lim, elem: -1}
 	b, err := d.request()
 	switch err := err.(type) {
 	case nil:
@@ -161,29 +166,13 @@ func decodeJSONBatch(body []byte, lim envelopeLimits) (*batch, *Failure) {
 	}
 }
 
-// jsonSyntaxError is input that is not JSON, at a byte offset of the body.
-type jsonSyntaxError struct {
-	off int
-	msg string
-}
-
-func (e *jsonSyntaxError) Error() string {
-	return "invalid JSON at offset " + strconv.Itoa(e.off) + ": " + e.msg
-}
-
-// jsonDecoder reads one body from b[i:].
+// jsonDecoder reads one body with the shared tokenizer.
 type jsonDecoder struct {
-	b   []byte
-	i   int
+	jsonscan.Scanner
 	lim envelopeLimits
 	// elem is the event being read, for the path of a syntax error: -1
 	// outside "events", -2 in it between elements.
 	elem int
-	// open has a bit for each container skipValue has open: 1 object, 0
-	// array. It stands in for recursion; its words are reused.
-	open []uint64
-	// scratch holds the last escaped key unescaped.
-	scratch []byte
 }
 
 func (d *jsonDecoder) path() string {
@@ -197,11 +186,11 @@ func (d *jsonDecoder) path() string {
 }
 
 func (d *jsonDecoder) request() (*batch, error) {
-	b := &batch{size: len(d.b)}
+	b := &batch{size: len(d.Buf)}
 	notRequest := func(what string) error {
 		return envelopeMalformed("", "body is not a publish request: "+what)
 	}
-	switch d.peek() {
+	switch d.Peek() {
 	case '{':
 	case '[':
 		return nil, notRequest("it is an array")
@@ -214,38 +203,38 @@ func (d *jsonDecoder) request() (*batch, error) {
 	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
 		return nil, notRequest("it is a number")
 	default:
-		if d.i == len(d.b) {
+		if d.Pos == len(d.Buf) {
 			return nil, notRequest("the body is empty")
 		}
-		return nil, d.unexpected("a JSON object")
+		return nil, d.Unexpected("a JSON object")
 	}
-	d.i++
-	if d.peek() == '}' {
-		d.i++
+	d.Pos++
+	if d.Peek() == '}' {
+		d.Pos++
 	} else {
 		seen := false
 		for {
-			keyAt := d.i
-			k, err := d.str()
+			keyAt := d.Pos
+			k, err := d.ReadString()
 			if err != nil {
 				return nil, err
 			}
-			if k.lone {
+			if k.Lone {
 				return nil, envelopeMalformed("", fmt.Sprintf("the key at offset %d is not Unicode text: it has a lone surrogate", keyAt))
 			}
-			if name := d.key(k); string(name) != "events" {
+			if name := d.Key(k); string(name) != "events" {
 				return nil, envelopeMalformed(string(name), fmt.Sprintf("unknown field %q", name))
 			}
 			if seen {
 				return nil, envelopeMalformed("events", `duplicate key "events"`)
 			}
 			seen = true
-			if err := d.expect(':', "':'"); err != nil {
+			if err := d.Expect(':', "':'"); err != nil {
 				return nil, err
 			}
-			switch d.peek() {
+			switch d.Peek() {
 			case 'n':
-				err = d.literal("null")
+				err = d.Literal("null")
 			case '[':
 				err = d.events(b)
 			default:
@@ -254,27 +243,27 @@ func (d *jsonDecoder) request() (*batch, error) {
 			if err != nil {
 				return nil, err
 			}
-			if c := d.peek(); c == '}' {
-				d.i++
+			if c := d.Peek(); c == '}' {
+				d.Pos++
 				break
 			} else if c != ',' {
-				return nil, d.unexpected("',' or '}'")
+				return nil, d.Unexpected("',' or '}'")
 			}
-			d.i++
+			d.Pos++
 		}
 	}
-	if d.ws(); d.i != len(d.b) {
-		return nil, &jsonSyntaxError{d.i, "data after the top value"}
+	if d.Ws(); d.Pos != len(d.Buf) {
+		return nil, &jsonscan.SyntaxError{Offset: d.Pos, Msg: "data after the top value"}
 	}
 	return b, nil
 }
 
 // events reads the events array, from its '['.
 func (d *jsonDecoder) events(b *batch) error {
-	d.i++
+	d.Pos++
 	d.elem = -2
-	if d.peek() == ']' {
-		d.i++
+	if d.Peek() == ']' {
+		d.Pos++
 		d.elem = -1
 		return nil
 	}
@@ -290,14 +279,14 @@ func (d *jsonDecoder) events(b *batch) error {
 		}
 		b.add(ev, rej, d.lim.maxEvents)
 		d.elem = -2
-		if c := d.peek(); c == ']' {
-			d.i++
+		if c := d.Peek(); c == ']' {
+			d.Pos++
 			d.elem = -1
 			return nil
 		} else if c != ',' {
-			return d.unexpected("',' or ']'")
+			return d.Unexpected("',' or ']'")
 		}
-		d.i++
+		d.Pos++
 	}
 }
 
@@ -334,45 +323,45 @@ func eventFieldBit(name []byte) uint8 {
 // decodes (its id, to answer it by).
 func (d *jsonDecoder) event() (*ingestv1.Event, *ingestv1.Rejection, error) {
 	ev := &ingestv1.Event{}
-	if d.peek() != '{' {
-		if err := d.skipValue(); err != nil {
+	if d.Peek() != '{' {
+		if err := d.Skip(); err != nil {
 			return nil, nil, err
 		}
 		return ev, reject(ingestv1.Reason_MALFORMED, "event is not a JSON object"), nil
 	}
-	d.i++
+	d.Pos++
 	var p eventProblem
-	if d.peek() == '}' {
-		d.i++
+	if d.Peek() == '}' {
+		d.Pos++
 		return ev, nil, nil
 	}
 	var seen uint8
 	for {
-		k, err := d.str()
+		k, err := d.ReadString()
 		if err != nil {
 			return nil, nil, err
 		}
-		if err := d.expect(':', "':'"); err != nil {
+		if err := d.Expect(':', "':'"); err != nil {
 			return nil, nil, err
 		}
-		if k.lone {
+		if k.Lone {
 			if !p.set {
-				p.at(string(k.raw), fmt.Sprintf("the key %q is not Unicode text: it has a lone surrogate", k.raw))
+				p.at(string(k.Raw), fmt.Sprintf("the key %q is not Unicode text: it has a lone surrogate", k.Raw))
 			}
-			err = d.skipValue()
+			err = d.Skip()
 		} else {
-			name := d.key(k)
+			name := d.Key(k)
 			switch bit := eventFieldBit(name); {
 			case bit == 0:
 				if !p.set {
 					p.at(string(name), fmt.Sprintf("unknown field %q", name))
 				}
-				err = d.skipValue()
+				err = d.Skip()
 			case seen&bit != 0:
 				if !p.set {
 					p.at(string(name), fmt.Sprintf("duplicate key %q", name))
 				}
-				err = d.skipValue()
+				err = d.Skip()
 			default:
 				seen |= bit
 				err = d.eventField(bit, ev, &p)
@@ -381,13 +370,13 @@ func (d *jsonDecoder) event() (*ingestv1.Event, *ingestv1.Rejection, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		if c := d.peek(); c == '}' {
-			d.i++
+		if c := d.Peek(); c == '}' {
+			d.Pos++
 			return ev, p.rejection(), nil
 		} else if c != ',' {
-			return nil, nil, d.unexpected("',' or '}'")
+			return nil, nil, d.Unexpected("',' or '}'")
 		}
-		d.i++
+		d.Pos++
 	}
 }
 
@@ -418,19 +407,19 @@ func (d *jsonDecoder) eventField(bit uint8, ev *ingestv1.Event, p *eventProblem)
 		ev.OccurredAt = ts
 		return nil
 	case jsonPayload:
-		switch d.peek() {
+		switch d.Peek() {
 		case 'n':
-			return d.literal("null")
+			return d.Literal("null")
 		case '{':
-			start := d.i
-			if err := d.skipValue(); err != nil {
+			start := d.Pos
+			if err := d.Skip(); err != nil {
 				return err
 			}
-			ev.Payload = &ingestv1.Event_Json{Json: string(d.b[start:d.i])}
+			ev.Payload = &ingestv1.Event_Json{Json: string(d.Buf[start:d.Pos])}
 			return nil
 		}
 		p.at("payload", "payload: must be a JSON object (the contract message)")
-		return d.skipValue()
+		return d.Skip()
 	}
 	return d.attributes(ev, p)
 }
@@ -447,73 +436,73 @@ func (d *jsonDecoder) stringField(name string, dst *string, p *eventProblem) err
 // stringValue reads a string or null; ok is whether it was a string of
 // Unicode text.
 func (d *jsonDecoder) stringValue(name string, p *eventProblem) (string, bool, error) {
-	switch d.peek() {
+	switch d.Peek() {
 	case 'n':
-		return "", false, d.literal("null")
+		return "", false, d.Literal("null")
 	case '"':
-		s, err := d.str()
+		s, err := d.ReadString()
 		if err != nil {
 			return "", false, err
 		}
-		if s.lone {
+		if s.Lone {
 			p.at(name, name+": not Unicode text: a \\u escape is a lone surrogate")
 			return "", false, nil
 		}
-		return d.text(s), true, nil
+		return d.Text(s), true, nil
 	}
 	p.at(name, name+": must be a string")
-	return "", false, d.skipValue()
+	return "", false, d.Skip()
 }
 
 // attributes reads an object of strings, or null. It keeps the first
 // lim.maxAttributeKeys distinct keys; later keys are read and checked but
 // not kept, so what is built stays bounded.
 func (d *jsonDecoder) attributes(ev *ingestv1.Event, p *eventProblem) error {
-	switch d.peek() {
+	switch d.Peek() {
 	case 'n':
-		return d.literal("null")
+		return d.Literal("null")
 	case '{':
 	default:
 		p.at("attributes", "attributes: must be an object of strings")
-		return d.skipValue()
+		return d.Skip()
 	}
-	d.i++
-	if d.peek() == '}' {
-		d.i++
+	d.Pos++
+	if d.Peek() == '}' {
+		d.Pos++
 		return nil
 	}
 	var m map[string]string
 	for {
-		k, err := d.str()
+		k, err := d.ReadString()
 		if err != nil {
 			return err
 		}
-		if err := d.expect(':', "':'"); err != nil {
+		if err := d.Expect(':', "':'"); err != nil {
 			return err
 		}
-		key := d.key(k)
-		if d.peek() != '"' {
+		key := d.Key(k)
+		if d.Peek() != '"' {
 			if !p.set {
-				if k.lone {
+				if k.Lone {
 					p.at("attributes", "attributes: a key is not Unicode text: it has a lone surrogate")
 				} else {
 					at := attributePath(key)
 					p.at(at, at+": must be a string")
 				}
 			}
-			if err := d.skipValue(); err != nil {
+			if err := d.Skip(); err != nil {
 				return err
 			}
 		} else {
-			v, err := d.str()
+			v, err := d.ReadString()
 			if err != nil {
 				return err
 			}
 			_, dup := m[string(key)]
 			switch {
-			case k.lone:
+			case k.Lone:
 				p.at("attributes", "attributes: a key is not Unicode text: it has a lone surrogate")
-			case v.lone:
+			case v.Lone:
 				if !p.set {
 					at := attributePath(key)
 					p.at(at, at+": not Unicode text: a \\u escape is a lone surrogate")
@@ -526,368 +515,21 @@ func (d *jsonDecoder) attributes(ev *ingestv1.Event, p *eventProblem) error {
 				if m == nil {
 					m = make(map[string]string)
 				}
-				m[string(key)] = d.text(v)
+				m[string(key)] = d.Text(v)
 			}
 		}
-		if c := d.peek(); c == '}' {
-			d.i++
+		if c := d.Peek(); c == '}' {
+			d.Pos++
 			break
 		} else if c != ',' {
-			return d.unexpected("',' or '}'")
+			return d.Unexpected("',' or '}'")
 		}
-		d.i++
+		d.Pos++
 	}
 	if len(m) > 0 {
 		ev.Attributes = m
 	}
 	return nil
-}
-
-// The tokenizer.
-
-// jsonString is a string token.
-type jsonString struct {
-	raw     []byte // the text between the quotes, as sent
-	escaped bool   // raw has a backslash escape
-	lone    bool   // raw escapes a lone surrogate, so it is not Unicode text
-}
-
-// text is s unescaped, a lone surrogate as U+FFFD.
-func (d *jsonDecoder) text(s jsonString) string {
-	if !s.escaped {
-		return string(s.raw)
-	}
-	return string(unescapeJSON(nil, s.raw))
-}
-
-// key is s unescaped, valid until the next call.
-func (d *jsonDecoder) key(s jsonString) []byte {
-	if !s.escaped {
-		return s.raw
-	}
-	d.scratch = unescapeJSON(d.scratch[:0], s.raw)
-	return d.scratch
-}
-
-func (d *jsonDecoder) ws() {
-	for d.i < len(d.b) {
-		switch d.b[d.i] {
-		case ' ', '\t', '\n', '\r':
-			d.i++
-		default:
-			return
-		}
-	}
-}
-
-// peek skips whitespace and returns the next byte, 0 at the end.
-func (d *jsonDecoder) peek() byte {
-	if d.ws(); d.i == len(d.b) {
-		return 0
-	}
-	return d.b[d.i]
-}
-
-func (d *jsonDecoder) unexpected(want string) error {
-	if d.i >= len(d.b) {
-		return &jsonSyntaxError{len(d.b), "unexpected end of input, want " + want}
-	}
-	r, _ := utf8.DecodeRune(d.b[d.i:])
-	return &jsonSyntaxError{d.i, fmt.Sprintf("unexpected %q, want %s", r, want)}
-}
-
-func (d *jsonDecoder) expect(c byte, want string) error {
-	if d.peek() != c {
-		return d.unexpected(want)
-	}
-	d.i++
-	return nil
-}
-
-func (d *jsonDecoder) literal(word string) error {
-	if !bytes.HasPrefix(d.b[d.i:], []byte(word)) {
-		return &jsonSyntaxError{d.i, "invalid literal, want " + word}
-	}
-	d.i += len(word)
-	return nil
-}
-
-// str reads a string token, checking its escapes and noting whether a
-// \u escape is a lone surrogate. The body is valid UTF-8 already.
-func (d *jsonDecoder) str() (jsonString, error) {
-	if d.peek() != '"' {
-		return jsonString{}, d.unexpected("a string")
-	}
-	b := d.b
-	start := d.i + 1
-	var s jsonString
-	high := false // the last \u escape was a high surrogate, waiting for its low half
-	for i := start; ; {
-		j := plainRun(b, i)
-		if j > i && high {
-			s.lone, high = true, false
-		}
-		if i = j; i == len(b) {
-			d.i = i
-			return s, d.unexpected("'\"'")
-		}
-		switch b[i] {
-		case '"':
-			s.lone = s.lone || high
-			s.raw = b[start:i]
-			d.i = i + 1
-			return s, nil
-		case '\\':
-		default:
-			return s, &jsonSyntaxError{i, fmt.Sprintf("control character %q in a string", b[i])}
-		}
-		s.escaped = true
-		if i+1 == len(b) {
-			d.i = i + 1
-			return s, d.unexpected("an escape")
-		}
-		switch b[i+1] {
-		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-			s.lone = s.lone || high
-			high = false
-			i += 2
-			continue
-		case 'u':
-		default:
-			return s, &jsonSyntaxError{i, fmt.Sprintf("invalid escape %q", b[i:i+2])}
-		}
-		u, ok := hex4(b[i+2:])
-		if !ok {
-			return s, &jsonSyntaxError{i, "invalid \\u escape: want four hex digits"}
-		}
-		i += 6
-		switch {
-		case u >= 0xd800 && u < 0xdc00:
-			s.lone = s.lone || high
-			high = true
-		case u >= 0xdc00 && u < 0xe000:
-			s.lone = s.lone || !high
-			high = false
-		default:
-			s.lone = s.lone || high
-			high = false
-		}
-	}
-}
-
-func hex4(b []byte) (rune, bool) {
-	if len(b) < 4 {
-		return 0, false
-	}
-	var r rune
-	for _, c := range b[:4] {
-		switch {
-		case c >= '0' && c <= '9':
-			c -= '0'
-		case c >= 'a' && c <= 'f':
-			c -= 'a' - 10
-		case c >= 'A' && c <= 'F':
-			c -= 'A' - 10
-		default:
-			return 0, false
-		}
-		r = r<<4 | rune(c)
-	}
-	return r, true
-}
-
-// unescapeJSON appends the text of a string token that str accepted to
-// dst: escapes decoded, surrogate pairs combined, a lone surrogate as
-// U+FFFD.
-func unescapeJSON(dst, raw []byte) []byte {
-	for i := 0; i < len(raw); {
-		j := bytes.IndexByte(raw[i:], '\\')
-		if j < 0 {
-			return append(dst, raw[i:]...)
-		}
-		dst = append(dst, raw[i:i+j]...)
-		i += j
-		c := raw[i+1]
-		i += 2
-		switch c {
-		case 'b':
-			dst = append(dst, '\b')
-		case 'f':
-			dst = append(dst, '\f')
-		case 'n':
-			dst = append(dst, '\n')
-		case 'r':
-			dst = append(dst, '\r')
-		case 't':
-			dst = append(dst, '\t')
-		case 'u':
-			r, _ := hex4(raw[i:])
-			i += 4
-			if utf16.IsSurrogate(r) {
-				low := utf8.RuneError
-				if i+6 <= len(raw) && raw[i] == '\\' && raw[i+1] == 'u' {
-					low, _ = hex4(raw[i+2:])
-				}
-				if r = utf16.DecodeRune(r, low); r != utf8.RuneError {
-					i += 6
-				}
-			}
-			dst = utf8.AppendRune(dst, r)
-		default: // '"', '\\', '/'
-			dst = append(dst, c)
-		}
-	}
-	return dst
-}
-
-func (d *jsonDecoder) number() error {
-	b, i := d.b, d.i
-	digits := func(i int) int {
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		return i
-	}
-	bad := func(i int) error {
-		d.i = i
-		return d.unexpected("a digit")
-	}
-	if b[i] == '-' {
-		i++
-	}
-	switch {
-	case i < len(b) && b[i] == '0':
-		i++
-	case i < len(b) && b[i] >= '1' && b[i] <= '9':
-		i = digits(i + 1)
-	default:
-		return bad(i)
-	}
-	if i < len(b) && b[i] == '.' {
-		j := digits(i + 1)
-		if j == i+1 {
-			return bad(j)
-		}
-		i = j
-	}
-	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
-		i++
-		if i < len(b) && (b[i] == '+' || b[i] == '-') {
-			i++
-		}
-		j := digits(i)
-		if j == i {
-			return bad(j)
-		}
-		i = j
-	}
-	d.i = i
-	return nil
-}
-
-// scalar reads a string, number, true, false or null.
-func (d *jsonDecoder) scalar() error {
-	switch c := d.peek(); {
-	case c == '"':
-		_, err := d.str()
-		return err
-	case c == 't':
-		return d.literal("true")
-	case c == 'f':
-		return d.literal("false")
-	case c == 'n':
-		return d.literal("null")
-	case c == '-' || c >= '0' && c <= '9':
-		return d.number()
-	}
-	return d.unexpected("a value")
-}
-
-func (d *jsonDecoder) push(depth int, object bool) {
-	w := depth / 64
-	if w == len(d.open) {
-		d.open = append(d.open, 0)
-	}
-	if bit := uint64(1) << (depth % 64); object {
-		d.open[w] |= bit
-	} else {
-		d.open[w] &^= bit
-	}
-}
-
-func (d *jsonDecoder) isObject(depth int) bool {
-	return d.open[depth/64]&(1<<(depth%64)) != 0
-}
-
-// memberKey reads an object member's key and its ':'.
-func (d *jsonDecoder) memberKey() error {
-	if _, err := d.str(); err != nil {
-		return err
-	}
-	return d.expect(':', "':'")
-}
-
-// skipValue reads one value, checking only its syntax, to any depth: the
-// containers open are kept a bit each in d.open, not on the stack.
-func (d *jsonDecoder) skipValue() error {
-	depth := 0
-	for {
-		// A value starts here.
-		switch d.peek() {
-		case '{':
-			d.i++
-			if d.peek() == '}' {
-				d.i++
-				break
-			}
-			d.push(depth, true)
-			depth++
-			if err := d.memberKey(); err != nil {
-				return err
-			}
-			continue
-		case '[':
-			d.i++
-			if d.peek() == ']' {
-				d.i++
-				break
-			}
-			d.push(depth, false)
-			depth++
-			continue
-		default:
-			if err := d.scalar(); err != nil {
-				return err
-			}
-		}
-		// A value ended: close the containers it ends, or go on to the
-		// next member or element.
-		for {
-			if depth == 0 {
-				return nil
-			}
-			object := d.isObject(depth - 1)
-			c := d.peek()
-			if c == ',' {
-				d.i++
-				if object {
-					if err := d.memberKey(); err != nil {
-						return err
-					}
-				}
-				break
-			}
-			switch {
-			case object && c == '}', !object && c == ']':
-				d.i++
-				depth--
-			case object:
-				return d.unexpected("',' or '}'")
-			default:
-				return d.unexpected("',' or ']'")
-			}
-		}
-	}
 }
 
 // Protobuf.
@@ -1197,25 +839,4 @@ func skipWireValue(wt protowire.Type, b []byte) int {
 		}
 	}
 	return off
-}
-
-// plainRun returns the index of the first byte at or after i that ends a
-// run of plain string bytes: a control character, '"' or '\\'. It tests
-// eight bytes at a time, as most of a payload is such a run.
-func plainRun(b []byte, i int) int {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	for ; i+8 <= len(b); i += 8 {
-		x := binary.LittleEndian.Uint64(b[i:])
-		quote, slash := x^(ones*'"'), x^(ones*'\\')
-		// Each term has a high bit set in some byte iff a byte of x is
-		// below 0x20, or equals '"' or '\\' (a zero byte of quote or
-		// slash): the classic has-less and has-zero tests.
-		if ((x-ones*0x20)&^x|(quote-ones)&^quote|(slash-ones)&^slash)&highs != 0 {
-			break
-		}
-	}
-	for i < len(b) && b[i] >= 0x20 && b[i] != '"' && b[i] != '\\' {
-		i++
-	}
-	return i
 }

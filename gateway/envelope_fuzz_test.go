@@ -305,21 +305,3 @@ func FuzzDecodeWireBatch(f *testing.F) {
 		}
 	})
 }
-
-// FuzzPlainRun holds plainRun, which tests eight bytes at a time, to the
-// byte-by-byte loop it stands for, from every start.
-func FuzzPlainRun(f *testing.F) {
-	f.Add([]byte(`abcdefghijklmnop"q`))
-	f.Add([]byte("caf\xc3\xa9 \x7f\xff\\n\x1f \x20\x21\x22\x5b\x5c\x5d"))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		for i := 0; i <= len(b); i++ {
-			want := i
-			for want < len(b) && b[want] >= 0x20 && b[want] != '"' && b[want] != '\\' {
-				want++
-			}
-			if got := plainRun(b, i); got != want {
-				t.Fatalf("plainRun(%q, %d) = %d, want %d", b, i, got, want)
-			}
-		}
-	})
-}

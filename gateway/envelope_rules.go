@@ -43,6 +43,9 @@ func runesBetween(s string, lo, hi int) bool {
 
 // validID is id's rules: 1 to 128 characters matching
 // ^[A-Za-z0-9][A-Za-z0-9._:-]*$ (ASCII only, so bytes are characters).
+// '_' is in the class, after the first character: providers' delivery
+// ids such as Stripe's evt_… and Standard Webhooks' msg_… are ids as
+// they are (TestProviderDeliveryIDs).
 func validID(s string) bool {
 	if len(s) < 1 || len(s) > 128 || !isAlnum(s[0]) {
 		return false

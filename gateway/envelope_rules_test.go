@@ -28,6 +28,10 @@ func FuzzEnvelopeRules(f *testing.F) {
 	}{
 		{"ord-1", "examples.shop.v1.OrderPlaced", "", true, 1, ""},
 		{"a.b_c:d-e", "t", long("k", 256), true, 2, "env\x00prod\x00region\x00eu"},
+		{"evt_1NG8Du2eZvKYlo2CUI79vXWy", "stripe.v1.Event", "cus_9s6XKzkNRiz8i3", true, 2, ""},
+		{"msg_2KWPBgLlAfxdpx2AI54pPJ85f4W", "t", "", true, 2, ""},
+		{"_evt_1", "t", "", true, 2, ""},
+		{"evt_", "t", "", true, 1, ""},
 		{"", "t", "", true, 1, ""},
 		{"-x", "t", "", true, 1, ""},
 		{"x y", "t", "", true, 1, ""},

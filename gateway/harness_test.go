@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -94,6 +95,9 @@ type harnessOpts struct {
 	readiness bool
 	// beforeStart runs between NewServer and Start.
 	beforeStart func(*gateway.Server)
+	// types are contract types of the examples image loaded beside
+	// examples.Types (examples.StripeEventType).
+	types []string
 }
 
 func testConfig() gateway.Config {
@@ -118,24 +122,25 @@ func testConfig() gateway.Config {
 func newHarness(t testing.TB, o harnessOpts) *harness {
 	t.Helper()
 	h := &harness{t: t, clock: &clock{now: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}, reg: prometheus.NewRegistry()}
-	registry, err := contract.Load(examples.Contracts, examples.Types, contract.WithMaxDepth(8))
+	types := append(slices.Clone(examples.Types), o.types...)
+	registry, err := contract.Load(examples.Contracts, types, contract.WithMaxDepth(8))
 	if err != nil {
 		t.Fatal(err)
 	}
 	h.brokers = o.brokers
 	h.topics = map[string]string{}
-	for _, typ := range examples.Types {
+	for _, typ := range types {
 		h.topics[typ] = record.EventTopic(typ)
 	}
 	if o.realKafka {
 		h.brokers = kafkatest.Brokers(t)
-		for _, typ := range examples.Types {
+		for _, typ := range types {
 			h.topics[typ] = kafkatest.CreateTopic(t, h.brokers, 3, nil)
 		}
 	}
 	if h.brokers == nil {
 		var topics []string
-		for _, typ := range examples.Types {
+		for _, typ := range types {
 			topics = append(topics, record.EventTopic(typ))
 		}
 		h.cluster, err = kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, topics...))

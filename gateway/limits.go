@@ -36,7 +36,12 @@ func (c Config) RecordLimits(sources, topics []string) record.Limits {
 		}
 		return n
 	}
+	extraHeaders, extraBytes := webhookRecordLimits(c.Sources, c.Limits.MaxEventBytes)
+	ceHeaders, ceBytes := c.cloudEventsRecordLimits()
+	extraHeaders, extraBytes = extraHeaders+ceHeaders, extraBytes+ceBytes
 	return record.Limits{
+		ExtraHeaders:   extraHeaders,
+		ExtraBytes:     extraBytes,
 		Value:          c.Limits.MaxEventBytes,
 		ID:             maxIDChars,
 		Type:           maxTypeChars * utf8Max,

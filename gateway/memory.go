@@ -53,6 +53,15 @@ func (m *memoryBudget) take(ctx context.Context, n int64) (*memoryHold, error) {
 	return &memoryHold{m: m, n: n}, nil
 }
 
+// tryTake takes n bytes of room if there is room now.
+func (m *memoryBudget) tryTake(n int64) (*memoryHold, bool) {
+	if !m.sem.TryAcquire(n) {
+		return nil, false
+	}
+	m.held.Add(n)
+	return &memoryHold{m: m, n: n}, true
+}
+
 func (m *memoryBudget) inUse() float64 { return float64(m.held.Load()) }
 
 // memoryHold is one request's charge. It is owned by one goroutine at a

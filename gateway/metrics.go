@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/sluicehq/sluice/gateway/webhook"
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
 	"github.com/sluicehq/sluice/internal/promreg"
 )
@@ -26,6 +27,11 @@ type metrics struct {
 	receiveTimeouts        prometheus.Counter
 	memoryRefusals         prometheus.Counter
 	streamsIdle            prometheus.Counter
+	// webhookRefusals: deliveries whose signature did not verify, by
+	// source and reason; webhookPreauthRefusals: deliveries refused unread
+	// because their source's pre-authentication pool was full.
+	webhookRefusals        *prometheus.CounterVec
+	webhookPreauthRefusals *prometheus.CounterVec
 }
 
 // newMetrics builds the metrics and registers them on reg, all or none
@@ -87,11 +93,20 @@ func newMetrics(reg prometheus.Registerer, dedupLen, requestMemory, streamMemory
 			Name: "sluice_streams_idle_closed_total",
 			Help: "PublishStream streams ended because they made no progress (no batch, no answer sent) for limits.stream_idle_timeout.",
 		}),
+		webhookRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_webhook_refused_total",
+			Help: "Webhook deliveries refused 401 because their signature did not verify, by source and reason (missing_header, malformed_header, bad_signature, stale_timestamp, future_timestamp).",
+		}, []string{"source", "reason"}),
+		webhookPreauthRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_webhook_preauth_refused_total",
+			Help: "Webhook deliveries refused 503 unread because their source's pool for bodies awaiting verification (webhook.preauth_memory_bytes) was full.",
+		}, []string{"source"}),
 	}
 	if reg == nil {
 		return m, nil
 	}
 	err := promreg.Register(reg, m.events, m.requests, m.requestDuration, m.requestEvents, m.dedupEvictions, m.streamsOpen, m.shed, m.requestsShed, m.streamsRefused, m.unauthenticatedRefused, m.receiveTimeouts, m.memoryRefusals, m.streamsIdle,
+		m.webhookRefusals, m.webhookPreauthRefusals,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "sluice_dedup_entries",
 			Help: "Event ids remembered by the dedup window or being published.",
@@ -105,7 +120,7 @@ func newMetrics(reg prometheus.Registerer, dedupLen, requestMemory, streamMemory
 
 // Transports, the transport label of sluice_requests_total and
 // sluice_request_duration_seconds.
-var transports = [...]string{"rest", "grpc", "grpc-stream"}
+var transports = [...]string{"rest", "grpc", "grpc-stream", "webhook", "cloudevents"}
 
 // initLabels creates at zero the series whose labels the config bounds,
 // so a fresh gateway's scrape names them and rate() sees their first
@@ -150,4 +165,32 @@ func sourceNames(cs []SourceConfig) []string {
 		names[i] = c.Name
 	}
 	return names
+}
+
+// initWebhook creates at zero a webhook source's refusal series.
+func (m *metrics) initWebhook(source string) {
+	for _, r := range webhook.Reasons() {
+		m.webhookRefusals.WithLabelValues(source, string(r))
+	}
+	m.webhookPreauthRefusals.WithLabelValues(source)
+}
+
+// registerWebhookPools registers sluice_webhook_preauth_bytes, each
+// webhook source's pool of bodies awaiting verification in use.
+func registerWebhookPools(reg prometheus.Registerer, webhooks map[string]*webhookSource) error {
+	if reg == nil || len(webhooks) == 0 {
+		return nil
+	}
+	var cs []prometheus.Collector
+	for name, ws := range webhooks {
+		cs = append(cs, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name:        "sluice_webhook_preauth_bytes",
+			Help:        "Bytes of a webhook source's pool (webhook.preauth_memory_bytes) held by deliveries not yet verified.",
+			ConstLabels: prometheus.Labels{"source": name},
+		}, ws.preauth.inUse))
+	}
+	if err := promreg.Register(reg, cs...); err != nil {
+		return fmt.Errorf("gateway: registering metrics: %w", err)
+	}
+	return nil
 }

@@ -147,16 +147,30 @@ func noSuchEndpoint() *Failure {
 // servePublish is POST /v1/events.
 func (s *Service) servePublish(mux *runtime.ServeMux) runtime.HandlerFunc {
 	limits := envelopeLimitsOf(s.cfg.Limits)
+	return s.serveBatch(mux, "rest", "/v1/events", true, func(_ *source, _ http.Header, body []byte) (*batch, *Failure) {
+		return decodeJSONBatch(body, limits)
+	})
+}
+
+// serveBatch is an endpoint whose callers authenticate as gRPC's do, by
+// API key or client certificate (POST /v1/events, /v1/cloudevents): the
+// source is known before a byte of the body is read, the body is read
+// under the memory budget (readRequest), decode makes it the batch, and
+// the batch is published and answered. transport labels the metrics.
+// copies says the decoded events hold copies of what they need, so the
+// body's memory is handed back before publishing.
+func (s *Service) serveBatch(mux *runtime.ServeMux, transport, pattern string, copies bool,
+	decode func(src *source, h http.Header, body []byte) (*batch, *Failure)) runtime.HandlerFunc {
 	decoders := newBodyDecoders(s.cfg.Limits.MaxRequestBytes)
 	return func(w http.ResponseWriter, r *http.Request, _ map[string]string) {
 		start := s.now()
-		defer func() { s.metrics.requestDuration.WithLabelValues("rest").Observe(s.now().Sub(start).Seconds()) }()
+		defer func() { s.metrics.requestDuration.WithLabelValues(transport).Observe(s.now().Sub(start).Seconds()) }()
 		fail := func(f *Failure) {
-			s.metrics.requests.WithLabelValues("rest", f.Reason.String()).Inc()
+			s.metrics.requests.WithLabelValues(transport, f.Reason.String()).Inc()
 			writeFailure(w, f)
 		}
 		ctx, err := runtime.AnnotateIncomingContext(r.Context(), mux, r, ingestv1.IngestService_Publish_FullMethodName,
-			runtime.WithHTTPPathPattern("/v1/events"))
+			runtime.WithHTTPPathPattern(pattern))
 		if err != nil { // a Grpc-Timeout that does not parse
 			skipBody(w, r)
 			fail(&Failure{Reason: ingestv1.Reason_MALFORMED, Message: status.Convert(err).Message()})
@@ -168,52 +182,66 @@ func (s *Service) servePublish(mux *runtime.ServeMux) runtime.HandlerFunc {
 			fail(f)
 			return
 		}
-		coding, f := requestCoding(r.Header)
+		body, hold, f := s.readRequest(ctx, w, r, decoders)
 		if f != nil {
-			skipBody(w, r)
-			w.Header().Set("Accept-Encoding", acceptedEncodings)
-			fail(f)
-			return
-		}
-		// A compressed body's decoded size is not known before it is read:
-		// it is charged as a body of MaxRequestBytes, as a gRPC receive is,
-		// and the rest handed back once it is in. The decoder's window is
-		// charged besides (newBodyDecoders).
-		size := s.cfg.Limits.MaxRequestBytes
-		known := coding == codingIdentity && r.ContentLength >= 0
-		if known && r.ContentLength < int64(size) {
-			size = int(r.ContentLength)
-		}
-		cost := requestCost(size)
-		if coding == codingZstd {
-			cost += decoders.zstdWindow() // the decoder's window, besides the decoded bytes
-		}
-		hold, f := s.holdMemory(ctx, cost)
-		if f != nil {
-			skipBody(w, r)
 			fail(f)
 			return
 		}
 		defer hold.release()
-		body, f := readBody(decoders.reader(coding, r.Body), size, known, decoders.failure)
+		b, f := decode(src, r.Header, body)
 		if f != nil {
 			fail(f)
 			return
 		}
-		b, f := decodeJSONBatch(body, limits)
-		if f != nil {
-			fail(f)
-			return
+		if copies {
+			hold.shrink(requestCost(len(body)))
+			body = nil // the events hold copies; the text may go
 		}
-		hold.shrink(requestCost(len(body)))
-		body = nil // the events hold copies; the text may go
-		resp, f := s.publishBatch(ctx, "rest", src, b)
+		resp, f := s.publishBatch(ctx, transport, src, b)
 		if f != nil {
 			writeFailure(w, f) // counted by publishBatch
 			return
 		}
 		s.writeAnswer(w, resp)
 	}
+}
+
+// readRequest reads an authenticated request's body (/v1/events,
+// /v1/cloudevents): a Content-Encoding other than gzip, zstd or identity
+// is refused unread (MALFORMED, with Accept-Encoding), the memory budget
+// is charged before a byte is read, and the body is read decoded, to at
+// most MaxRequestBytes decoded bytes. The caller releases the hold.
+func (s *Service) readRequest(ctx context.Context, w http.ResponseWriter, r *http.Request, decoders *bodyDecoders) ([]byte, *memoryHold, *Failure) {
+	coding, f := requestCoding(r.Header)
+	if f != nil {
+		skipBody(w, r)
+		w.Header().Set("Accept-Encoding", acceptedEncodings)
+		return nil, nil, f
+	}
+	// A compressed body's decoded size is not known before it is read:
+	// it is charged as a body of MaxRequestBytes, as a gRPC receive is,
+	// and the rest handed back once it is in. The decoder's window is
+	// charged besides (newBodyDecoders).
+	size := s.cfg.Limits.MaxRequestBytes
+	known := coding == codingIdentity && r.ContentLength >= 0
+	if known && r.ContentLength < int64(size) {
+		size = int(r.ContentLength)
+	}
+	cost := requestCost(size)
+	if coding == codingZstd {
+		cost += decoders.zstdWindow() // the decoder's window, besides the decoded bytes
+	}
+	hold, f := s.holdMemory(ctx, cost)
+	if f != nil {
+		skipBody(w, r)
+		return nil, nil, f
+	}
+	body, f := readBody(decoders.reader(coding, r.Body), size, known, decoders.failure)
+	if f != nil {
+		hold.release()
+		return nil, nil, f
+	}
+	return body, hold, nil
 }
 
 // readBody reads body, a request's body as decoded, of about size bytes:
@@ -284,20 +312,26 @@ func answerBytes(results []*ingestv1.EventResult) int {
 // written as JSON is UNAVAILABLE with unavailable_retry_after, as every
 // other UNAVAILABLE is.
 func (s *Service) writeAnswer(w http.ResponseWriter, resp *ingestv1.PublishResponse) {
+	code, wait := batchHTTPStatus(resp.GetResults())
+	if wait > 0 {
+		w.Header().Set("Retry-After", retryAfterHeader(wait))
+	}
+	s.writeAnswerStatus(w, resp, code)
+}
+
+// writeAnswerStatus writes resp's JSON with status code; a Retry-After,
+// when one is due, is the caller's to set.
+func (s *Service) writeAnswerStatus(w http.ResponseWriter, resp *ingestv1.PublishResponse, code int) {
 	body, ok := appendAnswer(make([]byte, 0, answerBytes(resp.GetResults())), resp)
 	if !ok {
 		var err error
 		if body, err = reflectAnswer(resp); err != nil {
+			w.Header().Del("Retry-After")
 			writeFailure(w, &Failure{Reason: ingestv1.Reason_UNAVAILABLE, RetryAfter: s.cfg.UnavailableRetryAfter, Message: "encoding the answer: " + err.Error()})
 			return
 		}
 	}
-	code, wait := batchHTTPStatus(resp.GetResults())
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	if wait > 0 {
-		h.Set("Retry-After", retryAfterHeader(wait))
-	}
+	w.Header().Set("Content-Type", "application/json")
 	writeBody(w, code, body)
 }
 

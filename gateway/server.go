@@ -150,8 +150,13 @@ func NewServer(svc *Service, opts ...ServerOption) (*Server, error) {
 	if err := gw.HandlePath(http.MethodPost, "/v1/events", svc.servePublish(gw)); err != nil {
 		return nil, err
 	}
+	if err := gw.HandlePath(http.MethodPost, "/v1/cloudevents", svc.serveCloudEvents(gw)); err != nil {
+		return nil, err
+	}
 	// The caller is known before its body is read or its size judged.
-	routes := restRoutes(svc.authenticateREST(limitBody(l.MaxRequestBytes, gw)))
+	// A webhook delivery is authenticated by its signature, over its body,
+	// under its source's own bounds (webhooks.go).
+	routes := restRoutes(svc.webhookRoutes(svc.authenticateREST(limitBody(l.MaxRequestBytes, gw))))
 	if svc.docs != nil {
 		routes = svc.docsRoutes(routes)
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/sluicehq/sluice/admission"
 	"github.com/sluicehq/sluice/contract"
+	"github.com/sluicehq/sluice/gateway/webhook"
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
 	"github.com/sluicehq/sluice/record"
 )
@@ -47,6 +48,9 @@ type Service struct {
 	pub     Admitter
 	sources *sources
 	dedup   *dedupWindow // nil when dedup is off
+	// webhooks are the endpoints of the sources with a webhook block, by
+	// source name.
+	webhooks map[string]*webhookSource
 	// topics are the event types' topics; topicNames the same topics by
 	// their number.
 	topics     map[string]topic
@@ -170,6 +174,16 @@ func New(cfg Config, contracts *contract.Versions, pub Admitter, opts ...Option)
 		return nil, err
 	}
 	s.metrics.initLabels(sourceNames(cfg.Sources), registry.Types())
+	if s.webhooks, err = s.newWebhookSources(registryTypes{registry}, []webhook.Option{webhook.WithClock(o.now), webhook.WithLogger(o.log)}); err != nil {
+		return nil, err
+	}
+	for name, ws := range s.webhooks {
+		s.metrics.initWebhook(name)
+		s.log.Info("webhook source", "source", name, "path", webhookPath+name, "scheme", ws.cfg.Scheme, "format", ws.cfg.Format)
+	}
+	if err := registerWebhookPools(o.reg, s.webhooks); err != nil {
+		return nil, err
+	}
 	s.checking = semaphore.NewWeighted(int64(cfg.Limits.CheckingEvents))
 	s.receiving.limit = int64(cfg.Limits.ReceivingRequests)
 	s.receiving.timeout = cfg.Limits.ReceiveTimeout
@@ -315,6 +329,8 @@ type candidate struct {
 	// first is the candidate of the same id earlier in the request, for a
 	// repeat.
 	first *candidate
+	// extra are the record headers the event adds (batch.extra).
+	extra []kgo.RecordHeader
 	// sum is the payload's fingerprint once computed (hasSum): taken for
 	// every event with dedup on, and otherwise only for an id the request
 	// repeats.
@@ -398,6 +414,9 @@ func (s *Service) judge(ctx context.Context, src *source, b *batch) []*ingestv1.
 			continue
 		}
 		c.index = i
+		if b.extra != nil {
+			c.extra = b.extra[i]
+		}
 		if first := seen[ev.GetId()]; first != nil {
 			// The same id earlier in this batch: judged after it settles.
 			c.first = first
@@ -517,6 +536,11 @@ func (s *Service) check(registry *contract.Registry, src *source, ev *ingestv1.E
 		value, err = c.DecodeJSON(readOnlyBytes(ev.GetJson()))
 	case s.skipValidation:
 		value, err = c.DecodeBinary(ev.GetBinary())
+	case ev.GetJson() != "" && src.allowUnknown[typ]:
+		// A sender that adds fields without notice, on purpose
+		// (webhook.allow_unknown_fields): the contract's fields are
+		// checked and published, the rest passed over.
+		value, err = c.CheckJSONAllowUnknown(readOnlyBytes(ev.GetJson()))
 	case ev.GetJson() != "":
 		value, err = c.CheckJSON(readOnlyBytes(ev.GetJson()))
 	default:
@@ -682,6 +706,7 @@ func (s *Service) publish(ctx context.Context, src *source, cands []*candidate, 
 			Fingerprint: c.contract.Fingerprint(),
 			Traceparent: traceparent,
 			Attributes:  ev.GetAttributes(),
+			Extra:       c.extra,
 		})
 	}
 	admitted := s.pub.Admit(ctx, records)

@@ -28,6 +28,13 @@ type source struct {
 	name    string
 	allowed map[string]bool // nil: every type
 	limiter *rate.Limiter   // nil: unlimited
+	// cloudEventTypes maps a CloudEvents type to a contract type
+	// (cloudevents.types); cloudEventHeaders: records carry ce_* headers.
+	cloudEventTypes   map[string]string
+	cloudEventHeaders bool
+	// allowUnknown are the contract types whose JSON may carry fields the
+	// contract lacks (webhook.allow_unknown_fields); nil: none.
+	allowUnknown map[string]bool
 }
 
 func (s *source) mayPublish(eventType string) bool {
@@ -39,12 +46,20 @@ func (s *source) mayPublish(eventType string) bool {
 type sources struct {
 	byHash map[[sha256.Size]byte]*source
 	byCert map[string]*source // by parseCertMatch's form of a client_certs entry
+	byName map[string]*source // for the webhook endpoints, whose path names the source
 }
 
 func newSources(cfgs []SourceConfig) *sources {
-	s := &sources{byHash: map[[sha256.Size]byte]*source{}, byCert: map[string]*source{}}
+	s := &sources{byHash: map[[sha256.Size]byte]*source{}, byCert: map[string]*source{}, byName: map[string]*source{}}
 	for _, c := range cfgs {
-		src := &source{name: c.Name}
+		src := &source{name: c.Name, cloudEventTypes: c.CloudEvents.Types, cloudEventHeaders: c.CloudEvents.KafkaHeaders}
+		if c.Webhook != nil && len(c.Webhook.AllowUnknownFields) > 0 {
+			src.allowUnknown = map[string]bool{}
+			for _, t := range c.Webhook.AllowUnknownFields {
+				src.allowUnknown[t] = true
+			}
+		}
+		s.byName[c.Name] = src
 		for _, t := range c.EventTypes {
 			if t == "*" {
 				src.allowed = nil

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluicehq/sluice/examples"
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
+	"github.com/sluicehq/sluice/internal/eventmap"
 	"github.com/sluicehq/sluice/internal/gatewaytest"
 	"github.com/sluicehq/sluice/internal/pulltest"
 	"github.com/sluicehq/sluice/record"
@@ -39,7 +40,7 @@ func order(t testing.TB, i int, at time.Time, edit func(map[string]any)) map[str
 
 func orderConfig(name, base string) Config {
 	c := testConfig(name, base)
-	c.Mapping.Type = typeOrder
+	c.Mapping.Type = eventmap.FixedType(typeOrder)
 	return c
 }
 
@@ -210,5 +211,54 @@ func TestRetryableRejectionRepeatsPage(t *testing.T) {
 	}
 	if ids := rec.IDs(); len(ids) != 3 {
 		t.Errorf("ids %v", ids)
+	}
+}
+
+// TestTypeTable: a feed of several kinds maps each item's own type
+// through the mapping's table; a kind the table lacks is counted as
+// UNKNOWN_EVENT_TYPE and does not hold up the page.
+func TestTypeTable(t *testing.T) {
+	items := pulltest.Items("a", 0, 4)
+	for i, kind := range []string{"order.placed", "order.refunded", "order.placed", "order.lost"} {
+		items[i]["kind"] = kind
+	}
+	srv := pulltest.NewPartner(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("cursor") == "" {
+			pulltest.CursorPage(w, items, "c1")
+			return
+		}
+		pulltest.CursorPage(w, nil, "")
+	})
+	cfg := testConfig("p", srv.URL)
+	cfg.Mapping.Type = eventmap.TypeFrom(eventmap.Pointer("/kind"))
+	cfg.Mapping.Types = map[string]string{"order.placed": "test.Placed", "order.refunded": "test.Refunded"}
+	rec := pulltest.NewRecorder()
+	var mu sync.Mutex
+	types := map[string]string{}
+	rec.Refuse = func(_ int, ev *ingestv1.Event) *ingestv1.Rejection {
+		mu.Lock()
+		defer mu.Unlock()
+		types[ev.GetId()] = ev.GetType()
+		return nil
+	}
+	clk := pulltest.NewClock()
+	store := &pulltest.Store[CursorRecord]{}
+	p, m := newTestPoller(t, cfg, rec, store, clk)
+	stop := pulltest.Run(t, p)
+	eventually(t, "caught up", func() bool { return clk.Parked() > 0 })
+	stop()
+	mu.Lock()
+	defer mu.Unlock()
+	if want := map[string]string{"a0": "test.Placed", "a1": "test.Refunded", "a2": "test.Placed"}; fmt.Sprint(types) != fmt.Sprint(want) {
+		t.Errorf("types %v, want %v", types, want)
+	}
+	if got := counter(t, m, "items", "p", "REJECTED", "UNKNOWN_EVENT_TYPE"); got != 1 {
+		t.Errorf("unknown types %v, want 1", got)
+	}
+	if got := counter(t, m, "items", "p", "ACCEPTED", ""); got != 3 {
+		t.Errorf("accepted %v, want 3", got)
+	}
+	if saves := store.Saves(); len(saves) != 1 || saves[0].Cursor != "c1" {
+		t.Errorf("saves %+v", saves)
 	}
 }

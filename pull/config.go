@@ -1,7 +1,6 @@
 package pull
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"maps"
@@ -14,7 +13,10 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/sluicehq/sluice/internal/backoff"
+	"github.com/sluicehq/sluice/internal/eventmap"
+	"github.com/sluicehq/sluice/internal/jsonpointer"
 	"github.com/sluicehq/sluice/internal/outbound"
+	"github.com/sluicehq/sluice/internal/strictyaml"
 )
 
 // Auth types.
@@ -146,22 +148,21 @@ type PaginationConfig struct {
 	PageSize int `yaml:"page_size"`
 }
 
-// MappingConfig maps an item to an event. Pointers are RFC 6901 JSON
-// pointers into the item.
-type MappingConfig struct {
-	// ID points at the event id (a string or an integer). Required.
-	ID string `yaml:"id"`
-	// Type is the event type of every item. Required.
-	Type string `yaml:"type"`
-	// OccurredAt points at the event time: an RFC 3339 string or Unix
-	// seconds. Empty: the time the page was fetched.
-	OccurredAt string `yaml:"occurred_at"`
-	// PartitionKey points at the partition key. Empty or absent: the event
-	// id is the key.
-	PartitionKey string `yaml:"partition_key"`
-	// Payload points at the contract message's JSON; "" is the item itself.
-	Payload string `yaml:"payload"`
-}
+// MappingConfig maps an item to an event: package eventmap's Config, the
+// mapping the webhook endpoint uses too. Pointers are RFC 6901 JSON
+// pointers into the item:
+//
+//	id: /id                          # the event id (a string or an integer). Required.
+//	type: examples.shop.v1.OrderPlaced   # the contract type of every item; or
+//	type: /kind                      # the partner's own type of each item (a pointer),
+//	types: {order.placed: examples.shop.v1.OrderPlaced}   # mapped to contract types,
+//	default_type: ""                 # and those types lacks to this one ("": UNKNOWN_EVENT_TYPE)
+//	occurred_at: /created_at         # RFC 3339 or Unix seconds; unset: the time the page was fetched
+//	partition_key: /customer/id      # unset, missing or null: the event id is the key
+//	payload: /order                  # the contract message's JSON; "" is the item itself
+//
+// An item has no headers: a poller's mapping reads JSON pointers only.
+type MappingConfig = eventmap.Config
 
 // RateLimitConfig is the client-side limit and the header threshold.
 type RateLimitConfig struct {
@@ -206,13 +207,7 @@ func NewDefaultConfig() Config {
 func (c *Config) UnmarshalYAML(n *yaml.Node) error {
 	type plain Config
 	d := plain(NewDefaultConfig())
-	raw, err := yaml.Marshal(n)
-	if err != nil {
-		return err
-	}
-	dec := yaml.NewDecoder(bytes.NewReader(raw))
-	dec.KnownFields(true)
-	if err := dec.Decode(&d); err != nil {
+	if err := strictyaml.Decode(n, &d); err != nil {
 		return fmt.Errorf("pull: poller at line %d: %w", n.Line, err)
 	}
 	*c = Config(d)
@@ -349,7 +344,7 @@ func (c Config) Validate() error {
 	p := c.Pagination
 	switch p.Type {
 	case PaginateCursor:
-		if err := checkPointer(p.Cursor); err != nil || p.Cursor == "" {
+		if err := jsonpointer.Check(p.Cursor); err != nil || p.Cursor == "" {
 			return bad("pagination.cursor", "must be a JSON pointer to the next cursor, like /next")
 		}
 		if !strings.Contains(c.URL, "{cursor}") {
@@ -366,23 +361,24 @@ func (c Config) Validate() error {
 	default:
 		return bad("pagination.type", "%q is not cursor, link or page", p.Type)
 	}
-	if err := checkPointer(c.Items); err != nil {
+	if err := jsonpointer.Check(c.Items); err != nil {
 		return bad("items", "%v", err)
 	}
-	m := c.Mapping
-	if m.ID == "" {
-		return bad("mapping.id", "must be a JSON pointer to the item's id, like /id")
-	}
-	for _, f := range []struct{ name, ptr string }{
-		{"mapping.id", m.ID}, {"mapping.occurred_at", m.OccurredAt},
-		{"mapping.partition_key", m.PartitionKey}, {"mapping.payload", m.Payload},
-	} {
-		if err := checkPointer(f.ptr); err != nil {
-			return bad(f.name, "%v", err)
+	if err := c.Mapping.Validate(); err != nil {
+		var ce *eventmap.ConfigError
+		if errors.As(err, &ce) {
+			return bad("mapping."+ce.Field, "%s", ce.Reason)
 		}
+		return bad("mapping", "%v", err)
 	}
-	if m.Type == "" {
-		return bad("mapping.type", "must name the event type of the items")
+	m := c.Mapping
+	for _, f := range []struct {
+		name string
+		src  eventmap.Source
+	}{{"id", m.ID}, {"type", m.Type.From}, {"occurred_at", m.OccurredAt}, {"partition_key", m.PartitionKey}} {
+		if f.src.Header != "" {
+			return bad("mapping."+f.name, "an item has no headers: use a JSON pointer into the item, like /%s", f.name)
+		}
 	}
 	return nil
 }

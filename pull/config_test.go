@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/sluicehq/sluice/internal/eventmap"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -68,9 +70,16 @@ func TestConfigValidate(t *testing.T) {
 		{"pagination.type", func(c *Config) { c.Pagination.Type = "offset" }},
 		{"url", func(c *Config) { c.Pagination.Type = PaginatePage }},
 		{"items", func(c *Config) { c.Items = "data" }},
-		{"mapping.id", func(c *Config) { c.Mapping.ID = "" }},
-		{"mapping.occurred_at", func(c *Config) { c.Mapping.OccurredAt = "/a~2" }},
-		{"mapping.type", func(c *Config) { c.Mapping.Type = "" }},
+		{"mapping.id", func(c *Config) { c.Mapping.ID = eventmap.Source{} }},
+		{"mapping.occurred_at", func(c *Config) { c.Mapping.OccurredAt = eventmap.Pointer("/a~2") }},
+		{"mapping.type", func(c *Config) { c.Mapping.Type = eventmap.TypeSource{} }},
+		{"mapping.types", func(c *Config) { c.Mapping.Type = eventmap.TypeFrom(eventmap.Pointer("/kind")) }},
+		{"mapping.types", func(c *Config) { c.Mapping.Types = map[string]string{"a": "test.Item"} }},
+		{"mapping.payload", func(c *Config) { c.Mapping.Payload = "body" }},
+		{"mapping.id", func(c *Config) { c.Mapping.ID = eventmap.Header("X-Id") }},
+		{"mapping.type", func(c *Config) {
+			c.Mapping.Type, c.Mapping.Types = eventmap.TypeFrom(eventmap.Header("X-Kind")), map[string]string{"a": "test.Item"}
+		}},
 	} {
 		cfg := ok
 		cfg.Headers = nil
@@ -195,32 +204,6 @@ func TestParseHeaders(t *testing.T) {
 		}
 		if got != c.want {
 			t.Errorf("%q: next %q, want %q", c.link, got, c.want)
-		}
-	}
-}
-
-func TestLookup(t *testing.T) {
-	doc := []byte(`{"a":{"b/c":[10,{"~d":"x"}]},"":1,"n":null}`)
-	for _, c := range []struct{ ptr, want string }{
-		{"", string(doc)},
-		{"/a/b~1c/0", "10"},
-		{"/a/b~1c/1/~0d", `"x"`},
-		{"/", "1"},
-		{"/n", "null"},
-		{"/a/b~1c/2", "!"},
-		{"/a/b~1c/01", "!"},
-		{"/a/b~1c/-", "!"},
-		{"/zz", "!"},
-		{"/a/b~1c/0/x", "!"},
-		{"a", "!"},
-	} {
-		v, err := lookup(doc, c.ptr)
-		got := string(v)
-		if err != nil {
-			got = "!"
-		}
-		if got != c.want {
-			t.Errorf("%q: %q (%v), want %q", c.ptr, got, err, c.want)
 		}
 	}
 }

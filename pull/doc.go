@@ -8,7 +8,8 @@
 //	cfg := pull.NewDefaultConfig()
 //	cfg.Name, cfg.URL = "acme-orders", "https://api.acme.test/orders?cursor={cursor}"
 //	cfg.Pagination.Cursor, cfg.Items = "/next", "/data"
-//	cfg.Mapping = pull.MappingConfig{ID: "/id", Type: "examples.shop.v1.OrderPlaced", OccurredAt: "/created_at"}
+//	cfg.Mapping = pull.MappingConfig{ID: eventmap.Pointer("/id"), Type: eventmap.FixedType("examples.shop.v1.OrderPlaced"),
+//		OccurredAt: eventmap.Pointer("/created_at")}
 //	p, err := pull.NewPoller(cfg, svc, store) // store: a CursorStore
 //	err = p.Run(ctx) // until ctx ends, or an *AuthError
 //
@@ -18,13 +19,16 @@
 //
 // # Exactly the right pages
 //
-// A page's items are mapped to events (id, type, occurred_at, partition
-// key by JSON pointer; the payload is the contract message's JSON) and
-// admitted in one Ingest call. The next position (cursor, Link URL or page
+// A page's items are mapped to events by package eventmap, the mapping
+// the webhook endpoint uses too (id, occurred_at, partition key by JSON
+// pointer; the type fixed, or the item's own through a table of contract
+// types; the payload is the contract message's JSON), and admitted in one
+// Ingest call. The next position (cursor, Link URL or page
 // number) is saved only after every item is acknowledged (ACCEPTED or
 // DUPLICATE) or refused for good (a non-retryable rejection, or an item
 // that does not map: both are counted per partner and reason, and do not
-// hold the page up). If any item is refused retryably (BUFFER_FULL,
+// hold the page up; an item whose type the table lacks counts as
+// UNKNOWN_EVENT_TYPE). If any item is refused retryably (BUFFER_FULL,
 // UNAVAILABLE, RATE_LIMITED) the page is polled again after backoff, and
 // its accepted items come back DUPLICATE. The event id is the partner's
 // item id, so a repeated page is absorbed by the gateway's dedup window

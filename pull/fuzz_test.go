@@ -6,6 +6,9 @@ import (
 	"net/url"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/eventmap"
+	"github.com/sluicehq/sluice/internal/jsonpointer"
 )
 
 var fuzzNow = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
@@ -62,9 +65,11 @@ func FuzzLinkNext(f *testing.F) {
 	})
 }
 
-// FuzzMapItem: any item and pointers map to an event whose id is not empty
-// and whose payload is a JSON object, or to a *MappingError; JSON pointer
-// lookups never panic.
+// FuzzMapItem: any page body and pointers give the poller's items, each
+// mapped to an event whose id is not empty and whose payload is a JSON
+// object, or to a *MappingError with the item's index; a body that has
+// no items at the pointer is an error, never a panic. The mapping itself
+// is package eventmap's (FuzzMap there); this is the poller's use of it.
 func FuzzMapItem(f *testing.F) {
 	f.Add(`{"id":"a1","at":"2026-11-29T11:59:00Z","key":"k","body":{"n":1}}`, "/id", "/at", "/key", "/body")
 	f.Add(`{"id":12345678901234567890,"at":1764417600.5,"body":{}}`, "/id", "/at", "/key", "/body")
@@ -72,26 +77,35 @@ func FuzzMapItem(f *testing.F) {
 	f.Add(`[1,2,{"id":"z"}]`, "/2/id", "", "/0", "")
 	f.Add(`{"id":null,"at":"yesterday"}`, "/id", "/at", "/missing", "/01")
 	f.Add(`{"id":"x","body":"str"}`, "/id", "", "", "/body")
+	f.Add(`{"data":[{"id":"a","b":{}},{"id":1,"b":{}},{"b":{}},7]}`, "/id", "", "", "/b")
 	f.Fuzz(func(t *testing.T, item, id, at, key, payload string) {
-		m := MappingConfig{ID: id, Type: "t", OccurredAt: at, PartitionKey: key, Payload: payload}
-		for _, p := range []string{id, at, key, payload} {
-			_, _ = lookup(json.RawMessage(item), p)
-		}
-		ev, err := mapItem(m, 0, json.RawMessage(item), fuzzNow)
+		m, err := eventmap.New(MappingConfig{ID: eventmap.Pointer(id), Type: eventmap.FixedType("t"),
+			OccurredAt: eventmap.Pointer(at), PartitionKey: eventmap.Pointer(key), Payload: payload})
 		if err != nil {
-			if _, ok := err.(*MappingError); !ok {
-				t.Fatalf("error %T %v is not a *MappingError", err, err)
+			return // a bad pointer: Validate refuses the poller
+		}
+		body := []byte(item)
+		for _, items := range []string{"", "/data", id} {
+			raw, err := pageItems(jsonpointer.NewDoc(body), body, items)
+			if err != nil {
+				continue
 			}
-			return
+			for i, it := range append(raw, json.RawMessage(item)) {
+				ev, err := mapItem(m, i, it, fuzzNow)
+				if err != nil {
+					if me, ok := err.(*MappingError); !ok || me.Index != i {
+						t.Fatalf("error %T %v is not a *MappingError of item %d", err, err, i)
+					}
+					continue
+				}
+				if ev.GetId() == "" || ev.GetOccurredAt() == nil || ev.GetType() != "t" {
+					t.Fatalf("event %v", ev)
+				}
+				var obj map[string]json.RawMessage
+				if err := json.Unmarshal([]byte(ev.GetJson()), &obj); err != nil {
+					t.Fatalf("payload %q is not a JSON object: %v", ev.GetJson(), err)
+				}
+			}
 		}
-		if ev.GetId() == "" || ev.GetOccurredAt() == nil {
-			t.Fatalf("event %v", ev)
-		}
-		js := ev.GetJson()
-		var obj map[string]json.RawMessage
-		if err := json.Unmarshal([]byte(js), &obj); err != nil {
-			t.Fatalf("payload %q is not a JSON object: %v", js, err)
-		}
-		_, _ = pageItems(containers{}, []byte(item), id)
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/sluicehq/sluice/internal/backoff"
+	"github.com/sluicehq/sluice/internal/eventmap"
 	"github.com/sluicehq/sluice/internal/waitfor"
 )
 
@@ -21,7 +22,8 @@ func testConfig(name, base string) Config {
 	c.RequestTimeout = 5 * time.Second
 	c.Pagination = PaginationConfig{Type: PaginateCursor, Cursor: "/next", StartPage: 1}
 	c.Items = "/data"
-	c.Mapping = MappingConfig{ID: "/id", Type: "test.Item", OccurredAt: "/at", PartitionKey: "/key", Payload: "/body"}
+	c.Mapping = MappingConfig{ID: eventmap.Pointer("/id"), Type: eventmap.FixedType("test.Item"),
+		OccurredAt: eventmap.Pointer("/at"), PartitionKey: eventmap.Pointer("/key"), Payload: "/body"}
 	c.MaxRetryAfter = 10 * time.Minute
 	c.Backoff = backoff.Config{Initial: time.Second, Max: 30 * time.Second}
 	c.Breaker = BreakerConfig{Failures: 3, Cooldown: time.Minute}

@@ -47,7 +47,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{"partner", "status"}),
 		items: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sluice_poller_items_total",
-			Help: "Items of committed pages, by partner, outcome (ACCEPTED, DUPLICATE, REJECTED) and rejection reason (UNMAPPABLE for items that do not map to an event).",
+			Help: "Items of committed pages, by partner, outcome (ACCEPTED, DUPLICATE, REJECTED) and rejection reason (UNMAPPABLE for items that do not map to an event, UNKNOWN_EVENT_TYPE for a type the mapping's types table lacks).",
 		}, []string{"partner", "outcome", "reason"}),
 		pages: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sluice_poller_pages_total",

@@ -20,6 +20,8 @@ import (
 	"github.com/sluicehq/sluice/internal/backoff"
 	"github.com/sluicehq/sluice/internal/breaker"
 	"github.com/sluicehq/sluice/internal/clip"
+	"github.com/sluicehq/sluice/internal/eventmap"
+	"github.com/sluicehq/sluice/internal/jsonpointer"
 	"github.com/sluicehq/sluice/internal/outbound"
 	"github.com/sluicehq/sluice/internal/retryafter"
 )
@@ -114,6 +116,7 @@ type Poller struct {
 	jitter  backoff.Jitter
 	breaker *breaker.Breaker // transient failures open it; any answer closes it
 	source  string
+	mapping *eventmap.Mapping // Config.Mapping
 
 	// Owned by Run.
 	failures    int       // consecutive failed attempts, for backoff
@@ -146,11 +149,15 @@ func NewPoller(cfg Config, ing Ingester, store CursorStore, opts ...Option) (*Po
 	if err != nil { // validated
 		return nil, err
 	}
+	mapping, err := eventmap.New(cfg.Mapping)
+	if err != nil { // validated
+		return nil, err
+	}
 	// Both the partner's token and the client secret ride on this client:
 	// neither may follow a redirect to another origin.
 	client := outbound.StayOnOrigin(o.client)
 	p := &Poller{
-		cfg: cfg, ing: ing, store: store, clock: o.clock, metrics: o.metrics, client: client, origin: origin,
+		cfg: cfg, ing: ing, store: store, clock: o.clock, metrics: o.metrics, client: client, origin: origin, mapping: mapping,
 		jitter: o.jitter, source: cfg.SourceName(),
 		log: o.log.With("poller", cfg.Name),
 		creds: &credentials{cfg: cfg.Auth, partner: cfg.Name, getenv: o.getenv, client: client,
@@ -385,10 +392,15 @@ func (p *Poller) noteLimits(h http.Header) {
 func (p *Poller) admit(ctx context.Context, pos Position, pg *page) (time.Duration, string, error) {
 	name := p.cfg.Name
 	events := make([]*ingestv1.Event, 0, len(pg.items))
-	unmappable := 0
+	unmappable, unknownType := 0, 0
 	for i, item := range pg.items {
-		ev, err := mapItem(p.cfg.Mapping, i, item, pg.fetched)
+		ev, err := mapItem(p.mapping, i, item, pg.fetched)
 		if err != nil {
+			if _, ok := errors.AsType[*eventmap.UnknownTypeError](err); ok {
+				unknownType++
+				p.log.Warn("item's type maps to no contract type; skipped", "err", err)
+				continue
+			}
 			unmappable++
 			p.log.Warn("item does not map to an event; skipped", "err", err)
 			continue
@@ -456,6 +468,9 @@ func (p *Poller) admit(ctx context.Context, pos Position, pg *page) (time.Durati
 	}
 	if unmappable > 0 {
 		p.metrics.items.WithLabelValues(name, "REJECTED", reasonUnmappable).Add(float64(unmappable))
+	}
+	if unknownType > 0 {
+		p.metrics.items.WithLabelValues(name, "REJECTED", ingestv1.Reason_UNKNOWN_EVENT_TYPE.String()).Add(float64(unknownType))
 	}
 	if pg.last {
 		return p.cfg.Interval, waitInterval, nil
@@ -595,8 +610,8 @@ func (p *Poller) fetch(ctx context.Context, pos Position) (*page, error) {
 
 // parsePage finds the items and the next position.
 func (p *Poller) parsePage(body []byte, pos Position, resp *http.Response) (*page, error) {
-	c := containers{}
-	raw, err := pageItems(c, body, p.cfg.Items)
+	doc := jsonpointer.NewDoc(body)
+	raw, err := pageItems(doc, body, p.cfg.Items)
 	if err != nil {
 		return nil, err
 	}
@@ -607,7 +622,7 @@ func (p *Poller) parsePage(body []byte, pos Position, resp *http.Response) (*pag
 	}
 	switch pc := p.cfg.Pagination; pc.Type {
 	case PaginateCursor:
-		next, err := nextCursor(c, body, pc.Cursor)
+		next, err := nextCursor(doc, body, pc.Cursor)
 		if err != nil {
 			return nil, err
 		}
@@ -638,18 +653,18 @@ func (p *Poller) parsePage(body []byte, pos Position, resp *http.Response) (*pag
 
 // nextCursor reads the next cursor; "" when the body is empty or the
 // cursor is missing, null or empty.
-func nextCursor(c containers, body []byte, ptr string) (string, error) {
+func nextCursor(doc *jsonpointer.Doc, body []byte, ptr string) (string, error) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return "", nil
 	}
-	v, err := lookupIn(c, body, ptr)
+	v, err := doc.Lookup(ptr)
 	switch {
-	case errors.Is(err, errNotFound) || (err == nil && isNull(v)):
+	case errors.Is(err, jsonpointer.ErrNotFound) || (err == nil && jsonpointer.IsNull(v)):
 		return "", nil
 	case err != nil:
 		return "", fmt.Errorf("cursor at %s: %w", ptr, err)
 	}
-	next, err := scalarString(v)
+	next, err := jsonpointer.ScalarString(v)
 	if err != nil {
 		return "", fmt.Errorf("cursor at %s: %w", ptr, err)
 	}

@@ -22,8 +22,20 @@
 // a fixed order: sluice-event-id, sluice-event-type, sluice-source,
 // sluice-occurred-at, sluice-ingested-at, sluice-schema-fingerprint,
 // traceparent (when the caller sent one), then sluice-attr-<key> for each
-// attribute, sorted by key. Times are internal/utctime's layout: RFC 3339
-// in UTC with nine fractional digits.
+// attribute, sorted by key, then any extra headers (Event.Extra). Times are
+// internal/utctime's layout: RFC 3339 in UTC with nine fractional digits.
+//
+// An event a signed webhook delivered carries, as extra headers,
+// sluice-webhook-scheme (the scheme that verified it), sluice-webhook-body
+// (the body as received, byte for byte: the value is the contract message
+// decoded from it, of its contract's fields only when the source allows
+// unknown ones, so it is not the signed bytes) and, for each header the
+// scheme signs with, sluice-webhook-header-<name in lower case> with the
+// header's value as received (for Standard Webhooks webhook-id,
+// webhook-timestamp and webhook-signature; for Stripe stripe-signature;
+// GitHub x-hub-signature-256; Shopify x-shopify-hmac-sha256). A consumer
+// verifies the delivery again from these alone, with the scheme's secret.
+// ParseEvent ignores them.
 //
 // A record an operator's replay produced (consumer/dlq) is the dead
 // letter's key, value and original headers, its envelope removed, with

@@ -28,6 +28,19 @@ const (
 	// The gateway never writes them.
 	HeaderReplayID    = "sluice-replay-id"
 	HeaderReplayActor = "sluice-replay-actor"
+	// HeaderWebhookScheme and HeaderWebhookBody are on an event a signed
+	// webhook delivered: the scheme that verified it (standard, stripe,
+	// github, shopify, hmac) and the body as received, byte for byte; each
+	// header the scheme signs with follows as WebhookHeaderPrefix and its
+	// name in lower case, so that a consumer can verify the signature
+	// again.
+	HeaderWebhookScheme = "sluice-webhook-scheme"
+	// HeaderCloudEventsSource is on an event that came as a CloudEvent:
+	// its CloudEvents source attribute, recorded beside sluice-source (the
+	// authenticated source), never in its place.
+	HeaderCloudEventsSource = "sluice-ce-source"
+	HeaderWebhookBody       = "sluice-webhook-body"
+	WebhookHeaderPrefix     = "sluice-webhook-header-"
 )
 
 // Bounds of the replay headers: a replay id is 1 to 64 letters, digits,
@@ -57,6 +70,10 @@ type Event struct {
 	Traceparent string
 	// Attributes become headers AttributeHeaderPrefix+key, sorted by key.
 	Attributes map[string]string
+	// Extra headers follow the attributes as they are: a webhook's
+	// (HeaderWebhookScheme, HeaderWebhookBody, WebhookHeaderPrefix+name)
+	// or the CloudEvents Kafka binding's ce_* headers. Not copied.
+	Extra []kgo.RecordHeader
 }
 
 // NewEvent builds the record for e. Headers come in a fixed order: event
@@ -96,7 +113,7 @@ func NewEvent(e *Event) *kgo.Record {
 		return buf[start:len(buf):len(buf)]
 	}
 
-	n := 6 + len(attrKeys)
+	n := 6 + len(attrKeys) + len(e.Extra)
 	if e.Traceparent != "" {
 		n++
 	}
@@ -137,6 +154,7 @@ func NewEvent(e *Event) *kgo.Record {
 		}
 	}
 
+	headers = append(headers, e.Extra...)
 	r.Record = kgo.Record{Topic: e.Topic, Key: key, Value: e.Value, Headers: headers}
 	return &r.Record
 }
@@ -357,6 +375,9 @@ type Limits struct {
 	// Attributes bounds their number; AttributeKey and AttributeValue
 	// each one's key and value.
 	Attributes, AttributeKey, AttributeValue int
+	// Extra bounds the Extra headers: ExtraHeaders of them, of
+	// ExtraBytes in all, keys and values.
+	ExtraHeaders, ExtraBytes int
 }
 
 // Sizes are the most bytes a record within Limits takes.
@@ -387,8 +408,8 @@ const (
 // Sizes returns the most bytes a record within l takes.
 func (l Limits) Sizes() Sizes {
 	key := max(l.Key, l.ID)
-	headers := 6 + 1 + l.Attributes
-	client := key + l.Value +
+	headers := 6 + 1 + l.Attributes + l.ExtraHeaders
+	client := key + l.Value + l.ExtraBytes +
 		len(HeaderEventID) + l.ID +
 		len(HeaderEventType) + l.Type +
 		len(HeaderSource) + l.Source +

@@ -198,9 +198,18 @@ func FuzzParseEvent(f *testing.F) {
 // exactly Sizes().Batch.
 func TestSizes(t *testing.T) {
 	const topic = "ingest.limits"
+	// A webhook's extra headers: the scheme, the body and one signature
+	// header.
+	sigName := WebhookHeaderPrefix + "stripe-signature"
 	l := Limits{Value: 8 << 10, ID: 128, Type: 800, Key: 1024, Source: 64, Topic: len(topic),
-		Fingerprint: 39, Traceparent: 55, Attributes: 16, AttributeKey: 64, AttributeValue: 1024}
+		Fingerprint: 39, Traceparent: 55, Attributes: 16, AttributeKey: 64, AttributeValue: 1024,
+		ExtraHeaders: 3, ExtraBytes: len(HeaderWebhookScheme) + 6 + len(HeaderWebhookBody) + 16<<10 + len(sigName) + 200}
 	fill := func(n int, c byte) string { return strings.Repeat(string(c), n) }
+	extra := []kgo.RecordHeader{
+		{Key: HeaderWebhookScheme, Value: []byte("stripe")},
+		{Key: HeaderWebhookBody, Value: make([]byte, 16<<10)},
+		{Key: sigName, Value: []byte(fill(200, 'x'))},
+	}
 	attrs := map[string]string{}
 	for i := range l.Attributes {
 		attrs[fmt.Sprintf("%02d", i)+fill(l.AttributeKey-2, 'k')] = fill(l.AttributeValue, 'v')
@@ -209,8 +218,14 @@ func TestSizes(t *testing.T) {
 		Topic: topic, Key: []byte(fill(l.Key, 'p')), Value: make([]byte, l.Value),
 		ID: fill(l.ID, 'i'), Type: fill(l.Type, 't'), Source: fill(l.Source, 's'),
 		OccurredAt: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), IngestedAt: time.Now(),
-		Fingerprint: fill(l.Fingerprint, 'f'), Traceparent: fill(l.Traceparent, '0'), Attributes: attrs,
+		Fingerprint: fill(l.Fingerprint, 'f'), Traceparent: fill(l.Traceparent, '0'), Attributes: attrs, Extra: extra,
 	})
+	if n := len(rec.Headers); n != 6+1+l.Attributes+len(extra) || rec.Headers[n-1].Key != sigName {
+		t.Fatalf("%d headers, the last %q: the extra headers come last", n, rec.Headers[n-1].Key)
+	}
+	if _, err := ParseEvent(rec); err != nil {
+		t.Fatalf("ParseEvent of a record with extra headers: %v", err)
+	}
 	sz := l.Sizes()
 	got := 0
 	for _, h := range rec.Headers {

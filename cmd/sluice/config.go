@@ -354,9 +354,10 @@ func (c fileConfig) publishers() (types []string, by map[string]string) {
 		}
 	}
 	for i, p := range c.Pollers {
-		typ := p.Mapping.Type
-		if _, seen := by[typ]; !seen && slices.Contains(c.Contracts.Types, typ) {
-			by[typ] = fmt.Sprintf("pollers[%d] %s", i, p.Name)
+		for _, typ := range p.Mapping.ContractTypes() {
+			if _, seen := by[typ]; !seen && slices.Contains(c.Contracts.Types, typ) {
+				by[typ] = fmt.Sprintf("pollers[%d] %s", i, p.Name)
+			}
 		}
 	}
 	for _, typ := range c.Contracts.Types {

@@ -72,7 +72,7 @@ func FuzzParseConfig(f *testing.F) {
 					return true
 				}
 			}
-			return slices.ContainsFunc(cfg.Pollers, func(p pull.Config) bool { return p.Mapping.Type == typ })
+			return slices.ContainsFunc(cfg.Pollers, func(p pull.Config) bool { return slices.Contains(p.Mapping.ContractTypes(), typ) })
 		}
 		for _, typ := range cfg.Contracts.Types {
 			if may(typ) && !slices.Contains(reads, cfg.topicOf(typ)) {

@@ -96,7 +96,9 @@ func TestContractsDiff(t *testing.T) {
 		{"--type restricts", []string{old, removed, "--type", logsType, "--type", identityType}, 0,
 			[]string{logsType, identityType, "compatible: 2 types"}, []string{shopType}},
 		{"types from the old set", []string{old, reserved}, 0,
-			[]string{"examples.shop.v1.Address: compatible", "compatible: 8 types"}, []string{"google.protobuf", "buf.validate"}},
+			// The image's own messages: the three example types and theirs, and
+			// examples.stripe.v1 (Event, EventData, EventRequest).
+			[]string{"examples.shop.v1.Address: compatible", "compatible: 11 types"}, []string{"google.protobuf", "buf.validate"}},
 		{"one set", []string{old}, 2, []string{"give the OLD and the NEW descriptor set"}, nil},
 		{"bad mode", []string{old, removed, "--mode", "sideways"}, 2, []string{"--mode", "must be backward, forward, full or none"}, nil},
 		{"new does not decode", []string{old, garbage, "--config", cfg}, 2, []string{"contract: new image: decode descriptor set"}, nil},

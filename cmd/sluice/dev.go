@@ -19,13 +19,29 @@ import (
 	"github.com/sluicehq/sluice/consumer"
 	"github.com/sluicehq/sluice/examples"
 	"github.com/sluicehq/sluice/gateway"
+	"github.com/sluicehq/sluice/gateway/webhook"
 	"github.com/sluicehq/sluice/internal/admin"
+	"github.com/sluicehq/sluice/internal/eventmap"
 	"github.com/sluicehq/sluice/record"
 	"github.com/sluicehq/sluice/sink"
 )
 
 // DemoAPIKey is the key of the "demo" source that `sluice dev` configures.
 const DemoAPIKey = "sluice-demo-key"
+
+// The demo webhook sources of `sluice dev` and their secrets, fixed and
+// printed as the demo API key is, so that a delivery can be signed by
+// hand (openssl) or with a provider's library: stripe-demo takes Stripe's
+// signed event objects (examples.stripe.v1.Event), hooks-demo Standard
+// Webhooks deliveries of orders (examples.shop.v1.OrderPlaced).
+const (
+	DemoStripeSource   = "stripe-demo"
+	DemoStripeSecret   = "whsec_sluice_dev_demo"
+	DemoStandardSource = "hooks-demo"
+	// DemoStandardSecret is "sluice-dev-standard-webhooks-key" in base64,
+	// as Standard Webhooks spells a secret.
+	DemoStandardSecret = "whsec_c2x1aWNlLWRldi1zdGFuZGFyZC13ZWJob29rcy1rZXk="
+)
 
 func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
@@ -43,6 +59,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	contractsFile := fs.String("contracts", "", "descriptor set file (buf image) to serve in place of the embedded example contracts; reloaded when it changes, on SIGHUP and on POST /admin/contracts/reload")
 	adminTokenFile := fs.String("admin-token-file", "", "file holding the admin token that POST /admin/... calls send as Authorization: Bearer (default: a random one in a temporary file, removed at exit)")
 	types := fs.String("types", strings.Join(examples.Types, ","), "comma-separated event types of --contracts")
+	demoWebhooks := fs.Bool("demo-webhooks", true, "serve two demo webhook sources: "+DemoStripeSource+" (Stripe's scheme) and "+DemoStandardSource+" (Standard Webhooks), with the example contracts")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -51,6 +68,9 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	cfg.Log = logConfig{Level: "info", Format: "text"}
 	log := cfg.Log.logger(stderr)
 	cfg.Contracts.DescriptorSet, cfg.Contracts.Types = embeddedContracts, examples.Types
+	if *demoWebhooks {
+		cfg.Contracts.Types = append(slices.Clone(examples.Types), examples.StripeEventType)
+	}
 	if *contractsFile != "" {
 		cfg.Contracts.DescriptorSet, cfg.Contracts.Types = *contractsFile, strings.Split(*types, ",")
 	}
@@ -85,7 +105,20 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	cfg.Gateway.Sources = []gateway.SourceConfig{{
 		Name: "demo", KeyHashes: []string{hashKey(DemoAPIKey)}, EventTypes: []string{"*"}, Rate: 5000, Burst: 10000,
+		CloudEvents: gateway.CloudEventsConfig{Types: map[string]string{"com.example.shop.order.placed": "examples.shop.v1.OrderPlaced"}},
 	}}
+	if *demoWebhooks && *contractsFile == "" {
+		dir, err := os.MkdirTemp("", "sluice-dev-webhooks-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		sources, err := devWebhookSources(dir)
+		if err != nil {
+			return err
+		}
+		cfg.Gateway.Sources = append(cfg.Gateway.Sources, sources...)
+	}
 	cfg.Kafka.Brokers = cluster.ListenAddrs()
 	cfg.Spool.Dir = *spoolDir
 	if cfg.Spool.Dir == "" {
@@ -181,7 +214,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			contracts += " from " + cfg.Contracts.DescriptorSet + ", reloaded when it changes"
 		}
 		fmt.Fprint(stdout, devBanner(srv.HTTPAddr(), srv.GRPCAddr(), adminAddr, cfg.Kafka.Brokers, scfg.Path, contracts, cfg.Admin.Auth.TokenFile,
-			cfg.Contracts.DescriptorSet != embeddedContracts))
+			cfg.Contracts.DescriptorSet != embeddedContracts, *demoWebhooks && *contractsFile == ""))
 	})
 }
 
@@ -230,6 +263,46 @@ func tailRecords(ctx context.Context, cl *kgo.Client, w io.Writer) {
 
 // writeDevAdminToken writes a random admin token to a file in dir that
 // only its owner reads, and returns the file's path.
+// devWebhookSources are the demo webhook sources, their secrets written
+// to files in dir (a secret comes from a file or the environment, never a
+// config's text).
+func devWebhookSources(dir string) ([]gateway.SourceConfig, error) {
+	write := func(name, secret string) (string, error) {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(secret+"\n"), 0o600); err != nil {
+			return "", fmt.Errorf("dev: webhook secret: %w", err)
+		}
+		return path, nil
+	}
+	stripe := gateway.NewDefaultWebhookConfig()
+	stripe.Scheme = webhook.SchemeStripe
+	stripe.Mapping.DefaultType = examples.StripeEventType
+	stripe.Mapping.PartitionKey = eventmap.Pointer("/data/object/customer")
+	stripe.AllowUnknownFields = []string{examples.StripeEventType}
+	standard := gateway.NewDefaultWebhookConfig()
+	standard.Scheme = webhook.SchemeStandard
+	standard.Mapping.Type = eventmap.FixedType("examples.shop.v1.OrderPlaced")
+	standard.Mapping.PartitionKey = eventmap.Pointer("/customer/customer_id")
+	var err error
+	if stripe.SecretFiles, err = oneFile(write("stripe-secret", DemoStripeSecret)); err != nil {
+		return nil, err
+	}
+	if standard.SecretFiles, err = oneFile(write("standard-secret", DemoStandardSecret)); err != nil {
+		return nil, err
+	}
+	return []gateway.SourceConfig{
+		{Name: DemoStripeSource, EventTypes: []string{examples.StripeEventType}, Webhook: &stripe},
+		{Name: DemoStandardSource, EventTypes: []string{"examples.shop.v1.OrderPlaced"}, Webhook: &standard},
+	}, nil
+}
+
+func oneFile(path string, err error) ([]string, error) {
+	if err != nil {
+		return nil, err
+	}
+	return []string{path}, nil
+}
+
 func writeDevAdminToken(dir string) (string, error) {
 	path := filepath.Join(dir, "admin-token")
 	if err := os.WriteFile(path, []byte(rand.Text()+"\n"), 0o600); err != nil {
@@ -238,7 +311,7 @@ func writeDevAdminToken(dir string) (string, error) {
 	return path, nil
 }
 
-func devBanner(httpAddr, grpcAddr, adminAddr string, brokers []string, sinkDB, contracts, adminToken string, reloadable bool) string {
+func devBanner(httpAddr, grpcAddr, adminAddr string, brokers []string, sinkDB, contracts, adminToken string, reloadable, webhooks bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, `
 sluice dev is running: REST http://%[1]s  gRPC %[2]s  Kafka (in-process) %[3]s
@@ -254,9 +327,16 @@ Over gRPC (reflection is on; "json" carries the payload as JSON text, "binary" a
 
 Events land in the SQLite sink %[6]s; the newest:  sluice sink recent --sqlite %[6]s
 
+CloudEvents: POST http://%[1]s/v1/cloudevents with the API key (structured, batch or binary mode)
+
 Metrics: http://%[7]s/metrics   Contracts: %[5]s
 Admin token (POST /admin/... calls send it as Authorization: Bearer): %[8]s
 `, httpAddr, grpcAddr, strings.Join(brokers, ","), DemoAPIKey, contracts, sinkDB, adminAddr, adminToken)
+	if webhooks {
+		fmt.Fprintf(&b, `Webhooks: POST http://%[1]s/v1/webhooks/%[2]s (Stripe-Signature, secret %[3]s)
+          POST http://%[1]s/v1/webhooks/%[4]s (Standard Webhooks, secret %[5]s)
+`, httpAddr, DemoStripeSource, DemoStripeSecret, DemoStandardSource, DemoStandardSecret)
+	}
 	if reloadable {
 		fmt.Fprintf(&b, `
 Reload the contracts now:

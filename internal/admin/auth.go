@@ -6,15 +6,14 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
-	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sluicehq/sluice/internal/secret"
 )
 
 // Token bounds: a token is one line of printable ASCII without spaces (it
@@ -23,10 +22,6 @@ const (
 	MinTokenBytes = 16
 	MaxTokenBytes = 4096
 )
-
-// tokenCheckInterval is how often a call that changes state may stat the
-// token file for a change.
-const tokenCheckInterval = time.Second
 
 // Reasons of a refused call (ErrorDetail.Reason).
 const (
@@ -163,72 +158,44 @@ func bearer(h string) (string, bool) {
 }
 
 // token is the bearer token: from an environment variable, read once, or
-// from a file, read again when it changes. It keeps the token's SHA-256
-// only, and compares digests in constant time, so that neither the token
-// nor its length shows in how long a comparison takes.
+// from a file, read again when it changes (internal/secret). It keeps the
+// token's SHA-256 only, and compares digests in constant time, so that
+// neither the token nor its length shows in how long a comparison takes.
 type token struct {
-	path string // "" for a token from the environment
-	log  *slog.Logger
-	now  func() time.Time
-
-	mu     sync.Mutex
-	digest [sha256.Size]byte
-	file   os.FileInfo // the file as last read
-	next   time.Time   // when the file may be stat'ed again
+	digest *secret.Loaded[[sha256.Size]byte]
 }
 
 // loadToken reads the token cfg names; nil when it names none. Its errors
 // are ConfigErrors naming the field.
 func loadToken(cfg AuthConfig, log *slog.Logger, now func() time.Time) (*token, error) {
+	var (
+		src   secret.Source
+		field string
+	)
 	switch {
 	case cfg.TokenFile != "" && cfg.TokenEnv != "":
 		return nil, fieldErr("auth.token_env", "set with token_file: give one of them")
 	case cfg.TokenEnv != "":
-		v := os.Getenv(cfg.TokenEnv)
-		if v == "" {
-			return nil, fieldErr("auth.token_env", fmt.Sprintf("environment variable %s is empty or unset", cfg.TokenEnv))
-		}
-		if err := checkToken(v); err != nil {
-			return nil, fieldErr("auth.token_env", fmt.Sprintf("environment variable %s: %v", cfg.TokenEnv, err))
-		}
-		return &token{log: log, now: now, digest: sha256.Sum256([]byte(v))}, nil
+		src, field = secret.Source{Env: cfg.TokenEnv}, "auth.token_env"
 	case cfg.TokenFile != "":
-		t := &token{path: cfg.TokenFile, log: log, now: now}
-		fi, v, err := readTokenFile(cfg.TokenFile)
-		if err != nil {
-			return nil, fieldErr("auth.token_file", err.Error())
-		}
-		t.file, t.digest, t.next = fi, sha256.Sum256([]byte(v)), now().Add(tokenCheckInterval)
-		return t, nil
+		src, field = secret.Source{File: cfg.TokenFile}, "auth.token_file"
+	default:
+		return nil, nil
 	}
-	return nil, nil
+	d, err := secret.Load("admin: token", src, parseToken,
+		secret.WithLogger(log), secret.WithClock(now), secret.WithMaxBytes(MaxTokenBytes))
+	if err != nil {
+		return nil, fieldErr(field, err.Error())
+	}
+	return &token{digest: d}, nil
 }
 
-// readTokenFile reads the token of a file: one line, its line ending
-// trimmed.
-func readTokenFile(path string) (os.FileInfo, string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, "", err
+// parseToken checks a token and keeps its digest.
+func parseToken(b []byte) ([sha256.Size]byte, error) {
+	if err := checkToken(string(b)); err != nil {
+		return [sha256.Size]byte{}, err
 	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, "", err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, "", fmt.Errorf("%s is not a regular file", path)
-	}
-	b := make([]byte, MaxTokenBytes+3) // the longest token, a CRLF, one more
-	n, err := f.ReadAt(b, 0)
-	if err != nil && !errors.Is(err, io.EOF) {
-		return nil, "", err
-	}
-	v := strings.TrimSuffix(strings.TrimSuffix(string(b[:n]), "\n"), "\r")
-	if err := checkToken(v); err != nil {
-		return nil, "", fmt.Errorf("%s: %v", path, err)
-	}
-	return fi, v, nil
+	return sha256.Sum256(b), nil
 }
 
 // checkToken refuses a token that cannot travel in a header or is short
@@ -251,50 +218,12 @@ func checkToken(v string) error {
 	return nil
 }
 
-// matches compares sent with the token in constant time.
+// matches compares sent with the token in constant time. A token file
+// that changed is read again first (at most once a second); one that is
+// gone or holds no good token keeps the token before, as a listener keeps
+// its certificate: the failure is logged once.
 func (t *token) matches(sent string) bool {
 	d := sha256.Sum256([]byte(sent))
-	want := t.current()
+	want := t.digest.Current()
 	return subtle.ConstantTimeCompare(d[:], want[:]) == 1
-}
-
-// current is the token's digest; a file's is read again when the file
-// changed (another identity, size or modification time), at most once a
-// tokenCheckInterval. A file that is gone or holds no good token keeps
-// the token before, as a listener keeps its certificate: the failure is
-// logged once, and tried again when the file changes again.
-func (t *token) current() [sha256.Size]byte {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.path == "" {
-		return t.digest
-	}
-	now := t.now()
-	if now.Before(t.next) {
-		return t.digest
-	}
-	t.next = now.Add(tokenCheckInterval)
-	fi, err := os.Stat(t.path)
-	if err != nil {
-		if t.file != nil {
-			t.log.Error("admin: token file unreadable; the token before still allows calls", "file", t.path, "err", err)
-			t.file = nil
-		}
-		return t.digest
-	}
-	if t.file != nil && os.SameFile(fi, t.file) && fi.Size() == t.file.Size() && fi.ModTime().Equal(t.file.ModTime()) {
-		return t.digest
-	}
-	t.file = fi
-	read, v, err := readTokenFile(t.path)
-	if err != nil {
-		t.log.Error("admin: token file reload failed; the token before still allows calls", "file", t.path, "err", err)
-		return t.digest
-	}
-	t.file = read
-	if d := sha256.Sum256([]byte(v)); d != t.digest {
-		t.digest = d
-		t.log.Info("admin: token reloaded", "file", t.path)
-	}
-	return t.digest
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/backoff"
+	"github.com/sluicehq/sluice/internal/eventmap"
 	"github.com/sluicehq/sluice/pull"
 )
 
@@ -84,10 +85,10 @@ func Config(baseURL string) pull.Config {
 	c.Pagination = pull.PaginationConfig{Type: pull.PaginateCursor, Cursor: "/next_cursor", StartPage: 1}
 	c.Items = "/orders"
 	c.Mapping = pull.MappingConfig{
-		ID:           "/order/order_id",
-		Type:         demoType,
-		OccurredAt:   "/placed_at",
-		PartitionKey: "/order/customer/customer_id",
+		ID:           eventmap.Pointer("/order/order_id"),
+		Type:         eventmap.FixedType(demoType),
+		OccurredAt:   eventmap.Pointer("/placed_at"),
+		PartitionKey: eventmap.Pointer("/order/customer/customer_id"),
 		Payload:      "/order",
 	}
 	c.RateLimit = pull.RateLimitConfig{Rate: 20, Burst: 5}

@@ -49,13 +49,53 @@
 // acknowledged with its first payload.
 //
 // The scenarios: steady load; gateway SIGKILLs, while it publishes and
-// while its drainer empties the spool; Kafka and PostgreSQL stopped for
-// 30 s; a consumer killed and one joining; two sources sending the same
-// ids (both land; the same source's ids again after a restart are
-// conflicts); a source sending ids it was answered for seconds ago again
-// with other payloads, and ids twice in one request with two payloads
-// (each changed copy refused, none published); poison events, small and near max_event_bytes (too large for
-// the DLQ topic: parked with their envelope); the spool's disk filling
-// (a tmpfs) during a Kafka outage, with cursor writes failing as the drain
-// starts; a burst over the spool's cap.
+// while its drainer empties the spool, with webhook deliveries in flight;
+// Kafka and PostgreSQL stopped for 30 s; a consumer killed and one
+// joining; two sources sending the same ids (both land; the same
+// source's ids again after a restart are conflicts); a source sending ids
+// it was answered for seconds ago again with other payloads, and ids twice in one request with two payloads
+// (each changed copy refused, none published); poison events, small and
+// near max_event_bytes (too large for the DLQ topic: parked with their
+// envelope); the spool's disk filling (a tmpfs) during a Kafka outage,
+// with cursor writes failing as the drain starts; a burst over the
+// spool's cap, webhooks answered 503 in it.
+//
+// # Webhooks
+//
+// The gateway the suite runs has a third source, faults-hooks, with a
+// Standard Webhooks block: its secret (whsec_ and 32 random bytes) in a
+// file of the suite's temp dir, its deliveries in the spec's payload
+// shape, {"type": "log.line", "timestamp": ..., "data": <a LogLine>},
+// mapped by the source's type table to examples.logs.v1.LogLine, with
+// occurred_at from /timestamp, the partition key from /data/service and
+// the payload /data, onto the suite's one topic. The loads of steady,
+// gateway-sigkill and burst-over-spool-cap run webhook senders beside
+// the workers. A sender behaves as a provider: it signs each attempt with
+// the Standard Webhooks library (not sluice's code) at the time it is sent;
+// it retries on a 5xx, a timeout or a connection error, with the same
+// webhook-id and the same body, after Retry-After or a backoff that starts
+// above a second (so a retry carries a later webhook-timestamp and a fresh
+// signature); any other answer is final. One delivery in fifty breaks the
+// contract (422) and one in fifty is signed with another secret (401).
+// The ledger records each delivery under (faults-hooks, webhook-id), so
+// the checker holds acknowledged webhooks to the same accounting as
+// pushed events: lost 0, dup-in-sink 0, audit-mismatch 0, no refused one
+// anywhere. Beside it, for each such scenario:
+//
+//   - every answer says what its status says: a 2xx acknowledges, a 5xx
+//     is retryable, a 4xx is not, each in the gateway's typed body;
+//   - every record of the scenario's deliveries in the topic, each copy
+//     (one published again after a SIGKILL, one the spool kept), verifies
+//     again with the library from its sluice-webhook-body and
+//     sluice-webhook-header-* headers alone, under its own webhook-id;
+//     there is a record of every acknowledged delivery and none of a
+//     forged one;
+//   - gateway-sigkill: the senders met the kills (attempts without an
+//     answer, deliveries acknowledged on a retry), each retry signed
+//     again; burst-over-spool-cap: a sender was answered 503 and retried
+//     until the spool took the delivery.
+//
+// A line per such scenario follows the table: deliveries, acknowledged
+// (on a retry, DUPLICATE), refused 401 and 422, attempts, retries,
+// answers by status, and records verified again.
 package faultsuite

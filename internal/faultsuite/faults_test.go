@@ -89,8 +89,8 @@ func TestIntegrationFaults(t *testing.T) {
 
 	const normalSpool = 256 << 20
 	scenarios := []scenario{
-		{name: "steady", load: load{duration: 15 * time.Second}},
-		{name: "gateway-sigkill", load: load{duration: 60 * time.Second}, fault: func(s *system) {
+		{name: "steady", load: load{duration: 15 * time.Second, hooks: 1}},
+		{name: "gateway-sigkill", load: load{duration: 60 * time.Second, hooks: 2}, fault: func(s *system) {
 			// Kills while the gateway publishes directly, then while its
 			// drainer empties the spool into Kafka after an outage.
 			for range 2 {
@@ -100,6 +100,13 @@ func TestIntegrationFaults(t *testing.T) {
 			}
 			for range 2 {
 				s.killDuringDrain(normalSpool)
+			}
+		}, check: func(t *testing.T, l *ledger, r result) {
+			// The webhook senders met the kills: attempts without an
+			// answer, retried with the same id and body, signed again.
+			if l.hooks.noAnswer == 0 || l.hooks.ackedOnRetry == 0 || l.hooks.resigned != l.hooks.retries {
+				t.Errorf("webhook attempts without an answer %d, acknowledged on a retry %d, retries %d, re-signed %d: the deliveries must meet the kills and be retried, each signed again",
+					l.hooks.noAnswer, l.hooks.ackedOnRetry, l.hooks.retries, l.hooks.resigned)
 			}
 		}},
 		{name: "kafka-stopped-30s", load: load{duration: 45 * time.Second}, fault: func(s *system) {
@@ -237,7 +244,7 @@ func TestIntegrationFaults(t *testing.T) {
 		},
 		{
 			name: "burst-over-spool-cap",
-			load: load{duration: 20 * time.Second, workers: 16, batch: 100, pace: time.Nanosecond},
+			load: load{duration: 20 * time.Second, workers: 16, batch: 100, pace: time.Nanosecond, hooks: 1},
 			before: func(s *system) {
 				s.stop(s.gateway)
 				s.startGateway(1<<20, true)
@@ -258,6 +265,12 @@ func TestIntegrationFaults(t *testing.T) {
 				if l.bufferFull == 0 {
 					t.Error("no caller saw BUFFER_FULL: the burst never reached the spool cap")
 				}
+				// The webhook sender too: 503 with Retry-After, retried
+				// until the spool took the delivery.
+				if l.hooks.byStatus[503] == 0 || l.hooks.ackedOnRetry == 0 {
+					t.Errorf("webhook answers by status %v, acknowledged on a retry %d: the webhook sender must meet the full spool and retry past it",
+						l.hooks.byStatus, l.hooks.ackedOnRetry)
+				}
 			},
 		},
 	}
@@ -274,7 +287,7 @@ func TestIntegrationFaults(t *testing.T) {
 	}
 	s.startGateway(normalSpool, false)
 	s.addConsumer()
-	var table []string
+	var table, hookLines []string
 	for _, sc := range scenarios {
 		if sc.before != nil {
 			sc.before(s)
@@ -286,6 +299,11 @@ func TestIntegrationFaults(t *testing.T) {
 		r := s.reconcile(sc.name, l, sc.allInSink)
 		table = append(table, r.String())
 		t.Log(r.String())
+		if sc.load.hooks > 0 {
+			line := s.checkHooks(t, sc.name, l)
+			hookLines = append(hookLines, line)
+			t.Log(line)
+		}
 		if r.lost != 0 || r.dupInSink != 0 || r.rejectedFound != 0 {
 			t.Errorf("%s: lost %d, duplicated in sink %d, rejected ids found %d (first lost: %v)", sc.name, r.lost, r.dupInSink, r.rejectedFound, r.firstLost)
 		}
@@ -323,6 +341,9 @@ func TestIntegrationFaults(t *testing.T) {
 	for _, line := range table {
 		fmt.Println(line)
 	}
+	for _, line := range hookLines {
+		fmt.Println(line)
+	}
 }
 
 func newSystem(t *testing.T, brokers []string, dsn string) *system {
@@ -349,6 +370,7 @@ func newSystem(t *testing.T, brokers []string, dsn string) *system {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	s.createTopics()
+	s.writeHookSecret()
 	if dsn != "" {
 		// The sink's table, made the way an operator makes it.
 		migrate := exec.Command(s.bin, "sink", "migrate", "--config", s.consumerConfig())
@@ -382,6 +404,9 @@ type load struct {
 	// sources the workers send as, in turn; default sourceA. With more
 	// than one, the workers of each source send the same ids.
 	sources []string
+	// hooks is the number of webhook senders beside the workers, each
+	// delivering signed webhooks to hookSource one at a time; 0: none.
+	hooks int
 }
 
 const invalidEvery = 50
@@ -409,6 +434,9 @@ type ledger struct {
 	conflictsRefused   int
 	conflictsMisjudged int
 	firstMisjudged     string
+	// hooks is what the scenario's webhook senders saw; their deliveries'
+	// answers are in acked and rejected under (hookSource, webhook-id).
+	hooks hookTally
 }
 
 func (l *ledger) record(source string, ev *ingestv1.Event, poison bool, r loadgen.EventResult) (retry bool) {
@@ -464,8 +492,12 @@ func (s *system) runScenario(sc scenario) *ledger {
 	if ld.pace == 0 {
 		ld.pace = 80 * time.Millisecond
 	}
-	l := &ledger{acked: map[string]bool{}, rejected: map[string]string{}, poison: map[string]bool{}, fullReasons: map[string]int{}}
+	l := &ledger{acked: map[string]bool{}, rejected: map[string]string{}, poison: map[string]bool{}, fullReasons: map[string]int{},
+		hooks: hookTally{byStatus: map[int]int{}, forged: map[string]bool{}}}
 	s.ledger = l
+	if ld.hooks > 0 {
+		l.hooks.from = s.endOffsets(s.topic)
+	}
 	var wg sync.WaitGroup
 	if sc.fault != nil {
 		wg.Go(func() { sc.fault(s) })
@@ -476,6 +508,9 @@ func (s *system) runScenario(sc scenario) *ledger {
 	}
 	for w := range ld.workers {
 		wg.Go(func() { s.work(sc.name, w, ld, end, l) })
+	}
+	for w := range ld.hooks {
+		wg.Go(func() { s.hookWork(sc.name, w, end, l) })
 	}
 	wg.Wait()
 	if len(ld.sources) > 1 {

@@ -18,6 +18,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluicehq/sluice/internal/kafkatest"
+	"github.com/sluicehq/sluice/record"
 )
 
 // system is the sluice under test: one gateway process, consumer
@@ -43,6 +46,9 @@ type system struct {
 	segment   int64  // the gateway's spool.segment_bytes; 0: a quarter of the cap, at most 16 MiB
 	tmpfs     bool   // spoolDir is a tmpfs of its own
 	consumers []*proc
+	// hookSecret is the webhook source's Standard Webhooks secret
+	// (whsec_ and base64), in hookSecretFile for the gateway.
+	hookSecret, hookSecretFile string
 	// ledger is the running scenario's, for a fault that sends events of
 	// its own.
 	ledger *ledger
@@ -135,7 +141,10 @@ func freeAddr(t *testing.T) string {
 }
 
 // startGateway writes the gateway's config (spool cap and spool-first as
-// given) and starts it, waiting until /readyz answers 200.
+// given) and starts it, waiting until /readyz answers 200. Besides the two
+// API-key sources it serves hookSource, a Standard Webhooks source whose
+// deliveries ({"type", "timestamp", "data"}, the spec's payload shape)
+// carry a LogLine in data.
 func (s *system) startGateway(spoolCap int64, spoolFirst bool) {
 	s.t.Helper()
 	s.spoolCap = spoolCap
@@ -156,6 +165,16 @@ sources:
   - name: %[13]s
     key_hashes: [%[14]q]
     event_types: ["*"]
+  - name: %[16]s
+    event_types: [examples.logs.v1.LogLine]
+    webhook:
+      scheme: standard
+      secret_files: [%[17]q]
+      mapping:
+        types: {%[18]s: examples.logs.v1.LogLine}
+        occurred_at: /timestamp
+        partition_key: /data/service
+        payload: /data
 contracts:
   descriptor_set: %[5]s
   types: [examples.logs.v1.LogLine]
@@ -178,7 +197,7 @@ admin:
   addr: %[15]s
 `, s.grpcAddr, s.httpAddr, s.topic, hashKey(apiKey), filepath.Join(s.root, "examples", "contracts.binpb"),
 		strings.Join(s.brokers, ", "), s.gatewaySpoolDir(), s.segmentBytes(spoolCap), spoolCap, spoolFirst,
-		maxEventBytes, sourceA, sourceB, hashKey(apiKeyB), s.adminAddr)
+		maxEventBytes, sourceA, sourceB, hashKey(apiKeyB), s.adminAddr, hookSource, s.hookSecretFile, hookType)
 	path := filepath.Join(s.dir, "gateway.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		s.t.Fatal(err)
@@ -429,9 +448,12 @@ func (s *system) script(name string, args ...string) {
 }
 
 // createTopics makes the suite's topic and its DLQ and parked topics, four
-// partitions each.
+// partitions each, and sluice.audit unless it exists: the consumer records
+// there the decisions the sink's audit table does not take (PostgreSQL
+// stopped), and does not create it.
 func (s *system) createTopics() {
 	s.t.Helper()
+	kafkatest.EnsureTopicOn(s.t, []kgo.Opt{kgo.SeedBrokers(s.brokers...)}, record.AuditTopic)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(s.brokers...))
 	if err != nil {
 		s.t.Fatal(err)
@@ -462,6 +484,11 @@ func (s *system) createTopics() {
 // the identities (source and event id) of its records, with how often each
 // occurs; visit, when not nil, sees every record.
 func (s *system) topicIDs(topic string, visit func(*kgo.Record)) map[string]int {
+	return s.topicIDsFrom(topic, nil, visit)
+}
+
+// endOffsets are a topic's end offsets now, by partition.
+func (s *system) endOffsets(topic string) map[int32]int64 {
 	s.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -474,14 +501,30 @@ func (s *system) topicIDs(topic string, visit func(*kgo.Record)) map[string]int 
 	if err != nil {
 		s.t.Fatalf("end offsets of %s: %v", topic, err)
 	}
+	out := map[int32]int64{}
+	ends.Each(func(o kadm.ListedOffset) { out[o.Partition] = o.Offset })
+	return out
+}
+
+// topicIDsFrom is topicIDs from the offsets from (endOffsets' earlier
+// answer) instead of the start; a partition from lacks is read from its
+// start.
+func (s *system) topicIDsFrom(topic string, from map[int32]int64, visit func(*kgo.Record)) map[string]int {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	want := map[int32]int64{}
 	offsets := map[string]map[int32]kgo.Offset{topic: {}}
-	ends.Each(func(o kadm.ListedOffset) {
-		if o.Offset > 0 {
-			want[o.Partition] = o.Offset
-			offsets[topic][o.Partition] = kgo.NewOffset().AtStart()
+	for p, end := range s.endOffsets(topic) {
+		start, ok := from[p]
+		if end > start {
+			want[p] = end
+			offsets[topic][p] = kgo.NewOffset().AtStart()
+			if ok {
+				offsets[topic][p] = kgo.NewOffset().At(start)
+			}
 		}
-	})
+	}
 	ids := map[string]int{}
 	if len(want) == 0 {
 		return ids

@@ -95,6 +95,13 @@ func (t *Tally) Max(name string, n int64) {
 	t.mu.Unlock()
 }
 
+// Sum is the figure name's sum (Add).
+func (t *Tally) Sum(name string) int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.sums[name]
+}
+
 // Count is how many answers of the kind there were.
 func (t *Tally) Count(k Kind) int {
 	t.mu.Lock()

@@ -5,8 +5,9 @@
 //
 // # Running it
 //
-// TestHostileLoad runs only with SLUICE_HOSTILE=1, so `go test ./...`
-// stays fast:
+// TestHostileLoad and TestHostileLoadWebhookFlood run only with
+// SLUICE_HOSTILE=1, so `go test ./...` stays fast; -run TestHostileLoad
+// runs both:
 //
 //	SLUICE_HOSTILE=1 go test -count=1 -v -run TestHostileLoad -timeout 15m ./internal/hostile
 //
@@ -95,6 +96,50 @@
 //
 // Nothing asserts a duration: waits are conditions polled with a
 // deadline, and durations are only logged.
+//
+// # The webhook flood
+//
+// TestHostileLoadWebhookFlood runs a gateway of its own, configured as
+// above and with two webhook sources at their default bounds
+// (max_body_bytes 1 MiB, read_timeout 10s, preauth_memory_bytes 8 MiB),
+// each secret in a file: "stripe" (scheme stripe) and "shop" (scheme
+// standard). It measures the issue's claim, that 200 concurrent unsigned
+// 1 MiB bodies leave pushed traffic on the same gateway unaffected and
+// the gateway's RSS within memory_limit, in two phases:
+//
+//   - alone (15 s): the well-behaved traffic (Push) by itself: two
+//     callers of POST /v1/events and two of gRPC Publish with the API
+//     key, one OrderPlaced of a new id a call; a sender of Standard
+//     Webhooks deliveries to "shop", signed by the Standard Webhooks
+//     library; and a sender of Stripe deliveries to "stripe", signed by
+//     stripe-go. Each caller makes a call every 20 ms.
+//   - under the flood (30 s): the same, beside the webhook flood
+//     (WebhookFlood): 200 senders, each with one unsigned delivery of
+//     1 MiB (Content-Length 1 MiB) to /v1/webhooks/stripe in flight at a
+//     time, on a connection of its own, without a Stripe-Signature and
+//     with one that does not verify, in turn. 100 send their bodies
+//     whole, as fast as the connection takes them: read, verified and
+//     refused when the source's pool has room. 100 send theirs 64 KiB
+//     every 125 ms (about 2 s a body): an admitted one holds its share
+//     of the pool while it trickles in.
+//
+// Each phase's peak RSS is its own VmHWM (reset at its start through
+// /proc/PID/clear_refs), with VmRSS and the heap sampled as above and the
+// CPU time the gateway and the test's clients used. Each well-behaved
+// caller's calls are counted, with their latencies' quantiles and rate,
+// and each flood delivery's answer by what it said.
+//
+// Asserted, with t.Errorf: every well-behaved call that must be is
+// answered ACCEPTED, alone and under the flood (the Stripe sender shares
+// the flooded source's pool, so its answers are reported only); every
+// flood delivery is answered by its deadline, typed, 401
+// UNAUTHENTICATED or 503 UNAVAILABLE with Retry-After, and nothing
+// else; the flood did what it says (whole and slow bodies were read,
+// verified and refused, others refused unread); peak RSS <=
+// memory_limit in every phase; the heap and goroutines come back as
+// above; the gateway still runs. The latencies are logged, never
+// asserted: the test's clients share the machine with the gateway, and
+// under the flood they take more of it than the gateway does.
 //
 // # What it does not do
 //

@@ -101,7 +101,7 @@ func TestHostileLoad(t *testing.T) {
 	dir := t.TempDir()
 	bin := sluiceBinary(t, root, dir)
 	brokers := startKfake(t, bin, dir)
-	gw := startGateway(t, bin, dir, root, brokers, limits, gatewayExtra)
+	gw := startGateway(t, bin, dir, root, brokers, limits, gatewayExtra, nil)
 	ctx := t.Context()
 
 	before, err := gw.admin.settled(ctx)
@@ -439,9 +439,9 @@ type gatewayProc struct {
 	admin              admin
 }
 
-// startGateway writes the gateway's config, starts it and waits for its
-// /readyz.
-func startGateway(t *testing.T, bin, dir, root, brokers string, limits, extra map[string]any) *gatewayProc {
+// startGateway writes the gateway's config, edited by edit when it is
+// set, starts it and waits for its /readyz.
+func startGateway(t *testing.T, bin, dir, root, brokers string, limits, extra map[string]any, edit func(cfg map[string]any)) *gatewayProc {
 	t.Helper()
 	grpcAddr, httpAddr, adminAddr := freeAddr(t), freeAddr(t), freeAddr(t)
 	sum := sha256.Sum256([]byte(apiKey))
@@ -472,6 +472,9 @@ func startGateway(t *testing.T, bin, dir, root, brokers string, limits, extra ma
 		"spool": map[string]any{"dir": filepath.Join(dir, "spool")},
 		"admin": map[string]any{"addr": adminAddr, "pprof": true},
 		"log":   map[string]any{"level": "info"},
+	}
+	if edit != nil {
+		edit(cfg)
 	}
 	raw, err := yaml.Marshal(cfg)
 	if err != nil {

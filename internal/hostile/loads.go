@@ -97,6 +97,10 @@ type Target struct {
 	// APIKey is a key of a source that may publish every type, without a
 	// rate limit.
 	APIKey string
+	// Flooded is a webhook source of the Stripe scheme, the webhook
+	// flood's target; Beside is a webhook source of the Standard Webhooks
+	// scheme beside it. Only the webhook loads use them.
+	Flooded, Beside WebhookSource
 }
 
 // Load is one hostile load.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -98,6 +99,46 @@ func (a Admin) Runtime(ctx context.Context) (Runtime, error) {
 		return Runtime{}, err
 	}
 	return parseRuntime(body)
+}
+
+// Series reads from /metrics every sample of the metrics named, by its
+// series as the text format writes it: name{label="value",...}.
+func (a Admin) Series(ctx context.Context, names ...string) (map[string]float64, error) {
+	body, err := a.get(ctx, "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	return parseSeries(body, names)
+}
+
+func parseSeries(body []byte, names []string) (map[string]float64, error) {
+	out := map[string]float64{}
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			continue
+		}
+		series, value := line[:i], line[i+1:]
+		name, _, _ := strings.Cut(series, "{")
+		if !slices.Contains(names, name) {
+			continue
+		}
+		v, err := strconv.ParseFloat(value, 64)
+		if err != nil {
+			return nil, fmt.Errorf("hostile: /metrics: %s %q is not a number", series, value)
+		}
+		out[series] = v
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("hostile: /metrics: %w", err)
+	}
+	return out, nil
 }
 
 // parseRuntime finds the two gauges in the Prometheus text format.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/backoff"
+	"github.com/sluicehq/sluice/internal/eventmap"
 	"github.com/sluicehq/sluice/internal/waitfor"
 	"github.com/sluicehq/sluice/pull"
 )
@@ -23,7 +24,8 @@ func testConfig(name, base string) pull.Config {
 	c.RequestTimeout = 5 * time.Second
 	c.Pagination = pull.PaginationConfig{Type: pull.PaginateCursor, Cursor: "/next", StartPage: 1}
 	c.Items = "/data"
-	c.Mapping = pull.MappingConfig{ID: "/id", Type: "test.Item", OccurredAt: "/at", PartitionKey: "/key", Payload: "/body"}
+	c.Mapping = pull.MappingConfig{ID: eventmap.Pointer("/id"), Type: eventmap.FixedType("test.Item"),
+		OccurredAt: eventmap.Pointer("/at"), PartitionKey: eventmap.Pointer("/key"), Payload: "/body"}
 	c.MaxRetryAfter = 10 * time.Minute
 	c.Backoff = backoff.Config{Initial: time.Second, Max: 30 * time.Second}
 	c.Breaker = pull.BreakerConfig{Failures: 3, Cooldown: time.Minute}

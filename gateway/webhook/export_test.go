@@ -1,0 +1,9 @@
+package webhook
+
+// The header parsers, for the fuzz targets.
+var (
+	ParseSignatureList   = parseSignatureList
+	ParseStripeSignature = parseStripeSignature
+	DecodeSignature      = decodeSignature
+	ParseTime            = parseTime
+)
