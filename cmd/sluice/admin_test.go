@@ -85,12 +85,14 @@ func TestGatewayAdmin(t *testing.T) {
 		t.Fatalf("profiles off loopback: %v, want refused naming admin.pprof", err)
 	}
 
-	httpAddr, adminAddr := freePort(t), freePort(t)
-	gw := startInProcess(t, "gateway", "--config", writeConfig(t, gatewayConfig(t, brokers, httpAddr,
-		"  addr: "+adminAddr+"\n  pprof: true")))
-	gw.WaitUntil(t, 20*time.Second, "the admin listener's /readyz to answer 200", func() bool {
-		code, _ := adminGet(t, adminAddr, "/readyz")
-		return code == http.StatusOK
+	var httpAddr, adminAddr string
+	startListening(t, 20*time.Second, "the admin listener's /readyz to answer 200", func() ([]string, func() bool) {
+		httpAddr, adminAddr = freePort(t), freePort(t)
+		return []string{"gateway", "--config", writeConfig(t, gatewayConfig(t, brokers, httpAddr, "  addr: "+adminAddr+"\n  pprof: true"))},
+			func() bool {
+				code, _ := adminGet(t, adminAddr, "/readyz")
+				return code == http.StatusOK
+			}
 	})
 	for path, want := range map[string]string{
 		"/healthz":                  "",
@@ -119,18 +121,21 @@ func TestConsumerAdmin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	adminAddr := freePort(t)
-	c := startInProcess(t, "consumer", "--config", writeConfig(t, fmt.Sprintf(`
+	sinkPath := filepath.Join(t.TempDir(), "events.db")
+	var adminAddr string
+	c := startListening(t, 20*time.Second, "the consumer's /readyz to answer 200", func() ([]string, func() bool) {
+		adminAddr = freePort(t)
+		return []string{"consumer", "--config", writeConfig(t, fmt.Sprintf(`
 consumer: {group: g, topics: [t]}
 sink: {kind: sqlite, sqlite: {path: %s}}
 contracts: {descriptor_set: %s, types: [examples.logs.v1.LogLine]}
 kafka: {brokers: [%s]}
 log: {level: warn}
 admin: {addr: %s}
-`, filepath.Join(t.TempDir(), "events.db"), contracts, cluster.ListenAddrs()[0], adminAddr)))
-	c.WaitUntil(t, 20*time.Second, "the consumer's /readyz to answer 200", func() bool {
-		code, _ := adminGet(t, adminAddr, "/readyz")
-		return code == http.StatusOK
+`, sinkPath, contracts, cluster.ListenAddrs()[0], adminAddr))}, func() bool {
+				code, _ := adminGet(t, adminAddr, "/readyz")
+				return code == http.StatusOK
+			}
 	})
 	if code, body := adminGet(t, adminAddr, "/metrics"); code != http.StatusOK || !strings.Contains(body, "sluice_consumer_in_flight") {
 		t.Errorf("/metrics: %d", code)

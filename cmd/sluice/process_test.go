@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -23,6 +25,9 @@ type inProcess struct {
 	err  error
 	logs *syncBuffer // its stderr
 	stop sync.Once
+	// bindFailed: it ended because a port was taken; Stop does not count
+	// that against the test, which started it again (startListening).
+	bindFailed bool
 }
 
 // startInProcess runs the sluice command args. At the test's end it is
@@ -55,18 +60,8 @@ func (p *inProcess) exited() (bool, error) {
 // listener, say), with its error and log, and at limit otherwise.
 func (p *inProcess) WaitUntil(t *testing.T, limit time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.NewTimer(limit)
-	defer deadline.Stop()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-p.done:
-			t.Fatalf("%s ended while the test waited for %s: %v\n%s", p.name, what, p.err, p.logs.String())
-		case <-deadline.C:
-			t.Fatalf("waited %v in vain for %s\n%s log:\n%s", limit, what, p.name, p.logs.String())
-		case <-tick.C:
-		}
+	if err := p.waitReady(limit, cond); err != nil {
+		t.Fatalf("%s: %v, while the test waited for %s\n%s log:\n%s", p.name, err, what, p.name, p.logs.String())
 	}
 }
 
@@ -78,7 +73,7 @@ func (p *inProcess) Stop(t *testing.T) {
 		p.cancel()
 		select {
 		case <-p.done:
-			if p.err != nil && !errors.Is(p.err, context.Canceled) {
+			if p.err != nil && !errors.Is(p.err, context.Canceled) && !p.bindFailed {
 				t.Errorf("%s: %v", p.name, p.err)
 			}
 		case <-time.After(stopBound):
@@ -88,4 +83,51 @@ func (p *inProcess) Stop(t *testing.T) {
 			t.Logf("%s log:\n%s", p.name, p.logs.String())
 		}
 	})
+}
+
+// bindAttempts bounds how often startListening starts a command again.
+const bindAttempts = 3
+
+// startListening starts the sluice command that build describes and waits
+// until ready holds, as WaitUntil does. build picks the command's ports
+// (freePort) and writes its config. A port freePort picked can be taken
+// before the command binds it, by another test's connection or listener;
+// the command then ends with EADDRINUSE and is built and started again
+// with other ports, at most bindAttempts times. Any other end fails the
+// test.
+func startListening(t *testing.T, limit time.Duration, what string, build func() (args []string, ready func() bool)) *inProcess {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		args, ready := build()
+		p := startInProcess(t, args...)
+		if err := p.waitReady(limit, ready); err == nil {
+			return p
+		} else if !errors.Is(err, syscall.EADDRINUSE) || attempt == bindAttempts {
+			t.Fatalf("%s: %v, while the test waited for %s (attempt %d)\n%s log:\n%s", p.name, err, what, attempt, p.name, p.logs.String())
+		}
+		p.bindFailed = true
+		t.Logf("%s could not bind a port picked for it, starting it again: %v", p.name, p.err)
+	}
+}
+
+// waitReady checks ready every few milliseconds until it holds (nil), the
+// command ends (its error), or limit passes (an error saying so).
+func (p *inProcess) waitReady(limit time.Duration, ready func() bool) error {
+	deadline := time.NewTimer(limit)
+	defer deadline.Stop()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for !ready() {
+		select {
+		case <-p.done:
+			if p.err == nil {
+				return errors.New("ended without an error")
+			}
+			return fmt.Errorf("ended: %w", p.err)
+		case <-deadline.C:
+			return fmt.Errorf("waited %v in vain", limit)
+		case <-tick.C:
+		}
+	}
+	return nil
 }

@@ -169,8 +169,9 @@ func startSenders(t *testing.T, l sendersLimits) *sendersWorld {
 	}
 	common := fmt.Sprintf("contracts: {descriptor_set: %s, types: [%s]}\nkafka: {brokers: [%s]}\nlog: {level: warn}\n",
 		image, strings.Join(types, ", "), strings.Join(w.brokers, ", "))
-	w.httpAddr, w.gatewayAdmin = freePort(t), freePort(t)
-	gatewayConfig := writeConfig(t, fmt.Sprintf(`gateway:
+	startListening(t, time.Minute, "the gateway's /readyz to answer 200", func() ([]string, func() bool) {
+		w.httpAddr, w.gatewayAdmin = freePort(t), freePort(t)
+		config := writeConfig(t, fmt.Sprintf(`gateway:
   grpc_addr: %[1]s
   http_addr: %[2]s%[3]s
 sources:
@@ -214,28 +215,29 @@ sources:
 spool: {dir: %[16]s, min_free_bytes: 1}
 admin: {addr: %[17]s}
 %[18]s`, freePort(t), w.httpAddr, maxEvents,
-		examples.StripeEventType, secret("stripe-whsec", sendersStripeSecret), limits,
-		sendersPlacedType, secret("platform-whsec", sendersStandardSecret),
-		sendersPushType, secret("github-secret", sendersGitHubSecret),
-		sendersOrderType, sendersShopifyEnv,
-		hashKey(sendersCEKey), sendersLogType, sendersProfileType,
-		filepath.Join(dir, "spool"), w.gatewayAdmin, common))
-	consumerAdmin := freePort(t)
+			examples.StripeEventType, secret("stripe-whsec", sendersStripeSecret), limits,
+			sendersPlacedType, secret("platform-whsec", sendersStandardSecret),
+			sendersPushType, secret("github-secret", sendersGitHubSecret),
+			sendersOrderType, sendersShopifyEnv,
+			hashKey(sendersCEKey), sendersLogType, sendersProfileType,
+			filepath.Join(dir, "spool"), w.gatewayAdmin, common))
+		return []string{"gateway", "--config", config}, func() bool {
+			code, _ := adminGet(t, w.gatewayAdmin, "/readyz")
+			return code == http.StatusOK
+		}
+	})
 	sinkPath := filepath.Join(dir, "events.db")
-	w.consumerConfig = writeConfig(t, fmt.Sprintf(`consumer: {group: senders-%x, commit_interval: 50ms, lag_interval: 50ms}
+	group := fmt.Sprintf("senders-%x", time.Now().UnixNano())
+	startListening(t, time.Minute, "the consumer's /readyz to answer 200", func() ([]string, func() bool) {
+		admin := freePort(t)
+		w.consumerConfig = writeConfig(t, fmt.Sprintf(`consumer: {group: %s, commit_interval: 50ms, lag_interval: 50ms}
 sink: {kind: sqlite, sqlite: {path: %s, busy_timeout: 200ms}}
 admin: {addr: %s}
-%s`, time.Now().UnixNano(), sinkPath, consumerAdmin, common))
-
-	gw := startInProcess(t, "gateway", "--config", gatewayConfig)
-	gw.WaitUntil(t, time.Minute, "the gateway's /readyz to answer 200", func() bool {
-		code, _ := adminGet(t, w.gatewayAdmin, "/readyz")
-		return code == http.StatusOK
-	})
-	cons := startInProcess(t, "consumer", "--config", w.consumerConfig)
-	cons.WaitUntil(t, time.Minute, "the consumer's /readyz to answer 200", func() bool {
-		code, _ := adminGet(t, consumerAdmin, "/readyz")
-		return code == http.StatusOK
+%s`, group, sinkPath, admin, common))
+		return []string{"consumer", "--config", w.consumerConfig}, func() bool {
+			code, _ := adminGet(t, admin, "/readyz")
+			return code == http.StatusOK
+		}
 	})
 	// The consumer made the file and its table before it was ready.
 	w.sink = openSink(t, sinkPath)

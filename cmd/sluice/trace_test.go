@@ -177,12 +177,15 @@ func TestTraceCommandSQLite(t *testing.T) {
 // sluice consumer serves GET /v1/trace/{source}/{id} on its admin
 // listener: the Answer, 404 for UNKNOWN, 400 for a bad id.
 func TestConsumerServesTrace(t *testing.T) {
-	adminAddr := freePort(t)
-	cfg, _ := traceFixture(t, fmt.Sprintf("{kind: sqlite, sqlite: {path: %s}}\nadmin: {addr: %s}", filepath.Join(t.TempDir(), "events.db"), adminAddr))
-	c := startInProcess(t, "consumer", "--config", cfg)
-	c.WaitUntil(t, 20*time.Second, "the consumer's /readyz to answer 200", func() bool {
-		code, _ := adminGet(t, adminAddr, "/readyz")
-		return code == http.StatusOK
+	sinkPath := filepath.Join(t.TempDir(), "events.db")
+	var adminAddr string
+	startListening(t, 20*time.Second, "the consumer's /readyz to answer 200", func() ([]string, func() bool) {
+		adminAddr = freePort(t)
+		cfg, _ := traceFixture(t, fmt.Sprintf("{kind: sqlite, sqlite: {path: %s}}\nadmin: {addr: %s}", sinkPath, adminAddr))
+		return []string{"consumer", "--config", cfg}, func() bool {
+			code, _ := adminGet(t, adminAddr, "/readyz")
+			return code == http.StatusOK
+		}
 	})
 	var a trace.Answer
 	code, body := adminGet(t, adminAddr, "/v1/trace/test/dl")
