@@ -15,8 +15,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/sluicehq/sluice/client"
-	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
 	"github.com/sluicehq/sluice/gateway"
+	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
 	"github.com/sluicehq/sluice/internal/waitfor"
 )
 

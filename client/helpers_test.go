@@ -15,8 +15,8 @@ import (
 
 	"github.com/sluicehq/sluice/client"
 	"github.com/sluicehq/sluice/examples"
-	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
 	"github.com/sluicehq/sluice/gateway"
+	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
 	"github.com/sluicehq/sluice/internal/gatewaytest"
 	"github.com/sluicehq/sluice/record"
 )

@@ -13,8 +13,8 @@ import (
 	"google.golang.org/protobuf/protoadapt"
 	"google.golang.org/protobuf/types/known/durationpb"
 
-	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
 	"github.com/sluicehq/sluice/gateway"
+	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
 )
 
 // TestJudgePerEvent: every Reason as a per-event rejection, with the
