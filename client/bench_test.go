@@ -19,9 +19,9 @@ import (
 
 	"github.com/sluicehq/sluice/client"
 	"github.com/sluicehq/sluice/examples"
+	"github.com/sluicehq/sluice/gateway"
 	logsv1 "github.com/sluicehq/sluice/gen/examples/logs/v1"
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
-	"github.com/sluicehq/sluice/gateway"
 	"github.com/sluicehq/sluice/internal/gatewaytest"
 	"github.com/sluicehq/sluice/internal/kafkatest"
 	"github.com/sluicehq/sluice/record"
