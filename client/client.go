@@ -302,6 +302,7 @@ func (c *Client) Close(ctx context.Context) error {
 	c.abandonedMu.Lock()
 	defer c.abandonedMu.Unlock()
 	if len(c.abandoned) > 0 {
+		c.cfg.log.Warn("closed with events undelivered", "events", len(c.abandoned), "err", waitErr)
 		return &UndeliveredError{IDs: c.abandoned, Last: waitErr}
 	}
 	return nil
@@ -340,7 +341,7 @@ func (c *Client) undeliver(p *pending, why error) {
 		c.abandoned = append(c.abandoned, id)
 		c.abandonedMu.Unlock()
 	}
-	c.cfg.log.Warn("event undelivered", "id", id, "attempts", p.attempts, "err", last)
+	c.cfg.log.Debug("event undelivered", "id", id, "attempts", p.attempts, "err", last)
 	c.finish(p, Result{Err: &UndeliveredError{IDs: []string{id}, Last: last}})
 }
 

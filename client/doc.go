@@ -79,7 +79,8 @@
 // New starts a batcher and MaxInFlight senders; with UseStream, each open
 // stream has a reader. Close stops and waits for all of them and closes
 // the connections. Metrics and done callbacks run on these goroutines: a
-// slow callback slows the client.
+// slow callback slows the client, and one that waits on the client (Send
+// into a full buffer, Flush, Close) may wait forever.
 //
 // # What it does not do
 //
