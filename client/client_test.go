@@ -202,45 +202,67 @@ var fastReconnect = client.WithDialOptions(grpc.WithConnectParams(grpc.ConnectPa
 
 // TestGatewayRestart: events sent while the gateway is down are retried
 // under their ids until a new server comes up on the same port, and land
-// once.
+// once; on each transport (a stream is opened again).
 func TestGatewayRestart(t *testing.T) {
-	addr := freeAddr(t)
-	g := serve(t, func(cfg *gateway.Config) { cfg.GRPCAddr = addr })
-	m := newRecorder()
-	c := open(t, []string{addr}, client.WithMetrics(m), fastReconnect, client.MaxAttempts(1000))
-	if err := g.Server.Shutdown(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	rs := newResults(t)
-	var ids []string
-	for i := range 6 {
-		ev := order("restart-" + string(rune('a'+i)))
-		ids = append(ids, ev.GetId())
-		if err := c.Send(t.Context(), ev, rs.done); err != nil {
-			t.Fatal(err)
-		}
-	}
-	waitfor.Condition(t, 10*time.Second, "retries while the gateway is down", func() bool {
-		return m.retried(ingestv1.Reason_UNAVAILABLE) >= 2*len(ids)
-	})
-	srv, err := gateway.NewServer(g.Service)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.Start()
-	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
-	if err := c.Flush(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	inKafka := g.EventIDs(t, orderTopic, len(ids))
-	for _, id := range ids {
-		r, _ := rs.get(id)
-		if r.Err != nil || r.Outcome != ingestv1.Outcome_ACCEPTED || r.Attempts < 3 {
-			t.Errorf("%s: %v after %d attempts, err %v; want ACCEPTED after retries", id, r.Outcome, r.Attempts, r.Err)
-		}
-		if inKafka[id] != 1 {
-			t.Errorf("%s is in Kafka %d times, want 1", id, inKafka[id])
-		}
+	for _, tc := range []struct {
+		name string
+		opts []client.Opt
+	}{
+		{"unary", nil},
+		{"stream", []client.Opt{client.UseStream()}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			addr := freeAddr(t)
+			g := serve(t, func(cfg *gateway.Config) { cfg.GRPCAddr = addr })
+			m := newRecorder()
+			c := open(t, []string{addr}, append(tc.opts, client.WithMetrics(m), fastReconnect, client.MaxAttempts(1000))...)
+			// One event before the outage, so a stream is open when it
+			// starts.
+			if _, err := c.Publish(t.Context(), order("restart-first")); err != nil {
+				t.Fatal(err)
+			}
+			// An open stream holds a graceful stop until the drain's
+			// deadline, which then cuts it off.
+			drain, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+			defer cancel()
+			_ = g.Server.Shutdown(drain)
+			rs := newResults(t)
+			var ids []string
+			for i := range 6 {
+				ev := order("restart-" + string(rune('a'+i)))
+				ids = append(ids, ev.GetId())
+				if err := c.Send(t.Context(), ev, rs.done); err != nil {
+					t.Fatal(err)
+				}
+			}
+			waitfor.Condition(t, 10*time.Second, "retries while the gateway is down", func() bool {
+				return m.retried(ingestv1.Reason_UNAVAILABLE) >= 2*len(ids)
+			})
+			srv, err := gateway.NewServer(g.Service)
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv.Start()
+			t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
+			if err := c.Flush(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			inKafka := g.EventIDs(t, orderTopic, len(ids)+1)
+			for _, id := range ids {
+				r, _ := rs.get(id)
+				if r.Err != nil || r.Outcome != ingestv1.Outcome_ACCEPTED || r.Attempts < 3 {
+					t.Errorf("%s: %v after %d attempts, err %v; want ACCEPTED after retries", id, r.Outcome, r.Attempts, r.Err)
+				}
+				if inKafka[id] != 1 {
+					t.Errorf("%s is in Kafka %d times, want 1", id, inKafka[id])
+				}
+			}
+			// Before the cleanups: the server's graceful stop waits for
+			// the client's stream to end.
+			if err := c.Close(t.Context()); err != nil {
+				t.Error(err)
+			}
+		})
 	}
 }
 
