@@ -179,8 +179,6 @@ func (c *cfg) validate(addrs []string) error {
 		return bad("MaxAttempts", "must be at least 1")
 	case c.backoffBase <= 0 || c.backoffMax < c.backoffBase:
 		return bad("Backoff", "base must be positive and max at least base")
-	case c.ids == nil:
-		return bad("WithIDs", "nil function")
 	case c.metrics == nil:
 		return bad("WithMetrics", "nil Metrics")
 	case c.log == nil:
