@@ -75,6 +75,9 @@ type scenario struct {
 	// in the sink (retryable dead letters drained back), not only when
 	// none is lost.
 	allInSink bool
+	// client, when set, is the scenario's load instead of load: clients
+	// of package client (client_test.go).
+	client *clientLoad
 }
 
 // TestIntegrationFaults runs every scenario against one system and prints
@@ -276,6 +279,8 @@ func TestIntegrationFaults(t *testing.T) {
 		},
 	}
 
+	scenarios = append(scenarios, clientScenarios(normalSpool)...)
+
 	if only := os.Getenv("SLUICE_FAULTS_ONLY"); only != "" {
 		// For working on some scenarios: a comma-separated list of names.
 		var keep []scenario
@@ -288,7 +293,7 @@ func TestIntegrationFaults(t *testing.T) {
 	}
 	s.startGateway(normalSpool, false)
 	s.addConsumer()
-	var table, hookLines []string
+	var table, hookLines, clientLines []string
 	for _, sc := range scenarios {
 		if sc.before != nil {
 			sc.before(s)
@@ -303,6 +308,11 @@ func TestIntegrationFaults(t *testing.T) {
 		if sc.load.hooks > 0 {
 			line := s.checkHooks(t, sc.name, l)
 			hookLines = append(hookLines, line)
+			t.Log(line)
+		}
+		if sc.client != nil {
+			line := s.checkClient(t, sc.name, *sc.client, l, r)
+			clientLines = append(clientLines, line)
 			t.Log(line)
 		}
 		if r.lost != 0 || r.dupInSink != 0 || r.rejectedFound != 0 {
@@ -343,6 +353,9 @@ func TestIntegrationFaults(t *testing.T) {
 		fmt.Println(line)
 	}
 	for _, line := range hookLines {
+		fmt.Println(line)
+	}
+	for _, line := range clientLines {
 		fmt.Println(line)
 	}
 }
@@ -438,6 +451,11 @@ type ledger struct {
 	// hooks is what the scenario's webhook senders saw; their deliveries'
 	// answers are in acked and rejected under (hookSource, webhook-id).
 	hooks hookTally
+	// ids are a client scenario's event ids, every one a client gave an
+	// event handed over (the checker selects them from the sink by it),
+	// and client what its clients were told; nil otherwise.
+	ids    map[string]bool
+	client *clientTally
 }
 
 func (l *ledger) record(source string, ev *ingestv1.Event, poison bool, r loadgen.EventResult) (retry bool) {
@@ -496,6 +514,16 @@ func (s *system) runScenario(sc scenario) *ledger {
 	l := &ledger{acked: map[string]bool{}, rejected: map[string]string{}, poison: map[string]bool{}, fullReasons: map[string]int{},
 		hooks: hookTally{byStatus: map[int]int{}, forged: map[string]bool{}}}
 	s.ledger = l
+	if sc.client != nil {
+		l.ids, l.client = map[string]bool{}, newClientTally()
+		var wg sync.WaitGroup
+		if sc.fault != nil {
+			wg.Go(func() { sc.fault(s) })
+		}
+		s.clientWork(*sc.client, time.Now().Add(sc.client.duration), l)
+		wg.Wait()
+		return l
+	}
 	if ld.hooks > 0 {
 		l.hooks.from = s.endOffsets(s.topic)
 	}
@@ -912,6 +940,9 @@ func (r result) String() string {
 func (s *system) reconcile(name string, l *ledger, allInSink bool) result {
 	s.t.Helper()
 	scope := eventScope{prefix: fmt.Sprintf("%s-%s-", s.run, name)}
+	if l.ids != nil {
+		scope = eventScope{ids: l.ids}
+	}
 	// A refused conflict is a refusal of a copy, not of an identity: it
 	// counts as rejected, and its identity stays acknowledged.
 	r := result{name: name, sent: l.sent, acked: len(l.acked), rejected: len(l.rejected) + l.conflictsRefused, unanswered: l.unanswered,
