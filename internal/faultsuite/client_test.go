@@ -584,7 +584,7 @@ func clientScenarios(normalSpool int64) []scenario {
 		{
 			// Four clients, one caller each publishing 50 events at a time
 			// as fast as it is answered, against limitedSource's bucket.
-			name:   "client-rate-limited",
+			name: "client-rate-limited",
 			// Four callers contend for one bucket: a batch may be refused
 			// several times in a row while the others take the tokens
 			// (about C-1 refusals an admission, below), so MaxAttempts
