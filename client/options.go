@@ -38,7 +38,8 @@ type cfg struct {
 	backoffBase time.Duration
 	backoffMax  time.Duration
 	stream      bool
-	ids         func() string
+	ids         func() string // nil: UUIDv7
+	idsNil      bool          // WithIDs(nil), refused
 	metrics     Metrics
 	log         *slog.Logger
 	clock       func() time.Time
@@ -136,7 +137,9 @@ func UseStream() Opt { return optFunc(func(c *cfg) { c.stream = true }) }
 
 // WithIDs gives the ids of events sent without one. By default they are
 // UUIDv7 text.
-func WithIDs(f func() string) Opt { return optFunc(func(c *cfg) { c.ids = f }) }
+func WithIDs(f func() string) Opt {
+	return optFunc(func(c *cfg) { c.ids, c.idsNil = f, f == nil })
+}
 
 // WithMetrics reports the client's work to m. By default nothing is
 // reported.
@@ -179,6 +182,8 @@ func (c *cfg) validate(addrs []string) error {
 		return bad("MaxAttempts", "must be at least 1")
 	case c.backoffBase <= 0 || c.backoffMax < c.backoffBase:
 		return bad("Backoff", "base must be positive and max at least base")
+	case c.idsNil:
+		return bad("WithIDs", "nil function")
 	case c.metrics == nil:
 		return bad("WithMetrics", "nil Metrics")
 	case c.log == nil:
