@@ -77,9 +77,11 @@ type pending struct {
 	enqueued time.Time
 	deadline time.Time
 	attempts int
-	splits   int
-	last     error
-	reason   ingestv1.Reason // of last
+	// splits and waits are the attempts MaxAttempts does not count: a
+	// request split as too large, an answer that said when to come back.
+	splits, waits int
+	last          error
+	reason        ingestv1.Reason // of last
 }
 
 type conn struct {

@@ -38,7 +38,9 @@
 //     function, judge.
 //   - An event ends as an *UndeliveredError after MaxAttempts judged
 //     requests, or when EventTimeout from Send would pass before its next
-//     attempt. A request's deadline is RequestTimeout, cut short to the
+//     attempt. An answer with a retry_after (RATE_LIMITED, BUFFER_FULL)
+//     is the gateway saying when to come back: it does not count against
+//     MaxAttempts, only against EventTimeout. A request's deadline is RequestTimeout, cut short to the
 //     latest EventTimeout of its events; an answer that comes within it
 //     counts even for an event whose EventTimeout has passed.
 //   - Close stops taking events, sends what is buffered without lingering

@@ -35,7 +35,10 @@ const (
 type verdict struct {
 	action action
 	reason ingestv1.Reason
-	// after is the answer's retry_after; 0 when it gave none.
+	// after is the answer's retry_after; 0 when it gave none. A retry the
+	// gateway timed so (a rate limit, a full spool) is its capacity
+	// speaking, not a failure of the event or the connection: it does not
+	// use up one of MaxAttempts; EventTimeout still bounds it.
 	after time.Duration
 	// err is the answer as an error: a *RejectionError's fields for
 	// reject, the retryable answer for retry (UndeliveredError.Last).

@@ -121,7 +121,9 @@ func RequestTimeout(d time.Duration) Opt { return optFunc(func(c *cfg) { c.reqTi
 func EventTimeout(d time.Duration) Opt { return optFunc(func(c *cfg) { c.evTimeout = d }) }
 
 // MaxAttempts bounds the requests judged for one event; 10 by default.
-// A request refused as too large, and split, is not counted.
+// Not counted: a request refused as too large, and split, and one answered
+// with a retry_after (RATE_LIMITED, BUFFER_FULL...): the gateway said when
+// to come back, and EventTimeout bounds how long the event waits so.
 func MaxAttempts(n int) Opt { return optFunc(func(c *cfg) { c.maxAttempts = n }) }
 
 // Backoff sets the waits before a retry when the answer gave no

@@ -123,6 +123,9 @@ func (c *Client) answer(live []*pending, results []*ingestv1.EventResult, err er
 			toSplit = append(toSplit, p)
 		case retry:
 			p.last, p.reason = v.err, v.reason
+			if v.after > 0 {
+				p.waits++
+			}
 			k := retryKey{v.reason, v.after}
 			retries[k] = append(retries[k], p)
 		}
@@ -142,6 +145,10 @@ func (c *Client) answer(live []*pending, results []*ingestv1.EventResult, err er
 	}
 }
 
+// judged is the attempts MaxAttempts counts: the requests judged for the
+// event whose answer did not say when to come back.
+func (p *pending) judged() int { return p.attempts - p.splits - p.waits }
+
 type retryKey struct {
 	reason ingestv1.Reason
 	after  time.Duration
@@ -155,14 +162,14 @@ func (c *Client) retry(k retryKey, ps []*pending) {
 	if wait <= 0 {
 		attempts := 0
 		for _, p := range ps {
-			attempts = max(attempts, p.attempts-p.splits)
+			attempts = max(attempts, p.judged())
 		}
 		wait = c.backoff(attempts)
 	}
 	now := c.cfg.clock()
 	again := ps[:0]
 	for _, p := range ps {
-		if p.attempts-p.splits >= c.cfg.maxAttempts || !now.Add(wait).Before(p.deadline) {
+		if p.judged() >= c.cfg.maxAttempts || !now.Add(wait).Before(p.deadline) {
 			c.undeliver(p, nil)
 			continue
 		}
