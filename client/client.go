@@ -51,6 +51,7 @@ type Client struct {
 	inSignal chan struct{} // cap 1: inQ has events
 	flushReq chan struct{} // cap 1: ship what lingers
 	out      chan []*pending
+	pace     *pacer
 	back     chan returned
 
 	closing chan struct{} // closed by Close: ship without lingering
@@ -137,6 +138,7 @@ func New(addrs []string, opts ...Opt) (*Client, error) {
 	c.back = make(chan returned)
 	c.closing = make(chan struct{})
 	c.quit = make(chan struct{})
+	c.pace = newPacer()
 	c.wg.Add(1 + c.cfg.inFlight)
 	go c.batch()
 	for range c.cfg.inFlight {

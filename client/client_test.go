@@ -142,6 +142,51 @@ func TestRateLimited(t *testing.T) {
 	}
 }
 
+// TestRateLimitedPaced: a RATE_LIMITED answer holds every sender, not
+// only the one refused: after the wait requests go one at a time until the
+// bucket admits them in a row, so a refusal comes at most once per request
+// admitted (and once for each sender that went out before the first). A
+// client whose MaxInFlight senders each waited out only their own
+// retry_after would meet the bucket another had just emptied: about
+// MaxInFlight refusals per admission.
+func TestRateLimitedPaced(t *testing.T) {
+	const batch, batches, inFlight = 10, 20, 4
+	g := serve(t, func(cfg *gateway.Config) {
+		cfg.Limits.MaxEventsPerRequest = batch
+		cfg.Sources[0].Rate, cfg.Sources[0].Burst = 100, batch
+	})
+	var n calls
+	m := newRecorder()
+	c := open(t, []string{g.Server.GRPCAddr()}, n.opt(), client.WithMetrics(m), client.MaxBatchEvents(batch), client.MaxInFlight(inFlight))
+	var events []*ingestv1.Event
+	for range batch * batches {
+		events = append(events, order(""))
+	}
+	results, err := c.Publish(t.Context(), events...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range results {
+		if r.Err != nil {
+			t.Fatalf("%s: %v", r.ID, r.Err)
+		}
+	}
+	refused := m.retried(ingestv1.Reason_RATE_LIMITED) / batch
+	if refused == 0 {
+		t.Fatal("no batch was rate limited: the test proves nothing")
+	}
+	// About one refusal per admission: 2·batches, and the senders that
+	// went out before the first refusal. Another batches' worth leaves
+	// room for a slow machine, where a probe can find the bucket refilled
+	// and let the senders go together too soon. Unpaced, it is about
+	// inFlight·batches.
+	if got, most := n.n.Load(), int64(3*batches+inFlight); got > most {
+		t.Errorf("%d requests (%d refused) for %d batches, want at most %d: the senders were not held together", got, refused, batches, most)
+	} else {
+		t.Logf("%d requests (%d refused) for %d batches", got, refused, batches)
+	}
+}
+
 // TestLostAnswer: the gateway accepts a request but its answer is lost
 // (the call fails after reaching it). The retry carries the same ids and
 // bytes, the gateway answers DUPLICATE with the original's position, and

@@ -16,9 +16,13 @@ import (
 func (c *Client) sendLoop() {
 	defer c.wg.Done()
 	for {
+		probe, ok := c.pace.wait(c.quit)
+		if !ok {
+			return
+		}
 		select {
 		case b := <-c.out:
-			c.send(b)
+			c.pace.done(probe, c.send(b))
 		case <-c.quit:
 			return
 		}
@@ -27,8 +31,9 @@ func (c *Client) sendLoop() {
 
 // send sends one batch on the next connection, under RequestTimeout cut
 // short to the latest EventTimeout among its events. Events whose
-// EventTimeout passed while they waited are not sent.
-func (c *Client) send(batch []*pending) {
+// EventTimeout passed while they waited are not sent. It returns how long
+// the answer told the whole client to wait (pacer), or 0.
+func (c *Client) send(batch []*pending) time.Duration {
 	now := c.cfg.clock()
 	live := batch[:0]
 	latest := time.Time{}
@@ -43,14 +48,14 @@ func (c *Client) send(batch []*pending) {
 		}
 	}
 	if len(live) == 0 {
-		return
+		return 0
 	}
 	select {
 	case <-c.quit:
 		for _, p := range live {
 			c.undeliver(p, errAbandoned)
 		}
-		return
+		return 0
 	default:
 	}
 	events := make([]*ingestv1.Event, len(live))
@@ -76,18 +81,19 @@ func (c *Client) send(batch []*pending) {
 	}
 	cancel()
 	c.cfg.metrics.Request(len(live), time.Since(start), err)
-	c.answer(live, results, err)
+	return c.answer(live, results, err)
 }
 
 // answer acts on a request's answer: each event is judged, then finished,
-// retried or split.
-func (c *Client) answer(live []*pending, results []*ingestv1.EventResult, err error) {
+// retried or split. It returns the longest retry_after of a refusal that
+// holds the whole client (pacer.holds), or 0.
+func (c *Client) answer(live []*pending, results []*ingestv1.EventResult, err error) (hold time.Duration) {
 	if err != nil && c.ctx.Err() != nil {
 		// Close's ctx ended and cancelled the request.
 		for _, p := range live {
 			c.undeliver(p, errAbandoned)
 		}
-		return
+		return 0
 	}
 	n := len(live)
 	var byIndex []*ingestv1.EventResult
@@ -125,6 +131,9 @@ func (c *Client) answer(live []*pending, results []*ingestv1.EventResult, err er
 			p.last, p.reason = v.err, v.reason
 			if v.after > 0 {
 				p.waits++
+				if holds(v.reason) {
+					hold = max(hold, v.after)
+				}
 			}
 			k := retryKey{v.reason, v.after}
 			retries[k] = append(retries[k], p)
@@ -143,6 +152,7 @@ func (c *Client) answer(live []*pending, results []*ingestv1.EventResult, err er
 	for k, ps := range retries {
 		c.retry(k, ps)
 	}
+	return hold
 }
 
 // judged is the attempts MaxAttempts counts: the requests judged for the
