@@ -159,8 +159,9 @@ type ClientStats struct {
 	// Requests are the gateway requests (attempts, retries included) the
 	// client made; it batches the workers' events into them.
 	Requests int64 `json:"requests"`
-	// Retried counts events the client scheduled to send again, by the
-	// reason of the answer (UNAVAILABLE for a connection error or deadline).
+	// Retried counts events the client sent again, by the reason of the
+	// answer (UNAVAILABLE for a connection error or deadline); an event
+	// sent again twice counts twice.
 	Retried map[string]int64 `json:"retried"`
 	// Undelivered counts events the client gave up on, by the reason of
 	// their last retryable answer (REASON_UNSPECIFIED when they met none,
@@ -185,7 +186,8 @@ func diff(now, before map[string]int64) map[string]int64 {
 	return out
 }
 
-// RetriedEvents is the number of events the client sent again.
+// RetriedEvents is the number of events the client sent again, each
+// retry counted.
 func (s ClientStats) RetriedEvents() int64 {
 	var n int64
 	for _, v := range s.Retried {

@@ -99,7 +99,7 @@ func TestClientTargetRetries(t *testing.T) {
 				t.Fatalf("first error %q does not say why the event was undelivered", rep.FirstError)
 			}
 			var text strings.Builder
-			if err := rep.WriteText(&text); err != nil || !strings.Contains(text.String(), "retried 30 events: BUFFER_FULL=30") {
+			if err := rep.WriteText(&text); err != nil || !strings.Contains(text.String(), "30 events sent again: BUFFER_FULL=30") {
 				t.Fatalf("text report has no client line: %v\n%s", err, text.String())
 			}
 		})

@@ -138,7 +138,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		if c.Stream {
 			api = "PublishStream"
 		}
-		fmt.Fprintf(&b, "client    %d gateway requests (%s); retried %d events: %s; undelivered %s\n",
+		fmt.Fprintf(&b, "client    %d gateway requests (%s); %d events sent again: %s; undelivered %s\n",
 			c.Requests, api, c.RetriedEvents(), counts(c.Retried), counts(c.Undelivered))
 	}
 	fmt.Fprintf(&b, "latency   %s\n", r.Latency)
