@@ -36,13 +36,18 @@
 //     split in halves, which is not an attempt; a single event refused so
 //     is a *RejectionError. What an answer means is decided in one
 //     function, judge.
+//   - A RATE_LIMITED or BUFFER_FULL answer is about the source's bucket
+//     or the gateway's spool, which all of the client's requests share:
+//     every sender waits out its retry_after, then requests go one at a
+//     time until two in a row are not refused so.
 //   - An event ends as an *UndeliveredError after MaxAttempts judged
 //     requests, or when EventTimeout from Send would pass before its next
 //     attempt. An answer with a retry_after (RATE_LIMITED, BUFFER_FULL)
 //     is the gateway saying when to come back: it does not count against
-//     MaxAttempts, only against EventTimeout. A request's deadline is RequestTimeout, cut short to the
-//     latest EventTimeout of its events; an answer that comes within it
-//     counts even for an event whose EventTimeout has passed.
+//     MaxAttempts, only against EventTimeout. A request's deadline is
+//     RequestTimeout, cut short to the latest EventTimeout of its events;
+//     an answer that comes within it counts even for an event whose
+//     EventTimeout has passed.
 //   - Close stops taking events, sends what is buffered without lingering
 //     and waits for every final result. If its ctx ends first, requests in
 //     flight are cancelled, every event still without a final result ends
