@@ -147,13 +147,17 @@ func New(addrs []string, opts ...Opt) (*Client, error) {
 	return c, nil
 }
 
-// prepare fills a missing id and occurred_at in a clone of ev; ev itself
+// prepare fills a missing id and occurred_at in a copy of ev; ev itself
 // is never changed.
 func (c *Client) prepare(ev *ingestv1.Event) *ingestv1.Event {
 	if ev.GetId() != "" && ev.GetOccurredAt() != nil {
 		return ev
 	}
-	ev = proto.Clone(ev).(*ingestv1.Event)
+	// A shallow copy: the caller's Event is not changed, and its payload
+	// and attributes are shared, not copied (doc.go: they must not change
+	// until the event's final result).
+	ev = &ingestv1.Event{Id: ev.GetId(), Type: ev.GetType(), OccurredAt: ev.GetOccurredAt(),
+		PartitionKey: ev.GetPartitionKey(), Payload: ev.Payload, Attributes: ev.GetAttributes()}
 	if ev.Id == "" {
 		ev.Id = c.ids()
 	}

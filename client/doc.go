@@ -19,7 +19,10 @@
 //     with it, on a goroutine of the client's.
 //   - An event without an id gets a UUIDv7 at Send; one without
 //     occurred_at gets the clock's now. The caller's *Event is never
-//     changed: the client fills a clone.
+//     changed: the client fills a copy. The copy shares the payload and
+//     the attributes map, which must not change until the event's final
+//     result: a retry would carry other bytes under the same id, and the
+//     gateway refuses that IDEMPOTENCY_CONFLICT.
 //   - An event's id and bytes never change across retries, so the gateway
 //     publishes it at most once within its dedup window: a retry of an
 //     event already accepted is answered DUPLICATE, with the original's
