@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -31,5 +33,20 @@ func TestRun(t *testing.T) {
 		if !want.MatchString(out.String()) {
 			t.Errorf("the output lacks %s", want)
 		}
+	}
+}
+
+// TestDocsShowThisProgram: docs/client.md shows this program as it is.
+func TestDocsShowThisProgram(t *testing.T) {
+	program, err := os.ReadFile("main.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := os.ReadFile(filepath.Join("..", "..", "docs", "client.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(page), "```go\n"+string(program)+"```\n") {
+		t.Error("docs/client.md does not show examples/client/main.go as it is: paste it again")
 	}
 }
