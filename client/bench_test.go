@@ -2,8 +2,6 @@ package client_test
 
 import (
 	"context"
-	"errors"
-	"io"
 	"net"
 	"strconv"
 	"sync"
@@ -12,7 +10,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-	"google.golang.org/grpc"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -25,6 +22,7 @@ import (
 	"github.com/sluicehq/sluice/internal/gatewaytest"
 	"github.com/sluicehq/sluice/internal/kafkatest"
 	"github.com/sluicehq/sluice/record"
+	"github.com/sluicehq/sluice/tools/loadgen"
 )
 
 const logType = "examples.logs.v1.LogLine"
@@ -49,8 +47,8 @@ func logLine(b *testing.B) []byte {
 //   - client/gateway: the client publishing to a real gateway (gatewaytest:
 //     decode, validate, dedup, produce to kfake); the gateway's and kfake's
 //     CPU are in the figure.
-//   - client/stub and client-stream/stub: the client against a gRPC server
-//     in this file that decodes each request and answers ACCEPTED without
+//   - client/stub and client-stream/stub: the client against loadgen's gRPC
+//     baseline, which decodes each request and answers ACCEPTED without
 //     other work: the client's own cost, plus gRPC on both ends.
 //   - kgo/kfake: franz-go producing the records the gateway would make for
 //     the same events (record.NewEvent) straight to kfake: the floor of
@@ -173,59 +171,28 @@ func cpuTime(b *testing.B) func() {
 	return func() { b.ReportMetric(float64(used()-start)/float64(b.N), "cpu-ns/event") }
 }
 
-// stub is the gateway's stand-in for BenchmarkClientCPU: it answers every
-// event ACCEPTED at a made-up Kafka position and does nothing else.
-type stub struct {
-	ingestv1.UnimplementedIngestServiceServer
-}
-
-func (stub) answer(events []*ingestv1.Event) []*ingestv1.EventResult {
-	results := make([]*ingestv1.EventResult, len(events))
-	kafka := &ingestv1.KafkaPosition{Topic: "ingest.stub"}
-	durable := ingestv1.Durability_KAFKA
-	for i, ev := range events {
-		results[i] = &ingestv1.EventResult{Index: uint32(i), Id: ev.GetId(), Outcome: ingestv1.Outcome_ACCEPTED,
-			Durability: &durable, Position: &ingestv1.EventResult_Kafka{Kafka: kafka}}
-	}
-	return results
-}
-
-func (s stub) Publish(_ context.Context, req *ingestv1.PublishRequest) (*ingestv1.PublishResponse, error) {
-	return &ingestv1.PublishResponse{Results: s.answer(req.GetEvents())}, nil
-}
-
-func (s stub) PublishStream(stream grpc.BidiStreamingServer[ingestv1.PublishStreamRequest, ingestv1.PublishStreamResponse]) error {
-	for {
-		req, err := stream.Recv()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if err := stream.Send(&ingestv1.PublishStreamResponse{BatchId: req.GetBatchId(), Results: s.answer(req.GetEvents())}); err != nil {
-			return err
-		}
-	}
-}
-
-// stubServer serves a stub on a loopback port until the benchmark ends.
+// stubServer serves loadgen's gRPC baseline, the gateway's stand-in for
+// BenchmarkClientCPU: it answers every event ACCEPTED and does nothing
+// else. It stops when the benchmark ends.
 func stubServer(b *testing.B) string {
 	b.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv := grpc.NewServer()
-	ingestv1.RegisterIngestServiceServer(srv, stub{})
-	served := make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	addr := make(chan string, 1)
+	served := make(chan error, 1)
 	go func() {
-		defer close(served)
-		_ = srv.Serve(l)
+		served <- loadgen.ServeBaseline(ctx, loadgen.BaselineGRPC, "127.0.0.1:0", func(a net.Addr) { addr <- a.String() })
 	}()
 	b.Cleanup(func() {
-		srv.Stop()
-		<-served
+		cancel()
+		if err := <-served; err != nil {
+			b.Error(err)
+		}
 	})
-	return l.Addr().String()
+	select {
+	case a := <-addr:
+		return a
+	case err := <-served:
+		b.Fatal(err)
+		return ""
+	}
 }
