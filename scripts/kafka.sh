@@ -203,8 +203,13 @@ EOF
 format_storage() {
   [[ -f "$DATA/meta.properties" ]] && return 0
   local id
-  # A Kafka Uuid: 16 random bytes, unpadded URL-safe base64.
-  id="$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')"
+  # A Kafka Uuid: 16 random bytes, unpadded URL-safe base64. One that
+  # starts with "-" would be read as an option by the format tool (as
+  # Kafka's own Uuid.randomUuid knows), so draw again.
+  id=-
+  while [[ "$id" == -* ]]; do
+    id="$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')"
+  done
   local scram=()
   if [[ "$SECURE" == 1 ]]; then
     local pass
