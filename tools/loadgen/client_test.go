@@ -64,44 +64,50 @@ func serveIngest(t *testing.T, svc ingestv1.IngestServiceServer) string {
 // would outlast --timeout ends undelivered, a failure of one event typed
 // client:UNDELIVERED, and is not in the ledger.
 func TestClientTargetRetries(t *testing.T) {
-	for _, tc := range []struct {
-		name       string
-		refusals   int
-		retryAfter time.Duration
-		accepted   int64 // of 30
-		retried    int64
-	}{
-		// Refused once, accepted 100 ms later.
-		{name: "retried then accepted", refusals: 1, retryAfter: 100 * time.Millisecond, accepted: 30, retried: 30},
-		// Retried once after 1.2 s; the next wait would pass the 2 s timeout.
-		{name: "undelivered", refusals: 100, retryAfter: 1200 * time.Millisecond, accepted: 0, retried: 30},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			addr := serveIngest(t, &bufferFullService{refusals: tc.refusals, retryAfter: tc.retryAfter, seen: map[string]int{}})
-			cfg := loadgen.NewDefaultConfig()
-			cfg.Target, cfg.Addr = loadgen.TargetClient, addr
-			cfg.EventsPerRequest, cfg.Events, cfg.Concurrency = 5, 30, 2
-			cfg.Duration, cfg.Timeout = time.Minute, 2*time.Second
-			_, rep, led := runLedgered(t, cfg)
-			undelivered := 30 - tc.accepted
-			if rep.Accepted != tc.accepted || rep.Answered != 6 || rep.Failures["client:UNDELIVERED"] != undelivered || rep.FailedEvents != undelivered {
-				t.Fatalf("accepted %d answered %d failures %v (%d events); want %d accepted of 6 answered requests, %d undelivered\nfirst error: %s",
-					rep.Accepted, rep.Answered, rep.Failures, rep.FailedEvents, tc.accepted, undelivered, rep.FirstError)
-			}
-			if got := int64(len(ledgerLines(t, led))); got != tc.accepted {
-				t.Fatalf("ledger has %d ids, want %d", got, tc.accepted)
-			}
-			c := rep.Client
-			if c == nil || c.Retried["BUFFER_FULL"] != tc.retried || c.RetriedEvents() != tc.retried || c.Undelivered["BUFFER_FULL"] != undelivered {
-				t.Fatalf("client stats %+v; want %d BUFFER_FULL retried, %d undelivered", c, tc.retried, undelivered)
-			}
-			if undelivered > 0 && !strings.Contains(rep.FirstError, "BUFFER_FULL") {
-				t.Fatalf("first error %q does not say why the event was undelivered", rep.FirstError)
-			}
-			var text strings.Builder
-			if err := rep.WriteText(&text); err != nil || !strings.Contains(text.String(), "30 events sent again: BUFFER_FULL=30") {
-				t.Fatalf("text report has no client line: %v\n%s", err, text.String())
-			}
-		})
+	run := func(t *testing.T, refusals int, retryAfter, timeout time.Duration, concurrency int) (*loadgen.Report, []string) {
+		addr := serveIngest(t, &bufferFullService{refusals: refusals, retryAfter: retryAfter, seen: map[string]int{}})
+		cfg := loadgen.NewDefaultConfig()
+		cfg.Target, cfg.Addr = loadgen.TargetClient, addr
+		cfg.EventsPerRequest, cfg.Events, cfg.Concurrency = 5, 30, concurrency
+		cfg.Duration, cfg.Timeout = time.Minute, timeout
+		_, rep, led := runLedgered(t, cfg)
+		return rep, ledgerLines(t, led)
 	}
+	t.Run("retried then accepted", func(t *testing.T) {
+		// Refused once, accepted 100 ms later.
+		rep, ledger := run(t, 1, 100*time.Millisecond, 2*time.Second, 2)
+		if rep.Accepted != 30 || rep.Answered != 6 || rep.FailedEvents != 0 || len(ledger) != 30 {
+			t.Fatalf("accepted %d answered %d failures %v, ledger %d; want all 30 accepted in 6 answered requests\nfirst error: %s",
+				rep.Accepted, rep.Answered, rep.Failures, len(ledger), rep.FirstError)
+		}
+		if c := rep.Client; c == nil || c.Retried["BUFFER_FULL"] != 30 || c.RetriedEvents() != 30 || len(c.Undelivered) != 0 {
+			t.Fatalf("client stats %+v; want 30 BUFFER_FULL retried, none undelivered", c)
+		}
+		var text strings.Builder
+		if err := rep.WriteText(&text); err != nil || !strings.Contains(text.String(), "30 events sent again: BUFFER_FULL=30") {
+			t.Fatalf("text report has no client line: %v\n%s", err, text.String())
+		}
+	})
+	t.Run("undelivered", func(t *testing.T) {
+		// Always refused, 300 ms each time, with a 500 ms timeout: an
+		// event is sent at most twice, then ends undelivered about 200 ms
+		// before its Publish's deadline. One worker, so no Publish waits
+		// behind another's hold for its whole timeout.
+		rep, ledger := run(t, 1000, 300*time.Millisecond, 500*time.Millisecond, 1)
+		failed := rep.Failures["client:UNDELIVERED"]
+		if rep.Accepted != 0 || len(ledger) != 0 || failed == 0 || rep.FailedEvents != failed || rep.Answered+rep.Timeouts != 6 {
+			t.Fatalf("accepted %d, ledger %d, failures %v (%d events), answered %d, timeouts %d; want none accepted, the answered events all client:UNDELIVERED, 6 requests in all\nfirst error: %s",
+				rep.Accepted, len(ledger), rep.Failures, rep.FailedEvents, rep.Answered, rep.Timeouts, rep.FirstError)
+		}
+		if c := rep.Client; c == nil || c.Retried["BUFFER_FULL"] == 0 || c.Undelivered["BUFFER_FULL"] != failed {
+			t.Fatalf("client stats %+v; want BUFFER_FULL retries, and the %d undelivered events undelivered for BUFFER_FULL", c, failed)
+		}
+		if !strings.Contains(rep.FirstError, "BUFFER_FULL") {
+			t.Fatalf("first error %q does not say why the event was undelivered", rep.FirstError)
+		}
+		var text strings.Builder
+		if err := rep.WriteText(&text); err != nil || !strings.Contains(text.String(), "events sent again: BUFFER_FULL=") {
+			t.Fatalf("text report has no client line: %v\n%s", err, text.String())
+		}
+	})
 }
