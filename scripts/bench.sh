@@ -2,9 +2,15 @@
 # scripts/bench.sh: sluice's standard benchmark matrix, as ratios against
 # baselines measured in the same run, written to BENCHMARKS.md.
 #
-#   scripts/bench.sh [--quick] [--profile] [--rounds N] [--tls]
+#   scripts/bench.sh [--quick] [--profile] [--rounds N] [--tls | --client]
 #
 #   --quick     one short round and a short overload (about two minutes)
+#   --client    only the Go client against raw gRPC: per round, one
+#               gateway loaded by the gRPC workload twice, once through
+#               `loadgen --target client` (package client: batching,
+#               retries) and once with `--target grpc`, in alternating
+#               order; prints its table and writes bench-out/client.md,
+#               not BENCHMARKS.md
 #   --tls       only the TLS comparison: per round, the gRPC and REST
 #               workloads against a plaintext gateway and a TLS one
 #               (ECDSA P-256 certificate from openssl), side by side;
@@ -31,12 +37,14 @@ cd "$ROOT"
 
 QUICK=0
 TLS_ONLY=0
+CLIENT_ONLY=0
 PROFILE=0
 ROUNDS=5
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--quick) QUICK=1 ;;
 	--tls) TLS_ONLY=1 ;;
+	--client) CLIENT_ONLY=1 ;;
 	--profile) PROFILE=1 ;;
 	--rounds)
 		[ $# -ge 2 ] || { echo "bench: --rounds needs a number" >&2; exit 2; }
@@ -44,7 +52,7 @@ while [ $# -gt 0 ]; do
 		shift
 		;;
 	-h | --help)
-		sed -n '2,24p' "$0"
+		sed -n '2,32p' "$0"
 		exit 0
 		;;
 	*)
@@ -55,6 +63,7 @@ while [ $# -gt 0 ]; do
 	shift
 done
 case "$ROUNDS" in '' | *[!0-9]*) echo "bench: --rounds must be a number" >&2; exit 2 ;; esac
+[ "$TLS_ONLY" = 1 ] && [ "$CLIENT_ONLY" = 1 ] && { echo "bench: --tls and --client are separate runs" >&2; exit 2; }
 
 if [ "$QUICK" = 1 ]; then
 	ROUNDS=1
@@ -414,12 +423,78 @@ tls_matrix() {
 	exit 0
 }
 
+# client_pair ROUND: one broker and gateway, a warm-up, then the gRPC
+# workload through the Go client and as raw Publish calls, one after the
+# other against the same gateway; odd rounds start with the client, even
+# rounds with grpc, so neither always meets the fresher gateway.
+client_pair() {
+	local round=$1 order=(client grpc) n
+	[ $((round % 2)) = 0 ] && order=(grpc client)
+	broker_up
+	gateway_up client false false 10m 0
+	loadgen "warm-pair-$round" "$LOAD_CPU" 1 --addr "$GW_GRPC" "${GRPC_ARGS[@]}" --duration "$WARM"
+	for n in "${order[@]}"; do
+		local args=("${GRPC_ARGS[@]}")
+		args[1]=$n
+		loadgen "pair-$n-$round" "$LOAD_CPU" 1 --addr "$GW_GRPC" "${args[@]}" --duration "$DUR" --watch-pid "$GW_PID"
+	done
+	stop "$GW_PID"
+	broker_down
+	check_clean "pair-client-$round"
+	local c=$CLEAN
+	check_clean "pair-grpc-$round"
+	[ "$c" = 1 ] || CLEAN=0
+}
+
+# client_matrix: the comparison of --client; the script ends after it.
+client_matrix() {
+	for round in $(seq 1 "$ROUNDS"); do
+		log "client round $round of $ROUNDS"
+		measure client_pair "$round"
+		for n in client grpc; do
+			record "$round" "$n.eps" "$(j "pair-$n-$round" .accepted_per_sec)"
+			record "$round" "$n.cpu" "$(j "pair-$n-$round" '.watched_cpu_per_event_ns / 1000')"
+			record "$round" "$n.util" "$(j "pair-$n-$round" '.watched.cpu_ns / .elapsed_ns')"
+			record "$round" "$n.self" "$(j "pair-$n-$round" '.self_cpu_per_event_ns / 1000')"
+			record "$round" "$n.p99" "$(j "pair-$n-$round" '.latency.p99_ns / 1e6')"
+		done
+		record "$round" client.reqs "$(j "pair-client-$round" '.client.requests / .requests')"
+		record "$round" client.retried "$(j "pair-client-$round" '[.client.retried // {} | .[]] | add // 0')"
+		record "$round" r.eps "$(awk -v a="$(j "pair-client-$round" .accepted_per_sec)" -v b="$(j "pair-grpc-$round" .accepted_per_sec)" 'BEGIN { print (b == 0 ? "nan" : a / b) }')"
+		record "$round" r.cpu "$(awk -v a="$(j "pair-client-$round" .watched_cpu_per_event_ns)" -v b="$(j "pair-grpc-$round" .watched_cpu_per_event_ns)" 'BEGIN { print (b == 0 ? "nan" : a / b) }')"
+	done
+	fmt() { awk -v v="$1" -v d="${2:-0}" 'BEGIN { printf "%.*f", d, v }'; }
+	rounds() { awk -v d="$2" '{ printf "%s%.*f", (NR > 1 ? " · " : ""), d, $1 }' "$WORK/m.$1"; }
+	{
+		echo "# The Go client against raw gRPC Publish"
+		echo
+		echo "\`scripts/bench.sh --client --rounds $ROUNDS\` on $STARTED: per round one gateway (CPU 0, GOMAXPROCS=1) and a $WARM warm-up,"
+		echo "then $DUR of each load (CPU 1, GOMAXPROCS=1), alternating which goes first: 100 \`examples.logs.v1.LogLine\` (~300 B binary)"
+		echo "per request, 64 keys, 16 workers, 2 connections. The client: MaxBatchEvents 100, MaxInFlight 16, default linger (5 ms)."
+		echo "Medians, and per round in round order."
+		echo
+		echo "| figure | client | grpc | client ÷ grpc |"
+		echo "|---|---|---|---|"
+		echo "| accepted events/s | $(fmt "$(median client.eps)") ($(rounds client.eps 0)) | $(fmt "$(median grpc.eps)") ($(rounds grpc.eps 0)) | $(fmt "$(median r.eps)" 3) ($(rounds r.eps 3)) |"
+		echo "| gateway CPU per event (µs) | $(fmt "$(median client.cpu)" 2) | $(fmt "$(median grpc.cpu)" 2) | $(fmt "$(median r.cpu)" 3) ($(rounds r.cpu 3)) |"
+		echo "| gateway's share of CPU 0 | $(fmt "$(median client.util)" 2) | $(fmt "$(median grpc.util)" 2) | |"
+		echo "| load generator CPU per event (µs) | $(fmt "$(median client.self)" 2) | $(fmt "$(median grpc.self)" 2) | |"
+		echo "| p99 latency of a request (ms) | $(fmt "$(median client.p99)" 1) | $(fmt "$(median grpc.p99)" 1) | |"
+		echo "| gateway requests per Publish; events retried | $(fmt "$(median client.reqs)" 2); $(rounds client.retried 0) | 1; — | |"
+		echo
+		echo "A client request is the caller's Publish: its latency includes the client's linger and retries (tools/loadgen doc.go)."
+	} >"$OUT/client.md"
+	cat "$OUT/client.md"
+	exit 0
+}
+
 log "building sluice"
 go build -tags sluicebench -o "$BIN" ./cmd/sluice
 KEY_HASH=$("$BIN" hash-key "$KEY")
 : >"$OUT/rounds.txt"
 STARTED=$(date -u +%FT%TZ)
 [ "$TLS_ONLY" = 1 ] && tls_matrix
+[ "$CLIENT_ONLY" = 1 ] && client_matrix
 
 for round in $(seq 1 "$ROUNDS"); do
 	log "round $round of $ROUNDS"

@@ -68,11 +68,33 @@ func TestLoadgenAgainstBaseline(t *testing.T) {
 	}
 }
 
+// TestLoadgenClientTarget: `sluice loadgen --target client --client-stream`
+// publishes through the Go client over PublishStream, and its JSON report
+// says what the client did.
+func TestLoadgenClientTarget(t *testing.T) {
+	out := background(t, "loadgen", "serve-baseline", "--kind", "grpc", "--addr", "127.0.0.1:0")
+	addr := waitFor(t, out, regexp.MustCompile(`listening on (\S+)`))[1]
+	var stdout strings.Builder
+	err := run(context.Background(), []string{"loadgen", "--target", "client", "--client-stream", "--addr", addr,
+		"--requests", "12", "--events-per-request", "5", "--concurrency", "3", "--connections", "2", "--json"}, &stdout, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep loadgen.Report
+	if err := json.Unmarshal([]byte(stdout.String()), &rep); err != nil {
+		t.Fatalf("report is not JSON: %v\n%s", err, stdout.String())
+	}
+	if rep.Target != "client" || rep.Requests != 12 || rep.Accepted != 60 || rep.Client == nil || !rep.Client.Stream || rep.Client.Requests < 12 {
+		t.Fatalf("target %s requests %d accepted %d client %+v; want client, 12, 60, 12+ stream requests", rep.Target, rep.Requests, rep.Accepted, rep.Client)
+	}
+}
+
 func TestLoadgenFlagErrors(t *testing.T) {
 	for _, args := range [][]string{
 		{"loadgen", "--target", "udp"},
 		{"loadgen", "--duration", "0s"},
 		{"loadgen", "--target", "rest", "--encoding", "binary"},
+		{"loadgen", "--client-stream"}, // on the default target, grpc
 		{"loadgen", "serve-baseline", "--kind", "ftp"},
 	} {
 		err := run(context.Background(), args, io.Discard, io.Discard)

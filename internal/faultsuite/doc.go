@@ -98,4 +98,52 @@
 // A line per such scenario follows the table: deliveries, acknowledged
 // (on a retry, DUPLICATE), refused 401 and 422, attempts, retries,
 // answers by status, and records verified again.
+//
+// # Clients
+//
+// Five scenarios (client_test.go) have sluice's Go client, package
+// client, as their load instead: a few clients over gRPC, each with
+// callers that hand events over with Send (one at a time, the result to a
+// callback) or Publish (a batch, waiting for the results), one in fifty
+// breaking its contract. The events have no id: the client gives each one
+// (UUIDv7), and the ledger records it from the result, so the checker
+// selects the scenario's rows by those ids rather than by the run's
+// prefix. They send as sources of their own, faults-client and
+// faults-client-limited (a bucket of 100 events filled at 300 a second).
+// Every event handed over must have exactly one final result, and:
+//
+//   - a success (ACCEPTED or DUPLICATE) is in the sink exactly once;
+//   - a permanent rejection (*client.RejectionError) is nowhere, and is
+//     the contract-breaking event's, SCHEMA_VIOLATION with its
+//     violations; no good event is refused, no broken one succeeds;
+//   - an undelivered event (*client.UndeliveredError) is one that was
+//     handed over and neither succeeded nor was refused. It may be in the
+//     sink, once: its request can reach the gateway and the answer be lost
+//     when Close's deadline cancels it. It is never there twice;
+//   - no attempt of an event begins before the retry_after the answer to
+//     its previous attempt asked for, as a unary interceptor on the
+//     clients' connections sees the requests and answers (not as the
+//     client reports itself); Metrics.Request counts what it sees.
+//
+// client-kafka-stopped stops Kafka under a gateway whose spool holds
+// 1 MiB: successes with durability LOCAL_DISK, then BUFFER_FULL, retried;
+// everything lands once Kafka is back. client-rate-limited runs four
+// clients of one caller each, publishing 50 events at a time against the
+// limited source: RATE_LIMITED is retried, and the requests stay within
+// (C+1)·A for C callers and A admitted requests (the derivation is in the
+// scenario). client-gateway-sigkill SIGKILLs the gateway twice: requests
+// go unanswered, events are sent again under their ids (Attempts > 1) and
+// land once. client-mixed-batch publishes batches with one event in seven
+// broken, each refused on its first attempt. client-close-during-outage
+// stops the gateway and closes every client with a second's deadline:
+// Close returns an *UndeliveredError naming exactly the undelivered
+// events, which are what was handed over less the successes and the
+// rejections; nothing else is undelivered in any client scenario.
+//
+// A line per client scenario follows: events handed over, succeeded
+// (accepted/duplicate), rejected, undelivered (of them in the sink),
+// handed-over ids in the sink, successes lost, ids twice in the sink,
+// results with Attempts > 1, events retried by reason (Metrics.Retry),
+// requests (Metrics.Request), LOCAL_DISK successes, and events the client
+// did not take (Send or Publish after Close began).
 package faultsuite

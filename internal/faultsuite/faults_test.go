@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -74,6 +75,9 @@ type scenario struct {
 	// in the sink (retryable dead letters drained back), not only when
 	// none is lost.
 	allInSink bool
+	// client, when set, is the scenario's load instead of load: clients
+	// of package client (client_test.go).
+	client *clientLoad
 }
 
 // TestIntegrationFaults runs every scenario against one system and prints
@@ -275,6 +279,8 @@ func TestIntegrationFaults(t *testing.T) {
 		},
 	}
 
+	scenarios = append(scenarios, clientScenarios(normalSpool)...)
+
 	if only := os.Getenv("SLUICE_FAULTS_ONLY"); only != "" {
 		// For working on some scenarios: a comma-separated list of names.
 		var keep []scenario
@@ -287,7 +293,7 @@ func TestIntegrationFaults(t *testing.T) {
 	}
 	s.startGateway(normalSpool, false)
 	s.addConsumer()
-	var table, hookLines []string
+	var table, hookLines, clientLines []string
 	for _, sc := range scenarios {
 		if sc.before != nil {
 			sc.before(s)
@@ -302,6 +308,11 @@ func TestIntegrationFaults(t *testing.T) {
 		if sc.load.hooks > 0 {
 			line := s.checkHooks(t, sc.name, l)
 			hookLines = append(hookLines, line)
+			t.Log(line)
+		}
+		if sc.client != nil {
+			line := s.checkClient(t, sc.name, *sc.client, l, r)
+			clientLines = append(clientLines, line)
 			t.Log(line)
 		}
 		if r.lost != 0 || r.dupInSink != 0 || r.rejectedFound != 0 {
@@ -342,6 +353,9 @@ func TestIntegrationFaults(t *testing.T) {
 		fmt.Println(line)
 	}
 	for _, line := range hookLines {
+		fmt.Println(line)
+	}
+	for _, line := range clientLines {
 		fmt.Println(line)
 	}
 }
@@ -437,6 +451,11 @@ type ledger struct {
 	// hooks is what the scenario's webhook senders saw; their deliveries'
 	// answers are in acked and rejected under (hookSource, webhook-id).
 	hooks hookTally
+	// ids are a client scenario's event ids, every one a client gave an
+	// event handed over (the checker selects them from the sink by it),
+	// and client what its clients were told; nil otherwise.
+	ids    map[string]bool
+	client *clientTally
 }
 
 func (l *ledger) record(source string, ev *ingestv1.Event, poison bool, r loadgen.EventResult) (retry bool) {
@@ -495,6 +514,16 @@ func (s *system) runScenario(sc scenario) *ledger {
 	l := &ledger{acked: map[string]bool{}, rejected: map[string]string{}, poison: map[string]bool{}, fullReasons: map[string]int{},
 		hooks: hookTally{byStatus: map[int]int{}, forged: map[string]bool{}}}
 	s.ledger = l
+	if sc.client != nil {
+		l.ids, l.client = map[string]bool{}, newClientTally()
+		var wg sync.WaitGroup
+		if sc.fault != nil {
+			wg.Go(func() { sc.fault(s) })
+		}
+		s.clientWork(*sc.client, time.Now().Add(sc.client.duration), l)
+		wg.Wait()
+		return l
+	}
 	if ld.hooks > 0 {
 		l.hooks.from = s.endOffsets(s.topic)
 	}
@@ -881,10 +910,11 @@ type result struct {
 	inSink, inDLQ, parked, lost       int
 	dupInSink, rejectedFound          int
 	poisonAcked, bufferFull           int
-	conflicts                         int // rows of the sink's conflicts table for the scenario
-	conflictsRefused                  int // copies with another payload the gateway refused
-	secondPayloads                    int // sink rows of the scenario holding a changed copy's payload
-	parkedWithEnvelope                int // parked records that carry the envelope and what refused them
+	conflicts                         int            // rows of the sink's conflicts table for the scenario
+	conflictsRefused                  int            // copies with another payload the gateway refused
+	secondPayloads                    int            // sink rows of the scenario holding a changed copy's payload
+	sinkRows                          map[string]int // the sink's rows per identity of the scenario, at the last look
+	parkedWithEnvelope                int            // parked records that carry the envelope and what refused them
 	// auditMismatch counts the decisions the audit table does not hold as
 	// the records say: a DLQ or parked record of an id counted in-dlq or
 	// parked without its row, an id in the sink without the one written
@@ -909,7 +939,10 @@ func (r result) String() string {
 // then counts.
 func (s *system) reconcile(name string, l *ledger, allInSink bool) result {
 	s.t.Helper()
-	prefix := fmt.Sprintf("%s-%s-", s.run, name)
+	scope := eventScope{prefix: fmt.Sprintf("%s-%s-", s.run, name)}
+	if l.ids != nil {
+		scope = eventScope{ids: l.ids}
+	}
 	// A refused conflict is a refusal of a copy, not of an identity: it
 	// counts as rejected, and its identity stays acknowledged.
 	r := result{name: name, sent: l.sent, acked: len(l.acked), rejected: len(l.rejected) + l.conflictsRefused, unanswered: l.unanswered,
@@ -921,7 +954,7 @@ func (s *system) reconcile(name string, l *ledger, allInSink bool) result {
 		// The sink before the audit table: a written row commits with its
 		// event's row. The DLQ and parked topics before it too: their
 		// records are durable before the consumer records the decision.
-		inSink = s.sinkIDs(prefix)
+		inSink = s.sinkIDs(scope)
 		dlqRecs, parkedRecs := map[string][]deadLetter{}, map[string][]deadLetter{}
 		inDLQ = s.topicIDs(s.topic+".dlq", func(rec *kgo.Record) {
 			key, dl := deadLetterOf(rec)
@@ -942,7 +975,7 @@ func (s *system) reconcile(name string, l *ledger, allInSink bool) result {
 				enveloped[key] = true
 			}
 		})
-		trails := s.auditTrails(prefix)
+		trails := s.auditTrails(scope)
 		r.lost, r.firstLost = 0, nil
 		r.auditMismatch, r.firstAuditMismatch = 0, nil
 		notInSink := 0
@@ -1002,8 +1035,9 @@ func (s *system) reconcile(name string, l *ledger, allInSink bool) result {
 			r.rejectedFound++
 		}
 	}
-	r.conflicts = s.sinkConflicts(prefix)
-	r.secondPayloads = s.sinkSecondPayloads(prefix)
+	r.conflicts = s.sinkConflicts(scope)
+	r.secondPayloads = s.sinkSecondPayloads(scope)
+	r.sinkRows = inSink
 	return r
 }
 
@@ -1164,12 +1198,12 @@ func trailString(trail []sink.AuditRow) string {
 // order, then those the consumer recorded in sluice.audit while the
 // table did not take them, with the columns a decision names (all but
 // sequence, decided_at, error, replay_id and replay_actor).
-func (s *system) auditTrails(prefix string) map[string][]sink.AuditRow {
+func (s *system) auditTrails(scope eventScope) map[string][]sink.AuditRow {
 	s.t.Helper()
-	out := s.auditTable(prefix)
+	out := s.auditTable(scope)
 	s.topicIDs(record.AuditTopic, func(rec *kgo.Record) {
 		d, err := dlq.ParseDecision(rec)
-		if err != nil || !strings.HasPrefix(d.EventID, prefix) {
+		if err != nil || !scope.has(d.EventID) {
 			return
 		}
 		row := d.Row()
@@ -1181,7 +1215,7 @@ func (s *system) auditTrails(prefix string) map[string][]sink.AuditRow {
 }
 
 // auditTable is auditTrails' read of the sink's audit table.
-func (s *system) auditTable(prefix string) map[string][]sink.AuditRow {
+func (s *system) auditTable(scope eventScope) map[string][]sink.AuditRow {
 	s.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -1193,7 +1227,7 @@ func (s *system) auditTable(prefix string) map[string][]sink.AuditRow {
 	defer conn.Close(context.Background())
 	rows, err := conn.Query(ctx, fmt.Sprintf(`SELECT source, event_id, action, topic, kafka_partition, kafka_offset, event_type,
 	consumer_group, sink, error_class, attempt, dlq_retries, retryable, detail
-FROM %s_audit WHERE event_id LIKE $1 ORDER BY source, event_id, sequence`, s.table), prefix+"%")
+FROM %s_audit WHERE %s ORDER BY source, event_id, sequence`, s.table, scope.where()), scope.arg())
 	if err != nil {
 		s.t.Logf("audit: %v (retrying)", err)
 		return map[string][]sink.AuditRow{}
@@ -1220,15 +1254,15 @@ FROM %s_audit WHERE event_id LIKE $1 ORDER BY source, event_id, sequence`, s.tab
 
 // sinkConflicts counts the rows of the sink's conflicts table for event
 // ids of the scenario: identities that arrived again with another payload.
-func (s *system) sinkConflicts(prefix string) int {
-	return s.sinkCount("sink conflicts", fmt.Sprintf("SELECT count(*) FROM %s_conflicts WHERE event_id LIKE $1", s.table), prefix+"%")
+func (s *system) sinkConflicts(scope eventScope) int {
+	return s.sinkCount("sink conflicts", fmt.Sprintf("SELECT count(*) FROM %s_conflicts WHERE %s", s.table, scope.where()), scope.arg())
 }
 
 // sinkSecondPayloads counts the sink table's rows for event ids of the
 // scenario that hold a changed copy's payload (changedMessage).
-func (s *system) sinkSecondPayloads(prefix string) int {
-	return s.sinkCount("sink payloads", fmt.Sprintf("SELECT count(*) FROM %s WHERE event_id LIKE $1 AND payload->>'message' LIKE $2", s.table),
-		prefix+"%", changedMessage+"%")
+func (s *system) sinkSecondPayloads(scope eventScope) int {
+	return s.sinkCount("sink payloads", fmt.Sprintf("SELECT count(*) FROM %s WHERE %s AND payload->>'message' LIKE $2", s.table, scope.where()),
+		scope.arg(), changedMessage+"%")
 }
 
 // sinkCount runs a count query on the sink's database; what names it in
@@ -1251,9 +1285,40 @@ func (s *system) sinkCount(what, query string, args ...any) int {
 	return n
 }
 
+// eventScope picks a scenario's events out of the sink's tables and
+// sluice.audit by event id: the ids that start with prefix (the load's,
+// <run>-<scenario>-...), or, when ids is set, exactly those (ids the
+// client made, UUIDv7s without a prefix).
+type eventScope struct {
+	prefix string
+	ids    map[string]bool
+}
+
+// where is the SQL condition on event_id, with arg as $1.
+func (e eventScope) where() string {
+	if e.ids != nil {
+		return "event_id = ANY($1)"
+	}
+	return "event_id LIKE $1"
+}
+
+func (e eventScope) arg() any {
+	if e.ids != nil {
+		return slices.Collect(maps.Keys(e.ids))
+	}
+	return e.prefix + "%"
+}
+
+func (e eventScope) has(id string) bool {
+	if e.ids != nil {
+		return e.ids[id]
+	}
+	return strings.HasPrefix(id, e.prefix)
+}
+
 // sinkIDs counts the sink table's rows per identity (source and event id)
 // of the scenario.
-func (s *system) sinkIDs(prefix string) map[string]int {
+func (s *system) sinkIDs(scope eventScope) map[string]int {
 	s.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -1263,7 +1328,7 @@ func (s *system) sinkIDs(prefix string) map[string]int {
 		return map[string]int{}
 	}
 	defer conn.Close(context.Background())
-	rows, err := conn.Query(ctx, fmt.Sprintf("SELECT source, event_id, count(*) FROM %s WHERE event_id LIKE $1 GROUP BY source, event_id", s.table), prefix+"%")
+	rows, err := conn.Query(ctx, fmt.Sprintf("SELECT source, event_id, count(*) FROM %s WHERE %s GROUP BY source, event_id", s.table, scope.where()), scope.arg())
 	if err != nil {
 		s.t.Logf("sink: %v (retrying)", err)
 		return map[string]int{}

@@ -142,9 +142,11 @@ func freeAddr(t *testing.T) string {
 
 // startGateway writes the gateway's config (spool cap and spool-first as
 // given) and starts it, waiting until /readyz answers 200. Besides the two
-// API-key sources it serves hookSource, a Standard Webhooks source whose
-// deliveries ({"type", "timestamp", "data"}, the spec's payload shape)
-// carry a LogLine in data.
+// API-key sources of the load it serves the client scenarios' two
+// (clientSource, and limitedSource with a rate of limitedRate events a
+// second and a bucket of limitedBurst) and hookSource, a Standard Webhooks
+// source whose deliveries ({"type", "timestamp", "data"}, the spec's
+// payload shape) carry a LogLine in data.
 func (s *system) startGateway(spoolCap int64, spoolFirst bool) {
 	s.t.Helper()
 	s.spoolCap = spoolCap
@@ -165,6 +167,14 @@ sources:
   - name: %[13]s
     key_hashes: [%[14]q]
     event_types: ["*"]
+  - name: %[19]s
+    key_hashes: [%[20]q]
+    event_types: ["*"]
+  - name: %[21]s
+    key_hashes: [%[22]q]
+    event_types: ["*"]
+    rate: %[23]v
+    burst: %[24]d
   - name: %[16]s
     event_types: [examples.logs.v1.LogLine]
     webhook:
@@ -197,7 +207,8 @@ admin:
   addr: %[15]s
 `, s.grpcAddr, s.httpAddr, s.topic, hashKey(apiKey), filepath.Join(s.root, "examples", "contracts.binpb"),
 		strings.Join(s.brokers, ", "), s.gatewaySpoolDir(), s.segmentBytes(spoolCap), spoolCap, spoolFirst,
-		maxEventBytes, sourceA, sourceB, hashKey(apiKeyB), s.adminAddr, hookSource, s.hookSecretFile, hookType)
+		maxEventBytes, sourceA, sourceB, hashKey(apiKeyB), s.adminAddr, hookSource, s.hookSecretFile, hookType,
+		clientSource, hashKey(clientKey), limitedSource, hashKey(limitedKey), limitedRate, limitedBurst)
 	path := filepath.Join(s.dir, "gateway.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		s.t.Fatal(err)

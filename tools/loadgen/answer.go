@@ -36,15 +36,30 @@ type EventResult struct {
 	Message string
 	// Conflict names the two payloads of an IDEMPOTENCY_CONFLICT.
 	Conflict *ingestv1.PayloadConflict
+	// Failure is set, with Outcome unset, when the target gave up on this
+	// event without an answer that settles it: the client target's
+	// *client.UndeliveredError (Code "client:UNDELIVERED"; Message says
+	// why). It is counted as a failure of one event.
+	Failure *Failure
 }
 
 // Failure is a whole-request refusal: Code is the transport's code
 // ("grpc:RESOURCE_EXHAUSTED", "http:429"), Reason the gateway's reason.
+// As an EventResult's Failure it is one event's: Code "client:UNDELIVERED".
 type Failure struct {
 	Code       string
 	Reason     string
 	Retryable  bool
 	RetryAfter time.Duration
+}
+
+// key is how the report counts the failure: "code/REASON", or the code
+// alone when there is no reason.
+func (f *Failure) key() string {
+	if f.Reason == "" {
+		return f.Code
+	}
+	return f.Code + "/" + f.Reason
 }
 
 // Acknowledged reports whether the event is durable for its source:

@@ -16,6 +16,7 @@ const (
 	TargetStream = "stream" // sluice.ingest.v1.IngestService/PublishStream
 	TargetREST   = "rest"   // POST /v1/events
 	TargetDirect = "direct" // franz-go straight to the broker
+	TargetClient = "client" // sluice's Go client (package client), over Publish or PublishStream
 )
 
 // Payload encodings.
@@ -27,9 +28,9 @@ const (
 // Config is one load generator run. NewDefaultConfig holds every default;
 // Validate names the first wrong field.
 type Config struct {
-	// Target is grpc, stream, rest or direct.
+	// Target is grpc, stream, rest, client or direct.
 	Target string
-	// Addr is the gateway's gRPC address (grpc, stream), its REST base URL
+	// Addr is the gateway's gRPC address (grpc, stream, client), its REST base URL
 	// or host:port (rest), or the comma-separated seed brokers (direct).
 	Addr string
 	// APIKey is sent as x-api-key (gRPC) or X-Api-Key (REST).
@@ -60,8 +61,13 @@ type Config struct {
 	Duration time.Duration
 	// Timeout bounds each request; a request unanswered by then is a timeout.
 	Timeout time.Duration
-	// Connections is the number of gRPC connections workers share.
+	// Connections is the number of gRPC connections workers share. The
+	// client target gives the client Addr this many times: one connection
+	// per address, requests round robin over them.
 	Connections int
+	// ClientStream makes the client target's client use PublishStream
+	// (client.UseStream) instead of Publish.
+	ClientStream bool
 	// Topic is where direct produces; empty: ingest.<EventType>.
 	Topic string
 	// Kafka is direct's connection (TLS, SASL); its brokers, when it
@@ -69,7 +75,7 @@ type Config struct {
 	Kafka kafkaconn.Config
 	// RunID prefixes every event id; ids are RunID-<counter>.
 	RunID string
-	// TLS, when on, makes the grpc, stream and rest targets speak TLS to
+	// TLS, when on, makes the grpc, stream, rest and client targets speak TLS to
 	// the gateway (and present a client certificate when one is set). Its
 	// flags: --tls, --tls-ca, --tls-cert, --tls-key, --tls-server-name;
 	// ServerName empty checks the host of Addr.
@@ -136,8 +142,8 @@ func NewDefaultConfig() Config {
 // Validate reports the first field out of range, by its flag name.
 func (c Config) Validate() error {
 	switch {
-	case c.Target != TargetGRPC && c.Target != TargetStream && c.Target != TargetREST && c.Target != TargetDirect:
-		return fieldErr("target", fmt.Sprintf("%q is not grpc, stream, rest or direct", c.Target))
+	case !validTarget(c.Target):
+		return fieldErr("target", fmt.Sprintf("%q is not grpc, stream, rest, client or direct", c.Target))
 	case c.Addr == "":
 		return fieldErr("addr", "must be set")
 	case c.EventType != TypeOrderPlaced && c.EventType != TypeLogLine:
@@ -172,9 +178,19 @@ func (c Config) Validate() error {
 	case (c.TLS.CertFile == "") != (c.TLS.KeyFile == ""):
 		return fieldErr("tls-cert", "a client certificate needs both --tls-cert and --tls-key")
 	case c.TLS.On() && c.Target == TargetDirect:
-		return fieldErr(c.tlsFlag(), "direct produces to Kafka over plaintext; TLS flags apply to grpc, stream and rest")
+		return fieldErr(c.tlsFlag(), "direct produces to Kafka over plaintext; TLS flags apply to grpc, stream, rest and client")
+	case c.ClientStream && c.Target != TargetClient:
+		return fieldErr("client-stream", fmt.Sprintf("applies to --target client only, not %s (use --target stream)", c.Target))
 	}
 	return nil
+}
+
+func validTarget(t string) bool {
+	switch t {
+	case TargetGRPC, TargetStream, TargetREST, TargetClient, TargetDirect:
+		return true
+	}
+	return false
 }
 
 // maxRequests is the count bound in requests; -1 when there is none.

@@ -1,7 +1,7 @@
 // Package loadgen is sluice's load generator: it sends events to a gateway
-// over gRPC Publish, gRPC PublishStream or REST, or produces the same
-// records straight to Kafka (direct, the floor of an event's cost), and
-// reports what came back. It also serves the transport baselines a
+// over gRPC Publish, gRPC PublishStream or REST, or through sluice's Go
+// client (package client), or produces the same records straight to Kafka
+// (direct, the floor of an event's cost), and reports what came back. It also serves the transport baselines a
 // gateway's figures are divided by (a plain net/http handler, a gRPC
 // IngestService that accepts at once).
 //
@@ -18,6 +18,34 @@
 // an open loop falls so far behind that requests due before the end were
 // never sent, the report counts them (Unsent) instead of dropping them.
 //
+// # The client target
+//
+// The client target measures what an application using the official
+// client gets: one client shared by the workers, each request a
+// client.Publish of its events, answered when every event has its final
+// result. The client is configured to match the other gRPC targets:
+// MaxBatchEvents = EventsPerRequest, MaxInFlight = Concurrency, room for
+// Concurrency requests' events, one connection per Connections (Addr given
+// that many times), EventTimeout = Timeout, the API key, TLS as the TLS
+// flags say (plaintext only to a loopback address), PublishStream with
+// ClientStream; its default Linger (5 ms), Backoff and MaxAttempts.
+// A rejection is REJECTED with its reason, as from the gateway; an event
+// the client gave up on (*client.UndeliveredError: its retries ran out,
+// or would outlast Timeout) is a failure of one event, client:UNDELIVERED.
+// The report's Client block counts the gateway requests the client made
+// and the events it retried and gave up on, by reason.
+//
+// What it blurs: a request is the caller's Publish, not a gateway
+// request. The client merges the events of concurrent Publish calls into
+// its batches and splits one Publish over several, so requests/s counts
+// Publish calls, and a request's latency includes the client's linger
+// (a batch not yet full waits up to Linger for more events), its queueing
+// behind MaxInFlight, and every retry and its backoff or retry_after. A
+// retryable refusal the client absorbed shows only in the Client block,
+// not in Rejected or Failures. A Publish cut off by Timeout is a timeout
+// even when some of its events were acknowledged; those are not in the
+// ledger.
+//
 // # What is guaranteed
 //
 //   - Event ids are unique: RunID-<n>, n counting from 0 in send order.
@@ -33,7 +61,7 @@
 //
 // # What it does not do
 //
-// It does not retry: a refused request is counted, not resent. It does not
-// check what reached Kafka; a fault suite reconciles the ledger with the
-// topic for that.
+// It does not retry, except inside the client target's client: a refused
+// request is counted, not resent. It does not check what reached Kafka; a
+// fault suite reconciles the ledger with the topic for that.
 package loadgen

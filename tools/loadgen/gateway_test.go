@@ -51,20 +51,24 @@ func ledgerLines(t *testing.T, s string) []string {
 }
 
 // TestLedgerHasExactlyTheAcknowledged runs against a real gateway over
-// every transport, with every 4th event breaking its contract: the ledger
-// lists exactly the accepted events, and the counts add up.
+// every transport, and through the Go client over both of its, with every
+// 4th event breaking its contract: the ledger lists exactly the accepted
+// events, and the counts add up.
 func TestLedgerHasExactlyTheAcknowledged(t *testing.T) {
 	g := startGateway(t)
 	for _, tc := range []struct {
-		target, encoding, typ string
+		name, target, encoding, typ string
+		clientStream                bool
 	}{
-		{loadgen.TargetGRPC, loadgen.EncodingBinary, loadgen.TypeLogLine},
-		{loadgen.TargetStream, loadgen.EncodingJSON, loadgen.TypeLogLine},
-		{loadgen.TargetREST, loadgen.EncodingJSON, loadgen.TypeOrderPlaced},
+		{"grpc", loadgen.TargetGRPC, loadgen.EncodingBinary, loadgen.TypeLogLine, false},
+		{"stream", loadgen.TargetStream, loadgen.EncodingJSON, loadgen.TypeLogLine, false},
+		{"rest", loadgen.TargetREST, loadgen.EncodingJSON, loadgen.TypeOrderPlaced, false},
+		{"client", loadgen.TargetClient, loadgen.EncodingBinary, loadgen.TypeLogLine, false},
+		{"client-stream", loadgen.TargetClient, loadgen.EncodingJSON, loadgen.TypeOrderPlaced, true},
 	} {
-		t.Run(tc.target, func(t *testing.T) {
+		t.Run(tc.name, func(t *testing.T) {
 			cfg := loadgen.NewDefaultConfig()
-			cfg.Target, cfg.Encoding, cfg.EventType = tc.target, tc.encoding, tc.typ
+			cfg.Target, cfg.Encoding, cfg.EventType, cfg.ClientStream = tc.target, tc.encoding, tc.typ, tc.clientStream
 			cfg.Addr = g.srv.GRPCAddr()
 			if tc.target == loadgen.TargetREST {
 				cfg.Addr = g.srv.HTTPAddr()
@@ -85,6 +89,16 @@ func TestLedgerHasExactlyTheAcknowledged(t *testing.T) {
 			}
 			if rep.Accepted != int64(len(want)) || rep.Rejected["SCHEMA_VIOLATION"] != 205-int64(len(want)) || rep.Requests != 21 {
 				t.Fatalf("accepted %d rejected %v requests %d", rep.Accepted, rep.Rejected, rep.Requests)
+			}
+			if tc.target != loadgen.TargetClient {
+				if rep.Client != nil {
+					t.Fatalf("client stats on target %s: %+v", tc.target, rep.Client)
+				}
+				return
+			}
+			// Rejections are permanent: nothing retried, nothing given up.
+			if c := rep.Client; c == nil || c.Stream != tc.clientStream || c.Requests < 21 || c.RetriedEvents() != 0 || len(c.Undelivered) != 0 {
+				t.Fatalf("client stats %+v; want %d+ requests, stream %v, nothing retried or undelivered", rep.Client, 21, tc.clientStream)
 			}
 		})
 	}

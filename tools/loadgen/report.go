@@ -37,7 +37,8 @@ type Report struct {
 	// FirstRejection is one rejection's reason and message, to explain them.
 	FirstRejection string `json:"first_rejection,omitempty"`
 	// Failures are whole-request refusals by "code/REASON"; FailedEvents
-	// the events they carried.
+	// the events they carried. An event the client target gave up on
+	// (client:UNDELIVERED) counts as a failure carrying one event.
 	Failures     map[string]int64 `json:"failures"`
 	FailedEvents int64            `json:"failed_events"`
 	// Requests without an answer: Timeouts passed their deadline while the
@@ -54,6 +55,9 @@ type Report struct {
 	// RetryableWithoutWait counts retryable refusals (per event or whole
 	// request) that came without a retry_after: each is a contract breach.
 	RetryableWithoutWait int64 `json:"retryable_without_wait"`
+	// Client is what the official client did under the client target:
+	// its gateway requests, and the events it retried or gave up on.
+	Client *ClientStats `json:"client,omitempty"`
 
 	AcceptedPerSec float64 `json:"accepted_per_sec"`
 	RequestsPerSec float64 `json:"requests_per_sec"`
@@ -128,6 +132,14 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	if r.RetryableWithoutWait > 0 {
 		fmt.Fprintf(&b, "          %d retryable refusals came without retry_after\n", r.RetryableWithoutWait)
+	}
+	if c := r.Client; c != nil {
+		api := "Publish"
+		if c.Stream {
+			api = "PublishStream"
+		}
+		fmt.Fprintf(&b, "client    %d gateway requests (%s); %d events sent again: %s; undelivered %s\n",
+			c.Requests, api, c.RetriedEvents(), counts(c.Retried), counts(c.Undelivered))
 	}
 	fmt.Fprintf(&b, "latency   %s\n", r.Latency)
 	fmt.Fprintf(&b, "cpu       self %s (%s/event)", round(r.SelfCPU), r.SelfCPUPerEvent)

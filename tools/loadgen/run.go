@@ -64,6 +64,11 @@ func Run(ctx context.Context, cfg Config, gen *Generator, target Target, opts ..
 		}
 	}
 	cpu0 := selfCPU()
+	cs, hasClient := target.(clientStatser)
+	var client0 ClientStats
+	if hasClient {
+		client0 = cs.clientStats()
+	}
 
 	r := &runner{cfg: cfg, gen: gen, target: target, clock: o.clock, ledger: led, maxRequests: cfg.maxRequests()}
 	if cfg.Rate > 0 {
@@ -90,6 +95,10 @@ func Run(ctx context.Context, cfg Config, gen *Generator, target Target, opts ..
 	}
 	rep := r.report(total)
 	rep.SelfCPU = selfCPU() - cpu0
+	if hasClient {
+		st := cs.clientStats().since(client0)
+		rep.Client = &st
+	}
 	var runErr error
 	if w != nil {
 		stats, err := w.stop()
@@ -191,11 +200,7 @@ func newTally() *tally {
 func (t *tally) answer(a Answer, n int) {
 	t.answered++
 	if f := a.Failure; f != nil {
-		key := f.Code
-		if f.Reason != "" {
-			key += "/" + f.Reason
-		}
-		t.failures[key]++
+		t.failures[f.key()]++
 		t.failedEvents += int64(n)
 		if f.Retryable && f.RetryAfter <= 0 {
 			t.retryableNoWait++
@@ -203,6 +208,16 @@ func (t *tally) answer(a Answer, n int) {
 		return
 	}
 	for _, r := range a.Results {
+		if r.Failure != nil {
+			// One event given up on, not a gateway answer: a failure
+			// carrying one event.
+			t.failures[r.Failure.key()]++
+			t.failedEvents++
+			if t.firstError == "" {
+				t.firstError = r.Message
+			}
+			continue
+		}
 		switch r.Outcome {
 		case ingestv1.Outcome_ACCEPTED:
 			t.accepted++

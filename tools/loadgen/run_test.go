@@ -258,6 +258,9 @@ func TestConfigValidate(t *testing.T) {
 		{"duration", func(c *Config) { c.Duration = 0 }},
 		{"timeout", func(c *Config) { c.Timeout = 0 }},
 		{"connections", func(c *Config) { c.Connections = 0 }},
+		{"target", func(c *Config) { c.Target = "Client" }},
+		{"client-stream", func(c *Config) { c.ClientStream = true }},                         // on grpc
+		{"client-stream", func(c *Config) { c.Target, c.ClientStream = TargetStream, true }}, // stream is not the client
 	} {
 		cfg := NewDefaultConfig()
 		tc.edit(&cfg)
@@ -269,6 +272,17 @@ func TestConfigValidate(t *testing.T) {
 	}
 	if err := NewDefaultConfig().Validate(); err != nil {
 		t.Fatalf("defaults: %v", err)
+	}
+	for _, edit := range []func(*Config){
+		func(c *Config) { c.Target = TargetClient },
+		func(c *Config) { c.Target, c.ClientStream = TargetClient, true },
+		func(c *Config) { c.Target, c.Encoding, c.TLS.Enabled = TargetClient, EncodingJSON, true },
+	} {
+		cfg := NewDefaultConfig()
+		edit(&cfg)
+		if err := cfg.Validate(); err != nil {
+			t.Errorf("%+v: %v", cfg, err)
+		}
 	}
 }
 

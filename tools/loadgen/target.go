@@ -38,10 +38,12 @@ func NewTarget(cfg Config, gen *Generator) (Target, error) {
 		return newGRPCTarget(cfg)
 	case TargetREST:
 		return newRESTTarget(cfg)
+	case TargetClient:
+		return newClientTarget(cfg)
 	case TargetDirect:
 		return newDirectTarget(cfg, gen)
 	}
-	return nil, fieldErr("target", fmt.Sprintf("%q is not grpc, stream, rest or direct", cfg.Target))
+	return nil, fieldErr("target", fmt.Sprintf("%q is not grpc, stream, rest, client or direct", cfg.Target))
 }
 
 // grpcTarget shares Connections connections among its senders.
@@ -64,8 +66,7 @@ func newGRPCTarget(cfg Config) (*grpcTarget, error) {
 		creds = credentials.NewTLS(tc)
 	}
 	for range cfg.Connections {
-		conn, err := grpc.NewClient(cfg.Addr, grpc.WithTransportCredentials(creds),
-			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20)))
+		conn, err := grpc.NewClient(cfg.Addr, grpc.WithTransportCredentials(creds), grpcRecvLimit())
 		if err != nil {
 			t.Close()
 			return nil, fmt.Errorf("loadgen: grpc %s: %w", cfg.Addr, err)
@@ -73,6 +74,11 @@ func newGRPCTarget(cfg Config) (*grpcTarget, error) {
 		t.conns = append(t.conns, conn)
 	}
 	return t, nil
+}
+
+// grpcRecvLimit lets the gRPC targets read the answer to a large batch.
+func grpcRecvLimit() grpc.DialOption {
+	return grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64 << 20))
 }
 
 func (t *grpcTarget) NewSender() (Sender, error) {

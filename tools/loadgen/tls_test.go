@@ -13,7 +13,7 @@ import (
 	"github.com/sluicehq/sluice/tools/loadgen"
 )
 
-// The grpc, stream and rest targets speak TLS to a gateway whose listeners
+// The grpc, stream, rest and client targets speak TLS to a gateway whose listeners
 // do, verify it with --tls-ca, and present a client certificate that a
 // gateway requiring one maps to a source; without the CA nothing is
 // answered.
@@ -33,7 +33,7 @@ func TestTargetsSpeakTLS(t *testing.T) {
 	})
 	withCert := tlsfiles.ClientConfig{CAFile: filepath.Join(dir, "ca.pem"), CertFile: filepath.Join(dir, "client.pem"), KeyFile: filepath.Join(dir, "client-key.pem")}
 
-	for _, target := range []string{loadgen.TargetGRPC, loadgen.TargetStream, loadgen.TargetREST} {
+	for _, target := range []string{loadgen.TargetGRPC, loadgen.TargetStream, loadgen.TargetREST, loadgen.TargetClient} {
 		t.Run(target, func(t *testing.T) {
 			cfg := loadgen.NewDefaultConfig()
 			cfg.Target, cfg.Requests, cfg.Concurrency, cfg.EventsPerRequest = target, 5, 2, 10
@@ -50,6 +50,18 @@ func TestTargetsSpeakTLS(t *testing.T) {
 			}
 			// The system roots do not know the test CA.
 			cfg.APIKey, cfg.TLS, cfg.Duration = testKey, tlsfiles.ClientConfig{Enabled: true}, 5*time.Second
+			if target == loadgen.TargetClient {
+				// The client retries the handshake's failure until the
+				// timeout, then answers the events undelivered (a Publish
+				// whose deadline comes first is a timeout).
+				cfg.Timeout = time.Second
+				rep := runLoad(t, cfg)
+				if rep.Accepted != 0 || rep.Failures["client:UNDELIVERED"] == 0 || rep.FailedEvents+rep.UnansweredEvents != rep.Events || !strings.Contains(rep.FirstError, "certificate") {
+					t.Fatalf("unverified gateway: accepted %d, failed %d and unanswered %d of %d events, first error %q",
+						rep.Accepted, rep.FailedEvents, rep.UnansweredEvents, rep.Events, rep.FirstError)
+				}
+				return
+			}
 			if rep := runLoad(t, cfg); rep.Answered != 0 || !strings.Contains(rep.FirstError, "certificate") {
 				t.Fatalf("unverified gateway: answered %d, first error %q", rep.Answered, rep.FirstError)
 			}
