@@ -253,6 +253,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.ready.Stop()
 	}
 	s.health.Shutdown()
+	s.svc.drain()
 	httpErr := s.http.Shutdown(ctx)
 	stopped := make(chan struct{})
 	go func() { s.grpc.GracefulStop(); close(stopped) }()

@@ -9,8 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
+	"google.golang.org/grpc/status"
 
 	"github.com/sluicehq/sluice/contract"
 	"github.com/sluicehq/sluice/examples"
@@ -163,4 +166,51 @@ func TestShutdownBeforeStartClosesListeners(t *testing.T) {
 		}
 		lis.Close()
 	}
+}
+
+// TestShutdownEndsIdleStreams: a PublishStream that has been answered and
+// sends nothing more does not hold a shutdown to its deadline, which is
+// far beyond the stream's idle bound here: the stream ends UNAVAILABLE,
+// with a retry delay, saying the gateway is shutting down, and the
+// shutdown is graceful (nil), not cut off at its deadline.
+func TestShutdownEndsIdleStreams(t *testing.T) {
+	h := newHarness(t, harnessOpts{config: func(c *gateway.Config) { c.Limits.StreamIdleTimeout = 10 * time.Minute }})
+	ctx, cancel := context.WithTimeout(withKey(context.Background(), keyAll), time.Minute)
+	defer cancel()
+	stream, err := h.client.PublishStream(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := ev{ID: "drain-stream-1", Type: typeLog, Key: "svc", At: h.clock.Now(), JSON: examples.LogLineJSON}
+	if err := stream.Send(&ingestv1.PublishStreamRequest{BatchId: 1, Events: []*ingestv1.Event{e.proto()}}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := stream.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantOutcomes(t, out.GetResults(), ingestv1.Outcome_ACCEPTED)
+
+	shutCtx, shutCancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer shutCancel()
+	shut := make(chan error, 1)
+	go func() { shut <- h.srv.Shutdown(shutCtx) }()
+	_, err = stream.Recv()
+	if status.Code(err) != codes.Unavailable || errorInfo(err).GetReason() != "UNAVAILABLE" ||
+		!strings.Contains(status.Convert(err).Message(), "shutting down") || retryDelay(err) <= 0 {
+		t.Fatalf("idle stream at shutdown ended with %v, want UNAVAILABLE, shutting down, with a retry delay", err)
+	}
+	if err := <-shut; err != nil || shutCtx.Err() != nil {
+		t.Fatalf("shutdown: %v (its deadline: %v), want it graceful", err, shutCtx.Err())
+	}
+}
+
+// retryDelay is the RetryInfo delay of a gRPC error; 0 without one.
+func retryDelay(err error) time.Duration {
+	for _, d := range status.Convert(err).Details() {
+		if ri, ok := d.(*errdetails.RetryInfo); ok {
+			return ri.GetRetryDelay().AsDuration()
+		}
+	}
+	return 0
 }

@@ -69,8 +69,13 @@ type Service struct {
 	// streamWorkers are the streams' readers and senders, which outlive
 	// their handler until the stream is closed.
 	streamWorkers sync.WaitGroup
-	receiving     receiving
-	streams       streamSlots
+	// draining is closed when the server starts shutting down: streams
+	// stop reading batches, answer those in flight and end, so that a
+	// client's idle stream does not hold the shutdown to its deadline.
+	draining  chan struct{}
+	drainOnce sync.Once
+	receiving receiving
+	streams   streamSlots
 	// conflictLog paces the log lines of IDEMPOTENCY_CONFLICT refusals
 	// (every one is counted in sluice_events_total); conflictsUnlogged
 	// counts those it held back since the last line.
@@ -144,6 +149,7 @@ func New(cfg Config, contracts *contract.Versions, pub Admitter, opts ...Option)
 		memory:         newMemoryBudget(cfg.RequestMemory() / 2),
 		streamMemory:   newMemoryBudget(cfg.RequestMemory() / 2),
 		conflictLog:    rate.NewLimiter(conflictLogRate, conflictLogBurst),
+		draining:       make(chan struct{}),
 	}
 	registry := contracts.Registry()
 	for _, t := range registry.Types() {

@@ -59,6 +59,11 @@ func (w *streamWatch) stop() { w.timer.Stop() }
 // other streams waiting (until StreamIdleTimeout ends them), never
 // requests.
 //
+// When the server shuts down (Service.drain), a stream stops reading
+// batches, answers those in flight and ends UNAVAILABLE with a retry
+// delay, so that a client's idle stream does not hold the shutdown to its
+// deadline; a batch it had not read has no answer and is sent again.
+//
 // The stream is read and written by two goroutines of its own, so that
 // the handler can end a stream that makes no progress with a typed answer:
 // gRPC answers for itself when a receive fails, and a send to a client
@@ -140,6 +145,7 @@ func (s *Service) publishStream(stream grpc.ServerStream) error {
 	}()
 
 	var recvErr error
+	drained := false
 recv:
 	for {
 		if err := windowBytes.Acquire(waits, maxCharge); err != nil {
@@ -163,6 +169,11 @@ recv:
 		case r = <-got:
 		case <-waits.Done():
 			break recv // the reader hands r's charge back
+		case <-s.draining:
+			// The batch being read, if any, is not judged: the client
+			// has no answer for it and sends it again.
+			drained = true
+			break recv // the reader hands r's charge back when the stream ends
 		}
 		if r.err == nil && r.in.failure != nil {
 			r.err = r.in.failure
@@ -204,6 +215,10 @@ recv:
 	case <-waits.Done():
 	}
 	switch {
+	case drained && err == nil:
+		s.metrics.requests.WithLabelValues("grpc-stream", ingestv1.Reason_UNAVAILABLE.String()).Inc()
+		return &Failure{Reason: ingestv1.Reason_UNAVAILABLE, RetryAfter: s.cfg.UnavailableRetryAfter,
+			Message: "the gateway is shutting down: the batches answered before this are final, send the rest again"}
 	case watch.fired.Load():
 		s.metrics.streamsIdle.Inc()
 		return &Failure{Reason: ingestv1.Reason_UNAVAILABLE, RetryAfter: s.cfg.UnavailableRetryAfter,
@@ -230,3 +245,6 @@ func (s *Service) judgeStreamBatch(ctx context.Context, src *source, b *batch) [
 	s.metrics.requestEvents.Observe(float64(len(b.events)))
 	return s.judge(ctx, src, b)
 }
+
+// drain tells the streams the server is shutting down; see publishStream.
+func (s *Service) drain() { s.drainOnce.Do(func() { close(s.draining) }) }
