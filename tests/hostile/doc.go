@@ -9,7 +9,7 @@
 // SLUICE_HOSTILE=1, so `go test ./...` stays fast; -run TestHostileLoad
 // runs both:
 //
-//	SLUICE_HOSTILE=1 go test -count=1 -v -run TestHostileLoad -timeout 15m ./internal/hostile
+//	SLUICE_HOSTILE=1 go test -count=1 -v -run TestHostileLoad -timeout 15m ./tests/hostile
 //
 // It builds cmd/sluice from this tree, or runs the binary named by
 // SLUICE_HOSTILE_BINARY, so the same load can be run against another
