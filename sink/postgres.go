@@ -25,6 +25,18 @@ import (
 // (identity, fingerprint) order, so that concurrent batches sharing
 // identities take their locks in the same order and cannot deadlock one
 // another.
+//
+// The unnest statement measured on par with or faster than a pgx.Batch of
+// one INSERT per event (BenchmarkIntegrationPostgresInsert) from 10 to
+// 1000 events a batch (up to 2.5 times at 100), slower only for a batch of
+// one. A batch of new events takes three round trips besides BEGIN and
+// COMMIT. The audit rows cost: against the layout without them (version
+// 2), in one run on a loopback server, BenchmarkIntegrationPostgresWrite
+// measured 54% of the throughput at 100 events a batch (43 µs an event
+// against 23) and about half at one event a batch (0.6 to 0.9 ms a batch
+// against 0.3 to 0.5), and BenchmarkSQLiteWrite 36% at 100 events a batch
+// with synchronous=normal and 45% with full: a second row, with two
+// indexes, in the event's own transaction.
 type Postgres struct {
 	pool                    *pgxpool.Pool
 	table, conflicts, audit string // quoted
