@@ -62,7 +62,7 @@
 // sluice_sink_migrations and refuse a table at another version than
 // theirs (SQLiteSchemaVersion, PostgresSchemaVersion). OpenSQLite creates
 // a missing table; PostgreSQL tables are created by Migrate (sluice sink
-// migrate; PostgresDDL prints the statements), and MigrateSQLite brings
+// migrate), and MigrateSQLite brings
 // an older file up. Every migration statement is idempotent. Upgrading
 // PostgreSQL: stop the older consumers, run sluice sink migrate, start
 // the new ones. Events stored before version 3 have no audit rows.

@@ -164,10 +164,10 @@ const migrationsTable = `CREATE TABLE IF NOT EXISTS sluice_sink_migrations (
 // calls (two CREATE TABLE IF NOT EXISTS can otherwise race).
 const migrateLockKey = 0x736c7569636531 // "sluice1"
 
-// PostgresDDL returns every statement Migrate runs for table, in order,
+// postgresDDL returns every statement Migrate runs for table, in order,
 // each version's followed by the row that records it, for an operator who
 // applies the schema by hand.
-func PostgresDDL(table string) (string, error) {
+func postgresDDL(table string) (string, error) {
 	if !validIdentifier(table) {
 		return "", bad("postgres.table", "must be a lowercase identifier ([a-z_][a-z0-9_]*, at most %d bytes), got %q", maxTableNameLen, table)
 	}
@@ -756,13 +756,13 @@ func (p *Postgres) Count(ctx context.Context) (int64, error) {
 	return n, nil
 }
 
-// Get returns the row of identity (source, id), or ErrNotFound.
+// Get returns the row of identity (source, id), or errNotFound.
 func (p *Postgres) Get(ctx context.Context, source, id string) (Row, error) {
 	var r Row
 	err := p.pool.QueryRow(ctx, "SELECT "+rowColumns+" FROM "+p.table+" WHERE source = $1 AND event_id = $2",
 		source, id).Scan(rowTargets(&r)...)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Row{}, ErrNotFound
+		return Row{}, errNotFound
 	}
 	if err != nil {
 		return Row{}, fmt.Errorf("sink: postgres: get: %w", err)
