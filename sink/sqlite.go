@@ -746,14 +746,14 @@ func (s *SQLite) Count(ctx context.Context) (int64, error) {
 	return n, nil
 }
 
-// Get returns the row of identity (source, id), or ErrNotFound.
+// Get returns the row of identity (source, id), or errNotFound.
 func (s *SQLite) Get(ctx context.Context, source, id string) (Row, error) {
 	rows, err := s.query(ctx, "SELECT "+rowColumns+" FROM "+s.table+" WHERE source = ? AND event_id = ?", source, id)
 	if err != nil {
 		return Row{}, err
 	}
 	if len(rows) == 0 {
-		return Row{}, ErrNotFound
+		return Row{}, errNotFound
 	}
 	return rows[0], nil
 }

@@ -14,15 +14,15 @@ import (
 	"time"
 )
 
-// Peak is the largest of a series of samples and how many were taken.
-type Peak struct {
+// peak is the largest of a series of samples and how many were taken.
+type peak struct {
 	mu      sync.Mutex
 	max     int64
 	samples int
 	failed  int
 }
 
-func (p *Peak) observe(v int64, err error) {
+func (p *peak) observe(v int64, err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if err != nil {
@@ -33,18 +33,18 @@ func (p *Peak) observe(v int64, err error) {
 	p.max = max(p.max, v)
 }
 
-// Value is the largest sample, with the number of samples taken and of
+// value is the largest sample, with the number of samples taken and of
 // those that failed.
-func (p *Peak) Value() (peak int64, samples, failed int) {
+func (p *peak) value() (peak int64, samples, failed int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.max, p.samples, p.failed
 }
 
-// Sample calls read now and every interval until ctx ends, keeping the
+// sample calls read now and every interval until ctx ends, keeping the
 // largest value in p; a read that ctx's end cut off is not counted. It
 // returns when ctx ends: the caller runs it in a goroutine it waits for.
-func Sample(ctx context.Context, every time.Duration, p *Peak, read func(context.Context) (int64, error)) {
+func sample(ctx context.Context, every time.Duration, p *peak, read func(context.Context) (int64, error)) {
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
@@ -61,14 +61,14 @@ func Sample(ctx context.Context, every time.Duration, p *Peak, read func(context
 	}
 }
 
-// Admin reads a gateway's admin listener; Pprof must be on for ForceGC.
-type Admin struct {
+// adminProbe reads a gateway's admin listener; Pprof must be on for forceGC.
+type adminProbe struct {
 	Addr   string // host:port
 	Client *http.Client
 }
 
-// Runtime is what the gateway's Go runtime says of itself on /metrics.
-type Runtime struct {
+// runtimeFigures is what the gateway's Go runtime says of itself on /metrics.
+type runtimeFigures struct {
 	HeapAlloc  int64 // go_memstats_heap_alloc_bytes: bytes of live and not yet swept heap objects
 	Goroutines int64 // go_goroutines
 	// IdleStreamsClosed is sluice_streams_idle_closed_total, or -1 for a
@@ -76,8 +76,8 @@ type Runtime struct {
 	IdleStreamsClosed int64
 }
 
-// Ready is nil once /readyz answers 200.
-func (a Admin) Ready(ctx context.Context) error {
+// ready is nil once /readyz answers 200.
+func (a adminProbe) ready(ctx context.Context) error {
 	body, err := a.get(ctx, "/readyz")
 	if err != nil {
 		return fmt.Errorf("%w: %s", err, strings.TrimSpace(string(body)))
@@ -85,25 +85,25 @@ func (a Admin) Ready(ctx context.Context) error {
 	return nil
 }
 
-// ForceGC runs a garbage collection in the gateway: a heap profile asked
+// forceGC runs a garbage collection in the gateway: a heap profile asked
 // for with gc=1 is taken after one. The profile is discarded.
-func (a Admin) ForceGC(ctx context.Context) error {
+func (a adminProbe) forceGC(ctx context.Context) error {
 	_, err := a.get(ctx, "/debug/pprof/heap?gc=1")
 	return err
 }
 
-// Runtime reads the heap and goroutine gauges from /metrics.
-func (a Admin) Runtime(ctx context.Context) (Runtime, error) {
+// runtime reads the heap and goroutine gauges from /metrics.
+func (a adminProbe) runtime(ctx context.Context) (runtimeFigures, error) {
 	body, err := a.get(ctx, "/metrics")
 	if err != nil {
-		return Runtime{}, err
+		return runtimeFigures{}, err
 	}
 	return parseRuntime(body)
 }
 
-// Series reads from /metrics every sample of the metrics named, by its
+// series reads from /metrics every sample of the metrics named, by its
 // series as the text format writes it: name{label="value",...}.
-func (a Admin) Series(ctx context.Context, names ...string) (map[string]float64, error) {
+func (a adminProbe) series(ctx context.Context, names ...string) (map[string]float64, error) {
 	body, err := a.get(ctx, "/metrics")
 	if err != nil {
 		return nil, err
@@ -142,8 +142,8 @@ func parseSeries(body []byte, names []string) (map[string]float64, error) {
 }
 
 // parseRuntime finds the two gauges in the Prometheus text format.
-func parseRuntime(body []byte) (Runtime, error) {
-	r := Runtime{IdleStreamsClosed: -1}
+func parseRuntime(body []byte) (runtimeFigures, error) {
+	r := runtimeFigures{IdleStreamsClosed: -1}
 	var heap, goroutines bool
 	sc := bufio.NewScanner(bytes.NewReader(body))
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
@@ -165,22 +165,22 @@ func parseRuntime(body []byte) (Runtime, error) {
 		}
 		v, err := strconv.ParseFloat(value, 64)
 		if err != nil {
-			return Runtime{}, fmt.Errorf("hostile: /metrics: %s %q is not a number", name, value)
+			return runtimeFigures{}, fmt.Errorf("hostile: /metrics: %s %q is not a number", name, value)
 		}
 		*dst = int64(v)
 	}
 	if err := sc.Err(); err != nil {
-		return Runtime{}, fmt.Errorf("hostile: /metrics: %w", err)
+		return runtimeFigures{}, fmt.Errorf("hostile: /metrics: %w", err)
 	}
 	if !heap || !goroutines {
-		return Runtime{}, fmt.Errorf("hostile: /metrics: no go_memstats_heap_alloc_bytes or go_goroutines")
+		return runtimeFigures{}, fmt.Errorf("hostile: /metrics: no go_memstats_heap_alloc_bytes or go_goroutines")
 	}
 	return r, nil
 }
 
 // get returns the body of a 200 answer, or an error with the body of
 // another.
-func (a Admin) get(ctx context.Context, path string) ([]byte, error) {
+func (a adminProbe) get(ctx context.Context, path string) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+a.Addr+path, nil)
 	if err != nil {
 		return nil, err

@@ -67,7 +67,7 @@ const (
 	idleConns   = 4
 	idleHold    = 30 * time.Second
 
-	// Flood: floodCalls unary Publish calls of Garbage, half without an
+	// Flood: floodCalls unary Publish calls of garbage, half without an
 	// API key and half with a wrong one, in turn (so both are sent when the
 	// time bound cuts the flood short), floodWorkers at a time over
 	// floodConns connections.
@@ -90,8 +90,8 @@ const (
 // wrongKey is an API key no source has.
 const wrongKey = "hostile-not-a-key-of-any-source"
 
-// Target is the gateway under load.
-type Target struct {
+// target is the gateway under load.
+type target struct {
 	GRPCAddr string
 	HTTPAddr string
 	// APIKey is a key of a source that may publish every type, without a
@@ -100,11 +100,11 @@ type Target struct {
 	// Flooded is a webhook source of the Stripe scheme, the webhook
 	// flood's target; Beside is a webhook source of the Standard Webhooks
 	// scheme beside it. Only the webhook loads use them.
-	Flooded, Beside WebhookSource
+	Flooded, Beside webhookSource
 }
 
-// Load is one hostile load.
-type Load struct {
+// load is one hostile load.
+type load struct {
 	Name string
 	// Streams says the tally's answers are how streams ended, and Open
 	// ones are streams the server left open.
@@ -112,14 +112,14 @@ type Load struct {
 	// Unread: its streams read none of their answers, so the server's
 	// end of them cannot reach the client (see TestHostileLoad).
 	Unread bool
-	Run    func(ctx context.Context, tgt Target) *Tally
+	Run    func(ctx context.Context, tgt target) *tally
 }
 
-// Loads are the hostile loads, meant to run at once. Each builds its
+// loads are the hostile loads, meant to run at once. Each builds its
 // messages once, closes every connection it opened before it returns, and
 // returns by ctx's end (plus callTimeout at most).
-func Loads() []Load {
-	return []Load{
+func loads() []load {
+	return []load{
 		{Name: "giant-count gRPC", Run: giantGRPC},
 		{Name: "giant-count REST", Run: giantREST},
 		{Name: "violation bombs", Run: violationBombs},
@@ -129,20 +129,20 @@ func Loads() []Load {
 	}
 }
 
-func giantGRPC(ctx context.Context, tgt Target) *Tally {
-	t := NewTally("giant-count gRPC")
+func giantGRPC(ctx context.Context, tgt target) *tally {
+	t := newTally("giant-count gRPC")
 	msgs := []struct {
 		label string
-		msg   Wire
+		msg   wire
 	}{
-		{fmt.Sprintf("%d events", giantEvents), GiantCountBatch(giantEvents)},
-		{fmt.Sprintf("%d events", giantEvents/2), GiantCountBatch(giantEvents / 2)},
+		{fmt.Sprintf("%d events", giantEvents), giantCountBatch(giantEvents)},
+		{fmt.Sprintf("%d events", giantEvents/2), giantCountBatch(giantEvents / 2)},
 	}
 	var wg sync.WaitGroup
 	for range giantCallers {
 		conn, err := dial(tgt.GRPCAddr)
 		if err != nil {
-			t.Answer(Untyped, "dial: "+normalize(err.Error()))
+			t.answer(kindUntyped, "dial: "+normalize(err.Error()))
 			continue
 		}
 		wg.Go(func() {
@@ -150,7 +150,7 @@ func giantGRPC(ctx context.Context, tgt Target) *Tally {
 			for range giantRounds {
 				for _, m := range msgs {
 					k, what := publish(ctx, tgt.APIKey, conn, m.msg, t)
-					t.Answer(k, m.label+": "+what)
+					t.answer(k, m.label+": "+what)
 				}
 			}
 		})
@@ -159,16 +159,16 @@ func giantGRPC(ctx context.Context, tgt Target) *Tally {
 	return t
 }
 
-func giantREST(ctx context.Context, tgt Target) *Tally {
-	t := NewTally("giant-count REST")
-	body := GiantCountREST(restBodyBytes)
+func giantREST(ctx context.Context, tgt target) *tally {
+	t := newTally("giant-count REST")
+	body := giantCountREST(restBodyBytes)
 	client, closeClient := httpClient(restGiantCallers)
 	defer closeClient()
 	var wg sync.WaitGroup
 	for range restGiantCallers {
 		wg.Go(func() {
 			for range restGiantRounds {
-				t.Answer(tgt.post(ctx, client, body, t))
+				t.answer(tgt.post(ctx, client, body, t))
 			}
 		})
 	}
@@ -176,26 +176,26 @@ func giantREST(ctx context.Context, tgt Target) *Tally {
 	return t
 }
 
-func violationBombs(ctx context.Context, tgt Target) *Tally {
-	t := NewTally("violation bombs")
+func violationBombs(ctx context.Context, tgt target) *tally {
+	t := newTally("violation bombs")
 	now := time.Now()
-	rest, grpcMsg := ViolationREST(bombKeys, now), ViolationGRPC(bombKeys, now)
+	rest, grpcMsg := violationREST(bombKeys, now), violationGRPC(bombKeys, now)
 	client, closeClient := httpClient(bombCallers)
 	defer closeClient()
 	var wg sync.WaitGroup
 	for range bombCallers {
 		conn, err := dial(tgt.GRPCAddr)
 		if err != nil {
-			t.Answer(Untyped, "dial: "+normalize(err.Error()))
+			t.answer(kindUntyped, "dial: "+normalize(err.Error()))
 			continue
 		}
 		wg.Go(func() {
 			defer conn.Close()
 			for range bombRounds {
 				k, what := tgt.post(ctx, client, rest, t)
-				t.Answer(k, "REST: "+what)
+				t.answer(k, "REST: "+what)
 				k, what = publish(ctx, tgt.APIKey, conn, grpcMsg, t)
-				t.Answer(k, "gRPC: "+what)
+				t.answer(k, "gRPC: "+what)
 			}
 		})
 	}
@@ -205,10 +205,10 @@ func violationBombs(ctx context.Context, tgt Target) *Tally {
 
 var publishStream = &ingestv1.IngestService_ServiceDesc.Streams[0]
 
-func neverReadStreamsLoad(ctx context.Context, tgt Target) *Tally {
-	t := NewTally("never-read streams")
-	batch := StreamBatch(streamBatchEvents, streamMessageBytes, time.Now())
-	t.Max("batch bytes", int64(len(batch)))
+func neverReadStreamsLoad(ctx context.Context, tgt target) *tally {
+	t := newTally("never-read streams")
+	batch := streamBatch(streamBatchEvents, streamMessageBytes, time.Now())
+	t.max("batch bytes", int64(len(batch)))
 	// Fixed 64 KiB windows: answers left unread fill them and stop the
 	// gateway's sends. With gRPC's growing windows the client's own
 	// buffers would take the answers, and a stream that is answered makes
@@ -216,14 +216,14 @@ func neverReadStreamsLoad(ctx context.Context, tgt Target) *Tally {
 	conns, closeConns, err := dialN(tgt.GRPCAddr, neverReadConns,
 		grpc.WithInitialWindowSize(64<<10), grpc.WithInitialConnWindowSize(64<<10))
 	if err != nil {
-		t.Answer(Untyped, "dial: "+normalize(err.Error()))
+		t.answer(kindUntyped, "dial: "+normalize(err.Error()))
 		return t
 	}
 	defer closeConns()
 	var wg sync.WaitGroup
 	for i := range neverReadStreams {
 		wg.Go(func() {
-			t.Answer(neverRead(withKey(ctx, tgt.APIKey), conns[i%len(conns)], batch, t))
+			t.answer(neverRead(withKey(ctx, tgt.APIKey), conns[i%len(conns)], batch, t))
 		})
 	}
 	wg.Wait()
@@ -233,7 +233,7 @@ func neverReadStreamsLoad(ctx context.Context, tgt Target) *Tally {
 // neverRead sends batch on a new stream until a send fails, the count is
 // out or the hold ends, and never reads an answer while it sends. Then it
 // reads what the server sent, to learn how the stream ended.
-func neverRead(ctx context.Context, conn *grpc.ClientConn, batch Wire, t *Tally) (Kind, string) {
+func neverRead(ctx context.Context, conn *grpc.ClientConn, batch wire, t *tally) (kind, string) {
 	// Cancelled, not a deadline: a deadline would go to the server, which
 	// would then end the stream for it.
 	sctx, cancel := context.WithCancel(ctx)
@@ -251,8 +251,8 @@ func neverRead(ctx context.Context, conn *grpc.ClientConn, batch Wire, t *Tally)
 		sent++
 		hold.Reset(neverReadHold)
 	}
-	t.Add("batches sent", int64(sent))
-	t.Max("most batches sent on one stream", int64(sent))
+	t.add("batches sent", int64(sent))
+	t.max("most batches sent on one stream", int64(sent))
 	if sent == neverReadBatches {
 		// Every batch went out: the server read them all. What it does
 		// with a stream that sends no more is for the hold to show.
@@ -261,11 +261,11 @@ func neverRead(ctx context.Context, conn *grpc.ClientConn, batch Wire, t *Tally)
 	return streamOutcome(sctx, drain(cs, t))
 }
 
-func idleStreamsLoad(ctx context.Context, tgt Target) *Tally {
-	t := NewTally("idle streams")
+func idleStreamsLoad(ctx context.Context, tgt target) *tally {
+	t := newTally("idle streams")
 	conns, closeConns, err := dialN(tgt.GRPCAddr, idleConns)
 	if err != nil {
-		t.Answer(Untyped, "dial: "+normalize(err.Error()))
+		t.answer(kindUntyped, "dial: "+normalize(err.Error()))
 		return t
 	}
 	defer closeConns()
@@ -282,21 +282,21 @@ func idleStreamsLoad(ctx context.Context, tgt Target) *Tally {
 				err = drain(cs, t)
 			}
 			k, what := streamOutcome(sctx, err)
-			if k != Open {
-				t.Max("latest end by the server, ms after opening", time.Since(start).Milliseconds())
+			if k != kindOpen {
+				t.max("latest end by the server, ms after opening", time.Since(start).Milliseconds())
 			}
-			t.Answer(k, what)
+			t.answer(k, what)
 		})
 	}
 	wg.Wait()
 	return t
 }
 
-func flood(ctx context.Context, tgt Target) *Tally {
-	t := NewTally("unauthenticated flood")
+func flood(ctx context.Context, tgt target) *tally {
+	t := newTally("unauthenticated flood")
 	conns, closeConns, err := dialN(tgt.GRPCAddr, floodConns)
 	if err != nil {
-		t.Answer(Untyped, "dial: "+normalize(err.Error()))
+		t.answer(kindUntyped, "dial: "+normalize(err.Error()))
 		return t
 	}
 	defer closeConns()
@@ -307,12 +307,12 @@ func flood(ctx context.Context, tgt Target) *Tally {
 		wg.Go(func() {
 			for i := next.Add(1); i <= floodCalls; i = next.Add(1) {
 				if ctx.Err() != nil {
-					t.Add("calls not made (time bound)", 1)
+					t.add("calls not made (time bound)", 1)
 					continue
 				}
 				phase := phases[i%2]
-				k, what := publish(ctx, phase.key, conns[w%len(conns)], Garbage, nil)
-				t.Answer(k, phase.label+": "+what)
+				k, what := publish(ctx, phase.key, conns[w%len(conns)], garbage, nil)
+				t.answer(k, phase.label+": "+what)
 			}
 		})
 	}
@@ -323,7 +323,7 @@ func flood(ctx context.Context, tgt Target) *Tally {
 // publish makes one unary Publish call of msg, with key as its API key
 // unless it is empty. A call cut off because the load's ctx ended is Open:
 // the client let go. t, when set, gets the size of the largest response.
-func publish(ctx context.Context, key string, conn *grpc.ClientConn, msg Wire, t *Tally) (Kind, string) {
+func publish(ctx context.Context, key string, conn *grpc.ClientConn, msg wire, t *tally) (kind, string) {
 	cctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	if key != "" {
@@ -332,21 +332,21 @@ func publish(ctx context.Context, key string, conn *grpc.ClientConn, msg Wire, t
 	var resp ingestv1.PublishResponse
 	err := conn.Invoke(cctx, ingestv1.IngestService_Publish_FullMethodName, msg, &resp)
 	if err != nil && ctx.Err() != nil {
-		return Open, "cut off by the load's time bound"
+		return kindOpen, "cut off by the load's time bound"
 	}
 	if err == nil && t != nil {
-		t.Max("largest answer bytes", int64(proto.Size(&resp)))
+		t.max("largest answer bytes", int64(proto.Size(&resp)))
 	}
-	return GRPCAnswer(&resp, err)
+	return grpcAnswer(&resp, err)
 }
 
 // post makes one REST publish of body and reads the whole answer.
-func (tgt Target) post(ctx context.Context, client *http.Client, body []byte, t *Tally) (Kind, string) {
+func (tgt target) post(ctx context.Context, client *http.Client, body []byte, t *tally) (kind, string) {
 	cctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(cctx, http.MethodPost, "http://"+tgt.HTTPAddr+"/v1/events", bytes.NewReader(body))
 	if err != nil {
-		return Untyped, "request: " + err.Error()
+		return kindUntyped, "request: " + err.Error()
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-Api-Key", tgt.APIKey)
@@ -357,23 +357,23 @@ func (tgt Target) post(ctx context.Context, client *http.Client, body []byte, t 
 		resp.Body.Close()
 	}
 	if err != nil && ctx.Err() != nil {
-		return Open, "cut off by the load's time bound"
+		return kindOpen, "cut off by the load's time bound"
 	}
 	if err == nil {
-		t.Max("largest answer bytes", int64(len(answer)))
+		t.max("largest answer bytes", int64(len(answer)))
 	}
-	return RESTAnswer(resp, answer, err)
+	return restAnswer(resp, answer, err)
 }
 
 // drain reads a stream's responses until its end, and returns the error
 // that ends it (io.EOF for OK).
-func drain(cs grpc.ClientStream, t *Tally) error {
+func drain(cs grpc.ClientStream, t *tally) error {
 	for range drainBound {
 		var resp ingestv1.PublishStreamResponse
 		if err := cs.RecvMsg(&resp); err != nil {
 			return err
 		}
-		t.Add("responses read after the sends", 1)
+		t.add("responses read after the sends", 1)
 	}
 	return fmt.Errorf("hostile: %d responses and the stream still goes on", drainBound)
 }
@@ -381,23 +381,23 @@ func drain(cs grpc.ClientStream, t *Tally) error {
 // streamOutcome is how a stream ended: Open when the client cancelled
 // it (its hold ended, or the load's time bound), else what the server
 // said.
-func streamOutcome(sctx context.Context, err error) (Kind, string) {
+func streamOutcome(sctx context.Context, err error) (kind, string) {
 	if sctx.Err() != nil && status.Code(err) == codes.Canceled {
-		return Open, "open when the client let go"
+		return kindOpen, "open when the client let go"
 	}
-	return StreamEnd(err)
+	return streamEnd(err)
 }
 
 func withKey(ctx context.Context, key string) context.Context {
 	return metadata.AppendToOutgoingContext(ctx, "x-api-key", key)
 }
 
-// dial opens a plaintext connection whose calls may send Wire messages of
+// dial opens a plaintext connection whose calls may send wire messages of
 // any size and accept answers up to maxAnswerBytes.
 func dial(addr string, opts ...grpc.DialOption) (*grpc.ClientConn, error) {
 	return grpc.NewClient(addr, append([]grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(SendWire(),
+		grpc.WithDefaultCallOptions(sendWire(),
 			grpc.MaxCallSendMsgSize(64<<20), grpc.MaxCallRecvMsgSize(maxAnswerBytes)),
 	}, opts...)...)
 }

@@ -37,8 +37,8 @@ const (
 // The webhook sources of the flood's gateway. The secrets are the
 // test's own, written to files the config names.
 var (
-	floodedSource = WebhookSource{Name: "stripe", Secret: "whsec_hostile_7d3e4f605f1c2a9b"}
-	besideSource  = WebhookSource{Name: "shop", Secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}
+	floodedSource = webhookSource{Name: "stripe", Secret: "whsec_hostile_7d3e4f605f1c2a9b"}
+	besideSource  = webhookSource{Name: "shop", Secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}
 )
 
 // webhookSources adds the flooded Stripe source and the Standard Webhooks
@@ -48,7 +48,7 @@ var (
 // preauth_memory_bytes 8 MiB.
 func webhookSources(t *testing.T, dir string) func(cfg map[string]any) {
 	t.Helper()
-	secretFile := func(s WebhookSource) string {
+	secretFile := func(s webhookSource) string {
 		p := filepath.Join(dir, s.Name+".secret")
 		if err := os.WriteFile(p, []byte(s.Secret+"\n"), 0o600); err != nil {
 			t.Fatal(err)
@@ -107,8 +107,8 @@ type phaseMemory struct {
 	// peak, not the process's.
 	hwm      int64
 	hwmReset bool
-	rss      Peak // VmRSS, sampled
-	heap     Peak // go_memstats_heap_alloc_bytes, sampled
+	rss      peak // VmRSS, sampled
+	heap     peak // go_memstats_heap_alloc_bytes, sampled
 	wall     time.Duration
 	// gatewayCPU and testCPU are the CPU time the gateway and this test
 	// process (every client of the phase) used during it.
@@ -122,16 +122,16 @@ func watchPhase(ctx context.Context, gw *gatewayProc, f func()) *phaseMemory {
 	sampleCtx, stop := context.WithCancel(ctx)
 	var samplers sync.WaitGroup
 	samplers.Go(func() {
-		Sample(sampleCtx, rssEvery, &m.rss, func(context.Context) (int64, error) {
+		sample(sampleCtx, rssEvery, &m.rss, func(context.Context) (int64, error) {
 			mem, err := procfs.ReadMemory(gw.pid())
 			return mem.RSS, err
 		})
 	})
 	samplers.Go(func() {
-		Sample(sampleCtx, heapEvery, &m.heap, func(ctx context.Context) (int64, error) {
+		sample(sampleCtx, heapEvery, &m.heap, func(ctx context.Context) (int64, error) {
 			ctx, cancel := context.WithTimeout(ctx, heapWait)
 			defer cancel()
-			r, err := gw.admin.Runtime(ctx)
+			r, err := gw.admin.runtime(ctx)
 			return r.HeapAlloc, err
 		})
 	})
@@ -164,7 +164,7 @@ func resetPeakRSS(pid int) error {
 // own with a Stripe webhook source and a Standard Webhooks source, and
 // measures well-behaved traffic (REST and gRPC with an API key, signed
 // deliveries to the Standard Webhooks source) first alone, then under
-// the webhook flood: FloodSenders concurrent unsigned deliveries of 1 MiB
+// the webhook flood: floodSenders concurrent unsigned deliveries of 1 MiB
 // to the Stripe source. It holds the gateway to the issue's claim: the
 // flood leaves the well-behaved traffic unaffected (every call answered
 // ACCEPTED, as alone) and the gateway's RSS within memory_limit; every
@@ -192,7 +192,7 @@ func TestHostileLoadWebhookFlood(t *testing.T) {
 	// `sluice kfake` seeds the topics of examples.Types only.
 	createTopics(t, brokers, record.EventTopic(examples.StripeEventType))
 	gw := startGateway(t, bin, dir, root, brokers, limits, gatewayExtra, webhookSources(t, dir))
-	tgt := Target{GRPCAddr: gw.grpcAddr, HTTPAddr: gw.httpAddr, APIKey: apiKey, Flooded: floodedSource, Beside: besideSource}
+	tgt := target{GRPCAddr: gw.grpcAddr, HTTPAddr: gw.httpAddr, APIKey: apiKey, Flooded: floodedSource, Beside: besideSource}
 	ctx := t.Context()
 
 	before, err := gw.admin.settled(ctx)
@@ -200,21 +200,21 @@ func TestHostileLoadWebhookFlood(t *testing.T) {
 		t.Fatalf("heap and goroutines before the load: %v", err)
 	}
 	counted := []string{"sluice_webhook_refused_total", "sluice_webhook_preauth_refused_total", "sluice_request_memory_refusals_total"}
-	seriesBefore, err := gw.admin.Series(ctx, counted...)
+	seriesBefore, err := gw.admin.series(ctx, counted...)
 	if err != nil {
 		t.Fatalf("/metrics before the load: %v", err)
 	}
 	startup, _ := procfs.ReadMemory(gw.pid())
 
-	var alone, flooded []*PushStats
-	aloneMem := watchPhase(ctx, gw, func() { alone = Push(ctx, tgt, "alone", aloneFor, nil) })
-	var flood *Tally
+	var alone, flooded []*pushStats
+	aloneMem := watchPhase(ctx, gw, func() { alone = push(ctx, tgt, "alone", aloneFor, nil) })
+	var flood *tally
 	floodMem := watchPhase(ctx, gw, func() {
 		stopPush := make(chan struct{})
 		var wg sync.WaitGroup
-		wg.Go(func() { flooded = Push(ctx, tgt, "flood", floodFor+callTimeout, stopPush) })
+		wg.Go(func() { flooded = push(ctx, tgt, "flood", floodFor+callTimeout, stopPush) })
 		floodCtx, cancel := context.WithTimeout(ctx, floodFor)
-		flood = WebhookFlood().Run(floodCtx, tgt)
+		flood = webhookFloodLoad().Run(floodCtx, tgt)
 		cancel()
 		close(stopPush)
 		wg.Wait()
@@ -222,10 +222,10 @@ func TestHostileLoadWebhookFlood(t *testing.T) {
 
 	heapBound := before.HeapAlloc + heapSlack
 	goroutineBound := before.Goroutines + goroutineSlack
-	after, settledIn, settleErr := gw.admin.settle(ctx, func(r Runtime) bool {
+	after, settledIn, settleErr := gw.admin.settle(ctx, func(r runtimeFigures) bool {
 		return r.HeapAlloc <= heapBound && r.Goroutines <= goroutineBound
 	})
-	seriesAfter, seriesErr := gw.admin.Series(ctx, counted...)
+	seriesAfter, seriesErr := gw.admin.series(ctx, counted...)
 	running := gw.running()
 
 	var b strings.Builder
@@ -238,7 +238,7 @@ func TestHostileLoadWebhookFlood(t *testing.T) {
 	fmt.Fprintf(w, "extra gateway.limits\t%s\n", os.Getenv(envLimits))
 	fmt.Fprintf(w, "extra gateway\t%s\n", os.Getenv(envGateway))
 	fmt.Fprintf(w, "flood\t%d concurrent unsigned deliveries of %s to /v1/webhooks/%s (%d whole, %d slow: %d KiB every %s)\n",
-		FloodSenders, mib(WebhookBodyBytes), floodedSource.Name, wholeSenders, slowSenders, slowChunk>>10, slowEvery)
+		floodSenders, mib(WebhookBodyBytes), floodedSource.Name, wholeSenders, slowSenders, slowChunk>>10, slowEvery)
 	fmt.Fprintf(w, "peak RSS (VmHWM) at start-up\t%s\t(memory_limit %s)\n", mib(startup.Peak), mib(memoryLimit))
 	for _, p := range []struct {
 		name string
@@ -248,8 +248,8 @@ func TestHostileLoadWebhookFlood(t *testing.T) {
 		if p.m.hwmReset {
 			hwm = "the phase's own"
 		}
-		rssPeak, rssN, _ := p.m.rss.Value()
-		heapPeak, heapN, _ := p.m.heap.Value()
+		rssPeak, rssN, _ := p.m.rss.value()
+		heapPeak, heapN, _ := p.m.heap.value()
 		fmt.Fprintf(w, "%s: wall time\t%s\n", p.name, p.m.wall.Round(100*time.Millisecond))
 		fmt.Fprintf(w, "%s: CPU time, gateway / test's clients\t%s / %s\n", p.name,
 			p.m.gatewayCPU.Round(10*time.Millisecond), p.m.testCPU.Round(10*time.Millisecond))
@@ -298,29 +298,29 @@ func TestHostileLoadWebhookFlood(t *testing.T) {
 	case after.Goroutines > goroutineBound:
 		t.Errorf("%d goroutines after the flood, over %d", after.Goroutines, goroutineBound)
 	}
-	for phase, stats := range map[string][]*PushStats{"alone": alone, "under the flood": flooded} {
+	for phase, stats := range map[string][]*pushStats{"alone": alone, "under the flood": flooded} {
 		for _, s := range stats {
 			if !s.MustAccept {
 				continue
 			}
-			if s.Calls() == 0 {
+			if s.calls() == 0 {
 				t.Errorf("%s, %s: no calls made", s.Name, phase)
 			}
-			if n := s.Calls() - s.Accepted(); n > 0 {
-				t.Errorf("%s, %s: %d of %d calls not answered ACCEPTED: %v", s.Name, phase, n, s.Calls(), s.Others())
+			if n := s.calls() - s.acceptedCalls(); n > 0 {
+				t.Errorf("%s, %s: %d of %d calls not answered ACCEPTED: %v", s.Name, phase, n, s.calls(), s.otherLines())
 			}
 		}
 	}
-	if n := flood.Count(Untyped); n > 0 {
+	if n := flood.count(kindUntyped); n > 0 {
 		t.Errorf("webhook flood: %d untyped answers (a transport error, a 5xx but 503, no answer by the deadline)", n)
 	}
-	if n := flood.Sum(FigureWrong); n > 0 {
+	if n := flood.sum(FigureWrong); n > 0 {
 		t.Errorf("webhook flood: %d %s", n, FigureWrong)
 	}
 	// The flood did what it says: bodies were read whole and verified,
 	// slow ones held the pool, and the pool refused the rest.
 	for _, f := range []string{FigureWhole401, FigureSlow401, FigureRefused503} {
-		if flood.Sum(f) == 0 {
+		if flood.sum(f) == 0 {
 			t.Errorf("webhook flood: no %s", f)
 		}
 	}
@@ -333,7 +333,7 @@ func TestHostileLoadWebhookFlood(t *testing.T) {
 }
 
 // writePush renders the well-behaved traffic of both phases side by side.
-func writePush(b *strings.Builder, alone, flooded []*PushStats) {
+func writePush(b *strings.Builder, alone, flooded []*pushStats) {
 	b.WriteString("\nwell-behaved traffic, alone and under the flood:\n")
 	w := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(w, "  \tphase\tcalls\tACCEPTED\tcalls/s\tp50\tp90\tp99\tmax\t\n")
@@ -341,20 +341,20 @@ func writePush(b *strings.Builder, alone, flooded []*PushStats) {
 	for i := range alone {
 		for _, p := range []struct {
 			name string
-			s    *PushStats
+			s    *pushStats
 		}{{"alone", alone[i]}, {"flood", flooded[i]}} {
 			s := p.s
-			fmt.Fprintf(w, "  %s\t%s\t%d\t%d\t%.1f\t%s\t%s\t%s\t%s\t\n", s.Name, p.name, s.Calls(), s.Accepted(), s.Rate(),
-				ms(s.Latency(0.5)), ms(s.Latency(0.9)), ms(s.Latency(0.99)), ms(s.Latency(1)))
+			fmt.Fprintf(w, "  %s\t%s\t%d\t%d\t%.1f\t%s\t%s\t%s\t%s\t\n", s.Name, p.name, s.calls(), s.acceptedCalls(), s.rate(),
+				ms(s.latency(0.5)), ms(s.latency(0.9)), ms(s.latency(0.99)), ms(s.latency(1)))
 		}
 	}
 	w.Flush()
 	for i := range alone {
 		for _, p := range []struct {
 			name string
-			s    *PushStats
+			s    *pushStats
 		}{{"alone", alone[i]}, {"flood", flooded[i]}} {
-			for _, l := range p.s.Others() {
+			for _, l := range p.s.otherLines() {
 				fmt.Fprintf(b, "  %s, %s: %d %s %s\n", p.s.Name, p.name, l.Count, l.Kind, l.What)
 			}
 		}
@@ -365,7 +365,7 @@ func writePush(b *strings.Builder, alone, flooded []*PushStats) {
 
 func TestUnsignedDelivery(t *testing.T) {
 	for _, n := range []int{256, 64 << 10, WebhookBodyBytes} {
-		if got := len(UnsignedDelivery(n)); got != n {
+		if got := len(unsignedDelivery(n)); got != n {
 			t.Errorf("UnsignedDelivery(%d): %d bytes", n, got)
 		}
 	}
@@ -374,7 +374,7 @@ func TestUnsignedDelivery(t *testing.T) {
 // TestPacedBody: a paced body gives out all of its bytes, a chunk at a
 // time, and stops when its request is over.
 func TestPacedBody(t *testing.T) {
-	body := UnsignedDelivery(1000)
+	body := unsignedDelivery(1000)
 	p := &pacedBody{rest: body, chunk: 300, every: time.Millisecond, done: make(chan struct{})}
 	got, err := io.ReadAll(p)
 	if err != nil || string(got) != string(body) {
@@ -404,15 +404,15 @@ func TestFloodAnswers(t *testing.T) {
 		code       int
 		retryAfter string
 		body       string
-		kind       Kind
+		kind       kind
 		figure     string
 	}{
-		{"verified and refused", 401, "", `{"reason":"UNAUTHENTICATED"}`, Typed, FigureWhole401},
-		{"pool full", 503, "1", `{"reason":"UNAVAILABLE"}`, Typed, FigureRefused503},
-		{"503 without Retry-After", 503, "", `{"reason":"UNAVAILABLE"}`, Typed, FigureWrong},
-		{"accepted", 200, "", `{"results":[{"outcome":"ACCEPTED"}]}`, Typed, FigureWrong},
-		{"too large", 413, "", `{"reason":"BATCH_TOO_LARGE"}`, Typed, FigureWrong},
-		{"500", 500, "", `{"reason":"UNAVAILABLE"}`, Untyped, ""},
+		{"verified and refused", 401, "", `{"reason":"UNAUTHENTICATED"}`, kindTyped, FigureWhole401},
+		{"pool full", 503, "1", `{"reason":"UNAVAILABLE"}`, kindTyped, FigureRefused503},
+		{"503 without Retry-After", 503, "", `{"reason":"UNAVAILABLE"}`, kindTyped, FigureWrong},
+		{"accepted", 200, "", `{"results":[{"outcome":"ACCEPTED"}]}`, kindTyped, FigureWrong},
+		{"too large", 413, "", `{"reason":"BATCH_TOO_LARGE"}`, kindTyped, FigureWrong},
+		{"500", 500, "", `{"reason":"UNAVAILABLE"}`, kindUntyped, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -428,14 +428,14 @@ func TestFloodAnswers(t *testing.T) {
 				_, _ = io.WriteString(w, c.body)
 			}))
 			defer srv.Close()
-			tgt := Target{HTTPAddr: strings.TrimPrefix(srv.URL, "http://"), Flooded: floodedSource}
-			tl := NewTally("answers")
-			k, what := tgt.floodDelivery(t.Context(), UnsignedDelivery(WebhookBodyBytes), false, true, tl)
+			tgt := target{HTTPAddr: strings.TrimPrefix(srv.URL, "http://"), Flooded: floodedSource}
+			tl := newTally("answers")
+			k, what := tgt.floodDelivery(t.Context(), unsignedDelivery(WebhookBodyBytes), false, true, tl)
 			if k != c.kind {
 				t.Errorf("%s (%s), want %s", k, what, c.kind)
 			}
-			if c.figure != "" && tl.Sum(c.figure) != 1 {
-				t.Errorf("%s: %v, want 1 of %q", what, tl.Figures(), c.figure)
+			if c.figure != "" && tl.sum(c.figure) != 1 {
+				t.Errorf("%s: %v, want 1 of %q", what, tl.figures(), c.figure)
 			}
 		})
 	}

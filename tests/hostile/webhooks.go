@@ -48,8 +48,8 @@ const (
 	slowEvery   = 125 * time.Millisecond
 )
 
-// FloodSenders is how many unsigned deliveries are in flight at once.
-const FloodSenders = wholeSenders + slowSenders
+// floodSenders is how many unsigned deliveries are in flight at once.
+const floodSenders = wholeSenders + slowSenders
 
 // Figures of the webhook flood's tally, which TestHostileLoadWebhookFlood
 // holds the gateway to.
@@ -64,22 +64,22 @@ const (
 	FigureRefused503 = "bodies refused 503 unread (the source's pool full)"
 )
 
-// WebhookSource is a webhook source of the gateway: its name (its path
+// webhookSource is a webhook source of the gateway: its name (its path
 // is /v1/webhooks/<name>) and the secret its senders sign with.
-type WebhookSource struct {
+type webhookSource struct {
 	Name   string
 	Secret string
 }
 
-// WebhookFlood is the unauthenticated webhook flood: FloodSenders
+// webhookFloodLoad is the unauthenticated webhook flood: floodSenders
 // concurrent POST /v1/webhooks/<Target.Flooded> of WebhookBodyBytes each,
 // without a Stripe-Signature or with one that does not verify, in turn;
 // half send their bodies whole, half slowly. See TestHostileLoadWebhookFlood.
-func WebhookFlood() Load { return Load{Name: "webhook flood", Run: webhookFlood} }
+func webhookFloodLoad() load { return load{Name: "webhook flood", Run: webhookFlood} }
 
-func webhookFlood(ctx context.Context, tgt Target) *Tally {
-	t := NewTally("webhook flood")
-	body := UnsignedDelivery(WebhookBodyBytes)
+func webhookFlood(ctx context.Context, tgt target) *tally {
+	t := newTally("webhook flood")
+	body := unsignedDelivery(WebhookBodyBytes)
 	var wg sync.WaitGroup
 	send := func(rounds int, slow bool) {
 		for r := range rounds {
@@ -97,7 +97,7 @@ func webhookFlood(ctx context.Context, tgt Target) *Tally {
 			} else {
 				label += ", no signature: "
 			}
-			t.Answer(k, label+what)
+			t.answer(k, label+what)
 		}
 	}
 	for range wholeSenders {
@@ -115,7 +115,7 @@ func webhookFlood(ctx context.Context, tgt Target) *Tally {
 // with Retry-After, or one of FigureWrong. A delivery cut off by the
 // load's time bound is Open; one not answered within callTimeout is
 // untyped.
-func (tgt Target) floodDelivery(ctx context.Context, body []byte, slow, badSignature bool, t *Tally) (Kind, string) {
+func (tgt target) floodDelivery(ctx context.Context, body []byte, slow, badSignature bool, t *tally) (kind, string) {
 	cctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	var r io.Reader = bytes.NewReader(body)
@@ -131,27 +131,27 @@ func (tgt Target) floodDelivery(ctx context.Context, body []byte, slow, badSigna
 	resp, answer, err := deliverRaw(cctx, tgt.HTTPAddr, "/v1/webhooks/"+tgt.Flooded.Name, header, r, int64(len(body)))
 	switch {
 	case err != nil && over(ctx):
-		return Open, "cut off by the load's time bound"
+		return kindOpen, "cut off by the load's time bound"
 	case err != nil && over(cctx):
-		return Untyped, fmt.Sprintf("no answer within %s", callTimeout)
+		return kindUntyped, fmt.Sprintf("no answer within %s", callTimeout)
 	case err != nil:
-		return Untyped, "transport: " + transportCause(err)
+		return kindUntyped, "transport: " + transportCause(err)
 	}
-	k, what := RESTAnswer(resp, answer, nil)
-	if k != Typed {
+	k, what := restAnswer(resp, answer, nil)
+	if k != kindTyped {
 		return k, what
 	}
 	switch {
 	case resp.StatusCode == http.StatusUnauthorized && strings.Contains(what, "UNAUTHENTICATED"):
 		if slow {
-			t.Add(FigureSlow401, 1)
+			t.add(FigureSlow401, 1)
 		} else {
-			t.Add(FigureWhole401, 1)
+			t.add(FigureWhole401, 1)
 		}
 	case resp.StatusCode == http.StatusServiceUnavailable && resp.Header.Get("Retry-After") != "":
-		t.Add(FigureRefused503, 1)
+		t.add(FigureRefused503, 1)
 	default:
-		t.Add(FigureWrong, 1)
+		t.add(FigureWrong, 1)
 		if resp.StatusCode == http.StatusServiceUnavailable {
 			what += " without Retry-After"
 		}
@@ -223,7 +223,7 @@ func transportCause(err error) string {
 
 // postWebhook posts a delivery of size bytes from body to the source's
 // endpoint and reads the whole answer.
-func (tgt Target) postWebhook(ctx context.Context, client *http.Client, source string, body io.Reader, size int64, headers map[string]string) (*http.Response, []byte, error) {
+func (tgt target) postWebhook(ctx context.Context, client *http.Client, source string, body io.Reader, size int64, headers map[string]string) (*http.Response, []byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+tgt.HTTPAddr+"/v1/webhooks/"+source, body)
 	if err != nil {
 		return nil, nil, err
@@ -278,10 +278,10 @@ func (p *pacedBody) Read(b []byte) (int, error) {
 	return n, nil
 }
 
-// UnsignedDelivery is a Stripe event of exactly n bytes (at least 200),
+// unsignedDelivery is a Stripe event of exactly n bytes (at least 200),
 // its description padded: what a Stripe sender posts, without the
 // signature.
-func UnsignedDelivery(n int) []byte {
+func unsignedDelivery(n int) []byte {
 	head := `{"id":"evt_hostile_flood","object":"event","type":"payment_intent.succeeded","created":` +
 		strconv.FormatInt(time.Now().Unix(), 10) + `,"data":{"object":{"object":"payment_intent","description":"`
 	const tail = `"}}}`
@@ -300,10 +300,10 @@ const (
 	pushEventType = "examples.shop.v1.OrderPlaced"
 )
 
-// PushStats are one kind of well-behaved caller's calls in one phase:
+// pushStats are one kind of well-behaved caller's calls in one phase:
 // how many were answered ACCEPTED, what the others were answered, and
 // how long each took. It is safe for concurrent use.
-type PushStats struct {
+type pushStats struct {
 	Name string
 	// MustAccept says every call must be answered ACCEPTED; without it
 	// the figures are reported only.
@@ -312,15 +312,15 @@ type PushStats struct {
 	mu        sync.Mutex
 	latencies []time.Duration
 	accepted  int
-	others    *Tally
+	others    *tally
 	elapsed   time.Duration
 }
 
-func newPushStats(name string, mustAccept bool, calls int) *PushStats {
-	return &PushStats{Name: name, MustAccept: mustAccept, latencies: make([]time.Duration, 0, calls), others: NewTally(name)}
+func newPushStats(name string, mustAccept bool, calls int) *pushStats {
+	return &pushStats{Name: name, MustAccept: mustAccept, latencies: make([]time.Duration, 0, calls), others: newTally(name)}
 }
 
-func (s *PushStats) observe(d time.Duration, accepted bool, k Kind, what string) {
+func (s *pushStats) observe(d time.Duration, accepted bool, k kind, what string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.latencies = append(s.latencies, d)
@@ -328,28 +328,28 @@ func (s *PushStats) observe(d time.Duration, accepted bool, k Kind, what string)
 		s.accepted++
 		return
 	}
-	s.others.Answer(k, what)
+	s.others.answer(k, what)
 }
 
-// Calls and Accepted are how many calls were made and answered ACCEPTED.
-func (s *PushStats) Calls() int {
+// calls and acceptedCalls are how many calls were made and answered ACCEPTED.
+func (s *pushStats) calls() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.latencies)
 }
 
-func (s *PushStats) Accepted() int {
+func (s *pushStats) acceptedCalls() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.accepted
 }
 
-// Others are the answers that were not ACCEPTED.
-func (s *PushStats) Others() []Line { return s.others.Lines() }
+// otherLines are the answers that were not ACCEPTED.
+func (s *pushStats) otherLines() []line { return s.others.lines() }
 
-// Latency is the q-quantile (0 to 1) of the calls' durations, nearest
+// latency is the q-quantile (0 to 1) of the calls' durations, nearest
 // rank; 0 without calls.
-func (s *PushStats) Latency(q float64) time.Duration {
+func (s *pushStats) latency(q float64) time.Duration {
 	s.mu.Lock()
 	ls := append([]time.Duration(nil), s.latencies...)
 	s.mu.Unlock()
@@ -361,8 +361,8 @@ func (s *PushStats) Latency(q float64) time.Duration {
 	return ls[min(max(i, 0), len(ls)-1)]
 }
 
-// Rate is calls a second over the phase.
-func (s *PushStats) Rate() float64 {
+// rate is calls a second over the phase.
+func (s *pushStats) rate() float64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.elapsed <= 0 {
@@ -371,7 +371,7 @@ func (s *PushStats) Rate() float64 {
 	return float64(len(s.latencies)) / s.elapsed.Seconds()
 }
 
-// Push runs the well-behaved traffic for window, or until stop is
+// push runs the well-behaved traffic for window, or until stop is
 // closed: restPushers POST /v1/events and grpcPushers Publish calls with
 // the API key, one OrderPlaced of a new id each; a Standard Webhooks
 // sender signing OrderPlaced deliveries to tgt.Beside, a webhook source
@@ -381,13 +381,13 @@ func (s *PushStats) Rate() float64 {
 // pushEvery; phase names the ids, which are new in every phase. A call
 // made is answered and counted, whenever the phase ends: each runs under
 // ctx with callTimeout, which only a failing test cuts short.
-func Push(ctx context.Context, tgt Target, phase string, window time.Duration, stop <-chan struct{}) []*PushStats {
+func push(ctx context.Context, tgt target, phase string, window time.Duration, stop <-chan struct{}) []*pushStats {
 	calls := int(window/pushEvery) + 1
 	rest := newPushStats(fmt.Sprintf("REST /v1/events, API key (%d callers)", restPushers), true, restPushers*calls)
 	grpcStats := newPushStats(fmt.Sprintf("gRPC Publish, API key (%d callers)", grpcPushers), true, grpcPushers*calls)
 	beside := newPushStats("signed webhooks, another source (1 sender)", true, calls)
 	flooded := newPushStats("signed webhooks, the flooded source (1 sender)", false, calls)
-	all := []*PushStats{rest, grpcStats, beside, flooded}
+	all := []*pushStats{rest, grpcStats, beside, flooded}
 
 	client, closeClient := httpClient(restPushers + 2)
 	defer closeClient()
@@ -413,7 +413,7 @@ func Push(ctx context.Context, tgt Target, phase string, window time.Duration, s
 	})
 	start := time.Now()
 	var wg sync.WaitGroup
-	paced := func(s *PushStats, call func(i int) (bool, Kind, string)) {
+	paced := func(s *pushStats, call func(i int) (bool, kind, string)) {
 		wg.Go(func() {
 			tick := time.NewTicker(pushEvery)
 			defer tick.Stop()
@@ -430,32 +430,32 @@ func Push(ctx context.Context, tgt Target, phase string, window time.Duration, s
 		})
 	}
 	for c := range restPushers {
-		paced(rest, func(i int) (bool, Kind, string) {
+		paced(rest, func(i int) (bool, kind, string) {
 			return tgt.pushREST(ctx, client, fmt.Sprintf("push-%s-rest-%d-%d", phase, c, i))
 		})
 	}
 	for c := range grpcPushers {
-		paced(grpcStats, func(i int) (bool, Kind, string) {
+		paced(grpcStats, func(i int) (bool, kind, string) {
 			if dialErr != nil {
-				return false, Untyped, "dial: " + normalize(dialErr.Error())
+				return false, kindUntyped, "dial: " + normalize(dialErr.Error())
 			}
 			return pushGRPC(ctx, tgt.APIKey, conns[c], fmt.Sprintf("push-%s-grpc-%d-%d", phase, c, i))
 		})
 	}
-	paced(beside, func(i int) (bool, Kind, string) {
+	paced(beside, func(i int) (bool, kind, string) {
 		if standardErr != nil {
-			return false, Untyped, "standard webhooks: " + standardErr.Error()
+			return false, kindUntyped, "standard webhooks: " + standardErr.Error()
 		}
 		id := fmt.Sprintf("msg_push_%s_%d", phase, i)
 		at := time.Now()
 		sig, err := standard.Sign(id, at, orderPlacedJSON)
 		if err != nil {
-			return false, Untyped, "standard webhooks: " + err.Error()
+			return false, kindUntyped, "standard webhooks: " + err.Error()
 		}
 		return tgt.pushWebhook(ctx, client, tgt.Beside.Name, orderPlacedJSON, map[string]string{
 			"webhook-id": id, "webhook-timestamp": strconv.FormatInt(at.Unix(), 10), "webhook-signature": sig})
 	})
-	paced(flooded, func(i int) (bool, Kind, string) {
+	paced(flooded, func(i int) (bool, kind, string) {
 		at := time.Now()
 		body := stripeEvent(fmt.Sprintf("evt_push_%s_%d", phase, i), at)
 		p := stripewebhook.GenerateTestSignedPayload(&stripewebhook.UnsignedPayload{Payload: body, Secret: tgt.Flooded.Secret, Timestamp: at})
@@ -495,14 +495,14 @@ func stripeEvent(id string, at time.Time) []byte {
 }
 
 // pushREST publishes one OrderPlaced of the id over REST.
-func (tgt Target) pushREST(ctx context.Context, client *http.Client, id string) (bool, Kind, string) {
+func (tgt target) pushREST(ctx context.Context, client *http.Client, id string) (bool, kind, string) {
 	cctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	body := fmt.Sprintf(`{"events":[{"id":%q,"type":%q,"occurred_at":%q,"payload":%s}]}`,
 		id, pushEventType, time.Now().UTC().Format(time.RFC3339Nano), orderPlacedJSON)
 	req, err := http.NewRequestWithContext(cctx, http.MethodPost, "http://"+tgt.HTTPAddr+"/v1/events", strings.NewReader(body))
 	if err != nil {
-		return false, Untyped, "request: " + err.Error()
+		return false, kindUntyped, "request: " + err.Error()
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-Api-Key", tgt.APIKey)
@@ -516,7 +516,7 @@ func (tgt Target) pushREST(ctx context.Context, client *http.Client, id string) 
 }
 
 // pushWebhook posts one signed delivery and reads its answer.
-func (tgt Target) pushWebhook(ctx context.Context, client *http.Client, source string, body []byte, headers map[string]string) (bool, Kind, string) {
+func (tgt target) pushWebhook(ctx context.Context, client *http.Client, source string, body []byte, headers map[string]string) (bool, kind, string) {
 	cctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	resp, answer, err := tgt.postWebhook(cctx, client, source, bytes.NewReader(body), int64(len(body)), headers)
@@ -525,9 +525,9 @@ func (tgt Target) pushWebhook(ctx context.Context, client *http.Client, source s
 
 // restAccepted judges a REST answer: accepted when it is a 200 whose
 // every result is ACCEPTED.
-func restAccepted(resp *http.Response, answer []byte, err error) (bool, Kind, string) {
-	k, what := RESTAnswer(resp, answer, err)
-	if k != Typed || resp.StatusCode != http.StatusOK {
+func restAccepted(resp *http.Response, answer []byte, err error) (bool, kind, string) {
+	k, what := restAnswer(resp, answer, err)
+	if k != kindTyped || resp.StatusCode != http.StatusOK {
 		return false, k, what
 	}
 	var b struct {
@@ -547,7 +547,7 @@ func restAccepted(resp *http.Response, answer []byte, err error) (bool, Kind, st
 }
 
 // pushGRPC publishes one OrderPlaced of the id over gRPC.
-func pushGRPC(ctx context.Context, key string, conn *grpc.ClientConn, id string) (bool, Kind, string) {
+func pushGRPC(ctx context.Context, key string, conn *grpc.ClientConn, id string) (bool, kind, string) {
 	cctx, cancel := context.WithTimeout(withKey(ctx, key), callTimeout)
 	defer cancel()
 	req := &ingestv1.PublishRequest{Events: []*ingestv1.Event{{
@@ -558,7 +558,7 @@ func pushGRPC(ctx context.Context, key string, conn *grpc.ClientConn, id string)
 	}}}
 	var resp ingestv1.PublishResponse
 	err := conn.Invoke(cctx, ingestv1.IngestService_Publish_FullMethodName, req, &resp)
-	k, what := GRPCAnswer(&resp, err)
+	k, what := grpcAnswer(&resp, err)
 	if err != nil || len(resp.GetResults()) == 0 {
 		return false, k, what
 	}

@@ -20,59 +20,59 @@ import (
 	"github.com/sluicehq/sluice/internal/clip"
 )
 
-// ErrorDomain is the google.rpc.ErrorInfo domain of the gateway's typed
+// errorDomain is the google.rpc.ErrorInfo domain of the gateway's typed
 // refusals (gateway.ErrorDomain). It is part of the API, so a binary of
 // another version is judged by the same one.
-const ErrorDomain = "ingest.sluice"
+const errorDomain = "ingest.sluice"
 
-// Kind is what became of one request or stream.
-type Kind int
+// kind is what became of one request or stream.
+type kind int
 
 const (
-	// Typed is an answer the caller can act on: a response, a gRPC status
-	// with an ErrorInfo of ErrorDomain, or a REST status that is not a
+	// kindTyped is an answer the caller can act on: a response, a gRPC status
+	// with an ErrorInfo of errorDomain, or a REST status that is not a
 	// 5xx (503 excepted) with a JSON body that names a reason.
-	Typed Kind = iota
-	// Untyped is anything else: a transport error, a reset, a status
+	kindTyped kind = iota
+	// kindUntyped is anything else: a transport error, a reset, a status
 	// without ErrorInfo, a 5xx, a body without a reason, no answer within
 	// the caller's deadline.
-	Untyped
-	// Open is a stream the server had not ended when the client let go of
+	kindUntyped
+	// kindOpen is a stream the server had not ended when the client let go of
 	// it: no answer yet, which is neither.
-	Open
+	kindOpen
 )
 
-func (k Kind) String() string {
+func (k kind) String() string {
 	switch k {
-	case Typed:
+	case kindTyped:
 		return "typed"
-	case Untyped:
+	case kindUntyped:
 		return "untyped"
-	case Open:
+	case kindOpen:
 		return "open"
 	}
 	return fmt.Sprintf("Kind(%d)", int(k))
 }
 
-// Tally counts the answers of one load by kind and by what they said, and
+// tally counts the answers of one load by kind and by what they said, and
 // a few figures of the load besides (batches sent, largest answer). It is
 // safe for concurrent use.
-type Tally struct {
+type tally struct {
 	Name string
 
 	mu      sync.Mutex
-	answers map[Kind]map[string]int
+	answers map[kind]map[string]int
 	sums    map[string]int64
 	maxes   map[string]int64
 }
 
-// NewTally returns an empty tally.
-func NewTally(name string) *Tally {
-	return &Tally{Name: name, answers: map[Kind]map[string]int{}, sums: map[string]int64{}, maxes: map[string]int64{}}
+// newTally returns an empty tally.
+func newTally(name string) *tally {
+	return &tally{Name: name, answers: map[kind]map[string]int{}, sums: map[string]int64{}, maxes: map[string]int64{}}
 }
 
-// Answer counts one answer of the kind, under what it said.
-func (t *Tally) Answer(k Kind, what string) {
+// answer counts one answer of the kind, under what it said.
+func (t *tally) answer(k kind, what string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.answers[k] == nil {
@@ -81,29 +81,29 @@ func (t *Tally) Answer(k Kind, what string) {
 	t.answers[k][what]++
 }
 
-// Add adds n to the figure name.
-func (t *Tally) Add(name string, n int64) {
+// add adds n to the figure name.
+func (t *tally) add(name string, n int64) {
 	t.mu.Lock()
 	t.sums[name] += n
 	t.mu.Unlock()
 }
 
-// Max raises the figure name to n.
-func (t *Tally) Max(name string, n int64) {
+// max raises the figure name to n.
+func (t *tally) max(name string, n int64) {
 	t.mu.Lock()
 	t.maxes[name] = max(t.maxes[name], n)
 	t.mu.Unlock()
 }
 
-// Sum is the figure name's sum (Add).
-func (t *Tally) Sum(name string) int64 {
+// sum is the figure name's sum (add).
+func (t *tally) sum(name string) int64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.sums[name]
 }
 
-// Count is how many answers of the kind there were.
-func (t *Tally) Count(k Kind) int {
+// count is how many answers of the kind there were.
+func (t *tally) count(k kind) int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	n := 0
@@ -113,8 +113,8 @@ func (t *Tally) Count(k Kind) int {
 	return n
 }
 
-// Total is how many answers there were, of every kind.
-func (t *Tally) Total() int {
+// total is how many answers there were, of every kind.
+func (t *tally) total() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	n := 0
@@ -126,22 +126,22 @@ func (t *Tally) Total() int {
 	return n
 }
 
-// Line is one row of a tally's table.
-type Line struct {
-	Kind  Kind
+// line is one row of a tally's table.
+type line struct {
+	Kind  kind
 	What  string
 	Count int
 }
 
-// Lines are the tally's answers, by kind, most frequent first.
-func (t *Tally) Lines() []Line {
+// lines are the tally's answers, by kind, most frequent first.
+func (t *tally) lines() []line {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	var out []Line
-	for _, k := range []Kind{Typed, Untyped, Open} {
+	var out []line
+	for _, k := range []kind{kindTyped, kindUntyped, kindOpen} {
 		start := len(out)
 		for what, n := range t.answers[k] {
-			out = append(out, Line{Kind: k, What: what, Count: n})
+			out = append(out, line{Kind: k, What: what, Count: n})
 		}
 		sort.Slice(out[start:], func(i, j int) bool {
 			a, b := out[start+i], out[start+j]
@@ -151,8 +151,8 @@ func (t *Tally) Lines() []Line {
 	return out
 }
 
-// Figures are the tally's sums and maxima, by name.
-func (t *Tally) Figures() []string {
+// figures are the tally's sums and maxima, by name.
+func (t *tally) figures() []string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var out []string
@@ -166,51 +166,51 @@ func (t *Tally) Figures() []string {
 	return out
 }
 
-// GRPCAnswer says what a unary call's outcome is: err nil is a response
+// grpcAnswer says what a unary call's outcome is: err nil is a response
 // (resp summed up by its results), a status with an ErrorInfo of
-// ErrorDomain is typed, anything else is not.
-func GRPCAnswer(resp *ingestv1.PublishResponse, err error) (Kind, string) {
+// errorDomain is typed, anything else is not.
+func grpcAnswer(resp *ingestv1.PublishResponse, err error) (kind, string) {
 	if err == nil {
-		return Typed, "response: " + resultsSummary(resp.GetResults())
+		return kindTyped, "response: " + resultsSummary(resp.GetResults())
 	}
 	return statusAnswer(err)
 }
 
-// StreamEnd says how the server ended a stream, from the error RecvMsg
+// streamEnd says how the server ended a stream, from the error RecvMsg
 // gave after the last response. A stream ended OK (io.EOF) carries no
 // reason the caller could act on, so it is untyped too.
-func StreamEnd(err error) (Kind, string) {
+func streamEnd(err error) (kind, string) {
 	if errors.Is(err, io.EOF) {
-		return Untyped, "ended OK, without a reason"
+		return kindUntyped, "ended OK, without a reason"
 	}
 	return statusAnswer(err)
 }
 
-func statusAnswer(err error) (Kind, string) {
+func statusAnswer(err error) (kind, string) {
 	st, ok := status.FromError(err)
 	if !ok {
-		return Untyped, "not a status: " + normalize(err.Error())
+		return kindUntyped, "not a status: " + normalize(err.Error())
 	}
 	for _, d := range st.Details() {
-		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetDomain() == ErrorDomain {
-			return Typed, st.Code().String() + " " + info.GetReason()
+		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetDomain() == errorDomain {
+			return kindTyped, st.Code().String() + " " + info.GetReason()
 		}
 	}
 	if st.Code() == codes.OK {
-		return Untyped, "OK status without a response"
+		return kindUntyped, "OK status without a response"
 	}
-	return Untyped, st.Code().String() + " without ErrorInfo: " + normalize(st.Message())
+	return kindUntyped, st.Code().String() + " without ErrorInfo: " + normalize(st.Message())
 }
 
-// RESTAnswer says what a REST call's outcome is from the response and its
+// restAnswer says what a REST call's outcome is from the response and its
 // body, or the error that took their place.
-func RESTAnswer(resp *http.Response, body []byte, err error) (Kind, string) {
+func restAnswer(resp *http.Response, body []byte, err error) (kind, string) {
 	if err != nil {
-		return Untyped, "transport: " + normalize(err.Error())
+		return kindUntyped, "transport: " + normalize(err.Error())
 	}
 	code := resp.StatusCode
 	if code >= 500 && code != http.StatusServiceUnavailable {
-		return Untyped, fmt.Sprintf("HTTP %d", code)
+		return kindUntyped, fmt.Sprintf("HTTP %d", code)
 	}
 	var b struct {
 		Reason  string `json:"reason"`
@@ -222,13 +222,13 @@ func RESTAnswer(resp *http.Response, body []byte, err error) (Kind, string) {
 		} `json:"results"`
 	}
 	if json.Unmarshal(body, &b) != nil {
-		return Untyped, fmt.Sprintf("HTTP %d, body not JSON", code)
+		return kindUntyped, fmt.Sprintf("HTTP %d, body not JSON", code)
 	}
 	if b.Reason != "" {
-		return Typed, fmt.Sprintf("HTTP %d %s", code, b.Reason)
+		return kindTyped, fmt.Sprintf("HTTP %d %s", code, b.Reason)
 	}
 	if len(b.Results) == 0 {
-		return Untyped, fmt.Sprintf("HTTP %d without a reason", code)
+		return kindUntyped, fmt.Sprintf("HTTP %d without a reason", code)
 	}
 	results := make([]*ingestv1.EventResult, len(b.Results))
 	for i, r := range b.Results {
@@ -236,7 +236,7 @@ func RESTAnswer(resp *http.Response, body []byte, err error) (Kind, string) {
 		reason := ingestv1.Reason(ingestv1.Reason_value[r.Rejection.Reason])
 		results[i] = &ingestv1.EventResult{Outcome: outcome, Rejection: &ingestv1.Rejection{Reason: reason}}
 	}
-	return Typed, fmt.Sprintf("HTTP %d results: %s", code, resultsSummary(results))
+	return kindTyped, fmt.Sprintf("HTTP %d results: %s", code, resultsSummary(results))
 }
 
 // resultsSummary names the outcomes of a batch, each once, with the

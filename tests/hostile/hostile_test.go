@@ -82,7 +82,7 @@ const (
 const apiKey = "hostile-load-key"
 
 // TestHostileLoad runs the sluice gateway as a process of its own, under
-// every hostile load of Loads at once, and holds it to its memory bound,
+// every hostile load of loads at once, and holds it to its memory bound,
 // to its heap and goroutines coming back, and to a typed answer for every
 // request. See the package documentation.
 func TestHostileLoad(t *testing.T) {
@@ -111,31 +111,31 @@ func TestHostileLoad(t *testing.T) {
 
 	// The samplers run from before the load until it is over.
 	sampleCtx, stopSampling := context.WithCancel(ctx)
-	var rss, heap Peak
+	var rss, heap peak
 	var samplers sync.WaitGroup
 	samplers.Go(func() {
-		Sample(sampleCtx, rssEvery, &rss, func(context.Context) (int64, error) {
+		sample(sampleCtx, rssEvery, &rss, func(context.Context) (int64, error) {
 			m, err := procfs.ReadMemory(gw.pid())
 			return m.RSS, err
 		})
 	})
 	samplers.Go(func() {
-		Sample(sampleCtx, heapEvery, &heap, func(ctx context.Context) (int64, error) {
+		sample(sampleCtx, heapEvery, &heap, func(ctx context.Context) (int64, error) {
 			ctx, cancel := context.WithTimeout(ctx, heapWait)
 			defer cancel()
-			r, err := gw.admin.Runtime(ctx)
+			r, err := gw.admin.runtime(ctx)
 			return r.HeapAlloc, err
 		})
 	})
 
 	start := time.Now()
-	loads := Loads()
-	tallies := make([]*Tally, len(loads))
+	loads := loads()
+	tallies := make([]*tally, len(loads))
 	loadCtx, cancel := context.WithTimeout(ctx, loadBudget)
 	var loadsDone sync.WaitGroup
 	for i, l := range loads {
 		loadsDone.Go(func() {
-			tallies[i] = l.Run(loadCtx, Target{GRPCAddr: gw.grpcAddr, HTTPAddr: gw.httpAddr, APIKey: apiKey})
+			tallies[i] = l.Run(loadCtx, target{GRPCAddr: gw.grpcAddr, HTTPAddr: gw.httpAddr, APIKey: apiKey})
 		})
 	}
 	loadsDone.Wait()
@@ -146,7 +146,7 @@ func TestHostileLoad(t *testing.T) {
 
 	heapBound := before.HeapAlloc + heapSlack
 	goroutineBound := before.Goroutines + goroutineSlack
-	after, settledIn, settleErr := gw.admin.settle(ctx, func(r Runtime) bool {
+	after, settledIn, settleErr := gw.admin.settle(ctx, func(r runtimeFigures) bool {
 		return r.HeapAlloc <= heapBound && r.Goroutines <= goroutineBound
 	})
 	afterHeap, afterGoroutines := "no reading", "no reading"
@@ -166,8 +166,8 @@ func TestHostileLoad(t *testing.T) {
 	if extra == "" {
 		extra = "none"
 	}
-	rssPeak, rssSamples, rssFailed := rss.Value()
-	heapPeak, heapSamples, heapFailed := heap.Value()
+	rssPeak, rssSamples, rssFailed := rss.value()
+	heapPeak, heapSamples, heapFailed := heap.value()
 	fmt.Fprintf(w, "binary\t%s\n", binary)
 	fmt.Fprintf(w, "extra gateway.limits\t%s\n", extra)
 	fmt.Fprintf(w, "extra gateway\t%s\n", os.Getenv(envGateway))
@@ -210,7 +210,7 @@ func TestHostileLoad(t *testing.T) {
 	_, streamTimeout := limits["stream_idle_timeout"]
 	streams := 0
 	for i, tl := range tallies {
-		if n := tl.Count(Untyped); n > 0 {
+		if n := tl.count(kindUntyped); n > 0 {
 			t.Errorf("%s: %d untyped answers", tl.Name, n)
 		}
 		if !loads[i].Streams {
@@ -225,10 +225,10 @@ func TestHostileLoad(t *testing.T) {
 		// there: the server ends it, but the client never hears. Those
 		// are counted by the server (below); every other stream must
 		// have heard its end, typed.
-		if n := tl.Count(Open); n > 0 && !loads[i].Unread {
+		if n := tl.count(kindOpen); n > 0 && !loads[i].Unread {
 			t.Errorf("%s: %d streams still open when the client let go: with stream_idle_timeout set the server must end them, typed", tl.Name, n)
 		}
-		streams += tl.Total()
+		streams += tl.total()
 	}
 	if streamTimeout {
 		switch {
@@ -250,14 +250,14 @@ func TestHostileLoad(t *testing.T) {
 
 // writeTally renders one load's answers: the counts by kind, then a line
 // per answer, then the load's figures.
-func writeTally(b *strings.Builder, tl *Tally) {
-	fmt.Fprintf(b, "\n%s: %d typed, %d untyped, %d open\n", tl.Name, tl.Count(Typed), tl.Count(Untyped), tl.Count(Open))
+func writeTally(b *strings.Builder, tl *tally) {
+	fmt.Fprintf(b, "\n%s: %d typed, %d untyped, %d open\n", tl.Name, tl.count(kindTyped), tl.count(kindUntyped), tl.count(kindOpen))
 	w := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	for _, l := range tl.Lines() {
+	for _, l := range tl.lines() {
 		fmt.Fprintf(w, "  %d\t  %s\t %s\n", l.Count, l.Kind, l.What)
 	}
 	w.Flush()
-	for _, f := range tl.Figures() {
+	for _, f := range tl.figures() {
 		fmt.Fprintf(b, "  %s\n", f)
 	}
 }
@@ -486,7 +486,7 @@ func startGateway(t *testing.T, bin, dir, root, brokers string, limits, extra ma
 	}
 	c := startChild(t, bin, dir, "gateway", nil, "gateway", "--config", path)
 	g := &gatewayProc{child: c, grpcAddr: grpcAddr, httpAddr: httpAddr,
-		admin: admin{Admin{Addr: adminAddr, Client: &http.Client{}}}} // every call bounds itself
+		admin: admin{adminProbe{Addr: adminAddr, Client: &http.Client{}}}} // every call bounds itself
 
 	ctx, cancel := context.WithTimeout(t.Context(), startupWait)
 	defer cancel()
@@ -494,7 +494,7 @@ func startGateway(t *testing.T, bin, dir, root, brokers string, limits, extra ma
 	defer tick.Stop()
 	for {
 		tryCtx, cancelTry := context.WithTimeout(ctx, 2*time.Second)
-		err := g.admin.Ready(tryCtx)
+		err := g.admin.ready(tryCtx)
 		cancelTry()
 		if err == nil {
 			return g
@@ -521,31 +521,31 @@ func freeAddr(t *testing.T) string {
 }
 
 // admin adds the test's waits to Admin.
-type admin struct{ Admin }
+type admin struct{ adminProbe }
 
 // settled forces two garbage collections, the second of which also
 // empties what sync.Pools kept through the first, and reads the runtime's
 // gauges.
-func (a admin) settled(ctx context.Context) (Runtime, error) {
+func (a admin) settled(ctx context.Context) (runtimeFigures, error) {
 	for range 2 {
-		if err := a.ForceGC(ctx); err != nil {
-			return Runtime{}, err
+		if err := a.forceGC(ctx); err != nil {
+			return runtimeFigures{}, err
 		}
 	}
-	return a.Runtime(ctx)
+	return a.runtime(ctx)
 }
 
 // settle reads settled gauges every settleEvery until ok says they are
 // within bounds or settleTimeout passes. It returns the last reading (nil
 // when none came in time) and how long it took; the error says why the
 // gauges never got within bounds.
-func (a admin) settle(ctx context.Context, ok func(Runtime) bool) (*Runtime, time.Duration, error) {
+func (a admin) settle(ctx context.Context, ok func(runtimeFigures) bool) (*runtimeFigures, time.Duration, error) {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, settleTimeout)
 	defer cancel()
 	tick := time.NewTicker(settleEvery)
 	defer tick.Stop()
-	var last *Runtime
+	var last *runtimeFigures
 	var lastErr error
 	for {
 		r, err := a.settled(ctx)
@@ -579,12 +579,12 @@ func TestMessageSizes(t *testing.T) {
 		msg      []byte
 		min, max int
 	}{
-		{"8 MB giant count", GiantCountBatch(giantEvents), 8_000_000, 8_000_000},
-		{"4 MB giant count", GiantCountBatch(giantEvents / 2), 4_000_000, 4_000_000},
-		{"REST giant count", GiantCountREST(restBodyBytes), restBodyBytes - 3, restBodyBytes},
-		{"REST violation bomb", ViolationREST(bombKeys, at), 3_700_000, maxRequestBytes},
-		{"gRPC violation bomb", ViolationGRPC(bombKeys, at), 3_500_000, maxRequestBytes},
-		{"stream batch", StreamBatch(streamBatchEvents, streamMessageBytes, at), 3_500_000, 3_700_000},
+		{"8 MB giant count", giantCountBatch(giantEvents), 8_000_000, 8_000_000},
+		{"4 MB giant count", giantCountBatch(giantEvents / 2), 4_000_000, 4_000_000},
+		{"REST giant count", giantCountREST(restBodyBytes), restBodyBytes - 3, restBodyBytes},
+		{"REST violation bomb", violationREST(bombKeys, at), 3_700_000, maxRequestBytes},
+		{"gRPC violation bomb", violationGRPC(bombKeys, at), 3_500_000, maxRequestBytes},
+		{"stream batch", streamBatch(streamBatchEvents, streamMessageBytes, at), 3_500_000, 3_700_000},
 	} {
 		if n := len(tc.msg); n < tc.min || n > tc.max {
 			t.Errorf("%s: %d bytes, want [%d, %d]", tc.name, n, tc.min, tc.max)
@@ -595,11 +595,11 @@ func TestMessageSizes(t *testing.T) {
 func TestMessagesDecode(t *testing.T) {
 	at := time.Now()
 	var giant ingestv1.PublishRequest
-	if err := proto.Unmarshal(GiantCountBatch(3), &giant); err != nil || len(giant.GetEvents()) != 3 {
+	if err := proto.Unmarshal(giantCountBatch(3), &giant); err != nil || len(giant.GetEvents()) != 3 {
 		t.Errorf("giant count batch of 3: %d events, %v", len(giant.GetEvents()), err)
 	}
 	// 12 bytes of envelope and 3 a further event: 17 fit in 64 bytes.
-	body := GiantCountREST(64)
+	body := giantCountREST(64)
 	if want := `{"events":[` + strings.Repeat(`{},`, 16) + `{}]}`; string(body) != want {
 		t.Errorf("REST giant count of 64 bytes: %s, want %s", body, want)
 	}
@@ -608,19 +608,19 @@ func TestMessagesDecode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	line, ok := reg.Lookup(LogLineType)
+	line, ok := reg.Lookup(logLineType)
 	if !ok {
 		t.Fatal("no LogLine contract")
 	}
-	if _, err := line.CheckJSON(LogLineJSON(streamMessageBytes, at)); err != nil {
+	if _, err := line.CheckJSON(logLineJSON(streamMessageBytes, at)); err != nil {
 		t.Errorf("the stream batches' LogLine is not valid: %v", err)
 	}
-	if _, err := line.CheckJSON(LogLineJSON(1, at)); err != nil {
+	if _, err := line.CheckJSON(logLineJSON(1, at)); err != nil {
 		t.Errorf("the violation bombs' LogLine is not valid: %v", err)
 	}
 
 	var batch ingestv1.PublishStreamRequest
-	if err := proto.Unmarshal(StreamBatch(3, 10, at), &batch); err != nil {
+	if err := proto.Unmarshal(streamBatch(3, 10, at), &batch); err != nil {
 		t.Fatal(err)
 	}
 	for i, ev := range batch.GetEvents() {
@@ -630,7 +630,7 @@ func TestMessagesDecode(t *testing.T) {
 	}
 
 	var bomb ingestv1.PublishRequest
-	if err := proto.Unmarshal(ViolationGRPC(20, at), &bomb); err != nil || len(bomb.GetEvents()) != 1 {
+	if err := proto.Unmarshal(violationGRPC(20, at), &bomb); err != nil || len(bomb.GetEvents()) != 1 {
 		t.Fatalf("gRPC violation bomb: %d events, %v", len(bomb.GetEvents()), err)
 	}
 	var ve *contract.ViolationError
@@ -640,14 +640,14 @@ func TestMessagesDecode(t *testing.T) {
 }
 
 func TestErrorDomainIsTheGateways(t *testing.T) {
-	if ErrorDomain != gateway.ErrorDomain {
-		t.Errorf("ErrorDomain %q, the gateway's is %q", ErrorDomain, gateway.ErrorDomain)
+	if errorDomain != gateway.ErrorDomain {
+		t.Errorf("ErrorDomain %q, the gateway's is %q", errorDomain, gateway.ErrorDomain)
 	}
 }
 
 func TestAnswers(t *testing.T) {
 	typed, err := status.New(codes.InvalidArgument, "too many").WithDetails(
-		&errdetails.ErrorInfo{Reason: "BATCH_TOO_LARGE", Domain: ErrorDomain})
+		&errdetails.ErrorInfo{Reason: "BATCH_TOO_LARGE", Domain: errorDomain})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -658,27 +658,27 @@ func TestAnswers(t *testing.T) {
 	rest := func(code int) *http.Response { return &http.Response{StatusCode: code} }
 	for _, tc := range []struct {
 		name string
-		kind Kind
-		got  func() (Kind, string)
+		kind kind
+		got  func() (kind, string)
 	}{
-		{"gRPC response", Typed, func() (Kind, string) { return GRPCAnswer(&ingestv1.PublishResponse{}, nil) }},
-		{"gRPC ErrorInfo of the domain", Typed, func() (Kind, string) { return GRPCAnswer(nil, typed.Err()) }},
-		{"gRPC ErrorInfo of another domain", Untyped, func() (Kind, string) { return GRPCAnswer(nil, foreign.Err()) }},
-		{"gRPC bare status", Untyped, func() (Kind, string) {
-			return GRPCAnswer(nil, status.Error(codes.ResourceExhausted, "grpc: received message larger than max"))
+		{"gRPC response", kindTyped, func() (kind, string) { return grpcAnswer(&ingestv1.PublishResponse{}, nil) }},
+		{"gRPC ErrorInfo of the domain", kindTyped, func() (kind, string) { return grpcAnswer(nil, typed.Err()) }},
+		{"gRPC ErrorInfo of another domain", kindUntyped, func() (kind, string) { return grpcAnswer(nil, foreign.Err()) }},
+		{"gRPC bare status", kindUntyped, func() (kind, string) {
+			return grpcAnswer(nil, status.Error(codes.ResourceExhausted, "grpc: received message larger than max"))
 		}},
-		{"gRPC not a status", Untyped, func() (Kind, string) { return GRPCAnswer(nil, io.ErrUnexpectedEOF) }},
-		{"stream ended OK", Untyped, func() (Kind, string) { return StreamEnd(io.EOF) }},
-		{"stream ended typed", Typed, func() (Kind, string) { return StreamEnd(typed.Err()) }},
-		{"REST refusal", Typed, func() (Kind, string) { return RESTAnswer(rest(413), []byte(`{"reason":"BATCH_TOO_LARGE"}`), nil) }},
-		{"REST 503 refusal", Typed, func() (Kind, string) { return RESTAnswer(rest(503), []byte(`{"reason":"UNAVAILABLE"}`), nil) }},
-		{"REST results", Typed, func() (Kind, string) {
-			return RESTAnswer(rest(422), []byte(`{"results":[{"outcome":"REJECTED","rejection":{"reason":"SCHEMA_VIOLATION"}}]}`), nil)
+		{"gRPC not a status", kindUntyped, func() (kind, string) { return grpcAnswer(nil, io.ErrUnexpectedEOF) }},
+		{"stream ended OK", kindUntyped, func() (kind, string) { return streamEnd(io.EOF) }},
+		{"stream ended typed", kindTyped, func() (kind, string) { return streamEnd(typed.Err()) }},
+		{"REST refusal", kindTyped, func() (kind, string) { return restAnswer(rest(413), []byte(`{"reason":"BATCH_TOO_LARGE"}`), nil) }},
+		{"REST 503 refusal", kindTyped, func() (kind, string) { return restAnswer(rest(503), []byte(`{"reason":"UNAVAILABLE"}`), nil) }},
+		{"REST results", kindTyped, func() (kind, string) {
+			return restAnswer(rest(422), []byte(`{"results":[{"outcome":"REJECTED","rejection":{"reason":"SCHEMA_VIOLATION"}}]}`), nil)
 		}},
-		{"REST 500", Untyped, func() (Kind, string) { return RESTAnswer(rest(500), []byte(`{"reason":"UNAVAILABLE"}`), nil) }},
-		{"REST without a reason", Untyped, func() (Kind, string) { return RESTAnswer(rest(400), []byte(`{}`), nil) }},
-		{"REST not JSON", Untyped, func() (Kind, string) { return RESTAnswer(rest(400), []byte(`oops`), nil) }},
-		{"REST transport error", Untyped, func() (Kind, string) { return RESTAnswer(nil, nil, io.ErrUnexpectedEOF) }},
+		{"REST 500", kindUntyped, func() (kind, string) { return restAnswer(rest(500), []byte(`{"reason":"UNAVAILABLE"}`), nil) }},
+		{"REST without a reason", kindUntyped, func() (kind, string) { return restAnswer(rest(400), []byte(`{}`), nil) }},
+		{"REST not JSON", kindUntyped, func() (kind, string) { return restAnswer(rest(400), []byte(`oops`), nil) }},
+		{"REST transport error", kindUntyped, func() (kind, string) { return restAnswer(nil, nil, io.ErrUnexpectedEOF) }},
 	} {
 		if k, what := tc.got(); k != tc.kind {
 			t.Errorf("%s: %s (%s), want %s", tc.name, k, what, tc.kind)
