@@ -16,8 +16,8 @@
 //	sluice loadgen serve-baseline      a plain HTTP or gRPC server to measure the transport floor against
 //	sluice kfake --addr ADDR           the in-memory Kafka of "sluice dev" as a process of its own
 //
-// The list is the usage text's, written from the table of commands
-// (commands, in main.go); TestDocCommentListsCommands keeps the two equal.
+// The list is the usage text's, which the table of commands writes; a test
+// keeps the two equal.
 package main
 
 import (
