@@ -434,14 +434,7 @@ func (s *Service) judge(ctx context.Context, src *source, b *batch) []*ingestv1.
 			owners = append(owners, c)
 			continue
 		}
-		if results[i] = s.claim(src, c); results[i] != nil {
-			continue
-		}
-		if c.wait != nil {
-			waiters = append(waiters, c)
-			continue
-		}
-		owners = append(owners, c)
+		owners, waiters = s.claim(src, c, results, owners, waiters)
 	}
 	// The rest waits on Kafka or the spool, not on this CPU.
 	release()
@@ -469,14 +462,7 @@ func (s *Service) judge(ctx context.Context, src *source, b *batch) []*ingestv1.
 				}
 				continue
 			}
-			c.wait = nil
-			switch results[c.index] = s.claim(src, c); {
-			case results[c.index] != nil:
-			case c.wait != nil:
-				again = append(again, c)
-			default:
-				owners = append(owners, c)
-			}
+			owners, again = s.claim(src, c, results, owners, again)
 		}
 		s.publish(pctx, src, owners, results, traceparent, ingestedAt)
 		waiters = again
@@ -572,15 +558,17 @@ func (s *Service) check(registry *contract.Registry, src *source, ev *ingestv1.E
 	return cand, nil
 }
 
-// claim claims c's id in the dedup window. It returns c's result when the
-// window settles it (DUPLICATE, or IDEMPOTENCY_CONFLICT: accepted with
-// another payload), and otherwise nil with c.wait set when another
-// publish of the id is in flight, or nil when c is the owner.
-func (s *Service) claim(src *source, c *candidate) *ingestv1.EventResult {
+// claim claims c's id in the dedup window and files c by the answer:
+// results[c.index] is set when the window settles it (DUPLICATE, or
+// IDEMPOTENCY_CONFLICT: accepted with another payload); c joins waiters,
+// with c.wait set, when another publish of the id is in flight; c joins
+// owners when it is to be published. It returns owners and waiters.
+func (s *Service) claim(src *source, c *candidate, results []*ingestv1.EventResult, owners, waiters []*candidate) ([]*candidate, []*candidate) {
 	cl := s.dedup.claim(c.key, c.print())
+	c.wait = cl.wait
 	switch {
 	case cl.duplicate:
-		return s.duplicate(c.index, c.event.GetId(), cl.origin)
+		results[c.index] = s.duplicate(c.index, c.event.GetId(), cl.origin)
 	case cl.conflict:
 		accepted := cl.accepted.String()
 		if c.first != nil && c.first.print() == cl.accepted {
@@ -588,11 +576,13 @@ func (s *Service) claim(src *source, c *candidate) *ingestv1.EventResult {
 			// whole.
 			accepted = formatFingerprint(c.first.sum)
 		}
-		return s.conflict(src, c, accepted, "the dedup window")
+		results[c.index] = s.conflict(src, c, accepted, "the dedup window")
 	case cl.wait != nil:
-		c.wait = cl.wait
+		waiters = append(waiters, c)
+	default:
+		owners = append(owners, c)
 	}
-	return nil
+	return owners, waiters
 }
 
 // repeat judges c, a repeat of an id earlier in its request, with dedup
