@@ -22,6 +22,7 @@ import (
 
 	"github.com/sluicehq/sluice/admission"
 	"github.com/sluicehq/sluice/contract"
+	"github.com/sluicehq/sluice/gateway/openapi"
 	"github.com/sluicehq/sluice/gateway/webhook"
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
 	"github.com/sluicehq/sluice/record"
@@ -44,7 +45,7 @@ type Service struct {
 	contracts *contract.Versions
 	// docs is the REST API's description (HTTP.OpenAPI) of the registry
 	// served, or nil.
-	docs    *apiDocsCache
+	docs    *openapi.Docs
 	pub     Admitter
 	sources *sources
 	dedup   *dedupWindow // nil when dedup is off
@@ -162,9 +163,9 @@ func New(cfg Config, contracts *contract.Versions, pub Admitter, opts ...Option)
 			return nil, fieldErr("topics."+t, "no contract of that type is loaded")
 		}
 	}
+	var err error
 	if cfg.HTTP.OpenAPI {
-		s.docs = new(apiDocsCache)
-		if err := s.docs.prepare(s, registry); err != nil {
+		if s.docs, err = openapi.New(registry, docsLimits(cfg.Limits), o.log); err != nil {
 			return nil, err
 		}
 	}
@@ -175,7 +176,6 @@ func New(cfg Config, contracts *contract.Versions, pub Admitter, opts ...Option)
 	} else {
 		dedupLen = func() float64 { return 0 }
 	}
-	var err error
 	if s.metrics, err = newMetrics(o.reg, dedupLen, s.memory.inUse, s.streamMemory.inUse); err != nil {
 		return nil, err
 	}
@@ -833,7 +833,7 @@ func (s *Service) PrepareContracts(next *contract.Registry) error {
 		}
 	}
 	if s.docs != nil {
-		return s.docs.prepare(s, next)
+		return s.docs.Prepare(next)
 	}
 	return nil
 }

@@ -1,9 +1,11 @@
-package gateway
+package openapi
 
 import (
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/sluicehq/sluice/contract"
@@ -24,29 +26,35 @@ func (w *writeRecorder) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
+// testLimits are the gateway's default limits.
+var testLimits = Limits{MaxEventsPerRequest: 500, MaxRequestBytes: 4 << 20, MaxEventAge: 7 * 24 * time.Hour, MaxEventFuture: 5 * time.Minute}
+
+func exampleDocs(t *testing.T) (*Docs, *contract.Registry) {
+	t.Helper()
+	registry, err := contract.Load(examples.Contracts, examples.Types)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := New(registry, testLimits, slog.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, registry
+}
+
 // TestDocsNotCompressedPerRequest: the compressed documents are made once,
 // with the description: every request for one writes it in one Write of
 // the very slice the first request wrote, in each coding. Compressing per
 // request would hand the writer new bytes each time.
 func TestDocsNotCompressedPerRequest(t *testing.T) {
-	registry, err := contract.Load(examples.Contracts, examples.Types)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := NewDefaultConfig()
-	cfg.Sources = []SourceConfig{{Name: "docs", KeyHashes: []string{HashKey("k")}, EventTypes: []string{"*"}}}
-	svc, err := New(cfg, served(registry), acceptAll{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := svc.docsRoutes(http.NotFoundHandler())
-	for _, coding := range []contentCoding{codingGzip, codingZstd} {
+	d, registry := exampleDocs(t)
+	for _, coding := range []string{"gzip", "zstd"} {
 		for _, path := range []string{"/openapi.json", "/docs"} {
 			var first *byte
 			for i := range 3 {
 				w := &writeRecorder{header: http.Header{}}
-				h.ServeHTTP(&answerWriter{ResponseWriter: w, coding: coding}, httptest.NewRequest(http.MethodGet, path, nil))
-				if w.code != http.StatusOK || w.header.Get("Content-Encoding") != coding.String() {
+				d.Document(path, registry).Serve(w, httptest.NewRequest(http.MethodGet, path, nil), coding)
+				if w.code != http.StatusOK || w.header.Get("Content-Encoding") != coding {
 					t.Fatalf("%s (%s): %d, Content-Encoding %q", path, coding, w.code, w.header.Get("Content-Encoding"))
 				}
 				if len(w.writes) != 1 {
