@@ -90,6 +90,10 @@
 //     restarted gateway, may publish an id again. The sinks' upsert by
 //     event id makes the effect happen once.
 //   - Without a spool, events are refused UNAVAILABLE while Kafka is down.
+//   - Answers gRPC or net/http give themselves carry no ErrorInfo: a
+//     message over twice MaxRequestBytes, one past ReceiveTimeout, a unary
+//     call without one message, headers over their bound, a request line
+//     net/http cannot parse.
 //   - Metrics and probes are not on the API listeners: internal/admin
 //     serves them on a listener of its own.
 package gateway
