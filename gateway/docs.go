@@ -23,7 +23,7 @@ func docsLimits(l LimitsConfig) openapi.Limits {
 // on them are the typed 405.
 func (s *Service) docsRoutes(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		doc := s.docs.Document(r.URL.EscapedPath(), s.contracts.Registry())
+		doc := s.docs.Document(r.URL.EscapedPath())
 		if doc == nil {
 			next.ServeHTTP(w, r)
 			return

@@ -165,7 +165,7 @@ func New(cfg Config, contracts *contract.Versions, pub Admitter, opts ...Option)
 	}
 	var err error
 	if cfg.HTTP.OpenAPI {
-		if s.docs, err = openapi.New(registry, docsLimits(cfg.Limits), o.log); err != nil {
+		if s.docs, err = openapi.New(contracts.Registry, docsLimits(cfg.Limits), o.log); err != nil {
 			return nil, err
 		}
 	}

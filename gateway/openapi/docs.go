@@ -140,6 +140,8 @@ func etagMatches(lines []string, etag string) bool {
 // reload prepared, which the swap makes the served one. Each registry's
 // documents are built once. Its methods may be called concurrently.
 type Docs struct {
+	// current is the registry served now.
+	current  func() *contract.Registry
 	limits   Limits
 	log      *slog.Logger
 	mu       sync.Mutex // serializes building
@@ -147,12 +149,13 @@ type Docs struct {
 	prepared atomic.Pointer[documents]
 }
 
-// New builds the documents of registry, the one served first, under
-// limits. Its error is a bug (a schema that does not marshal). log hears
-// of a reloaded registry whose documents do not build.
-func New(registry *contract.Registry, limits Limits, log *slog.Logger) (*Docs, error) {
-	c := &Docs{limits: limits, log: log}
-	d, err := c.build(registry)
+// New builds the documents of the registry served now, which current
+// returns on every request for a document, under limits. Its error is a
+// bug (a schema that does not marshal). log hears of a reloaded registry
+// whose documents do not build.
+func New(current func() *contract.Registry, limits Limits, log *slog.Logger) (*Docs, error) {
+	c := &Docs{current: current, limits: limits, log: log}
+	d, err := c.build(current())
 	if err != nil {
 		return nil, err
 	}
@@ -174,15 +177,15 @@ func (c *Docs) Prepare(registry *contract.Registry) error {
 	return nil
 }
 
-// Document is the document served at path, as sent (escaped), for
-// registry, the registry served: the description at /openapi.json, its
-// page at /docs, or nil for any other path.
-func (c *Docs) Document(path string, registry *contract.Registry) *Document {
+// Document is the document served at path, as sent (escaped), for the
+// registry served: the description at /openapi.json, its page at /docs,
+// or nil for any other path.
+func (c *Docs) Document(path string) *Document {
 	switch path {
 	case "/openapi.json":
-		return c.of(registry).spec
+		return c.of(c.current()).spec
 	case "/docs":
-		return c.of(registry).page
+		return c.of(c.current()).page
 	}
 	return nil
 }

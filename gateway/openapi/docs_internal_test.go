@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 	"unsafe"
@@ -29,17 +30,17 @@ func (w *writeRecorder) Write(b []byte) (int, error) {
 // testLimits are the gateway's default limits.
 var testLimits = Limits{MaxEventsPerRequest: 500, MaxRequestBytes: 4 << 20, MaxEventAge: 7 * 24 * time.Hour, MaxEventFuture: 5 * time.Minute}
 
-func exampleDocs(t *testing.T) (*Docs, *contract.Registry) {
+func exampleDocs(t *testing.T) *Docs {
 	t.Helper()
 	registry, err := contract.Load(examples.Contracts, examples.Types)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := New(registry, testLimits, slog.Default())
+	d, err := New(func() *contract.Registry { return registry }, testLimits, slog.Default())
 	if err != nil {
 		t.Fatal(err)
 	}
-	return d, registry
+	return d
 }
 
 // TestDocsNotCompressedPerRequest: the compressed documents are made once,
@@ -47,13 +48,13 @@ func exampleDocs(t *testing.T) (*Docs, *contract.Registry) {
 // the very slice the first request wrote, in each coding. Compressing per
 // request would hand the writer new bytes each time.
 func TestDocsNotCompressedPerRequest(t *testing.T) {
-	d, registry := exampleDocs(t)
+	d := exampleDocs(t)
 	for _, coding := range []string{"gzip", "zstd"} {
 		for _, path := range []string{"/openapi.json", "/docs"} {
 			var first *byte
 			for i := range 3 {
 				w := &writeRecorder{header: http.Header{}}
-				d.Document(path, registry).Serve(w, httptest.NewRequest(http.MethodGet, path, nil), coding)
+				d.Document(path).Serve(w, httptest.NewRequest(http.MethodGet, path, nil), coding)
 				if w.code != http.StatusOK || w.header.Get("Content-Encoding") != coding {
 					t.Fatalf("%s (%s): %d, Content-Encoding %q", path, coding, w.code, w.header.Get("Content-Encoding"))
 				}
@@ -68,5 +69,57 @@ func TestDocsNotCompressedPerRequest(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestDocsFollowTheRegistry: the documents served are those of the
+// registry served now. A registry prepared before its swap is served as
+// prepared, not built again; one swapped in without Prepare is described
+// on its first request, and then built once.
+func TestDocsFollowTheRegistry(t *testing.T) {
+	all, err := contract.Load(examples.Contracts, examples.Types)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logsOnly, err := contract.Load(examples.Contracts, []string{"examples.logs.v1.LogLine"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := all
+	d, err := New(func() *contract.Registry { return served }, testLimits, slog.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	describes := func(typ string) bool {
+		w := httptest.NewRecorder()
+		d.Document("/openapi.json").Serve(w, httptest.NewRequest(http.MethodGet, "/openapi.json", nil), "")
+		return strings.Contains(w.Body.String(), `"Event.`+typ+`"`)
+	}
+	if !describes("examples.shop.v1.OrderPlaced") {
+		t.Fatal("the first registry's types are not described")
+	}
+
+	if err := d.Prepare(logsOnly); err != nil {
+		t.Fatal(err)
+	}
+	prepared := d.prepared.Load()
+	if !describes("examples.shop.v1.OrderPlaced") {
+		t.Error("a prepared registry is served before its swap")
+	}
+	served = logsOnly
+	if describes("examples.shop.v1.OrderPlaced") || !describes("examples.logs.v1.LogLine") {
+		t.Error("the swapped registry is not the one described")
+	}
+	if d.served.Load() != prepared {
+		t.Error("the prepared documents were built again at the swap")
+	}
+
+	served = all // swapped without Prepare
+	first := d.Document("/docs")
+	if !describes("examples.shop.v1.OrderPlaced") {
+		t.Error("a registry swapped in without Prepare is not described")
+	}
+	if d.Document("/docs") != first {
+		t.Error("the documents of a registry swapped in without Prepare are built on every request")
 	}
 }

@@ -19,9 +19,9 @@ import (
 // serves them once it has chosen the coding.
 func docsServer(t *testing.T) string {
 	t.Helper()
-	d, registry := exampleDocs(t)
+	d := exampleDocs(t)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		doc := d.Document(r.URL.EscapedPath(), registry)
+		doc := d.Document(r.URL.EscapedPath())
 		if doc == nil {
 			http.NotFound(w, r)
 			return
