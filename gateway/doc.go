@@ -39,12 +39,12 @@
 //
 //   - Every event gets a result at its index: ACCEPTED with its durability
 //     (KAFKA: acknowledged with acks=all; LOCAL_DISK: written to the local
-//     spool, package buffer) and its position (Kafka topic, partition and offset, or the
-//     answering gateway's spool position), DUPLICATE with the original's
-//     position, or REJECTED with a reason from the one Reason enum, its
-//     retryable flag, retry_after where one applies, and field violations
-//     where a rule failed. gRPC and REST carry the same results.
-//   - Nothing answered ACCEPTED exists only in memory.
+//     spool, package buffer) and its position (Kafka topic, partition and
+//     offset, or the answering gateway's spool position), DUPLICATE with
+//     the original's position, or REJECTED with a reason from the one
+//     Reason enum, its retryable flag, retry_after where one applies, and
+//     field violations where a rule failed. gRPC and REST carry the same
+//     results. Nothing answered ACCEPTED exists only in memory.
 //   - Bad input is a typed refusal (MALFORMED: INVALID_ARGUMENT, 400),
 //     never a panic, a bare INTERNAL or a 5xx. Whole-request refusals carry
 //     ErrorInfo and RetryInfo on gRPC, the same fields as JSON with the
@@ -79,16 +79,15 @@
 // # What survives a crash
 //
 // What was answered ACCEPTED, as its durability says: Kafka's, or the
-// spool's (package buffer), which the drainer publishes after a restart. The dedup window, the rate buckets and
-// requests in flight are memory and are lost; an event whose caller heard
-// no answer is sent again and may become a second record, which the
-// sinks absorb by event id.
+// spool's (package buffer), which the drainer publishes after a restart.
+// The dedup window, the rate buckets and requests in flight are memory
+// and are lost; an event whose caller heard no answer is sent again and
+// may become a second record, which the sinks absorb by event id.
 //
 // # What it does not do
 //
-//   - The dedup window is per process and in memory: replicas, and a
-//     restarted gateway, may publish an id again. The sinks' upsert by
-//     event id makes the effect happen once.
+//   - The dedup window is per process: replicas may publish an id again;
+//     the sinks' upsert by event id makes the effect happen once.
 //   - Without a spool, events are refused UNAVAILABLE while Kafka is down.
 //   - Answers gRPC or net/http give themselves carry no ErrorInfo: a
 //     message over twice MaxRequestBytes, one past ReceiveTimeout, a unary
