@@ -1,4 +1,4 @@
-package gateway
+package openapi
 
 import (
 	"bytes"
@@ -8,42 +8,30 @@ import (
 	"net/http"
 	"sort"
 	"strconv"
+	"time"
 
 	"github.com/sluicehq/sluice/contract"
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
 )
 
-// The REST API's description (OpenAPI 3.1), built once from the loaded
-// contracts and the limits, so that it says what this gateway takes:
-//   - the body is {"events": [...]} with the wire's names (occurred_at,
-//     partition_key, payload), each event one of the loaded types with the
-//     JSON Schema of its contract as payload (contract.Schema);
-//   - it is never narrower than the gateway: every request the gateway
-//     accepts in full, and every event it accepts, is valid under it (null
-//     for an absent field, occurred_at as Go's RFC 3339 parser reads it,
-//     each payload in every spelling protojson reads). Where JSON Schema
-//     cannot state a rule exactly the description says less and names the
-//     rule in words, never more: a client generated from it refuses
-//     nothing the gateway would take;
-//   - every status the route answers, with its body (the per-event answer,
-//     the whole-request ErrorBody, or either) and Retry-After;
-//   - occurred_at's skew window, which JSON Schema cannot say, in words and
-//     in x-sluice-event-time-window;
-//   - one server, the relative URL "/": the gateway that served the
-//     description, as the client reached it. A URL made from the request's
-//     Host would let any caller put a host of its choosing into a document
-//     others cache, and would name the proxy's inside address behind one.
-//
 // Compression (Content-Encoding gzip or zstd) and Grpc-Timeout are said in
 // the operation's description, not as parameters: a generated request
 // that set them without compressing would be refused, as it should be.
 
 const openAPIComponents = "#/components/schemas/"
 
-// openAPISpec builds the description; its error is a bug (a schema that
-// does not marshal).
-func (s *Service) openAPISpec(registry *contract.Registry) ([]byte, error) {
-	l := s.cfg.Limits
+// Limits are the gateway's limits (gateway.LimitsConfig) that the
+// description states.
+type Limits struct {
+	MaxEventsPerRequest int
+	MaxRequestBytes     int
+	MaxEventAge         time.Duration
+	MaxEventFuture      time.Duration
+}
+
+// describe builds the description of registry under l; its error is a bug (a
+// schema that does not marshal).
+func describe(registry *contract.Registry, l Limits) ([]byte, error) {
 	schemas := map[string]any{}
 	defs := map[string]*contract.Schema{}
 	var events []any
@@ -148,8 +136,8 @@ var (
 	errorBody   = map[string]any{"$ref": openAPIComponents + "ErrorBody"}
 )
 
-// publishStatuses are the route's answers (batchHTTPStatus and the
-// rejection table in rejection.go): a status every event shares is the
+// publishStatuses are the route's answers (the gateway's batchHTTPStatus
+// and its rejection table): a status every event shares is the
 // batch's, with the per-event results; a whole-request refusal has the
 // ErrorBody.
 var publishStatuses = map[int]publishStatus{
@@ -165,7 +153,7 @@ var publishStatuses = map[int]publishStatus{
 	http.StatusServiceUnavailable:    {text: "UNAVAILABLE or BUFFER_FULL: Kafka did not acknowledge in time, the spool is full, or the gateway is at its memory bound.", body: eitherBody, retryAfter: true},
 }
 
-// occurredAtPattern is what decodeJSONBatch takes as occurred_at: Go's
+// occurredAtPattern is what the gateway's REST decoder takes as occurred_at: Go's
 // time.Parse of RFC 3339, which also reads a one-digit hour, a fraction
 // after a comma and of any length, and an offset of up to 24 hours and 60
 // minutes. It is wider by days past their month's end and instants
@@ -173,10 +161,10 @@ var publishStatuses = map[int]publishStatus{
 const occurredAtPattern = `^[0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])T(?:[01]?[0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]` +
 	`(?:[.,][0-9]+)?(?:Z|[+-](?:[01][0-9]|2[0-4]):(?:[0-5][0-9]|60))$`
 
-// eventSchema is one event of type typ as the REST decoder takes it: the
-// envelope rules of ingest.proto (envelope_rules.go) and the payload.
+// eventSchema is one event of type typ as the gateway's REST decoder takes
+// it: the envelope rules of ingest.proto and the payload.
 // null is an absent field, as the decoder reads it.
-func eventSchema(l LimitsConfig, typ string, payload *contract.Schema) map[string]any {
+func eventSchema(l Limits, typ string, payload *contract.Schema) map[string]any {
 	return map[string]any{
 		"type": "object", "additionalProperties": false,
 		"required": []string{"id", "type", "occurred_at", "payload"},
@@ -216,8 +204,8 @@ func decimalString(what string) map[string]any {
 		"description": what + ", in decimal digits: protobuf's JSON writes 64-bit integers as strings."}
 }
 
-// answerSchemas are the bodies the route answers, as appendAnswer and
-// writeFailure print them.
+// answerSchemas are the bodies the route answers, as the gateway's
+// appendAnswer and writeFailure print them.
 func answerSchemas() map[string]any {
 	names := func(m map[int32]string) []string {
 		var out []string
