@@ -97,7 +97,7 @@ func decodeFailure(err error) *failure {
 
 // refused is decodeFailure, counting a record no version kept could read
 // in sluice_consumer_events_by_schema_total.
-func (c *Consumer) refused(err error) *failure {
+func (c *deliverer) refused(err error) *failure {
 	if uve, ok := errors.AsType[*dlq.UnknownVersionError](err); ok {
 		c.m.bySchema.unread(uve.Type)
 	}
