@@ -19,8 +19,8 @@ import (
 	"github.com/sluicehq/sluice/sink"
 )
 
-// ErrClosed is returned by Run when the Kafka client was closed under it.
-var ErrClosed = errors.New("consumer: client closed")
+// errClosed is returned by Run when the Kafka client was closed under it.
+var errClosed = errors.New("consumer: client closed")
 
 // Consumer reads the source topics of one group and writes their events
 // to a sink. See the package documentation for what it guarantees. It
@@ -228,7 +228,7 @@ func (c *Consumer) poll(ctx context.Context) error {
 		fetches := c.client.PollRecords(ctx, free)
 		if fetches.IsClientClosed() {
 			c.client.AllowRebalance()
-			return ErrClosed
+			return errClosed
 		}
 		if ctx.Err() != nil {
 			c.client.AllowRebalance()
