@@ -40,14 +40,16 @@
 //     transient failure is retried with backoff within Config.Retry, then
 //     dead-lettered as retryable. While the sink's circuit breaker is not
 //     closed the consumer is PAUSED: events wait for the sink without
-//     spending retries and without going to the DLQ.
+//     spending retries and without going to the DLQ. Mode and
+//     sluice_consumer_mode report the mode: NORMAL, PAUSED or DRAIN_DLQ.
 //   - A drain pass (mode DRAIN_DLQ) retries the retryable dead letters up
 //     to the DLQ's end offsets when it started, at DLQ.DrainRate, once the
 //     breaker has been closed for DLQ.DrainInterval. A drained record is
 //     written as an event of its DLQ topic's source topic, whatever its
 //     envelope says, and only when it passes its contract. One that fails
 //     again returns to the DLQ, and is parked past DLQ.MaxRetries or
-//     DLQ.Deadline.
+//     DLQ.Deadline. A dead letter that is not retryable is skipped: its
+//     offset is committed and it stays in the DLQ for a replay.
 //   - A record of a schema version no longer kept is decoded with the
 //     newest version when that reads it without loss; otherwise it is
 //     dead-lettered as record.ClassSchema, retryable, until a reload
@@ -55,8 +57,8 @@
 //   - Every decision about an event (written, dead_lettered, parked,
 //     retried) is recorded as an audit row once it is durable: in the
 //     sink when it is a sink.Auditor, else in record.AuditTopic. An audit
-//     store that fails slows the records it audits by a bounded time and
-//     never holds, loses or repeats an event.
+//     store that fails slows the records it audits by a bounded time; it
+//     loses and repeats no event.
 //   - When a dead letter, and then its parked copy, are both refused by
 //     Kafka, Run stops with a *dlq.DeadLetterError naming the record; its
 //     offset is not committed.
