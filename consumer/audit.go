@@ -24,7 +24,7 @@ import (
 // {action} and logged. The decision stands either way: the record's job
 // finishes as decided, so an audit store that is down slows the records
 // it audits, by a bounded time, and loses or duplicates no event.
-func (c *Consumer) audit(ctx context.Context, rows ...sink.AuditRow) {
+func (c *deliverer) audit(ctx context.Context, rows ...sink.AuditRow) {
 	if len(rows) == 0 {
 		return
 	}
@@ -37,11 +37,11 @@ func (c *Consumer) audit(ctx context.Context, rows ...sink.AuditRow) {
 			return
 		}
 		class, retryAfter := sink.Classify(err)
-		budget.fail(c.o.clock.Now())
+		budget.fail(c.clock.Now())
 		if class == sink.Transient && ctx.Err() == nil && budget.attempts < c.cfg.Retry.MaxAttempts &&
 			budget.last.Sub(budget.first) < c.cfg.Retry.MaxElapsed {
 			select {
-			case <-c.o.clock.After(c.backoff(budget.attempts, retryAfter)):
+			case <-c.clock.After(c.backoff(budget.attempts, retryAfter)):
 				continue
 			case <-ctx.Done():
 			}
@@ -72,7 +72,7 @@ func (c *Consumer) audit(ctx context.Context, rows ...sink.AuditRow) {
 
 // auditWritten records the written rows of events, just written, when the
 // sink does not record them in its write.
-func (c *Consumer) auditWritten(ctx context.Context, events []sink.Event, conflicts []sink.Conflict) {
+func (c *deliverer) auditWritten(ctx context.Context, events []sink.Event, conflicts []sink.Conflict) {
 	if c.sinkAudits {
 		return
 	}
@@ -80,7 +80,7 @@ func (c *Consumer) auditWritten(ctx context.Context, events []sink.Event, confli
 	for _, cf := range conflicts {
 		conflicted[cf.Index] = true
 	}
-	now := c.o.clock.Now()
+	now := c.clock.Now()
 	rows := make([]sink.AuditRow, 0, len(events))
 	for i := range events {
 		detail := ""
@@ -95,13 +95,13 @@ func (c *Consumer) auditWritten(ctx context.Context, events []sink.Event, confli
 // decisionRow is the row of a decision about r, with the envelope env
 // of its dead letter, located at r's coordinates; false when r has no
 // identity to file it under (no sluice-source or sluice-event-id header).
-func (c *Consumer) decisionRow(action sink.AuditAction, r *kgo.Record, env *record.Envelope) (sink.AuditRow, bool) {
+func (c *deliverer) decisionRow(action sink.AuditAction, r *kgo.Record, env *record.Envelope) (sink.AuditRow, bool) {
 	source, id, typ := identityOf(r)
 	if source == "" || id == "" {
 		return sink.AuditRow{}, false
 	}
 	return sink.AuditRow{
-		Source: source, EventID: id, Action: action, At: c.o.clock.Now(),
+		Source: source, EventID: id, Action: action, At: c.clock.Now(),
 		Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, EventType: typ,
 		Group: c.cfg.Group, Sink: c.sink.Name(),
 		Class: env.Class, Error: env.Error, Attempt: env.Attempts, Retryable: env.Retryable,
@@ -112,7 +112,7 @@ func (c *Consumer) decisionRow(action sink.AuditAction, r *kgo.Record, env *reco
 // auditDeadLetter records the dead letter of r that Kafka just took, with
 // env, the envelope it took: dead_lettered, located at the source record
 // the envelope names, or parked, located at r.
-func (c *Consumer) auditDeadLetter(ctx context.Context, r *kgo.Record, env *record.Envelope) {
+func (c *deliverer) auditDeadLetter(ctx context.Context, r *kgo.Record, env *record.Envelope) {
 	action := sink.AuditDeadLettered
 	if env.ParkedReason != "" {
 		action = sink.AuditParked
@@ -129,7 +129,7 @@ func (c *Consumer) auditDeadLetter(ctx context.Context, r *kgo.Record, env *reco
 
 // auditRetried records that a drain took r, a DLQ record with envelope
 // env, to write it again.
-func (c *Consumer) auditRetried(ctx context.Context, r *kgo.Record, env *record.Envelope) {
+func (c *deliverer) auditRetried(ctx context.Context, r *kgo.Record, env *record.Envelope) {
 	row, ok := c.decisionRow(sink.AuditRetried, r, env)
 	if !ok {
 		return

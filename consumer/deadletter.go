@@ -16,8 +16,8 @@ import (
 // refuses for good. When that is refused too, j's partition is abandoned,
 // Run stops with the *dlq.DeadLetterError and j stays unfinished, so its
 // offset is never committed.
-func (c *Consumer) deadLetter(ctx context.Context, j *job, f *failure) {
-	now := c.o.clock.Now()
+func (c *deliverer) deadLetter(ctx context.Context, j *job, f *failure) {
+	now := c.clock.Now()
 	env := record.Envelope{
 		Class:           f.class,
 		Error:           clip.String(f.err.Error(), c.cfg.DLQ.MaxErrorBytes),
@@ -68,9 +68,9 @@ func (c *Consumer) deadLetter(ctx context.Context, j *job, f *failure) {
 			// Abandon j's partition, so that later records of j's key
 			// are not written ahead of it, and stop.
 			j.part.abandon()
-			c.stop(dle)
+			c.run.stop(dle)
 		}
-		c.finish(j, false)
+		c.run.finish(j, false)
 		return
 	}
 	kind := outcomeDLQ
@@ -82,5 +82,5 @@ func (c *Consumer) deadLetter(ctx context.Context, j *job, f *failure) {
 	c.finished(j, kind)
 	c.log.Info("dead-lettered", "topic", topic, "event_topic", j.rec.Topic, "partition", j.rec.Partition,
 		"offset", j.rec.Offset, "class", env.Class, "err", env.Error, "parked_reason", env.ParkedReason)
-	c.finish(j, true)
+	c.run.finish(j, true)
 }

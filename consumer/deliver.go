@@ -2,15 +2,58 @@ package consumer
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
+	"github.com/sluicehq/sluice/consumer/dlq"
+	"github.com/sluicehq/sluice/contract"
 	"github.com/sluicehq/sluice/internal/backoff"
 	"github.com/sluicehq/sluice/internal/breaker"
 	"github.com/sluicehq/sluice/sink"
 )
 
+// deliverer takes batches of jobs to their end: it decodes them, writes
+// them to the sink through the breaker with a retry budget, isolates
+// what the sink refuses, dead-letters what cannot be written, and audits
+// each decision. It has no lock: the breaker, the dead-letter producer
+// and the auditors are safe for concurrent use, and the rest is set once
+// in New. Its methods keep the receiver name c they had as methods of
+// Consumer.
+type deliverer struct {
+	cfg      Config
+	sink     sink.Sink
+	versions *contract.Versions
+	// sources are the source topics; a drained record must come from
+	// the DLQ topic of one.
+	sources []string
+	clock   Clock
+	log     *slog.Logger
+	m       *metrics
+	breaker *breaker.Breaker
+	// deadLetters produces the DLQ and parked records.
+	deadLetters *dlq.Producer
+	// auditor records the decisions about events: the sink when it is a
+	// sink.Auditor (sinkAudits: it then records written rows in its
+	// writes), else a dlq.TopicAuditor. fallback, with a sink that
+	// audits, is a dlq.TopicAuditor for the rows the sink did not take.
+	auditor, fallback sink.Auditor
+	sinkAudits        bool
+	// run ends jobs and stops Run.
+	run runner
+}
+
+// runner is what the deliverer needs of the consumer that runs it.
+type runner interface {
+	// finish ends j; done says its offset may be committed.
+	finish(j *job, done bool)
+	// stop makes Run stop and return err.
+	stop(err error)
+	// pace waits for the drain rate to admit a drained record.
+	pace(ctx context.Context) error
+}
+
 // process decodes a batch and delivers what decoded.
-func (c *Consumer) process(batch []*job) {
+func (c *deliverer) process(batch []*job) {
 	ctx := batch[0].part.ctx
 	if ctx.Err() != nil {
 		c.abandonJobs(batch)
@@ -64,7 +107,7 @@ type failure struct {
 // is retried with backoff while the retry budget lasts (retryBudget,
 // spent), then its jobs are dead-lettered as retryable; while the breaker
 // is not closed it costs nothing, since the sink is down, not the event.
-func (c *Consumer) deliver(ctx context.Context, jobs []*job, events []sink.Event) {
+func (c *deliverer) deliver(ctx context.Context, jobs []*job, events []sink.Event) {
 	name := c.sink.Name()
 	drain := jobs[0].part.dlq
 	var budget retryBudget
@@ -81,7 +124,7 @@ func (c *Consumer) deliver(ctx context.Context, jobs []*job, events []sink.Event
 			c.auditWritten(ctx, events, conflicts)
 			for _, j := range jobs {
 				c.finished(j, outcomeWritten)
-				c.finish(j, true)
+				c.run.finish(j, true)
 			}
 			return
 		}
@@ -95,7 +138,7 @@ func (c *Consumer) deliver(ctx context.Context, jobs []*job, events []sink.Event
 		class, retryAfter := sink.Classify(err)
 		c.m.sinkErrors.WithLabelValues(name, class.String()).Inc()
 		c.breaker.Record(class == sink.Transient)
-		budget.fail(c.o.clock.Now())
+		budget.fail(c.clock.Now())
 		if class == sink.Permanent {
 			c.isolate(ctx, jobs, events, &failure{class: class.String(), err: err, attempts: budget.attempts, first: budget.first})
 			return
@@ -114,7 +157,7 @@ func (c *Consumer) deliver(ctx context.Context, jobs []*job, events []sink.Event
 		}
 		c.m.retries.WithLabelValues(name).Inc()
 		select {
-		case <-c.o.clock.After(c.backoff(budget.attempts, retryAfter)):
+		case <-c.clock.After(c.backoff(budget.attempts, retryAfter)):
 		case <-ctx.Done():
 		}
 	}
@@ -122,7 +165,7 @@ func (c *Consumer) deliver(ctx context.Context, jobs []*job, events []sink.Event
 
 // write makes one Sink.Write of events, bounded by WriteTimeout, and
 // observes its latency.
-func (c *Consumer) write(ctx context.Context, events []sink.Event) ([]sink.Conflict, error) {
+func (c *deliverer) write(ctx context.Context, events []sink.Event) ([]sink.Conflict, error) {
 	start := time.Now()
 	wctx, cancel := context.WithTimeout(ctx, c.cfg.WriteTimeout)
 	conflicts, err := c.sink.Write(wctx, events)
@@ -134,13 +177,13 @@ func (c *Consumer) write(ctx context.Context, events []sink.Event) ([]sink.Confl
 // observeEndToEnd observes, for each event just written, the time since
 // the gateway ingested it. Drained events are observed apart: their age is
 // their failures', not the pipeline's.
-func (c *Consumer) observeEndToEnd(drain bool, events []sink.Event) {
+func (c *deliverer) observeEndToEnd(drain bool, events []sink.Event) {
 	route := routeDirect
 	if drain {
 		route = routeDLQ
 	}
 	h := c.m.endToEnd.WithLabelValues(route)
-	now := c.o.clock.Now()
+	now := c.clock.Now()
 	for i := range events {
 		if at := events[i].IngestedAt; !at.IsZero() {
 			h.Observe(max(0, now.Sub(at).Seconds()))
@@ -150,7 +193,7 @@ func (c *Consumer) observeEndToEnd(drain bool, events []sink.Event) {
 
 // finished counts j's outcome in sluice_consumer_events_total and, for a
 // record of a drain pass, in sluice_consumer_dlq_drained_total.
-func (c *Consumer) finished(j *job, outcome string) {
+func (c *deliverer) finished(j *job, outcome string) {
 	c.m.events.WithLabelValues(outcome).Inc()
 	if j.part.dlq {
 		c.m.drained.WithLabelValues(outcome).Inc()
@@ -158,16 +201,16 @@ func (c *Consumer) finished(j *job, outcome string) {
 }
 
 // abandonJobs finishes jobs unwritten: their offsets are not committed.
-func (c *Consumer) abandonJobs(jobs []*job) {
+func (c *deliverer) abandonJobs(jobs []*job) {
 	for _, j := range jobs {
-		c.finish(j, false)
+		c.run.finish(j, false)
 	}
 }
 
 // isolate handles a batch the sink refused permanently: it is split in
 // halves, each delivered again, until the failing event is alone; that
 // one is dead-lettered with f and the others are written.
-func (c *Consumer) isolate(ctx context.Context, jobs []*job, events []sink.Event, f *failure) {
+func (c *deliverer) isolate(ctx context.Context, jobs []*job, events []sink.Event, f *failure) {
 	if len(jobs) > 1 {
 		half := len(jobs) / 2
 		c.deliver(ctx, jobs[:half], events[:half])
@@ -203,7 +246,7 @@ func (b *retryBudget) forgive() { *b = retryBudget{} }
 // the first failure, or the attempts are used up (Retry.MaxAttempts; one
 // for a drained record) and the breaker has seen enough writes to tell
 // this event's failure from an outage starting.
-func (c *Consumer) spent(b *retryBudget, drain bool) bool {
+func (c *deliverer) spent(b *retryBudget, drain bool) bool {
 	attempts := (drain || b.attempts >= c.cfg.Retry.MaxAttempts) && c.breaker.Judged()
 	return attempts || b.last.Sub(b.first) >= c.cfg.Retry.MaxElapsed
 }
@@ -211,7 +254,7 @@ func (c *Consumer) spent(b *retryBudget, drain bool) bool {
 // reportConflicts counts and logs the conflicts a write reported: events
 // whose identity the sink held with another payload. The sink kept what it
 // held and recorded the copy, so their jobs finish as written.
-func (c *Consumer) reportConflicts(name string, events []sink.Event, conflicts []sink.Conflict) {
+func (c *deliverer) reportConflicts(name string, events []sink.Event, conflicts []sink.Conflict) {
 	for _, cf := range conflicts {
 		if cf.Index < 0 || cf.Index >= len(events) {
 			c.log.Error("sink reported a conflict outside its batch", "sink", name, "index", cf.Index, "batch", len(events))
@@ -227,7 +270,7 @@ func (c *Consumer) reportConflicts(name string, events []sink.Event, conflicts [
 
 // acquire waits until the breaker lets a write through. It reports false
 // when ctx is done first.
-func (c *Consumer) acquire(ctx context.Context) bool {
+func (c *deliverer) acquire(ctx context.Context) bool {
 	for {
 		ok, wait, changed := c.breaker.Acquire()
 		if ok {
@@ -235,7 +278,7 @@ func (c *Consumer) acquire(ctx context.Context) bool {
 		}
 		select {
 		case <-changed:
-		case <-c.o.clock.After(wait):
+		case <-c.clock.After(wait):
 		case <-ctx.Done():
 			return false
 		}
@@ -245,7 +288,10 @@ func (c *Consumer) acquire(ctx context.Context) bool {
 // backoff is the wait before retry number attempt (1 for the first):
 // full jitter over an exponential ceiling, and never less than what the
 // sink asked for.
-func (c *Consumer) backoff(attempt int, retryAfter time.Duration) time.Duration {
+func (c *deliverer) backoff(attempt int, retryAfter time.Duration) time.Duration {
 	d := backoff.Config{Initial: c.cfg.Retry.InitialBackoff, Max: c.cfg.Retry.MaxBackoff}.Wait(attempt, nil)
 	return max(d, retryAfter)
 }
+
+// breakerState is the state of the sink's breaker.
+func (c *deliverer) breakerState() breaker.State { return c.breaker.State() }
