@@ -28,8 +28,8 @@ func WithRegisterer(r prometheus.Registerer) Option {
 	return option{func(o *options) { o.registerer = r }}
 }
 
-// WithLogger sets the logger for the producer and its Kafka client,
-// overriding the default slog.Default(). A nil logger keeps the default.
+// WithLogger replaces slog.Default(), for the producer and its Kafka
+// client. A nil logger keeps it.
 func WithLogger(l *slog.Logger) Option {
 	return option{func(o *options) {
 		if l != nil {

@@ -79,7 +79,7 @@ type producerOption func(*Producer)
 
 func (f producerOption) apply(p *Producer) { f(p) }
 
-// WithLogger logs to l; by default nothing is logged.
+// WithLogger replaces slog.Default(). A nil logger keeps it.
 func WithLogger(l *slog.Logger) ProducerOption {
 	return producerOption(func(p *Producer) {
 		if l != nil {
@@ -126,7 +126,7 @@ func NewProducer(cl *kgo.Client, cfg ProducerConfig, opts ...ProducerOption) *Pr
 	p := &Producer{
 		cl:    cl,
 		cfg:   cfg,
-		log:   slog.New(slog.DiscardHandler),
+		log:   slog.Default(),
 		clock: systemClock{},
 		warn:  logThrottle{every: produceWarnInterval},
 		m: producerMetrics{

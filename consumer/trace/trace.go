@@ -179,8 +179,14 @@ func WithMaxConcurrent(n int) Option {
 	})
 }
 
-// WithLogger replaces slog.Default().
-func WithLogger(l *slog.Logger) Option { return optionFunc(func(o *options) { o.log = l }) }
+// WithLogger replaces slog.Default(). A nil logger keeps it.
+func WithLogger(l *slog.Logger) Option {
+	return optionFunc(func(o *options) {
+		if l != nil {
+			o.log = l
+		}
+	})
+}
 
 // Tracer answers where events are. It is safe for concurrent use.
 type Tracer struct {
