@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/clip"
 	"github.com/sluicehq/sluice/record"
 	"github.com/sluicehq/sluice/sink"
 )
@@ -102,20 +103,10 @@ func rowNote(r *sink.AuditRow) string {
 	return strings.Join(parts, ", ")
 }
 
-// oneLine folds s to one line of at most n bytes, cut at a rune.
+// oneLine folds s to one line of at most n bytes (clip.String).
 func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !isRuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
+	return clip.String(strings.Join(strings.Fields(s), " "), n)
 }
-
-func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
 // topicRows are the rows read from record.AuditTopic as a table holds
 // them: the first of each decision (the topic is written at least once),
