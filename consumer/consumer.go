@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/time/rate"
 
+	"github.com/sluicehq/sluice/audit"
 	"github.com/sluicehq/sluice/consumer/dlq"
 	"github.com/sluicehq/sluice/contract"
 	"github.com/sluicehq/sluice/internal/backoff"
@@ -37,11 +38,11 @@ type Consumer struct {
 	// deadLetters produces the DLQ and parked records through client.
 	deadLetters *dlq.Producer
 	// auditor records the decisions about events: the sink when it is a
-	// sink.Auditor (sinkAudits: it then records written rows in its
+	// audit.Writer (sinkAudits: it then records written rows in its
 	// writes), else a dlq.TopicAuditor on client. fallback, with a sink
 	// that audits, is a dlq.TopicAuditor for the rows the sink did not
 	// take.
-	auditor, fallback sink.Auditor
+	auditor, fallback audit.Writer
 	sinkAudits        bool
 	// versions are the contracts records are decoded and drained records
 	// checked with: the registry served and the versions kept before it.
@@ -91,7 +92,7 @@ type Consumer struct {
 // from the next record on. kopts carry the Kafka connection (seed brokers,
 // TLS, SASL); New adds the group, topics and commit settings. Nothing is
 // fetched before Run. The consumer records its decisions about events in
-// s when s is a sink.Auditor (the table sinks), else as records of
+// s when s is a audit.Writer (the table sinks), else as records of
 // record.AuditTopic through its client.
 func New(cfg Config, versions *contract.Versions, s sink.Sink, kopts []kgo.Opt, opts ...Option) (*Consumer, error) {
 	if err := cfg.Validate(); err != nil {
@@ -168,7 +169,7 @@ func New(cfg Config, versions *contract.Versions, s sink.Sink, kopts []kgo.Opt, 
 		MaxRecordBytes: int(cfg.DLQ.MaxRecordBytes),
 		MaxErrorBytes:  cfg.DLQ.MaxErrorBytes,
 	}, dlq.WithLogger(c.log), dlq.WithClock(o.clock))
-	if a, ok := s.(sink.Auditor); ok {
+	if a, ok := s.(audit.Writer); ok {
 		c.auditor, c.sinkAudits = a, true
 		c.fallback = dlq.NewTopicAuditor(cl, o.clock.Now)
 	} else {

@@ -165,11 +165,11 @@
 // # Audit trail
 //
 // The consumer records every decision it makes about an event as a
-// sink.AuditRow, once the decision is durable, so that an event's trail
-// (sink.AuditReader, sluice trace) says what became of it. Where:
+// audit.Row, once the decision is durable, so that an event's trail
+// (audit.Reader, sluice trace) says what became of it. Where:
 //
 //   - written: when Sink.Write returned nil. A sink that is a
-//     sink.Auditor (SQLite, PostgreSQL) writes the row itself, in the
+//     audit.Writer (SQLite, PostgreSQL) writes the row itself, in the
 //     transaction of the event row (sink.Event carries the group, and the
 //     replay id and actor of a record a replay produced, from its
 //     sluice-replay-* headers); for any other sink (HTTP) the consumer
@@ -193,8 +193,8 @@
 //     (not retryable) and one parked by the checks get none.
 //   - replayed: not the consumer's; dlq.Replay records it.
 //
-// The rows go to the sink when it is a sink.Auditor, else to
-// record.AuditTopic as dlq.Decisions (dlq.TopicAuditor on the consumer's
+// The rows go to the sink when it is a audit.Writer, else to
+// record.AuditTopic as record.Decisions (dlq.TopicAuditor on the consumer's
 // client, acks=all). A record that names no source or no event id (it
 // did not decode) has no trail to be filed under: its dead letter is
 // produced as ever, without a row.
@@ -215,7 +215,7 @@
 // its event.
 //
 // A crash repeats decisions whose offsets were not committed; the table
-// sinks keep one row per decision about one record (sink.AuditRow), so
+// sinks keep one row per decision about one record (audit.Row), so
 // the repeat adds none. Decisions on record.AuditTopic are at least once
 // and carry the same key for readers to dedupe by.
 //

@@ -12,8 +12,8 @@
 //	conflicts, err := s.Write(ctx, batch)
 //	class, retryAfter := sink.Classify(err) // Transient or Permanent
 //	for _, c := range conflicts { ... batch[c.Index], c.StoredFingerprint ... }
-//	err = s.(sink.Auditor).Audit(ctx, rows)             // the table sinks: decisions without a write
-//	rows, err := s.(sink.AuditReader).AuditRows(ctx, source, id) // an event's trail, in sequence order
+//	err = s.(audit.Writer).Audit(ctx, rows)             // the table sinks: decisions without a write
+//	rows, err := s.(audit.Reader).AuditRows(ctx, source, id) // an event's trail, in sequence order
 //	...
 //	s.Close()
 //
@@ -245,14 +245,14 @@
 // # Audit trail
 //
 // The audit table, <table>_audit, schema version 3, holds the decisions
-// the consumer tier made about each event (AuditRow), the same columns in
+// the consumer tier made about each event (audit.Row), the same columns in
 // SQLite and PostgreSQL:
 //
 //	source, event_id   TEXT | text             the identity
 //	sequence           INTEGER | bigint        1, 2, ... per identity
 //	action             TEXT | text             written, dead_lettered, retried, parked, replayed
 //	decided_at         TEXT (as above) | timestamptz
-//	topic, kafka_partition, kafka_offset       the record decided on (AuditRow)
+//	topic, kafka_partition, kafka_offset       the record decided on (audit.Row)
 //	event_type, consumer_group, sink           TEXT | text
 //	error_class, error TEXT | text             the failure's ("" for none)
 //	attempt, dlq_retries INTEGER | integer

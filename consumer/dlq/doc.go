@@ -14,7 +14,7 @@
 //		Actor: "ops", Rate: 100, Topics: ingestTopics, Registry: contracts,
 //		Auditor: tableSink}) // nil: replayed rows go to sluice.audit
 //
-//	a := dlq.NewTopicAuditor(cl, nil) // a sink.Auditor producing Decisions to sluice.audit
+//	a := dlq.NewTopicAuditor(cl, nil) // a audit.Writer producing Decisions to sluice.audit
 //
 // # Producing dead letters
 //
@@ -82,7 +82,7 @@
 // sluice-replay-id and sluice-replay-actor headers (record.WithReplay),
 // in place of an earlier replay's; the consumer copies them into the
 // event's written audit row. Once Kafka acknowledged a record, Replay
-// records its replayed row (sink.AuditReplayed: the DLQ or parked record
+// records its replayed row (audit.Replayed: the DLQ or parked record
 // read, its envelope's class, attempts and dlq_retries, and in Detail
 // where it was produced, topic/partition@offset) through
 // ReplayOptions.Auditor, or to record.AuditTopic as a Decision when there
@@ -103,7 +103,7 @@
 //     replay.finished report with the same replay_id, the counts and the
 //     outcome follows however the replay ends, canceled included (it is
 //     written under a deadline of its own).
-//   - "decision": a Decision, one sink.AuditRow, keyed by the event's
+//   - "decision": a Decision, one audit.Row, keyed by the event's
 //     identity (sink.IdempotencyKey: source/id, each path-escaped), so
 //     an event's decisions are in one partition, in the order they were
 //     recorded. A TopicAuditor writes them: the consumer's, for a sink
@@ -117,7 +117,7 @@
 //	 "error": "...", "attempt": 1, "dlq_retries": 0, "retryable": false, "detail": "",
 //	 "replay_id": "", "actor": ""}
 //
-// with the fields of sink.AuditRow, empty strings left out; there is no
+// with the fields of audit.Row, empty strings left out; there is no
 // sequence (offset order is the order). Decisions are at least once: one
 // recorded again after a crash is produced again, and a reader dedupes
 // by (source, event_id, action, topic, partition, offset, attempt,

@@ -17,7 +17,7 @@
 //
 // # What it searches
 //
-// First the audit table, when New is given a sink.AuditReader (the SQL
+// First the audit table, when New is given a audit.Reader (the SQL
 // sinks). Its rows settle the status, and only record.AuditTopic is read
 // besides, when one of them is written (IN_SINK: the sink keeps the first
 // write of an identity, whatever follows) or when the latest is
@@ -31,8 +31,8 @@
 //   - record.AuditTopic, always: without an audit table the consumer (of
 //     the HTTP sink) writes every row there, and beside one it writes
 //     there the rows the table did not take (the sink's database down
-//     past the retries). Each record is read by the AuditDecoder
-//     (JSONAuditDecoder by default), the first of each decision kept (the
+//     past the retries). Each record is read by audit.ParseRecord,
+//     the first of each decision kept (the
 //     topic is written at least once). Without a table they are decided
 //     on as the table's would be, in time order, numbered from 1; beside
 //     one, those it does not hold join its rows in time order, with

@@ -14,8 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluicehq/sluice/audit"
 	"github.com/sluicehq/sluice/consumer"
-	"github.com/sluicehq/sluice/sink"
 )
 
 // Defaults of Limits.
@@ -110,24 +110,11 @@ func (q *Query) Validate(sourceTopics []string) error {
 	return nil
 }
 
-// AuditDecoder reads the audit rows a record of record.AuditTopic holds:
-// none, and no error, for a record that is no audit row (a replay's
-// report). The sinks without an audit table (HTTP) write their rows there.
-type AuditDecoder interface {
-	DecodeAudit(r *kgo.Record) ([]sink.AuditRow, error)
-}
-
-// AuditDecoderFunc is a function that is an AuditDecoder.
-type AuditDecoderFunc func(r *kgo.Record) ([]sink.AuditRow, error)
-
-func (f AuditDecoderFunc) DecodeAudit(r *kgo.Record) ([]sink.AuditRow, error) { return f(r) }
-
 // Option configures New.
 type Option interface{ apply(*options) }
 
 type options struct {
-	reader        sink.AuditReader
-	decoder       AuditDecoder
+	reader        audit.Reader
 	now           func() time.Time
 	limits        Limits
 	maxConcurrent int
@@ -140,15 +127,9 @@ func (f optionFunc) apply(o *options) { f(o) }
 
 // WithAuditReader reads an event's audit rows from r, the sink's audit
 // table; by default there is none, and the rows are looked for in
-// record.AuditTopic with the AuditDecoder.
-func WithAuditReader(r sink.AuditReader) Option {
+// record.AuditTopic (audit.ParseRecord).
+func WithAuditReader(r audit.Reader) Option {
 	return optionFunc(func(o *options) { o.reader = r })
-}
-
-// WithAuditDecoder reads the records of record.AuditTopic with d, in place
-// of JSONAuditDecoder().
-func WithAuditDecoder(d AuditDecoder) Option {
-	return optionFunc(func(o *options) { o.decoder = d })
 }
 
 // WithClock replaces time.Now, which says whether a dead letter is past
@@ -209,7 +190,6 @@ func New(cfg consumer.Config, kopts []kgo.Opt, opts ...Option) (*Tracer, error) 
 		return nil, fmt.Errorf("trace: %w", err)
 	}
 	o := options{
-		decoder:       JSONAuditDecoder(),
 		now:           time.Now,
 		limits:        Limits{MaxRecords: DefaultMaxRecords, Timeout: DefaultTimeout},
 		maxConcurrent: 2,
