@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluicehq/sluice/internal/kafkaconn"
 	"github.com/sluicehq/sluice/pull"
 )
 
@@ -448,23 +449,20 @@ func (s *kafkaStore) Load(ctx context.Context) (pull.CursorRecord, bool, error) 
 	if end.Offset <= start.Offset {
 		return pull.CursorRecord{}, false, nil
 	}
-	cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{
-		s.topic: {s.partition: kgo.NewOffset().At(end.Offset - 1)},
-	})
 	var last *kgo.Record
-	for last == nil || last.Offset < end.Offset-1 {
-		fs := cl.PollFetches(ctx)
-		if err := ctx.Err(); err != nil {
-			return pull.CursorRecord{}, false, fmt.Errorf("ownership: read cursor of %s: %w", s.poller, err)
-		}
-		if err := fs.Err0(); err != nil {
-			return pull.CursorRecord{}, false, fmt.Errorf("ownership: read cursor of %s: %w", s.poller, err)
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			if r.Partition == s.partition && (last == nil || r.Offset > last.Offset) {
-				last = r
-			}
-		})
+	span := kafkaconn.Span{Topic: s.topic, Partition: s.partition, From: end.Offset - 1, End: end.Offset}
+	err = kafkaconn.Read(ctx, cl, []kafkaconn.Span{span}, 0, func(r *kgo.Record) (bool, error) {
+		last = r
+		return false, nil
+	})
+	if fe, ok := err.(*kafkaconn.FetchError); ok {
+		err = fe.Err
+	}
+	if err == nil && last == nil {
+		err = fmt.Errorf("no record at %s[%d]@%d", s.topic, s.partition, end.Offset-1)
+	}
+	if err != nil {
+		return pull.CursorRecord{}, false, fmt.Errorf("ownership: read cursor of %s: %w", s.poller, err)
 	}
 	if string(last.Key) != s.poller {
 		s.log.Warn("the cursor partition's last record is another poller's: starting afresh",
