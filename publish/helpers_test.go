@@ -36,13 +36,20 @@ const testDeliveryTimeout = minDeliveryTimeout
 // and cfg adjusted by edit, and closes it when the test ends.
 func newTestProducer(t testing.TB, brokers []string, edit func(*Config), opts ...Option) *Producer {
 	t.Helper()
+	return newTestProducerOn(t, brokers, nil, edit, opts...)
+}
+
+// newTestProducerOn is newTestProducer on the connection conn (nil: made
+// of the config's block).
+func newTestProducerOn(t testing.TB, brokers []string, conn []kgo.Opt, edit func(*Config), opts ...Option) *Producer {
+	t.Helper()
 	cfg := NewDefaultConfig()
 	cfg.Brokers = brokers
 	cfg.DeliveryTimeout = testDeliveryTimeout
 	if edit != nil {
 		edit(&cfg)
 	}
-	p, err := NewProducer(cfg, append([]Option{WithLogger(discardLogger())}, opts...)...)
+	p, err := NewProducer(cfg, conn, append([]Option{WithLogger(discardLogger())}, opts...)...)
 	if err != nil {
 		t.Fatalf("NewProducer: %v", err)
 	}

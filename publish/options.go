@@ -4,7 +4,6 @@ import (
 	"log/slog"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // Option configures a Producer beyond its Config: what the caller's
@@ -14,7 +13,6 @@ type Option interface{ apply(*options) }
 type options struct {
 	registerer prometheus.Registerer
 	logger     *slog.Logger
-	conn       []kgo.Opt // nil: from Config's connection block
 	topics     []string
 }
 
@@ -36,15 +34,6 @@ func WithLogger(l *slog.Logger) Option {
 			o.logger = l
 		}
 	}}
-}
-
-// WithConnection gives the client the connection options that
-// kafkaconn.Config.Options made of Config's connection block, overriding
-// the default of making them in NewProducer: a process with several Kafka
-// clients makes them once, so the password is read and the block's
-// warnings are logged once.
-func WithConnection(conn []kgo.Opt) Option {
-	return option{func(o *options) { o.conn = conn }}
 }
 
 // WithTopics names the topics the producer writes to, overriding the

@@ -71,7 +71,7 @@ func serve(ctx context.Context, cfg fileConfig, versions *contract.Versions, log
 	}
 	// The producer knows the gateway's topics: admission's readiness asks
 	// the cluster for them (adm.Ready, below), and so does the start check.
-	producer, err := publish.NewProducer(cfg.Kafka, publish.WithConnection(conn), publish.WithRegisterer(reg), publish.WithLogger(log),
+	producer, err := publish.NewProducer(cfg.Kafka, conn, publish.WithRegisterer(reg), publish.WithLogger(log),
 		publish.WithTopics(cfg.topics()...))
 	if err != nil {
 		return err
