@@ -28,8 +28,9 @@ type TopicAuditor struct {
 
 var _ audit.Writer = (*TopicAuditor)(nil)
 
-// NewTopicAuditor produces through cl, stamping rows that have no At with
-// now (time.Now when nil).
+// NewTopicAuditor produces through cl, its owner's client (the
+// consumer's, or Replay's), which it never closes, stamping rows that have
+// no At with now (time.Now when nil).
 func NewTopicAuditor(cl *kgo.Client, now func() time.Time) *TopicAuditor {
 	if now == nil {
 		now = time.Now

@@ -121,7 +121,10 @@ type producerMetrics struct {
 
 // NewProducer returns a Producer that produces through cl. cl must ask for
 // acks from all in-sync replicas and have kgo.ProducerBatchMaxBytes set to
-// cfg.MaxRecordBytes.
+// cfg.MaxRecordBytes. Unlike the components that open clients of their own
+// (and take the connection options), the Producer is a part of its owner,
+// the consumer: it shares the consumer's client, its connections and its
+// idempotent producer, and never closes it.
 func NewProducer(cl *kgo.Client, cfg ProducerConfig, opts ...ProducerOption) *Producer {
 	p := &Producer{
 		cl:    cl,
