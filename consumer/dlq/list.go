@@ -95,9 +95,9 @@ func (s *Selection) Match(d *DeadLetter) bool {
 
 // scanTopic calls fn for every record of topic from its start offsets to
 // the end offsets it finds when it starts, in offset order per partition,
-// with a plain (non-group) client built from kopts (kafkaconn.Read).
-func scanTopic(ctx context.Context, kopts []kgo.Opt, topic string, partitions []int32, fn func(*kgo.Record) error) error {
-	admCl, err := kgo.NewClient(kopts...)
+// with a plain (non-group) client built from conn (kafkaconn.Read).
+func scanTopic(ctx context.Context, conn []kgo.Opt, topic string, partitions []int32, fn func(*kgo.Record) error) error {
+	admCl, err := kgo.NewClient(conn...)
 	if err != nil {
 		return fmt.Errorf("dlq: kafka client: %w", err)
 	}
@@ -131,7 +131,7 @@ func scanTopic(ctx context.Context, kopts []kgo.Opt, topic string, partitions []
 	if len(spans) == 0 {
 		return nil
 	}
-	cl, err := kgo.NewClient(append(slices.Clone(kopts), kgo.FetchMaxWait(time.Second))...)
+	cl, err := kgo.NewClient(append(slices.Clone(conn), kgo.FetchMaxWait(time.Second))...)
 	if err != nil {
 		return fmt.Errorf("dlq: kafka client: %w", err)
 	}
@@ -145,8 +145,8 @@ func scanTopic(ctx context.Context, kopts []kgo.Opt, topic string, partitions []
 
 // List calls fn for each selected dead letter of topic (a DLQ or parked
 // topic), from its start to its end offsets when List starts.
-func List(ctx context.Context, kopts []kgo.Opt, topic string, sel Selection, fn func(DeadLetter) error) error {
-	return scanTopic(ctx, kopts, topic, sel.Partitions, func(r *kgo.Record) error {
+func List(ctx context.Context, conn []kgo.Opt, topic string, sel Selection, fn func(DeadLetter) error) error {
+	return scanTopic(ctx, conn, topic, sel.Partitions, func(r *kgo.Record) error {
 		d := readDeadLetter(r)
 		if !sel.Match(&d) {
 			return nil

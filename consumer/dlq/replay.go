@@ -148,7 +148,7 @@ var (
 // without it there is no replay. An AuditFinished record follows when the
 // replay ends, however it ends. The report is returned even when the
 // replay fails part way.
-func Replay(ctx context.Context, kopts []kgo.Opt, topic string, sel Selection, opts ReplayOptions) (ReplayReport, error) {
+func Replay(ctx context.Context, conn []kgo.Opt, topic string, sel Selection, opts ReplayOptions) (ReplayReport, error) {
 	now := opts.Now
 	if now == nil {
 		now = time.Now
@@ -175,7 +175,7 @@ func Replay(ctx context.Context, kopts []kgo.Opt, topic string, sel Selection, o
 	if err != nil {
 		return rep, err
 	}
-	cl, err := kgo.NewClient(append(slices.Clone(kopts), kgo.RequiredAcks(kgo.AllISRAcks()))...)
+	cl, err := kgo.NewClient(append(slices.Clone(conn), kgo.RequiredAcks(kgo.AllISRAcks()))...)
 	if err != nil {
 		return rep, fmt.Errorf("dlq: kafka client: %w", err)
 	}
@@ -213,7 +213,7 @@ func Replay(ctx context.Context, kopts []kgo.Opt, topic string, sel Selection, o
 		}
 	}
 	lastProgress := time.Time{}
-	runErr := scanTopic(ctx, kopts, topic, sel.Partitions, func(r *kgo.Record) error {
+	runErr := scanTopic(ctx, conn, topic, sel.Partitions, func(r *kgo.Record) error {
 		rep.Scanned++
 		d := readDeadLetter(r)
 		if !sel.Match(&d) {

@@ -138,7 +138,7 @@ func (lk *lookup) run(ctx context.Context) error {
 		}
 	}
 	allot(lk.windows, lk.lim.MaxRecords)
-	timedOut, err := scan(ctx, t.kopts, lk.windows, lk.take)
+	timedOut, err := scan(ctx, t.conn, lk.windows, lk.take)
 	if err != nil {
 		return err
 	}

@@ -65,12 +65,12 @@ func allot(ws []*window, budget int64) bool {
 	return cut
 }
 
-// scan reads every window with a plain (non-group) client over kopts
+// scan reads every window with a plain (non-group) client over conn
 // (kafkaconn.Read) and calls take with each record in one, in offset
 // order per partition, until each window is read, take says stop,
 // nothing arrives for scanIdle or ctx ends. It reports whether ctx's
 // deadline cut it; any other end of ctx, and a fetch error, is an error.
-func scan(ctx context.Context, kopts []kgo.Opt, ws []*window, take func(*window, *kgo.Record) (stop bool)) (timedOut bool, err error) {
+func scan(ctx context.Context, conn []kgo.Opt, ws []*window, take func(*window, *kgo.Record) (stop bool)) (timedOut bool, err error) {
 	type tp struct {
 		topic     string
 		partition int32
@@ -88,7 +88,7 @@ func scan(ctx context.Context, kopts []kgo.Opt, ws []*window, take func(*window,
 	if len(open) == 0 {
 		return false, nil
 	}
-	cl, err := kgo.NewClient(append(slices.Clone(kopts), kgo.FetchMaxWait(500*time.Millisecond))...)
+	cl, err := kgo.NewClient(append(slices.Clone(conn), kgo.FetchMaxWait(500*time.Millisecond))...)
 	if err != nil {
 		return false, fmt.Errorf("trace: kafka client: %w", err)
 	}

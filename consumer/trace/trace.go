@@ -174,7 +174,7 @@ type Tracer struct {
 	group   string
 	sources []string
 	dlq     consumer.DLQConfig
-	kopts   []kgo.Opt
+	conn    []kgo.Opt
 	cl      *kgo.Client
 	adm     *kadm.Client
 	o       options
@@ -183,9 +183,9 @@ type Tracer struct {
 }
 
 // New returns a Tracer of the consumer tier configured by cfg (its group,
-// source topics and DLQ block), over the Kafka connection kopts. No
+// source topics and DLQ block), over the Kafka connection conn. No
 // request is made before the first lookup.
-func New(cfg consumer.Config, kopts []kgo.Opt, opts ...Option) (*Tracer, error) {
+func New(cfg consumer.Config, conn []kgo.Opt, opts ...Option) (*Tracer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("trace: %w", err)
 	}
@@ -198,7 +198,7 @@ func New(cfg consumer.Config, kopts []kgo.Opt, opts ...Option) (*Tracer, error) 
 	for _, opt := range opts {
 		opt.apply(&o)
 	}
-	cl, err := kgo.NewClient(kopts...)
+	cl, err := kgo.NewClient(conn...)
 	if err != nil {
 		return nil, fmt.Errorf("trace: kafka client: %w", err)
 	}
@@ -206,7 +206,7 @@ func New(cfg consumer.Config, kopts []kgo.Opt, opts ...Option) (*Tracer, error) 
 		group:   cfg.Group,
 		sources: cfg.SourceTopics(),
 		dlq:     cfg.DLQ,
-		kopts:   slices.Clip(kopts),
+		conn:    slices.Clip(conn),
 		cl:      cl,
 		adm:     kadm.NewClient(cl),
 		o:       o,
