@@ -117,7 +117,7 @@ type ownedPoller struct {
 	done   chan struct{}
 }
 
-// NewRunner validates the configs. conn carry the Kafka connection (seed
+// NewRunner validates the configs. conn carries the Kafka connection (seed
 // brokers, TLS, SASL: kafkaconn.Config.Options); the runner adds the
 // group, topic and producer settings. Pollers' names must be unique.
 func NewRunner(oc Config, conn []kgo.Opt, pollers []pull.Config, ing pull.Ingester, opts ...Option) (*Runner, error) {
