@@ -6,6 +6,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluicehq/sluice/audit"
 	"github.com/sluicehq/sluice/record"
 	"github.com/sluicehq/sluice/sink"
 )
@@ -24,7 +25,7 @@ import (
 // {action} and logged. The decision stands either way: the record's job
 // finishes as decided, so an audit store that is down slows the records
 // it audits, by a bounded time, and loses or duplicates no event.
-func (c *deliverer) audit(ctx context.Context, rows ...sink.AuditRow) {
+func (c *deliverer) audit(ctx context.Context, rows ...audit.Row) {
 	if len(rows) == 0 {
 		return
 	}
@@ -81,11 +82,11 @@ func (c *deliverer) auditWritten(ctx context.Context, events []sink.Event, confl
 		conflicted[cf.Index] = true
 	}
 	now := c.clock.Now()
-	rows := make([]sink.AuditRow, 0, len(events))
+	rows := make([]audit.Row, 0, len(events))
 	for i := range events {
 		detail := ""
 		if conflicted[i] {
-			detail = sink.AuditDetailConflict
+			detail = audit.DetailConflict
 		}
 		rows = append(rows, sink.WrittenRow(&events[i], c.sink.Name(), now, detail))
 	}
@@ -95,12 +96,12 @@ func (c *deliverer) auditWritten(ctx context.Context, events []sink.Event, confl
 // decisionRow is the row of a decision about r, with the envelope env
 // of its dead letter, located at r's coordinates; false when r has no
 // identity to file it under (no sluice-source or sluice-event-id header).
-func (c *deliverer) decisionRow(action sink.AuditAction, r *kgo.Record, env *record.Envelope) (sink.AuditRow, bool) {
+func (c *deliverer) decisionRow(action audit.Action, r *kgo.Record, env *record.Envelope) (audit.Row, bool) {
 	source, id, typ := identityOf(r)
 	if source == "" || id == "" {
-		return sink.AuditRow{}, false
+		return audit.Row{}, false
 	}
-	return sink.AuditRow{
+	return audit.Row{
 		Source: source, EventID: id, Action: action, At: c.clock.Now(),
 		Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, EventType: typ,
 		Group: c.cfg.Group, Sink: c.sink.Name(),
@@ -113,15 +114,15 @@ func (c *deliverer) decisionRow(action sink.AuditAction, r *kgo.Record, env *rec
 // env, the envelope it took: dead_lettered, located at the source record
 // the envelope names, or parked, located at r.
 func (c *deliverer) auditDeadLetter(ctx context.Context, r *kgo.Record, env *record.Envelope) {
-	action := sink.AuditDeadLettered
+	action := audit.DeadLettered
 	if env.ParkedReason != "" {
-		action = sink.AuditParked
+		action = audit.Parked
 	}
 	row, ok := c.decisionRow(action, r, env)
 	if !ok {
 		return
 	}
-	if action == sink.AuditDeadLettered {
+	if action == audit.DeadLettered {
 		row.Topic, row.Partition, row.Offset = env.SourceTopic, env.SourcePartition, env.SourceOffset
 	}
 	c.audit(ctx, row)
@@ -130,7 +131,7 @@ func (c *deliverer) auditDeadLetter(ctx context.Context, r *kgo.Record, env *rec
 // auditRetried records that a drain took r, a DLQ record with envelope
 // env, to write it again.
 func (c *deliverer) auditRetried(ctx context.Context, r *kgo.Record, env *record.Envelope) {
-	row, ok := c.decisionRow(sink.AuditRetried, r, env)
+	row, ok := c.decisionRow(audit.Retried, r, env)
 	if !ok {
 		return
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluicehq/sluice/audit"
 	"github.com/sluicehq/sluice/consumer/dlq"
 	"github.com/sluicehq/sluice/contract"
 	"github.com/sluicehq/sluice/internal/backoff"
@@ -55,7 +56,7 @@ type Consumer struct {
 // from the next record on. kopts carry the Kafka connection (seed brokers,
 // TLS, SASL); New adds the group, topics and commit settings. Nothing is
 // fetched before Run. The consumer records its decisions about events in
-// s when s is a sink.Auditor (the table sinks), else as records of
+// s when s is an audit.Writer (the table sinks), else as records of
 // record.AuditTopic through its client.
 func New(cfg Config, versions *contract.Versions, s sink.Sink, kopts []kgo.Opt, opts ...Option) (*Consumer, error) {
 	if err := cfg.Validate(); err != nil {
@@ -133,7 +134,7 @@ func New(cfg Config, versions *contract.Versions, s sink.Sink, kopts []kgo.Opt, 
 		MaxRecordBytes: int(cfg.DLQ.MaxRecordBytes),
 		MaxErrorBytes:  cfg.DLQ.MaxErrorBytes,
 	}, dlq.WithLogger(c.log), dlq.WithClock(o.clock))
-	if a, ok := s.(sink.Auditor); ok {
+	if a, ok := s.(audit.Writer); ok {
 		d.auditor, d.sinkAudits = a, true
 		d.fallback = dlq.NewTopicAuditor(cl, o.clock.Now)
 	} else {

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/sluicehq/sluice/audit"
 	"github.com/sluicehq/sluice/consumer/dlq"
 	"github.com/sluicehq/sluice/contract"
 	"github.com/sluicehq/sluice/internal/backoff"
@@ -33,10 +34,10 @@ type deliverer struct {
 	// deadLetters produces the DLQ and parked records.
 	deadLetters *dlq.Producer
 	// auditor records the decisions about events: the sink when it is a
-	// sink.Auditor (sinkAudits: it then records written rows in its
+	// audit.Writer (sinkAudits: it then records written rows in its
 	// writes), else a dlq.TopicAuditor. fallback, with a sink that
 	// audits, is a dlq.TopicAuditor for the rows the sink did not take.
-	auditor, fallback sink.Auditor
+	auditor, fallback audit.Writer
 	sinkAudits        bool
 	// run ends jobs and stops Run.
 	run runner

@@ -56,7 +56,7 @@
 //     brings its version back or the drain parks it.
 //   - Every decision about an event (written, dead_lettered, parked,
 //     retried) is recorded as an audit row once it is durable: in the
-//     sink when it is a sink.Auditor, else in record.AuditTopic. An audit
+//     sink when it is an audit.Writer, else in record.AuditTopic. An audit
 //     store that fails slows the records it audits by a bounded time; it
 //     loses and repeats no event.
 //   - When a dead letter, and then its parked copy, are both refused by

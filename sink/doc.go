@@ -36,8 +36,8 @@
 //     is not UTF-8 or holds NUL, a rendering that is not JSON) is refused
 //     whole, before anything is written: Permanent, wrapping
 //     ErrInvalidEvent and naming the index.
-//   - The table sinks keep an audit trail, <table>_audit (Auditor,
-//     AuditReader): every event Write stores or finds stored gets its
+//   - The table sinks keep an audit trail, <table>_audit (audit.Writer,
+//     audit.Reader): every event Write stores or finds stored gets its
 //     written row in its event row's transaction, so neither exists
 //     without the other. A decision about one Kafka record is stored once,
 //     so a record decided on again after a crash adds nothing; per

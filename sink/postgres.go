@@ -13,6 +13,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/sluicehq/sluice/audit"
 )
 
 // Postgres is the PostgreSQL sink: a pgx pool and one transaction per
@@ -50,9 +52,9 @@ type Postgres struct {
 }
 
 var (
-	_ Sink        = (*Postgres)(nil)
-	_ Auditor     = (*Postgres)(nil)
-	_ AuditReader = (*Postgres)(nil)
+	_ Sink         = (*Postgres)(nil)
+	_ audit.Writer = (*Postgres)(nil)
+	_ audit.Reader = (*Postgres)(nil)
 )
 
 // PostgresSchemaVersion is the newest version of the table layout Migrate
@@ -124,7 +126,7 @@ CREATE TABLE IF NOT EXISTS "%[2]s_conflicts" (
 );`,
 
 	// Version 3 adds the audit table: one row per decision about an event
-	// (AuditRow). Its primary key is also the index an event's trail is
+	// (audit.Row). Its primary key is also the index an event's trail is
 	// read by, in sequence order; the unique key is what makes two rows
 	// one decision. The events already held get no rows.
 	`CREATE TABLE IF NOT EXISTS "%[2]s_audit" (
@@ -386,7 +388,7 @@ func (p *Postgres) Name() string { return KindPostgres }
 // earlier in batch; when there are such events a second statement records
 // those with another payload fingerprint in the conflicts table; then one
 // statement inserts every event's written row in the audit table
-// (AuditDetailDuplicate or AuditDetailConflict when it stored nothing
+// (audit.DetailDuplicate or audit.DetailConflict when it stored nothing
 // new), but for a record whose written row the table holds already. It
 // returns nil once the transaction is committed, with the conflicts it
 // recorded. Times are stored with PostgreSQL's microsecond precision.
@@ -418,7 +420,7 @@ func (p *Postgres) Write(ctx context.Context, batch []Event) ([]Conflict, error)
 		if err != nil {
 			return err
 		}
-		rows := make([]AuditRow, len(batch))
+		rows := make([]audit.Row, len(batch))
 		for i := range batch {
 			rows[i] = WrittenRow(&batch[i], KindPostgres, written, details[i])
 		}
@@ -436,7 +438,7 @@ func (p *Postgres) Write(ctx context.Context, batch []Event) ([]Conflict, error)
 
 // insertEvents inserts batch in tx, records its conflicting copies and
 // returns the detail of each event's written row: "" for the events it
-// inserted, else AuditDetailDuplicate or AuditDetailConflict.
+// inserted, else audit.DetailDuplicate or audit.DetailConflict.
 func (p *Postgres) insertEvents(ctx context.Context, tx pgx.Tx, batch []Event, written time.Time, conflicts *[]Conflict) ([]string, error) {
 	details := make([]string, len(batch))
 	var all pgColumns
@@ -482,9 +484,9 @@ func (p *Postgres) insertEvents(ctx context.Context, tx pgx.Tx, batch []Event, w
 		stored string
 	)
 	if _, err := pgx.ForEachRow(rows, []any{&ix, &stored}, func() error {
-		details[ix] = AuditDetailConflict
+		details[ix] = audit.DetailConflict
 		if stored == batch[ix].PayloadFingerprint {
-			details[ix] = AuditDetailDuplicate
+			details[ix] = audit.DetailDuplicate
 		}
 		return nil
 	}); err != nil {
@@ -520,7 +522,7 @@ func lockIdentities(ctx context.Context, tx pgx.Tx, ids []identity) error {
 
 // insertAudit inserts rows, prepared by prepareAudit, into the audit
 // table in tx, which holds their identities' locks.
-func (p *Postgres) insertAudit(ctx context.Context, tx pgx.Tx, rows []AuditRow) error {
+func (p *Postgres) insertAudit(ctx context.Context, tx pgx.Tx, rows []audit.Row) error {
 	if len(rows) == 0 {
 		return nil
 	}
@@ -551,7 +553,7 @@ func (p *Postgres) insertAudit(ctx context.Context, tx pgx.Tx, rows []AuditRow) 
 // table holds already (the same decision about the same record) is not
 // recorded again. A row with no At is stamped with the sink's clock.
 // Each call is bounded by PostgresConfig.WriteTimeout.
-func (p *Postgres) Audit(ctx context.Context, rows []AuditRow) error {
+func (p *Postgres) Audit(ctx context.Context, rows []audit.Row) error {
 	rows, err := prepareAudit(rows, p.now())
 	if err != nil {
 		return err
@@ -584,20 +586,20 @@ func (p *Postgres) Audit(ctx context.Context, rows []AuditRow) error {
 
 // AuditRows returns the audit rows of identity (source, id), in sequence
 // order; none for an identity with no decision recorded.
-func (p *Postgres) AuditRows(ctx context.Context, source, id string) ([]AuditRow, error) {
+func (p *Postgres) AuditRows(ctx context.Context, source, id string) ([]audit.Row, error) {
 	rows, err := p.pool.Query(ctx, p.auditRows, source, id)
 	if err != nil {
 		return nil, fmt.Errorf("sink: postgres: audit rows: %w", err)
 	}
 	var (
-		out    []AuditRow
-		r      AuditRow
+		out    []audit.Row
+		r      audit.Row
 		action string
 	)
 	if _, err := pgx.ForEachRow(rows, []any{&r.Source, &r.EventID, &r.Sequence, &action, &r.At, &r.Topic, &r.Partition, &r.Offset,
 		&r.EventType, &r.Group, &r.Sink, &r.Class, &r.Error, &r.Attempt, &r.DLQRetries, &r.Retryable,
 		&r.Detail, &r.ReplayID, &r.Actor}, func() error {
-		r.Action, r.At = AuditAction(action), r.At.UTC()
+		r.Action, r.At = audit.Action(action), r.At.UTC()
 		out = append(out, r)
 		return nil
 	}); err != nil {

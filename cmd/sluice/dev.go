@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluicehq/sluice/audit"
 	"github.com/sluicehq/sluice/examples"
 	"github.com/sluicehq/sluice/gateway"
 	"github.com/sluicehq/sluice/gateway/webhook"
@@ -229,9 +230,9 @@ type printingSink struct {
 	where string
 }
 
-// The consumer records in a sink that is a sink.Auditor; the wrapper must
+// The consumer records in a sink that is an audit.Writer; the wrapper must
 // stay one, or decisions would go to sluice.audit and written rows twice.
-var _ sink.Auditor = printingSink{}
+var _ audit.Writer = printingSink{}
 
 func (p printingSink) Write(ctx context.Context, batch []sink.Event) ([]sink.Conflict, error) {
 	conflicts, err := p.SQLite.Write(ctx, batch)

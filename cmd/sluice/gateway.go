@@ -93,7 +93,7 @@ func (p *process) startGateway(ctx context.Context, cfg fileConfig, versions *co
 	p.pipeline.push(func() { closeSpool(spool, log) })
 	// The producer knows the gateway's topics: admission's readiness asks
 	// the cluster for them (adm.Ready, below), and so does the start check.
-	producer, err := publish.NewProducer(cfg.Kafka, publish.WithConnection(conn), publish.WithRegisterer(reg), publish.WithLogger(log),
+	producer, err := publish.NewProducer(cfg.Kafka, conn, publish.WithRegisterer(reg), publish.WithLogger(log),
 		publish.WithTopics(cfg.topics()...))
 	if err != nil {
 		return nil, err

@@ -23,12 +23,11 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/sluicehq/sluice/consumer/dlq"
+	"github.com/sluicehq/sluice/audit"
 	logsv1 "github.com/sluicehq/sluice/gen/examples/logs/v1"
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
 	"github.com/sluicehq/sluice/internal/kafkatest"
 	"github.com/sluicehq/sluice/record"
-	"github.com/sluicehq/sluice/sink"
 	"github.com/sluicehq/sluice/tools/loadgen"
 )
 
@@ -1079,8 +1078,8 @@ func deadLetterOf(rec *kgo.Record) (key string, dl deadLetter) {
 // parked straight from its source topic (a dead letter Kafka refused). A
 // record a drain parked is located at the DLQ record drained, which its
 // envelope does not name: the caller puts it there (drainedFrom).
-func (dl deadLetter) decision(action sink.AuditAction) sink.AuditRow {
-	return sink.AuditRow{
+func (dl deadLetter) decision(action audit.Action) audit.Row {
+	return audit.Row{
 		Source: dl.source, EventID: dl.eventID, Action: action,
 		Topic: dl.env.SourceTopic, Partition: dl.env.SourcePartition, Offset: dl.env.SourceOffset, EventType: dl.typ,
 		Group: dl.env.Group, Sink: dl.env.Sink,
@@ -1113,15 +1112,15 @@ func (dl deadLetter) drainedFrom(dlqRecs []deadLetter) ([]deadLetter, bool) {
 // dead_lettered row and each parked record its parked row (decision),
 // located, for one a drain parked, at any DLQ record it may have been
 // drained from. It returns what is missing.
-func checkDeadLettered(topic string, dlqRecs, parkedRecs []deadLetter, trail []sink.AuditRow) []string {
+func checkDeadLettered(topic string, dlqRecs, parkedRecs []deadLetter, trail []audit.Row) []string {
 	var out []string
 	for _, side := range []struct {
 		topic  string
-		action sink.AuditAction
+		action audit.Action
 		recs   []deadLetter
 	}{
-		{record.DLQTopic(topic), sink.AuditDeadLettered, dlqRecs},
-		{record.ParkedTopic(topic), sink.AuditParked, parkedRecs},
+		{record.DLQTopic(topic), audit.DeadLettered, dlqRecs},
+		{record.ParkedTopic(topic), audit.Parked, parkedRecs},
 	} {
 		for _, dl := range side.recs {
 			at := fmt.Sprintf("%s/%d@%d", side.topic, dl.partition, dl.offset)
@@ -1129,8 +1128,8 @@ func checkDeadLettered(topic string, dlqRecs, parkedRecs []deadLetter, trail []s
 				out = append(out, fmt.Sprintf("%s: %v", at, dl.err))
 				continue
 			}
-			want := []sink.AuditRow{dl.decision(side.action)}
-			if side.action == sink.AuditParked {
+			want := []audit.Row{dl.decision(side.action)}
+			if side.action == audit.Parked {
 				if from, ok := dl.drainedFrom(dlqRecs); ok {
 					want = want[:0]
 					for _, drained := range from {
@@ -1140,7 +1139,7 @@ func checkDeadLettered(topic string, dlqRecs, parkedRecs []deadLetter, trail []s
 					}
 				}
 			}
-			if !slices.ContainsFunc(trail, func(row sink.AuditRow) bool { return slices.Contains(want, row) }) {
+			if !slices.ContainsFunc(trail, func(row audit.Row) bool { return slices.Contains(want, row) }) {
 				out = append(out, fmt.Sprintf("%s (class %s, attempts %d, dlq retries %d, parked reason %q) has no %s row located at %s; rows: %s",
 					at, dl.env.Class, dl.env.Attempts, dl.env.DLQRetries, dl.env.ParkedReason, side.action, locations(want), trailString(trail)))
 			}
@@ -1151,10 +1150,10 @@ func checkDeadLettered(topic string, dlqRecs, parkedRecs []deadLetter, trail []s
 
 // checkWritten checks the audit trail of an event in the sink: exactly one
 // written row without detail, the write that stored it.
-func checkWritten(trail []sink.AuditRow) []string {
+func checkWritten(trail []audit.Row) []string {
 	stored := 0
 	for _, row := range trail {
-		if row.Action == sink.AuditWritten && row.Detail == "" {
+		if row.Action == audit.Written && row.Detail == "" {
 			stored++
 		}
 	}
@@ -1164,7 +1163,7 @@ func checkWritten(trail []sink.AuditRow) []string {
 	return []string{fmt.Sprintf("in the sink with %d written rows that stored it, want 1; rows: %s", stored, trailString(trail))}
 }
 
-func locations(rows []sink.AuditRow) string {
+func locations(rows []audit.Row) string {
 	if len(rows) == 0 {
 		return "none (no DLQ record it may have been drained from)"
 	}
@@ -1178,7 +1177,7 @@ func locations(rows []sink.AuditRow) string {
 	return b.String()
 }
 
-func trailString(trail []sink.AuditRow) string {
+func trailString(trail []audit.Row) string {
 	if len(trail) == 0 {
 		return "none"
 	}
@@ -1198,15 +1197,15 @@ func trailString(trail []sink.AuditRow) string {
 // order, then those the consumer recorded in sluice.audit while the
 // table did not take them, with the columns a decision names (all but
 // sequence, decided_at, error, replay_id and replay_actor).
-func (s *system) auditTrails(scope eventScope) map[string][]sink.AuditRow {
+func (s *system) auditTrails(scope eventScope) map[string][]audit.Row {
 	s.t.Helper()
 	out := s.auditTable(scope)
 	s.topicIDs(record.AuditTopic, func(rec *kgo.Record) {
-		d, err := dlq.ParseDecision(rec)
+		d, err := record.ParseDecision(rec)
 		if err != nil || !scope.has(d.EventID) {
 			return
 		}
-		row := d.Row()
+		row := audit.RowOf(&d)
 		row.At, row.Error, row.ReplayID, row.Actor = time.Time{}, "", "", ""
 		key := identity(row.Source, row.EventID)
 		out[key] = append(out[key], row)
@@ -1215,14 +1214,14 @@ func (s *system) auditTrails(scope eventScope) map[string][]sink.AuditRow {
 }
 
 // auditTable is auditTrails' read of the sink's audit table.
-func (s *system) auditTable(scope eventScope) map[string][]sink.AuditRow {
+func (s *system) auditTable(scope eventScope) map[string][]audit.Row {
 	s.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, s.dsn)
 	if err != nil {
 		s.t.Logf("audit: %v (retrying)", err)
-		return map[string][]sink.AuditRow{}
+		return map[string][]audit.Row{}
 	}
 	defer conn.Close(context.Background())
 	rows, err := conn.Query(ctx, fmt.Sprintf(`SELECT source, event_id, action, topic, kafka_partition, kafka_offset, event_type,
@@ -1230,24 +1229,24 @@ func (s *system) auditTable(scope eventScope) map[string][]sink.AuditRow {
 FROM %s_audit WHERE %s ORDER BY source, event_id, sequence`, s.table, scope.where()), scope.arg())
 	if err != nil {
 		s.t.Logf("audit: %v (retrying)", err)
-		return map[string][]sink.AuditRow{}
+		return map[string][]audit.Row{}
 	}
 	defer rows.Close()
-	out := map[string][]sink.AuditRow{}
+	out := map[string][]audit.Row{}
 	for rows.Next() {
-		var row sink.AuditRow
+		var row audit.Row
 		var action string
 		if err := rows.Scan(&row.Source, &row.EventID, &action, &row.Topic, &row.Partition, &row.Offset, &row.EventType,
 			&row.Group, &row.Sink, &row.Class, &row.Attempt, &row.DLQRetries, &row.Retryable, &row.Detail); err != nil {
 			s.t.Fatal(err)
 		}
-		row.Action = sink.AuditAction(action)
+		row.Action = audit.Action(action)
 		key := identity(row.Source, row.EventID)
 		out[key] = append(out[key], row)
 	}
 	if err := rows.Err(); err != nil {
 		s.t.Logf("audit: %v (retrying)", err)
-		return map[string][]sink.AuditRow{}
+		return map[string][]audit.Row{}
 	}
 	return out
 }
