@@ -99,9 +99,9 @@ func decodeFailure(err error) *failure {
 
 // refused is decodeFailure, counting a record no version kept could read
 // in sluice_consumer_events_by_schema_total.
-func (c *deliverer) refused(err error) *failure {
+func (d *deliverer) refused(err error) *failure {
 	if uve, ok := errors.AsType[*dlq.UnknownVersionError](err); ok {
-		c.m.bySchema.unread(uve.Type)
+		d.m.bySchema.unread(uve.Type)
 	}
 	return decodeFailure(err)
 }

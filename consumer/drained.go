@@ -22,8 +22,8 @@ import (
 // newest cannot read is not judged: it fails as record.ClassSchema,
 // retryable, and goes back to the DLQ until a reload brings its version or
 // the drain's retries or deadline park it.
-func (c *deliverer) checkDrained(source string, r *kgo.Record, env *record.Envelope) *failure {
-	if !slices.Contains(c.sources, source) {
+func (d *deliverer) checkDrained(source string, r *kgo.Record, env *record.Envelope) *failure {
+	if !slices.Contains(d.sources, source) {
 		return &failure{class: record.ClassDecode, park: record.ParkedSourceMismatch,
 			err: fmt.Errorf("consumer: %s is not the DLQ topic of a source topic", r.Topic)}
 	}
@@ -31,8 +31,8 @@ func (c *deliverer) checkDrained(source string, r *kgo.Record, env *record.Envel
 		return &failure{class: record.ClassDecode, park: record.ParkedSourceMismatch,
 			err: fmt.Errorf("consumer: envelope names source topic %q, the record is in %s", env.SourceTopic, r.Topic)}
 	}
-	if err := dlq.CheckContract(c.versions, r); err != nil {
-		f := c.refused(err)
+	if err := dlq.CheckContract(d.versions, r); err != nil {
+		f := d.refused(err)
 		if !f.retryable {
 			f.park = record.ParkedContract
 		}
@@ -49,34 +49,34 @@ func (c *deliverer) checkDrained(source string, r *kgo.Record, env *record.Envel
 // one is skipped (committed; it stays in the DLQ for a replay), and one whose
 // partition is abandoned while it waits for DLQ.DrainRate is left
 // unfinished.
-func (c *deliverer) admitDrained(ctx context.Context, j *job) (topic string, ok bool) {
+func (d *deliverer) admitDrained(ctx context.Context, j *job) (topic string, ok bool) {
 	env, err := record.ParseEnvelope(j.rec)
 	if err != nil {
 		// A DLQ record sluice did not write: park it rather than loop on
 		// it.
-		c.deadLetter(ctx, j, &failure{class: record.ClassDecode, err: err, park: record.ParkedUnreadable})
+		d.deadLetter(ctx, j, &failure{class: record.ClassDecode, err: err, park: record.ParkedUnreadable})
 		return "", false
 	}
 	if !env.Retryable {
-		c.finished(j, outcomeSkipped)
-		c.run.finish(j, true)
+		d.finished(j, outcomeSkipped)
+		d.run.finish(j, true)
 		return "", false
 	}
 	j.env = &env
 	// The envelope is anyone's who may write the DLQ topic: the source
 	// topic is the DLQ topic's own.
 	topic = record.SourceOf(j.rec.Topic)
-	if f := c.checkDrained(topic, j.rec, &env); f != nil {
+	if f := d.checkDrained(topic, j.rec, &env); f != nil {
 		if f.park != "" {
-			c.m.drainRefused.WithLabelValues(j.rec.Topic, f.park).Inc()
+			d.m.drainRefused.WithLabelValues(j.rec.Topic, f.park).Inc()
 		}
-		c.deadLetter(ctx, j, f)
+		d.deadLetter(ctx, j, f)
 		return "", false
 	}
-	if err := c.run.pace(ctx); err != nil {
-		c.run.finish(j, false)
+	if err := d.run.pace(ctx); err != nil {
+		d.run.finish(j, false)
 		return "", false
 	}
-	c.auditRetried(ctx, j.rec, &env)
+	d.auditRetried(ctx, j.rec, &env)
 	return topic, true
 }
