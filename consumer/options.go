@@ -32,7 +32,7 @@ func WithRegisterer(r prometheus.Registerer) Option {
 	return optionFunc(func(o *options) { o.registerer = r })
 }
 
-// WithLogger replaces slog.Default().
+// WithLogger replaces slog.Default(). A nil logger keeps it.
 func WithLogger(l *slog.Logger) Option {
 	return optionFunc(func(o *options) {
 		if l != nil {

@@ -123,8 +123,14 @@ func WithRegisterer(r prometheus.Registerer) Option {
 	return optionFunc(func(o *options) { o.reg = r })
 }
 
-// WithLogger replaces slog.Default().
-func WithLogger(l *slog.Logger) Option { return optionFunc(func(o *options) { o.log = l }) }
+// WithLogger replaces slog.Default(). A nil logger keeps it.
+func WithLogger(l *slog.Logger) Option {
+	return optionFunc(func(o *options) {
+		if l != nil {
+			o.log = l
+		}
+	})
+}
 
 // New builds the service. cfg must pass Validate. contracts is the
 // registry served, swapped by a reload (PrepareContracts, then

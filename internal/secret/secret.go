@@ -52,8 +52,15 @@ func (f optionFunc) apply(o *options) { f(o) }
 // WithClock replaces time.Now for the once-a-second check of a file.
 func WithClock(now func() time.Time) Option { return optionFunc(func(o *options) { o.now = now }) }
 
-// WithLogger replaces slog.Default() for the reload logs.
-func WithLogger(l *slog.Logger) Option { return optionFunc(func(o *options) { o.log = l }) }
+// WithLogger replaces slog.Default() for the reload logs. A nil logger
+// keeps it.
+func WithLogger(l *slog.Logger) Option {
+	return optionFunc(func(o *options) {
+		if l != nil {
+			o.log = l
+		}
+	})
+}
 
 // WithGetenv replaces os.Getenv for a Source's Env.
 func WithGetenv(getenv func(string) string) Option {
