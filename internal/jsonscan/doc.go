@@ -1,6 +1,6 @@
 // Package jsonscan is sluice's strict JSON tokenizer, shared by the
 // decoders that read JSON by hand rather than through encoding/json: the
-// gateway's envelope (gateway/envelope.go) and the CloudEvents binding
+// gateway's envelope (gateway/envelope) and the CloudEvents binding
 // (gateway/cloudevents). A decoder owns the grammar of its document and
 // asks the Scanner for tokens; the Scanner owns RFC 8259's token syntax.
 //
