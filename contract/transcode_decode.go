@@ -1128,6 +1128,14 @@ func integral(b []byte) (neg bool, mag uint64, ok bool) {
 // It refuses what protojson refuses: bytes that are not UTF-8 and a \u
 // surrogate not in a pair.
 func (d *transcoding) str() ([]byte, error) {
+	// Most strings are plain ASCII: read here, inlined; ScanString reads
+	// the rest from the start.
+	if start := d.pos + 1; start <= len(d.src) {
+		if j := jsonscan.PlainEnd(d.src, start); j < len(d.src) && d.src[j] == '"' {
+			d.pos = j + 1
+			return d.src[start:j], nil
+		}
+	}
 	s, end, bad, at := jsonscan.ScanString(d.src, d.pos, true)
 	if bad != jsonscan.StrOK {
 		d.pos = at

@@ -166,8 +166,42 @@ const (
 // caller checked it whole) and a \u surrogate not in a pair only sets
 // Str.Lone; with strict, both are problems, as protojson refuses them.
 func ScanString(b []byte, i int, strict bool) (s Str, end int, bad StrProblem, at int) {
-	start := i + 1
-	for i = start; ; {
+	j := i + 1
+	if strict {
+		// A decoder held to protojson reads mostly names and short
+		// values, plain ASCII: a byte at a time costs less for them than
+		// setting up the runs scanString reads. (Without strict, strings
+		// are more often a payload's text, skipped: runs pay.)
+		if j = PlainEnd(b, j); j < len(b) && b[j] == '"' {
+			return Str{Raw: b[i+1 : j]}, j + 1, StrOK, 0
+		}
+	}
+	return scanString(b, i+1, j, strict)
+}
+
+// PlainEnd is the offset of the first byte at or after i that is not
+// plain ASCII in a string (plainASCII), len(b) if there is none. A
+// decoder may inline it to read a short plain string before calling
+// ScanString.
+func PlainEnd(b []byte, i int) int {
+	for i < len(b) && plainASCII[b[i]] {
+		i++
+	}
+	return i
+}
+
+// plainASCII holds the bytes a string holds as they are and that are
+// UTF-8 by themselves: ASCII but for control characters, '"' and '\\'.
+var plainASCII = func() (t [256]bool) {
+	for c := ' '; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// scanString is ScanString from i, b[start:i] being plain ASCII.
+func scanString(b []byte, start, i int, strict bool) (s Str, end int, bad StrProblem, at int) {
+	for {
 		j := plainRun(b, i)
 		if strict && !utf8.Valid(b[i:j]) {
 			return s, 0, StrBadUTF8, firstInvalid(b, i)
