@@ -124,7 +124,8 @@ func (sc *Scanner) ReadString() (Str, error) {
 	if sc.Peek() != '"' {
 		return Str{}, sc.Unexpected("a string")
 	}
-	s, end, bad, at := ScanString(sc.Buf, sc.Pos, false)
+	start := sc.Pos + 1
+	s, end, bad, at := scanString(sc.Buf, start, start, false) // ScanString without strict, a call less
 	switch bad {
 	case StrOK:
 		sc.Pos = end
