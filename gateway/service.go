@@ -22,6 +22,7 @@ import (
 
 	"github.com/sluicehq/sluice/admission"
 	"github.com/sluicehq/sluice/contract"
+	"github.com/sluicehq/sluice/gateway/envelope"
 	"github.com/sluicehq/sluice/gateway/openapi"
 	"github.com/sluicehq/sluice/gateway/webhook"
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
@@ -502,7 +503,7 @@ func (s *Service) publishDeadline(ctx context.Context) time.Time {
 // the batch's registry. now is when the batch arrived, which the skew
 // window is around.
 func (s *Service) check(registry *contract.Registry, src *source, ev *ingestv1.Event, now time.Time) (*candidate, *ingestv1.Rejection) {
-	if !envelopeValid(ev) {
+	if !envelope.Valid(ev) {
 		if err := registry.Validate(ev); err != nil {
 			return nil, violationRejection(err, "")
 		}

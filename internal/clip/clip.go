@@ -5,11 +5,11 @@ import (
 	"unicode/utf8"
 )
 
-// marker ends a string that was cut.
-const marker = "…"
+// Marker ends a string that was cut.
+const Marker = "…"
 
 // String returns s when it is valid UTF-8 of at most max bytes. Otherwise
-// it returns a prefix of s ending in marker, max bytes at most in all;
+// it returns a prefix of s ending in Marker, max bytes at most in all;
 // invalid bytes in the prefix each become '?'. With max below the marker's
 // length the prefix is cut without one.
 func String(s string, max int) string {
@@ -22,7 +22,7 @@ func String(s string, max int) string {
 	if len(s) <= max {
 		return replaceInvalid(s)
 	}
-	marker := marker
+	marker := Marker
 	if max < len(marker) {
 		marker = ""
 	}

@@ -14,14 +14,14 @@ func TestString(t *testing.T) {
 	}{
 		{"short", 10, "short"},
 		{"exactly10!", 10, "exactly10!"},
-		{"eleven byte", 10, "eleven " + marker},
+		{"eleven byte", 10, "eleven " + Marker},
 		{"ab", 0, ""},
 		{"abcdef", 2, "ab"},
 		// "é" is two bytes: cutting at byte 5 would split it.
-		{"abcdé" + "xyz", 7, "abcd" + marker},
+		{"abcdé" + "xyz", 7, "abcd" + Marker},
 		{"a\xffb", 10, "a?b"},
-		{"a\xff\xfebcdefgh", 7, "a??b" + marker},
-		{strings.Repeat("日", 10), 10, "日日" + marker},
+		{"a\xff\xfebcdefgh", 7, "a??b" + Marker},
+		{strings.Repeat("日", 10), 10, "日日" + Marker},
 	} {
 		got := String(tc.s, tc.max)
 		if got != tc.want {
@@ -31,7 +31,7 @@ func TestString(t *testing.T) {
 }
 
 func TestBytes(t *testing.T) {
-	if got := Bytes([]byte("abcdefghijklmnop"), 8); got != "abcde"+marker {
+	if got := Bytes([]byte("abcdefghijklmnop"), 8); got != "abcde"+Marker {
 		t.Errorf("Bytes = %q", got)
 	}
 	if got := Bytes(nil, 8); got != "" {
@@ -55,7 +55,7 @@ func FuzzString(f *testing.F) {
 		if max > 0 && len(s) <= max && utf8.ValidString(s) && got != s {
 			t.Fatalf("String(%q, %d) = %q: cut what fit", s, max, got)
 		}
-		if prefix, cut := strings.CutSuffix(got, marker); cut && len(s) > max {
+		if prefix, cut := strings.CutSuffix(got, Marker); cut && len(s) > max {
 			if len(prefix) > len(s) {
 				t.Fatalf("prefix %q longer than %q", prefix, s)
 			}

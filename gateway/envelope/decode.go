@@ -1,8 +1,6 @@
-package gateway
+package envelope
 
 import (
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"bytes"
 	"fmt"
 	"strconv"
@@ -17,59 +15,53 @@ import (
 	"github.com/sluicehq/sluice/internal/jsonscan"
 )
 
-// The publish request envelope, decoded strictly from the REST body
-// (decodeJSONBatch) or the gRPC message (decodeWireBatch). Both decoders:
-//   - refuse the whole request, with a Failure, when the request itself
-//     cannot be read: bad syntax, an unknown or repeated top-level field,
-//     more events than the limit;
-//   - refuse one event, with a Rejection at its index, when the request is
-//     readable but that event is not: an unknown or repeated field, a field
-//     of the wrong type, text that is not Unicode, a bad occurred_at; the
-//     first such problem of an event is the one reported;
-//   - never recurse on the input's nesting and build at most a constant
-//     factor of the input: no more than maxEvents events, maxAttributeKeys
-//     attributes an event, and nothing of what is skipped;
-//   - copy what they keep out of the input, which the caller may reuse.
-// The contract judges the payload later; the JSON decoder checks only its
-// syntax.
+// Rule is the FieldViolation rule of a decoding problem.
+const Rule = "sluice.decode"
 
-// decodeRule is the FieldViolation rule of a decoding problem.
-const decodeRule = "sluice.decode"
-
-// envelopeLimits bounds what decoding one request builds.
-type envelopeLimits struct {
-	maxEvents        int // Limits.MaxEventsPerRequest: event maxEvents+1 stops decoding with BATCH_TOO_LARGE
-	maxAttributeKeys int // distinct attribute keys kept per event; use maxAttributes+1 in callers, so validation still refuses the event (map.max_pairs)
+// Limits bounds what decoding one request builds.
+type Limits struct {
+	MaxEvents        int // the most events a request holds: event MaxEvents+1 stops decoding with BATCH_TOO_LARGE
+	MaxAttributeKeys int // distinct attribute keys kept per event; callers pass one over what validation admits, so validation still refuses the event (map.max_pairs)
 }
 
-// batch is one decoded request: the events, and for each event that did not decode, its refusal.
-type batch struct {
-	batchID uint64                // PublishStreamRequest's batch_id; 0 otherwise
-	events  []*ingestv1.Event     // never nil entries
-	refused []*ingestv1.Rejection // nil, or len(events): non-nil at i when event i did not decode
-	size    int                   // bytes of the request as received
-	// extra is nil, or len(events): the record headers event i adds
-	// besides its own (a webhook's body and signature, CloudEvents'
-	// ce_* headers).
-	extra [][]kgo.RecordHeader
+// Batch is one decoded request: the events, and for each event that did
+// not decode, its refusal.
+type Batch struct {
+	BatchID uint64                // PublishStreamRequest's batch_id; 0 otherwise
+	Events  []*ingestv1.Event     // never nil entries
+	Refused []*ingestv1.Rejection // nil, or len(Events): non-nil at i when event i did not decode
+	Size    int                   // bytes of the request as received
+}
+
+// Failure refuses a whole request: MALFORMED, with at most one violation
+// under Rule, or BATCH_TOO_LARGE. The gateway answers it as its own
+// Failure of the same reason, message and violations.
+type Failure struct {
+	Reason     ingestv1.Reason
+	Message    string
+	Violations []*ingestv1.FieldViolation
+}
+
+func (f *Failure) Error() string {
+	return fmt.Sprintf("envelope: %s: %s", f.Reason, f.Message)
 }
 
 // add appends an event and its refusal, if any. The slices grow to at most
 // limit, the most events a batch holds.
-func (b *batch) add(ev *ingestv1.Event, rej *ingestv1.Rejection, limit int) {
-	if n := len(b.events); n == cap(b.events) {
+func (b *Batch) add(ev *ingestv1.Event, rej *ingestv1.Rejection, limit int) {
+	if n := len(b.Events); n == cap(b.Events) {
 		c := min(max(2*n, 8), limit)
-		b.events = append(make([]*ingestv1.Event, 0, c), b.events...)
-		if b.refused != nil {
-			b.refused = append(make([]*ingestv1.Rejection, 0, c), b.refused...)
+		b.Events = append(make([]*ingestv1.Event, 0, c), b.Events...)
+		if b.Refused != nil {
+			b.Refused = append(make([]*ingestv1.Rejection, 0, c), b.Refused...)
 		}
 	}
-	if rej != nil && b.refused == nil {
-		b.refused = make([]*ingestv1.Rejection, len(b.events), cap(b.events))
+	if rej != nil && b.Refused == nil {
+		b.Refused = make([]*ingestv1.Rejection, len(b.Events), cap(b.Events))
 	}
-	b.events = append(b.events, ev)
-	if b.refused != nil {
-		b.refused = append(b.refused, rej)
+	b.Events = append(b.Events, ev)
+	if b.Refused != nil {
+		b.Refused = append(b.Refused, rej)
 	}
 }
 
@@ -78,9 +70,14 @@ func (b *batch) add(ev *ingestv1.Event, rej *ingestv1.Rejection, limit int) {
 func envelopeMalformed(field, msg string) *Failure {
 	f := &Failure{Reason: ingestv1.Reason_MALFORMED, Message: msg}
 	if field != "" {
-		f.Violations = []*ingestv1.FieldViolation{{Field: field, Rule: decodeRule, Message: msg}}
+		f.Violations = []*ingestv1.FieldViolation{{Field: field, Rule: Rule, Message: msg}}
 	}
 	return f
+}
+
+// malformedEvent is one event's MALFORMED refusal, not retryable.
+func malformedEvent(msg string) *ingestv1.Rejection {
+	return &ingestv1.Rejection{Reason: ingestv1.Reason_MALFORMED, Message: msg}
 }
 
 func tooManyEvents(limit int) *Failure {
@@ -114,9 +111,9 @@ func (p *eventProblem) rejection() *ingestv1.Rejection {
 	if !p.set {
 		return nil
 	}
-	r := reject(ingestv1.Reason_MALFORMED, p.msg)
+	r := malformedEvent(p.msg)
 	if p.blame {
-		r.Violations = []*ingestv1.FieldViolation{{Field: p.field, Rule: decodeRule, Message: p.msg}}
+		r.Violations = []*ingestv1.FieldViolation{{Field: p.field, Rule: Rule, Message: p.msg}}
 	}
 	return r
 }
@@ -139,15 +136,15 @@ func timestampProblem(ts *timestamppb.Timestamp) string {
 
 // JSON.
 
-// decodeJSONBatch decodes a REST body, {"events": [...]}, by RFC 8259 with
+// DecodeJSONBatch decodes a REST body, {"events": [...]}, by RFC 8259 with
 // exact, case-sensitive field names. Each payload must be a JSON object and
 // is kept as its text, from '{' to '}', in Event_Json.
-func decodeJSONBatch(body []byte, lim envelopeLimits) (*batch, *Failure) {
+func DecodeJSONBatch(body []byte, lim Limits) (Batch, *Failure) {
 	if !utf8.Valid(body) {
-		return nil, envelopeMalformed("", "body is not valid UTF-8")
+		return Batch{}, envelopeMalformed("", "body is not valid UTF-8")
 	}
 	if bytes.HasPrefix(body, []byte("\xef\xbb\xbf")) {
-		return nil, envelopeMalformed("", "body is not a publish request: it starts with a byte order mark")
+		return Batch{}, envelopeMalformed("", "body is not a publish request: it starts with a byte order mark")
 	}
 	d := &jsonDecoder{Scanner: jsonscan.Scanner{Buf: body}, lim: lim, elem: -1}
 	b, err := d.request()
@@ -155,21 +152,21 @@ func decodeJSONBatch(body []byte, lim envelopeLimits) (*batch, *Failure) {
 	case nil:
 		return b, nil
 	case *Failure:
-		return nil, err
+		return Batch{}, err
 	default:
 		at := d.path()
 		msg := err.Error()
 		if at != "" {
 			msg = at + ": " + msg
 		}
-		return nil, envelopeMalformed(at, msg)
+		return Batch{}, envelopeMalformed(at, msg)
 	}
 }
 
 // jsonDecoder reads one body with the shared tokenizer.
 type jsonDecoder struct {
 	jsonscan.Scanner
-	lim envelopeLimits
+	lim Limits
 	// elem is the event being read, for the path of a syntax error: -1
 	// outside "events", -2 in it between elements.
 	elem int
@@ -185,28 +182,28 @@ func (d *jsonDecoder) path() string {
 	return ""
 }
 
-func (d *jsonDecoder) request() (*batch, error) {
-	b := &batch{size: len(d.Buf)}
+func (d *jsonDecoder) request() (Batch, error) {
+	b := Batch{Size: len(d.Buf)}
 	notRequest := func(what string) error {
 		return envelopeMalformed("", "body is not a publish request: "+what)
 	}
 	switch d.Peek() {
 	case '{':
 	case '[':
-		return nil, notRequest("it is an array")
+		return Batch{}, notRequest("it is an array")
 	case '"':
-		return nil, notRequest("it is a string")
+		return Batch{}, notRequest("it is a string")
 	case 'n':
-		return nil, notRequest("it is null")
+		return Batch{}, notRequest("it is null")
 	case 't', 'f':
-		return nil, notRequest("it is a boolean")
+		return Batch{}, notRequest("it is a boolean")
 	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
-		return nil, notRequest("it is a number")
+		return Batch{}, notRequest("it is a number")
 	default:
 		if d.Pos == len(d.Buf) {
-			return nil, notRequest("the body is empty")
+			return Batch{}, notRequest("the body is empty")
 		}
-		return nil, d.Unexpected("a JSON object")
+		return Batch{}, d.Unexpected("a JSON object")
 	}
 	d.Pos++
 	if d.Peek() == '}' {
@@ -217,49 +214,49 @@ func (d *jsonDecoder) request() (*batch, error) {
 			keyAt := d.Pos
 			k, err := d.ReadString()
 			if err != nil {
-				return nil, err
+				return Batch{}, err
 			}
 			if k.Lone {
-				return nil, envelopeMalformed("", fmt.Sprintf("the key at offset %d is not Unicode text: it has a lone surrogate", keyAt))
+				return Batch{}, envelopeMalformed("", fmt.Sprintf("the key at offset %d is not Unicode text: it has a lone surrogate", keyAt))
 			}
 			if name := d.Key(k); string(name) != "events" {
-				return nil, envelopeMalformed(string(name), fmt.Sprintf("unknown field %q", name))
+				return Batch{}, envelopeMalformed(string(name), fmt.Sprintf("unknown field %q", name))
 			}
 			if seen {
-				return nil, envelopeMalformed("events", `duplicate key "events"`)
+				return Batch{}, envelopeMalformed("events", `duplicate key "events"`)
 			}
 			seen = true
 			if err := d.Expect(':', "':'"); err != nil {
-				return nil, err
+				return Batch{}, err
 			}
 			switch d.Peek() {
 			case 'n':
 				err = d.Literal("null")
 			case '[':
-				err = d.events(b)
+				err = d.events(&b)
 			default:
-				return nil, envelopeMalformed("events", "events: must be an array or null")
+				return Batch{}, envelopeMalformed("events", "events: must be an array or null")
 			}
 			if err != nil {
-				return nil, err
+				return Batch{}, err
 			}
 			if c := d.Peek(); c == '}' {
 				d.Pos++
 				break
 			} else if c != ',' {
-				return nil, d.Unexpected("',' or '}'")
+				return Batch{}, d.Unexpected("',' or '}'")
 			}
 			d.Pos++
 		}
 	}
 	if d.Ws(); d.Pos != len(d.Buf) {
-		return nil, &jsonscan.SyntaxError{Offset: d.Pos, Msg: "data after the top value"}
+		return Batch{}, &jsonscan.SyntaxError{Offset: d.Pos, Msg: "data after the top value"}
 	}
 	return b, nil
 }
 
 // events reads the events array, from its '['.
-func (d *jsonDecoder) events(b *batch) error {
+func (d *jsonDecoder) events(b *Batch) error {
 	d.Pos++
 	d.elem = -2
 	if d.Peek() == ']' {
@@ -268,16 +265,16 @@ func (d *jsonDecoder) events(b *batch) error {
 		return nil
 	}
 	for {
-		n := len(b.events)
-		if n >= d.lim.maxEvents {
-			return tooManyEvents(d.lim.maxEvents)
+		n := len(b.Events)
+		if n >= d.lim.MaxEvents {
+			return tooManyEvents(d.lim.MaxEvents)
 		}
 		d.elem = n
 		ev, rej, err := d.event()
 		if err != nil {
 			return err
 		}
-		b.add(ev, rej, d.lim.maxEvents)
+		b.add(ev, rej, d.lim.MaxEvents)
 		d.elem = -2
 		if c := d.Peek(); c == ']' {
 			d.Pos++
@@ -327,7 +324,7 @@ func (d *jsonDecoder) event() (*ingestv1.Event, *ingestv1.Rejection, error) {
 		if err := d.Skip(); err != nil {
 			return nil, nil, err
 		}
-		return ev, reject(ingestv1.Reason_MALFORMED, "event is not a JSON object"), nil
+		return ev, malformedEvent("event is not a JSON object"), nil
 	}
 	d.Pos++
 	var p eventProblem
@@ -455,7 +452,7 @@ func (d *jsonDecoder) stringValue(name string, p *eventProblem) (string, bool, e
 }
 
 // attributes reads an object of strings, or null. It keeps the first
-// lim.maxAttributeKeys distinct keys; later keys are read and checked but
+// lim.MaxAttributeKeys distinct keys; later keys are read and checked but
 // not kept, so what is built stays bounded.
 func (d *jsonDecoder) attributes(ev *ingestv1.Event, p *eventProblem) error {
 	switch d.Peek() {
@@ -511,7 +508,7 @@ func (d *jsonDecoder) attributes(ev *ingestv1.Event, p *eventProblem) error {
 				if !p.set {
 					p.at(attributePath(key), "duplicate key "+strconv.Quote(string(key))+" in attributes")
 				}
-			case len(m) < d.lim.maxAttributeKeys:
+			case len(m) < d.lim.MaxAttributeKeys:
 				if m == nil {
 					m = make(map[string]string)
 				}
@@ -534,50 +531,50 @@ func (d *jsonDecoder) attributes(ev *ingestv1.Event, p *eventProblem) error {
 
 // Protobuf.
 
-// decodeWireBatch decodes a PublishRequest, or with stream a
+// DecodeWireBatch decodes a PublishRequest, or with stream a
 // PublishStreamRequest, as protobuf's binary format, refusing what
 // proto.Unmarshal would keep as unknown fields. For what it accepts it
 // builds what proto.Unmarshal would.
-func decodeWireBatch(msg []byte, stream bool, lim envelopeLimits) (*batch, *Failure) {
+func DecodeWireBatch(msg []byte, stream bool, lim Limits) (Batch, *Failure) {
 	eventsField := protowire.Number(1)
 	if stream {
 		eventsField = 2
 	}
-	b := &batch{size: len(msg)}
+	b := Batch{Size: len(msg)}
 	for off := 0; off < len(msg); {
 		num, typ, n := protowire.ConsumeTag(msg[off:])
 		if n < 0 {
-			return nil, envelopeMalformed("", fmt.Sprintf("invalid tag at offset %d: %s", off, wireError(n)))
+			return Batch{}, envelopeMalformed("", fmt.Sprintf("invalid tag at offset %d: %s", off, wireError(n)))
 		}
 		off += n
 		switch {
 		case num == eventsField:
 			if typ != protowire.BytesType {
-				return nil, envelopeMalformed("events", fmt.Sprintf("field %d (events): wire type %s, want bytes", num, wireTypeName(typ)))
+				return Batch{}, envelopeMalformed("events", fmt.Sprintf("field %d (events): wire type %s, want bytes", num, wireTypeName(typ)))
 			}
-			if len(b.events) >= lim.maxEvents {
-				return nil, tooManyEvents(lim.maxEvents)
+			if len(b.Events) >= lim.MaxEvents {
+				return Batch{}, tooManyEvents(lim.MaxEvents)
 			}
 			v, n := protowire.ConsumeBytes(msg[off:])
 			if n < 0 {
-				at := "events[" + strconv.Itoa(len(b.events)) + "]"
-				return nil, envelopeMalformed(at, fmt.Sprintf("%s: field %d (events) at offset %d: %s", at, num, off, wireError(n)))
+				at := "events[" + strconv.Itoa(len(b.Events)) + "]"
+				return Batch{}, envelopeMalformed(at, fmt.Sprintf("%s: field %d (events) at offset %d: %s", at, num, off, wireError(n)))
 			}
 			off += n
 			ev, rej := decodeWireEvent(v, lim)
-			b.add(ev, rej, lim.maxEvents)
+			b.add(ev, rej, lim.MaxEvents)
 		case stream && num == 1:
 			if typ != protowire.VarintType {
-				return nil, envelopeMalformed("batch_id", fmt.Sprintf("field 1 (batch_id): wire type %s, want varint", wireTypeName(typ)))
+				return Batch{}, envelopeMalformed("batch_id", fmt.Sprintf("field 1 (batch_id): wire type %s, want varint", wireTypeName(typ)))
 			}
 			v, n := protowire.ConsumeVarint(msg[off:])
 			if n < 0 {
-				return nil, envelopeMalformed("batch_id", fmt.Sprintf("field 1 (batch_id) at offset %d: %s", off, wireError(n)))
+				return Batch{}, envelopeMalformed("batch_id", fmt.Sprintf("field 1 (batch_id) at offset %d: %s", off, wireError(n)))
 			}
 			off += n
-			b.batchID = v
+			b.BatchID = v
 		default:
-			return nil, envelopeMalformed("", fmt.Sprintf("unknown field %d", num))
+			return Batch{}, envelopeMalformed("", fmt.Sprintf("unknown field %d", num))
 		}
 	}
 	return b, nil
@@ -621,7 +618,7 @@ type wireTimestamp struct {
 
 // decodeWireEvent decodes one Event. Its scalars keep their last
 // occurrence, as protobuf does, and are copied out once it ends.
-func decodeWireEvent(b []byte, lim envelopeLimits) (*ingestv1.Event, *ingestv1.Rejection) {
+func decodeWireEvent(b []byte, lim Limits) (*ingestv1.Event, *ingestv1.Rejection) {
 	ev := &ingestv1.Event{}
 	var p eventProblem
 	var id, typ, key, payload []byte
@@ -750,9 +747,9 @@ func (ts *wireTimestamp) merge(b []byte, p *eventProblem) {
 }
 
 // addWireAttribute decodes one attributes map entry into ev. A later entry
-// for a key kept replaces it; once lim.maxAttributeKeys keys are kept, new
+// for a key kept replaces it; once lim.MaxAttributeKeys keys are kept, new
 // keys are checked and dropped.
-func addWireAttribute(b []byte, ev *ingestv1.Event, lim envelopeLimits, p *eventProblem) {
+func addWireAttribute(b []byte, ev *ingestv1.Event, lim Limits, p *eventProblem) {
 	var k, v []byte
 	for off := 0; off < len(b); {
 		num, wt, n := protowire.ConsumeTag(b[off:])
@@ -798,7 +795,7 @@ func addWireAttribute(b []byte, ev *ingestv1.Event, lim envelopeLimits, p *event
 		}
 		return
 	}
-	if _, kept := ev.Attributes[string(k)]; !kept && len(ev.Attributes) >= lim.maxAttributeKeys {
+	if _, kept := ev.Attributes[string(k)]; !kept && len(ev.Attributes) >= lim.MaxAttributeKeys {
 		return
 	}
 	if ev.Attributes == nil {

@@ -1,4 +1,4 @@
-package gateway
+package envelope
 
 import (
 	"bytes"
@@ -23,7 +23,7 @@ import (
 )
 
 // legacyRESTEvent, legacyDecodeJSON and legacyStrictUnmarshal are the REST
-// decoder as it was before decodeJSONBatch: the reference the differential
+// decoder as it was before DecodeJSONBatch: the reference the differential
 // fuzz target holds the new decoder to. It is looser (encoding/json matches
 // names case-insensitively, lets a later duplicate win, and reads a lone
 // surrogate as U+FFFD), so what the new decoder accepts cleanly it must
@@ -105,7 +105,27 @@ func legacyStrictUnmarshal(b []byte, v any) error {
 
 // fuzzLimits are the limits the fuzz targets decode with: few events, so
 // the count is reached, and attributes as the service passes them.
-var fuzzLimits = envelopeLimits{maxEvents: 64, maxAttributeKeys: maxAttributes + 1}
+var fuzzLimits = Limits{MaxEvents: 64, MaxAttributeKeys: testMaxAttributes + 1}
+
+// publishSeeds are REST bodies of the example contracts' events, and the
+// shapes the gateway's FuzzRESTPublish starts from.
+func publishSeeds() [][]byte {
+	at := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC).Format(time.RFC3339)
+	event := func(typ string, payload []byte) string {
+		return `{"id":"e-1","type":"` + typ + `","occurred_at":"` + at + `","partition_key":"k","payload":` + string(payload) + `}`
+	}
+	return [][]byte{
+		[]byte(`{"events":[` + event("examples.shop.v1.OrderPlaced", examples.OrderPlacedJSON) + `]}`),
+		[]byte(`{"events":[` + event("examples.identity.v1.UserProfileUpdated", examples.UserProfileUpdatedJSON) + `,` +
+			event("examples.logs.v1.LogLine", examples.LogLineJSON) + `]}`),
+		[]byte(`{"events":[{"id":"x","type":"examples.logs.v1.LogLine","payload":{"labels":{"a":"b"}},"attributes":{"k":"v"}}]}`),
+		[]byte(`{"events":[]}`),
+		[]byte(`{"events":[{"id":"\u0000","type":"","occurred_at":"0000-01-01T00:00:00Z"}]}`),
+		[]byte(`{"events":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}`),
+		[]byte(`{"events":[{"id":"a","type":"examples.shop.v1.OrderPlaced","occurred_at":"` + at + `","payload":{"total_cents":"99999999999999999999"}}]}`),
+		[]byte("\xef\xbb\xbf{}"),
+	}
+}
 
 // jsonSeeds are realistic REST bodies and near misses.
 func jsonSeeds() [][]byte {
@@ -114,7 +134,7 @@ func jsonSeeds() [][]byte {
 	if err := json.Compact(&logLine, examples.LogLineJSON); err != nil {
 		panic(err)
 	}
-	return append(restSeeds(),
+	return append(publishSeeds(),
 		[]byte(`{"events":[{"id":"l-1","type":"examples.logs.v1.LogLine","occurred_at":"`+at+`","partition_key":"checkout-api","payload":`+logLine.String()+`,"attributes":{"env":"prod","region":"eu_west_1"}},{"id":"l-2","payload":null,"attributes":null,"occurred_at":null}]}`),
 		[]byte(" {\t\"events\" :\r\n[ { \"id\" : \"a\\u00e9\\ud83d\\ude00\\n\" , \"payload\" : { \"a\" : [ 1 , -2.5e+3 , true , false , null , \"\\\"\" ] } } ] } \n"),
 		[]byte(`{"events":[{"\u0069d":"a","type":"t"},5,null,{"payload":[1]}]}`),
@@ -126,7 +146,7 @@ func jsonSeeds() [][]byte {
 	)
 }
 
-// FuzzDecodeJSONBatch: decodeJSONBatch answers every body with a batch or
+// FuzzDecodeJSONBatch: DecodeJSONBatch answers every body with a batch or
 // a typed failure and never panics; its syntax is RFC 8259 as
 // encoding/json reads it; it is never looser than the decoder it
 // replaces; and a repeated or case-folded field name is never accepted.
@@ -135,7 +155,7 @@ func FuzzDecodeJSONBatch(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		b, fail := decodeJSONBatch(body, fuzzLimits)
+		b, fail := decodeJSON(body, fuzzLimits)
 		checkDecoded(t, b, fail, len(body), fuzzLimits)
 		// encoding/json's scanner is the reference for the syntax.
 		if valid := json.Valid(body); !valid && fail == nil {
@@ -146,8 +166,8 @@ func FuzzDecodeJSONBatch(f *testing.F) {
 		if !clean(b, fail) {
 			return
 		}
-		for _, ev := range b.events {
-			if len(ev.GetAttributes()) > maxAttributes {
+		for _, ev := range b.Events {
+			if len(ev.GetAttributes()) > testMaxAttributes {
 				return
 			}
 		}
@@ -155,12 +175,12 @@ func FuzzDecodeJSONBatch(f *testing.F) {
 		if lf := legacyDecodeJSON(body, len(body), &legacy); lf != nil {
 			t.Fatalf("accepted a body the legacy decoder refuses (%v): %q", lf, body)
 		}
-		got := &ingestv1.PublishRequest{Events: b.events}
+		got := &ingestv1.PublishRequest{Events: b.Events}
 		if !proto.Equal(got, &legacy) {
 			t.Fatalf("decoded\n%v\nthe legacy decoder\n%v\nfor %q", got, &legacy, body)
 		}
 		for _, m := range jsonMutations(t, body) {
-			if b, f := decodeJSONBatch(m, fuzzLimits); clean(b, f) {
+			if b, f := decodeJSON(m, fuzzLimits); clean(b, f) {
 				t.Fatalf("accepted %q", m)
 			}
 		}
@@ -250,7 +270,7 @@ func wireSeeds(t testing.TB) [][]byte {
 	return out
 }
 
-// FuzzDecodeWireBatch: decodeWireBatch answers every message with a batch
+// FuzzDecodeWireBatch: DecodeWireBatch answers every message with a batch
 // or a typed failure and never panics; what it accepts cleanly
 // proto.Unmarshal reads alike, with no unknown fields; and what
 // proto.Unmarshal refuses it does not accept cleanly.
@@ -259,7 +279,7 @@ func FuzzDecodeWireBatch(f *testing.F) {
 		f.Add(s, i%2 == 1)
 	}
 	f.Fuzz(func(t *testing.T, msg []byte, stream bool) {
-		b, fail := decodeWireBatch(msg, stream, fuzzLimits)
+		b, fail := decodeWire(msg, stream, fuzzLimits)
 		checkDecoded(t, b, fail, len(msg), fuzzLimits)
 		var ref interface {
 			proto.Message
@@ -275,14 +295,14 @@ func FuzzDecodeWireBatch(f *testing.F) {
 			}
 			return
 		}
-		if fail != nil && fail.Reason == ingestv1.Reason_BATCH_TOO_LARGE && len(ref.GetEvents()) <= fuzzLimits.maxEvents {
+		if fail != nil && fail.Reason == ingestv1.Reason_BATCH_TOO_LARGE && len(ref.GetEvents()) <= fuzzLimits.MaxEvents {
 			t.Fatalf("%d events refused as too many: %x", len(ref.GetEvents()), msg)
 		}
 		if !clean(b, fail) {
 			return
 		}
-		for _, ev := range b.events {
-			if len(ev.GetAttributes()) >= fuzzLimits.maxAttributeKeys {
+		for _, ev := range b.Events {
+			if len(ev.GetAttributes()) >= fuzzLimits.MaxAttributeKeys {
 				return
 			}
 		}
@@ -294,11 +314,11 @@ func FuzzDecodeWireBatch(f *testing.F) {
 				t.Fatalf("accepted event %d with unknown fields: %x", i, msg)
 			}
 		}
-		var got proto.Message = &ingestv1.PublishRequest{Events: b.events}
+		var got proto.Message = &ingestv1.PublishRequest{Events: b.Events}
 		if stream {
-			got = &ingestv1.PublishStreamRequest{BatchId: b.batchID, Events: b.events}
-		} else if b.batchID != 0 {
-			t.Fatalf("batch_id %d outside a stream", b.batchID)
+			got = &ingestv1.PublishStreamRequest{BatchId: b.BatchID, Events: b.Events}
+		} else if b.BatchID != 0 {
+			t.Fatalf("batch_id %d outside a stream", b.BatchID)
 		}
 		if !proto.Equal(got, ref) {
 			t.Fatalf("decoded\n%v\nproto.Unmarshal\n%v\nfor %x", got, ref, msg)

@@ -1,4 +1,4 @@
-package gateway
+package envelope
 
 import (
 	"strings"
@@ -11,7 +11,7 @@ import (
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
 )
 
-// FuzzEnvelopeRules holds envelopeValid to protovalidate's verdict on the
+// FuzzEnvelopeRules holds Valid to protovalidate's verdict on the
 // Event message's rules, which it stands in for. attrs is split into keys
 // and values at NUL bytes, pairs by pairs.
 func FuzzEnvelopeRules(f *testing.F) {
@@ -76,10 +76,10 @@ func FuzzEnvelopeRules(f *testing.F) {
 				ev.Attributes[parts[i]] = v
 			}
 		}
-		fast := envelopeValid(ev)
+		fast := Valid(ev)
 		err := reg.Validate(ev)
 		if fast != (err == nil) {
-			t.Fatalf("envelopeValid = %v, protovalidate: %v", fast, err)
+			t.Fatalf("Valid = %v, protovalidate: %v", fast, err)
 		}
 	})
 }

@@ -1,4 +1,4 @@
-package gateway
+package envelope
 
 import (
 	"bytes"
@@ -22,7 +22,29 @@ import (
 )
 
 // testLimits are the limits the service decodes with by default.
-var testLimits = envelopeLimits{maxEvents: 500, maxAttributeKeys: maxAttributes + 1}
+// testMaxAttributes is the gateway's limit on attributes an event
+// (maxAttributes in gateway/limits.go), which the gateway's limits keep
+// one more than.
+const testMaxAttributes = 16
+
+// decodeJSON and decodeWire are the decoders with the batch as a pointer,
+// nil with a failure, as the checks take it.
+func decodeJSON(body []byte, lim Limits) (*Batch, *Failure) {
+	return orFailure(DecodeJSONBatch(body, lim))
+}
+
+func decodeWire(msg []byte, stream bool, lim Limits) (*Batch, *Failure) {
+	return orFailure(DecodeWireBatch(msg, stream, lim))
+}
+
+func orFailure(b Batch, f *Failure) (*Batch, *Failure) {
+	if f != nil {
+		return nil, f
+	}
+	return &b, nil
+}
+
+var testLimits = Limits{MaxEvents: 500, MaxAttributeKeys: testMaxAttributes + 1}
 
 // noField stands for a refusal without a violation in decodeCase.refused.
 const noField = "(no violation)"
@@ -31,7 +53,7 @@ const noField = "(no violation)"
 type decodeCase struct {
 	name string
 	in   []byte
-	lim  *envelopeLimits // testLimits when nil
+	lim  *Limits // testLimits when nil
 	// fail is the whole-request failure's reason, field its violation's
 	// field ("" for none). Unset, the request must decode.
 	fail  ingestv1.Reason
@@ -42,10 +64,10 @@ type decodeCase struct {
 	refused map[int]string
 	batchID uint64
 	// check, when set, replaces the comparison of events.
-	check func(t *testing.T, b *batch)
+	check func(t *testing.T, b *Batch)
 }
 
-func (c decodeCase) run(t *testing.T, decode func([]byte, envelopeLimits) (*batch, *Failure)) {
+func (c decodeCase) run(t *testing.T, decode func([]byte, Limits) (*Batch, *Failure)) {
 	lim := testLimits
 	if c.lim != nil {
 		lim = *c.lim
@@ -54,7 +76,7 @@ func (c decodeCase) run(t *testing.T, decode func([]byte, envelopeLimits) (*batc
 	checkDecoded(t, b, f, len(c.in), lim)
 	if c.fail != ingestv1.Reason_REASON_UNSPECIFIED {
 		if f == nil {
-			t.Fatalf("decoded %v, want a %s failure", b.events, c.fail)
+			t.Fatalf("decoded %v, want a %s failure", b.Events, c.fail)
 		}
 		if f.Reason != c.fail || violationField(f.Violations) != orNoField(c.field) {
 			t.Fatalf("failure %s at %q (%s), want %s at %q", f.Reason, violationField(f.Violations), f.Message, c.fail, c.field)
@@ -64,10 +86,10 @@ func (c decodeCase) run(t *testing.T, decode func([]byte, envelopeLimits) (*batc
 	if f != nil {
 		t.Fatalf("failure %+v", f)
 	}
-	for i := range b.events {
+	for i := range b.Events {
 		var r *ingestv1.Rejection
-		if b.refused != nil {
-			r = b.refused[i]
+		if b.Refused != nil {
+			r = b.Refused[i]
 		}
 		want, refused := c.refused[i]
 		switch {
@@ -79,17 +101,17 @@ func (c decodeCase) run(t *testing.T, decode func([]byte, envelopeLimits) (*batc
 			t.Errorf("event %d refused at %q (%s), want at %q", i, violationField(r.GetViolations()), r.GetMessage(), want)
 		}
 	}
-	if len(c.refused) > len(b.events) {
-		t.Errorf("%d events, want %d refused", len(b.events), len(c.refused))
+	if len(c.refused) > len(b.Events) {
+		t.Errorf("%d events, want %d refused", len(b.Events), len(c.refused))
 	}
-	if b.batchID != c.batchID {
-		t.Errorf("batch_id %d, want %d", b.batchID, c.batchID)
+	if b.BatchID != c.batchID {
+		t.Errorf("batch_id %d, want %d", b.BatchID, c.batchID)
 	}
 	if c.check != nil {
 		c.check(t, b)
 		return
 	}
-	got, want := &ingestv1.PublishRequest{Events: b.events}, &ingestv1.PublishRequest{Events: c.events}
+	got, want := &ingestv1.PublishRequest{Events: b.Events}, &ingestv1.PublishRequest{Events: c.events}
 	if !proto.Equal(got, want) {
 		t.Errorf("decoded\n%v\nwant\n%v", got, want)
 	}
@@ -100,7 +122,7 @@ func (c decodeCase) run(t *testing.T, decode func([]byte, envelopeLimits) (*batc
 // BATCH_TOO_LARGE with a message and at most one sluice.decode violation,
 // per-event refusals MALFORMED at the index of an event that is there, and
 // everything kept marshals (its strings are UTF-8).
-func checkDecoded(t *testing.T, b *batch, f *Failure, size int, lim envelopeLimits) {
+func checkDecoded(t *testing.T, b *Batch, f *Failure, size int, lim Limits) {
 	t.Helper()
 	if (b == nil) == (f == nil) {
 		t.Fatalf("batch %v and failure %v: want exactly one", b, f)
@@ -110,32 +132,32 @@ func checkDecoded(t *testing.T, b *batch, f *Failure, size int, lim envelopeLimi
 			t.Fatalf("failure %+v", f)
 		}
 		checkViolations(t, f.Violations)
-		if _, err := proto.Marshal(f.Body()); err != nil {
+		if _, err := proto.Marshal(&ingestv1.ErrorBody{Reason: f.Reason, Violations: f.Violations, Message: f.Message}); err != nil {
 			t.Fatalf("failure %+v does not marshal: %v", f, err)
 		}
 		return
 	}
-	if b.size != size {
-		t.Fatalf("size %d, want %d", b.size, size)
+	if b.Size != size {
+		t.Fatalf("size %d, want %d", b.Size, size)
 	}
-	if len(b.events) > lim.maxEvents || cap(b.events) > lim.maxEvents {
-		t.Fatalf("%d events (room for %d), over the limit of %d", len(b.events), cap(b.events), lim.maxEvents)
+	if len(b.Events) > lim.MaxEvents || cap(b.Events) > lim.MaxEvents {
+		t.Fatalf("%d events (room for %d), over the limit of %d", len(b.Events), cap(b.Events), lim.MaxEvents)
 	}
-	if b.refused != nil && len(b.refused) != len(b.events) {
-		t.Fatalf("%d refusals for %d events", len(b.refused), len(b.events))
+	if b.Refused != nil && len(b.Refused) != len(b.Events) {
+		t.Fatalf("%d refusals for %d events", len(b.Refused), len(b.Events))
 	}
-	for i, ev := range b.events {
+	for i, ev := range b.Events {
 		if ev == nil {
 			t.Fatalf("event %d is nil", i)
 		}
-		if len(ev.GetAttributes()) > lim.maxAttributeKeys {
+		if len(ev.GetAttributes()) > lim.MaxAttributeKeys {
 			t.Fatalf("event %d keeps %d attributes", i, len(ev.GetAttributes()))
 		}
 		if _, err := proto.Marshal(ev); err != nil {
 			t.Fatalf("event %d does not marshal: %v", i, err)
 		}
 	}
-	for i, r := range b.refused {
+	for i, r := range b.Refused {
 		if r == nil {
 			continue
 		}
@@ -155,15 +177,15 @@ func checkViolations(t *testing.T, vs []*ingestv1.FieldViolation) {
 		t.Fatalf("%d violations, want at most one", len(vs))
 	}
 	for _, v := range vs {
-		if v.GetRule() != decodeRule || v.GetMessage() == "" {
+		if v.GetRule() != Rule || v.GetMessage() == "" {
 			t.Fatalf("violation %v", v)
 		}
 	}
 }
 
 // clean reports whether a request decoded with no event refused.
-func clean(b *batch, f *Failure) bool {
-	return f == nil && b.refused == nil
+func clean(b *Batch, f *Failure) bool {
+	return f == nil && b.Refused == nil
 }
 
 func violationField(vs []*ingestv1.FieldViolation) string {
@@ -227,25 +249,25 @@ func manyAttributesWire(n int) [][]byte {
 	return out
 }
 
-func keepsAttributes(n int) func(t *testing.T, b *batch) {
-	return func(t *testing.T, b *batch) {
-		if len(b.events) != 1 || len(b.events[0].GetAttributes()) != n || b.events[0].GetId() != "a" {
-			t.Fatalf("decoded %d events, the first with %d attributes, want 1 with %d", len(b.events), len(b.events[0].GetAttributes()), n)
+func keepsAttributes(n int) func(t *testing.T, b *Batch) {
+	return func(t *testing.T, b *Batch) {
+		if len(b.Events) != 1 || len(b.Events[0].GetAttributes()) != n || b.Events[0].GetId() != "a" {
+			t.Fatalf("decoded %d events, the first with %d attributes, want 1 with %d", len(b.Events), len(b.Events[0].GetAttributes()), n)
 		}
 	}
 }
 
-func hasEvents(n int) func(t *testing.T, b *batch) {
-	return func(t *testing.T, b *batch) {
-		if len(b.events) != n {
-			t.Fatalf("%d events, want %d", len(b.events), n)
+func hasEvents(n int) func(t *testing.T, b *Batch) {
+	return func(t *testing.T, b *Batch) {
+		if len(b.Events) != n {
+			t.Fatalf("%d events, want %d", len(b.Events), n)
 		}
 	}
 }
 
 func TestDecodeJSONBatch(t *testing.T) {
 	malformed, tooLarge := ingestv1.Reason_MALFORMED, ingestv1.Reason_BATCH_TOO_LARGE
-	one := &envelopeLimits{maxEvents: 1, maxAttributeKeys: 2}
+	one := &Limits{MaxEvents: 1, MaxAttributeKeys: 2}
 	deep := strings.Repeat(`{"a":[`, 100_000) + strings.Repeat(`]}`, 100_000)
 	cases := []decodeCase{
 		// Requests that decode.
@@ -262,7 +284,7 @@ func TestDecodeJSONBatch(t *testing.T) {
 		{name: "payload nested deeper than anything recurses", in: body(`{"payload":` + deep + `}`),
 			events: []*ingestv1.Event{{Payload: &ingestv1.Event_Json{Json: deep}}}},
 		{name: "500 events", in: body(emptyEvents(500)), check: hasEvents(500)},
-		{name: "only maxAttributeKeys of 300000 kept", in: manyAttributesJSON(300_000), check: keepsAttributes(maxAttributes + 1)},
+		{name: "only MaxAttributeKeys of 300000 kept", in: manyAttributesJSON(300_000), check: keepsAttributes(testMaxAttributes + 1)},
 
 		// Whole-request failures.
 		{name: "events twice", in: []byte(`{"events":[` + fullJSON + `],"events":[]}`), fail: malformed, field: "events"},
@@ -336,13 +358,13 @@ func TestDecodeJSONBatch(t *testing.T) {
 		{name: "attribute null", in: body(`{"attributes":{"k":null}}`), refused: map[int]string{0: `attributes["k"]`}, events: []*ingestv1.Event{{}}},
 		{name: "attribute twice", in: body(`{"attributes":{"k":"a","\u006b":"b"}}`), refused: map[int]string{0: `attributes["k"]`},
 			events: []*ingestv1.Event{{Attributes: map[string]string{"k": "a"}}}},
-		{name: "attribute twice among those kept", in: body(`{"attributes":{"a":"1","b":"2","c":"3","a":"4"}}`), lim: &envelopeLimits{maxEvents: 1, maxAttributeKeys: 2},
+		{name: "attribute twice among those kept", in: body(`{"attributes":{"a":"1","b":"2","c":"3","a":"4"}}`), lim: &Limits{MaxEvents: 1, MaxAttributeKeys: 2},
 			refused: map[int]string{0: `attributes["a"]`}, events: []*ingestv1.Event{{Attributes: map[string]string{"a": "1", "b": "2"}}}},
-		{name: "attribute past those kept is still checked", in: body(`{"attributes":{"a":"1","b":"2","c":3}}`), lim: &envelopeLimits{maxEvents: 1, maxAttributeKeys: 2},
+		{name: "attribute past those kept is still checked", in: body(`{"attributes":{"a":"1","b":"2","c":3}}`), lim: &Limits{MaxEvents: 1, MaxAttributeKeys: 2},
 			refused: map[int]string{0: `attributes["c"]`}, events: []*ingestv1.Event{{Attributes: map[string]string{"a": "1", "b": "2"}}}},
 	}
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) { c.run(t, decodeJSONBatch) })
+		t.Run(c.name, func(t *testing.T) { c.run(t, decodeJSON) })
 	}
 }
 
@@ -408,7 +430,7 @@ func TestDecodeWireBatch(t *testing.T) {
 		{decodeCase: decodeCase{name: "a later attribute entry replaces", in: wireEvent(wireAttribute("k", "a"), wireAttribute("k", "b"), wireBytes(7, nil)),
 			events: []*ingestv1.Event{{Attributes: map[string]string{"k": "b", "": ""}}}}},
 		{decodeCase: decodeCase{name: "500 events", in: bytes.Repeat(emptyEvent, 500), check: hasEvents(500)}},
-		{decodeCase: decodeCase{name: "only maxAttributeKeys of 300000 kept", in: wireEvent(manyAttributes...), check: keepsAttributes(maxAttributes + 1)}},
+		{decodeCase: decodeCase{name: "only MaxAttributeKeys of 300000 kept", in: wireEvent(manyAttributes...), check: keepsAttributes(testMaxAttributes + 1)}},
 		{decodeCase: decodeCase{name: "batch_id read for streams", in: wireCat(wireVarint(1, 3), wireBytes(2, id), wireVarint(1, 1<<63)),
 			batchID: 1 << 63, events: []*ingestv1.Event{{Id: "a"}}}, stream: true},
 
@@ -450,7 +472,7 @@ func TestDecodeWireBatch(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			c.run(t, func(msg []byte, lim envelopeLimits) (*batch, *Failure) { return decodeWireBatch(msg, c.stream, lim) })
+			c.run(t, func(msg []byte, lim Limits) (*Batch, *Failure) { return decodeWire(msg, c.stream, lim) })
 		})
 	}
 }
@@ -460,48 +482,48 @@ func TestDecodeWireBatch(t *testing.T) {
 func TestDecodeWireBatchCopies(t *testing.T) {
 	ev := &ingestv1.Event{Id: "a", Type: "t", PartitionKey: "k", Payload: &ingestv1.Event_Binary{Binary: []byte("payload")}, Attributes: map[string]string{"k": "v"}}
 	msg := marshal(t, &ingestv1.PublishRequest{Events: []*ingestv1.Event{ev, {Payload: &ingestv1.Event_Json{Json: "{}"}}}})
-	b, f := decodeWireBatch(msg, false, testLimits)
+	b, f := decodeWire(msg, false, testLimits)
 	if f != nil {
 		t.Fatal(f)
 	}
 	clear(msg)
-	if want := []*ingestv1.Event{ev, {Payload: &ingestv1.Event_Json{Json: "{}"}}}; !proto.Equal(&ingestv1.PublishRequest{Events: b.events}, &ingestv1.PublishRequest{Events: want}) {
-		t.Fatalf("after the message is cleared: %v", b.events)
+	if want := []*ingestv1.Event{ev, {Payload: &ingestv1.Event_Json{Json: "{}"}}}; !proto.Equal(&ingestv1.PublishRequest{Events: b.Events}, &ingestv1.PublishRequest{Events: want}) {
+		t.Fatalf("after the message is cleared: %v", b.Events)
 	}
 }
 
 // TestDecodeBoundsWhatItBuilds: what a request costs is bounded by the
-// limits, not by its length: millions of events cost what maxEvents of
+// limits, not by its length: millions of events cost what MaxEvents of
 // them do, and an event of millions of fields what one field does.
 func TestDecodeBoundsWhatItBuilds(t *testing.T) {
 	const n = 4_000_000
-	wire := func(b []byte, l envelopeLimits) (*batch, *Failure) { return decodeWireBatch(b, false, l) }
+	wire := func(b []byte, l Limits) (*Batch, *Failure) { return decodeWire(b, false, l) }
 	// A decoded event is one allocation, its refusal four; the batch's
 	// slices add a few as they grow.
 	for _, c := range []struct {
 		name      string
 		in        []byte
-		decode    func([]byte, envelopeLimits) (*batch, *Failure)
+		decode    func([]byte, Limits) (*Batch, *Failure)
 		tooLarge  bool
 		refused   bool // the one event of the request
 		maxAllocs int
 	}{
-		{"wire events", bytes.Repeat([]byte{0x0a, 0x00}, n), wire, true, false, testLimits.maxEvents + 20},
-		{"json events", body(emptyEvents(n)), decodeJSONBatch, true, false, testLimits.maxEvents + 20},
+		{"wire events", bytes.Repeat([]byte{0x0a, 0x00}, n), wire, true, false, testLimits.MaxEvents + 20},
+		{"json events", body(emptyEvents(n)), decodeJSON, true, false, testLimits.MaxEvents + 20},
 		{"wire ids not UTF-8", wireEvent(bytes.Repeat(wireBytes(1, []byte{0xff}), n/3)), wire, false, true, 20},
-		{"wire attributes past the limit", wireEvent(append(manyAttributesWire(testLimits.maxAttributeKeys), slices.Repeat([][]byte{wireAttribute("x", "v"), wireAttribute("y", "w")}, n/10)...)...),
+		{"wire attributes past the limit", wireEvent(append(manyAttributesWire(testLimits.MaxAttributeKeys), slices.Repeat([][]byte{wireAttribute("x", "v"), wireAttribute("y", "w")}, n/10)...)...),
 			wire, false, false, 60},
 		{"wire occurred_at truncated", wireEvent(bytes.Repeat(wireBytes(3, []byte{0x08}), n/3)), wire, false, true, 20},
-		{"json unknown fields", body("{" + strings.Repeat(`"X":1,`, n/6) + `"id":"a"}`), decodeJSONBatch, false, true, 20},
-		{"json attributes not strings", body(`{"attributes":{` + strings.Repeat(`"k":1,`, n/6) + `"k":"v"}}`), decodeJSONBatch, false, true, 20},
-		{"json escaped attributes past the limit", body(`{"attributes":{` + manyAttributesJSONMembers(testLimits.maxAttributeKeys) + strings.Repeat(`,"\u0078":"v","\u0079":"w"`, n/24) + `}}`),
-			decodeJSONBatch, false, false, 60},
+		{"json unknown fields", body("{" + strings.Repeat(`"X":1,`, n/6) + `"id":"a"}`), decodeJSON, false, true, 20},
+		{"json attributes not strings", body(`{"attributes":{` + strings.Repeat(`"k":1,`, n/6) + `"k":"v"}}`), decodeJSON, false, true, 20},
+		{"json escaped attributes past the limit", body(`{"attributes":{` + manyAttributesJSONMembers(testLimits.MaxAttributeKeys) + strings.Repeat(`,"\u0078":"v","\u0079":"w"`, n/24) + `}}`),
+			decodeJSON, false, false, 60},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			decode := func() {
 				b, f := c.decode(c.in, testLimits)
 				if c.tooLarge != (f != nil && f.Reason == ingestv1.Reason_BATCH_TOO_LARGE) ||
-					!c.tooLarge && (f != nil || len(b.events) != 1 || c.refused != (b.refused != nil)) {
+					!c.tooLarge && (f != nil || len(b.Events) != 1 || c.refused != (b.Refused != nil)) {
 					t.Fatalf("decoded %v, %v", b, f)
 				}
 			}
@@ -548,17 +570,17 @@ func logLineBatch(t testing.TB) (restBody, grpcMsg []byte) {
 // TestLogLineBatchDecodes: the benchmarks' batch decodes cleanly.
 func TestLogLineBatchDecodes(t *testing.T) {
 	rest, grpc := logLineBatch(t)
-	for name, decode := range map[string]func() (*batch, *Failure){
-		"json": func() (*batch, *Failure) { return decodeJSONBatch(rest, testLimits) },
-		"wire": func() (*batch, *Failure) { return decodeWireBatch(grpc, false, testLimits) },
+	for name, decode := range map[string]func() (*Batch, *Failure){
+		"json": func() (*Batch, *Failure) { return decodeJSON(rest, testLimits) },
+		"wire": func() (*Batch, *Failure) { return decodeWire(grpc, false, testLimits) },
 	} {
-		if b, f := decode(); !clean(b, f) || len(b.events) != 100 {
+		if b, f := decode(); !clean(b, f) || len(b.Events) != 100 {
 			t.Errorf("%s: %v %v", name, b, f)
 		}
 	}
 }
 
-// BenchmarkDecodeJSONBatch is decodeJSONBatch against the REST decoder it
+// BenchmarkDecodeJSONBatch is DecodeJSONBatch against the REST decoder it
 // replaces (with that one's depth check), on logLineBatch's REST body.
 func BenchmarkDecodeJSONBatch(b *testing.B) {
 	rest, _ := logLineBatch(b)
@@ -566,7 +588,7 @@ func BenchmarkDecodeJSONBatch(b *testing.B) {
 		b.SetBytes(int64(len(rest)))
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, f := decodeJSONBatch(rest, testLimits); f != nil {
+			if _, f := DecodeJSONBatch(rest, testLimits); f != nil {
 				b.Fatal(f)
 			}
 		}
@@ -583,7 +605,7 @@ func BenchmarkDecodeJSONBatch(b *testing.B) {
 	})
 }
 
-// BenchmarkDecodeWireBatch is decodeWireBatch against proto.Unmarshal, on
+// BenchmarkDecodeWireBatch is DecodeWireBatch against proto.Unmarshal, on
 // logLineBatch's gRPC message.
 func BenchmarkDecodeWireBatch(b *testing.B) {
 	_, grpc := logLineBatch(b)
@@ -591,7 +613,7 @@ func BenchmarkDecodeWireBatch(b *testing.B) {
 		b.SetBytes(int64(len(grpc)))
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, f := decodeWireBatch(grpc, false, testLimits); f != nil {
+			if _, f := DecodeWireBatch(grpc, false, testLimits); f != nil {
 				b.Fatal(f)
 			}
 		}

@@ -1,4 +1,4 @@
-package gateway
+package envelope
 
 import (
 	"unicode/utf8"
@@ -6,13 +6,13 @@ import (
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
 )
 
-// envelopeValid reports whether ev passes the Event message's protovalidate
+// Valid reports whether ev passes the Event message's protovalidate
 // rules (proto/sluice/ingest/v1/ingest.proto), without reflection: on the
 // gRPC path, protovalidate's walk of every envelope cost as much as
 // decoding its payload. Only an envelope it calls invalid goes to
 // protovalidate, which names each failed rule as always. FuzzEnvelopeRules
 // holds it to protovalidate's verdict, and must change with the rules.
-func envelopeValid(ev *ingestv1.Event) bool {
+func Valid(ev *ingestv1.Event) bool {
 	if !validID(ev.GetId()) || !runesBetween(ev.GetType(), 1, 200) ||
 		ev.GetOccurredAt() == nil || !runesBetween(ev.GetPartitionKey(), 0, 256) || ev.GetPayload() == nil {
 		return false
