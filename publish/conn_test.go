@@ -31,9 +31,9 @@ func TestProducerUsesTheConnectionBlock(t *testing.T) {
 	}
 }
 
-// TestWithConnection: the connection given to NewProducer replaces the
+// TestNewProducerTakesTheConnection: the connection given to NewProducer replaces the
 // one it would make of the block.
-func TestWithConnection(t *testing.T) {
+func TestNewProducerTakesTheConnection(t *testing.T) {
 	c := newCluster(t, []string{"t"})
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

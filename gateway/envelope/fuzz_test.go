@@ -20,6 +20,7 @@ import (
 	"github.com/sluicehq/sluice/examples"
 	logsv1 "github.com/sluicehq/sluice/gen/examples/logs/v1"
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
+	"github.com/sluicehq/sluice/internal/eventtest"
 )
 
 // legacyRESTEvent, legacyDecodeJSON and legacyStrictUnmarshal are the REST
@@ -107,26 +108,6 @@ func legacyStrictUnmarshal(b []byte, v any) error {
 // the count is reached, and attributes as the service passes them.
 var fuzzLimits = Limits{MaxEvents: 64, MaxAttributeKeys: testMaxAttributes + 1}
 
-// publishSeeds are REST bodies of the example contracts' events, and the
-// shapes the gateway's FuzzRESTPublish starts from.
-func publishSeeds() [][]byte {
-	at := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC).Format(time.RFC3339)
-	event := func(typ string, payload []byte) string {
-		return `{"id":"e-1","type":"` + typ + `","occurred_at":"` + at + `","partition_key":"k","payload":` + string(payload) + `}`
-	}
-	return [][]byte{
-		[]byte(`{"events":[` + event("examples.shop.v1.OrderPlaced", examples.OrderPlacedJSON) + `]}`),
-		[]byte(`{"events":[` + event("examples.identity.v1.UserProfileUpdated", examples.UserProfileUpdatedJSON) + `,` +
-			event("examples.logs.v1.LogLine", examples.LogLineJSON) + `]}`),
-		[]byte(`{"events":[{"id":"x","type":"examples.logs.v1.LogLine","payload":{"labels":{"a":"b"}},"attributes":{"k":"v"}}]}`),
-		[]byte(`{"events":[]}`),
-		[]byte(`{"events":[{"id":"\u0000","type":"","occurred_at":"0000-01-01T00:00:00Z"}]}`),
-		[]byte(`{"events":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}`),
-		[]byte(`{"events":[{"id":"a","type":"examples.shop.v1.OrderPlaced","occurred_at":"` + at + `","payload":{"total_cents":"99999999999999999999"}}]}`),
-		[]byte("\xef\xbb\xbf{}"),
-	}
-}
-
 // jsonSeeds are realistic REST bodies and near misses.
 func jsonSeeds() [][]byte {
 	at := "2026-11-29T12:00:00.123456789Z"
@@ -134,7 +115,7 @@ func jsonSeeds() [][]byte {
 	if err := json.Compact(&logLine, examples.LogLineJSON); err != nil {
 		panic(err)
 	}
-	return append(publishSeeds(),
+	return append(eventtest.PublishBodies(),
 		[]byte(`{"events":[{"id":"l-1","type":"examples.logs.v1.LogLine","occurred_at":"`+at+`","partition_key":"checkout-api","payload":`+logLine.String()+`,"attributes":{"env":"prod","region":"eu_west_1"}},{"id":"l-2","payload":null,"attributes":null,"occurred_at":null}]}`),
 		[]byte(" {\t\"events\" :\r\n[ { \"id\" : \"a\\u00e9\\ud83d\\ude00\\n\" , \"payload\" : { \"a\" : [ 1 , -2.5e+3 , true , false , null , \"\\\"\" ] } } ] } \n"),
 		[]byte(`{"events":[{"\u0069d":"a","type":"t"},5,null,{"payload":[1]}]}`),
