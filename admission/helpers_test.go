@@ -42,7 +42,7 @@ func newTestProducer(t testing.TB, brokers []string, edit func(*publish.Config))
 	if edit != nil {
 		edit(&cfg)
 	}
-	p, err := publish.NewProducer(cfg, publish.WithLogger(discardLogger()))
+	p, err := publish.NewProducer(cfg, nil, publish.WithLogger(discardLogger()))
 	if err != nil {
 		t.Fatalf("NewProducer: %v", err)
 	}

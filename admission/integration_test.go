@@ -30,7 +30,7 @@ func TestIntegrationKafkaReadiness(t *testing.T) {
 
 	cfg := publish.NewDefaultConfig()
 	cfg.Brokers, cfg.Compression = brokers, "none"
-	p, err := publish.NewProducer(cfg, publish.WithLogger(discardLogger()), publish.WithTopics(small, lack))
+	p, err := publish.NewProducer(cfg, nil, publish.WithLogger(discardLogger()), publish.WithTopics(small, lack))
 	if err != nil {
 		t.Fatal(err)
 	}

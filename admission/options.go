@@ -29,8 +29,8 @@ func WithRegisterer(r prometheus.Registerer) Option {
 	return option{func(o *options) { o.registerer = r }}
 }
 
-// WithLogger sets the logger for admission and the drainer, overriding
-// the default slog.Default(). A nil logger keeps the default.
+// WithLogger replaces slog.Default(), for admission and the drainer.
+// A nil logger keeps it.
 func WithLogger(l *slog.Logger) Option {
 	return option{func(o *options) {
 		if l != nil {

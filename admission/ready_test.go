@@ -82,7 +82,7 @@ func TestAdmissionReadyMissingTopic(t *testing.T) {
 	c := newCluster(t, []string{have})
 	cfg := publish.NewDefaultConfig()
 	cfg.Brokers = c.ListenAddrs()
-	p, err := publish.NewProducer(cfg, publish.WithLogger(discardLogger()), publish.WithTopics(have, lack))
+	p, err := publish.NewProducer(cfg, nil, publish.WithLogger(discardLogger()), publish.WithTopics(have, lack))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,32 @@ import (
 	"time"
 )
 
-// The on-disk format; doc.go describes it. Every integer is little-endian.
+// The on-disk format; doc.go describes it. Every integer is little-endian;
+// CRC is CRC-32C (Castagnoli).
+//
+// A segment starts with a 24-byte header:
+//
+//	offset size
+//	0      4    magic "SLSG"
+//	4      2    format version, 1
+//	6      2    reserved, 0
+//	8      8    segment index, equal to the file name's
+//	16     4    CRC of bytes 0-15
+//	20     4    reserved, 0
+//
+// followed by records, each in one frame:
+//
+//	offset size
+//	0      4    n, the record's length
+//	4      4    ^n, the bitwise complement of n
+//	8      8    append time, Unix nanoseconds
+//	16     4    CRC of bytes 0-15 and the record
+//	20     n    the record
+//	20+n   p    zero padding, so that every frame starts 8-byte aligned
+//
+// The cursor file is 32 bytes: magic "SLCU", version (2 bytes), 2
+// reserved, segment index (8), offset (8) of the last acknowledged record,
+// CRC of bytes 0-23 (4), 4 reserved.
 const (
 	formatVersion = 1
 

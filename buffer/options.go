@@ -33,8 +33,8 @@ func WithRegisterer(r prometheus.Registerer) Option {
 	return option{func(o *options) { o.registerer = r }}
 }
 
-// WithLogger sets the logger for recovery and write failures, overriding
-// the default slog.Default(). A nil logger keeps the default.
+// WithLogger replaces slog.Default(), for recovery and write failures.
+// A nil logger keeps it.
 func WithLogger(l *slog.Logger) Option {
 	return option{func(o *options) {
 		if l != nil {

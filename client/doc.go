@@ -2,13 +2,9 @@
 // publishes them to one or more gateways over gRPC, and retries what the
 // gateway says may be retried.
 //
-// Usage:
-//
 //	c, err := client.New([]string{"ingest.example.com:443"},
 //		client.WithTLS(&tls.Config{}), client.WithAPIKey(key))
-//	...
 //	results, err := c.Publish(ctx, ev1, ev2) // or c.Send(ctx, ev, done)
-//	...
 //	err = c.Close(ctx)
 //
 // # Guarantees
@@ -17,40 +13,27 @@
 //     exactly one final result: success (ACCEPTED or DUPLICATE), a
 //     *RejectionError, or an *UndeliveredError. Send's done is called once
 //     with it, on a goroutine of the client's.
-//   - An event without an id gets a UUIDv7 at Send; one without
-//     occurred_at gets the clock's now. The caller's *Event is never
-//     changed: the client fills a copy. The copy shares the payload and
-//     the attributes map, which must not change until the event's final
-//     result: a retry would carry other bytes under the same id, and the
-//     gateway refuses that IDEMPOTENCY_CONFLICT.
+//   - An event without an id gets a UUIDv7 at Send, one without
+//     occurred_at the clock's now, in a copy: the caller's *Event is never
+//     changed. The copy shares the payload and attributes, which must not
+//     change until the final result (a retry would carry other bytes under
+//     the same id: IDEMPOTENCY_CONFLICT).
 //   - An event's id and bytes never change across retries, so the gateway
-//     publishes it at most once within its dedup window: a retry of an
-//     event already accepted is answered DUPLICATE, with the original's
-//     position, and that is a success.
+//     publishes it at most once within its dedup window; a DUPLICATE
+//     answer is a success.
 //   - A *RejectionError is permanent (the same event would be refused
-//     again) and is never retried: a per-event rejection that is not
-//     retryable, or a whole-request failure that is not (UNAUTHENTICATED,
-//     FORBIDDEN_EVENT_TYPE, MALFORMED, or a gRPC error without sluice's
-//     ErrorInfo and with a code that is not transient).
-//   - Retryable answers are retried: after the answer's retry_after when
-//     it has one, else after a full-jitter backoff (Backoff). A
-//     whole-request failure retries every event of the request. A request
-//     refused as too large (BATCH_TOO_LARGE, DECOMPRESSED_TOO_LARGE) is
-//     split in halves, which is not an attempt; a single event refused so
-//     is a *RejectionError. What an answer means is decided in one
-//     function, judge.
-//   - A RATE_LIMITED or BUFFER_FULL answer is about the source's bucket
-//     or the gateway's spool, which all of the client's requests share:
-//     every sender waits out its retry_after, then requests go one at a
-//     time until two in a row are not refused so.
+//     again) and is never retried. Retryable answers are retried after
+//     the answer's retry_after, else a full-jitter backoff (Backoff). A
+//     request refused as too large is split in halves, which is not an
+//     attempt. What an answer means is decided in one function, judge.
+//   - RATE_LIMITED and BUFFER_FULL are about what all of the client's
+//     requests share: every sender waits out the retry_after, then
+//     requests go one at a time until two in a row are not refused so.
 //   - An event ends as an *UndeliveredError after MaxAttempts judged
-//     requests, or when EventTimeout from Send would pass before its next
-//     attempt. An answer with a retry_after (RATE_LIMITED, BUFFER_FULL)
-//     is the gateway saying when to come back: it does not count against
-//     MaxAttempts, only against EventTimeout. A request's deadline is
-//     RequestTimeout, cut short to the latest EventTimeout of its events;
-//     an answer that comes within it counts even for an event whose
-//     EventTimeout has passed.
+//     requests (answers with a retry_after do not count), or when
+//     EventTimeout from Send would pass before its next attempt. A
+//     request's deadline is RequestTimeout, cut short to the latest
+//     EventTimeout of its events.
 //   - Close stops taking events, sends what is buffered without lingering
 //     and waits for every final result. If its ctx ends first, requests in
 //     flight are cancelled, every event still without a final result ends
@@ -84,13 +67,10 @@
 // sent as x-api-key metadata. New refuses to start without WithTLS, and
 // WithInsecure is taken only for loopback addresses.
 //
-// # Goroutines
-//
-// New starts a batcher and MaxInFlight senders; with UseStream, each open
-// stream has a reader. Close stops and waits for all of them and closes
-// the connections. Metrics and done callbacks run on these goroutines: a
-// slow callback slows the client, and one that waits on the client (Send
-// into a full buffer, Flush, Close) may wait forever.
+// New starts a batcher and MaxInFlight senders (and a reader per stream);
+// Close stops and waits for all of them. Metrics and done callbacks run on
+// them: a callback that waits on the client (Send into a full buffer,
+// Flush, Close) may wait forever.
 //
 // # What it does not do
 //

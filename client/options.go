@@ -59,7 +59,7 @@ func newCfg() cfg {
 		backoffBase: 100 * time.Millisecond,
 		backoffMax:  10 * time.Second,
 		metrics:     nopMetrics{},
-		log:         slog.New(slog.DiscardHandler),
+		log:         slog.Default(),
 		clock:       time.Now,
 	}
 	return c
@@ -147,8 +147,8 @@ func WithIDs(f func() string) Opt {
 // reported.
 func WithMetrics(m Metrics) Opt { return optFunc(func(c *cfg) { c.metrics = m }) }
 
-// WithLogger logs retries and undelivered events to l. By default nothing
-// is logged.
+// WithLogger replaces slog.Default() for the logs of retries and
+// undelivered events. New refuses a nil logger.
 func WithLogger(l *slog.Logger) Opt { return optFunc(func(c *cfg) { c.log = l }) }
 
 // WithClock replaces time.Now for occurred_at, ids and deadlines.

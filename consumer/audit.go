@@ -6,6 +6,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluicehq/sluice/audit"
 	"github.com/sluicehq/sluice/record"
 	"github.com/sluicehq/sluice/sink"
 )
@@ -24,47 +25,47 @@ import (
 // {action} and logged. The decision stands either way: the record's job
 // finishes as decided, so an audit store that is down slows the records
 // it audits, by a bounded time, and loses or duplicates no event.
-func (c *Consumer) audit(ctx context.Context, rows ...sink.AuditRow) {
+func (d *deliverer) audit(ctx context.Context, rows ...audit.Row) {
 	if len(rows) == 0 {
 		return
 	}
 	var budget retryBudget
 	for {
-		actx, cancel := context.WithTimeout(ctx, c.cfg.WriteTimeout)
-		err := c.auditor.Audit(actx, rows)
+		actx, cancel := context.WithTimeout(ctx, d.cfg.WriteTimeout)
+		err := d.auditor.Audit(actx, rows)
 		cancel()
 		if err == nil {
 			return
 		}
 		class, retryAfter := sink.Classify(err)
-		budget.fail(c.o.clock.Now())
-		if class == sink.Transient && ctx.Err() == nil && budget.attempts < c.cfg.Retry.MaxAttempts &&
-			budget.last.Sub(budget.first) < c.cfg.Retry.MaxElapsed {
+		budget.fail(d.clock.Now())
+		if class == sink.Transient && ctx.Err() == nil && budget.attempts < d.cfg.Retry.MaxAttempts &&
+			budget.last.Sub(budget.first) < d.cfg.Retry.MaxElapsed {
 			select {
-			case <-c.o.clock.After(c.backoff(budget.attempts, retryAfter)):
+			case <-d.clock.After(d.backoff(budget.attempts, retryAfter)):
 				continue
 			case <-ctx.Done():
 			}
 		}
 		r := rows[0]
-		if c.fallback != nil {
-			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.WriteTimeout)
-			ferr := c.fallback.Audit(fctx, rows)
+		if d.fallback != nil {
+			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.cfg.WriteTimeout)
+			ferr := d.fallback.Audit(fctx, rows)
 			cancel()
 			if ferr == nil {
 				for _, r := range rows {
-					c.m.auditFallbacks.WithLabelValues(string(r.Action)).Inc()
+					d.m.auditFallbacks.WithLabelValues(string(r.Action)).Inc()
 				}
-				c.log.Warn("audit rows recorded in "+record.AuditTopic+": the sink's audit table did not take them", "rows", len(rows),
+				d.log.Warn("audit rows recorded in "+record.AuditTopic+": the sink's audit table did not take them", "rows", len(rows),
 					"action", r.Action, "source", r.Source, "id", r.EventID, "attempts", budget.attempts, "err", err)
 				return
 			}
 			err = errors.Join(err, ferr)
 		}
 		for _, r := range rows {
-			c.m.auditErrors.WithLabelValues(string(r.Action)).Inc()
+			d.m.auditErrors.WithLabelValues(string(r.Action)).Inc()
 		}
-		c.log.Error("audit rows not recorded", "rows", len(rows), "action", r.Action, "source", r.Source, "id", r.EventID,
+		d.log.Error("audit rows not recorded", "rows", len(rows), "action", r.Action, "source", r.Source, "id", r.EventID,
 			"topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "attempts", budget.attempts, "err", err)
 		return
 	}
@@ -72,38 +73,38 @@ func (c *Consumer) audit(ctx context.Context, rows ...sink.AuditRow) {
 
 // auditWritten records the written rows of events, just written, when the
 // sink does not record them in its write.
-func (c *Consumer) auditWritten(ctx context.Context, events []sink.Event, conflicts []sink.Conflict) {
-	if c.sinkAudits {
+func (d *deliverer) auditWritten(ctx context.Context, events []sink.Event, conflicts []sink.Conflict) {
+	if d.sinkAudits {
 		return
 	}
 	conflicted := make(map[int]bool, len(conflicts))
 	for _, cf := range conflicts {
 		conflicted[cf.Index] = true
 	}
-	now := c.o.clock.Now()
-	rows := make([]sink.AuditRow, 0, len(events))
+	now := d.clock.Now()
+	rows := make([]audit.Row, 0, len(events))
 	for i := range events {
 		detail := ""
 		if conflicted[i] {
-			detail = sink.AuditDetailConflict
+			detail = audit.DetailConflict
 		}
-		rows = append(rows, sink.WrittenRow(&events[i], c.sink.Name(), now, detail))
+		rows = append(rows, sink.WrittenRow(&events[i], d.sink.Name(), now, detail))
 	}
-	c.audit(ctx, rows...)
+	d.audit(ctx, rows...)
 }
 
 // decisionRow is the row of a decision about r, with the envelope env
 // of its dead letter, located at r's coordinates; false when r has no
 // identity to file it under (no sluice-source or sluice-event-id header).
-func (c *Consumer) decisionRow(action sink.AuditAction, r *kgo.Record, env *record.Envelope) (sink.AuditRow, bool) {
+func (d *deliverer) decisionRow(action audit.Action, r *kgo.Record, env *record.Envelope) (audit.Row, bool) {
 	source, id, typ := identityOf(r)
 	if source == "" || id == "" {
-		return sink.AuditRow{}, false
+		return audit.Row{}, false
 	}
-	return sink.AuditRow{
-		Source: source, EventID: id, Action: action, At: c.o.clock.Now(),
+	return audit.Row{
+		Source: source, EventID: id, Action: action, At: d.clock.Now(),
 		Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, EventType: typ,
-		Group: c.cfg.Group, Sink: c.sink.Name(),
+		Group: d.cfg.Group, Sink: d.sink.Name(),
 		Class: env.Class, Error: env.Error, Attempt: env.Attempts, Retryable: env.Retryable,
 		DLQRetries: env.DLQRetries, Detail: env.ParkedReason,
 	}, true
@@ -112,30 +113,30 @@ func (c *Consumer) decisionRow(action sink.AuditAction, r *kgo.Record, env *reco
 // auditDeadLetter records the dead letter of r that Kafka just took, with
 // env, the envelope it took: dead_lettered, located at the source record
 // the envelope names, or parked, located at r.
-func (c *Consumer) auditDeadLetter(ctx context.Context, r *kgo.Record, env *record.Envelope) {
-	action := sink.AuditDeadLettered
+func (d *deliverer) auditDeadLetter(ctx context.Context, r *kgo.Record, env *record.Envelope) {
+	action := audit.DeadLettered
 	if env.ParkedReason != "" {
-		action = sink.AuditParked
+		action = audit.Parked
 	}
-	row, ok := c.decisionRow(action, r, env)
+	row, ok := d.decisionRow(action, r, env)
 	if !ok {
 		return
 	}
-	if action == sink.AuditDeadLettered {
+	if action == audit.DeadLettered {
 		row.Topic, row.Partition, row.Offset = env.SourceTopic, env.SourcePartition, env.SourceOffset
 	}
-	c.audit(ctx, row)
+	d.audit(ctx, row)
 }
 
 // auditRetried records that a drain took r, a DLQ record with envelope
 // env, to write it again.
-func (c *Consumer) auditRetried(ctx context.Context, r *kgo.Record, env *record.Envelope) {
-	row, ok := c.decisionRow(sink.AuditRetried, r, env)
+func (d *deliverer) auditRetried(ctx context.Context, r *kgo.Record, env *record.Envelope) {
+	row, ok := d.decisionRow(audit.Retried, r, env)
 	if !ok {
 		return
 	}
 	row.Error = "" // the dead_lettered row has it
-	c.audit(ctx, row)
+	d.audit(ctx, row)
 }
 
 // identityOf reads the first sluice-source, sluice-event-id and

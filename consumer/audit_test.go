@@ -22,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluicehq/sluice/audit"
 	"github.com/sluicehq/sluice/consumer/dlq"
 	"github.com/sluicehq/sluice/record"
 	"github.com/sluicehq/sluice/sink"
@@ -30,8 +31,8 @@ import (
 // tableSink is a sink that keeps an audit table.
 type tableSink interface {
 	sink.Sink
-	sink.Auditor
-	sink.AuditReader
+	audit.Writer
+	audit.Reader
 }
 
 // flakyTable is a table sink whose writes fail transiently while they
@@ -138,7 +139,7 @@ func runAuditTrail(t *testing.T, table tableSink) {
 	s := &flakyTable{tableSink: table}
 	s.fail("flaky", "doomed")
 	const group = "audit-trail"
-	trail := func(id string) []sink.AuditRow {
+	trail := func(id string) []audit.Row {
 		t.Helper()
 		rows, err := s.AuditRows(ctx, "test", id)
 		if err != nil {
@@ -194,7 +195,7 @@ func runAuditTrail(t *testing.T, table tableSink) {
 	// row is what a row says, without its time, error and attempts, which
 	// are checked apart.
 	type row struct {
-		action     sink.AuditAction
+		action     audit.Action
 		at         string // topic/partition@offset
 		class      string
 		retryable  bool
@@ -217,20 +218,20 @@ func runAuditTrail(t *testing.T, table tableSink) {
 		attempt := 0
 		for i, r := range got {
 			decider := r.Group == group && r.Sink == table.Name()
-			if r.Action == sink.AuditReplayed { // an operator's
+			if r.Action == audit.Replayed { // an operator's
 				decider = r.Group == "" && r.Sink == ""
 			}
 			if r.Sequence != int64(i+1) || r.Source != "test" || r.EventID != id || r.EventType != testType || !decider || r.At.IsZero() {
 				t.Errorf("trail of %s, row %d: %+v", id, i, r)
 			}
 			switch r.Action {
-			case sink.AuditDeadLettered, sink.AuditParked:
+			case audit.DeadLettered, audit.Parked:
 				// Attempts only grow; the error is the envelope's.
 				if r.Error == "" || r.Attempt < attempt || (r.Class != record.ClassDecode && r.Attempt == attempt) {
 					t.Errorf("trail of %s, row %d: error %q, attempt %d after %d", id, i, r.Error, r.Attempt, attempt)
 				}
 				attempt = r.Attempt
-			case sink.AuditRetried:
+			case audit.Retried:
 				if r.Attempt != attempt {
 					t.Errorf("trail of %s, row %d: retried with attempt %d, dead-lettered with %d", id, i, r.Attempt, attempt)
 				}
@@ -238,29 +239,29 @@ func runAuditTrail(t *testing.T, table tableSink) {
 		}
 	}
 	at := func(topic string, off int64) string { return fmt.Sprintf("%s/0@%d", topic, off) }
-	check("good", []row{{action: sink.AuditWritten, at: at(testTopic, 0)}})
-	check("poison", []row{{action: sink.AuditDeadLettered, at: at(testTopic, 1), class: record.ClassDecode}})
+	check("good", []row{{action: audit.Written, at: at(testTopic, 0)}})
+	check("poison", []row{{action: audit.DeadLettered, at: at(testTopic, 1), class: record.ClassDecode}})
 	check("flaky", []row{
-		{action: sink.AuditDeadLettered, at: at(testTopic, 2), class: "transient", retryable: true},
-		{action: sink.AuditRetried, at: loc(dlqAt["flaky/0"]), class: "transient", retryable: true},
-		{action: sink.AuditWritten, at: at(testTopic, 2)},
+		{action: audit.DeadLettered, at: at(testTopic, 2), class: "transient", retryable: true},
+		{action: audit.Retried, at: loc(dlqAt["flaky/0"]), class: "transient", retryable: true},
+		{action: audit.Written, at: at(testTopic, 2)},
 	})
 	doomed := trail("doomed")
 	tail := []row{
-		{action: sink.AuditReplayed, at: loc(parked), class: "transient", dlqRetries: 2, detail: loc(replayed), replay: rep.ReplayID},
-		{action: sink.AuditWritten, at: loc(replayed), replay: rep.ReplayID},
+		{action: audit.Replayed, at: loc(parked), class: "transient", dlqRetries: 2, detail: loc(replayed), replay: rep.ReplayID},
+		{action: audit.Written, at: loc(replayed), replay: rep.ReplayID},
 	}
-	if doomed[5].Action == sink.AuditWritten {
+	if doomed[5].Action == audit.Written {
 		// The consumer wrote the replayed record before the replay
 		// recorded its row: both are there, naming the replay.
 		tail[0], tail[1] = tail[1], tail[0]
 	}
 	check("doomed", append([]row{
-		{action: sink.AuditDeadLettered, at: at(testTopic, 3), class: "transient", retryable: true},
-		{action: sink.AuditRetried, at: loc(dlqAt["doomed/0"]), class: "transient", retryable: true},
-		{action: sink.AuditDeadLettered, at: at(testTopic, 3), class: "transient", retryable: true, dlqRetries: 1},
-		{action: sink.AuditRetried, at: loc(dlqAt["doomed/1"]), class: "transient", retryable: true, dlqRetries: 1},
-		{action: sink.AuditParked, at: loc(dlqAt["doomed/1"]), class: "transient", dlqRetries: 2, detail: record.ParkedMaxRetries},
+		{action: audit.DeadLettered, at: at(testTopic, 3), class: "transient", retryable: true},
+		{action: audit.Retried, at: loc(dlqAt["doomed/0"]), class: "transient", retryable: true},
+		{action: audit.DeadLettered, at: at(testTopic, 3), class: "transient", retryable: true, dlqRetries: 1},
+		{action: audit.Retried, at: loc(dlqAt["doomed/1"]), class: "transient", retryable: true, dlqRetries: 1},
+		{action: audit.Parked, at: loc(dlqAt["doomed/1"]), class: "transient", dlqRetries: 2, detail: record.ParkedMaxRetries},
 	}, tail...))
 	for _, r := range doomed[5:] {
 		if r.Actor != "ops@example" {
@@ -296,10 +297,10 @@ func TestAuditTrailToTopic(t *testing.T) {
 	recs = append(recs, eventRecord(t, testTopic, "poison", "kp", []byte{0xff}))
 	produce(t, addrs, recs...)
 	r := start(t, testConfig("audit-http"), addrs, h)
-	decisions := map[string]dlq.Decision{}
+	decisions := map[string]record.Decision{}
 	waitFor(t, 20*time.Second, "seven decisions", func() bool {
 		for _, rec := range readAll(t, addrs, record.AuditTopic) {
-			d, err := dlq.ParseDecision(rec)
+			d, err := record.ParseDecision(rec)
 			if err != nil {
 				t.Fatalf("%s holds a record that is no decision: %v", record.AuditTopic, err)
 			}
@@ -322,12 +323,12 @@ func TestAuditTrailToTopic(t *testing.T) {
 		srcAt[hh.ID] = rec
 	}
 	for id, d := range decisions {
-		want := string(sink.AuditWritten)
+		want := string(audit.Written)
 		if id == "poison" {
-			want = string(sink.AuditDeadLettered)
+			want = string(audit.DeadLettered)
 		}
 		rec := srcAt[id]
-		if d.Kind != dlq.KindDecision || d.Action != want || d.Source != "test" || d.Group != "audit-http" || d.Sink != "http" ||
+		if d.Kind != record.KindDecision || d.Action != want || d.Source != "test" || d.Group != "audit-http" || d.Sink != "http" ||
 			d.Topic != testTopic || d.Partition != rec.Partition || d.Offset != rec.Offset || d.EventType != testType || d.At.IsZero() {
 			t.Errorf("decision about %s: %+v (its record is at %d@%d)", id, d, rec.Partition, rec.Offset)
 		}
@@ -345,7 +346,7 @@ type failingAuditor struct {
 	calls atomic.Int32
 }
 
-func (f *failingAuditor) Audit(context.Context, []sink.AuditRow) error {
+func (f *failingAuditor) Audit(context.Context, []audit.Row) error {
 	f.calls.Add(1)
 	return f.err
 }
@@ -405,7 +406,7 @@ func TestAuditFailureDoesNotHoldEvents(t *testing.T) {
 				}
 				for _, id := range []string{"after-1", "after-2"} {
 					rows, err := s.AuditRows(context.Background(), "test", id)
-					if err != nil || len(rows) != 1 || rows[0].Action != sink.AuditWritten {
+					if err != nil || len(rows) != 1 || rows[0].Action != audit.Written {
 						t.Fatalf("%s: rows %+v, %v; want its written row", id, rows, err)
 					}
 				}
@@ -421,13 +422,13 @@ func TestAuditFailureDoesNotHoldEvents(t *testing.T) {
 				if lost != 0 || fellBack != 1 {
 					t.Fatalf("audit errors counted %v, fallbacks %v; want 0, 1", lost, fellBack)
 				}
-				var rows []sink.AuditRow
+				var rows []audit.Row
 				for _, rec := range readAll(t, addrs, record.AuditTopic) {
-					if d, err := dlq.ParseDecision(rec); err == nil {
-						rows = append(rows, d.Row())
+					if d, err := record.ParseDecision(rec); err == nil {
+						rows = append(rows, audit.RowOf(&d))
 					}
 				}
-				if len(rows) != 1 || rows[0].Action != sink.AuditDeadLettered || rows[0].EventID != "poison" ||
+				if len(rows) != 1 || rows[0].Action != audit.DeadLettered || rows[0].EventID != "poison" ||
 					rows[0].Class != record.ClassDecode || rows[0].Offset != 0 || rows[0].Sink != s.Name() {
 					t.Fatalf("rows in %s: %+v", record.AuditTopic, rows)
 				}

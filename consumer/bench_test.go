@@ -31,14 +31,11 @@ func benchConsume(b *testing.B, cfg Config, s sink.Sink) {
 	r := start(b, cfg, addrs, s)
 	// The group join is not the consumer's pace: events/s counts from
 	// the assignment on.
-	waitFor(b, time.Minute, "assignment", func() bool { return len(r.c.assigned()) > 0 })
+	waitFor(b, time.Minute, "assignment", func() bool { return len(r.c.dispatcher.assigned()) > 0 })
 	assigned := time.Now()
 	waitFor(b, 10*time.Minute, "every offset committed", func() bool {
-		for _, p := range r.c.assigned() {
-			p.mu.Lock()
-			done := p.committed == int64(b.N)
-			p.mu.Unlock()
-			return done
+		for _, p := range r.c.dispatcher.assigned() {
+			return r.c.committer.committedOffset(p) == int64(b.N)
 		}
 		return false
 	})

@@ -2,49 +2,69 @@ package consumer
 
 import (
 	"context"
+	"log/slog"
 	"strconv"
-	"time"
+	"sync"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (c *Consumer) commitLoop(ctx context.Context) {
-	t := time.NewTicker(c.cfg.CommitInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-t.C:
-			cctx, cancel := context.WithTimeout(ctx, c.cfg.RevokeTimeout)
-			c.commitParts(cctx, c.assigned())
-			cancel()
-		case <-ctx.Done():
-			return
-		}
-	}
+// committer commits the finished offsets of partitions and measures their
+// lag. One lock, mu: it serializes commits, so that a periodic commit
+// never lands after a revoke's final commit of the same partition, and
+// guards every partState.committed.
+type committer struct {
+	client *kgo.Client
+	group  string
+	log    *slog.Logger
+	// committedGauge is sluice_consumer_committed_offset, lag
+	// sluice_consumer_lag.
+	committedGauge, lag *prometheus.GaugeVec
+
+	mu sync.Mutex
 }
 
-// commitParts commits the finished offsets of partitions still assigned.
-func (c *Consumer) commitParts(ctx context.Context, parts []*partState) {
-	c.commitMu.Lock()
-	defer c.commitMu.Unlock()
+// commit commits the finished offsets of the partitions still ours.
+func (cm *committer) commit(ctx context.Context, parts []*partState) {
+	cm.mu.Lock()
+	defer cm.mu.Unlock()
 	live := parts[:0:0]
 	for _, p := range parts {
 		if !p.gone.Load() {
 			live = append(live, p)
 		}
 	}
-	c.commitLocked(ctx, live)
+	cm.commitLocked(ctx, live)
 }
 
-// commitPartsAlways commits the finished offsets of revoked partitions.
-func (c *Consumer) commitPartsAlways(ctx context.Context, parts []*partState) {
-	c.commitMu.Lock()
-	defer c.commitMu.Unlock()
-	c.commitLocked(ctx, parts)
+// retire retires the partitions (partState.retire) between commits: a
+// periodic commit that saw them ours has landed, and the next one skips
+// them.
+func (cm *committer) retire(parts []*partState) {
+	cm.mu.Lock()
+	defer cm.mu.Unlock()
+	for _, p := range parts {
+		p.retire()
+	}
 }
 
-func (c *Consumer) commitLocked(ctx context.Context, parts []*partState) {
+// commitRevoked commits the finished offsets of revoked partitions.
+func (cm *committer) commitRevoked(ctx context.Context, parts []*partState) {
+	cm.mu.Lock()
+	defer cm.mu.Unlock()
+	cm.commitLocked(ctx, parts)
+}
+
+// committedOffset returns the last offset committed of p; -1 before any.
+func (cm *committer) committedOffset(p *partState) int64 {
+	cm.mu.Lock()
+	defer cm.mu.Unlock()
+	return p.committed
+}
+
+func (cm *committer) commitLocked(ctx context.Context, parts []*partState) {
 	offsets := make(map[string]map[int32]kgo.EpochOffset)
 	type pending struct {
 		p   *partState
@@ -52,11 +72,8 @@ func (c *Consumer) commitLocked(ctx context.Context, parts []*partState) {
 	}
 	var todo []pending
 	for _, p := range parts {
-		off, ok := p.wm.Committable()
-		p.mu.Lock()
-		prev := p.committed
-		p.mu.Unlock()
-		if !ok || off <= prev {
+		off, ok := p.wm.committable()
+		if !ok || off <= p.committed {
 			continue
 		}
 		if offsets[p.tp.topic] == nil {
@@ -69,9 +86,9 @@ func (c *Consumer) commitLocked(ctx context.Context, parts []*partState) {
 		return
 	}
 	var failed map[topicPartition]bool
-	c.client.CommitOffsetsSync(ctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+	cm.client.CommitOffsetsSync(ctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
 		if err != nil {
-			c.log.Warn("commit", "err", err)
+			cm.log.Warn("commit", "err", err)
 			failed = map[topicPartition]bool{}
 			for _, t := range todo {
 				failed[t.p.tp] = true
@@ -85,7 +102,7 @@ func (c *Consumer) commitLocked(ctx context.Context, parts []*partState) {
 						failed = map[topicPartition]bool{}
 					}
 					failed[topicPartition{t.Topic, p.Partition}] = true
-					c.log.Warn("commit", "topic", t.Topic, "partition", p.Partition, "code", p.ErrorCode)
+					cm.log.Warn("commit", "topic", t.Topic, "partition", p.Partition, "code", p.ErrorCode)
 				}
 			}
 		}
@@ -94,9 +111,7 @@ func (c *Consumer) commitLocked(ctx context.Context, parts []*partState) {
 		if failed[t.p.tp] {
 			continue
 		}
-		t.p.mu.Lock()
 		t.p.committed = t.off
-		t.p.mu.Unlock()
-		c.m.committed.WithLabelValues(t.p.tp.topic, strconv.Itoa(int(t.p.tp.partition))).Set(float64(t.off))
+		cm.committedGauge.WithLabelValues(t.p.tp.topic, strconv.Itoa(int(t.p.tp.partition))).Set(float64(t.off))
 	}
 }

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-	"golang.org/x/time/rate"
 
+	"github.com/sluicehq/sluice/audit"
 	"github.com/sluicehq/sluice/consumer/dlq"
 	"github.com/sluicehq/sluice/contract"
 	"github.com/sluicehq/sluice/internal/backoff"
@@ -20,65 +20,30 @@ import (
 	"github.com/sluicehq/sluice/sink"
 )
 
-// ErrClosed is returned by Run when the Kafka client was closed under it.
-var ErrClosed = errors.New("consumer: client closed")
+// errClosed is returned by Run when the Kafka client was closed under it.
+var errClosed = errors.New("consumer: client closed")
 
 // Consumer reads the source topics of one group and writes their events
-// to a sink. See the package documentation for what it guarantees.
+// to a sink. See the package documentation for what it guarantees. It
+// composes four owners, each with its own state: the dispatcher
+// (partitions, keys, in flight, watermarks), the committer (commits,
+// lag), the drainer (drain passes, quiet time, drain rate, mode) and the
+// deliverer (sink, breaker, retry budget, dead letters, audit). The
+// Consumer runs their goroutines and routes the group's rebalances to
+// them.
 type Consumer struct {
-	cfg     Config
-	sink    sink.Sink
-	o       options
-	log     *slog.Logger
-	client  *kgo.Client
-	m       *metrics
-	breaker *breaker.Breaker
-	limiter *rate.Limiter
-	// deadLetters produces the DLQ and parked records through client.
-	deadLetters *dlq.Producer
-	// auditor records the decisions about events: the sink when it is a
-	// sink.Auditor (sinkAudits: it then records written rows in its
-	// writes), else a dlq.TopicAuditor on client. fallback, with a sink
-	// that audits, is a dlq.TopicAuditor for the rows the sink did not
-	// take.
-	auditor, fallback sink.Auditor
-	sinkAudits        bool
-	// versions are the contracts records are decoded and drained records
-	// checked with: the registry served and the versions kept before it.
-	versions *contract.Versions
+	cfg    Config
+	o      options
+	log    *slog.Logger
+	client *kgo.Client
+	m      *metrics
 
-	sources []string
-	dlqs    []string
+	dispatcher *dispatcher
+	committer  *committer
+	drainer    *drainer
+	deliverer  *deliverer
 
-	// workCtx is canceled to abandon all work.
-	workCtx    context.Context
-	abandonAll context.CancelFunc
-
-	mu       sync.Mutex
-	parts    map[topicPartition]*partState
-	keys     map[string]*keyQueue
-	inFlight int
-	// freed receives a token whenever in-flight work finishes.
-	freed chan struct{}
-	// ready holds jobs at the head of their key's queue; every in-flight
-	// job is in it at most once, so MaxInFlight bounds it.
-	ready chan *job
-
-	// commitMu serializes commits, so that a periodic commit never lands
-	// after a revoke's final commit of the same partition.
-	commitMu sync.Mutex
-
-	mode     atomic.Int32
-	modeWake chan struct{}
-	running  atomic.Bool
-
-	// pass is the drain pass in progress, if any.
-	passMu sync.Mutex
-	pass   *drainPass
-	// quietSince is when the sink was last seen unhealthy or the last
-	// pass ended: a pass starts DLQ.DrainInterval after it.
-	quietSince time.Time
-
+	running atomic.Bool
 	// stopPolling ends Run's polling; Run sets it before any work starts.
 	stopPolling context.CancelFunc
 	// fatal is the first error that stopped Run (a *dlq.DeadLetterError).
@@ -91,7 +56,7 @@ type Consumer struct {
 // from the next record on. kopts carry the Kafka connection (seed brokers,
 // TLS, SASL); New adds the group, topics and commit settings. Nothing is
 // fetched before Run. The consumer records its decisions about events in
-// s when s is a sink.Auditor (the table sinks), else as records of
+// s when s is an audit.Writer (the table sinks), else as records of
 // record.AuditTopic through its client.
 func New(cfg Config, versions *contract.Versions, s sink.Sink, kopts []kgo.Opt, opts ...Option) (*Consumer, error) {
 	if err := cfg.Validate(); err != nil {
@@ -108,40 +73,19 @@ func New(cfg Config, versions *contract.Versions, s sink.Sink, kopts []kgo.Opt, 
 		opt.apply(&o)
 	}
 	c := &Consumer{
-		cfg:      cfg,
-		versions: versions,
-		sink:     s,
-		o:        o,
-		log:      o.logger.With("component", "consumer", "group", cfg.Group, "sink", s.Name()),
-		m:        newMetrics(),
-		limiter:  rate.NewLimiter(rate.Limit(cfg.DLQ.DrainRate), 1),
-		sources:  cfg.SourceTopics(),
-		parts:    make(map[topicPartition]*partState),
-		keys:     make(map[string]*keyQueue),
-		freed:    make(chan struct{}, 1),
-		ready:    make(chan *job, cfg.MaxInFlight),
-		modeWake: make(chan struct{}, 1),
+		cfg: cfg,
+		o:   o,
+		log: o.logger.With("component", "consumer", "group", cfg.Group, "sink", s.Name()),
+		m:   newMetrics(),
 	}
-	for _, t := range c.sources {
-		c.dlqs = append(c.dlqs, record.DLQTopic(t))
+	sources := cfg.SourceTopics()
+	var dlqs []string
+	for _, t := range sources {
+		dlqs = append(dlqs, record.DLQTopic(t))
 	}
-	c.m.initLabels(s.Name(), c.sources, versions)
-	c.workCtx, c.abandonAll = context.WithCancel(context.Background())
-	c.quietSince = o.clock.Now()
-	c.breaker = breaker.New(breaker.Config{
-		Window:       cfg.Breaker.Window,
-		MinRequests:  cfg.Breaker.MinRequests,
-		FailureRatio: cfg.Breaker.FailureRatio,
-		Cooldown:     cfg.Breaker.Cooldown,
-	}, o.clock, func(st breaker.State) {
-		c.m.circuit.WithLabelValues(s.Name()).Set(float64(st))
-		c.log.Info("circuit breaker", "state", st.String())
-		c.passMu.Lock()
-		c.quietSince = o.clock.Now()
-		c.passMu.Unlock()
-		c.wakeMode()
-	})
-	all := append(append([]string(nil), c.sources...), c.dlqs...)
+	c.m.initLabels(s.Name(), sources, versions)
+	c.dispatcher = newDispatcher(cfg.MaxInFlight, cfg.WriteBatch, c.m.inFlight)
+	all := append(append([]string(nil), sources...), dlqs...)
 	kopts = append(append([]kgo.Opt(nil), kopts...),
 		kgo.ConsumerGroup(cfg.Group),
 		kgo.ConsumeTopics(all...),
@@ -162,33 +106,56 @@ func New(cfg Config, versions *contract.Versions, s sink.Sink, kopts []kgo.Opt, 
 		return nil, fmt.Errorf("consumer: kafka client: %w", err)
 	}
 	c.client = cl
-	c.deadLetters = dlq.NewProducer(cl, dlq.ProducerConfig{
+	c.committer = &committer{client: cl, group: cfg.Group, log: c.log, committedGauge: c.m.committed, lag: c.m.lag}
+	c.drainer = newDrainer(cl, sources, dlqs, cfg.DLQ, o.clock, c.log, c.m.mode)
+	d := &deliverer{
+		cfg:      cfg,
+		sink:     s,
+		versions: versions,
+		sources:  sources,
+		clock:    o.clock,
+		log:      c.log,
+		m:        c.m,
+		run:      c,
+	}
+	d.breaker = breaker.New(breaker.Config{
+		Window:       cfg.Breaker.Window,
+		MinRequests:  cfg.Breaker.MinRequests,
+		FailureRatio: cfg.Breaker.FailureRatio,
+		Cooldown:     cfg.Breaker.Cooldown,
+	}, o.clock, func(st breaker.State) {
+		c.m.circuit.WithLabelValues(s.Name()).Set(float64(st))
+		c.log.Info("circuit breaker", "state", st.String())
+		c.drainer.quiet()
+	})
+	d.deadLetters = dlq.NewProducer(cl, dlq.ProducerConfig{
 		ProduceTimeout: cfg.WriteTimeout,
 		Backoff:        backoff.Config{Initial: cfg.Retry.InitialBackoff, Max: cfg.Retry.MaxBackoff},
 		MaxRecordBytes: int(cfg.DLQ.MaxRecordBytes),
 		MaxErrorBytes:  cfg.DLQ.MaxErrorBytes,
 	}, dlq.WithLogger(c.log), dlq.WithClock(o.clock))
-	if a, ok := s.(sink.Auditor); ok {
-		c.auditor, c.sinkAudits = a, true
-		c.fallback = dlq.NewTopicAuditor(cl, o.clock.Now)
+	if a, ok := s.(audit.Writer); ok {
+		d.auditor, d.sinkAudits = a, true
+		d.fallback = dlq.NewTopicAuditor(cl, o.clock.Now)
 	} else {
-		c.auditor = dlq.NewTopicAuditor(cl, o.clock.Now)
+		d.auditor = dlq.NewTopicAuditor(cl, o.clock.Now)
 	}
+	c.deliverer = d
 	// DLQ topics are fetched only in DRAIN_DLQ.
-	cl.PauseFetchTopics(c.dlqs...)
+	cl.PauseFetchTopics(dlqs...)
 	if o.registerer != nil {
-		if err := c.m.register(o.registerer, c.deadLetters.Collectors()...); err != nil {
+		if err := c.m.register(o.registerer, d.deadLetters.Collectors()...); err != nil {
 			cl.Close()
 			return nil, fmt.Errorf("consumer: register metrics: %w", err)
 		}
 	}
-	c.setMode(ModeNormal)
+	c.drainer.setMode(ModeNormal)
 	c.m.circuit.WithLabelValues(s.Name()).Set(float64(breaker.Closed))
 	return c, nil
 }
 
 // Mode returns the current mode.
-func (c *Consumer) Mode() Mode { return Mode(c.mode.Load()) }
+func (c *Consumer) Mode() Mode { return c.drainer.current() }
 
 // Run consumes until ctx is canceled or the client fails, then stops:
 // polling ends, in-flight work gets RevokeTimeout to finish, what is
@@ -204,7 +171,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 	}
 	defer func() {
 		if c.o.registerer != nil {
-			c.m.unregister(c.o.registerer, c.deadLetters.Collectors()...)
+			c.m.unregister(c.o.registerer, c.deliverer.deadLetters.Collectors()...)
 		}
 	}()
 
@@ -231,14 +198,14 @@ func (c *Consumer) Run(ctx context.Context) error {
 	err := c.poll(pollCtx)
 
 	// Graceful stop: give in-flight work RevokeTimeout, then abandon it.
-	c.waitIdle(c.cfg.RevokeTimeout)
-	c.abandonAll()
+	c.dispatcher.waitIdle(c.cfg.RevokeTimeout)
+	c.dispatcher.abandonAll()
 	close(stop)
 	wg.Wait()
 	stopLoops()
 	loops.Wait()
 	cctx, cancel := context.WithTimeout(context.Background(), c.cfg.RevokeTimeout)
-	c.commitParts(cctx, c.assigned())
+	c.committer.commit(cctx, c.dispatcher.assigned())
 	cancel()
 	c.client.Close()
 	c.fatalMu.Lock()
@@ -249,24 +216,68 @@ func (c *Consumer) Run(ctx context.Context) error {
 	return err
 }
 
-// waitIdle waits until nothing is in flight or d passes.
-func (c *Consumer) waitIdle(d time.Duration) {
-	deadline := time.NewTimer(d)
-	defer deadline.Stop()
+// poll fetches while there is room in flight and hands each record to the
+// dispatcher. Rebalances are blocked from PollRecords until
+// AllowRebalance, so a record is registered in its partition's watermark
+// before the partition can be revoked.
+func (c *Consumer) poll(ctx context.Context) error {
 	for {
-		c.mu.Lock()
-		n := c.inFlight
-		c.mu.Unlock()
-		if n == 0 {
-			return
+		free, err := c.dispatcher.waitFree(ctx)
+		if err != nil {
+			return nil
 		}
-		select {
-		case <-c.freed:
-		case <-deadline.C:
-			return
+		fetches := c.client.PollRecords(ctx, free)
+		if fetches.IsClientClosed() {
+			c.client.AllowRebalance()
+			return errClosed
 		}
+		if ctx.Err() != nil {
+			c.client.AllowRebalance()
+			return nil
+		}
+		fetches.EachError(func(t string, p int32, err error) {
+			c.log.Warn("fetch", "topic", t, "partition", p, "err", err)
+		})
+		rewind := make(map[string]map[int32]kgo.EpochOffset)
+		fetches.EachRecord(func(r *kgo.Record) { c.dispatcher.dispatch(r, rewind) })
+		if len(rewind) > 0 {
+			// DLQ records past the drain pass were polled: stop their
+			// partitions and fetch them again in the next pass.
+			pause := make(map[string][]int32)
+			for t, ps := range rewind {
+				for p := range ps {
+					pause[t] = append(pause[t], p)
+				}
+			}
+			c.client.PauseFetchPartitions(pause)
+			c.client.SetOffsets(rewind)
+		}
+		c.client.AllowRebalance()
 	}
 }
+
+// work delivers batches of ready jobs until stop is closed.
+func (c *Consumer) work(stop <-chan struct{}) {
+	batch := make([]*job, 0, c.cfg.WriteBatch)
+	for {
+		var ok bool
+		if batch, ok = c.dispatcher.next(stop, batch); !ok {
+			return
+		}
+		c.deliverer.process(batch)
+	}
+}
+
+// finish ends j (dispatcher.finish) and has the mode evaluated again when
+// nothing is in flight any more, or j was drained.
+func (c *Consumer) finish(j *job, done bool) {
+	if c.dispatcher.finish(j, done) || j.part.dlq {
+		c.drainer.wakeMode()
+	}
+}
+
+// pace waits for the drain rate.
+func (c *Consumer) pace(ctx context.Context) error { return c.drainer.pace(ctx) }
 
 // stop makes Run stop as if its context ended, and return err.
 func (c *Consumer) stop(err error) {
@@ -276,4 +287,91 @@ func (c *Consumer) stop(err error) {
 	}
 	c.fatalMu.Unlock()
 	c.stopPolling()
+}
+
+func (c *Consumer) onAssigned(_ context.Context, _ *kgo.Client, assigned map[string][]int32) {
+	c.dispatcher.assign(assigned)
+	c.log.Info("partitions assigned", "partitions", assigned)
+}
+
+// onRevoked lets in-flight work of the revoked partitions finish, up to
+// RevokeTimeout, abandons the rest and commits what finished, before the
+// partitions move to another member.
+func (c *Consumer) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[string][]int32) {
+	parts := c.dispatcher.detach(revoked)
+	c.committer.forgetLag(parts)
+	deadline := time.NewTimer(c.cfg.RevokeTimeout)
+	defer deadline.Stop()
+wait:
+	for _, p := range parts {
+		select {
+		case <-p.idleChan():
+		case <-deadline.C:
+			break wait
+		case <-c.dispatcher.abandoned():
+			// Run is stopping and has already waited for the work.
+			break wait
+		}
+	}
+	c.committer.retire(parts)
+	cctx, cancel := context.WithTimeout(ctx, c.cfg.RevokeTimeout)
+	c.committer.commitRevoked(cctx, parts)
+	cancel()
+	c.log.Info("partitions revoked", "partitions", revoked)
+}
+
+// onLost abandons the partitions' work at once: the group has moved on
+// and a commit would be refused.
+func (c *Consumer) onLost(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
+	parts := c.dispatcher.detach(lost)
+	c.committer.forgetLag(parts)
+	for _, p := range parts {
+		p.retire()
+	}
+	c.log.Warn("partitions lost", "partitions", lost)
+}
+
+// commitLoop commits the finished offsets every CommitInterval.
+func (c *Consumer) commitLoop(ctx context.Context) {
+	t := time.NewTicker(c.cfg.CommitInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			cctx, cancel := context.WithTimeout(ctx, c.cfg.RevokeTimeout)
+			c.committer.commit(cctx, c.dispatcher.assigned())
+			cancel()
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// lagLoop measures lag every LagInterval and starts a drain pass when the
+// DLQ has records.
+func (c *Consumer) lagLoop(ctx context.Context) {
+	t := time.NewTicker(c.cfg.LagInterval)
+	defer t.Stop()
+	for {
+		pending := c.committer.measureLag(ctx, c.dispatcher.assigned(), c.cfg.LagInterval+5*time.Second)
+		c.drainer.maybeStartPass(pending, c.deliverer.breakerState())
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// modeLoop runs the mode state machine (drainer.evaluate) whenever it is
+// woken.
+func (c *Consumer) modeLoop(ctx context.Context) {
+	for {
+		c.drainer.evaluate(c.deliverer.breakerState(), c.dispatcher.idle())
+		select {
+		case <-c.drainer.woken():
+		case <-ctx.Done():
+			return
+		}
+	}
 }

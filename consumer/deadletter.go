@@ -16,12 +16,12 @@ import (
 // refuses for good. When that is refused too, j's partition is abandoned,
 // Run stops with the *dlq.DeadLetterError and j stays unfinished, so its
 // offset is never committed.
-func (c *Consumer) deadLetter(ctx context.Context, j *job, f *failure) {
-	now := c.o.clock.Now()
+func (d *deliverer) deadLetter(ctx context.Context, j *job, f *failure) {
+	now := d.clock.Now()
 	env := record.Envelope{
 		Class:           f.class,
-		Error:           clip.String(f.err.Error(), c.cfg.DLQ.MaxErrorBytes),
-		Sink:            c.sink.Name(),
+		Error:           clip.String(f.err.Error(), d.cfg.DLQ.MaxErrorBytes),
+		Sink:            d.sink.Name(),
 		Attempts:        f.attempts,
 		FirstFailureAt:  now,
 		LastFailureAt:   now,
@@ -29,7 +29,7 @@ func (c *Consumer) deadLetter(ctx context.Context, j *job, f *failure) {
 		SourceTopic:     j.rec.Topic,
 		SourcePartition: j.rec.Partition,
 		SourceOffset:    j.rec.Offset,
-		Group:           c.cfg.Group,
+		Group:           d.cfg.Group,
 	}
 	if !f.first.IsZero() {
 		env.FirstFailureAt = f.first
@@ -49,9 +49,9 @@ func (c *Consumer) deadLetter(ctx context.Context, j *job, f *failure) {
 			env.Attempts = prev.Attempts + f.attempts
 			switch {
 			case park != "":
-			case env.DLQRetries > c.cfg.DLQ.MaxRetries:
+			case env.DLQRetries > d.cfg.DLQ.MaxRetries:
 				park = record.ParkedMaxRetries
-			case now.After(prev.FirstFailureAt.Add(c.cfg.DLQ.Deadline)):
+			case now.After(prev.FirstFailureAt.Add(d.cfg.DLQ.Deadline)):
 				park = record.ParkedDeadline
 			}
 		}
@@ -62,25 +62,25 @@ func (c *Consumer) deadLetter(ctx context.Context, j *job, f *failure) {
 		env.ParkedReason = park
 		env.Retryable = false
 	}
-	topic, env, err := c.deadLetters.Send(ctx, topic, j.rec, env)
+	topic, env, err := d.deadLetters.Send(ctx, topic, j.rec, env)
 	if err != nil {
 		if dle, ok := errors.AsType[*dlq.DeadLetterError](err); ok {
 			// Abandon j's partition, so that later records of j's key
 			// are not written ahead of it, and stop.
 			j.part.abandon()
-			c.stop(dle)
+			d.run.stop(dle)
 		}
-		c.finish(j, false)
+		d.run.finish(j, false)
 		return
 	}
 	kind := outcomeDLQ
 	if env.ParkedReason != "" {
 		kind = outcomeParked
 	}
-	c.m.deadLetters.WithLabelValues(topic, kind, env.Class).Inc()
-	c.auditDeadLetter(ctx, j.rec, &env)
-	c.finished(j, kind)
-	c.log.Info("dead-lettered", "topic", topic, "event_topic", j.rec.Topic, "partition", j.rec.Partition,
+	d.m.deadLetters.WithLabelValues(topic, kind, env.Class).Inc()
+	d.auditDeadLetter(ctx, j.rec, &env)
+	d.finished(j, kind)
+	d.log.Info("dead-lettered", "topic", topic, "event_topic", j.rec.Topic, "partition", j.rec.Partition,
 		"offset", j.rec.Offset, "class", env.Class, "err", env.Error, "parked_reason", env.ParkedReason)
-	c.finish(j, true)
+	d.run.finish(j, true)
 }

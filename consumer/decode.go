@@ -12,24 +12,24 @@ import (
 	"github.com/sluicehq/sluice/sink"
 )
 
-// DecodeError is a record that cannot become a sink.Event: bad sluice
+// decodeError is a record that cannot become a sink.Event: bad sluice
 // headers, an event type never served, a value that is not a valid
 // message of its schema version, or one of a version not kept that the
 // newest cannot read (Err is then a *dlq.UnknownVersionError). It is
 // permanent, the same record always failing the same way, except for
 // the last: a reload may bring the version back.
-type DecodeError struct {
+type decodeError struct {
 	Topic     string
 	Partition int32
 	Offset    int64
 	Err       error
 }
 
-func (e *DecodeError) Error() string {
+func (e *decodeError) Error() string {
 	return fmt.Sprintf("consumer: decode %s/%d@%d: %v", e.Topic, e.Partition, e.Offset, e.Err)
 }
 
-func (e *DecodeError) Unwrap() error { return e.Err }
+func (e *decodeError) Unwrap() error { return e.Err }
 
 // Decode turns a source record into the event a sink receives: its
 // sluice headers are parsed and its value decoded with the contract of its
@@ -40,7 +40,9 @@ func (e *DecodeError) Unwrap() error { return e.Err }
 // same message has the same fingerprint). The contract's rules are not
 // evaluated again: the gateway did before publishing, and the consumer's
 // job is to deliver. topic names the source topic (for a DLQ record, the
-// original one); the record's own partition and offset are kept.
+// original one); the record's own partition and offset are kept. It is
+// exported for the gateway's tests, which check the fingerprint a sink
+// keeps.
 func Decode(versions *contract.Versions, topic string, r *kgo.Record) (sink.Event, error) {
 	ev, _, err := decode(versions, topic, r)
 	return ev, err
@@ -50,7 +52,7 @@ func Decode(versions *contract.Versions, topic string, r *kgo.Record) (sink.Even
 // its own schema version (kept) rather than the newest.
 func decode(versions *contract.Versions, topic string, r *kgo.Record) (_ sink.Event, kept bool, _ error) {
 	fail := func(err error) (sink.Event, bool, error) {
-		return sink.Event{}, false, &DecodeError{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Err: err}
+		return sink.Event{}, false, &decodeError{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Err: err}
 	}
 	h, err := record.ParseEvent(r)
 	if err != nil {
@@ -97,9 +99,9 @@ func decodeFailure(err error) *failure {
 
 // refused is decodeFailure, counting a record no version kept could read
 // in sluice_consumer_events_by_schema_total.
-func (c *Consumer) refused(err error) *failure {
+func (d *deliverer) refused(err error) *failure {
 	if uve, ok := errors.AsType[*dlq.UnknownVersionError](err); ok {
-		c.m.bySchema.unread(uve.Type)
+		d.m.bySchema.unread(uve.Type)
 	}
 	return decodeFailure(err)
 }

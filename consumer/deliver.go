@@ -2,18 +2,62 @@ package consumer
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
+	"github.com/sluicehq/sluice/audit"
+	"github.com/sluicehq/sluice/consumer/dlq"
+	"github.com/sluicehq/sluice/contract"
 	"github.com/sluicehq/sluice/internal/backoff"
 	"github.com/sluicehq/sluice/internal/breaker"
 	"github.com/sluicehq/sluice/sink"
 )
 
+// deliverer takes batches of jobs to their end: it decodes them, writes
+// them to the sink through the breaker with a retry budget, isolates
+// what the sink refuses, dead-letters what cannot be written, and audits
+// each decision. It has no lock: the breaker, the dead-letter producer
+// and the auditors are safe for concurrent use, and the rest is set once
+// in New. Its methods keep the receiver name c they had as methods of
+// Consumer.
+type deliverer struct {
+	cfg      Config
+	sink     sink.Sink
+	versions *contract.Versions
+	// sources are the source topics; a drained record must come from
+	// the DLQ topic of one.
+	sources []string
+	clock   Clock
+	log     *slog.Logger
+	m       *metrics
+	breaker *breaker.Breaker
+	// deadLetters produces the DLQ and parked records.
+	deadLetters *dlq.Producer
+	// auditor records the decisions about events: the sink when it is a
+	// audit.Writer (sinkAudits: it then records written rows in its
+	// writes), else a dlq.TopicAuditor. fallback, with a sink that
+	// audits, is a dlq.TopicAuditor for the rows the sink did not take.
+	auditor, fallback audit.Writer
+	sinkAudits        bool
+	// run ends jobs and stops Run.
+	run runner
+}
+
+// runner is what the deliverer needs of the consumer that runs it.
+type runner interface {
+	// finish ends j; done says its offset may be committed.
+	finish(j *job, done bool)
+	// stop makes Run stop and return err.
+	stop(err error)
+	// pace waits for the drain rate to admit a drained record.
+	pace(ctx context.Context) error
+}
+
 // process decodes a batch and delivers what decoded.
-func (c *Consumer) process(batch []*job) {
+func (d *deliverer) process(batch []*job) {
 	ctx := batch[0].part.ctx
 	if ctx.Err() != nil {
-		c.abandonJobs(batch)
+		d.abandonJobs(batch)
 		return
 	}
 	events := make([]sink.Event, 0, len(batch))
@@ -22,17 +66,17 @@ func (c *Consumer) process(batch []*job) {
 		topic := j.rec.Topic
 		if j.part.dlq {
 			var ok bool
-			if topic, ok = c.admitDrained(ctx, j); !ok {
+			if topic, ok = d.admitDrained(ctx, j); !ok {
 				continue
 			}
 		}
-		ev, kept, err := decode(c.versions, topic, j.rec)
+		ev, kept, err := decode(d.versions, topic, j.rec)
 		if err != nil {
-			c.deadLetter(ctx, j, c.refused(err))
+			d.deadLetter(ctx, j, d.refused(err))
 			continue
 		}
-		c.m.bySchema.decoded(ev.Type, ev.SchemaFingerprint, kept)
-		ev.Group = c.cfg.Group
+		d.m.bySchema.decoded(ev.Type, ev.SchemaFingerprint, kept)
+		ev.Group = d.cfg.Group
 		if j.env != nil {
 			// The sink sees where the event was published, not where it
 			// was dead-lettered.
@@ -42,7 +86,7 @@ func (c *Consumer) process(batch []*job) {
 		jobs = append(jobs, j)
 	}
 	if len(jobs) > 0 {
-		c.deliver(ctx, jobs, events)
+		d.deliver(ctx, jobs, events)
 	}
 }
 
@@ -64,57 +108,57 @@ type failure struct {
 // is retried with backoff while the retry budget lasts (retryBudget,
 // spent), then its jobs are dead-lettered as retryable; while the breaker
 // is not closed it costs nothing, since the sink is down, not the event.
-func (c *Consumer) deliver(ctx context.Context, jobs []*job, events []sink.Event) {
-	name := c.sink.Name()
+func (d *deliverer) deliver(ctx context.Context, jobs []*job, events []sink.Event) {
+	name := d.sink.Name()
 	drain := jobs[0].part.dlq
 	var budget retryBudget
 	for {
-		if !c.acquire(ctx) {
-			c.abandonJobs(jobs)
+		if !d.acquire(ctx) {
+			d.abandonJobs(jobs)
 			return
 		}
-		conflicts, err := c.write(ctx, events)
+		conflicts, err := d.write(ctx, events)
 		if err == nil {
-			c.breaker.Record(false)
-			c.reportConflicts(name, events, conflicts)
-			c.observeEndToEnd(drain, events)
-			c.auditWritten(ctx, events, conflicts)
+			d.breaker.Record(false)
+			d.reportConflicts(name, events, conflicts)
+			d.observeEndToEnd(drain, events)
+			d.auditWritten(ctx, events, conflicts)
 			for _, j := range jobs {
-				c.finished(j, outcomeWritten)
-				c.finish(j, true)
+				d.finished(j, outcomeWritten)
+				d.run.finish(j, true)
 			}
 			return
 		}
 		if ctx.Err() != nil {
 			// Abandoned mid-write: the outcome is unknown, and unknown is
 			// never committed.
-			c.breaker.Abandon()
-			c.abandonJobs(jobs)
+			d.breaker.Abandon()
+			d.abandonJobs(jobs)
 			return
 		}
 		class, retryAfter := sink.Classify(err)
-		c.m.sinkErrors.WithLabelValues(name, class.String()).Inc()
-		c.breaker.Record(class == sink.Transient)
-		budget.fail(c.o.clock.Now())
+		d.m.sinkErrors.WithLabelValues(name, class.String()).Inc()
+		d.breaker.Record(class == sink.Transient)
+		budget.fail(d.clock.Now())
 		if class == sink.Permanent {
-			c.isolate(ctx, jobs, events, &failure{class: class.String(), err: err, attempts: budget.attempts, first: budget.first})
+			d.isolate(ctx, jobs, events, &failure{class: class.String(), err: err, attempts: budget.attempts, first: budget.first})
 			return
 		}
-		if c.breaker.State() != breaker.Closed {
+		if d.breaker.State() != breaker.Closed {
 			// The sink is down, not this event: the next acquire waits
 			// for the breaker, and the failure is forgiven.
 			budget.forgive()
 			continue
 		}
-		if c.spent(&budget, drain) {
+		if d.spent(&budget, drain) {
 			for _, j := range jobs {
-				c.deadLetter(ctx, j, &failure{class: class.String(), err: err, attempts: budget.attempts, retryable: true, first: budget.first})
+				d.deadLetter(ctx, j, &failure{class: class.String(), err: err, attempts: budget.attempts, retryable: true, first: budget.first})
 			}
 			return
 		}
-		c.m.retries.WithLabelValues(name).Inc()
+		d.m.retries.WithLabelValues(name).Inc()
 		select {
-		case <-c.o.clock.After(c.backoff(budget.attempts, retryAfter)):
+		case <-d.clock.After(d.backoff(budget.attempts, retryAfter)):
 		case <-ctx.Done():
 		}
 	}
@@ -122,25 +166,25 @@ func (c *Consumer) deliver(ctx context.Context, jobs []*job, events []sink.Event
 
 // write makes one Sink.Write of events, bounded by WriteTimeout, and
 // observes its latency.
-func (c *Consumer) write(ctx context.Context, events []sink.Event) ([]sink.Conflict, error) {
+func (d *deliverer) write(ctx context.Context, events []sink.Event) ([]sink.Conflict, error) {
 	start := time.Now()
-	wctx, cancel := context.WithTimeout(ctx, c.cfg.WriteTimeout)
-	conflicts, err := c.sink.Write(wctx, events)
+	wctx, cancel := context.WithTimeout(ctx, d.cfg.WriteTimeout)
+	conflicts, err := d.sink.Write(wctx, events)
 	cancel()
-	c.m.sinkLatency.WithLabelValues(c.sink.Name()).Observe(time.Since(start).Seconds())
+	d.m.sinkLatency.WithLabelValues(d.sink.Name()).Observe(time.Since(start).Seconds())
 	return conflicts, err
 }
 
 // observeEndToEnd observes, for each event just written, the time since
 // the gateway ingested it. Drained events are observed apart: their age is
 // their failures', not the pipeline's.
-func (c *Consumer) observeEndToEnd(drain bool, events []sink.Event) {
+func (d *deliverer) observeEndToEnd(drain bool, events []sink.Event) {
 	route := routeDirect
 	if drain {
 		route = routeDLQ
 	}
-	h := c.m.endToEnd.WithLabelValues(route)
-	now := c.o.clock.Now()
+	h := d.m.endToEnd.WithLabelValues(route)
+	now := d.clock.Now()
 	for i := range events {
 		if at := events[i].IngestedAt; !at.IsZero() {
 			h.Observe(max(0, now.Sub(at).Seconds()))
@@ -150,31 +194,31 @@ func (c *Consumer) observeEndToEnd(drain bool, events []sink.Event) {
 
 // finished counts j's outcome in sluice_consumer_events_total and, for a
 // record of a drain pass, in sluice_consumer_dlq_drained_total.
-func (c *Consumer) finished(j *job, outcome string) {
-	c.m.events.WithLabelValues(outcome).Inc()
+func (d *deliverer) finished(j *job, outcome string) {
+	d.m.events.WithLabelValues(outcome).Inc()
 	if j.part.dlq {
-		c.m.drained.WithLabelValues(outcome).Inc()
+		d.m.drained.WithLabelValues(outcome).Inc()
 	}
 }
 
 // abandonJobs finishes jobs unwritten: their offsets are not committed.
-func (c *Consumer) abandonJobs(jobs []*job) {
+func (d *deliverer) abandonJobs(jobs []*job) {
 	for _, j := range jobs {
-		c.finish(j, false)
+		d.run.finish(j, false)
 	}
 }
 
 // isolate handles a batch the sink refused permanently: it is split in
 // halves, each delivered again, until the failing event is alone; that
 // one is dead-lettered with f and the others are written.
-func (c *Consumer) isolate(ctx context.Context, jobs []*job, events []sink.Event, f *failure) {
+func (d *deliverer) isolate(ctx context.Context, jobs []*job, events []sink.Event, f *failure) {
 	if len(jobs) > 1 {
 		half := len(jobs) / 2
-		c.deliver(ctx, jobs[:half], events[:half])
-		c.deliver(ctx, jobs[half:], events[half:])
+		d.deliver(ctx, jobs[:half], events[:half])
+		d.deliver(ctx, jobs[half:], events[half:])
 		return
 	}
-	c.deadLetter(ctx, jobs[0], f)
+	d.deadLetter(ctx, jobs[0], f)
 }
 
 // retryBudget is what the transient failures of one delivery have spent:
@@ -203,23 +247,23 @@ func (b *retryBudget) forgive() { *b = retryBudget{} }
 // the first failure, or the attempts are used up (Retry.MaxAttempts; one
 // for a drained record) and the breaker has seen enough writes to tell
 // this event's failure from an outage starting.
-func (c *Consumer) spent(b *retryBudget, drain bool) bool {
-	attempts := (drain || b.attempts >= c.cfg.Retry.MaxAttempts) && c.breaker.Judged()
-	return attempts || b.last.Sub(b.first) >= c.cfg.Retry.MaxElapsed
+func (d *deliverer) spent(b *retryBudget, drain bool) bool {
+	attempts := (drain || b.attempts >= d.cfg.Retry.MaxAttempts) && d.breaker.Judged()
+	return attempts || b.last.Sub(b.first) >= d.cfg.Retry.MaxElapsed
 }
 
 // reportConflicts counts and logs the conflicts a write reported: events
 // whose identity the sink held with another payload. The sink kept what it
 // held and recorded the copy, so their jobs finish as written.
-func (c *Consumer) reportConflicts(name string, events []sink.Event, conflicts []sink.Conflict) {
+func (d *deliverer) reportConflicts(name string, events []sink.Event, conflicts []sink.Conflict) {
 	for _, cf := range conflicts {
 		if cf.Index < 0 || cf.Index >= len(events) {
-			c.log.Error("sink reported a conflict outside its batch", "sink", name, "index", cf.Index, "batch", len(events))
+			d.log.Error("sink reported a conflict outside its batch", "sink", name, "index", cf.Index, "batch", len(events))
 			continue
 		}
 		e := &events[cf.Index]
-		c.m.sinkConflicts.WithLabelValues(name, e.Source).Inc()
-		c.log.Warn("sink conflict: identity held with another payload, the first kept", "sink", name,
+		d.m.sinkConflicts.WithLabelValues(name, e.Source).Inc()
+		d.log.Warn("sink conflict: identity held with another payload, the first kept", "sink", name,
 			"source", e.Source, "id", e.ID, "payload_fingerprint", e.PayloadFingerprint,
 			"stored_fingerprint", cf.StoredFingerprint, "topic", e.Topic, "partition", e.Partition, "offset", e.Offset)
 	}
@@ -227,15 +271,15 @@ func (c *Consumer) reportConflicts(name string, events []sink.Event, conflicts [
 
 // acquire waits until the breaker lets a write through. It reports false
 // when ctx is done first.
-func (c *Consumer) acquire(ctx context.Context) bool {
+func (d *deliverer) acquire(ctx context.Context) bool {
 	for {
-		ok, wait, changed := c.breaker.Acquire()
+		ok, wait, changed := d.breaker.Acquire()
 		if ok {
 			return true
 		}
 		select {
 		case <-changed:
-		case <-c.o.clock.After(wait):
+		case <-d.clock.After(wait):
 		case <-ctx.Done():
 			return false
 		}
@@ -245,7 +289,10 @@ func (c *Consumer) acquire(ctx context.Context) bool {
 // backoff is the wait before retry number attempt (1 for the first):
 // full jitter over an exponential ceiling, and never less than what the
 // sink asked for.
-func (c *Consumer) backoff(attempt int, retryAfter time.Duration) time.Duration {
-	d := backoff.Config{Initial: c.cfg.Retry.InitialBackoff, Max: c.cfg.Retry.MaxBackoff}.Wait(attempt, nil)
-	return max(d, retryAfter)
+func (d *deliverer) backoff(attempt int, retryAfter time.Duration) time.Duration {
+	wait := backoff.Config{Initial: d.cfg.Retry.InitialBackoff, Max: d.cfg.Retry.MaxBackoff}.Wait(attempt, nil)
+	return max(wait, retryAfter)
 }
+
+// breakerState is the state of the sink's breaker.
+func (d *deliverer) breakerState() breaker.State { return d.breaker.State() }

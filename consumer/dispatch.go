@@ -3,7 +3,10 @@ package consumer
 import (
 	"context"
 	"strconv"
+	"sync"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluicehq/sluice/record"
@@ -24,57 +27,56 @@ type keyQueue struct {
 	jobs []*job
 }
 
-// poll fetches while there is room in flight and hands each record to its
-// key's queue. Rebalances are blocked from PollRecords until
-// AllowRebalance, so a record is registered in its partition's watermark
-// before the partition can be revoked.
-func (c *Consumer) poll(ctx context.Context) error {
-	for {
-		free, err := c.waitFree(ctx)
-		if err != nil {
-			return nil
-		}
-		fetches := c.client.PollRecords(ctx, free)
-		if fetches.IsClientClosed() {
-			c.client.AllowRebalance()
-			return ErrClosed
-		}
-		if ctx.Err() != nil {
-			c.client.AllowRebalance()
-			return nil
-		}
-		fetches.EachError(func(t string, p int32, err error) {
-			c.log.Warn("fetch", "topic", t, "partition", p, "err", err)
-		})
-		rewind := make(map[string]map[int32]kgo.EpochOffset)
-		fetches.EachRecord(func(r *kgo.Record) { c.dispatch(r, rewind) })
-		if len(rewind) > 0 {
-			// DLQ records past the drain pass were polled: stop their
-			// partitions and fetch them again in the next pass.
-			pause := make(map[string][]int32)
-			for t, ps := range rewind {
-				for p := range ps {
-					pause[t] = append(pause[t], p)
-				}
-			}
-			c.client.PauseFetchPartitions(pause)
-			c.client.SetOffsets(rewind)
-		}
-		c.client.AllowRebalance()
+// dispatcher owns the assigned partitions, the queues of keys and the
+// in-flight count. It admits at most maxInFlight polled records, hands
+// out the records of one key one at a time in offset order, and marks in
+// each partition's watermark the offsets that finished. One lock, mu.
+type dispatcher struct {
+	maxInFlight int
+	writeBatch  int
+	// inFlightGauge is sluice_consumer_in_flight.
+	inFlightGauge prometheus.Gauge
+	// work is the parent of every partition's context: abandonAll
+	// cancels the work of every partition at once.
+	work       context.Context
+	abandonAll context.CancelFunc
+
+	mu       sync.Mutex
+	parts    map[topicPartition]*partState
+	keys     map[string]*keyQueue
+	inFlight int
+	// freed receives a token whenever in-flight work finishes.
+	freed chan struct{}
+	// ready holds jobs at the head of their key's queue; every in-flight
+	// job is in it at most once, so maxInFlight bounds it.
+	ready chan *job
+}
+
+func newDispatcher(maxInFlight, writeBatch int, inFlight prometheus.Gauge) *dispatcher {
+	d := &dispatcher{
+		maxInFlight:   maxInFlight,
+		writeBatch:    writeBatch,
+		inFlightGauge: inFlight,
+		parts:         make(map[topicPartition]*partState),
+		keys:          make(map[string]*keyQueue),
+		freed:         make(chan struct{}, 1),
+		ready:         make(chan *job, maxInFlight),
 	}
+	d.work, d.abandonAll = context.WithCancel(context.Background())
+	return d
 }
 
 // waitFree returns how many records may be polled, waiting while none may.
-func (c *Consumer) waitFree(ctx context.Context) (int, error) {
+func (d *dispatcher) waitFree(ctx context.Context) (int, error) {
 	for {
-		c.mu.Lock()
-		free := c.cfg.MaxInFlight - c.inFlight
-		c.mu.Unlock()
+		d.mu.Lock()
+		free := d.maxInFlight - d.inFlight
+		d.mu.Unlock()
 		if free > 0 {
 			return free, nil
 		}
 		select {
-		case <-c.freed:
+		case <-d.freed:
 		case <-ctx.Done():
 			return 0, ctx.Err()
 		}
@@ -84,11 +86,11 @@ func (c *Consumer) waitFree(ctx context.Context) (int, error) {
 // dispatch registers r as in flight and queues it behind earlier records
 // of its key. A DLQ record at or past its pass's end is not dispatched:
 // its partition goes into rewind, to be fetched again from it.
-func (c *Consumer) dispatch(r *kgo.Record, rewind map[string]map[int32]kgo.EpochOffset) {
+func (d *dispatcher) dispatch(r *kgo.Record, rewind map[string]map[int32]kgo.EpochOffset) {
 	tp := topicPartition{r.Topic, r.Partition}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	p := c.parts[tp]
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	p := d.parts[tp]
 	if p == nil || p.gone.Load() {
 		// Not ours (any more): its owner fetches it from the committed
 		// offset.
@@ -110,78 +112,145 @@ func (c *Consumer) dispatch(r *kgo.Record, rewind map[string]map[int32]kgo.Epoch
 			p.polledPass.Store(true)
 		}
 	}
-	if err := p.wm.Add(r.Offset); err != nil {
+	if err := p.wm.add(r.Offset); err != nil {
 		// A refetch of an offset already in flight.
 		return
 	}
 	p.next.Store(r.Offset + 1)
 	p.add()
-	c.inFlight++
-	c.m.inFlight.Set(float64(c.inFlight))
+	d.inFlight++
+	d.inFlightGauge.Set(float64(d.inFlight))
 	j := &job{rec: r, part: p, key: r.Topic + "\x00" + strconv.Itoa(int(r.Partition)) + "\x00" + string(r.Key)}
-	if q := c.keys[j.key]; q != nil {
+	if q := d.keys[j.key]; q != nil {
 		q.jobs = append(q.jobs, j)
 		return
 	}
-	c.keys[j.key] = &keyQueue{jobs: []*job{j}}
-	c.ready <- j
+	d.keys[j.key] = &keyQueue{jobs: []*job{j}}
+	d.ready <- j
 }
 
 // finish ends j: done says its side effect happened (written, or
 // dead-lettered and acknowledged), so its offset may be committed. The
-// next job of its key becomes ready.
-func (c *Consumer) finish(j *job, done bool) {
+// next job of its key becomes ready. It reports whether nothing is in
+// flight any more.
+func (d *dispatcher) finish(j *job, done bool) (idle bool) {
 	if done && !j.part.gone.Load() {
-		j.part.wm.Done(j.rec.Offset)
+		j.part.wm.done(j.rec.Offset)
 	}
-	c.mu.Lock()
-	q := c.keys[j.key]
+	d.mu.Lock()
+	q := d.keys[j.key]
 	q.jobs = q.jobs[1:]
 	if len(q.jobs) == 0 {
-		delete(c.keys, j.key)
+		delete(d.keys, j.key)
 	} else {
-		c.ready <- q.jobs[0]
+		d.ready <- q.jobs[0]
 	}
-	c.inFlight--
-	n := c.inFlight
-	c.m.inFlight.Set(float64(n))
-	c.mu.Unlock()
+	d.inFlight--
+	n := d.inFlight
+	d.inFlightGauge.Set(float64(n))
+	d.mu.Unlock()
 	j.part.release()
 	select {
-	case c.freed <- struct{}{}:
+	case d.freed <- struct{}{}:
 	default:
 	}
-	if n == 0 || j.part.dlq {
-		c.wakeMode()
+	return n == 0
+}
+
+// next waits for a ready job and returns it in batch (reused), with the
+// ready jobs of its partition that follow, up to writeBatch. It reports
+// false once stop is closed. A batch holds jobs of one partition, so that
+// it is abandoned with its partition; a DLQ record is a batch alone, each
+// its own drain.
+func (d *dispatcher) next(stop <-chan struct{}, batch []*job) ([]*job, bool) {
+	var j *job
+	select {
+	case j = <-d.ready:
+	case <-stop:
+		return batch[:0], false
+	}
+	batch = append(batch[:0], j)
+	for !j.part.dlq && len(batch) < d.writeBatch {
+		select {
+		case next := <-d.ready:
+			if next.part != j.part {
+				d.ready <- next
+				return batch, true
+			}
+			batch = append(batch, next)
+		default:
+			return batch, true
+		}
+	}
+	return batch, true
+}
+
+// assign adds the partitions to the assignment.
+func (d *dispatcher) assign(assigned map[string][]int32) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for t, ps := range assigned {
+		for _, p := range ps {
+			tp := topicPartition{t, p}
+			d.parts[tp] = newPartState(d.work, tp, record.IsDerived(t))
+		}
 	}
 }
 
-// work runs batches of ready jobs until stop is closed.
-func (c *Consumer) work(stop <-chan struct{}) {
-	batch := make([]*job, 0, c.cfg.WriteBatch)
-	for {
-		var j *job
-		select {
-		case j = <-c.ready:
-		case <-stop:
-			return
-		}
-		batch = append(batch[:0], j)
-		// A batch holds jobs of one partition, so that it is abandoned
-		// with its partition; DLQ records run alone, each its own drain.
-	fill:
-		for !j.part.dlq && len(batch) < c.cfg.WriteBatch {
-			select {
-			case next := <-c.ready:
-				if next.part != j.part {
-					c.ready <- next
-					break fill
-				}
-				batch = append(batch, next)
-			default:
-				break fill
+// detach removes the partitions from the assignment and returns their
+// states.
+func (d *dispatcher) detach(m map[string][]int32) []*partState {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []*partState
+	for t, ps := range m {
+		for _, p := range ps {
+			tp := topicPartition{t, p}
+			if st := d.parts[tp]; st != nil {
+				out = append(out, st)
+				delete(d.parts, tp)
 			}
 		}
-		c.process(batch)
+	}
+	return out
+}
+
+// assigned returns the states of the partitions assigned.
+func (d *dispatcher) assigned() []*partState {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]*partState, 0, len(d.parts))
+	for _, p := range d.parts {
+		out = append(out, p)
+	}
+	return out
+}
+
+// idle reports whether nothing is in flight.
+func (d *dispatcher) idle() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.inFlight == 0
+}
+
+// waitIdle waits until nothing is in flight or t passes.
+func (d *dispatcher) waitIdle(t time.Duration) {
+	deadline := time.NewTimer(t)
+	defer deadline.Stop()
+	for {
+		d.mu.Lock()
+		n := d.inFlight
+		d.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		select {
+		case <-d.freed:
+		case <-deadline.C:
+			return
+		}
 	}
 }
+
+// abandoned is closed once abandonAll was called.
+func (d *dispatcher) abandoned() <-chan struct{} { return d.work.Done() }

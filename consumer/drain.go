@@ -2,15 +2,51 @@ package consumer
 
 import (
 	"context"
-	"fmt"
-	"slices"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
 
-	"github.com/sluicehq/sluice/consumer/dlq"
 	"github.com/sluicehq/sluice/internal/breaker"
-	"github.com/sluicehq/sluice/record"
 )
+
+// fetchSwitch is the part of the Kafka client that pauses and resumes
+// fetching.
+type fetchSwitch interface {
+	PauseFetchTopics(topics ...string) []string
+	ResumeFetchTopics(topics ...string)
+	ResumeFetchPartitions(map[string][]int32)
+}
+
+// drainer decides the mode and runs drain passes: when a pass starts
+// (the quiet time since the breaker last changed or the last pass
+// ended), which DLQ partitions it covers, when it is over, the drain
+// rate, and which topics are fetched. One lock, mu, over the pass and the
+// quiet time; the mode is an atomic.
+type drainer struct {
+	fetch         fetchSwitch
+	sources, dlqs []string
+	clock         Clock
+	// interval is DLQ.DrainInterval: the quiet time before a pass.
+	interval time.Duration
+	limiter  *rate.Limiter
+	log      *slog.Logger
+	// modeGauge is sluice_consumer_mode.
+	modeGauge *prometheus.GaugeVec
+
+	mode atomic.Int32
+	wake chan struct{}
+
+	mu sync.Mutex
+	// pass is the drain pass in progress, if any.
+	pass *drainPass
+	// quietSince is when the sink was last seen unhealthy or the last
+	// pass ended: a pass starts interval after it.
+	quietSince time.Time
+}
 
 // drainPass retries the DLQ records of its partitions up to the end
 // offsets it found when it started.
@@ -18,16 +54,42 @@ type drainPass struct {
 	parts []*partState
 }
 
+func newDrainer(fetch fetchSwitch, sources, dlqs []string, cfg DLQConfig, clock Clock, log *slog.Logger, modeGauge *prometheus.GaugeVec) *drainer {
+	return &drainer{
+		fetch:      fetch,
+		sources:    sources,
+		dlqs:       dlqs,
+		clock:      clock,
+		interval:   cfg.DrainInterval,
+		limiter:    rate.NewLimiter(rate.Limit(cfg.DrainRate), 1),
+		log:        log,
+		modeGauge:  modeGauge,
+		wake:       make(chan struct{}, 1),
+		quietSince: clock.Now(),
+	}
+}
+
+// quiet restarts the quiet time: the breaker changed state.
+func (d *drainer) quiet() {
+	d.mu.Lock()
+	d.quietSince = d.clock.Now()
+	d.mu.Unlock()
+	d.wakeMode()
+}
+
+// pace waits for the drain rate to admit one record.
+func (d *drainer) pace(ctx context.Context) error { return d.limiter.Wait(ctx) }
+
 // maybeStartPass starts a drain pass over the DLQ partitions with
 // records, up to their current end offsets, when the breaker is closed and
 // has been, with no pass, for DLQ.DrainInterval.
-func (c *Consumer) maybeStartPass(pending map[*partState]int64) {
-	if len(pending) == 0 || c.breaker.State() != breaker.Closed {
+func (d *drainer) maybeStartPass(pending map[*partState]int64, st breaker.State) {
+	if len(pending) == 0 || st != breaker.Closed {
 		return
 	}
-	c.passMu.Lock()
-	defer c.passMu.Unlock()
-	if c.pass != nil || c.o.clock.Now().Sub(c.quietSince) < c.cfg.DLQ.DrainInterval {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.pass != nil || d.clock.Now().Sub(d.quietSince) < d.interval {
 		return
 	}
 	pass := &drainPass{}
@@ -36,112 +98,41 @@ func (c *Consumer) maybeStartPass(pending map[*partState]int64) {
 		if p.gone.Load() {
 			continue
 		}
-		p.polledPass.Store(false)
-		p.passEnd.Store(end)
+		p.beginPass(end)
 		pass.parts = append(pass.parts, p)
 		resume[p.tp.topic] = append(resume[p.tp.topic], p.tp.partition)
 	}
 	if len(pass.parts) == 0 {
 		return
 	}
-	c.pass = pass
-	c.client.ResumeFetchPartitions(resume)
-	c.log.Info("drain pass", "partitions", resume)
-	c.wakeMode()
+	d.pass = pass
+	d.fetch.ResumeFetchPartitions(resume)
+	d.log.Info("drain pass", "partitions", resume)
+	d.wakeMode()
 }
 
 // passActive reports whether a drain pass is in progress. A pass is over
 // when each of its partitions was revoked or had all its pass records
 // polled and finished; passActive then ends it.
-func (c *Consumer) passActive() bool {
-	c.passMu.Lock()
-	defer c.passMu.Unlock()
-	if c.pass == nil {
+func (d *drainer) passActive() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.pass == nil {
 		return false
 	}
-	for _, p := range c.pass.parts {
+	for _, p := range d.pass.parts {
 		if p.gone.Load() {
 			continue
 		}
-		if !p.polledPass.Load() || p.wm.InFlight() > 0 {
+		if p.passPending() {
 			return true
 		}
 	}
-	for _, p := range c.pass.parts {
-		p.passEnd.Store(0)
+	for _, p := range d.pass.parts {
+		p.endPass()
 	}
-	c.pass = nil
-	c.quietSince = c.o.clock.Now()
-	c.log.Info("drain pass done")
+	d.pass = nil
+	d.quietSince = d.clock.Now()
+	d.log.Info("drain pass done")
 	return false
-}
-
-// checkDrained vets a DLQ record before a drain writes it, and returns
-// the failure of one refused. source is its DLQ topic's source topic: the
-// envelope must name the same one, since anyone who may write the DLQ
-// topic may write an envelope; a record that does not is parked
-// (source_mismatch). The value must pass its contract, since such a record
-// may never have passed the gateway: the contract of its own schema
-// version when it is kept, else the newest's when that can read it; one
-// that fails is parked (contract). One of a version not kept that the
-// newest cannot read is not judged: it fails as record.ClassSchema,
-// retryable, and goes back to the DLQ until a reload brings its version or
-// the drain's retries or deadline park it.
-func (c *Consumer) checkDrained(source string, r *kgo.Record, env *record.Envelope) *failure {
-	if !slices.Contains(c.sources, source) {
-		return &failure{class: record.ClassDecode, park: record.ParkedSourceMismatch,
-			err: fmt.Errorf("consumer: %s is not the DLQ topic of a source topic", r.Topic)}
-	}
-	if env.SourceTopic != source {
-		return &failure{class: record.ClassDecode, park: record.ParkedSourceMismatch,
-			err: fmt.Errorf("consumer: envelope names source topic %q, the record is in %s", env.SourceTopic, r.Topic)}
-	}
-	if err := dlq.CheckContract(c.versions, r); err != nil {
-		f := c.refused(err)
-		if !f.retryable {
-			f.park = record.ParkedContract
-		}
-		return f
-	}
-	return nil
-}
-
-// admitDrained readies j, a record of a drain pass, for the sink and
-// returns the topic to decode it as: its DLQ topic's source topic. It
-// reports false when j is finished already: a record without a readable
-// envelope and one checkDrained refuses are parked, one whose schema
-// version checkDrained cannot judge goes back to the DLQ, a non-retryable
-// one is skipped (committed; it stays in the DLQ for a replay), and one whose
-// partition is abandoned while it waits for DLQ.DrainRate is left
-// unfinished.
-func (c *Consumer) admitDrained(ctx context.Context, j *job) (topic string, ok bool) {
-	env, err := record.ParseEnvelope(j.rec)
-	if err != nil {
-		// A DLQ record sluice did not write: park it rather than loop on
-		// it.
-		c.deadLetter(ctx, j, &failure{class: record.ClassDecode, err: err, park: record.ParkedUnreadable})
-		return "", false
-	}
-	if !env.Retryable {
-		c.finished(j, outcomeSkipped)
-		c.finish(j, true)
-		return "", false
-	}
-	j.env = &env
-	// The envelope is anyone's who may write the DLQ topic: the source
-	// topic is the DLQ topic's own.
-	topic = record.SourceOf(j.rec.Topic)
-	if f := c.checkDrained(topic, j.rec, &env); f != nil {
-		if f.park != "" {
-			c.m.drainRefused.WithLabelValues(j.rec.Topic, f.park).Inc()
-		}
-		c.deadLetter(ctx, j, f)
-		return "", false
-	}
-	if err := c.limiter.Wait(ctx); err != nil {
-		c.finish(j, false)
-		return "", false
-	}
-	c.auditRetried(ctx, j.rec, &env)
-	return topic, true
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"google.golang.org/protobuf/encoding/protowire"
 
-	"github.com/sluicehq/sluice/consumer/dlq"
 	"github.com/sluicehq/sluice/internal/logtest"
 	"github.com/sluicehq/sluice/record"
 	"github.com/sluicehq/sluice/sink"
@@ -279,7 +278,7 @@ func TestDrainRefusesUncheckedRecords(t *testing.T) {
 	// one retried and written.
 	var decisions []string
 	for _, rec := range readAll(t, addrs, record.AuditTopic) {
-		d, err := dlq.ParseDecision(rec)
+		d, err := record.ParseDecision(rec)
 		if err != nil {
 			t.Fatalf("a record in %s that is no decision: %v: %q", record.AuditTopic, err, rec.Value)
 		}

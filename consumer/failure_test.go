@@ -62,7 +62,7 @@ func TestCrashThenRestart(t *testing.T) {
 	waitFor(t, 20*time.Second, "writes stuck", func() bool { return g.blocked.Load() > 0 })
 	// Crash: the client goes away under the running consumer.
 	r.c.client.Close()
-	if err := r.stop(); err != nil && !errors.Is(err, ErrClosed) {
+	if err := r.stop(); err != nil && !errors.Is(err, errClosed) {
 		t.Fatal(err)
 	}
 

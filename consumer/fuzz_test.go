@@ -11,7 +11,7 @@ import (
 )
 
 // FuzzDecode: any record value and headers give an event or a
-// *DecodeError, never a panic.
+// *decodeError, never a panic.
 func FuzzDecode(f *testing.F) {
 	versions := testVersions(f)
 	good := eventRecord(f, testTopic, "id", "k", logLine(f))
@@ -23,7 +23,7 @@ func FuzzDecode(f *testing.F) {
 		r := &kgo.Record{Topic: testTopic, Headers: kafkatest.HeadersFromBytes(headers), Value: value}
 		ev, err := Decode(versions, testTopic, r)
 		if err != nil {
-			var de *DecodeError
+			var de *decodeError
 			if !errors.As(err, &de) {
 				t.Fatalf("untyped error %T: %v", err, err)
 			}

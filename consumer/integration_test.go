@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluicehq/sluice/audit"
 	"github.com/sluicehq/sluice/consumer/dlq"
 	"github.com/sluicehq/sluice/internal/kafkatest"
 	"github.com/sluicehq/sluice/record"
@@ -95,21 +96,21 @@ func TestIntegrationKafka(t *testing.T) {
 
 	// The memory sink keeps no audit table: the consumer's decisions are
 	// in sluice.audit, which other tests share, one per record.
-	written, dead := map[string]bool{}, map[string]dlq.Decision{}
+	written, dead := map[string]bool{}, map[string]record.Decision{}
 	waitFor(t, time.Minute, "the decisions in "+record.AuditTopic, func() bool {
 		recs, err := readToEnd(ctx, kopts, record.AuditTopic)
 		if err != nil {
 			return false
 		}
 		for _, r := range recs {
-			d, err := dlq.ParseDecision(r)
+			d, err := record.ParseDecision(r)
 			if err != nil || d.Group != cfg.Group {
 				continue
 			}
 			switch d.Action {
-			case string(sink.AuditWritten):
+			case string(audit.Written):
 				written[d.EventID] = true
-			case string(sink.AuditDeadLettered):
+			case string(audit.DeadLettered):
 				dead[d.EventID] = d
 			}
 		}

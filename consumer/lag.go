@@ -8,28 +8,16 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 )
 
-// lagLoop measures lag and decides whether the DLQ needs draining.
-func (c *Consumer) lagLoop(ctx context.Context) {
-	t := time.NewTicker(c.cfg.LagInterval)
-	defer t.Stop()
-	for {
-		c.measureLag(ctx)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			return
-		}
-	}
-}
-
-func (c *Consumer) measureLag(ctx context.Context) {
-	parts := c.assigned()
+// measureLag sets sluice_consumer_lag of parts, within timeout, and
+// returns the DLQ partitions with records past this member's position,
+// with their end offsets: what a drain pass would cover.
+func (cm *committer) measureLag(ctx context.Context, parts []*partState, timeout time.Duration) map[*partState]int64 {
 	if len(parts) == 0 {
-		return
+		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.LagInterval+5*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	adm := kadm.NewClient(c.client)
+	adm := kadm.NewClient(cm.client)
 	var topics []string
 	seen := map[string]bool{}
 	for _, p := range parts {
@@ -40,18 +28,18 @@ func (c *Consumer) measureLag(ctx context.Context) {
 	}
 	ends, err := adm.ListEndOffsets(ctx, topics...)
 	if err != nil {
-		c.log.Debug("lag: list end offsets", "err", err)
-		return
+		cm.log.Debug("lag: list end offsets", "err", err)
+		return nil
 	}
 	starts, err := adm.ListStartOffsets(ctx, topics...)
 	if err != nil {
-		c.log.Debug("lag: list start offsets", "err", err)
-		return
+		cm.log.Debug("lag: list start offsets", "err", err)
+		return nil
 	}
-	committed, err := adm.FetchOffsets(ctx, c.cfg.Group)
+	committed, err := adm.FetchOffsets(ctx, cm.group)
 	if err != nil {
-		c.log.Debug("lag: fetch offsets", "err", err)
-		return
+		cm.log.Debug("lag: fetch offsets", "err", err)
+		return nil
 	}
 	pending := map[*partState]int64{}
 	for _, p := range parts {
@@ -67,10 +55,17 @@ func (c *Consumer) measureLag(ctx context.Context) {
 			pos = o.At
 		}
 		lag := max(end.Offset-pos, 0)
-		c.m.lag.WithLabelValues(p.tp.topic, strconv.Itoa(int(p.tp.partition))).Set(float64(lag))
+		cm.lag.WithLabelValues(p.tp.topic, strconv.Itoa(int(p.tp.partition))).Set(float64(lag))
 		if p.dlq && end.Offset > max(pos, p.next.Load()) {
 			pending[p] = end.Offset
 		}
 	}
-	c.maybeStartPass(pending)
+	return pending
+}
+
+// forgetLag deletes the lag series of partitions no longer assigned.
+func (cm *committer) forgetLag(parts []*partState) {
+	for _, p := range parts {
+		cm.lag.DeleteLabelValues(p.tp.topic, strconv.Itoa(int(p.tp.partition)))
+	}
 }

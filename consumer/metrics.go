@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/sluicehq/sluice/audit"
 	"github.com/sluicehq/sluice/contract"
 	"github.com/sluicehq/sluice/internal/promreg"
 	"github.com/sluicehq/sluice/record"
@@ -166,7 +167,7 @@ func (m *metrics) initLabels(sinkName string, sources []string, versions *contra
 		m.endToEnd.WithLabelValues(r)
 	}
 	// The consumer's decisions: replays are an operator's.
-	for _, a := range []sink.AuditAction{sink.AuditWritten, sink.AuditDeadLettered, sink.AuditRetried, sink.AuditParked} {
+	for _, a := range []audit.Action{audit.Written, audit.DeadLettered, audit.Retried, audit.Parked} {
 		m.auditErrors.WithLabelValues(string(a))
 		m.auditFallbacks.WithLabelValues(string(a))
 	}

@@ -1,7 +1,6 @@
 package consumer
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/sluicehq/sluice/internal/breaker"
@@ -34,68 +33,61 @@ func (m Mode) String() string {
 
 var allModes = [...]Mode{ModeNormal, ModePaused, ModeDrainDLQ}
 
-func (c *Consumer) wakeMode() {
+// wakeMode has the mode evaluated again soon.
+func (d *drainer) wakeMode() {
 	select {
-	case c.modeWake <- struct{}{}:
+	case d.wake <- struct{}{}:
 	default:
 	}
 }
 
-// modeLoop runs the mode state machine: PAUSED while the breaker is not
-// closed (fetching stays on when nothing is in flight, so that a record
-// can be the half-open probe), else DRAIN_DLQ while the DLQ has records,
-// else NORMAL.
-func (c *Consumer) modeLoop(ctx context.Context) {
-	for {
-		c.evaluateMode()
-		select {
-		case <-c.modeWake:
-		case <-ctx.Done():
-			return
-		}
-	}
-}
+// woken receives when the mode is to be evaluated again.
+func (d *drainer) woken() <-chan struct{} { return d.wake }
 
-func (c *Consumer) evaluateMode() {
-	st := c.breaker.State()
-	c.mu.Lock()
-	idle := c.inFlight == 0
-	c.mu.Unlock()
+// evaluate runs one step of the mode state machine, given the breaker's
+// state and whether nothing is in flight: PAUSED while the breaker is not
+// closed (fetching stays on when nothing is in flight, so that a record
+// can be the half-open probe), else DRAIN_DLQ while a pass runs, else
+// NORMAL.
+func (d *drainer) evaluate(st breaker.State, idle bool) {
 	var m Mode
 	switch {
 	case st != breaker.Closed:
 		m = ModePaused
-	case c.passActive():
+	case d.passActive():
 		m = ModeDrainDLQ
 	default:
 		m = ModeNormal
 	}
 	switch {
 	case m == ModePaused && !idle:
-		c.client.PauseFetchTopics(c.sources...)
-		c.client.PauseFetchTopics(c.dlqs...)
+		d.fetch.PauseFetchTopics(d.sources...)
+		d.fetch.PauseFetchTopics(d.dlqs...)
 	case m == ModePaused:
-		c.client.ResumeFetchTopics(c.sources...)
+		d.fetch.ResumeFetchTopics(d.sources...)
 	case m == ModeDrainDLQ:
-		c.client.ResumeFetchTopics(c.sources...)
-		c.client.ResumeFetchTopics(c.dlqs...)
+		d.fetch.ResumeFetchTopics(d.sources...)
+		d.fetch.ResumeFetchTopics(d.dlqs...)
 	default:
-		c.client.ResumeFetchTopics(c.sources...)
-		c.client.PauseFetchTopics(c.dlqs...)
+		d.fetch.ResumeFetchTopics(d.sources...)
+		d.fetch.PauseFetchTopics(d.dlqs...)
 	}
-	if old := c.setMode(m); old != m {
-		c.log.Info("mode", "from", old.String(), "to", m.String())
+	if old := d.setMode(m); old != m {
+		d.log.Info("mode", "from", old.String(), "to", m.String())
 	}
 }
 
-func (c *Consumer) setMode(m Mode) Mode {
-	old := Mode(c.mode.Swap(int32(m)))
+// current returns the mode.
+func (d *drainer) current() Mode { return Mode(d.mode.Load()) }
+
+func (d *drainer) setMode(m Mode) Mode {
+	old := Mode(d.mode.Swap(int32(m)))
 	for _, x := range allModes {
 		v := 0.0
 		if x == m {
 			v = 1
 		}
-		c.m.mode.WithLabelValues(x.String()).Set(v)
+		d.modeGauge.WithLabelValues(x.String()).Set(v)
 	}
 	return old
 }

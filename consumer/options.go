@@ -17,7 +17,7 @@ type options struct {
 
 func defaultOptions() options {
 	return options{
-		logger: slog.New(slog.DiscardHandler),
+		logger: slog.Default(),
 		clock:  systemClock{},
 	}
 }
@@ -32,7 +32,7 @@ func WithRegisterer(r prometheus.Registerer) Option {
 	return optionFunc(func(o *options) { o.registerer = r })
 }
 
-// WithLogger logs to l; by default nothing is logged.
+// WithLogger replaces slog.Default(). A nil logger keeps it.
 func WithLogger(l *slog.Logger) Option {
 	return optionFunc(func(o *options) {
 		if l != nil {

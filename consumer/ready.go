@@ -15,7 +15,7 @@ var errBreakerOpen = errors.New("consumer: the sink's circuit breaker is open")
 // reaches the cluster (a ping within ctx) and the sink's circuit breaker
 // is not open. It is meant for readiness checks.
 func (c *Consumer) Ready(ctx context.Context) error {
-	if c.breaker.State() == breaker.Open {
+	if c.deliverer.breakerState() == breaker.Open {
 		return errBreakerOpen
 	}
 	if err := c.client.Ping(ctx); err != nil {

@@ -176,8 +176,8 @@ func TestUnknownVersionUnreadable(t *testing.T) {
 		env.SourceTopic != testTopic || env.SourceOffset != 0 || !strings.Contains(env.Error, fp2) {
 		t.Fatalf("dead letter envelope %+v", env)
 	}
-	if st := r.c.breaker.State(); st != breaker.Closed || r.c.breaker.Judged() {
-		t.Errorf("breaker %s, judged %v: it saw a write", st, r.c.breaker.Judged())
+	if st := r.c.deliverer.breaker.State(); st != breaker.Closed || r.c.deliverer.breaker.Judged() {
+		t.Errorf("breaker %s, judged %v: it saw a write", st, r.c.deliverer.breaker.Judged())
 	}
 	if v, _ := gauge(t, reg, "sluice_sink_circuit_state", map[string]string{"sink": "mem"}); v != 0 {
 		t.Errorf("sluice_sink_circuit_state = %v", v)

@@ -7,12 +7,12 @@ import (
 	"sync"
 )
 
-// Watermark tracks the in-flight offsets of one partition and what may be
+// watermark tracks the in-flight offsets of one partition and what may be
 // committed: the offset after the highest finished offset below which
 // every offset seen is finished. Offsets never seen (compacted away,
 // transaction markers) are gaps it steps over. It is safe for concurrent
 // use.
-type Watermark struct {
+type watermark struct {
 	mu sync.Mutex
 	// pending holds the offsets seen and not yet passed by the commit
 	// point, ascending; pending[head:] is live.
@@ -29,29 +29,29 @@ type mark struct {
 	done   bool
 }
 
-// ErrOffsetOrder is returned by Add for an offset not above the last one
+// errOffsetOrder is returned by add for an offset not above the last one
 // added.
-var ErrOffsetOrder = errors.New("consumer: offset not above the last one seen")
+var errOffsetOrder = errors.New("consumer: offset not above the last one seen")
 
-// NewWatermark returns an empty watermark.
-func NewWatermark() *Watermark { return &Watermark{commit: -1, last: -1} }
+// newWatermark returns an empty watermark.
+func newWatermark() *watermark { return &watermark{commit: -1, last: -1} }
 
-// Add records that offset is in flight. Offsets must be added in ascending
+// add records that offset is in flight. Offsets must be added in ascending
 // order, as a partition delivers them.
-func (w *Watermark) Add(offset int64) error {
+func (w *watermark) add(offset int64) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if offset <= w.last {
-		return fmt.Errorf("%w: %d after %d", ErrOffsetOrder, offset, w.last)
+		return fmt.Errorf("%w: %d after %d", errOffsetOrder, offset, w.last)
 	}
 	w.last = offset
 	w.pending = append(w.pending, mark{offset: offset})
 	return nil
 }
 
-// Done records that offset's side effect finished. It reports false for
+// done records that offset's side effect finished. It reports false for
 // an offset not in flight (never added, or already done).
-func (w *Watermark) Done(offset int64) bool {
+func (w *watermark) done(offset int64) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	live := w.pending[w.head:]
@@ -74,16 +74,16 @@ func (w *Watermark) Done(offset int64) bool {
 	return true
 }
 
-// Committable returns the offset to commit: one past the highest offset
+// committable returns the offset to commit: one past the highest offset
 // below which everything seen is done. ok is false while nothing is done.
-func (w *Watermark) Committable() (offset int64, ok bool) {
+func (w *watermark) committable() (offset int64, ok bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.commit, w.commit >= 0
 }
 
-// InFlight returns how many offsets are added and not done.
-func (w *Watermark) InFlight() int {
+// inFlight returns how many offsets are added and not done.
+func (w *watermark) inFlight() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	n := 0

@@ -40,26 +40,26 @@ func TestWatermark(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w := NewWatermark()
+			w := newWatermark()
 			for i, s := range tt.steps {
 				for _, o := range s.add {
-					if err := w.Add(o); err != nil {
+					if err := w.add(o); err != nil {
 						t.Fatalf("step %d: Add(%d): %v", i, o, err)
 					}
 				}
 				for _, o := range s.done {
-					if !w.Done(o) {
+					if !w.done(o) {
 						t.Fatalf("step %d: Done(%d) = false", i, o)
 					}
 				}
-				got, ok := w.Committable()
+				got, ok := w.committable()
 				if !ok {
 					got = -1
 				}
 				if got != s.want {
 					t.Fatalf("step %d: Committable = %d, want %d", i, got, s.want)
 				}
-				if n := w.InFlight(); n != s.inFlight {
+				if n := w.inFlight(); n != s.inFlight {
 					t.Fatalf("step %d: InFlight = %d, want %d", i, n, s.inFlight)
 				}
 			}
@@ -68,20 +68,20 @@ func TestWatermark(t *testing.T) {
 }
 
 func TestWatermarkRefusals(t *testing.T) {
-	w := NewWatermark()
-	if err := w.Add(3); err != nil {
+	w := newWatermark()
+	if err := w.add(3); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Add(3); !errors.Is(err, ErrOffsetOrder) {
-		t.Fatalf("Add(3) again: %v, want ErrOffsetOrder", err)
+	if err := w.add(3); !errors.Is(err, errOffsetOrder) {
+		t.Fatalf("Add(3) again: %v, want errOffsetOrder", err)
 	}
-	if err := w.Add(2); !errors.Is(err, ErrOffsetOrder) {
-		t.Fatalf("Add(2) after 3: %v, want ErrOffsetOrder", err)
+	if err := w.add(2); !errors.Is(err, errOffsetOrder) {
+		t.Fatalf("Add(2) after 3: %v, want errOffsetOrder", err)
 	}
-	if w.Done(4) {
+	if w.done(4) {
 		t.Fatal("Done of an offset never added")
 	}
-	if !w.Done(3) || w.Done(3) {
+	if !w.done(3) || w.done(3) {
 		t.Fatal("Done twice must succeed once")
 	}
 }
@@ -89,20 +89,20 @@ func TestWatermarkRefusals(t *testing.T) {
 // TestWatermarkLong checks that reclaiming the passed prefix keeps the
 // answers right over many offsets completed in a shuffled order.
 func TestWatermarkLong(t *testing.T) {
-	w := NewWatermark()
+	w := newWatermark()
 	const n = 10000
 	for i := range int64(n) {
-		if err := w.Add(i * 2); err != nil {
+		if err := w.add(i * 2); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// Finish in blocks of 100, each block backwards.
 	for b := int64(0); b < n; b += 100 {
 		for i := b + 99; i >= b; i-- {
-			if !w.Done(i * 2) {
+			if !w.done(i * 2) {
 				t.Fatalf("Done(%d) = false", i*2)
 			}
-			got, _ := w.Committable()
+			got, _ := w.committable()
 			want := int64(-1)
 			if i == b {
 				want = (b+99)*2 + 1

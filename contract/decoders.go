@@ -2,6 +2,23 @@ package contract
 
 import "google.golang.org/protobuf/reflect/protoreflect"
 
+// Binary payloads are decoded with hyperpb, a table-driven decoder
+// compiled for each contract at load, onto arenas recycled from one
+// payload to the next (payloads up to 64 KiB; a larger one gets an arena
+// of its own). Its messages are read by protovalidate like any other and
+// never outlive the check: nothing a Check returns points into them. The
+// wire walk before it (wire.go) keeps the decoder's unchecked reads on
+// well-formed data. A contract that is not proto3, can hold extensions or
+// has a map with message values decodes with dynamicpb instead.
+//
+// JSON payloads are transcoded straight to the deterministic binary that
+// protojson and proto.Marshal would make of them, by a transcoder compiled
+// from the descriptor (transcode*.go), then decoded and validated as a
+// binary payload is. A contract the transcoder does not cover
+// (newJSONTranscoder says which) goes through protojson and a dynamic
+// message. FuzzBinaryDecoders, FuzzTranscodeJSON and FuzzJSONDecoders hold
+// each fast path to the answers, and the bytes, of the reflective one.
+
 // Decoders names the decoders a contract's payloads go through, chosen at
 // load: the fast ones unless the contract has a shape they do not handle
 // as protobuf-go does, when the reason says which.

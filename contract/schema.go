@@ -84,6 +84,18 @@ func (s *Schema) MarshalJSON() ([]byte, error) {
 	}{[]string{s.Type, "null"}, (*plain)(s)})
 }
 
+// The schema is complete: every payload Check accepts is valid under it,
+// in each spelling protojson reads (proto and JSON names, null for absent,
+// enums by name or number, numbers as strings, "NaN" and the infinities).
+// A rule with an exact JSON Schema form is stated so (formats as exact
+// patterns, lengths, ranges, enums, required fields, oneofs, the CEL
+// subset celSchema reads); one without is stated wider, or not at all, and
+// named in the field's description. Patterns are in the subset RE2,
+// ECMA-262 (u flag), Rust and Python read alike (portablePattern).
+// FuzzJSONSchemaWire holds it to completeness with a real validator, and
+// its sound twin, stating every inexact rule narrower, to soundness
+// (FuzzJSONSchemaSound).
+//
 // JSONSchema returns the schema of the contract's payload. The messages it
 // refers to are added to defs under their full names, referred to as
 // refPrefix + name; a message already in defs is not built again. Its only

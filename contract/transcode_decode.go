@@ -10,13 +10,12 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"unicode"
-	"unicode/utf16"
-	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
+
+	"github.com/sluicehq/sluice/internal/jsonscan"
 )
 
 // Scratch a pooled transcoding may keep: more is dropped after the call,
@@ -83,8 +82,9 @@ type transcoding struct {
 	segs []segment
 	// seen holds the fields and oneofs set in each object being read.
 	seen   []uint64
-	buf    []byte // the value of the last string read that had escapes
-	tmp    []byte // a copy of what is being reordered
+	buf    []byte           // the value of the last string read that had escapes
+	sc     jsonscan.Scanner // skips values, its stack of open containers reused
+	tmp    []byte           // a copy of what is being reordered
 	sorter segmentSorter
 }
 
@@ -166,15 +166,10 @@ func (d *transcoding) payload() error {
 // next skips whitespace and returns the byte there, 0 at the end. No
 // valid JSON token starts with 0, so a NUL byte fails like the end does.
 func (d *transcoding) next() byte {
-	for d.pos < len(d.src) {
-		switch c := d.src[d.pos]; c {
-		case ' ', '\t', '\n', '\r':
-			d.pos++
-		default:
-			return c
-		}
+	if d.pos = jsonscan.SkipSpace(d.src, d.pos); d.pos == len(d.src) {
+		return 0
 	}
-	return 0
+	return d.src[d.pos]
 }
 
 // open consumes the '{' or '[' at d.pos, within the depth limit.
@@ -221,7 +216,7 @@ func (d *transcoding) name() ([]byte, error) {
 // lit consumes the literal s if it is at d.pos. What follows it is left
 // to the grammar: no valid continuation is a letter or digit.
 func (d *transcoding) lit(s string) bool {
-	if len(d.src)-d.pos >= len(s) && string(d.src[d.pos:d.pos+len(s)]) == s {
+	if jsonscan.HasLiteral(d.src, d.pos, s) {
 		d.pos += len(s)
 		return true
 	}
@@ -262,42 +257,28 @@ func (d *transcoding) skipField(p *msgPlan, nameAt int, name []byte) error {
 // value skipped has no fields to repeat), and to the depth limit: what is
 // skipped nests within WithMaxDepth, as all of the payload's text does.
 func (d *transcoding) skipValue() error {
-	switch c := d.next(); {
-	case c == '{' || c == '[':
-		close := byte('}')
-		if c == '[' {
-			close = ']'
-		}
-		if err := d.open(); err != nil {
-			return err
-		}
-		if d.next() == close {
-			d.pos++
-			d.depth--
-			return nil
-		}
-		for {
-			if c == '{' {
-				if _, err := d.name(); err != nil {
-					return err
-				}
-			}
-			if err := d.skipValue(); err != nil {
-				return err
-			}
-			more, err := d.more(close)
-			if err != nil || !more {
-				return err
-			}
-		}
-	case c == '"':
-		_, err := d.str()
+	d.sc.Buf, d.sc.Pos = d.src, d.pos
+	err := d.sc.SkipProtojson(d.t.maxDepth - d.depth)
+	d.pos = d.sc.Pos
+	d.sc.Buf = nil
+	p, ok := err.(*jsonscan.Problem)
+	if !ok {
 		return err
-	case c == '-' || jsonDigit(c):
-		_, err := d.number()
-		return err
-	case d.lit("true") || d.lit("false") || d.lit("null"):
-		return nil
+	}
+	d.pos = p.Offset
+	switch p.Kind {
+	case jsonscan.BadString:
+		return d.fail(strProblems[p.Str])
+	case jsonscan.BadNumber:
+		return d.fail("invalid number")
+	case jsonscan.WantName:
+		return d.fail("expected a field name")
+	case jsonscan.WantColon:
+		return d.fail("expected ':' after a field name")
+	case jsonscan.WantMore:
+		return d.failf("expected ',' or '%c'", p.Close)
+	case jsonscan.TooDeep:
+		return d.failf("JSON nests deeper than %d", d.t.maxDepth)
 	}
 	return d.fail("invalid value")
 }
@@ -920,7 +901,7 @@ func (d *transcoding) scalar(f *fieldPlan) (zero bool, err error) {
 			if err != nil {
 				return false, err
 			}
-			if n, ok := numberLen(s); ok && n == len(s) {
+			if n, ok := jsonscan.ProtojsonNumberLen(s); ok && n == len(s) {
 				raw = s
 			}
 		case c == '-' || '0' <= c && c <= '9':
@@ -993,7 +974,7 @@ func (d *transcoding) float(c byte, bits int) (v float64, ok bool, err error) {
 		case "-Infinity":
 			return math.Inf(-1), true, nil
 		}
-		if n, ok := numberLen(s); !ok || n != len(s) {
+		if n, ok := jsonscan.ProtojsonNumberLen(s); !ok || n != len(s) {
 			return 0, false, nil
 		}
 		raw = s
@@ -1040,9 +1021,10 @@ func (d *transcoding) bytesValue() (zero bool, err error) {
 	return n == 0, nil
 }
 
-// number reads a JSON number token and returns its text.
+// number reads a JSON number token, as protojson's tokenizer reads one,
+// and returns its text.
 func (d *transcoding) number() ([]byte, error) {
-	n, ok := numberLen(d.src[d.pos:])
+	n, ok := jsonscan.ProtojsonNumberLen(d.src[d.pos:])
 	if !ok {
 		return nil, d.fail("invalid number")
 	}
@@ -1051,52 +1033,7 @@ func (d *transcoding) number() ([]byte, error) {
 	return raw, nil
 }
 
-// numberLen is the length of the JSON number b starts with, read as
-// protojson's tokenizer reads one: an 'e' is taken without digits when
-// any byte follows it, and the number must not run into a letter, digit
-// or one of "-+._".
-func numberLen(b []byte) (int, bool) {
-	i := 0
-	if i < len(b) && b[i] == '-' {
-		i++
-	}
-	switch {
-	case i < len(b) && b[i] == '0':
-		i++
-	case i < len(b) && '1' <= b[i] && b[i] <= '9':
-		for i++; i < len(b) && jsonDigit(b[i]); i++ {
-		}
-	default:
-		return 0, false
-	}
-	if i+1 < len(b) && b[i] == '.' && jsonDigit(b[i+1]) {
-		for i += 2; i < len(b) && jsonDigit(b[i]); i++ {
-		}
-	}
-	if i+1 < len(b) && (b[i] == 'e' || b[i] == 'E') {
-		i++
-		if b[i] == '+' || b[i] == '-' {
-			i++
-			if i == len(b) {
-				return 0, false
-			}
-		}
-		for ; i < len(b) && jsonDigit(b[i]); i++ {
-		}
-	}
-	if i < len(b) && runsOn(b[i]) {
-		return 0, false
-	}
-	return i, true
-}
-
 func jsonDigit(c byte) bool { return '0' <= c && c <= '9' }
-
-// runsOn reports whether c may not directly follow a number or literal.
-func runsOn(c byte) bool {
-	return c == '-' || c == '+' || c == '.' || c == '_' ||
-		'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || jsonDigit(c)
-}
 
 // integral reads a number token as protojson does for an integer field:
 // any notation whose value is an integer. It keeps protojson's limits: no
@@ -1188,127 +1125,38 @@ func integral(b []byte) (neg bool, mag uint64, ok bool) {
 
 // str reads the JSON string at d.pos and returns its value: a slice of
 // src when it has no escapes, else of d.buf, good until the next string.
+// It refuses what protojson refuses: bytes that are not UTF-8 and a \u
+// surrogate not in a pair.
 func (d *transcoding) str() ([]byte, error) {
-	src := d.src
-	start := d.pos + 1
-	for i := start; i < len(src); i++ {
-		switch c := src[i]; {
-		case c == '"':
-			d.pos = i + 1
-			return src[start:i], nil
-		case c == '\\' || c < ' ' || c >= utf8.RuneSelf:
-			return d.strSlow(start, i)
+	// Most strings are plain ASCII: read here, inlined; ScanString reads
+	// the rest from the start.
+	if start := d.pos + 1; start <= len(d.src) {
+		if j := jsonscan.PlainEnd(d.src, start); j < len(d.src) && d.src[j] == '"' {
+			d.pos = j + 1
+			return d.src[start:j], nil
 		}
 	}
-	d.pos = len(src)
-	return nil, d.fail("unterminated string")
+	s, end, bad, at := jsonscan.ScanString(d.src, d.pos, true)
+	if bad != jsonscan.StrOK {
+		d.pos = at
+		return nil, d.fail(strProblems[bad])
+	}
+	d.pos = end
+	if !s.Escaped {
+		return s.Raw, nil
+	}
+	d.buf = jsonscan.Unescape(d.buf[:0], s.Raw)
+	return d.buf, nil
 }
 
-// strSlow is str from the first byte that is not plain ASCII.
-func (d *transcoding) strSlow(start, i int) ([]byte, error) {
-	src := d.src
-	buf := d.buf[:0]
-	escaped := false
-	for i < len(src) {
-		c := src[i]
-		switch {
-		case c == '"':
-			d.pos = i + 1
-			if !escaped {
-				return src[start:i], nil
-			}
-			d.buf = buf
-			return buf, nil
-		case c == '\\':
-			if !escaped {
-				buf = append(buf, src[start:i]...)
-				escaped = true
-			}
-			if i+1 >= len(src) {
-				d.pos = i
-				return nil, d.fail("unterminated string")
-			}
-			switch e := src[i+1]; e {
-			case '"', '\\', '/':
-				buf = append(buf, e)
-			case 'b':
-				buf = append(buf, '\b')
-			case 'f':
-				buf = append(buf, '\f')
-			case 'n':
-				buf = append(buf, '\n')
-			case 'r':
-				buf = append(buf, '\r')
-			case 't':
-				buf = append(buf, '\t')
-			case 'u':
-				r, ok := hex4(src, i+2)
-				if !ok {
-					d.pos = i
-					return nil, d.fail("invalid escape in string")
-				}
-				if utf16.IsSurrogate(r) {
-					lo, ok := hex4(src, i+8)
-					if !ok || src[i+6] != '\\' || src[i+7] != 'u' {
-						d.pos = i
-						return nil, d.fail("invalid surrogate escape in string")
-					}
-					if r = utf16.DecodeRune(r, lo); r == unicode.ReplacementChar {
-						d.pos = i
-						return nil, d.fail("invalid surrogate pair in string")
-					}
-					i += 6
-				}
-				buf = utf8.AppendRune(buf, r)
-				i += 4
-			default:
-				d.pos = i
-				return nil, d.fail("invalid escape in string")
-			}
-			i += 2
-		case c < ' ':
-			d.pos = i
-			return nil, d.fail("control character in string")
-		case c < utf8.RuneSelf:
-			if escaped {
-				buf = append(buf, c)
-			}
-			i++
-		default:
-			r, n := utf8.DecodeRune(src[i:])
-			if r == utf8.RuneError && n == 1 {
-				d.pos = i
-				return nil, d.fail("invalid UTF-8 in string")
-			}
-			if escaped {
-				buf = append(buf, src[i:i+n]...)
-			}
-			i += n
-		}
-	}
-	d.buf = buf
-	d.pos = len(src)
-	return nil, d.fail("unterminated string")
-}
-
-// hex4 reads four hex digits at src[i:].
-func hex4(src []byte, i int) (rune, bool) {
-	if i+4 > len(src) {
-		return 0, false
-	}
-	var r rune
-	for _, c := range src[i : i+4] {
-		switch {
-		case '0' <= c && c <= '9':
-			c -= '0'
-		case 'a' <= c && c <= 'f':
-			c -= 'a' - 10
-		case 'A' <= c && c <= 'F':
-			c -= 'A' - 10
-		default:
-			return 0, false
-		}
-		r = r<<4 | rune(c)
-	}
-	return r, true
+// strProblems are the transcoder's words for what ScanString refuses.
+var strProblems = [...]string{
+	jsonscan.StrUnterminated:  "unterminated string",
+	jsonscan.StrEndsInEscape:  "unterminated string",
+	jsonscan.StrControl:       "control character in string",
+	jsonscan.StrBadEscape:     "invalid escape in string",
+	jsonscan.StrBadHex:        "invalid escape in string",
+	jsonscan.StrBadUTF8:       "invalid UTF-8 in string",
+	jsonscan.StrLoneSurrogate: "invalid surrogate escape in string",
+	jsonscan.StrBadSurrogates: "invalid surrogate pair in string",
 }

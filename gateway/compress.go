@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/mem"
 
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
+	"github.com/sluicehq/sluice/internal/clip"
 )
 
 // Compression: request bodies and messages in gzip or zstd, and answers
@@ -118,19 +119,15 @@ func requestCoding(h http.Header) (contentCoding, *Failure) {
 	}
 	c, ok := codingNamed(name)
 	if !ok {
-		return 0, refuse(fmt.Sprintf("Content-Encoding %s is not accepted", strconv.Quote(clipName(name))))
+		return 0, refuse(fmt.Sprintf("Content-Encoding %s is not accepted", strconv.Quote(clip.String(name, maxQuotedCoding))))
 	}
 	return c, nil
 }
 
-// clipName keeps a quoted header value in a refusal short.
-func clipName(s string) string {
-	const n = 32
-	if len(s) > n {
-		return s[:n] + "..."
-	}
-	return s
-}
+// maxQuotedCoding bounds, in bytes, a Content-Encoding quoted in a
+// refusal: a longer one keeps its first 32 bytes (fewer, to end on a rune)
+// and clip's marker.
+const maxQuotedCoding = 32 + len(clip.Marker)
 
 // errDecompressedTooLarge is a compressed body that decodes to more than
 // its limit; errZstdWindow one whose zstd frame asks for a window (or, in

@@ -16,6 +16,7 @@ import (
 	"github.com/sluicehq/sluice/contract"
 	"github.com/sluicehq/sluice/examples"
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
+	"github.com/sluicehq/sluice/internal/eventtest"
 )
 
 // acceptAll stands in for Kafka at the edge: every record is acknowledged.
@@ -29,30 +30,12 @@ func (acceptAll) Admit(_ context.Context, recs []*kgo.Record) []admission.Admitt
 	return out
 }
 
-func restSeeds() [][]byte {
-	at := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC).Format(time.RFC3339)
-	event := func(typ string, payload []byte) string {
-		return `{"id":"e-1","type":"` + typ + `","occurred_at":"` + at + `","partition_key":"k","payload":` + string(payload) + `}`
-	}
-	return [][]byte{
-		[]byte(`{"events":[` + event("examples.shop.v1.OrderPlaced", examples.OrderPlacedJSON) + `]}`),
-		[]byte(`{"events":[` + event("examples.identity.v1.UserProfileUpdated", examples.UserProfileUpdatedJSON) + `,` +
-			event("examples.logs.v1.LogLine", examples.LogLineJSON) + `]}`),
-		[]byte(`{"events":[{"id":"x","type":"examples.logs.v1.LogLine","payload":{"labels":{"a":"b"}},"attributes":{"k":"v"}}]}`),
-		[]byte(`{"events":[]}`),
-		[]byte(`{"events":[{"id":"\u0000","type":"","occurred_at":"0000-01-01T00:00:00Z"}]}`),
-		[]byte(`{"events":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}`),
-		[]byte(`{"events":[{"id":"a","type":"examples.shop.v1.OrderPlaced","occurred_at":"` + at + `","payload":{"total_cents":"99999999999999999999"}}]}`),
-		[]byte("\xef\xbb\xbf{}"),
-	}
-}
-
 // FuzzRESTPublish sends each input through the whole REST path (grpc-
 // gateway's mux, the decoder, contracts, dedup) with a Kafka that accepts
 // everything: the answer is never a 5xx other than a typed 503, and always
 // a typed body.
 func FuzzRESTPublish(f *testing.F) {
-	for _, s := range restSeeds() {
+	for _, s := range eventtest.PublishBodies() {
 		f.Add(s)
 	}
 	registry, err := contract.Load(examples.Contracts, examples.Types, contract.WithMaxDepth(8))

@@ -8,6 +8,7 @@ import (
 	_ "google.golang.org/grpc/encoding/proto" // registers the "proto" codec
 	"google.golang.org/grpc/mem"
 
+	"github.com/sluicehq/sluice/gateway/envelope"
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
 )
 
@@ -69,7 +70,7 @@ type wireRequest struct {
 // here, bounded.
 type serverCodec struct {
 	encoding.CodecV2
-	limits   envelopeLimits
+	limits   envelope.Limits
 	maxBytes int
 	// decoders decompress Publish messages, to at most maxBytes, as REST
 	// bodies are; others those of the other services (health,
@@ -97,10 +98,6 @@ func newServerCodec(l LimitsConfig) encoding.CodecV2 {
 	return serverCodec{CodecV2: encoding.GetCodecV2("proto"), limits: envelopeLimitsOf(l), maxBytes: l.MaxRequestBytes,
 		decoders: newMessageDecoders(l.MaxRequestBytes, zstdWindowFor(l.MaxRequestBytes)),
 		others:   newMessageDecoders(otherMessageBytes, otherMessageBytes+1)}
-}
-
-func envelopeLimitsOf(l LimitsConfig) envelopeLimits {
-	return envelopeLimits{maxEvents: l.MaxEventsPerRequest, maxAttributeKeys: maxAttributes + 1}
 }
 
 func (c serverCodec) Marshal(v any) (mem.BufferSlice, error) {

@@ -153,7 +153,7 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 	pcfg := publish.NewDefaultConfig()
 	pcfg.Brokers = h.brokers
 	pcfg.DeliveryTimeout = 5 * time.Second
-	producer, err := publish.NewProducer(pcfg, publish.WithLogger(slog.New(slog.DiscardHandler)))
+	producer, err := publish.NewProducer(pcfg, nil, publish.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		t.Fatal(err)
 	}

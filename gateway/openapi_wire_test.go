@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluicehq/sluice/contract"
 	"github.com/sluicehq/sluice/examples"
+	"github.com/sluicehq/sluice/internal/eventtest"
 	"github.com/sluicehq/sluice/internal/jsonschematest"
 )
 
@@ -158,7 +159,7 @@ func TestOpenAPIAdmitsAccepted(t *testing.T) {
 			t.Errorf("seed %d: the gateway accepts none of %s; the seed is wrong", i, shorten(body))
 		}
 	}
-	for _, body := range restSeeds() {
+	for _, body := range eventtest.PublishBodies() {
 		checkAdmitted(t, handler, validators, body)
 	}
 }
@@ -166,7 +167,7 @@ func TestOpenAPIAdmitsAccepted(t *testing.T) {
 // FuzzOpenAPIAdmitsAccepted: every event the gateway accepts, from any
 // request, is valid under the description it serves.
 func FuzzOpenAPIAdmitsAccepted(f *testing.F) {
-	for _, s := range append(describedSeeds(), restSeeds()...) {
+	for _, s := range append(describedSeeds(), eventtest.PublishBodies()...) {
 		f.Add(s)
 	}
 	handler, spec := wireGateway(f)

@@ -22,6 +22,8 @@ import (
 
 	"github.com/sluicehq/sluice/admission"
 	"github.com/sluicehq/sluice/contract"
+	"github.com/sluicehq/sluice/gateway/envelope"
+	"github.com/sluicehq/sluice/gateway/openapi"
 	"github.com/sluicehq/sluice/gateway/webhook"
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
 	"github.com/sluicehq/sluice/record"
@@ -44,7 +46,7 @@ type Service struct {
 	contracts *contract.Versions
 	// docs is the REST API's description (HTTP.OpenAPI) of the registry
 	// served, or nil.
-	docs    *apiDocsCache
+	docs    *openapi.Docs
 	pub     Admitter
 	sources *sources
 	dedup   *dedupWindow // nil when dedup is off
@@ -122,8 +124,14 @@ func WithRegisterer(r prometheus.Registerer) Option {
 	return optionFunc(func(o *options) { o.reg = r })
 }
 
-// WithLogger replaces slog.Default().
-func WithLogger(l *slog.Logger) Option { return optionFunc(func(o *options) { o.log = l }) }
+// WithLogger replaces slog.Default(). A nil logger keeps it.
+func WithLogger(l *slog.Logger) Option {
+	return optionFunc(func(o *options) {
+		if l != nil {
+			o.log = l
+		}
+	})
+}
 
 // New builds the service. cfg must pass Validate. contracts is the
 // registry served, swapped by a reload (PrepareContracts, then
@@ -162,9 +170,9 @@ func New(cfg Config, contracts *contract.Versions, pub Admitter, opts ...Option)
 			return nil, fieldErr("topics."+t, "no contract of that type is loaded")
 		}
 	}
+	var err error
 	if cfg.HTTP.OpenAPI {
-		s.docs = new(apiDocsCache)
-		if err := s.docs.prepare(s, registry); err != nil {
+		if s.docs, err = openapi.New(contracts.Registry, docsLimits(cfg.Limits), o.log); err != nil {
 			return nil, err
 		}
 	}
@@ -175,7 +183,6 @@ func New(cfg Config, contracts *contract.Versions, pub Admitter, opts ...Option)
 	} else {
 		dedupLen = func() float64 { return 0 }
 	}
-	var err error
 	if s.metrics, err = newMetrics(o.reg, dedupLen, s.memory.inUse, s.streamMemory.inUse); err != nil {
 		return nil, err
 	}
@@ -434,14 +441,7 @@ func (s *Service) judge(ctx context.Context, src *source, b *batch) []*ingestv1.
 			owners = append(owners, c)
 			continue
 		}
-		if results[i] = s.claim(src, c); results[i] != nil {
-			continue
-		}
-		if c.wait != nil {
-			waiters = append(waiters, c)
-			continue
-		}
-		owners = append(owners, c)
+		owners, waiters = s.claim(src, c, results, owners, waiters)
 	}
 	// The rest waits on Kafka or the spool, not on this CPU.
 	release()
@@ -469,14 +469,7 @@ func (s *Service) judge(ctx context.Context, src *source, b *batch) []*ingestv1.
 				}
 				continue
 			}
-			c.wait = nil
-			switch results[c.index] = s.claim(src, c); {
-			case results[c.index] != nil:
-			case c.wait != nil:
-				again = append(again, c)
-			default:
-				owners = append(owners, c)
-			}
+			owners, again = s.claim(src, c, results, owners, again)
 		}
 		s.publish(pctx, src, owners, results, traceparent, ingestedAt)
 		waiters = again
@@ -510,7 +503,7 @@ func (s *Service) publishDeadline(ctx context.Context) time.Time {
 // the batch's registry. now is when the batch arrived, which the skew
 // window is around.
 func (s *Service) check(registry *contract.Registry, src *source, ev *ingestv1.Event, now time.Time) (*candidate, *ingestv1.Rejection) {
-	if !envelopeValid(ev) {
+	if !envelope.Valid(ev) {
 		if err := registry.Validate(ev); err != nil {
 			return nil, violationRejection(err, "")
 		}
@@ -572,15 +565,17 @@ func (s *Service) check(registry *contract.Registry, src *source, ev *ingestv1.E
 	return cand, nil
 }
 
-// claim claims c's id in the dedup window. It returns c's result when the
-// window settles it (DUPLICATE, or IDEMPOTENCY_CONFLICT: accepted with
-// another payload), and otherwise nil with c.wait set when another
-// publish of the id is in flight, or nil when c is the owner.
-func (s *Service) claim(src *source, c *candidate) *ingestv1.EventResult {
+// claim claims c's id in the dedup window and files c by the answer:
+// results[c.index] is set when the window settles it (DUPLICATE, or
+// IDEMPOTENCY_CONFLICT: accepted with another payload); c joins waiters,
+// with c.wait set, when another publish of the id is in flight; c joins
+// owners when it is to be published. It returns owners and waiters.
+func (s *Service) claim(src *source, c *candidate, results []*ingestv1.EventResult, owners, waiters []*candidate) ([]*candidate, []*candidate) {
 	cl := s.dedup.claim(c.key, c.print())
+	c.wait = cl.wait
 	switch {
 	case cl.duplicate:
-		return s.duplicate(c.index, c.event.GetId(), cl.origin)
+		results[c.index] = s.duplicate(c.index, c.event.GetId(), cl.origin)
 	case cl.conflict:
 		accepted := cl.accepted.String()
 		if c.first != nil && c.first.print() == cl.accepted {
@@ -588,11 +583,13 @@ func (s *Service) claim(src *source, c *candidate) *ingestv1.EventResult {
 			// whole.
 			accepted = formatFingerprint(c.first.sum)
 		}
-		return s.conflict(src, c, accepted, "the dedup window")
+		results[c.index] = s.conflict(src, c, accepted, "the dedup window")
 	case cl.wait != nil:
-		c.wait = cl.wait
+		waiters = append(waiters, c)
+	default:
+		owners = append(owners, c)
 	}
-	return nil
+	return owners, waiters
 }
 
 // repeat judges c, a repeat of an id earlier in its request, with dedup
@@ -843,7 +840,7 @@ func (s *Service) PrepareContracts(next *contract.Registry) error {
 		}
 	}
 	if s.docs != nil {
-		return s.docs.prepare(s, next)
+		return s.docs.Prepare(next)
 	}
 	return nil
 }

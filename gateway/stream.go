@@ -64,162 +64,252 @@ func (w *streamWatch) stop() { w.timer.Stop() }
 // delay, so that a client's idle stream does not hold the shutdown to its
 // deadline; a batch it had not read has no answer and is sent again.
 //
-// The stream is read and written by two goroutines of its own, so that
-// the handler can end a stream that makes no progress with a typed answer:
-// gRPC answers for itself when a receive fails, and a send to a client
-// that does not read never returns. They end with the stream, once the
-// handler has returned, and Server.Shutdown waits for them.
+// The stream is read and written by two goroutines of its own (the
+// session's read and send), so that the handler can end a stream that
+// makes no progress with a typed answer: gRPC answers for itself when a
+// receive fails, and a send to a client that does not read never returns.
+// They end with the stream, once the handler has returned, and
+// Server.Shutdown waits for them (Service.streamWorkers).
 func (s *Service) publishStream(stream grpc.ServerStream) error {
-	ctx := stream.Context()
-	src, f := s.source(ctx)
+	src, f := s.source(stream.Context())
 	if f != nil {
 		s.metrics.requests.WithLabelValues("grpc-stream", f.Reason.String()).Inc()
 		return f
 	}
 	s.metrics.streamsOpen.Inc()
 	defer s.metrics.streamsOpen.Dec()
-	// waits ends every wait of the handler's: when the stream ends, or when
-	// the watch finds it idle.
-	waits, stopWaits := context.WithCancel(ctx)
-	defer stopWaits()
-	watch := newStreamWatch(s.cfg.Limits.StreamIdleTimeout, stopWaits)
-	defer watch.stop()
-
-	type inFlight struct {
-		batchID uint64
-		results []*ingestv1.EventResult
-		done    chan struct{}
-		hold    *memoryHold
-		charge  int64 // of the stream's window
-	}
-	// A read: the charge taken for it, and what arrived.
-	type read struct {
-		hold   *memoryHold
-		charge int64
-		in     wireRequest
-		err    error
-	}
-	// maxCharge is a read's charge to the stream's window; the memory
-	// budget is charged a zstd stream's decoder window besides.
-	maxCharge := requestCost(s.cfg.Limits.MaxRequestBytes)
-	coding := callCoding(ctx)
-	memCharge := s.receiveCost(coding)
-	windowBytes := semaphore.NewWeighted(s.cfg.Limits.StreamWindowBytes)
-	release := func(hold *memoryHold, charge int64) {
-		hold.release()
-		windowBytes.Release(charge)
-	}
-	window := make(chan *inFlight, s.cfg.Limits.StreamWindow-1)
-	sendErr := make(chan error, 1)
-	next, got := make(chan read), make(chan read)
+	ss := s.newStreamSession(stream, src)
+	defer ss.stopWaits()
+	defer ss.watch.stop()
 	s.streamWorkers.Add(2)
-	// The reader reads one message for each charge the handler gives it.
-	go func() {
-		defer s.streamWorkers.Done()
-		for r := range next {
-			r.in.stream, r.in.coding = true, coding
-			r.err = stream.RecvMsg(&r.in)
-			select {
-			case got <- r:
-			case <-waits.Done(): // the handler is gone or going
-				release(r.hold, r.charge)
-				return
-			}
-		}
-	}()
-	// The sender owns the window's receive side; it keeps draining after a
-	// send fails so that no batch goroutine is left unwaited, and every
-	// batch's memory is handed back.
-	go func() {
-		defer s.streamWorkers.Done()
-		var failed error
-		for b := range window {
-			<-b.done
-			if failed == nil {
-				failed = stream.SendMsg(&ingestv1.PublishStreamResponse{BatchId: b.batchID, Results: b.results})
-				watch.progress()
-			}
-			release(b.hold, b.charge)
-		}
-		sendErr <- failed
-	}()
+	go ss.read()
+	go ss.send()
+	return ss.end(ss.loop())
+}
 
-	var recvErr error
-	drained := false
-recv:
+// streamSession is one PublishStream being served: the handler runs loop
+// and end, and two goroutines run read and send.
+type streamSession struct {
+	svc    *Service
+	stream grpc.ServerStream
+	ctx    context.Context // the stream's
+	src    *source
+	coding contentCoding // the call's grpc-encoding
+	// waits ends every wait of the handler's and the reader's: when the
+	// stream ends, or when the watch finds it idle.
+	waits     context.Context
+	stopWaits context.CancelFunc
+	watch     *streamWatch
+	// maxCharge is a read's charge to the stream's window (windowBytes);
+	// memCharge its charge to the memory budget, a zstd stream's decoder
+	// window besides.
+	maxCharge, memCharge int64
+	windowBytes          *semaphore.Weighted
+	// window holds the batches in flight, in the order they arrived: the
+	// one the sender waits on is out of it, the rest queued, so at most
+	// Limits.StreamWindow. The loop sends on it and closes it; the sender
+	// receives.
+	window chan *streamBatch
+	// sendErr is the sender's outcome: the first send that failed, or nil.
+	sendErr chan error
+	// next carries a charge to the reader for each message it may read;
+	// got carries back what it read.
+	next, got chan streamRead
+	// drained is set by the loop when it stopped for the server's
+	// shutdown.
+	drained bool
+}
+
+// streamBatch is a batch in flight: judged on a goroutine of its own,
+// which closes done, and answered by the sender.
+type streamBatch struct {
+	batchID uint64
+	results []*ingestv1.EventResult
+	done    chan struct{}
+	hold    *memoryHold
+	charge  int64 // of the stream's window
+}
+
+// streamRead is a read: the charge taken for it, and what arrived.
+type streamRead struct {
+	hold   *memoryHold
+	charge int64
+	in     wireRequest
+	err    error
+}
+
+func (s *Service) newStreamSession(stream grpc.ServerStream, src *source) *streamSession {
+	ctx := stream.Context()
+	coding := callCoding(ctx)
+	ss := &streamSession{
+		svc:         s,
+		stream:      stream,
+		ctx:         ctx,
+		src:         src,
+		coding:      coding,
+		maxCharge:   requestCost(s.cfg.Limits.MaxRequestBytes),
+		memCharge:   s.receiveCost(coding),
+		windowBytes: semaphore.NewWeighted(s.cfg.Limits.StreamWindowBytes),
+		window:      make(chan *streamBatch, s.cfg.Limits.StreamWindow-1),
+		sendErr:     make(chan error, 1),
+		next:        make(chan streamRead),
+		got:         make(chan streamRead),
+	}
+	ss.waits, ss.stopWaits = context.WithCancel(ctx)
+	ss.watch = newStreamWatch(s.cfg.Limits.StreamIdleTimeout, ss.stopWaits)
+	return ss
+}
+
+// release hands back a read's or a batch's charges.
+func (ss *streamSession) release(hold *memoryHold, charge int64) {
+	hold.release()
+	ss.windowBytes.Release(charge)
+}
+
+// read is the reader: it reads one message for each charge the loop gives
+// it, until the loop closes next or the waits end.
+func (ss *streamSession) read() {
+	defer ss.svc.streamWorkers.Done()
+	for r := range ss.next {
+		r.in.stream, r.in.coding = true, ss.coding
+		r.err = ss.stream.RecvMsg(&r.in)
+		select {
+		case ss.got <- r:
+		case <-ss.waits.Done(): // the handler is gone or going
+			ss.release(r.hold, r.charge)
+			return
+		}
+	}
+}
+
+// send is the sender: it answers the batches of window in order. It
+// keeps draining after a send fails so that no batch goroutine is left
+// unwaited, and every batch's memory is handed back.
+func (ss *streamSession) send() {
+	defer ss.svc.streamWorkers.Done()
+	var failed error
+	for b := range ss.window {
+		<-b.done
+		if failed == nil {
+			failed = ss.stream.SendMsg(&ingestv1.PublishStreamResponse{BatchId: b.batchID, Results: b.results})
+			ss.watch.progress()
+		}
+		ss.release(b.hold, b.charge)
+	}
+	ss.sendErr <- failed
+}
+
+// loop reads batches and starts judging each, until the stream ends, a
+// read fails, the waits end or the server shuts down. It returns the
+// read's error, or nil for the others.
+func (ss *streamSession) loop() error {
 	for {
-		if err := windowBytes.Acquire(waits, maxCharge); err != nil {
-			break
-		}
-		// A stream waits for room as long as it lives; its idle bound
-		// ends the wait of one that never gets it.
-		hold, err := s.streamMemory.take(waits, memCharge)
-		if err != nil {
-			windowBytes.Release(maxCharge)
-			break
-		}
-		r := read{hold: hold, charge: maxCharge}
-		select {
-		case next <- r:
-		case <-waits.Done():
-			release(r.hold, r.charge)
-			break recv
-		}
-		select {
-		case r = <-got:
-		case <-waits.Done():
-			break recv // the reader hands r's charge back
-		case <-s.draining:
-			// The batch being read, if any, is not judged: the client
-			// has no answer for it and sends it again.
-			drained = true
-			break recv // the reader hands r's charge back when the stream ends
+		r, ok := ss.receive()
+		if !ok {
+			return nil
 		}
 		if r.err == nil && r.in.failure != nil {
 			r.err = r.in.failure
 		}
 		if r.err != nil {
-			release(r.hold, r.charge)
-			if !errors.Is(r.err, io.EOF) {
-				recvErr = r.err
+			ss.release(r.hold, r.charge)
+			if errors.Is(r.err, io.EOF) {
+				return nil
 			}
-			break
+			return r.err
 		}
-		watch.progress()
-		b := &inFlight{batchID: r.in.batch.batchID, done: make(chan struct{}), hold: r.hold, charge: requestCost(r.in.batch.size)}
-		b.hold.shrink(b.charge)
-		windowBytes.Release(r.charge - b.charge)
-		start := s.now()
-		// Taking a place in the window before starting the batch bounds the
-		// batches in flight to StreamWindow: one the sender waits on, the
-		// rest queued in the channel.
-		select {
-		case window <- b:
-		case <-waits.Done():
-			release(b.hold, b.charge)
-			break recv
+		ss.watch.progress()
+		if !ss.start(r) {
+			return nil
 		}
-		go func() {
-			defer close(b.done)
-			defer func() {
-				s.metrics.requestDuration.WithLabelValues("grpc-stream").Observe(s.now().Sub(start).Seconds())
-			}()
-			b.results = s.judgeStreamBatch(ctx, src, r.in.batch)
-		}()
 	}
-	close(window)
-	close(next)
+}
+
+// receive takes the charges for one read, the largest request's, and has
+// the reader read. It reports false, its charges handed back (or left to
+// the reader to hand back), when the waits end or the server shuts down
+// first.
+func (ss *streamSession) receive() (streamRead, bool) {
+	if err := ss.windowBytes.Acquire(ss.waits, ss.maxCharge); err != nil {
+		return streamRead{}, false
+	}
+	// A stream waits for room as long as it lives; its idle bound ends
+	// the wait of one that never gets it.
+	hold, err := ss.svc.streamMemory.take(ss.waits, ss.memCharge)
+	if err != nil {
+		ss.windowBytes.Release(ss.maxCharge)
+		return streamRead{}, false
+	}
+	r := streamRead{hold: hold, charge: ss.maxCharge}
+	select {
+	case ss.next <- r:
+	case <-ss.waits.Done():
+		ss.release(r.hold, r.charge)
+		return streamRead{}, false
+	}
+	select {
+	case r = <-ss.got:
+		return r, true
+	case <-ss.waits.Done():
+		return streamRead{}, false // the reader hands r's charge back
+	case <-ss.svc.draining:
+		// The batch being read, if any, is not judged: the client has
+		// no answer for it and sends it again.
+		ss.drained = true
+		return streamRead{}, false // the reader hands r's charge back when the stream ends
+	}
+}
+
+// start cuts r's charges to its batch's size, queues the batch for the
+// sender and judges it on a goroutine of its own, which the sender waits
+// for. It reports false, the charges handed back, when the waits end
+// before there is room in the window.
+func (ss *streamSession) start(r streamRead) bool {
+	b := &streamBatch{batchID: r.in.batch.batchID, done: make(chan struct{}), hold: r.hold, charge: requestCost(r.in.batch.size)}
+	b.hold.shrink(b.charge)
+	ss.windowBytes.Release(r.charge - b.charge)
+	begun := ss.svc.now()
+	// Taking a place in the window before starting the batch bounds the
+	// batches in flight to StreamWindow: one the sender waits on, the
+	// rest queued in the channel.
+	select {
+	case ss.window <- b:
+	case <-ss.waits.Done():
+		ss.release(b.hold, b.charge)
+		return false
+	}
+	go ss.judge(b, r.in.batch, begun)
+	return true
+}
+
+// judge answers batch in b and closes b.done.
+func (ss *streamSession) judge(b *streamBatch, in *batch, begun time.Time) {
+	s := ss.svc
+	defer close(b.done)
+	defer func() {
+		s.metrics.requestDuration.WithLabelValues("grpc-stream").Observe(s.now().Sub(begun).Seconds())
+	}()
+	b.results = s.judgeStreamBatch(ss.ctx, ss.src, in)
+}
+
+// end closes the reader's and the sender's queues, waits for the sender's
+// outcome unless the waits end first, and gives the stream's answer.
+// recvErr is loop's.
+func (ss *streamSession) end(recvErr error) error {
+	s := ss.svc
+	close(ss.window)
+	close(ss.next)
 	var err error
 	select {
-	case err = <-sendErr:
-	case <-waits.Done():
+	case err = <-ss.sendErr:
+	case <-ss.waits.Done():
 	}
 	switch {
-	case drained && err == nil:
+	case ss.drained && err == nil:
 		s.metrics.requests.WithLabelValues("grpc-stream", ingestv1.Reason_UNAVAILABLE.String()).Inc()
 		return &Failure{Reason: ingestv1.Reason_UNAVAILABLE, RetryAfter: s.cfg.UnavailableRetryAfter,
 			Message: "the gateway is shutting down: the batches answered before this are final, send the rest again"}
-	case watch.fired.Load():
+	case ss.watch.fired.Load():
 		s.metrics.streamsIdle.Inc()
 		return &Failure{Reason: ingestv1.Reason_UNAVAILABLE, RetryAfter: s.cfg.UnavailableRetryAfter,
 			Message: fmt.Sprintf("the stream made no progress for %v (no batch arrived and no answer could be sent): closed", s.cfg.Limits.StreamIdleTimeout)}

@@ -31,9 +31,9 @@ func TestProducerUsesTheConnectionBlock(t *testing.T) {
 	}
 }
 
-// TestWithConnection: the connection given replaces the one NewProducer
-// would make of the block.
-func TestWithConnection(t *testing.T) {
+// TestNewProducerTakesTheConnection: the connection given to NewProducer replaces the
+// one it would make of the block.
+func TestNewProducerTakesTheConnection(t *testing.T) {
 	c := newCluster(t, []string{"t"})
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -41,7 +41,7 @@ func TestWithConnection(t *testing.T) {
 	}
 	closed := l.Addr().String()
 	l.Close()
-	p := newTestProducer(t, []string{closed}, nil, WithConnection([]kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...)}))
+	p := newTestProducerOn(t, []string{closed}, []kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...)}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), testWait)
 	defer cancel()
 	if errs := p.Publish(ctx, []*kgo.Record{{Topic: "t", Value: []byte("v")}}); errs[0] != nil {

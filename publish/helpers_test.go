@@ -25,16 +25,31 @@ func newCluster(t testing.TB, topics []string, opts ...kfake.Opt) *kfake.Cluster
 	return kafkatest.Fake(t, 3, topics, opts...)
 }
 
-// newTestProducer creates a producer on brokers, with cfg adjusted by edit,
-// and closes it when the test ends.
+// testDeliveryTimeout is the tests' Config.DeliveryTimeout, franz-go's
+// minimum: a test whose records cannot be delivered (no broker) waits it
+// out when its producer closes, and the 10s default would make that wait
+// most of the package's test time. No assertion depends on it; a test
+// that needs another sets it in edit.
+const testDeliveryTimeout = minDeliveryTimeout
+
+// newTestProducer creates a producer on brokers, with testDeliveryTimeout
+// and cfg adjusted by edit, and closes it when the test ends.
 func newTestProducer(t testing.TB, brokers []string, edit func(*Config), opts ...Option) *Producer {
+	t.Helper()
+	return newTestProducerOn(t, brokers, nil, edit, opts...)
+}
+
+// newTestProducerOn is newTestProducer on the connection conn (nil: made
+// of the config's block).
+func newTestProducerOn(t testing.TB, brokers []string, conn []kgo.Opt, edit func(*Config), opts ...Option) *Producer {
 	t.Helper()
 	cfg := NewDefaultConfig()
 	cfg.Brokers = brokers
+	cfg.DeliveryTimeout = testDeliveryTimeout
 	if edit != nil {
 		edit(&cfg)
 	}
-	p, err := NewProducer(cfg, append([]Option{WithLogger(discardLogger())}, opts...)...)
+	p, err := NewProducer(cfg, conn, append([]Option{WithLogger(discardLogger())}, opts...)...)
 	if err != nil {
 		t.Fatalf("NewProducer: %v", err)
 	}

@@ -4,7 +4,6 @@ import (
 	"log/slog"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // Option configures a Producer beyond its Config: what the caller's
@@ -14,7 +13,6 @@ type Option interface{ apply(*options) }
 type options struct {
 	registerer prometheus.Registerer
 	logger     *slog.Logger
-	conn       []kgo.Opt // nil: from Config's connection block
 	topics     []string
 }
 
@@ -28,23 +26,14 @@ func WithRegisterer(r prometheus.Registerer) Option {
 	return option{func(o *options) { o.registerer = r }}
 }
 
-// WithLogger sets the logger for the producer and its Kafka client,
-// overriding the default slog.Default(). A nil logger keeps the default.
+// WithLogger replaces slog.Default(), for the producer and its Kafka
+// client. A nil logger keeps it.
 func WithLogger(l *slog.Logger) Option {
 	return option{func(o *options) {
 		if l != nil {
 			o.logger = l
 		}
 	}}
-}
-
-// WithConnection gives the client the connection options that
-// kafkaconn.Config.Options made of Config's connection block, overriding
-// the default of making them in NewProducer: a process with several Kafka
-// clients makes them once, so the password is read and the block's
-// warnings are logged once.
-func WithConnection(conn []kgo.Opt) Option {
-	return option{func(o *options) { o.conn = conn }}
 }
 
 // WithTopics names the topics the producer writes to, overriding the

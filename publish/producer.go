@@ -97,10 +97,13 @@ func recordSize(r *kgo.Record) int64 {
 	return int64(n)
 }
 
-// NewProducer validates cfg and creates the Kafka client on the connection
-// of cfg's connection block (or WithConnection's). It does not connect: use
-// Ping to check that a broker answers.
-func NewProducer(cfg Config, opts ...Option) (*Producer, error) {
+// NewProducer validates cfg and creates the Kafka client on conn, the
+// connection options kafkaconn.Config.Options made of cfg's connection
+// block: a process with several Kafka clients makes them once, so that the
+// password is read and the block's warnings are logged once. A nil conn is
+// made of cfg's block here. It does not connect: use Ping to check that a
+// broker answers.
+func NewProducer(cfg Config, conn []kgo.Opt, opts ...Option) (*Producer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -108,7 +111,6 @@ func NewProducer(cfg Config, opts ...Option) (*Producer, error) {
 	for _, opt := range opts {
 		opt.apply(&o)
 	}
-	conn := o.conn
 	if conn == nil {
 		var err error
 		if conn, err = cfg.Config.Options(o.logger); err != nil {

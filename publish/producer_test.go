@@ -455,11 +455,11 @@ func TestNewProducer(t *testing.T) {
 
 	cfg := NewDefaultConfig()
 	cfg.Brokers = []string{"127.0.0.1:9092"}
-	if _, err := NewProducer(cfg, WithRegisterer(reg)); err == nil {
+	if _, err := NewProducer(cfg, nil, WithRegisterer(reg)); err == nil {
 		t.Error("second producer registered the same metrics on one registry")
 	}
 	cfg.Compression = "brotli"
-	if _, err := NewProducer(cfg); err == nil || err.Error() != `kafka.compression: must be one of "none", "snappy", "lz4", "zstd", "gzip", got "brotli"` {
+	if _, err := NewProducer(cfg, nil); err == nil || err.Error() != `kafka.compression: must be one of "none", "snappy", "lz4", "zstd", "gzip", got "brotli"` {
 		t.Errorf("invalid config: got %v", err)
 	}
 	// The buffered records gauge reads the client.

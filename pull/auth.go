@@ -43,9 +43,9 @@ func (e *AuthError) Error() string {
 
 func (e *AuthError) Unwrap() error { return e.Err }
 
-// ErrNoCredentials is wrapped by an AuthError when a token or secret's
+// errNoCredentials is wrapped by an AuthError when a token or secret's
 // environment variable is empty.
-var ErrNoCredentials = errors.New("pull: credentials environment variable is empty or unset")
+var errNoCredentials = errors.New("pull: credentials environment variable is empty or unset")
 
 // credentials sets a request's Authorization header. It is used by Run's
 // goroutine only.
@@ -76,7 +76,7 @@ func (c *credentials) authorize(ctx context.Context, req *http.Request) error {
 			c.token = c.getenv(c.cfg.TokenEnv)
 		}
 		if c.token == "" {
-			return &AuthError{Partner: c.partner, Err: fmt.Errorf("%w: %s", ErrNoCredentials, c.cfg.TokenEnv)}
+			return &AuthError{Partner: c.partner, Err: fmt.Errorf("%w: %s", errNoCredentials, c.cfg.TokenEnv)}
 		}
 	case AuthOAuth2:
 		if c.token == "" || (!c.expires.IsZero() && !c.now().Before(c.expires.Add(-c.cfg.OAuth2.RefreshBefore))) {
@@ -121,7 +121,7 @@ func (c *credentials) fetchToken(ctx context.Context) (err error) {
 	}()
 	secret := c.getenv(o.ClientSecretEnv)
 	if secret == "" {
-		return &AuthError{Partner: c.partner, Err: fmt.Errorf("%w: %s", ErrNoCredentials, o.ClientSecretEnv)}
+		return &AuthError{Partner: c.partner, Err: fmt.Errorf("%w: %s", errNoCredentials, o.ClientSecretEnv)}
 	}
 	if c.grant == nil {
 		params := url.Values{}

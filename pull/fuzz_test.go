@@ -67,7 +67,7 @@ func FuzzLinkNext(f *testing.F) {
 
 // FuzzMapItem: any page body and pointers give the poller's items, each
 // mapped to an event whose id is not empty and whose payload is a JSON
-// object, or to a *MappingError with the item's index; a body that has
+// object, or to a *mappingError with the item's index; a body that has
 // no items at the pointer is an error, never a panic. The mapping itself
 // is package eventmap's (FuzzMap there); this is the poller's use of it.
 func FuzzMapItem(f *testing.F) {
@@ -93,8 +93,8 @@ func FuzzMapItem(f *testing.F) {
 			for i, it := range append(raw, json.RawMessage(item)) {
 				ev, err := mapItem(m, i, it, fuzzNow)
 				if err != nil {
-					if me, ok := err.(*MappingError); !ok || me.Index != i {
-						t.Fatalf("error %T %v is not a *MappingError of item %d", err, err, i)
+					if me, ok := err.(*mappingError); !ok || me.Index != i {
+						t.Fatalf("error %T %v is not a *mappingError of item %d", err, err, i)
 					}
 					continue
 				}

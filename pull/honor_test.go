@@ -597,7 +597,7 @@ func TestTokenEndpointRefusesClient(t *testing.T) {
 	}
 
 	p, _ = newTestPoller(t, oauthConfig("p", o), pulltest.NewRecorder(), &pulltest.Store[CursorRecord]{}, pulltest.NewClock(), WithGetenv(func(string) string { return "" }))
-	if err := p.Run(t.Context()); !errors.Is(err, ErrNoCredentials) {
+	if err := p.Run(t.Context()); !errors.Is(err, errNoCredentials) {
 		t.Fatalf("Run without a secret: %v", err)
 	}
 }

@@ -12,19 +12,19 @@ import (
 	"github.com/sluicehq/sluice/internal/jsonpointer"
 )
 
-// MappingError is an item that does not map to an event. It is the item's
+// mappingError is an item that does not map to an event. It is the item's
 // fault: the item is counted as rejected and the page goes on.
-type MappingError struct {
+type mappingError struct {
 	Index int    // the item's index in its page
 	Field string // mapping field: id, type, occurred_at, partition_key, payload
 	Err   error
 }
 
-func (e *MappingError) Error() string {
+func (e *mappingError) Error() string {
 	return fmt.Sprintf("pull: item %d: %s: %v", e.Index, e.Field, e.Err)
 }
 
-func (e *MappingError) Unwrap() error { return e.Err }
+func (e *mappingError) Unwrap() error { return e.Err }
 
 // mapItem turns one item into an event with m; fetched is the page's
 // fetch time, the event time when the mapping reads none.
@@ -33,9 +33,9 @@ func mapItem(m *eventmap.Mapping, index int, item json.RawMessage, fetched time.
 	if err != nil {
 		var fe *eventmap.FieldError
 		if errors.As(err, &fe) {
-			return nil, &MappingError{Index: index, Field: fe.Field, Err: fe.Err}
+			return nil, &mappingError{Index: index, Field: fe.Field, Err: fe.Err}
 		}
-		return nil, &MappingError{Index: index, Field: "item", Err: err}
+		return nil, &mappingError{Index: index, Field: "item", Err: err}
 	}
 	return ev, nil
 }

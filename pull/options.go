@@ -65,8 +65,14 @@ func defaultOptions() options {
 // WithClock replaces the wall clock.
 func WithClock(c Clock) Option { return optionFunc(func(o *options) { o.clock = c }) }
 
-// WithLogger replaces slog.Default().
-func WithLogger(l *slog.Logger) Option { return optionFunc(func(o *options) { o.log = l }) }
+// WithLogger replaces slog.Default(). A nil logger keeps it.
+func WithLogger(l *slog.Logger) Option {
+	return optionFunc(func(o *options) {
+		if l != nil {
+			o.log = l
+		}
+	})
+}
 
 // WithMetrics shares one Metrics between pollers; by default a Poller has
 // unregistered metrics of its own.

@@ -481,6 +481,33 @@ func (p *Poller) admit(ctx context.Context, pos Position, pg *page) (time.Durati
 // reasonUnmappable is the reason label of items that do not map to events.
 const reasonUnmappable = "UNMAPPABLE"
 
+// How each answer is handled:
+//
+//   - 2xx: a page. The rate-limit headers (RateLimit, RateLimit-Remaining/
+//     -Reset, X-RateLimit-Remaining/-Reset) are read on every answer: with
+//     at most RateLimit.MinRemaining requests left, the next request waits
+//     for the reset. A reset of 1e9 or more is a Unix timestamp (1e12 or
+//     more: milliseconds), a smaller one seconds from now.
+//   - 429 and 503: wait for Retry-After (seconds or HTTP date), else for
+//     the rate-limit reset, else exponential backoff with full jitter;
+//     every partner-given wait is capped by MaxRetryAfter.
+//   - Other 5xx, timeouts, connection errors, off-origin redirects:
+//     backoff with full jitter; after Breaker.Failures in a row the breaker
+//     opens for Breaker.Cooldown, then one probe decides. Any answer of the
+//     partner (401, 429, a failed page included) counts as a success for
+//     the breaker: the partner is up.
+//   - 401: the credentials are refreshed once (a new OAuth2 token, or the
+//     bearer token read again from its environment variable) and the page
+//     retried; a second 401 in a row stops the poller with an *AuthError.
+//     A token endpoint that refuses the client (4xx, or a 2xx with an
+//     error member) stops it the same way; one that is down, slow or
+//     redirects off its origin is retried like a page, behind the breaker.
+//     Tokens (client credentials grant) are kept until RefreshBefore ahead
+//     of their expires_in, counted on the poller's Clock.
+//   - Other 4xx, and 2xx bodies that are not a page: the page is recorded
+//     as failed (Status, a log line, sluice_poller_page_failures_total),
+//     the position stays, and the page is retried with backoff.
+
 // kind is how a partner's answer is handled.
 type kind int
 

@@ -15,14 +15,15 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/sluicehq/sluice/audit"
 	"github.com/sluicehq/sluice/internal/utctime"
 )
 
 // auditSink is a table sink as the audit tests use it.
 type auditSink interface {
 	Sink
-	Auditor
-	AuditReader
+	audit.Writer
+	audit.Reader
 	rowReader
 }
 
@@ -102,7 +103,7 @@ func TestAudit(t *testing.T) { runAudit(t, sqliteAuditImpl()) }
 func TestIntegrationPostgresAudit(t *testing.T) { runAudit(t, postgresAuditImpl(postgresDSN(t))) }
 
 // auditRows reads the rows of e's identity from s.
-func auditRows(t *testing.T, s AuditReader, e Event) []AuditRow {
+func auditRows(t *testing.T, s audit.Reader, e Event) []audit.Row {
 	t.Helper()
 	rows, err := s.AuditRows(context.Background(), e.Source, e.ID)
 	if err != nil {
@@ -113,7 +114,7 @@ func auditRows(t *testing.T, s AuditReader, e Event) []AuditRow {
 
 // wantRows fails t unless got are want with sequences 1, 2, ..., each at
 // its At to precision.
-func wantRows(t *testing.T, precision time.Duration, got, want []AuditRow) {
+func wantRows(t *testing.T, precision time.Duration, got, want []audit.Row) {
 	t.Helper()
 	if len(got) != len(want) {
 		t.Fatalf("%d audit rows, want %d:\n got %+v\nwant %+v", len(got), len(want), got, want)
@@ -129,7 +130,7 @@ func wantRows(t *testing.T, precision time.Duration, got, want []AuditRow) {
 }
 
 // written is e's written row as the sink named name writes it at at.
-func written(e Event, name string, at time.Time, detail string) AuditRow {
+func written(e Event, name string, at time.Time, detail string) audit.Row {
 	return WrittenRow(&e, name, at, detail)
 }
 
@@ -145,7 +146,7 @@ func runAudit(t *testing.T, impl auditImpl) {
 		writtenAt := clock.Now()
 		writeClean(t, s, batch)
 		for _, e := range batch {
-			wantRows(t, impl.precision, auditRows(t, s, e), []AuditRow{written(e, impl.name, writtenAt, "")})
+			wantRows(t, impl.precision, auditRows(t, s, e), []audit.Row{written(e, impl.name, writtenAt, "")})
 		}
 		if got := auditRows(t, s, batch[1])[0]; got.Group != "g1" || got.ReplayID != "r-1" || got.Actor != "ops" {
 			t.Fatalf("written row of a replayed event = %+v, want its group, replay id and actor", got)
@@ -154,21 +155,21 @@ func runAudit(t *testing.T, impl auditImpl) {
 		// Decisions without a write come after, in the order recorded.
 		clock.Advance(time.Minute)
 		e := batch[0]
-		dead := AuditRow{Source: e.Source, EventID: e.ID, Action: AuditDeadLettered, At: clock.Now().Add(-time.Second),
+		dead := audit.Row{Source: e.Source, EventID: e.ID, Action: audit.DeadLettered, At: clock.Now().Add(-time.Second),
 			Topic: e.Topic, Partition: e.Partition, Offset: e.Offset, EventType: e.Type, Group: "g", Sink: impl.name,
 			Class: "transient", Error: "down", Attempt: 5, Retryable: true}
-		retried := AuditRow{Source: e.Source, EventID: e.ID, Action: AuditRetried, Topic: e.Topic + ".dlq", Partition: 2, Offset: 7,
+		retried := audit.Row{Source: e.Source, EventID: e.ID, Action: audit.Retried, Topic: e.Topic + ".dlq", Partition: 2, Offset: 7,
 			EventType: e.Type, Group: "g", Sink: impl.name, Class: "transient", Attempt: 5, Retryable: true}
-		parked := AuditRow{Source: e.Source, EventID: e.ID, Action: AuditParked, At: clock.Now(), Topic: e.Topic + ".dlq", Partition: 2, Offset: 9,
+		parked := audit.Row{Source: e.Source, EventID: e.ID, Action: audit.Parked, At: clock.Now(), Topic: e.Topic + ".dlq", Partition: 2, Offset: 9,
 			EventType: e.Type, Group: "g", Sink: impl.name, Class: "transient", Error: "down", Attempt: 6, DLQRetries: 1, Detail: "max_retries"}
-		if err := s.Audit(ctx, []AuditRow{dead, retried}); err != nil {
+		if err := s.Audit(ctx, []audit.Row{dead, retried}); err != nil {
 			t.Fatalf("Audit: %v", err)
 		}
-		if err := s.Audit(ctx, []AuditRow{parked}); err != nil {
+		if err := s.Audit(ctx, []audit.Row{parked}); err != nil {
 			t.Fatalf("Audit: %v", err)
 		}
 		retried.At = clock.Now() // stamped by the sink
-		wantRows(t, impl.precision, auditRows(t, s, e), []AuditRow{written(e, impl.name, writtenAt, ""), dead, retried, parked})
+		wantRows(t, impl.precision, auditRows(t, s, e), []audit.Row{written(e, impl.name, writtenAt, ""), dead, retried, parked})
 		if rows := auditRows(t, s, Event{Source: "nobody", ID: e.ID}); len(rows) != 0 {
 			t.Fatalf("rows of an identity never audited: %+v", rows)
 		}
@@ -177,7 +178,7 @@ func runAudit(t *testing.T, impl auditImpl) {
 		other := testEvent(0)
 		other.Source = "tenant-b"
 		writeClean(t, s, []Event{other})
-		wantRows(t, impl.precision, auditRows(t, s, other), []AuditRow{written(other, impl.name, clock.Now(), "")})
+		wantRows(t, impl.precision, auditRows(t, s, other), []audit.Row{written(other, impl.name, clock.Now(), "")})
 		if n := len(auditRows(t, s, e)); n != 4 {
 			t.Fatalf("%d rows for %q after another source's event, want 4", n, e.Source)
 		}
@@ -193,7 +194,7 @@ func runAudit(t *testing.T, impl auditImpl) {
 		clock.Advance(time.Minute)
 		writeClean(t, s, []Event{e})
 		writeClean(t, s, []Event{e, e})
-		want := []AuditRow{written(e, impl.name, at, "")}
+		want := []audit.Row{written(e, impl.name, at, "")}
 		wantRows(t, impl.precision, auditRows(t, s, e), want)
 
 		// Another record of the same event is a duplicate; another payload
@@ -207,31 +208,31 @@ func runAudit(t *testing.T, impl auditImpl) {
 				t.Fatal(err)
 			}
 		}
-		want = append(want, written(dupe, impl.name, clock.Now(), AuditDetailDuplicate),
-			written(copied, impl.name, clock.Now(), AuditDetailConflict))
+		want = append(want, written(dupe, impl.name, clock.Now(), audit.DetailDuplicate),
+			written(copied, impl.name, clock.Now(), audit.DetailConflict))
 		wantRows(t, impl.precision, auditRows(t, s, e), want)
 
 		// The same decision twice, in one call and in two, is one row; a
 		// decision with another attempt, DLQ retry or replay is another.
-		dead := AuditRow{Source: e.Source, EventID: e.ID, Action: AuditDeadLettered, At: clock.Now(), Topic: e.Topic,
+		dead := audit.Row{Source: e.Source, EventID: e.ID, Action: audit.DeadLettered, At: clock.Now(), Topic: e.Topic,
 			Partition: e.Partition, Offset: e.Offset, Class: "permanent", Error: "refused", Attempt: 1}
 		again := dead
 		again.Error = "refused again" // not part of the decision
-		if err := s.Audit(ctx, []AuditRow{dead, again}); err != nil {
+		if err := s.Audit(ctx, []audit.Row{dead, again}); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Audit(ctx, []AuditRow{again}); err != nil {
+		if err := s.Audit(ctx, []audit.Row{again}); err != nil {
 			t.Fatal(err)
 		}
 		want = append(want, dead)
 		wantRows(t, impl.precision, auditRows(t, s, e), want)
 		next := dead
 		next.DLQRetries = 1
-		replayed := AuditRow{Source: e.Source, EventID: e.ID, Action: AuditReplayed, At: clock.Now(), Topic: e.Topic + ".parked",
+		replayed := audit.Row{Source: e.Source, EventID: e.ID, Action: audit.Replayed, At: clock.Now(), Topic: e.Topic + ".parked",
 			ReplayID: "r-1", Actor: "ops"}
 		replayedAgain := replayed
 		replayedAgain.ReplayID = "r-2"
-		if err := s.Audit(ctx, []AuditRow{next, replayed, replayedAgain, replayed}); err != nil {
+		if err := s.Audit(ctx, []audit.Row{next, replayed, replayedAgain, replayed}); err != nil {
 			t.Fatal(err)
 		}
 		want = append(want, next, replayed, replayedAgain)
@@ -267,7 +268,7 @@ func runAudit(t *testing.T, impl auditImpl) {
 				batch = slices.Delete(batch, 2, 3)
 				writeClean(t, s, batch)
 				for _, e := range batch {
-					wantRows(t, impl.precision, auditRows(t, s, e), []AuditRow{written(e, impl.name, clock.Now(), "")})
+					wantRows(t, impl.precision, auditRows(t, s, e), []audit.Row{written(e, impl.name, clock.Now(), "")})
 				}
 			})
 		}
@@ -296,10 +297,10 @@ func runAudit(t *testing.T, impl auditImpl) {
 			}()
 			go func() {
 				defer wg.Done()
-				var rows []AuditRow
+				var rows []audit.Row
 				for i := len(events) - 1; i >= 0; i-- {
 					e := events[i]
-					rows = append(rows, AuditRow{Source: e.Source, EventID: e.ID, Action: AuditDeadLettered, Topic: e.Topic,
+					rows = append(rows, audit.Row{Source: e.Source, EventID: e.ID, Action: audit.DeadLettered, Topic: e.Topic,
 						Partition: e.Partition, Offset: e.Offset, Attempt: g + 1})
 				}
 				errs <- s.Audit(ctx, rows)
@@ -322,7 +323,7 @@ func runAudit(t *testing.T, impl auditImpl) {
 				if r.Sequence != int64(i+1) {
 					t.Fatalf("%q: sequences %v, want 1 to %d", e.ID, sequences(rows), len(rows))
 				}
-				if r.Action == AuditWritten && r.Detail == "" {
+				if r.Action == audit.Written && r.Detail == "" {
 					inserted++
 				}
 			}
@@ -336,22 +337,22 @@ func runAudit(t *testing.T, impl auditImpl) {
 		clock := newTestClock()
 		s, _ := impl.open(t, clock)
 		e := testEvent(3)
-		good := AuditRow{Source: e.Source, EventID: e.ID, Action: AuditParked, Detail: "contract"}
+		good := audit.Row{Source: e.Source, EventID: e.ID, Action: audit.Parked, Detail: "contract"}
 		for _, tc := range []struct {
 			name string
-			mod  func(*AuditRow)
+			mod  func(*audit.Row)
 		}{
-			{"empty id", func(r *AuditRow) { r.EventID = "" }},
-			{"empty source", func(r *AuditRow) { r.Source = "" }},
-			{"id with a control character", func(r *AuditRow) { r.EventID = "a\nb" }},
-			{"unknown action", func(r *AuditRow) { r.Action = "deleted" }},
-			{"group not UTF-8", func(r *AuditRow) { r.Group = "\xff" }},
-			{"actor with NUL", func(r *AuditRow) { r.Actor = "a\x00" }},
+			{"empty id", func(r *audit.Row) { r.EventID = "" }},
+			{"empty source", func(r *audit.Row) { r.Source = "" }},
+			{"id with a control character", func(r *audit.Row) { r.EventID = "a\nb" }},
+			{"unknown action", func(r *audit.Row) { r.Action = "deleted" }},
+			{"group not UTF-8", func(r *audit.Row) { r.Group = "\xff" }},
+			{"actor with NUL", func(r *audit.Row) { r.Actor = "a\x00" }},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				bad := good
 				tc.mod(&bad)
-				err := s.Audit(ctx, []AuditRow{good, bad})
+				err := s.Audit(ctx, []audit.Row{good, bad})
 				wantClass(t, err, Permanent)
 				if !errors.Is(err, ErrInvalidAuditRow) {
 					t.Fatalf("err = %v, want ErrInvalidAuditRow", err)
@@ -364,7 +365,7 @@ func runAudit(t *testing.T, impl auditImpl) {
 		// Free text is kept as valid UTF-8 without NUL, cut to fit.
 		noisy := good
 		noisy.Error = "bad \xff byte and \x00 NUL " + strings.Repeat("x", 2*maxAuditTextBytes)
-		if err := s.Audit(ctx, []AuditRow{noisy}); err != nil {
+		if err := s.Audit(ctx, []audit.Row{noisy}); err != nil {
 			t.Fatal(err)
 		}
 		got := auditRows(t, s, e)[0].Error
@@ -379,7 +380,7 @@ func runAudit(t *testing.T, impl auditImpl) {
 			t.Fatal(err)
 		}
 		e := testEvent(4)
-		err := s.Audit(ctx, []AuditRow{{Source: e.Source, EventID: e.ID, Action: AuditRetried}})
+		err := s.Audit(ctx, []audit.Row{{Source: e.Source, EventID: e.ID, Action: audit.Retried}})
 		wantClass(t, err, Transient)
 		if !errors.Is(err, ErrClosed) {
 			t.Fatalf("Audit after Close: err = %v, want ErrClosed", err)
@@ -387,7 +388,7 @@ func runAudit(t *testing.T, impl auditImpl) {
 	})
 }
 
-func sequences(rows []AuditRow) []int64 {
+func sequences(rows []audit.Row) []int64 {
 	out := make([]int64, len(rows))
 	for i, r := range rows {
 		out[i] = r.Sequence
@@ -488,8 +489,8 @@ func TestSQLiteMigrateV2(t *testing.T) {
 	// its trail; a new event is audited as written.
 	fresh := testEvent(100)
 	writeClean(t, s, []Event{old[0], fresh})
-	wantRows(t, time.Nanosecond, auditRows(t, s, old[0]), []AuditRow{written(old[0], KindSQLite, clock.Now(), AuditDetailDuplicate)})
-	wantRows(t, time.Nanosecond, auditRows(t, s, fresh), []AuditRow{written(fresh, KindSQLite, clock.Now(), "")})
+	wantRows(t, time.Nanosecond, auditRows(t, s, old[0]), []audit.Row{written(old[0], KindSQLite, clock.Now(), audit.DetailDuplicate)})
+	wantRows(t, time.Nanosecond, auditRows(t, s, fresh), []audit.Row{written(fresh, KindSQLite, clock.Now(), "")})
 
 	db, err := sql.Open("sqlite", cfg.Path)
 	if err != nil {
@@ -587,8 +588,8 @@ FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $
 	}
 	fresh := testEvent(100)
 	writeClean(t, p, []Event{old[0], fresh})
-	wantRows(t, time.Microsecond, auditRows(t, p, old[0]), []AuditRow{written(old[0], KindPostgres, clock.Now(), AuditDetailDuplicate)})
-	wantRows(t, time.Microsecond, auditRows(t, p, fresh), []AuditRow{written(fresh, KindPostgres, clock.Now(), "")})
+	wantRows(t, time.Microsecond, auditRows(t, p, old[0]), []audit.Row{written(old[0], KindPostgres, clock.Now(), audit.DetailDuplicate)})
+	wantRows(t, time.Microsecond, auditRows(t, p, fresh), []audit.Row{written(fresh, KindPostgres, clock.Now(), "")})
 }
 
 // OpenSQLiteAuditReader only reads: it creates no file, refuses a table
@@ -638,7 +639,7 @@ func TestSQLiteAuditReader(t *testing.T) {
 	}
 	defer r.Close()
 	rows, err := r.AuditRows(ctx, e[0].Source, e[0].ID)
-	if err != nil || len(rows) != 1 || rows[0].Action != AuditWritten {
+	if err != nil || len(rows) != 1 || rows[0].Action != audit.Written {
 		t.Fatalf("rows %+v, %v", rows, err)
 	}
 }

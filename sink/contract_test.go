@@ -196,8 +196,8 @@ func runContract(t *testing.T, impl implementation) {
 		t.Fatalf("refused batch reported conflicts %v", conflicts)
 	}
 	count(9)
-	if _, err := rows.Get(ctx, bad[0].Source, bad[0].ID); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("Get(%q, %q) after refused batch: err = %v, want ErrNotFound", bad[0].Source, bad[0].ID, err)
+	if _, err := rows.Get(ctx, bad[0].Source, bad[0].ID); !errors.Is(err, errNotFound) {
+		t.Fatalf("Get(%q, %q) after refused batch: err = %v, want errNotFound", bad[0].Source, bad[0].ID, err)
 	}
 
 	// Concurrent batches over the same ids, in opposite orders, all succeed

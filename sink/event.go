@@ -17,8 +17,8 @@ var (
 	// ErrClosed is wrapped by the error of a Write on a closed sink. It is
 	// Transient: the sink is going away, not the event.
 	ErrClosed = errors.New("sink: closed")
-	// ErrNotFound is returned by Get for an identity the sink does not hold.
-	ErrNotFound = errors.New("sink: event not found")
+	// errNotFound is returned by Get for an identity the sink does not hold.
+	errNotFound = errors.New("sink: event not found")
 	// ErrInvalidEvent is wrapped by the Permanent error of a batch holding
 	// an event no sink can store: no id or source, text that is not valid
 	// UTF-8 or holds NUL or control characters where they cannot go, a

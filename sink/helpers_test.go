@@ -221,7 +221,7 @@ func (rc *receiver) Get(_ context.Context, source, id string) (Row, error) {
 	held, ok := rc.bodies[IdempotencyKey(source, id)]
 	rc.mu.Unlock()
 	if !ok {
-		return Row{}, ErrNotFound
+		return Row{}, errNotFound
 	}
 	env := held.env
 	row := Row{

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/sluicehq/sluice/internal/outbound"
 	"github.com/sluicehq/sluice/internal/retryafter"
 	"github.com/sluicehq/sluice/internal/utctime"
+	"github.com/sluicehq/sluice/record"
 )
 
 // HTTP is the HTTP sink: one POST per event, in batch order, each carrying
@@ -58,10 +58,9 @@ const (
 
 // IdempotencyKey is the Idempotency-Key of identity (source, id): each
 // part path-escaped, so that no part holds the "/" between them and
-// distinct identities have distinct keys.
-func IdempotencyKey(source, id string) string {
-	return url.PathEscape(source) + "/" + url.PathEscape(id)
-}
+// distinct identities have distinct keys. It is record.IdentityKey, the
+// key of the event's records in sluice.audit.
+func IdempotencyKey(source, id string) string { return record.IdentityKey(source, id) }
 
 // StatusError is a receiver's answer other than 2xx.
 type StatusError struct {

@@ -72,7 +72,7 @@ func TestPostgresClass(t *testing.T) {
 }
 
 func TestPostgresDDL(t *testing.T) {
-	ddl, err := PostgresDDL("events")
+	ddl, err := postgresDDL("events")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,8 +88,8 @@ func TestPostgresDDL(t *testing.T) {
 			t.Errorf("DDL lacks %q:\n%s", want, ddl)
 		}
 	}
-	if _, err := PostgresDDL(`events"; DROP TABLE x; --`); err == nil {
-		t.Fatal("PostgresDDL accepted a table name that is not an identifier")
+	if _, err := postgresDDL(`events"; DROP TABLE x; --`); err == nil {
+		t.Fatal("postgresDDL accepted a table name that is not an identifier")
 	}
 }
 
@@ -257,7 +257,7 @@ func TestIntegrationPostgresMigrateV1(t *testing.T) {
 	}
 }
 
-// TestIntegrationPostgresDDLByHand: what PostgresDDL prints, applied by
+// TestIntegrationPostgresDDLByHand: what postgresDDL prints, applied by
 // hand, makes a table OpenPostgres accepts and Migrate leaves alone.
 func TestIntegrationPostgresDDLByHand(t *testing.T) {
 	dsn := postgresDSN(t)
@@ -265,7 +265,7 @@ func TestIntegrationPostgresDDLByHand(t *testing.T) {
 	defer cancel()
 	table := testTableName(t)
 	t.Cleanup(func() { dropTestTable(t, dsn, table) })
-	ddl, err := PostgresDDL(table)
+	ddl, err := postgresDDL(table)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +275,7 @@ func TestIntegrationPostgresDDLByHand(t *testing.T) {
 	}
 	defer conn.Close(ctx)
 	if _, err := conn.Exec(ctx, ddl); err != nil {
-		t.Fatalf("applying PostgresDDL: %v", err)
+		t.Fatalf("applying postgresDDL: %v", err)
 	}
 	if err := Migrate(ctx, dsn, table); err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluicehq/sluice/audit"
 	"github.com/sluicehq/sluice/internal/clip"
 	"github.com/sluicehq/sluice/internal/utctime"
 	"modernc.org/sqlite"
@@ -34,9 +35,9 @@ type SQLite struct {
 }
 
 var (
-	_ Sink        = (*SQLite)(nil)
-	_ Auditor     = (*SQLite)(nil)
-	_ AuditReader = (*SQLite)(nil)
+	_ Sink         = (*SQLite)(nil)
+	_ audit.Writer = (*SQLite)(nil)
+	_ audit.Reader = (*SQLite)(nil)
 )
 
 // SQLiteSchemaVersion is the newest version of the table layout; OpenSQLite
@@ -86,7 +87,7 @@ const (
 	PRIMARY KEY (source, event_id, payload_fingerprint)
 )`
 	// sqliteAuditTable is the audit table, <table>_audit: one row per
-	// decision about an event (AuditRow), keyed by (source, event_id,
+	// decision about an event (audit.Row), keyed by (source, event_id,
 	// sequence), which is also the index an event's trail is read by. The
 	// unique key is what makes two rows one decision.
 	sqliteAuditTable = `CREATE TABLE IF NOT EXISTS %[1]s (
@@ -433,8 +434,8 @@ func (s *SQLite) Name() string { return KindSQLite }
 // already stored, in the table or earlier in batch, are left as they are,
 // and those among them with another payload fingerprint are recorded in
 // the conflicts table. Every event gets its written row in the audit
-// table in the same transaction (AuditDetailDuplicate or
-// AuditDetailConflict when it stored nothing new), unless the table holds
+// table in the same transaction (audit.DetailDuplicate or
+// audit.DetailConflict when it stored nothing new), unless the table holds
 // that record's written row already. It returns nil once the transaction
 // is committed (synced per SQLiteConfig.Synchronous), with the conflicts
 // it recorded.
@@ -514,7 +515,7 @@ func (s *SQLite) write(ctx context.Context, batch []Event) ([]Conflict, error) {
 }
 
 // writtenDetail returns the detail of the written row of batch[i], e: "" when its
-// insert stored it, else AuditDetailDuplicate, or AuditDetailConflict
+// insert stored it, else audit.DetailDuplicate, or audit.DetailConflict
 // once the copy is in the conflicts table (appended to conflicts when
 // this write recorded it).
 func (s *SQLite) writtenDetail(ctx context.Context, tx *sql.Tx, i int, e *Event, inserted bool, payload any, value []byte, written string, conflicts *[]Conflict) (string, error) {
@@ -527,7 +528,7 @@ func (s *SQLite) writtenDetail(ctx context.Context, tx *sql.Tx, i int, e *Event,
 		return "", fmt.Errorf("event %d (source %q, id %q): read stored fingerprint: %w", i, clip.String(e.Source, 64), clip.String(e.ID, 64), err)
 	}
 	if stored == e.PayloadFingerprint {
-		return AuditDetailDuplicate, nil
+		return audit.DetailDuplicate, nil
 	}
 	res, err := tx.ExecContext(ctx, s.record,
 		e.ID, e.Type, e.Source, string(e.Key),
@@ -544,12 +545,12 @@ func (s *SQLite) writtenDetail(ctx context.Context, tx *sql.Tx, i int, e *Event,
 	if recorded == 1 { // else an earlier write recorded this copy
 		*conflicts = append(*conflicts, Conflict{Index: i, StoredFingerprint: stored})
 	}
-	return AuditDetailConflict, nil
+	return audit.DetailConflict, nil
 }
 
 // sqliteAuditArgs are the arguments of auditInsert for r, decided at at
 // (utctime.Format of r.At).
-func sqliteAuditArgs(r *AuditRow, at string) []any {
+func sqliteAuditArgs(r *audit.Row, at string) []any {
 	return []any{r.Source, r.EventID, string(r.Action), at, r.Topic, r.Partition, r.Offset, r.EventType,
 		r.Group, r.Sink, r.Class, r.Error, r.Attempt, r.DLQRetries, r.Retryable, r.Detail, r.ReplayID, r.Actor}
 }
@@ -558,7 +559,7 @@ func sqliteAuditArgs(r *AuditRow, at string) []any {
 // holds for its event; a row the table holds already (the same decision
 // about the same record) is not recorded again. A row with no At is
 // stamped with the sink's clock.
-func (s *SQLite) Audit(ctx context.Context, rows []AuditRow) error {
+func (s *SQLite) Audit(ctx context.Context, rows []audit.Row) error {
 	rows, err := prepareAudit(rows, s.now())
 	if err != nil {
 		return err
@@ -598,20 +599,20 @@ func (s *SQLite) Audit(ctx context.Context, rows []AuditRow) error {
 
 // AuditRows returns the audit rows of identity (source, id), in sequence
 // order; none for an identity with no decision recorded.
-func (s *SQLite) AuditRows(ctx context.Context, source, id string) ([]AuditRow, error) {
+func (s *SQLite) AuditRows(ctx context.Context, source, id string) ([]audit.Row, error) {
 	return sqliteAuditRows(ctx, s.r, s.auditRows, source, id)
 }
 
-func sqliteAuditRows(ctx context.Context, db *sql.DB, query, source, id string) ([]AuditRow, error) {
+func sqliteAuditRows(ctx context.Context, db *sql.DB, query, source, id string) ([]audit.Row, error) {
 	rs, err := db.QueryContext(ctx, query, source, id)
 	if err != nil {
 		return nil, fmt.Errorf("sink: sqlite: audit rows: %w", err)
 	}
 	defer rs.Close()
-	var out []AuditRow
+	var out []audit.Row
 	for rs.Next() {
 		var (
-			r      AuditRow
+			r      audit.Row
 			action string
 			at     string
 		)
@@ -620,7 +621,7 @@ func sqliteAuditRows(ctx context.Context, db *sql.DB, query, source, id string) 
 			&r.Detail, &r.ReplayID, &r.Actor); err != nil {
 			return nil, fmt.Errorf("sink: sqlite: audit rows: %w", err)
 		}
-		r.Action = AuditAction(action)
+		r.Action = audit.Action(action)
 		if r.At, err = time.Parse(utctime.Layout, at); err != nil {
 			return nil, fmt.Errorf("sink: sqlite: audit row %q/%q #%d: %w", r.Source, r.EventID, r.Sequence, err)
 		}
@@ -641,7 +642,7 @@ type SQLiteAuditReader struct {
 	query string
 }
 
-var _ AuditReader = (*SQLiteAuditReader)(nil)
+var _ audit.Reader = (*SQLiteAuditReader)(nil)
 
 // OpenSQLiteAuditReader opens the existing file of cfg for reading its
 // audit table. A file that is not there, or whose table is not at
@@ -697,7 +698,7 @@ func openSQLiteExisting(ctx context.Context, cfg SQLiteConfig) (*sql.DB, error) 
 
 // AuditRows returns the audit rows of identity (source, id), in sequence
 // order.
-func (a *SQLiteAuditReader) AuditRows(ctx context.Context, source, id string) ([]AuditRow, error) {
+func (a *SQLiteAuditReader) AuditRows(ctx context.Context, source, id string) ([]audit.Row, error) {
 	return sqliteAuditRows(ctx, a.r, a.query, source, id)
 }
 
@@ -746,14 +747,14 @@ func (s *SQLite) Count(ctx context.Context) (int64, error) {
 	return n, nil
 }
 
-// Get returns the row of identity (source, id), or ErrNotFound.
+// Get returns the row of identity (source, id), or errNotFound.
 func (s *SQLite) Get(ctx context.Context, source, id string) (Row, error) {
 	rows, err := s.query(ctx, "SELECT "+rowColumns+" FROM "+s.table+" WHERE source = ? AND event_id = ?", source, id)
 	if err != nil {
 		return Row{}, err
 	}
 	if len(rows) == 0 {
-		return Row{}, ErrNotFound
+		return Row{}, errNotFound
 	}
 	return rows[0], nil
 }

@@ -215,8 +215,8 @@ func TestSQLiteReads(t *testing.T) {
 	if rows, err := s.Recent(ctx, 10); err != nil || len(rows) != 0 {
 		t.Fatalf("Recent on empty table = %d rows, %v", len(rows), err)
 	}
-	if _, err := s.Get(ctx, "shop-0", "nope"); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("Get(missing) err = %v, want ErrNotFound", err)
+	if _, err := s.Get(ctx, "shop-0", "nope"); !errors.Is(err, errNotFound) {
+		t.Fatalf("Get(missing) err = %v, want errNotFound", err)
 	}
 	for b := range 3 {
 		if err := writeErr(ctx, s, testEvents(b*4, 4)); err != nil {

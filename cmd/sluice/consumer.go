@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/sluicehq/sluice/consumer"
+	"github.com/sluicehq/sluice/contract"
 	"github.com/sluicehq/sluice/internal/admin"
 	"github.com/sluicehq/sluice/sink"
 )
@@ -50,45 +52,56 @@ func runConsumerCmd(ctx context.Context, args []string, stderr io.Writer) error 
 	if err := checkConn(ctx, conn, log); err != nil {
 		return err
 	}
+	p := newProcess(log)
+	defer p.close()
 	s, err := sink.Open(ctx, cfg.Sink)
 	if err != nil {
 		return err
 	}
-	defer func() {
+	p.late.push(func() {
 		if err := s.Close(); err != nil {
 			log.Error("sink close", "err", err)
 		}
-	}()
-
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	c, err := consumer.New(ccfg, versions, s, conn, consumer.WithRegisterer(reg), consumer.WithLogger(log))
+	})
+	c, adminOpts, err := p.startConsumer(ccfg, versions, s, conn)
 	if err != nil {
 		return err
 	}
-	reloader, err := startContractReloader(cfg, versions, log, reg)
+	reloader, err := startContractReloader(cfg, versions, log, p.reg)
 	if err != nil {
 		return err
 	}
-	defer reloader.close()
-	tracer, err := consumerTracer(ccfg, conn, s, log)
-	if err != nil {
-		return err
-	}
-	defer tracer.Close()
-	adminOpts := []admin.Option{admin.WithRoutes(tracer.Routes)}
+	p.late.push(reloader.close)
 	if reloader != nil {
 		adminOpts = append(adminOpts, admin.WithRoutes(reloader.Routes))
 	}
-	stopAdmin, err := serveConsumerAdmin(cfg.Admin.WithDefaultAddr(admin.DefaultConsumerAddr), reg, c, log, adminOpts...)
+	stopAdmin, err := serveConsumerAdmin(cfg.Admin.WithDefaultAddr(admin.DefaultConsumerAddr), p.reg, c, log, adminOpts...)
 	if err != nil {
 		return err
 	}
-	defer stopAdmin()
+	p.late.push(stopAdmin)
 	log.Info("consumer running", "group", ccfg.Group, "topics", ccfg.SourceTopics(), "sink", s.Name())
 	err = c.Run(ctx)
 	log.Info("consumer stopped")
 	return err
+}
+
+// startConsumer builds the consumer tier on p: the consumer of ccfg,
+// reading with versions and writing to s over conn, its metrics on p's
+// registry, and its tracer, whose GET /v1/trace route it returns as an
+// admin option. The tracer is a late step of p: it reads s, which must
+// close after it. The caller runs the consumer.
+func (p *process) startConsumer(ccfg consumer.Config, versions *contract.Versions, s sink.Sink, conn []kgo.Opt) (*consumer.Consumer, []admin.Option, error) {
+	c, err := consumer.New(ccfg, versions, s, conn, consumer.WithRegisterer(p.reg), consumer.WithLogger(p.log))
+	if err != nil {
+		return nil, nil, err
+	}
+	tracer, err := consumerTracer(ccfg, conn, s, p.log)
+	if err != nil {
+		return nil, nil, err
+	}
+	p.late.push(tracer.Close)
+	return c, []admin.Option{admin.WithRoutes(tracer.Routes)}, nil
 }
 
 // serveConsumerAdmin serves the consumer's admin listener: /metrics of

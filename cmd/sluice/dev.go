@@ -16,7 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/sluicehq/sluice/consumer"
+	"github.com/sluicehq/sluice/audit"
 	"github.com/sluicehq/sluice/examples"
 	"github.com/sluicehq/sluice/gateway"
 	"github.com/sluicehq/sluice/gateway/webhook"
@@ -48,7 +48,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.SetOutput(stderr)
 	httpAddr := fs.String("http", "127.0.0.1:8080", "REST listen address")
 	grpcAddr := fs.String("grpc", "127.0.0.1:9090", "gRPC listen address")
-	adminAddr := fs.String("admin", admin.DefaultGatewayAddr, "admin listen address: /metrics, /healthz, /readyz")
+	adminAddr := fs.String("admin", admin.DefaultGatewayAddr, "admin listen address: /metrics, /healthz, /readyz, /v1/trace")
 	kafkaPort := fs.Int("kafka-port", 0, "port of the in-process Kafka on 127.0.0.1 (0: any free port)")
 	partitions := fs.Int("partitions", 3, "partitions per topic in the in-process Kafka")
 	tail := fs.Bool("tail", true, "print each record as it lands in Kafka")
@@ -154,17 +154,17 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		scfg.Path = filepath.Join(dir, "events.db")
 	}
 
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	tailCtx, stopTail := context.WithCancel(ctx)
-	defer stopTail()
-
-	// The consumer tier, into SQLite. It stops after the gateway, and the
-	// sink closes after it.
+	// The consumer tier, into SQLite, started as `sluice consumer` starts
+	// it: its metrics and GET /v1/trace are on the admin listener. It
+	// stops after the gateway, and the sink closes after it and after the
+	// admin listener, whose trace route reads the sink's audit table.
+	p := newProcess(log)
+	defer p.close()
 	db, err := sink.OpenSQLite(ctx, scfg)
 	if err != nil {
 		return err
 	}
+	p.late.push(func() { db.Close() })
 	var landed sink.Sink = db
 	if *tail {
 		landed = printingSink{SQLite: db, w: stdout, where: scfg.Path}
@@ -175,40 +175,43 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	ccfg.LagInterval = time.Second
 	conn, err := cfg.Kafka.Options(log)
 	if err != nil {
-		db.Close()
 		return err
 	}
 	// The consumer reads with the versions the gateway serves: a reload
 	// swaps both, and the consumer keeps the earlier ones.
-	cons, err := consumer.New(ccfg, versions, landed, conn, consumer.WithLogger(log))
+	cons, consumerRoutes, err := p.startConsumer(ccfg, versions, landed, conn)
 	if err != nil {
-		db.Close()
 		return err
 	}
+	var consumerRuns sync.WaitGroup
 	consCtx, stopConsumer := context.WithCancel(context.Background())
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		defer db.Close()
+	consumerRuns.Go(func() {
 		if err := cons.Run(consCtx); err != nil {
 			log.Error("consumer stopped", "err", err)
 		}
-	}()
-	defer stopConsumer()
+	})
+	p.pipeline.push(func() {
+		stopConsumer()
+		consumerRuns.Wait()
+	})
 	if *tail {
 		tailer, err := kgo.NewClient(append(slices.Clone(conn), kgo.ConsumeTopics(topics...),
 			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
 		if err != nil {
 			return err
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		var tails sync.WaitGroup
+		tailCtx, stopTail := context.WithCancel(ctx)
+		tails.Go(func() {
 			defer tailer.Close()
 			tailRecords(tailCtx, tailer, stdout)
-		}()
+		})
+		p.pipeline.push(func() {
+			stopTail()
+			tails.Wait()
+		})
 	}
-	return serve(ctx, cfg, versions, log, func(srv *gateway.Server, adminAddr string) {
+	return p.serveGateway(ctx, cfg, versions, consumerRoutes, func(srv *gateway.Server, adminAddr string) {
 		contracts := strings.Join(registry.Types(), ", ")
 		if cfg.Contracts.DescriptorSet != embeddedContracts {
 			contracts += " from " + cfg.Contracts.DescriptorSet + ", reloaded when it changes"
@@ -227,9 +230,9 @@ type printingSink struct {
 	where string
 }
 
-// The consumer records in a sink that is a sink.Auditor; the wrapper must
+// The consumer records in a sink that is an audit.Writer; the wrapper must
 // stay one, or decisions would go to sluice.audit and written rows twice.
-var _ sink.Auditor = printingSink{}
+var _ audit.Writer = printingSink{}
 
 func (p printingSink) Write(ctx context.Context, batch []sink.Event) ([]sink.Conflict, error) {
 	conflicts, err := p.SQLite.Write(ctx, batch)
@@ -326,6 +329,7 @@ Over gRPC (reflection is on; "json" carries the payload as JSON text, "binary" a
   grpcurl -plaintext -H 'x-api-key: %[4]s' -d '{"events":[{"id":"log-2","type":"examples.logs.v1.LogLine","occurred_at":"'$(date -u +%%FT%%TZ)'","json":"{\"service\":\"checkout-api\",\"severity\":\"SEVERITY_WARN\",\"message\":\"slow\",\"timestamp\":\"2026-01-01T00:00:00Z\",\"host\":\"127.0.0.1\"}"}]}' %[2]s sluice.ingest.v1.IngestService/Publish
 
 Events land in the SQLite sink %[6]s; the newest:  sluice sink recent --sqlite %[6]s
+Where an event is (sink, DLQ, parked or pending):  curl -s http://%[7]s/v1/trace/demo/log-1
 
 CloudEvents: POST http://%[1]s/v1/cloudevents with the API key (structured, batch or binary mode)
 

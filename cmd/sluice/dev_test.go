@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"net/http"
 	"regexp"
@@ -9,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/consumer/trace"
 )
 
 // syncBuffer is an io.Writer the test can read while sluice writes.
@@ -86,4 +89,60 @@ func TestDev(t *testing.T) {
 	waitFor(t, out, regexp.MustCompile(`sink: sqlite \S+ id=log-1 type=examples\.logs\.v1\.LogLine source=demo`))
 	// The demo partner's orders are pulled, admitted and land too.
 	waitFor(t, out, regexp.MustCompile(`sink: sqlite \S+ id=\S+ type=examples\.shop\.v1\.OrderPlaced source=demo-shop`))
+}
+
+// `sluice dev` runs the consumer tier as `sluice consumer` does: its
+// admin listener serves the consumer's metrics beside the gateway's, and
+// GET /v1/trace finds an event the consumer wrote to the sink.
+func TestDevServesConsumerMetricsAndTrace(t *testing.T) {
+	addr, out := startDev(t, "-tail=true", "-demo-partner=false")
+	metrics := waitFor(t, out, regexp.MustCompile(`Metrics: http://(\S+)/metrics`))[1]
+	waitFor(t, out, regexp.MustCompile(`Where an event is .*: +curl -s http://`+regexp.QuoteMeta(metrics)+`/v1/trace/demo/log-1\n`))
+	now := time.Now().UTC().Format(time.RFC3339)
+	body := `{"events":[{"id":"traced-1","type":"examples.logs.v1.LogLine","occurred_at":"` + now +
+		`","partition_key":"checkout-api","payload":{"service":"checkout-api","severity":"SEVERITY_INFO","message":"hello","timestamp":"` + now + `","host":"127.0.0.1"}}]}`
+	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/v1/events", strings.NewReader(body))
+	req.Header.Set("X-Api-Key", DemoAPIKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(got), `"outcome":"ACCEPTED"`) {
+		t.Fatalf("answer %s: want traced-1 ACCEPTED", got)
+	}
+	waitFor(t, out, regexp.MustCompile(`sink: sqlite \S+ id=traced-1 type=examples\.logs\.v1\.LogLine source=demo`))
+
+	// The consumer counts the write once the sink has taken it, and the
+	// trace reads the sink's audit table: both are waited for.
+	var code int
+	var text string
+	written := func() bool {
+		code, text = adminGet(t, metrics, "/metrics")
+		return code == http.StatusOK && strings.Contains(text, `sluice_consumer_events_total{outcome="written"} 1`)
+	}
+	if !waitUntil(20*time.Second, written) {
+		t.Fatalf("GET /metrics: %d, never counted traced-1 written\n%s", code, text)
+	}
+	for _, want := range []string{
+		"sluice_consumer_in_flight ", // the consumer's
+		"sluice_admission_mode ",     // the gateway's, on the same listener
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("GET /metrics lacks %s", want)
+		}
+	}
+	var a trace.Answer
+	inSink := func() bool {
+		code, text = adminGet(t, metrics, "/v1/trace/demo/traced-1")
+		return code == http.StatusOK && json.Unmarshal([]byte(text), &a) == nil && a.Status == trace.InSink
+	}
+	if !waitUntil(20*time.Second, inSink) {
+		t.Errorf("GET /v1/trace/demo/traced-1: %d, want 200 IN_SINK\n%s", code, text)
+	}
+	code, text = adminGet(t, metrics, "/v1/trace/demo/nobody")
+	if err := json.Unmarshal([]byte(text), &a); code != http.StatusNotFound || err != nil || a.Status != trace.Unknown {
+		t.Errorf("GET /v1/trace/demo/nobody: %d %v\n%s", code, err, text)
+	}
 }

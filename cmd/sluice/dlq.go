@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/sluicehq/sluice/audit"
 	"github.com/sluicehq/sluice/consumer/dlq"
 	"github.com/sluicehq/sluice/contract"
 	"github.com/sluicehq/sluice/internal/clip"
@@ -208,13 +209,13 @@ func runDLQCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 // trail; nil (sluice.audit) for another sink. An sqlite file that is not
 // here (the consumer runs elsewhere) is not created: the rows go to
 // sluice.audit, and stderr says so.
-func replayAuditor(ctx context.Context, cfg sink.Config, stderr io.Writer) (sink.Auditor, func(), error) {
+func replayAuditor(ctx context.Context, cfg sink.Config, stderr io.Writer) (audit.Writer, func(), error) {
 	none := func() {}
 	if err := cfg.Validate(); err != nil {
 		return nil, none, fmt.Errorf("config: %w", err)
 	}
 	var s interface {
-		sink.Auditor
+		audit.Writer
 		Close() error
 	}
 	var err error

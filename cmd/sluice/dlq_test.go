@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluicehq/sluice/audit"
 	"github.com/sluicehq/sluice/consumer/dlq"
 	"github.com/sluicehq/sluice/contract"
 	"github.com/sluicehq/sluice/examples"
@@ -281,13 +282,13 @@ func TestDLQReplayAuditsIntoTheSink(t *testing.T) {
 				}
 				replayID = h.ReplayID
 			}
-			var decisions []dlq.Decision
+			var decisions []record.Decision
 			for _, r := range readTopic(t, addrs, record.AuditTopic) {
-				if d, err := dlq.ParseDecision(r); err == nil {
+				if d, err := record.ParseDecision(r); err == nil {
 					decisions = append(decisions, d)
 				}
 			}
-			var rows []sink.AuditRow
+			var rows []audit.Row
 			if here {
 				scfg := sink.NewDefaultConfig().SQLite
 				scfg.Path = db
@@ -301,11 +302,11 @@ func TestDLQReplayAuditsIntoTheSink(t *testing.T) {
 				}
 			} else {
 				for _, d := range decisions {
-					rows = append(rows, d.Row())
+					rows = append(rows, audit.RowOf(&d))
 				}
 				decisions = nil
 			}
-			if len(decisions) != 0 || len(rows) != 1 || rows[0].Action != sink.AuditReplayed || rows[0].ReplayID != replayID ||
+			if len(decisions) != 0 || len(rows) != 1 || rows[0].Action != audit.Replayed || rows[0].ReplayID != replayID ||
 				rows[0].Actor != "ops" || rows[0].Topic != record.DLQTopic(logTopic) || rows[0].EventID != "fine" {
 				t.Fatalf("replayed rows %+v; decisions in %s %+v", rows, record.AuditTopic, decisions)
 			}

@@ -10,8 +10,7 @@ import (
 	"runtime/debug"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluicehq/sluice/admission"
 	"github.com/sluicehq/sluice/buffer"
@@ -57,125 +56,146 @@ func runGatewayCmd(ctx context.Context, args []string, stderr io.Writer) error {
 // admin listener's address. The contracts served are versions' registry,
 // reloaded from the config's descriptor set file while it runs.
 func serve(ctx context.Context, cfg fileConfig, versions *contract.Versions, log *slog.Logger, started func(srv *gateway.Server, adminAddr string)) error {
+	p := newProcess(log)
+	defer p.close()
+	return p.serveGateway(ctx, cfg, versions, nil, started)
+}
+
+// gatewayTier is the gateway's pipeline, built and not yet serving.
+type gatewayTier struct {
+	registry *contract.Registry // served at start
+	conn     []kgo.Opt
+	adm      *admission.Admission
+	svc      *gateway.Service
+	srv      *gateway.Server
+	reloader *contractReloader
+}
+
+// startGateway builds the gateway's pipeline on p: producer, spool,
+// admission, service, servers (not started) and the contract reloader.
+// Each step is pushed on p's stacks as it succeeds, so that a failure
+// closes what was built.
+func (p *process) startGateway(ctx context.Context, cfg fileConfig, versions *contract.Versions) (*gatewayTier, error) {
+	log, reg := p.log, p.reg
 	registry := versions.Registry()
 	logDecoders(log, registry)
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-
 	cfg.warnInsecure(log, true)
 	// The kafka block's connection, made once: the producer (and its
 	// drainer) and the pollers use it.
 	conn, err := cfg.Kafka.Options(log)
 	if err != nil {
-		return fmt.Errorf("config: %w", err)
+		return nil, fmt.Errorf("config: %w", err)
 	}
+	// In order: the drainer stops, the producer flushes what the drainer
+	// and requests handed it, then the spool closes consistent. The
+	// spool's step goes under the producer's, before either exists.
+	var spool *buffer.Spool
+	p.pipeline.push(func() { closeSpool(spool, log) })
 	// The producer knows the gateway's topics: admission's readiness asks
 	// the cluster for them (adm.Ready, below), and so does the start check.
-	producer, err := publish.NewProducer(cfg.Kafka, publish.WithConnection(conn), publish.WithRegisterer(reg), publish.WithLogger(log),
+	producer, err := publish.NewProducer(cfg.Kafka, conn, publish.WithRegisterer(reg), publish.WithLogger(log),
 		publish.WithTopics(cfg.topics()...))
 	if err != nil {
-		return err
+		return nil, err
 	}
-	closeProducer := func() {
+	p.pipeline.push(func() {
 		cctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 		defer cancel()
 		if err := producer.Close(cctx); err != nil {
 			log.Error("producer close", "err", err)
 		}
-	}
+	})
 	// Before anything is produced (the drainer starts with admission), so
 	// that a missing topic is the first thing the log says about it.
 	if err := checkGatewayKafka(ctx, producer, log); err != nil {
-		closeProducer()
-		return err
+		return nil, err
 	}
-	var spool *buffer.Spool
 	if cfg.Spool.Dir != "" {
 		if spool, err = buffer.Open(cfg.Spool, buffer.WithRegisterer(reg), buffer.WithLogger(log)); err != nil {
-			closeProducer()
-			return err
+			return nil, err
 		}
 	} else {
 		log.Warn("no spool.dir: with Kafka down, events are refused instead of spooled")
 	}
 	adm, err := admission.New(cfg.Admission, producer, spool, admission.WithRegisterer(reg), admission.WithLogger(log))
 	if err != nil {
-		closeProducer()
-		closeSpool(spool, log)
-		return err
+		return nil, err
 	}
-	// In order: the drainer stops, the producer flushes what the drainer
-	// and requests handed it, then the spool closes consistent.
-	closeAll := func() {
-		adm.Close()
-		closeProducer()
-		closeSpool(spool, log)
-	}
+	p.pipeline.push(adm.Close)
 	svc, err := gateway.New(cfg.Gateway, versions, adm,
 		append([]gateway.Option{gateway.WithRegisterer(reg), gateway.WithLogger(log)}, benchGatewayOptions(log)...)...)
 	if err != nil {
-		closeAll()
-		return err
+		return nil, err
 	}
 	srv, err := gateway.NewServer(svc, gateway.WithReadiness(adm.Ready), gateway.WithServerRegisterer(reg))
 	if err != nil {
-		closeAll()
-		return err
+		return nil, err
 	}
+	// Stop accepting and finish requests in flight, before admission
+	// closes. A server never started closes its listeners at once.
+	p.pipeline.push(func() {
+		sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+		defer cancel()
+		if err := srv.Shutdown(sctx); err != nil {
+			log.Warn("shutdown cut requests off", "err", err)
+		}
+	})
+	// The reloader's routes are on the admin listener: it stops after it.
 	reloader, err := startContractReloader(cfg, versions, log, reg, svc.PrepareContracts)
 	if err != nil {
-		_ = srv.Shutdown(context.Background())
-		closeAll()
+		return nil, err
+	}
+	p.late.push(reloader.close)
+	return &gatewayTier{registry: registry, conn: conn, adm: adm, svc: svc, srv: srv, reloader: reloader}, nil
+}
+
+// serveGateway starts the gateway on p, with its admin listener (which
+// adds more's options) and its pollers, and serves until ctx ends or a
+// listener fails. It then stops p's pipeline: pollers first (what they
+// admit needs admission open), then the servers, admission, producer and
+// spool, and whatever p's pipeline held before. The admin listener stops
+// with p's late steps, so probes see the shutdown through.
+func (p *process) serveGateway(ctx context.Context, cfg fileConfig, versions *contract.Versions, more []admin.Option,
+	started func(srv *gateway.Server, adminAddr string)) error {
+	log := p.log
+	g, err := p.startGateway(ctx, cfg, versions)
+	if err != nil {
 		return err
 	}
-	defer reloader.close()
-	adminOpts := []admin.Option{admin.WithRegisterer(reg), admin.WithReadiness(srv.Ready), admin.WithLogger(log)}
-	if reloader != nil {
-		adminOpts = append(adminOpts, admin.WithRoutes(reloader.Routes))
+	adminOpts := []admin.Option{admin.WithRegisterer(p.reg), admin.WithReadiness(g.srv.Ready), admin.WithLogger(log)}
+	if g.reloader != nil {
+		adminOpts = append(adminOpts, admin.WithRoutes(g.reloader.Routes))
 	}
-	adminSrv, err := admin.New(cfg.Admin.WithDefaultAddr(admin.DefaultGatewayAddr), reg, adminOpts...)
+	adminSrv, err := admin.New(cfg.Admin.WithDefaultAddr(admin.DefaultGatewayAddr), p.reg, append(adminOpts, more...)...)
 	if err != nil {
-		_ = srv.Shutdown(context.Background()) // never started: closes its listeners at once
-		closeAll()
 		return fmt.Errorf("gateway: %w", err)
 	}
-	srv.Start()
+	g.srv.Start()
 	adminSrv.Start()
-	// The admin listener goes last, so probes see the shutdown through.
-	defer func() {
+	p.late.push(func() {
 		sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 		defer cancel()
 		_ = adminSrv.Shutdown(sctx)
-	}()
-	log.Info("gateway serving", "grpc", srv.GRPCAddr(), "http", srv.HTTPAddr(),
-		"types", len(registry.Types()), "sources", len(cfg.Gateway.Sources), "mode", adm.Mode().String())
-	stopPollers, err := startPollers(ctx, cfg, conn, svc, reg, log)
+	})
+	log.Info("gateway serving", "grpc", g.srv.GRPCAddr(), "http", g.srv.HTTPAddr(),
+		"types", len(g.registry.Types()), "sources", len(cfg.Gateway.Sources), "mode", g.adm.Mode().String())
+	stopPollers, err := startPollers(ctx, cfg, g.conn, g.svc, p.reg, log)
 	if err != nil {
-		sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-		closeAll()
 		return err
 	}
+	p.pipeline.push(stopPollers)
 	if started != nil {
-		started(srv, adminSrv.Addr())
+		started(g.srv, adminSrv.Addr())
 	}
 
 	var runErr error
 	select {
 	case <-ctx.Done():
-	case runErr = <-srv.Err():
+	case runErr = <-g.srv.Err():
 	case runErr = <-adminSrv.Err():
 	}
 	log.Info("gateway shutting down")
-	// Pollers first: what they admit needs admission open.
-	stopPollers()
-	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		log.Warn("shutdown cut requests off", "err", err)
-	}
-	closeAll()
+	p.pipeline.close()
 	log.Info("gateway stopped")
 	if runErr != nil {
 		return fmt.Errorf("gateway: %w", runErr)

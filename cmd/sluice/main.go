@@ -1,16 +1,23 @@
 // Command sluice is the ingestion gateway.
 //
-//	sluice dev                       everything in one process on embedded defaults
-//	sluice gateway --config FILE     the gateway against a real Kafka cluster
-//	sluice consumer --config FILE    the consumer tier: Kafka to the sink, DLQ
-//	sluice check --config FILE       validate a config without starting anything
-//	sluice contracts diff|list       judge a new descriptor set against the running one; list the contracts
-//	sluice dlq list|show|replay      inspect and replay a DLQ or parked topic
-//	sluice sink migrate|recent       create or upgrade the sink's table; print the newest events
-//	sluice hash-key KEY              the config form of an API key
-//	sluice spool inspect DIR         a spool's state, read-only
-//	sluice loadgen [flags]           load generator and transport baselines
-//	sluice kfake --addr ADDR         in-memory Kafka on its own
+//	sluice dev [flags]                 gateway + in-process Kafka + example contracts + demo key
+//	sluice gateway --config FILE       the gateway, from one YAML config file
+//	sluice consumer --config FILE      the consumer tier: ingest topics to the sink, with DLQ and breaker
+//	sluice check --config FILE         validate a config (files, certificates, contracts, every block) and start nothing
+//	sluice contracts diff OLD NEW      judge a new descriptor set against the running one, per event type (exit 1: incompatible)
+//	sluice contracts list --config F   print each contract's type, fingerprint, topic, compatibility policy and decoders
+//	sluice dlq list|show|replay        list, show or replay (rate limited, audited) a DLQ or parked topic
+//	sluice trace --source S --id ID    where an event is: in the sink, its DLQ, parked or pending (exit 1: unknown)
+//	sluice sink migrate --config FILE  create or upgrade the sink's table (PostgreSQL, or SQLite also by --sqlite PATH)
+//	sluice sink recent --sqlite PATH   print the newest events in an SQLite sink
+//	sluice hash-key KEY                print the sha256 of an API key for sources[].key_hashes
+//	sluice spool inspect DIR           print a spool's segments, cursor, pending records and damage (read-only)
+//	sluice loadgen [flags]             send load to a gateway (or Kafka directly) and report throughput and latency
+//	sluice loadgen serve-baseline      a plain HTTP or gRPC server to measure the transport floor against
+//	sluice kfake --addr ADDR           the in-memory Kafka of "sluice dev" as a process of its own
+//
+// The list is the usage text's, which the table of commands writes; a test
+// keeps the two equal.
 package main
 
 import (
@@ -21,32 +28,104 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/sluicehq/sluice/buffer"
 )
 
-const usage = `sluice: an ingestion gateway
+// command is one of sluice's commands: the table below is the one list
+// of them, from which the usage text, the help answers and the dispatch
+// are written.
+type command struct {
+	name string
+	// synopses are the command's lines in the usage text: how it is
+	// called, and what it does.
+	synopses [][2]string
+	// help, when set, is the command's usage, printed for "sluice NAME
+	// -h" before its arguments are parsed: the command's first argument
+	// is a subcommand or a positional one. The other commands answer -h
+	// through their flag sets.
+	help string
+	// subcommands says that a help flag after the first argument (a
+	// subcommand: "sluice dlq list -h") also asks for help.
+	subcommands bool
+	run         func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
 
-Usage:
-  sluice dev [flags]                 gateway + in-process Kafka + example contracts + demo key
-  sluice gateway --config FILE       the gateway, from one YAML config file
-  sluice consumer --config FILE      the consumer tier: ingest topics to the sink, with DLQ and breaker
-  sluice check --config FILE         validate a config (files, certificates, contracts, every block) and start nothing
-  sluice contracts diff OLD NEW      judge a new descriptor set against the running one, per event type (exit 1: incompatible)
-  sluice contracts list --config F   print each contract's type, fingerprint, topic, compatibility policy and decoders
-  sluice dlq list|show|replay        list, show or replay (rate limited, audited) a DLQ or parked topic
-  sluice trace --source S --id ID    where an event is: in the sink, its DLQ, parked or pending (exit 1: unknown)
-  sluice sink migrate --config FILE  create or upgrade the sink's table (PostgreSQL, or SQLite also by --sqlite PATH)
-  sluice sink recent --sqlite PATH   print the newest events in an SQLite sink
-  sluice hash-key KEY                print the sha256 of an API key for sources[].key_hashes
-  sluice spool inspect DIR           print a spool's segments, cursor, pending records and damage (read-only)
-  sluice loadgen [flags]             send load to a gateway (or Kafka directly) and report throughput and latency
-  sluice loadgen serve-baseline      a plain HTTP or gRPC server to measure the transport floor against
-  sluice kfake --addr ADDR           the in-memory Kafka of "sluice dev" as a process of its own
+// commands are sluice's commands, in the usage text's order.
+var commands = []command{
+	{name: "dev", synopses: [][2]string{{"sluice dev [flags]", "gateway + in-process Kafka + example contracts + demo key"}},
+		run: runDev},
+	{name: "gateway", synopses: [][2]string{{"sluice gateway --config FILE", "the gateway, from one YAML config file"}},
+		run: func(ctx context.Context, args []string, _, stderr io.Writer) error {
+			return runGatewayCmd(ctx, args, stderr)
+		}},
+	{name: "consumer", synopses: [][2]string{{"sluice consumer --config FILE", "the consumer tier: ingest topics to the sink, with DLQ and breaker"}},
+		run: func(ctx context.Context, args []string, _, stderr io.Writer) error {
+			return runConsumerCmd(ctx, args, stderr)
+		}},
+	{name: "check", synopses: [][2]string{{"sluice check --config FILE", "validate a config (files, certificates, contracts, every block) and start nothing"}},
+		run: func(_ context.Context, args []string, stdout, stderr io.Writer) error {
+			return runCheckCmd(args, stdout, stderr)
+		}},
+	{name: "contracts", synopses: [][2]string{
+		{"sluice contracts diff OLD NEW", "judge a new descriptor set against the running one, per event type (exit 1: incompatible)"},
+		{"sluice contracts list --config F", "print each contract's type, fingerprint, topic, compatibility policy and decoders"}},
+		help: contractsUsage, subcommands: true,
+		run: func(_ context.Context, args []string, stdout, stderr io.Writer) error {
+			return runContractsCmd(args, stdout, stderr)
+		}},
+	{name: "dlq", synopses: [][2]string{{"sluice dlq list|show|replay", "list, show or replay (rate limited, audited) a DLQ or parked topic"}},
+		help: dlqUsage, subcommands: true, run: runDLQCmd},
+	{name: "trace", synopses: [][2]string{{"sluice trace --source S --id ID", "where an event is: in the sink, its DLQ, parked or pending (exit 1: unknown)"}},
+		run: runTraceCmd},
+	{name: "sink", synopses: [][2]string{
+		{"sluice sink migrate --config FILE", "create or upgrade the sink's table (PostgreSQL, or SQLite also by --sqlite PATH)"},
+		{"sluice sink recent --sqlite PATH", "print the newest events in an SQLite sink"}},
+		help: sinkUsage, subcommands: true, run: runSinkCmd},
+	{name: "hash-key", synopses: [][2]string{{"sluice hash-key KEY", "print the sha256 of an API key for sources[].key_hashes"}},
+		help: "usage: sluice hash-key KEY\n\nprints the hex sha256 of KEY, the form sources[].key_hashes takes\n",
+		run:  runHashKeyCmd},
+	{name: "spool", synopses: [][2]string{{"sluice spool inspect DIR", "print a spool's segments, cursor, pending records and damage (read-only)"}},
+		help: "usage: sluice spool inspect DIR\n\nprints a spool's segments, cursor, pending records and damage; read-only\n", subcommands: true,
+		run: runSpoolCmd},
+	{name: "loadgen", synopses: [][2]string{
+		{"sluice loadgen [flags]", "send load to a gateway (or Kafka directly) and report throughput and latency"},
+		{"sluice loadgen serve-baseline", "a plain HTTP or gRPC server to measure the transport floor against"}},
+		run: runLoadgenCmd},
+	{name: "kfake", synopses: [][2]string{{"sluice kfake --addr ADDR", "the in-memory Kafka of \"sluice dev\" as a process of its own"}},
+		run: runKfakeCmd},
+}
 
-Run "sluice COMMAND -h" for a command's flags.
-`
+// commandLines are the usage text's list of commands, one synopsis a
+// line, their descriptions aligned.
+func commandLines() []string {
+	width := 0
+	for _, c := range commands {
+		for _, s := range c.synopses {
+			width = max(width, len(s[0]))
+		}
+	}
+	var lines []string
+	for _, c := range commands {
+		for _, s := range c.synopses {
+			lines = append(lines, fmt.Sprintf("%-*s  %s", width, s[0], s[1]))
+		}
+	}
+	return lines
+}
+
+// usage is sluice's usage text.
+var usage = func() string {
+	var b strings.Builder
+	b.WriteString("sluice: an ingestion gateway\n\nUsage:\n")
+	for _, l := range commandLines() {
+		b.WriteString("  " + l + "\n")
+	}
+	b.WriteString("\nRun \"sluice COMMAND -h\" for a command's flags.\n")
+	return b.String()
+}()
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -76,31 +155,32 @@ type exitStatus int
 
 func (s exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(s)) }
 
-// usages are the commands whose first argument is a subcommand or a
-// positional one, so that "sluice COMMAND --help" is answered before it
-// is parsed as one. The other commands answer -h through their flag sets.
-var usages = map[string]string{
-	"dlq":       dlqUsage,
-	"sink":      sinkUsage,
-	"contracts": contractsUsage,
-	"spool":     "usage: sluice spool inspect DIR\n\nprints a spool's segments, cursor, pending records and damage; read-only\n",
-	"hash-key":  "usage: sluice hash-key KEY\n\nprints the hex sha256 of KEY, the form sources[].key_hashes takes\n",
-}
-
 func helpFlag(a string) bool { return a == "-h" || a == "-help" || a == "--help" }
 
-// helpAsked says whether args (a command of usages and what follows) ask
-// for its usage: a help flag right after the command, or right after its
-// subcommand. A help flag further on is some flag's value
-// (--actor -h), and a bare "help" may be an argument (hash-key help).
-func helpAsked(args []string) bool {
+// helpAsked says whether args (c's arguments, after its name) ask for
+// c's usage: a help flag first, or right after c's subcommand. A help
+// flag further on is some flag's value (--actor -h), and a bare "help"
+// may be an argument (hash-key help).
+func (c command) helpAsked(args []string) bool {
 	switch {
-	case len(args) >= 2 && helpFlag(args[1]):
+	case c.help == "":
+		return false
+	case len(args) >= 1 && helpFlag(args[0]):
 		return true
-	case len(args) >= 3 && helpFlag(args[2]):
-		return args[0] == "dlq" || args[0] == "sink" || args[0] == "spool" || args[0] == "contracts"
+	case len(args) >= 2 && helpFlag(args[1]):
+		return c.subcommands
 	}
 	return false
+}
+
+// lookup is the command named name.
+func lookup(name string) (command, bool) {
+	for _, c := range commands {
+		if c.name == name {
+			return c, true
+		}
+	}
+	return command{}, false
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -108,51 +188,40 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(stderr, usage)
 		return errors.New("give a command")
 	}
-	if u, ok := usages[args[0]]; ok && helpAsked(args) {
-		fmt.Fprint(stdout, u)
-		return nil
+	if c, ok := lookup(args[0]); ok {
+		if c.helpAsked(args[1:]) {
+			fmt.Fprint(stdout, c.help)
+			return nil
+		}
+		return c.run(ctx, args[1:], stdout, stderr)
 	}
 	switch args[0] {
-	case "dev":
-		return runDev(ctx, args[1:], stdout, stderr)
-	case "consumer":
-		return runConsumerCmd(ctx, args[1:], stderr)
-	case "check":
-		return runCheckCmd(args[1:], stdout, stderr)
-	case "contracts":
-		return runContractsCmd(args[1:], stdout, stderr)
-	case "dlq":
-		return runDLQCmd(ctx, args[1:], stdout, stderr)
-	case "trace":
-		return runTraceCmd(ctx, args[1:], stdout, stderr)
-	case "sink":
-		return runSinkCmd(ctx, args[1:], stdout, stderr)
-	case "gateway":
-		return runGatewayCmd(ctx, args[1:], stderr)
-	case "loadgen":
-		return runLoadgenCmd(ctx, args[1:], stdout, stderr)
-	case "kfake":
-		return runKfakeCmd(ctx, args[1:], stdout, stderr)
-	case "spool":
-		if len(args) != 3 || args[1] != "inspect" {
-			return errors.New("spool: usage: sluice spool inspect DIR")
-		}
-		report, err := buffer.Inspect(args[2])
-		if err != nil {
-			return err
-		}
-		fmt.Fprint(stdout, report.String())
-		return nil
-	case "hash-key":
-		if len(args) != 2 {
-			return errors.New("hash-key: give exactly one key")
-		}
-		fmt.Fprintln(stdout, hashKey(args[1]))
-		return nil
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return nil
 	}
 	fmt.Fprint(stderr, usage)
 	return fmt.Errorf("unknown command %q", args[0])
+}
+
+// runSpoolCmd is `sluice spool inspect DIR`.
+func runSpoolCmd(_ context.Context, args []string, stdout, _ io.Writer) error {
+	if len(args) != 2 || args[0] != "inspect" {
+		return errors.New("spool: usage: sluice spool inspect DIR")
+	}
+	report, err := buffer.Inspect(args[1])
+	if err != nil {
+		return err
+	}
+	fmt.Fprint(stdout, report.String())
+	return nil
+}
+
+// runHashKeyCmd is `sluice hash-key KEY`.
+func runHashKeyCmd(_ context.Context, args []string, stdout, _ io.Writer) error {
+	if len(args) != 1 {
+		return errors.New("hash-key: give exactly one key")
+	}
+	fmt.Fprintln(stdout, hashKey(args[0]))
+	return nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluicehq/sluice/audit"
 	"github.com/sluicehq/sluice/consumer"
 	"github.com/sluicehq/sluice/consumer/trace"
 	"github.com/sluicehq/sluice/sink"
@@ -123,7 +124,7 @@ func runTraceCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 // has none: an HTTP sink is not opened (its rows are in sluice.audit). An
 // SQLite file is only read, never created or written (the consumer
 // writing it may hold its lock).
-func openAuditReader(ctx context.Context, cfg sink.Config) (sink.AuditReader, func(), error) {
+func openAuditReader(ctx context.Context, cfg sink.Config) (audit.Reader, func(), error) {
 	nothing := func() {}
 	switch cfg.Kind {
 	case sink.KindHTTP:
@@ -140,7 +141,7 @@ func openAuditReader(ctx context.Context, cfg sink.Config) (sink.AuditReader, fu
 		return nil, nothing, err
 	}
 	closeSink := func() { _ = s.Close() }
-	r, ok := s.(sink.AuditReader)
+	r, ok := s.(audit.Reader)
 	if !ok {
 		closeSink()
 		return nil, nothing, nil
@@ -153,7 +154,7 @@ func openAuditReader(ctx context.Context, cfg sink.Config) (sink.AuditReader, fu
 // reading the audit table of s when it has one.
 func consumerTracer(ccfg consumer.Config, conn []kgo.Opt, s sink.Sink, log *slog.Logger) (*trace.Tracer, error) {
 	opts := []trace.Option{trace.WithLogger(log)}
-	if r, ok := s.(sink.AuditReader); ok {
+	if r, ok := s.(audit.Reader); ok {
 		opts = append(opts, trace.WithAuditReader(r))
 	}
 	return trace.New(ccfg, conn, opts...)

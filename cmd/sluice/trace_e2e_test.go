@@ -19,6 +19,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluicehq/sluice/audit"
 	"github.com/sluicehq/sluice/consumer/trace"
 	"github.com/sluicehq/sluice/examples"
 	"github.com/sluicehq/sluice/internal/contracttest"
@@ -261,7 +262,7 @@ log: {level: warn}
 	waitStatus(cfg1, "later", trace.Parked)
 
 	both(cfg1, "written", func(a *trace.Answer) error {
-		return wantTrail(a, trace.InSink, []rowWant{{sink.AuditWritten, w.topic, at["written"], "", 0}}, func() error {
+		return wantTrail(a, trace.InSink, []rowWant{{audit.Written, w.topic, at["written"], "", 0}}, func() error {
 			if a.Written == nil || a.Written.Inferred || a.Written.From != (trace.Position{Topic: w.topic, Offset: at["written"]}) {
 				return fmt.Errorf("written %+v", a.Written)
 			}
@@ -269,7 +270,7 @@ log: {level: warn}
 		})
 	})
 	both(cfg1, "poison", func(a *trace.Answer) error {
-		return wantTrail(a, trace.InDLQ, []rowWant{{sink.AuditDeadLettered, w.topic, at["poison"], record.ClassDecode, 0}}, func() error {
+		return wantTrail(a, trace.InDLQ, []rowWant{{audit.DeadLettered, w.topic, at["poison"], record.ClassDecode, 0}}, func() error {
 			d := a.DeadLetter
 			// Attempts count sink writes; a record that does not decode had none.
 			if d == nil || d.Class != record.ClassDecode || d.Retryable || d.Attempts != 0 || d.Next == nil || d.Next.Retried {
@@ -293,9 +294,9 @@ log: {level: warn}
 	// it.
 	dlqTopic, parkedTopic := record.DLQTopic(w.topic), record.ParkedTopic(w.topic)
 	laterRows := []rowWant{
-		{sink.AuditDeadLettered, w.topic, at["later"], record.ClassSchema, 0},
-		{sink.AuditDeadLettered, w.topic, at["later"], record.ClassSchema, 1},
-		{sink.AuditParked, dlqTopic, -1, record.ClassSchema, 2},
+		{audit.DeadLettered, w.topic, at["later"], record.ClassSchema, 0},
+		{audit.DeadLettered, w.topic, at["later"], record.ClassSchema, 1},
+		{audit.Parked, dlqTopic, -1, record.ClassSchema, 2},
 	}
 	both(cfg1, "later", func(a *trace.Answer) error {
 		return wantTrail(a, trace.Parked, laterRows, func() error {
@@ -346,8 +347,8 @@ log: {level: warn}
 	waitStatus(cfg2, "stopped", trace.InSink)
 	waitStatus(cfg2, "later", trace.InSink)
 	both(cfg2, "later", func(a *trace.Answer) error {
-		replayed := rowWant{sink.AuditReplayed, parkedTopic, -1, record.ClassSchema, 2}
-		written := rowWant{sink.AuditWritten, w.topic, -1, "", 0}
+		replayed := rowWant{audit.Replayed, parkedTopic, -1, record.ClassSchema, 2}
+		written := rowWant{audit.Written, w.topic, -1, "", 0}
 		return wantTrail(a, trace.InSink, append(laterRows[:len(laterRows):len(laterRows)], replayed, written), func() error {
 			n := len(a.Audit)
 			rp, wr := a.Audit[n-2], a.Audit[n-1]
@@ -370,7 +371,7 @@ log: {level: warn}
 // rowWant is what an audit row must hold: its action, the record it was
 // about (offset -1: any), its error class and DLQ retries.
 type rowWant struct {
-	action     sink.AuditAction
+	action     audit.Action
 	topic      string
 	offset     int64
 	class      string

@@ -2,7 +2,6 @@ package dlq
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluicehq/sluice/internal/kafkaconn"
 	"github.com/sluicehq/sluice/record"
 )
 
@@ -94,10 +94,10 @@ func (s *Selection) Match(d *DeadLetter) bool {
 }
 
 // scanTopic calls fn for every record of topic from its start offsets to
-// the end offsets it finds when it starts, partition by partition in
-// offset order, with a plain (non-group) client built from kopts.
-func scanTopic(ctx context.Context, kopts []kgo.Opt, topic string, partitions []int32, fn func(*kgo.Record) error) error {
-	admCl, err := kgo.NewClient(kopts...)
+// the end offsets it finds when it starts, in offset order per partition,
+// with a plain (non-group) client built from conn (kafkaconn.Read).
+func scanTopic(ctx context.Context, conn []kgo.Opt, topic string, partitions []int32, fn func(*kgo.Record) error) error {
+	admCl, err := kgo.NewClient(conn...)
 	if err != nil {
 		return fmt.Errorf("dlq: kafka client: %w", err)
 	}
@@ -119,74 +119,34 @@ func scanTopic(ctx context.Context, kopts []kgo.Opt, topic string, partitions []
 	if err != nil {
 		return fmt.Errorf("dlq: list end offsets of %s: %w", topic, err)
 	}
-	from := map[int32]kgo.Offset{}
-	end := map[int32]int64{}
+	var spans []kafkaconn.Span
 	starts.Each(func(o kadm.ListedOffset) {
 		if len(partitions) > 0 && !slices.Contains(partitions, o.Partition) {
 			return
 		}
-		e, ok := ends.Lookup(topic, o.Partition)
-		if ok && e.Offset > o.Offset {
-			from[o.Partition] = kgo.NewOffset().At(o.Offset)
-			end[o.Partition] = e.Offset
+		if e, ok := ends.Lookup(topic, o.Partition); ok && e.Offset > o.Offset {
+			spans = append(spans, kafkaconn.Span{Topic: topic, Partition: o.Partition, From: o.Offset, End: e.Offset})
 		}
 	})
-	if len(from) == 0 {
+	if len(spans) == 0 {
 		return nil
 	}
-	cl, err := kgo.NewClient(append(slices.Clone(kopts),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: from}),
-		kgo.FetchMaxWait(time.Second),
-	)...)
+	cl, err := kgo.NewClient(append(slices.Clone(conn), kgo.FetchMaxWait(time.Second))...)
 	if err != nil {
 		return fmt.Errorf("dlq: kafka client: %w", err)
 	}
 	defer cl.Close()
-	for len(end) > 0 {
-		pctx, cancel := context.WithTimeout(ctx, scanIdle)
-		fetches := cl.PollFetches(pctx)
-		cancel()
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if pctx.Err() != nil && fetches.NumRecords() == 0 {
-			// Nothing more arrives: what is left are gaps.
-			return nil
-		}
-		var ferr error
-		fetches.EachError(func(t string, p int32, err error) {
-			if !errors.Is(err, context.DeadlineExceeded) && ferr == nil {
-				ferr = fmt.Errorf("dlq: fetch %s/%d: %w", t, p, err)
-			}
-		})
-		if ferr != nil {
-			return ferr
-		}
-		var stop error
-		fetches.EachRecord(func(r *kgo.Record) {
-			e, ok := end[r.Partition]
-			if stop != nil || !ok || r.Offset >= e {
-				return
-			}
-			if err := fn(r); err != nil {
-				stop = err
-				return
-			}
-			if r.Offset >= e-1 {
-				delete(end, r.Partition)
-			}
-		})
-		if stop != nil {
-			return stop
-		}
+	err = kafkaconn.Read(ctx, cl, spans, scanIdle, func(r *kgo.Record) (bool, error) { return false, fn(r) })
+	if _, ok := err.(*kafkaconn.FetchError); ok {
+		return fmt.Errorf("dlq: %w", err)
 	}
-	return nil
+	return err
 }
 
 // List calls fn for each selected dead letter of topic (a DLQ or parked
 // topic), from its start to its end offsets when List starts.
-func List(ctx context.Context, kopts []kgo.Opt, topic string, sel Selection, fn func(DeadLetter) error) error {
-	return scanTopic(ctx, kopts, topic, sel.Partitions, func(r *kgo.Record) error {
+func List(ctx context.Context, conn []kgo.Opt, topic string, sel Selection, fn func(DeadLetter) error) error {
+	return scanTopic(ctx, conn, topic, sel.Partitions, func(r *kgo.Record) error {
 		d := readDeadLetter(r)
 		if !sel.Match(&d) {
 			return nil

@@ -79,7 +79,7 @@ type producerOption func(*Producer)
 
 func (f producerOption) apply(p *Producer) { f(p) }
 
-// WithLogger logs to l; by default nothing is logged.
+// WithLogger replaces slog.Default(). A nil logger keeps it.
 func WithLogger(l *slog.Logger) ProducerOption {
 	return producerOption(func(p *Producer) {
 		if l != nil {
@@ -121,12 +121,15 @@ type producerMetrics struct {
 
 // NewProducer returns a Producer that produces through cl. cl must ask for
 // acks from all in-sync replicas and have kgo.ProducerBatchMaxBytes set to
-// cfg.MaxRecordBytes.
+// cfg.MaxRecordBytes. Unlike the components that open clients of their own
+// (and take the connection options), the Producer is a part of its owner,
+// the consumer: it shares the consumer's client, its connections and its
+// idempotent producer, and never closes it.
 func NewProducer(cl *kgo.Client, cfg ProducerConfig, opts ...ProducerOption) *Producer {
 	p := &Producer{
 		cl:    cl,
 		cfg:   cfg,
-		log:   slog.New(slog.DiscardHandler),
+		log:   slog.Default(),
 		clock: systemClock{},
 		warn:  logThrottle{every: produceWarnInterval},
 		m: producerMetrics{

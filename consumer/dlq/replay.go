@@ -15,9 +15,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/time/rate"
 
+	"github.com/sluicehq/sluice/audit"
 	"github.com/sluicehq/sluice/contract"
 	"github.com/sluicehq/sluice/record"
-	"github.com/sluicehq/sluice/sink"
 )
 
 // ReplayOptions govern a replay.
@@ -51,12 +51,12 @@ type ReplayOptions struct {
 	Each func(DeadLetter, error)
 	// Now stamps the audit records; time.Now when nil.
 	Now func() time.Time
-	// Auditor records the replayed row (sink.AuditReplayed) of every
+	// Auditor records the replayed row (audit.Replayed) of every
 	// record replayed, once Kafka acknowledged it: the deployment's table
 	// sink, where the consumer records its decisions (sluice dlq replay
 	// passes the config's SQL sink). When nil, the rows go to
 	// record.AuditTopic as Decisions, through the replay's client.
-	Auditor sink.Auditor
+	Auditor audit.Writer
 }
 
 // Audit record actions. A replay writes AuditStarted before it produces
@@ -69,7 +69,7 @@ const (
 
 // ReplayReport is what a replay did; it is also the audit record.
 type ReplayReport struct {
-	// Kind is KindReplay in the audit records.
+	// Kind is record.KindReplay in the audit records.
 	Kind string `json:"kind"`
 	// Action is AuditStarted or AuditFinished; ReplayID is the same in
 	// both records of one replay and in the record.HeaderReplayID header
@@ -148,7 +148,7 @@ var (
 // without it there is no replay. An AuditFinished record follows when the
 // replay ends, however it ends. The report is returned even when the
 // replay fails part way.
-func Replay(ctx context.Context, kopts []kgo.Opt, topic string, sel Selection, opts ReplayOptions) (ReplayReport, error) {
+func Replay(ctx context.Context, conn []kgo.Opt, topic string, sel Selection, opts ReplayOptions) (ReplayReport, error) {
 	now := opts.Now
 	if now == nil {
 		now = time.Now
@@ -175,7 +175,7 @@ func Replay(ctx context.Context, kopts []kgo.Opt, topic string, sel Selection, o
 	if err != nil {
 		return rep, err
 	}
-	cl, err := kgo.NewClient(append(slices.Clone(kopts), kgo.RequiredAcks(kgo.AllISRAcks()))...)
+	cl, err := kgo.NewClient(append(slices.Clone(conn), kgo.RequiredAcks(kgo.AllISRAcks()))...)
 	if err != nil {
 		return rep, fmt.Errorf("dlq: kafka client: %w", err)
 	}
@@ -213,7 +213,7 @@ func Replay(ctx context.Context, kopts []kgo.Opt, topic string, sel Selection, o
 		}
 	}
 	lastProgress := time.Time{}
-	runErr := scanTopic(ctx, kopts, topic, sel.Partitions, func(r *kgo.Record) error {
+	runErr := scanTopic(ctx, conn, topic, sel.Partitions, func(r *kgo.Record) error {
 		rep.Scanned++
 		d := readDeadLetter(r)
 		if !sel.Match(&d) {
@@ -281,9 +281,9 @@ func Replay(ctx context.Context, kopts []kgo.Opt, topic string, sel Selection, o
 
 // auditReplayed records the replayed row of d, produced as out, under its
 // own deadline.
-func auditReplayed(ctx context.Context, a sink.Auditor, d *DeadLetter, out *kgo.Record, id, actor string, at time.Time) error {
-	row := sink.AuditRow{
-		Source: d.Event.Source, EventID: d.Event.ID, Action: sink.AuditReplayed, At: at,
+func auditReplayed(ctx context.Context, a audit.Writer, d *DeadLetter, out *kgo.Record, id, actor string, at time.Time) error {
+	row := audit.Row{
+		Source: d.Event.Source, EventID: d.Event.ID, Action: audit.Replayed, At: at,
 		Topic: d.Record.Topic, Partition: d.Record.Partition, Offset: d.Record.Offset, EventType: d.Event.Type,
 		Class: d.Envelope.Class, Attempt: d.Envelope.Attempts, DLQRetries: d.Envelope.DLQRetries,
 		Detail:   fmt.Sprintf("%s/%d@%d", out.Topic, out.Partition, out.Offset),
@@ -291,7 +291,7 @@ func auditReplayed(ctx context.Context, a sink.Auditor, d *DeadLetter, out *kgo.
 	}
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), adminTimeout)
 	defer cancel()
-	if err := a.Audit(actx, []sink.AuditRow{row}); err != nil {
+	if err := a.Audit(actx, []audit.Row{row}); err != nil {
 		return fmt.Errorf("dlq: %s/%d@%d was replayed to %s but its replayed audit row was not recorded: %w",
 			d.Record.Topic, d.Record.Partition, d.Record.Offset, row.Detail, err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluicehq/sluice/audit"
 	"github.com/sluicehq/sluice/record"
 	"github.com/sluicehq/sluice/sink"
 )
@@ -125,7 +126,7 @@ func TestReplay(t *testing.T) {
 		t.Fatalf("%d replay audit records, want 4: started and finished of two replays", len(reports))
 	}
 	a := reports[3]
-	if a.Kind != KindReplay || a.Action != AuditFinished || a.ReplayID != rep.ReplayID || a.Actor != "bob" || a.Selection.Class != "transient" ||
+	if a.Kind != record.KindReplay || a.Action != AuditFinished || a.ReplayID != rep.ReplayID || a.Actor != "bob" || a.Selection.Class != "transient" ||
 		a.Replayed != 2 || a.Outcome != "ok" || a.StartedAt.IsZero() || a.Destination != testTopic {
 		t.Fatalf("audit record %+v", a)
 	}
@@ -139,7 +140,7 @@ func TestReplay(t *testing.T) {
 	}
 	for _, d := range decisions {
 		dl := readAll(t, addrs, record.DLQTopic(testTopic))[d.Offset]
-		if d.Action != string(sink.AuditReplayed) || d.ReplayID != rep.ReplayID || d.Actor != "bob" || d.Source != "test" ||
+		if d.Action != string(audit.Replayed) || d.ReplayID != rep.ReplayID || d.Actor != "bob" || d.Source != "test" ||
 			d.Topic != record.DLQTopic(testTopic) || d.Partition != dl.Partition || d.Class != "transient" || d.Attempt != 2 ||
 			d.EventType != testType || d.Detail != at[d.EventID] || d.At.IsZero() {
 			t.Errorf("replayed decision %+v; the record was replayed to %s", d, at[d.EventID])
@@ -256,14 +257,14 @@ func TestReplayRefusesMismatchedSource(t *testing.T) {
 
 // auditRecords reads record.AuditTopic: the replays' reports and the
 // decisions, in offset order.
-func auditRecords(t *testing.T, addrs []string) ([]ReplayReport, []Decision) {
+func auditRecords(t *testing.T, addrs []string) ([]ReplayReport, []record.Decision) {
 	t.Helper()
 	var (
 		reports   []ReplayReport
-		decisions []Decision
+		decisions []record.Decision
 	)
 	for _, r := range readAll(t, addrs, record.AuditTopic) {
-		d, err := ParseDecision(r)
+		d, err := record.ParseDecision(r)
 		if err == nil {
 			if string(r.Key) != sink.IdempotencyKey(d.Source, d.EventID) {
 				t.Fatalf("decision of %s/%s keyed %q", d.Source, d.EventID, r.Key)
@@ -272,7 +273,7 @@ func auditRecords(t *testing.T, addrs []string) ([]ReplayReport, []Decision) {
 			continue
 		}
 		var a ReplayReport
-		if err := json.Unmarshal(r.Value, &a); err != nil || a.Kind != KindReplay {
+		if err := json.Unmarshal(r.Value, &a); err != nil || a.Kind != record.KindReplay {
 			t.Fatalf("a record in %s that is neither a decision nor a replay report: %q", record.AuditTopic, r.Value)
 		}
 		reports = append(reports, a)
@@ -419,12 +420,12 @@ func TestReplayAudit(t *testing.T) {
 	}
 }
 
-// auditorFunc is a sink.Auditor of a function.
-type auditorFunc func(context.Context, []sink.AuditRow) error
+// auditorFunc is a audit.Writer of a function.
+type auditorFunc func(context.Context, []audit.Row) error
 
-func (f auditorFunc) Audit(ctx context.Context, rows []sink.AuditRow) error { return f(ctx, rows) }
+func (f auditorFunc) Audit(ctx context.Context, rows []audit.Row) error { return f(ctx, rows) }
 
-// TestReplayAuditsIntoASink: given a sink.Auditor (here the SQLite sink
+// TestReplayAuditsIntoASink: given a audit.Writer (here the SQLite sink
 // the consumer writes to), a replay records each record's replayed row
 // there, once the record is in Kafka, and none to the audit topic but its
 // reports; refused records and dry runs get none. An auditor that fails
@@ -454,7 +455,7 @@ func TestReplayAuditsIntoASink(t *testing.T) {
 	}
 	opts.DryRun = false
 	var inKafka []int // records in the source topic when each row was recorded
-	opts.Auditor = auditorFunc(func(ctx context.Context, rows []sink.AuditRow) error {
+	opts.Auditor = auditorFunc(func(ctx context.Context, rows []audit.Row) error {
 		inKafka = append(inKafka, len(readAll(t, addrs, testTopic)))
 		return db.Audit(ctx, rows)
 	})
@@ -477,7 +478,7 @@ func TestReplayAuditsIntoASink(t *testing.T) {
 			}
 			continue
 		}
-		if len(rows) != 1 || rows[0].Action != sink.AuditReplayed || rows[0].ReplayID != rep.ReplayID || rows[0].Actor != "erin" ||
+		if len(rows) != 1 || rows[0].Action != audit.Replayed || rows[0].ReplayID != rep.ReplayID || rows[0].Actor != "erin" ||
 			rows[0].Topic != record.DLQTopic(testTopic) || rows[0].Offset != dlqRecs[i].Offset || !strings.HasPrefix(rows[0].Detail, testTopic+"/0@") {
 			t.Fatalf("audit rows of %s: %+v", id, rows)
 		}
@@ -489,7 +490,7 @@ func TestReplayAuditsIntoASink(t *testing.T) {
 	// A row that cannot be recorded stops the replay: the record is in
 	// Kafka, the report says what happened, nothing more is replayed.
 	before := len(readAll(t, addrs, testTopic))
-	opts.Auditor = auditorFunc(func(context.Context, []sink.AuditRow) error { return errors.New("audit store down") })
+	opts.Auditor = auditorFunc(func(context.Context, []audit.Row) error { return errors.New("audit store down") })
 	rep, err = Replay(ctx, kopts, record.DLQTopic(testTopic), Selection{}, opts)
 	if err == nil || !strings.Contains(err.Error(), "audit store down") || !strings.Contains(err.Error(), "was replayed to") {
 		t.Fatalf("replay with a failing auditor: %v", err)

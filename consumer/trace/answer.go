@@ -3,7 +3,7 @@ package trace
 import (
 	"time"
 
-	"github.com/sluicehq/sluice/sink"
+	"github.com/sluicehq/sluice/audit"
 )
 
 // Status is where an event is.
@@ -25,7 +25,7 @@ const (
 
 // Where a step or a finding comes from (Step.From).
 const (
-	FromAuditTable = "audit_table" // the sink's AuditReader
+	FromAuditTable = "audit_table" // the sink's audit.Reader
 	FromAuditTopic = "audit_topic" // rows read from record.AuditTopic
 	FromScan       = "scan"        // a record read in a DLQ, parked or source topic
 	FromHint       = "hint"        // the record at the query's Hint
@@ -178,7 +178,7 @@ type Step struct {
 	Note  string    `json:"note,omitempty"`
 }
 
-// Row is a sink.AuditRow as JSON.
+// Row is a audit.Row as JSON.
 type Row struct {
 	Sequence  int64     `json:"sequence"`
 	Action    string    `json:"action"`
@@ -200,7 +200,7 @@ type Row struct {
 	Actor      string `json:"actor,omitempty"`
 }
 
-func rowOf(r sink.AuditRow) Row {
+func rowOf(r audit.Row) Row {
 	return Row{Sequence: r.Sequence, Action: string(r.Action), At: r.At.UTC(), Topic: r.Topic, Partition: r.Partition,
 		Offset: r.Offset, EventType: r.EventType, Group: r.Group, Sink: r.Sink, Class: r.Class, Error: r.Error,
 		Attempt: r.Attempt, DLQRetries: r.DLQRetries, Retryable: r.Retryable, Detail: r.Detail, ReplayID: r.ReplayID, Actor: r.Actor}

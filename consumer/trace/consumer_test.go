@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/audit"
 	"github.com/sluicehq/sluice/consumer"
 	"github.com/sluicehq/sluice/contract"
 	"github.com/sluicehq/sluice/internal/eventtest"
@@ -82,7 +83,7 @@ func TestTraceRealConsumer(t *testing.T) {
 		a = trace(t, tr, Query{Source: source, ID: "bad"})
 		return len(a.Audit) == 1
 	})
-	if r := a.Audit[0]; r.Action != string(sink.AuditDeadLettered) || r.Class != "permanent" || r.Sink != "refusing" ||
+	if r := a.Audit[0]; r.Action != string(audit.DeadLettered) || r.Class != "permanent" || r.Sink != "refusing" ||
 		r.Group != group || r.Topic != topic || r.Offset != 1 || r.Attempt != 1 || a.Status != InDLQ {
 		t.Errorf("status %s, rows %+v", a.Status, a.Audit)
 	}
@@ -91,7 +92,7 @@ func TestTraceRealConsumer(t *testing.T) {
 		return a.Status == InSink
 	})
 	if a.Written == nil || a.Written.Inferred || a.Written.Sink != "refusing" || len(a.Audit) != 1 ||
-		a.Audit[0].Action != string(sink.AuditWritten) || a.Path[len(a.Path)-1].From != FromAuditTopic {
+		a.Audit[0].Action != string(audit.Written) || a.Path[len(a.Path)-1].From != FromAuditTopic {
 		t.Errorf("written %+v, rows %+v, path %+v: %s", a.Written, a.Audit, a.Path, a.Summary)
 	}
 }

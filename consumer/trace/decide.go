@@ -7,8 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluicehq/sluice/audit"
+	"github.com/sluicehq/sluice/internal/clip"
 	"github.com/sluicehq/sluice/record"
-	"github.com/sluicehq/sluice/sink"
 )
 
 // settled returns the latest decision of rows that places the event (an
@@ -16,23 +17,23 @@ import (
 // written row (the sink keeps the first write, whatever follows), or a
 // latest decision that is dead_lettered, retried or parked. A latest
 // replayed row leaves the event in its source topic, to be consumed.
-func settled(rows []sink.AuditRow) (last *sink.AuditRow, final bool) {
+func settled(rows []audit.Row) (last *audit.Row, final bool) {
 	for i := range rows {
 		switch rows[i].Action {
-		case sink.AuditWritten:
+		case audit.Written:
 			final = true
 			last = &rows[i]
-		case sink.AuditDeadLettered, sink.AuditRetried, sink.AuditParked, sink.AuditReplayed:
+		case audit.DeadLettered, audit.Retried, audit.Parked, audit.Replayed:
 			last = &rows[i]
 		}
 	}
 	if final {
 		return last, true
 	}
-	return last, last != nil && last.Action != sink.AuditReplayed
+	return last, last != nil && last.Action != audit.Replayed
 }
 
-func firstRow(rows []sink.AuditRow, action sink.AuditAction) *sink.AuditRow {
+func firstRow(rows []audit.Row, action audit.Action) *audit.Row {
 	for i := range rows {
 		if rows[i].Action == action {
 			return &rows[i]
@@ -41,7 +42,7 @@ func firstRow(rows []sink.AuditRow, action sink.AuditAction) *sink.AuditRow {
 	return nil
 }
 
-func lastRow(rows []sink.AuditRow, action sink.AuditAction) *sink.AuditRow {
+func lastRow(rows []audit.Row, action audit.Action) *audit.Row {
 	for i := len(rows) - 1; i >= 0; i-- {
 		if rows[i].Action == action {
 			return &rows[i]
@@ -50,7 +51,7 @@ func lastRow(rows []sink.AuditRow, action sink.AuditAction) *sink.AuditRow {
 	return nil
 }
 
-func countRows(rows []sink.AuditRow, action sink.AuditAction) int {
+func countRows(rows []audit.Row, action audit.Action) int {
 	n := 0
 	for _, r := range rows {
 		if r.Action == action {
@@ -63,23 +64,23 @@ func countRows(rows []sink.AuditRow, action sink.AuditAction) int {
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
 // positionOf is the row's record, nil when it names none.
-func positionOf(r *sink.AuditRow) *Position {
+func positionOf(r *audit.Row) *Position {
 	if r.Topic == "" {
 		return nil
 	}
 	return &Position{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}
 }
 
-func rowNote(r *sink.AuditRow) string {
+func rowNote(r *audit.Row) string {
 	var parts []string
 	add := func(format string, args ...any) { parts = append(parts, fmt.Sprintf(format, args...)) }
 	switch r.Action {
-	case sink.AuditWritten:
+	case audit.Written:
 		if r.Sink != "" {
 			add("sink %s", r.Sink)
 		}
-	case sink.AuditDeadLettered, sink.AuditParked:
-		if r.Action == sink.AuditParked && r.Detail != "" {
+	case audit.DeadLettered, audit.Parked:
+		if r.Action == audit.Parked && r.Detail != "" {
 			add("%s", r.Detail)
 		}
 		if r.Class != "" {
@@ -102,27 +103,17 @@ func rowNote(r *sink.AuditRow) string {
 	return strings.Join(parts, ", ")
 }
 
-// oneLine folds s to one line of at most n bytes, cut at a rune.
+// oneLine folds s to one line of at most n bytes (clip.String).
 func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !isRuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
+	return clip.String(strings.Join(strings.Fields(s), " "), n)
 }
-
-func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
 // topicRows are the rows read from record.AuditTopic as a table holds
 // them: the first of each decision (the topic is written at least once),
 // in time order (an event's records share a partition, but rows may come
 // from a topic of several partitions), numbered from 1.
-func topicRows(rows []sink.AuditRow) []sink.AuditRow {
-	seen := make(map[sink.AuditKey]bool, len(rows))
+func topicRows(rows []audit.Row) []audit.Row {
+	seen := make(map[audit.Key]bool, len(rows))
 	out := rows[:0]
 	for _, r := range rows {
 		if k := r.Key(); !seen[k] {
@@ -130,7 +121,7 @@ func topicRows(rows []sink.AuditRow) []sink.AuditRow {
 			out = append(out, r)
 		}
 	}
-	slices.SortStableFunc(out, func(x, y sink.AuditRow) int { return x.At.Compare(y.At) })
+	slices.SortStableFunc(out, func(x, y audit.Row) int { return x.At.Compare(y.At) })
 	for i := range out {
 		out[i].Sequence = int64(i + 1)
 	}
@@ -141,11 +132,11 @@ func topicRows(rows []sink.AuditRow) []sink.AuditRow {
 // record.AuditTopic that it does not hold (the consumer recorded them
 // there while the table did not take them), the first of each decision,
 // with Sequence 0, all in time order.
-func besideTable(table, topic []sink.AuditRow) []sink.AuditRow {
+func besideTable(table, topic []audit.Row) []audit.Row {
 	if len(topic) == 0 {
 		return table
 	}
-	held := make(map[sink.AuditKey]bool, len(table)+len(topic))
+	held := make(map[audit.Key]bool, len(table)+len(topic))
 	for i := range table {
 		held[table[i].Key()] = true
 	}
@@ -157,7 +148,7 @@ func besideTable(table, topic []sink.AuditRow) []sink.AuditRow {
 			out = append(out, r)
 		}
 	}
-	slices.SortStableFunc(out, func(x, y sink.AuditRow) int { return x.At.Compare(y.At) })
+	slices.SortStableFunc(out, func(x, y audit.Row) int { return x.At.Compare(y.At) })
 	return out
 }
 
@@ -184,17 +175,17 @@ func decide(lk *lookup) {
 	lk.stepsOfRecords()
 	slices.SortStableFunc(a.Path, func(x, y Step) int { return x.At.Compare(y.At) })
 
-	if w := firstRow(rows, sink.AuditWritten); w != nil {
+	if w := firstRow(rows, audit.Written); w != nil {
 		lk.inSink(w)
 		return
 	}
 	last, _ := settled(rows)
 	if last != nil {
 		switch last.Action {
-		case sink.AuditDeadLettered, sink.AuditRetried:
+		case audit.DeadLettered, audit.Retried:
 			lk.inDLQFromRows(last)
 			return
-		case sink.AuditParked:
+		case audit.Parked:
 			lk.parkedFromRow(last)
 			return
 		}
@@ -203,7 +194,7 @@ func decide(lk *lookup) {
 		lk.pending(c, last)
 		return
 	}
-	if last != nil && last.Action == sink.AuditReplayed {
+	if last != nil && last.Action == audit.Replayed {
 		lk.pending(nil, last)
 		return
 	}
@@ -269,7 +260,7 @@ func (lk *lookup) stepsOfRecords() {
 	}
 }
 
-func (lk *lookup) inSink(w *sink.AuditRow) {
+func (lk *lookup) inSink(w *audit.Row) {
 	a := lk.a
 	a.Status = InSink
 	from := Position{}
@@ -300,28 +291,28 @@ func (lk *lookup) inSink(w *sink.AuditRow) {
 
 // inDLQFromRows is IN_DLQ from the audit rows, last being dead_lettered
 // or retried.
-func (lk *lookup) inDLQFromRows(last *sink.AuditRow) {
+func (lk *lookup) inDLQFromRows(last *audit.Row) {
 	a := lk.a
 	a.Status = InDLQ
-	dl := lastRow(lk.rows, sink.AuditDeadLettered)
+	dl := lastRow(lk.rows, audit.DeadLettered)
 	if dl == nil {
 		dl = last
 	}
 	source := record.SourceOf(dl.Topic)
 	d := &DeadLetter{Topic: record.DLQTopic(source), At: dl.At.UTC(), Class: dl.Class, Error: dl.Error,
-		Retryable: dl.Retryable, Attempts: dl.Attempt, DLQRetries: countRows(lk.rows, sink.AuditRetried), Sink: dl.Sink, Group: dl.Group}
-	if dl.Action == sink.AuditRetried {
+		Retryable: dl.Retryable, Attempts: dl.Attempt, DLQRetries: countRows(lk.rows, audit.Retried), Sink: dl.Sink, Group: dl.Group}
+	if dl.Action == audit.Retried {
 		// A retried row alone: the dead letter it was taken from is
 		// retryable, or no drain would have taken it.
 		d.Retryable = true
 	}
-	if first := firstRow(lk.rows, sink.AuditDeadLettered); first != nil {
+	if first := firstRow(lk.rows, audit.DeadLettered); first != nil {
 		d.FirstFailureAt = first.At.UTC()
 		if first.Topic != "" && !record.IsDerived(first.Topic) {
 			d.Source = positionOf(first)
 		}
 	}
-	if last.Action == sink.AuditRetried {
+	if last.Action == audit.Retried {
 		d.Note = fmt.Sprintf("a drain pass took it from the DLQ at %s; no outcome is recorded yet", stamp(last.At))
 		// The retried row does not count a failed drain until its
 		// outcome comes.
@@ -388,14 +379,14 @@ func (lk *lookup) nextDrain(d *DeadLetter) *NextDrain {
 	return n
 }
 
-func (lk *lookup) parkedFromRow(p *sink.AuditRow) {
+func (lk *lookup) parkedFromRow(p *audit.Row) {
 	a := lk.a
 	a.Status = Parked
 	source := record.SourceOf(p.Topic)
 	d := &DeadLetter{Topic: record.ParkedTopic(source), At: p.At.UTC(), Class: p.Class, Error: p.Error,
-		Retryable: p.Retryable, Attempts: p.Attempt, DLQRetries: countRows(lk.rows, sink.AuditRetried),
+		Retryable: p.Retryable, Attempts: p.Attempt, DLQRetries: countRows(lk.rows, audit.Retried),
 		Sink: p.Sink, Group: p.Group, ParkedReason: p.Detail}
-	if first := firstRow(lk.rows, sink.AuditDeadLettered); first != nil {
+	if first := firstRow(lk.rows, audit.DeadLettered); first != nil {
 		d.FirstFailureAt = first.At.UTC()
 		if first.Topic != "" && !record.IsDerived(first.Topic) {
 			d.Source = positionOf(first)
@@ -437,7 +428,7 @@ func (lk *lookup) pendingCopy() *found {
 
 // pending is PENDING with copy c, or with none found after replay, the
 // latest audit row.
-func (lk *lookup) pending(c *found, replay *sink.AuditRow) {
+func (lk *lookup) pending(c *found, replay *audit.Row) {
 	a := lk.a
 	a.Status = Pending
 	p := &PendingAt{Group: lk.t.group}

@@ -2,7 +2,6 @@ package trace
 
 import (
 	"context"
-	"encoding/json"
 	"testing"
 	"time"
 
@@ -10,12 +9,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluicehq/sluice/audit"
 	"github.com/sluicehq/sluice/consumer"
-	"github.com/sluicehq/sluice/consumer/dlq"
 	"github.com/sluicehq/sluice/internal/eventtest"
 	"github.com/sluicehq/sluice/internal/kafkatest"
 	"github.com/sluicehq/sluice/record"
-	"github.com/sluicehq/sluice/sink"
 )
 
 const (
@@ -36,15 +34,15 @@ var (
 // rowsReader is an edge fake of a sink's audit table: the rows given,
 // those of the identity asked for, in the order given.
 type rowsReader struct {
-	rows []sink.AuditRow
+	rows []audit.Row
 	err  error
 }
 
-func (r *rowsReader) AuditRows(_ context.Context, src, id string) ([]sink.AuditRow, error) {
+func (r *rowsReader) AuditRows(_ context.Context, src, id string) ([]audit.Row, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
-	var out []sink.AuditRow
+	var out []audit.Row
 	for _, row := range r.rows {
 		if row.Source == src && row.EventID == id {
 			out = append(out, row)
@@ -154,13 +152,13 @@ func deadLetter(t testing.TB, dlTopic, id string, env record.Envelope) *kgo.Reco
 
 // auditRecord is row as a record of sluice.audit, as a TopicAuditor
 // writes it.
-func auditRecord(t testing.TB, row sink.AuditRow) *kgo.Record {
+func auditRecord(t testing.TB, row audit.Row) *kgo.Record {
 	t.Helper()
-	b, err := json.Marshal(dlq.NewDecision(row))
+	rec, err := audit.NewRecord(row)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &kgo.Record{Topic: record.AuditTopic, Key: []byte(sink.IdempotencyKey(row.Source, row.EventID)), Value: b}
+	return rec
 }
 
 func trace(t testing.TB, tr *Tracer, q Query) *Answer {

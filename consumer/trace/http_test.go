@@ -15,9 +15,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluicehq/sluice/audit"
 	"github.com/sluicehq/sluice/internal/waitfor"
 	"github.com/sluicehq/sluice/record"
-	"github.com/sluicehq/sluice/sink"
 )
 
 func serve(t *testing.T, tr *Tracer) *httptest.Server {
@@ -47,11 +47,11 @@ func get(t *testing.T, srv *httptest.Server, path string) (int, http.Header, []b
 // of the same lookup: 200 when found, 404 for UNKNOWN.
 func TestEndpointAnswers(t *testing.T) {
 	f := newFixture(t, 1)
-	dl := row(sink.AuditDeadLettered, 1, failedAt, Position{topic, 0, 3})
+	dl := row(audit.DeadLettered, 1, failedAt, Position{topic, 0, 3})
 	dl.Class, dl.Retryable = "transient", true
 	odd := dl
 	odd.Source, odd.EventID = "shop/eu", "o/1 2"
-	tr := f.tracer(WithAuditReader(&rowsReader{rows: []sink.AuditRow{dl, odd}}))
+	tr := f.tracer(WithAuditReader(&rowsReader{rows: []audit.Row{dl, odd}}))
 	srv := serve(t, tr)
 
 	code, h, body := get(t, srv, "/v1/trace/test/e1")

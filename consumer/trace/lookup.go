@@ -11,8 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluicehq/sluice/audit"
 	"github.com/sluicehq/sluice/record"
-	"github.com/sluicehq/sluice/sink"
 )
 
 // lookup is one Trace: what it found, then its Answer.
@@ -26,9 +26,9 @@ type lookup struct {
 	// without one; topicRows those read from record.AuditTopic: all of
 	// them without a table, and beside one the rows the consumer recorded
 	// there while the table did not take them.
-	rows      []sink.AuditRow
+	rows      []audit.Row
 	rowsFrom  string
-	topicRows []sink.AuditRow
+	topicRows []audit.Row
 	// committed are the group's committed offsets, nil until listed.
 	committed kadm.OffsetResponses
 	starts    kadm.ListedOffsets
@@ -79,9 +79,9 @@ func (lk *lookup) run(ctx context.Context) error {
 		}
 		lk.rows, lk.rowsFrom = rows, FromAuditTable
 		lk.a.Searched = append(lk.a.Searched, Search{What: SearchAuditTable, Read: int64(len(rows)), InRange: int64(len(rows)), Found: len(rows)})
-		var last *sink.AuditRow
+		var last *audit.Row
 		last, final = settled(rows)
-		if !final && last != nil && last.Action == sink.AuditReplayed {
+		if !final && last != nil && last.Action == audit.Replayed {
 			replayedTo = record.SourceOf(last.Topic)
 		}
 	}
@@ -138,7 +138,7 @@ func (lk *lookup) run(ctx context.Context) error {
 		}
 	}
 	allot(lk.windows, lk.lim.MaxRecords)
-	timedOut, err := scan(ctx, t.kopts, lk.windows, lk.take)
+	timedOut, err := scan(ctx, t.conn, lk.windows, lk.take)
 	if err != nil {
 		return err
 	}
@@ -246,18 +246,16 @@ func holdsID(r *kgo.Record, id string) bool {
 func (lk *lookup) take(w *window, r *kgo.Record) (stop bool) {
 	s := w.search
 	if s.What == SearchAuditTopic {
-		rows, err := lk.t.o.decoder.DecodeAudit(r)
+		row, ok, err := audit.ParseRecord(r)
 		if err != nil {
 			if s.Note == "" {
 				s.Note = fmt.Sprintf("a record it cannot read: %s/%d@%d: %v", r.Topic, r.Partition, r.Offset, err)
 			}
 			return false
 		}
-		for _, row := range rows {
-			if row.Source == lk.q.Source && row.EventID == lk.q.ID {
-				lk.topicRows = append(lk.topicRows, row)
-				s.Found++
-			}
+		if ok && row.Source == lk.q.Source && row.EventID == lk.q.ID {
+			lk.topicRows = append(lk.topicRows, row)
+			s.Found++
 		}
 		return false
 	}

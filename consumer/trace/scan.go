@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluicehq/sluice/internal/kafkaconn"
 )
 
 // scanIdle ends a scan when no record arrives for this long although some
@@ -63,85 +65,47 @@ func allot(ws []*window, budget int64) bool {
 	return cut
 }
 
-// scan reads every window with a plain (non-group) client over kopts and
-// calls take with each record in one, in offset order per partition,
-// until each window is read, take says stop, nothing arrives for scanIdle
-// or ctx ends. It reports whether ctx's deadline cut it; any other end of
-// ctx, and a fetch error, is an error.
-func scan(ctx context.Context, kopts []kgo.Opt, ws []*window, take func(*window, *kgo.Record) (stop bool)) (timedOut bool, err error) {
+// scan reads every window with a plain (non-group) client over conn
+// (kafkaconn.Read) and calls take with each record in one, in offset
+// order per partition, until each window is read, take says stop,
+// nothing arrives for scanIdle or ctx ends. It reports whether ctx's
+// deadline cut it; any other end of ctx, and a fetch error, is an error.
+func scan(ctx context.Context, conn []kgo.Opt, ws []*window, take func(*window, *kgo.Record) (stop bool)) (timedOut bool, err error) {
 	type tp struct {
 		topic     string
 		partition int32
 	}
 	open := map[tp]*window{}
-	from := map[string]map[int32]kgo.Offset{}
+	var spans []kafkaconn.Span
 	for _, w := range ws {
 		w.next = w.from
 		if w.size() <= 0 {
 			continue
 		}
 		open[tp{w.topic, w.partition}] = w
-		if from[w.topic] == nil {
-			from[w.topic] = map[int32]kgo.Offset{}
-		}
-		from[w.topic][w.partition] = kgo.NewOffset().At(w.from)
+		spans = append(spans, kafkaconn.Span{Topic: w.topic, Partition: w.partition, From: w.from, End: w.end})
 	}
 	if len(open) == 0 {
 		return false, nil
 	}
-	cl, err := kgo.NewClient(append(slices.Clone(kopts),
-		kgo.ConsumePartitions(from),
-		kgo.FetchMaxWait(500*time.Millisecond),
-	)...)
+	cl, err := kgo.NewClient(append(slices.Clone(conn), kgo.FetchMaxWait(500*time.Millisecond))...)
 	if err != nil {
 		return false, fmt.Errorf("trace: kafka client: %w", err)
 	}
 	defer cl.Close()
-	for len(open) > 0 {
-		pctx, cancel := context.WithTimeout(ctx, scanIdle)
-		fetches := cl.PollFetches(pctx)
-		cancel()
-		if err := ctx.Err(); err != nil {
-			if errors.Is(err, context.DeadlineExceeded) {
-				return true, nil
-			}
-			return false, err
-		}
-		if pctx.Err() != nil && fetches.NumRecords() == 0 {
-			return false, nil
-		}
-		var ferr error
-		fetches.EachError(func(t string, p int32, err error) {
-			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) && ferr == nil {
-				ferr = fmt.Errorf("trace: fetch %s/%d: %w", t, p, err)
-			}
-		})
-		if ferr != nil {
-			return false, ferr
-		}
-		stop := false
-		fetches.EachRecord(func(r *kgo.Record) {
-			k := tp{r.Topic, r.Partition}
-			w := open[k]
-			if stop || w == nil || r.Offset < w.next {
-				return
-			}
-			if r.Offset >= w.end {
-				delete(open, k)
-				return
-			}
-			w.next = r.Offset + 1
-			w.read++
-			if take(w, r) {
-				stop = true
-			}
-			if w.next >= w.end {
-				delete(open, k)
-			}
-		})
-		if stop {
-			return false, nil
-		}
+	err = kafkaconn.Read(ctx, cl, spans, scanIdle, func(r *kgo.Record) (bool, error) {
+		w := open[tp{r.Topic, r.Partition}]
+		w.next = r.Offset + 1
+		w.read++
+		return take(w, r), nil
+	})
+	switch _, fetch := err.(*kafkaconn.FetchError); {
+	case err == nil:
+		return false, nil
+	case fetch:
+		return false, fmt.Errorf("trace: %w", err)
+	case ctx.Err() != nil && errors.Is(err, context.DeadlineExceeded):
+		return true, nil
 	}
-	return false, nil
+	return false, err
 }

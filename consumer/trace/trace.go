@@ -14,8 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluicehq/sluice/audit"
 	"github.com/sluicehq/sluice/consumer"
-	"github.com/sluicehq/sluice/sink"
 )
 
 // Defaults of Limits.
@@ -110,24 +110,11 @@ func (q *Query) Validate(sourceTopics []string) error {
 	return nil
 }
 
-// AuditDecoder reads the audit rows a record of record.AuditTopic holds:
-// none, and no error, for a record that is no audit row (a replay's
-// report). The sinks without an audit table (HTTP) write their rows there.
-type AuditDecoder interface {
-	DecodeAudit(r *kgo.Record) ([]sink.AuditRow, error)
-}
-
-// AuditDecoderFunc is a function that is an AuditDecoder.
-type AuditDecoderFunc func(r *kgo.Record) ([]sink.AuditRow, error)
-
-func (f AuditDecoderFunc) DecodeAudit(r *kgo.Record) ([]sink.AuditRow, error) { return f(r) }
-
 // Option configures New.
 type Option interface{ apply(*options) }
 
 type options struct {
-	reader        sink.AuditReader
-	decoder       AuditDecoder
+	reader        audit.Reader
 	now           func() time.Time
 	limits        Limits
 	maxConcurrent int
@@ -140,15 +127,9 @@ func (f optionFunc) apply(o *options) { f(o) }
 
 // WithAuditReader reads an event's audit rows from r, the sink's audit
 // table; by default there is none, and the rows are looked for in
-// record.AuditTopic with the AuditDecoder.
-func WithAuditReader(r sink.AuditReader) Option {
+// record.AuditTopic (audit.ParseRecord).
+func WithAuditReader(r audit.Reader) Option {
 	return optionFunc(func(o *options) { o.reader = r })
-}
-
-// WithAuditDecoder reads the records of record.AuditTopic with d, in place
-// of JSONAuditDecoder().
-func WithAuditDecoder(d AuditDecoder) Option {
-	return optionFunc(func(o *options) { o.decoder = d })
 }
 
 // WithClock replaces time.Now, which says whether a dead letter is past
@@ -179,15 +160,21 @@ func WithMaxConcurrent(n int) Option {
 	})
 }
 
-// WithLogger replaces slog.Default().
-func WithLogger(l *slog.Logger) Option { return optionFunc(func(o *options) { o.log = l }) }
+// WithLogger replaces slog.Default(). A nil logger keeps it.
+func WithLogger(l *slog.Logger) Option {
+	return optionFunc(func(o *options) {
+		if l != nil {
+			o.log = l
+		}
+	})
+}
 
 // Tracer answers where events are. It is safe for concurrent use.
 type Tracer struct {
 	group   string
 	sources []string
 	dlq     consumer.DLQConfig
-	kopts   []kgo.Opt
+	conn    []kgo.Opt
 	cl      *kgo.Client
 	adm     *kadm.Client
 	o       options
@@ -196,14 +183,13 @@ type Tracer struct {
 }
 
 // New returns a Tracer of the consumer tier configured by cfg (its group,
-// source topics and DLQ block), over the Kafka connection kopts. No
+// source topics and DLQ block), over the Kafka connection conn. No
 // request is made before the first lookup.
-func New(cfg consumer.Config, kopts []kgo.Opt, opts ...Option) (*Tracer, error) {
+func New(cfg consumer.Config, conn []kgo.Opt, opts ...Option) (*Tracer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("trace: %w", err)
 	}
 	o := options{
-		decoder:       JSONAuditDecoder(),
 		now:           time.Now,
 		limits:        Limits{MaxRecords: DefaultMaxRecords, Timeout: DefaultTimeout},
 		maxConcurrent: 2,
@@ -212,7 +198,7 @@ func New(cfg consumer.Config, kopts []kgo.Opt, opts ...Option) (*Tracer, error) 
 	for _, opt := range opts {
 		opt.apply(&o)
 	}
-	cl, err := kgo.NewClient(kopts...)
+	cl, err := kgo.NewClient(conn...)
 	if err != nil {
 		return nil, fmt.Errorf("trace: kafka client: %w", err)
 	}
@@ -220,7 +206,7 @@ func New(cfg consumer.Config, kopts []kgo.Opt, opts ...Option) (*Tracer, error) 
 		group:   cfg.Group,
 		sources: cfg.SourceTopics(),
 		dlq:     cfg.DLQ,
-		kopts:   slices.Clip(kopts),
+		conn:    slices.Clip(conn),
 		cl:      cl,
 		adm:     kadm.NewClient(cl),
 		o:       o,

@@ -11,12 +11,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/sluicehq/sluice/audit"
 	"github.com/sluicehq/sluice/record"
-	"github.com/sluicehq/sluice/sink"
 )
 
-func row(action sink.AuditAction, seq int64, at time.Time, pos Position) sink.AuditRow {
-	return sink.AuditRow{Source: source, EventID: "e1", Sequence: seq, Action: action, At: at,
+func row(action audit.Action, seq int64, at time.Time, pos Position) audit.Row {
+	return audit.Row{Source: source, EventID: "e1", Sequence: seq, Action: action, At: at,
 		Topic: pos.Topic, Partition: pos.Partition, Offset: pos.Offset, EventType: "examples.logs.v1.LogLine", Group: group, Sink: "sqlite"}
 }
 
@@ -25,28 +25,28 @@ func row(action sink.AuditAction, seq int64, at time.Time, pos Position) sink.Au
 func TestTraceFromAuditTable(t *testing.T) {
 	f := newFixture(t, 1)
 	src := Position{topic, 0, 3}
-	dl := func(seq int64, at time.Time, retryable bool) sink.AuditRow {
-		r := row(sink.AuditDeadLettered, seq, at, src)
+	dl := func(seq int64, at time.Time, retryable bool) audit.Row {
+		r := row(audit.DeadLettered, seq, at, src)
 		r.Class, r.Error, r.Attempt, r.Retryable = "transient", "503 from the receiver", 5, retryable
 		return r
 	}
-	retried := func(seq int64, at time.Time) sink.AuditRow {
-		return row(sink.AuditRetried, seq, at, Position{dlqTopic, 0, 0})
+	retried := func(seq int64, at time.Time) audit.Row {
+		return row(audit.Retried, seq, at, Position{dlqTopic, 0, 0})
 	}
-	parked := row(sink.AuditParked, 5, failedAt.Add(3*time.Hour), Position{parkedTopic, 0, 0})
+	parked := row(audit.Parked, 5, failedAt.Add(3*time.Hour), Position{parkedTopic, 0, 0})
 	parked.Detail, parked.Class, parked.Retryable = record.ParkedMaxRetries, "transient", true
-	replayed := row(sink.AuditReplayed, 3, failedAt.Add(time.Hour), Position{dlqTopic, 0, 0})
+	replayed := row(audit.Replayed, 3, failedAt.Add(time.Hour), Position{dlqTopic, 0, 0})
 	replayed.ReplayID, replayed.Actor = "r-1", "ops"
-	writtenReplay := row(sink.AuditWritten, 4, failedAt.Add(2*time.Hour), Position{topic, 0, 9})
+	writtenReplay := row(audit.Written, 4, failedAt.Add(2*time.Hour), Position{topic, 0, 9})
 	writtenReplay.ReplayID, writtenReplay.Actor = "r-1", "ops"
 
 	cases := []struct {
 		name   string
-		rows   []sink.AuditRow
+		rows   []audit.Row
 		status Status
 		check  func(t *testing.T, a *Answer)
 	}{
-		{"written", []sink.AuditRow{row(sink.AuditWritten, 1, consumerAt, src)}, InSink, func(t *testing.T, a *Answer) {
+		{"written", []audit.Row{row(audit.Written, 1, consumerAt, src)}, InSink, func(t *testing.T, a *Answer) {
 			w := a.Written
 			if w == nil || w.From != src || !w.At.Equal(consumerAt) || w.Sink != "sqlite" || w.Inferred {
 				t.Errorf("written %+v", w)
@@ -55,7 +55,7 @@ func TestTraceFromAuditTable(t *testing.T) {
 				t.Errorf("summary %q", a.Summary)
 			}
 		}},
-		{"replayed then written", []sink.AuditRow{dl(1, failedAt, false), replayed, writtenReplay}, InSink, func(t *testing.T, a *Answer) {
+		{"replayed then written", []audit.Row{dl(1, failedAt, false), replayed, writtenReplay}, InSink, func(t *testing.T, a *Answer) {
 			if w := a.Written; w == nil || w.ReplayID != "r-1" || w.Actor != "ops" || w.From.Offset != 9 {
 				t.Errorf("written %+v", w)
 			}
@@ -63,7 +63,7 @@ func TestTraceFromAuditTable(t *testing.T) {
 				t.Errorf("summary %q", a.Summary)
 			}
 		}},
-		{"dead-lettered", []sink.AuditRow{dl(1, failedAt, true)}, InDLQ, func(t *testing.T, a *Answer) {
+		{"dead-lettered", []audit.Row{dl(1, failedAt, true)}, InDLQ, func(t *testing.T, a *Answer) {
 			d := a.DeadLetter
 			if d == nil || d.Topic != dlqTopic || !d.Retryable || d.Attempts != 5 || d.DLQRetries != 0 || d.Class != "transient" ||
 				d.Source == nil || *d.Source != src || !d.FirstFailureAt.Equal(failedAt) {
@@ -78,7 +78,7 @@ func TestTraceFromAuditTable(t *testing.T) {
 				t.Errorf("next %q", n.Text)
 			}
 		}},
-		{"retried and dead-lettered again", []sink.AuditRow{dl(1, failedAt, true), retried(2, failedAt.Add(time.Hour)),
+		{"retried and dead-lettered again", []audit.Row{dl(1, failedAt, true), retried(2, failedAt.Add(time.Hour)),
 			dl(3, failedAt.Add(time.Hour+time.Second), true)}, InDLQ, func(t *testing.T, a *Answer) {
 			d := a.DeadLetter
 			if d.DLQRetries != 1 || !d.At.Equal(failedAt.Add(time.Hour+time.Second)) || !d.FirstFailureAt.Equal(failedAt) {
@@ -88,18 +88,18 @@ func TestTraceFromAuditTable(t *testing.T) {
 				t.Errorf("next drain %+v, want not before %s", d.Next, want)
 			}
 		}},
-		{"being retried", []sink.AuditRow{dl(1, failedAt, true), retried(2, failedAt.Add(time.Hour))}, InDLQ, func(t *testing.T, a *Answer) {
+		{"being retried", []audit.Row{dl(1, failedAt, true), retried(2, failedAt.Add(time.Hour))}, InDLQ, func(t *testing.T, a *Answer) {
 			if d := a.DeadLetter; d.DLQRetries != 0 || !strings.Contains(d.Note, "a drain pass took it from the DLQ") {
 				t.Errorf("dead letter %+v", d)
 			}
 		}},
-		{"not retryable", []sink.AuditRow{dl(1, failedAt, false)}, InDLQ, func(t *testing.T, a *Answer) {
+		{"not retryable", []audit.Row{dl(1, failedAt, false)}, InDLQ, func(t *testing.T, a *Answer) {
 			if n := a.DeadLetter.Next; n.Retried || !strings.Contains(n.Text, "drains skip it") ||
 				!strings.Contains(n.Text, "sluice dlq replay --topic "+dlqTopic+" --source test") {
 				t.Errorf("next drain %+v", n)
 			}
 		}},
-		{"parked", []sink.AuditRow{dl(1, failedAt, true), retried(2, failedAt.Add(time.Hour)), dl(3, failedAt.Add(time.Hour), true),
+		{"parked", []audit.Row{dl(1, failedAt, true), retried(2, failedAt.Add(time.Hour)), dl(3, failedAt.Add(time.Hour), true),
 			retried(4, failedAt.Add(2*time.Hour)), parked}, Parked, func(t *testing.T, a *Answer) {
 			d := a.DeadLetter
 			if d == nil || d.Topic != parkedTopic || d.ParkedReason != record.ParkedMaxRetries || d.Record == nil || d.Record.Topic != parkedTopic {
@@ -213,11 +213,11 @@ func TestTraceReplayedPending(t *testing.T) {
 	f := newFixture(t, 1)
 	f.produce(event(t, "e1", 0), event(t, "z", 0), event(t, "e1", 0), event(t, "w", 0))
 	f.commit(topic, 0, 1)
-	first := row(sink.AuditDeadLettered, 1, failedAt, Position{topic, 0, 0})
+	first := row(audit.DeadLettered, 1, failedAt, Position{topic, 0, 0})
 	first.Class, first.Retryable = "permanent", false
-	replayed := row(sink.AuditReplayed, 2, failedAt.Add(time.Hour), Position{dlqTopic, 0, 0})
+	replayed := row(audit.Replayed, 2, failedAt.Add(time.Hour), Position{dlqTopic, 0, 0})
 	replayed.ReplayID, replayed.Actor = "r-7", "ops"
-	tr := f.tracer(WithAuditReader(&rowsReader{rows: []sink.AuditRow{first, replayed}}))
+	tr := f.tracer(WithAuditReader(&rowsReader{rows: []audit.Row{first, replayed}}))
 	a := trace(t, tr, Query{Source: source, ID: "e1"})
 	if a.Status != Pending || a.Pending.Record == nil || a.Pending.Record.Offset != 2 || a.Pending.Ahead != 1 {
 		t.Fatalf("status %s, pending %+v: %s", a.Status, a.Pending, a.Summary)
@@ -310,9 +310,9 @@ func TestTraceWithoutAuditTable(t *testing.T) {
 
 	t.Run("rows in sluice.audit", func(t *testing.T) {
 		f := newFixture(t, 1)
-		dl := row(sink.AuditDeadLettered, 0, failedAt, Position{topic, 0, 0})
+		dl := row(audit.DeadLettered, 0, failedAt, Position{topic, 0, 0})
 		dl.Sink, dl.Class, dl.Retryable = "http", "transient", true
-		w := row(sink.AuditWritten, 0, failedAt.Add(time.Hour), Position{dlqTopic, 0, 0})
+		w := row(audit.Written, 0, failedAt.Add(time.Hour), Position{dlqTopic, 0, 0})
 		w.Sink = "http"
 		f.produce(auditRecord(t, dl), auditRecord(t, w), auditRecord(t, dl), // dl recorded twice: at least once
 			deadLetter(t, dlqTopic, "e1", record.Envelope{Class: "transient", Retryable: true}),
@@ -320,8 +320,8 @@ func TestTraceWithoutAuditTable(t *testing.T) {
 			&kgo.Record{Topic: record.AuditTopic, Value: []byte(`{"kind":"replay","action":"replay.started"}`)})
 		a := trace(t, f.tracer(), Query{Source: source, ID: "e1"})
 		if a.Status != InSink || a.Written.Inferred || a.Written.Sink != "http" || len(a.Audit) != 2 ||
-			a.Audit[0].Sequence != 1 || a.Audit[0].Action != string(sink.AuditDeadLettered) ||
-			a.Audit[1].Sequence != 2 || a.Audit[1].Action != string(sink.AuditWritten) {
+			a.Audit[0].Sequence != 1 || a.Audit[0].Action != string(audit.DeadLettered) ||
+			a.Audit[1].Sequence != 2 || a.Audit[1].Action != string(audit.Written) {
 			t.Fatalf("status %s, written %+v, rows %+v: %s", a.Status, a.Written, a.Audit, a.Summary)
 		}
 		s := searched(a, SearchAuditTopic)
@@ -338,7 +338,7 @@ func TestTraceWithoutAuditTable(t *testing.T) {
 // the dead letter the scan found.
 func TestTraceAuditTopicRowsAndDeadLetter(t *testing.T) {
 	f := newFixture(t, 1)
-	dl := row(sink.AuditDeadLettered, 0, failedAt, Position{topic, 0, 0})
+	dl := row(audit.DeadLettered, 0, failedAt, Position{topic, 0, 0})
 	dl.Sink, dl.Class, dl.Retryable, dl.Attempt = "http", "transient", true, 5
 	f.produce(auditRecord(t, dl), deadLetter(t, dlqTopic, "other", record.Envelope{Class: "transient"}),
 		deadLetter(t, dlqTopic, "e1", record.Envelope{Class: "transient", Retryable: true, Attempts: 5}))
@@ -456,9 +456,9 @@ func TestTraceRefusesQuery(t *testing.T) {
 // what was searched.
 func TestAnswerText(t *testing.T) {
 	f := newFixture(t, 1)
-	dl := row(sink.AuditDeadLettered, 1, failedAt, Position{topic, 0, 3})
+	dl := row(audit.DeadLettered, 1, failedAt, Position{topic, 0, 3})
 	dl.Class, dl.Error, dl.Attempt, dl.Retryable = "transient", "503\nfrom the receiver", 5, true
-	a := trace(t, f.tracer(WithAuditReader(&rowsReader{rows: []sink.AuditRow{dl}})), Query{Source: source, ID: "e1"})
+	a := trace(t, f.tracer(WithAuditReader(&rowsReader{rows: []audit.Row{dl}})), Query{Source: source, ID: "e1"})
 	var b bytes.Buffer
 	if err := a.WriteText(&b); err != nil {
 		t.Fatal(err)
@@ -486,22 +486,22 @@ func TestAnswerText(t *testing.T) {
 func TestTraceTableAndFallbackRows(t *testing.T) {
 	f := newFixture(t, 1)
 	src, dlqRec := Position{topic, 0, 3}, Position{dlqTopic, 0, 0}
-	dl := row(sink.AuditDeadLettered, 1, failedAt, src)
+	dl := row(audit.DeadLettered, 1, failedAt, src)
 	dl.Class, dl.Retryable, dl.Attempt = "transient", true, 3
-	retried := row(sink.AuditRetried, 0, failedAt.Add(time.Minute), dlqRec)
+	retried := row(audit.Retried, 0, failedAt.Add(time.Minute), dlqRec)
 	retried.Class, retried.Retryable, retried.Attempt = "transient", true, 3
-	parked := row(sink.AuditParked, 0, failedAt.Add(2*time.Minute), dlqRec)
+	parked := row(audit.Parked, 0, failedAt.Add(2*time.Minute), dlqRec)
 	parked.Class, parked.Attempt, parked.DLQRetries, parked.Detail = "transient", 4, 1, "max_retries"
 	f.produce(auditRecord(t, dl), auditRecord(t, retried), auditRecord(t, parked))
-	a := trace(t, f.tracer(WithAuditReader(&rowsReader{rows: []sink.AuditRow{dl}})), Query{Source: source, ID: "e1"})
+	a := trace(t, f.tracer(WithAuditReader(&rowsReader{rows: []audit.Row{dl}})), Query{Source: source, ID: "e1"})
 	if a.Status != Parked {
 		t.Fatalf("status %s: %s", a.Status, a.Summary)
 	}
 	want := []struct {
 		seq    int64
-		action sink.AuditAction
+		action audit.Action
 		from   string
-	}{{1, sink.AuditDeadLettered, FromAuditTable}, {0, sink.AuditRetried, FromAuditTopic}, {0, sink.AuditParked, FromAuditTopic}}
+	}{{1, audit.DeadLettered, FromAuditTable}, {0, audit.Retried, FromAuditTopic}, {0, audit.Parked, FromAuditTopic}}
 	if len(a.Audit) != len(want) {
 		t.Fatalf("rows %+v", a.Audit)
 	}

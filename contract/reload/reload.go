@@ -67,8 +67,14 @@ type optionFunc func(*options)
 
 func (f optionFunc) apply(o *options) { f(o) }
 
-// WithLogger replaces slog.Default().
-func WithLogger(l *slog.Logger) Option { return optionFunc(func(o *options) { o.log = l }) }
+// WithLogger replaces slog.Default(). A nil logger keeps it.
+func WithLogger(l *slog.Logger) Option {
+	return optionFunc(func(o *options) {
+		if l != nil {
+			o.log = l
+		}
+	})
+}
 
 // WithRegisterer registers the reload metrics on r; by default they are
 // kept but not registered.

@@ -11,6 +11,27 @@ import (
 	"github.com/sluicehq/sluice/internal/clip"
 )
 
+// What is checked, per event, by the spec:
+//   - specversion must be exactly "1.0"; anything else is the event's
+//     refusal whatever else is wrong with it, naming the version;
+//   - id, source and type are required non-empty strings, subject and
+//     dataschema non-empty when present; source must parse as a
+//     URI-reference, dataschema as an absolute URI; time is an RFC 3339
+//     date-time (checked by its grammar: time.Parse alone takes a one-digit
+//     hour) within years 1 to 9999 in UTC, what occurred_at holds; a leap
+//     second is refused;
+//   - every String is UTF-8 without control characters or noncharacters;
+//   - attribute names are lower-case ASCII letters and digits; "data" is
+//     reserved; JSON null is unset;
+//   - an extension's value is a string, a boolean (kept as true or false)
+//     or an Integer: a JSON number of digits and an optional minus sign
+//     within 32 bits (kept as its decimal digits); a fraction, an
+//     exponent, an object or an array is refused;
+//   - datacontenttype is a media type (type/subtype), with or without
+//     data;
+//   - data and data_base64 are not both present; data_base64 is base64
+//     (standard alphabet, padded).
+
 // The context attributes the spec defines, and the JSON format's data
 // members, a bit each.
 const (

@@ -11,6 +11,13 @@ import (
 	"github.com/sluicehq/sluice/internal/clip"
 )
 
+// Interop: the CloudEvents Go SDK (v2.16.2) neither percent-encodes
+// binary-mode header values nor decodes them (its issue 1331). Its values
+// read the same here unless they hold '%', which this package decodes as
+// the binding requires: "100%" is refused (a '%' not followed by two hex
+// digits), "%41" reads "A". Non-ASCII text it sends as raw UTF-8 reads as
+// sent.
+
 // headerPrefix starts the name of a header that carries a context
 // attribute in binary mode (matched case-insensitively).
 const headerPrefix = "ce-"

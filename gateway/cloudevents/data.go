@@ -10,6 +10,25 @@ import (
 	"github.com/sluicehq/sluice/internal/jsonscan"
 )
 
+// Data becomes the payload in the form a contract reads:
+//   - data with a JSON datacontenttype (*/json, */*+json, or none, which
+//     the JSON format reads as application/json): the JSON value's text as
+//     sent. A contract message is an object; data of another JSON value (a
+//     string, a number, null) is decoded here and refused by the contract
+//     check (MALFORMED), as a pushed payload that is not an object is;
+//   - data_base64: the bytes; with a JSON datacontenttype they must be one
+//     JSON value in UTF-8 and become the JSON payload; with
+//     application/protobuf, application/x-protobuf or none they are the
+//     contract message in protobuf binary (the JSON format makes no
+//     assumption of JSON for bytes without a type);
+//   - binary mode: the body, JSON for a JSON Content-Type (one JSON value
+//     in UTF-8), else protobuf binary for application/protobuf,
+//     application/x-protobuf or no Content-Type. An empty body is no data,
+//     but for protobuf, where it is a message of default fields;
+//   - any other datacontenttype (text/plain, application/xml, ...) is
+//     refused, MALFORMED naming it: a contract reads JSON or protobuf.
+//     So is protobuf in data rather than data_base64.
+
 // dataField names the member or body data came in, for refusals.
 const (
 	fieldData       = "data"

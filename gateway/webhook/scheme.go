@@ -12,6 +12,33 @@ import (
 	"time"
 )
 
+// The schemes, each checked as its provider's own library checks it:
+//
+//   - standard (Standard Webhooks): webhook-id, webhook-timestamp (Unix
+//     seconds) and webhook-signature, a space-separated list of
+//     "v1,<base64>". The MAC is HMAC-SHA256 over "<id>.<timestamp>.<body>".
+//     Other versions (v1a) are passed over. Secrets are "whsec_<base64>"
+//     or the base64 alone, and key the MAC decoded.
+//   - stripe: Stripe-Signature "t=<unix>,v1=<hex>,v1=<hex>,v0=…",
+//     HMAC-SHA256 over "<t>.<body>", any v1 against any secret; v0 and
+//     other keys are passed over. The secret ("whsec_…") keys the MAC as
+//     the text it is, as stripe-go does: it is not decoded. Stripe's
+//     library checks only that a timestamp is not too old; this package
+//     refuses one too far ahead as well, as Standard Webhooks does.
+//   - github: X-Hub-Signature-256 "sha256=<hex>", HMAC-SHA256 over the
+//     body; no timestamp, no signed id.
+//   - shopify: X-Shopify-Hmac-Sha256, base64 of HMAC-SHA256 over the body;
+//     no timestamp, no signed id.
+//   - hmac: one signature in HMACConfig.Header, after an optional Prefix,
+//     sha256 or sha512, hex or base64. With TimestampHeader, the signed
+//     string is "<timestamp><signed_separator><body>" with the timestamp's
+//     value as sent, Unix seconds or RFC 3339; without it, the body.
+//
+// Timestamps of standard and stripe are decimal digits only (no sign, no
+// space); the MAC covers their decimal value as the providers' libraries
+// write it. Hex is read in either case; base64 signatures are standard,
+// padded and canonical, so a signature has one spelling.
+
 // Header names of the fixed schemes, as their providers spell them.
 const (
 	HeaderStandardID        = "webhook-id"

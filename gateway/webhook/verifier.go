@@ -105,7 +105,14 @@ func (f optionFunc) apply(o *options) { f(o) }
 func WithClock(now func() time.Time) Option { return optionFunc(func(o *options) { o.now = now }) }
 
 // WithLogger replaces slog.Default() for the secret files' reload logs.
-func WithLogger(l *slog.Logger) Option { return optionFunc(func(o *options) { o.log = l }) }
+// A nil logger keeps it.
+func WithLogger(l *slog.Logger) Option {
+	return optionFunc(func(o *options) {
+		if l != nil {
+			o.log = l
+		}
+	})
+}
 
 // WithGetenv replaces os.Getenv for secret_env.
 func WithGetenv(getenv func(string) string) Option {

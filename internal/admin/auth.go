@@ -19,27 +19,27 @@ import (
 // Token bounds: a token is one line of printable ASCII without spaces (it
 // travels in an Authorization header), long enough not to be guessed.
 const (
-	MinTokenBytes = 16
-	MaxTokenBytes = 4096
+	minTokenBytes = 16
+	maxTokenBytes = 4096
 )
 
-// Reasons of a refused call (ErrorDetail.Reason).
+// Reasons of a refused call (errorDetail.Reason).
 const (
-	// ReasonUnauthenticated: the call changes state and carries no
+	// reasonUnauthenticated: the call changes state and carries no
 	// credential the listener accepts (401, WWW-Authenticate: Bearer).
-	ReasonUnauthenticated = "UNAUTHENTICATED"
-	// ReasonNoCredentialConfigured: the call changes state and the
+	reasonUnauthenticated = "UNAUTHENTICATED"
+	// reasonNoCredentialConfigured: the call changes state and the
 	// listener is configured with no credential that could allow it (403).
-	ReasonNoCredentialConfigured = "NO_CREDENTIAL_CONFIGURED"
+	reasonNoCredentialConfigured = "NO_CREDENTIAL_CONFIGURED"
 )
 
-// ErrorBody is the JSON of a call the listener refuses.
-type ErrorBody struct {
-	Error ErrorDetail `json:"error"`
+// errorBody is the JSON of a call the listener refuses.
+type errorBody struct {
+	Error errorDetail `json:"error"`
 }
 
-// ErrorDetail says why a call was refused.
-type ErrorDetail struct {
+// errorDetail says why a call was refused.
+type errorDetail struct {
 	Reason    string `json:"reason"`
 	Message   string `json:"message"`
 	Retryable bool   `json:"retryable"`
@@ -107,7 +107,7 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if g.token == nil && !g.certs {
 		g.refused.WithLabelValues(refusedNoneConfigured).Inc()
-		WriteJSON(w, http.StatusForbidden, ErrorBody{Error: ErrorDetail{Reason: ReasonNoCredentialConfigured,
+		WriteJSON(w, http.StatusForbidden, errorBody{Error: errorDetail{Reason: reasonNoCredentialConfigured,
 			Message: r.Method + " " + r.URL.Path + " changes state, and this listener is configured with no credential that allows it: " +
 				"set admin.auth.token_file or admin.auth.token_env (then send Authorization: Bearer TOKEN), " +
 				"or admin.tls.client_ca_file with client_auth request or require (then present a client certificate it signs)"}})
@@ -125,7 +125,7 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.refused.WithLabelValues(refusedNoCredential).Inc()
 		w.Header().Set("WWW-Authenticate", `Bearer realm="sluice admin"`)
 	}
-	WriteJSON(w, http.StatusUnauthorized, ErrorBody{Error: ErrorDetail{Reason: ReasonUnauthenticated,
+	WriteJSON(w, http.StatusUnauthorized, errorBody{Error: errorDetail{Reason: reasonUnauthenticated,
 		Message: r.Method + " " + r.URL.Path + " changes state: " + g.accepted()}})
 }
 
@@ -183,7 +183,7 @@ func loadToken(cfg AuthConfig, log *slog.Logger, now func() time.Time) (*token, 
 		return nil, nil
 	}
 	d, err := secret.Load("admin: token", src, parseToken,
-		secret.WithLogger(log), secret.WithClock(now), secret.WithMaxBytes(MaxTokenBytes))
+		secret.WithLogger(log), secret.WithClock(now), secret.WithMaxBytes(maxTokenBytes))
 	if err != nil {
 		return nil, fieldErr(field, err.Error())
 	}
@@ -204,16 +204,16 @@ func checkToken(v string) error {
 	switch {
 	case v == "":
 		return errors.New("the token is empty")
-	case len(v) > MaxTokenBytes:
-		return fmt.Errorf("the token is longer than %d bytes", MaxTokenBytes)
+	case len(v) > maxTokenBytes:
+		return fmt.Errorf("the token is longer than %d bytes", maxTokenBytes)
 	}
 	for i := 0; i < len(v); i++ {
 		if v[i] < 0x21 || v[i] > 0x7e {
 			return fmt.Errorf("the token holds a byte other than printable ASCII (no spaces, one line) at offset %d", i)
 		}
 	}
-	if len(v) < MinTokenBytes {
-		return fmt.Errorf("the token is %d bytes, fewer than %d: make one with `openssl rand -hex 32`", len(v), MinTokenBytes)
+	if len(v) < minTokenBytes {
+		return fmt.Errorf("the token is %d bytes, fewer than %d: make one with `openssl rand -hex 32`", len(v), minTokenBytes)
 	}
 	return nil
 }

@@ -46,7 +46,7 @@ func TestAuthConfigValidate(t *testing.T) {
 	writeToken(t, crlf, testToken+"\r\n")
 	writeToken(t, short, "abc\n")
 	writeToken(t, spaced, "0123456789 abcdef0123\n")
-	writeToken(t, long, strings.Repeat("a", MaxTokenBytes+1))
+	writeToken(t, long, strings.Repeat("a", maxTokenBytes+1))
 	t.Setenv("SLUICE_ADMIN_TEST_TOKEN", testToken)
 	t.Setenv("SLUICE_ADMIN_TEST_SHORT", "abc")
 	t.Setenv("SLUICE_ADMIN_TEST_EMPTY", "")
@@ -91,7 +91,7 @@ type call struct {
 
 type answer struct {
 	code   int
-	reason string // ErrorDetail.Reason of a refusal
+	reason string // errorDetail.Reason of a refusal
 	www    string // WWW-Authenticate
 }
 
@@ -120,9 +120,9 @@ func TestStateChangingCallsNeedACredential(t *testing.T) {
 		{method: http.MethodGet, path: "/admin/thing"},
 	}
 	ok := answer{code: http.StatusOK}
-	unauth := answer{code: http.StatusUnauthorized, reason: ReasonUnauthenticated, www: `Bearer realm="sluice admin"`}
-	wrong := answer{code: http.StatusUnauthorized, reason: ReasonUnauthenticated, www: `Bearer realm="sluice admin", error="invalid_token"`}
-	closed := answer{code: http.StatusForbidden, reason: ReasonNoCredentialConfigured}
+	unauth := answer{code: http.StatusUnauthorized, reason: reasonUnauthenticated, www: `Bearer realm="sluice admin"`}
+	wrong := answer{code: http.StatusUnauthorized, reason: reasonUnauthenticated, www: `Bearer realm="sluice admin", error="invalid_token"`}
+	closed := answer{code: http.StatusForbidden, reason: reasonNoCredentialConfigured}
 	for _, c := range []struct {
 		name  string
 		cfg   Config
@@ -214,10 +214,10 @@ func TestStateChangingCallsNeedACredential(t *testing.T) {
 				}
 				body, _ := io.ReadAll(resp.Body)
 				resp.Body.Close()
-				var e ErrorBody
+				var e errorBody
 				if a.reason != "" {
 					if err := json.Unmarshal(body, &e); err != nil {
-						t.Errorf("%+v: a refusal that is not an ErrorBody: %s", k, body)
+						t.Errorf("%+v: a refusal that is not an errorBody: %s", k, body)
 					}
 				}
 				if resp.StatusCode != a.code || e.Error.Reason != a.reason || resp.Header.Get("WWW-Authenticate") != a.www {
@@ -227,7 +227,7 @@ func TestStateChangingCallsNeedACredential(t *testing.T) {
 					t.Errorf("%+v: the answer holds the token", k)
 				}
 				switch {
-				case a.reason == ReasonNoCredentialConfigured:
+				case a.reason == reasonNoCredentialConfigured:
 					want[refusedNoneConfigured]++
 					if !strings.Contains(e.Error.Message, "admin.auth.token_file") || !strings.Contains(e.Error.Message, "client_ca_file") {
 						t.Errorf("%+v: the refusal does not say how to configure a credential: %s", k, e.Error.Message)

@@ -42,7 +42,7 @@ type Config struct {
 
 // AuthConfig is the admin listener's bearer token: from a file or from an
 // environment variable, one of them. The token is one line of printable
-// ASCII without spaces, MinTokenBytes to MaxTokenBytes long.
+// ASCII without spaces, minTokenBytes to maxTokenBytes long.
 type AuthConfig struct {
 	// TokenFile holds the token; a trailing line ending is trimmed. It is
 	// read at start and again when it changes (checked at most once a

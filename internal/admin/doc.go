@@ -37,7 +37,7 @@
 // WWW-Authenticate: Bearer (error="invalid_token" for a wrong token); on a
 // listener configured with neither, 403 NO_CREDENTIAL_CONFIGURED, saying
 // how to configure one: a state-changing endpoint is never open by
-// default. Refusals are ErrorBody JSON and counted in
+// default. Refusals are JSON ({"error": {"reason": ...}}) and counted in
 // sluice_admin_refused_total{reason} (no_credential, wrong_credential,
 // none_configured). Tokens are compared by their SHA-256 in constant
 // time, and are never logged or answered.

@@ -49,8 +49,14 @@ type optionFunc func(*options)
 
 func (f optionFunc) apply(o *options) { f(o) }
 
-// WithLogger replaces slog.Default().
-func WithLogger(l *slog.Logger) Option { return optionFunc(func(o *options) { o.log = l }) }
+// WithLogger replaces slog.Default(). A nil logger keeps it.
+func WithLogger(l *slog.Logger) Option {
+	return optionFunc(func(o *options) {
+		if l != nil {
+			o.log = l
+		}
+	})
+}
 
 // WithTLS serves HTTPS with c, in place of the config's tls block; by
 // default the listener speaks HTTPS when the block is set, plain HTTP when

@@ -42,7 +42,7 @@
 //     gateway to check against the contract.
 //
 // A header that a Source names must appear once: a missing one is
-// ErrMissing (but for partition_key, where it means none), and one that
+// an error (but for partition_key, where it means none), and one that
 // appears more than once is refused, since which value names the event
 // would be a guess.
 //

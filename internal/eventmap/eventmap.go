@@ -16,10 +16,10 @@ import (
 	"github.com/sluicehq/sluice/internal/jsonpointer"
 )
 
-// ErrMissing is a value the mapping reads that the document or the
+// errMissing is a value the mapping reads that the document or the
 // request does not have: a missing member, or a header that is absent or
 // empty.
-var ErrMissing = errors.New("eventmap: missing")
+var errMissing = errors.New("eventmap: missing")
 
 // FieldError is a document that does not map to an event. Field is the
 // event field that could not be read: "id", "type", "occurred_at",
@@ -121,7 +121,7 @@ func (m *Mapping) Map(in Input) (*ingestv1.Event, error) {
 	}
 	ev.OccurredAt = timestamppb.New(at)
 	if ev.PartitionKey, err = m.text(doc, in.Header, m.cfg.PartitionKey, m.keyHeader); err != nil {
-		if !errors.Is(err, ErrMissing) {
+		if !errors.Is(err, errMissing) {
 			return nil, fail("partition_key", err)
 		}
 		ev.PartitionKey = ""
@@ -148,7 +148,7 @@ func (m *Mapping) contractType(doc *jsonpointer.Doc, h http.Header) (string, err
 		return "", err
 	}
 	if provider == "" {
-		return "", fmt.Errorf("%w: the provider's type is empty", ErrMissing)
+		return "", fmt.Errorf("%w: the provider's type is empty", errMissing)
 	}
 	if typ, ok := m.cfg.Types[provider]; ok {
 		return typ, nil
@@ -160,7 +160,7 @@ func (m *Mapping) contractType(doc *jsonpointer.Doc, h http.Header) (string, err
 }
 
 // text reads src as text: a JSON string or number at its pointer, or its
-// header's value. ErrMissing when the member is missing or null, or the
+// header's value. errMissing when the member is missing or null, or the
 // header absent or empty; nothing at all for the zero Source.
 func (m *Mapping) text(doc *jsonpointer.Doc, h http.Header, src Source, canonHeader string) (string, error) {
 	switch {
@@ -170,20 +170,20 @@ func (m *Mapping) text(doc *jsonpointer.Doc, h http.Header, src Source, canonHea
 			return "", err
 		}
 		if jsonpointer.IsNull(raw) {
-			return "", fmt.Errorf("%w: null at %s", ErrMissing, src.Pointer)
+			return "", fmt.Errorf("%w: null at %s", errMissing, src.Pointer)
 		}
 		return jsonpointer.ScalarString(raw)
 	case src.Header != "":
 		return header(h, canonHeader)
 	}
-	return "", ErrMissing
+	return "", errMissing
 }
 
-// lookup is doc.Lookup with a missing value wrapped as ErrMissing too.
+// lookup is doc.Lookup with a missing value wrapped as errMissing too.
 func lookup(doc *jsonpointer.Doc, p string) (json.RawMessage, error) {
 	raw, err := doc.Lookup(p)
 	if errors.Is(err, jsonpointer.ErrNotFound) {
-		return nil, fmt.Errorf("%w: %w", ErrMissing, err)
+		return nil, fmt.Errorf("%w: %w", errMissing, err)
 	}
 	return raw, err
 }
@@ -195,7 +195,7 @@ func header(h http.Header, name string) (string, error) {
 	case len(vs) > 1:
 		return "", fmt.Errorf("header %s appears %d times", name, len(vs))
 	case len(vs) == 0 || vs[0] == "":
-		return "", fmt.Errorf("%w: header %s", ErrMissing, name)
+		return "", fmt.Errorf("%w: header %s", errMissing, name)
 	}
 	return vs[0], nil
 }

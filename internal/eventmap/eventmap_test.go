@@ -105,7 +105,7 @@ func TestMapRefusals(t *testing.T) {
 		in      Input
 		field   string
 		unknown string // the provider type of an *UnknownTypeError
-		missing bool   // errors.Is ErrMissing
+		missing bool   // errors.Is errMissing
 	}{
 		{"no delivery header", github, Input{Doc: []byte(githubBody), Header: h("X-GitHub-Event", "push"), Time: received}, "id", "", true},
 		{"empty delivery header", github, Input{Doc: []byte(githubBody), Header: h("X-GitHub-Delivery", "", "X-GitHub-Event", "push"), Time: received}, "id", "", true},
@@ -152,8 +152,8 @@ func TestMapRefusals(t *testing.T) {
 		if (c.unknown != "") != isUnknown || (isUnknown && ut.Type != c.unknown) {
 			t.Errorf("%s: %v: want unknown provider type %q", c.name, err, c.unknown)
 		}
-		if errors.Is(err, ErrMissing) != c.missing {
-			t.Errorf("%s: %v: missing %v, want %v", c.name, err, errors.Is(err, ErrMissing), c.missing)
+		if errors.Is(err, errMissing) != c.missing {
+			t.Errorf("%s: %v: missing %v, want %v", c.name, err, errors.Is(err, errMissing), c.missing)
 		}
 	}
 }

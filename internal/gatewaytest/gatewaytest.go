@@ -59,7 +59,7 @@ func Start(t testing.TB, o Options) *Gateway {
 	cluster := kafkatest.Fake(t, max(o.Partitions, 1), record.TopicsOf(nil, examples.Types))
 	pcfg := publish.NewDefaultConfig()
 	pcfg.Brokers = cluster.ListenAddrs()
-	producer, err := publish.NewProducer(pcfg, publish.WithLogger(quiet))
+	producer, err := publish.NewProducer(pcfg, nil, publish.WithLogger(quiet))
 	if err != nil {
 		t.Fatal(err)
 	}

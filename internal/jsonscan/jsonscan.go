@@ -59,15 +59,20 @@ func (sc *Scanner) Key(s Str) []byte {
 }
 
 // Ws skips JSON whitespace.
-func (sc *Scanner) Ws() {
-	for sc.Pos < len(sc.Buf) {
-		switch sc.Buf[sc.Pos] {
+func (sc *Scanner) Ws() { sc.Pos = SkipSpace(sc.Buf, sc.Pos) }
+
+// SkipSpace returns the offset of the first byte at or after i that is
+// not JSON whitespace, len(b) if there is none.
+func SkipSpace(b []byte, i int) int {
+	for i < len(b) {
+		switch b[i] {
 		case ' ', '\t', '\n', '\r':
-			sc.Pos++
+			i++
 		default:
-			return
+			return i
 		}
 	}
+	return i
 }
 
 // Peek skips whitespace and returns the next byte, 0 at the end.
@@ -99,11 +104,17 @@ func (sc *Scanner) Expect(c byte, want string) error {
 
 // Literal reads word (true, false or null) at Pos.
 func (sc *Scanner) Literal(word string) error {
-	if !bytes.HasPrefix(sc.Buf[sc.Pos:], []byte(word)) {
+	if !HasLiteral(sc.Buf, sc.Pos, word) {
 		return &SyntaxError{Offset: sc.Pos, Msg: "invalid literal, want " + word}
 	}
 	sc.Pos += len(word)
 	return nil
+}
+
+// HasLiteral reports whether b holds word at i. What follows it is the
+// caller's grammar.
+func HasLiteral(b []byte, i int, word string) bool {
+	return len(b)-i >= len(word) && string(b[i:i+len(word)]) == word
 }
 
 // ReadString reads a string token, checking its escapes and noting
@@ -113,64 +124,156 @@ func (sc *Scanner) ReadString() (Str, error) {
 	if sc.Peek() != '"' {
 		return Str{}, sc.Unexpected("a string")
 	}
-	b := sc.Buf
 	start := sc.Pos + 1
-	var s Str
-	high := false // the last \u escape was a high surrogate, waiting for its low half
-	for i := start; ; {
+	s, end, bad, at := scanString(sc.Buf, start, start, false) // ScanString without strict, a call less
+	switch bad {
+	case StrOK:
+		sc.Pos = end
+		return s, nil
+	case StrUnterminated:
+		sc.Pos = at
+		return s, sc.Unexpected("'\"'")
+	case StrEndsInEscape:
+		sc.Pos = at + 1
+		return s, sc.Unexpected("an escape")
+	case StrControl:
+		return s, &SyntaxError{Offset: at, Msg: fmt.Sprintf("control character %q in a string", sc.Buf[at])}
+	case StrBadEscape:
+		return s, &SyntaxError{Offset: at, Msg: fmt.Sprintf("invalid escape %q", sc.Buf[at:at+2])}
+	}
+	return s, &SyntaxError{Offset: at, Msg: "invalid \\u escape: want four hex digits"}
+}
+
+// StrProblem is why ScanString found no string token.
+type StrProblem uint8
+
+// ScanString's problems; each comes with the offset it names.
+const (
+	StrOK           StrProblem = iota
+	StrUnterminated            // the input ends in the string: at len(b)
+	StrEndsInEscape            // the input ends after a backslash: at the backslash
+	StrControl                 // a control character: at it
+	StrBadEscape               // a backslash before no escape letter: at the backslash
+	StrBadHex                  // \u without four hex digits: at the backslash
+	// Only with strict:
+	StrBadUTF8       // bytes that are not UTF-8: at the first
+	StrLoneSurrogate // a \u surrogate not followed by a \u escape: at its backslash
+	StrBadSurrogates // a \u surrogate and a \u escape that are not a pair: at the first's backslash
+)
+
+// ScanString reads the string token whose opening quote is b[i], left to
+// right: it returns the token and the offset after its closing quote, or
+// the first problem and its offset. Without strict, b is valid UTF-8 (the
+// caller checked it whole) and a \u surrogate not in a pair only sets
+// Str.Lone; with strict, both are problems, as protojson refuses them.
+func ScanString(b []byte, i int, strict bool) (s Str, end int, bad StrProblem, at int) {
+	j := i + 1
+	if strict {
+		// A decoder held to protojson reads mostly names and short
+		// values, plain ASCII: a byte at a time costs less for them than
+		// setting up the runs scanString reads. (Without strict, strings
+		// are more often a payload's text, skipped: runs pay.)
+		if j = PlainEnd(b, j); j < len(b) && b[j] == '"' {
+			return Str{Raw: b[i+1 : j]}, j + 1, StrOK, 0
+		}
+	}
+	return scanString(b, i+1, j, strict)
+}
+
+// PlainEnd is the offset of the first byte at or after i that is not
+// plain ASCII in a string (plainASCII), len(b) if there is none. A
+// decoder may inline it to read a short plain string before calling
+// ScanString.
+func PlainEnd(b []byte, i int) int {
+	for i < len(b) && plainASCII[b[i]] {
+		i++
+	}
+	return i
+}
+
+// plainASCII holds the bytes a string holds as they are and that are
+// UTF-8 by themselves: ASCII but for control characters, '"' and '\\'.
+var plainASCII = func() (t [256]bool) {
+	for c := ' '; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// scanString is ScanString from i, b[start:i] being plain ASCII.
+func scanString(b []byte, start, i int, strict bool) (s Str, end int, bad StrProblem, at int) {
+	for {
 		j := plainRun(b, i)
-		if j > i && high {
-			s.Lone, high = true, false
+		if strict && !utf8.Valid(b[i:j]) {
+			return s, 0, StrBadUTF8, firstInvalid(b, i)
 		}
 		if i = j; i == len(b) {
-			sc.Pos = i
-			return s, sc.Unexpected("'\"'")
+			return s, 0, StrUnterminated, i
 		}
 		switch b[i] {
 		case '"':
-			s.Lone = s.Lone || high
 			s.Raw = b[start:i]
-			sc.Pos = i + 1
-			return s, nil
+			return s, i + 1, StrOK, 0
 		case '\\':
 		default:
-			return s, &SyntaxError{Offset: i, Msg: fmt.Sprintf("control character %q in a string", b[i])}
+			return s, 0, StrControl, i
 		}
 		s.Escaped = true
 		if i+1 == len(b) {
-			sc.Pos = i + 1
-			return s, sc.Unexpected("an escape")
+			return s, 0, StrEndsInEscape, i
 		}
 		switch b[i+1] {
 		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-			s.Lone = s.Lone || high
-			high = false
 			i += 2
 			continue
 		case 'u':
 		default:
-			return s, &SyntaxError{Offset: i, Msg: fmt.Sprintf("invalid escape %q", b[i:i+2])}
+			return s, 0, StrBadEscape, i
 		}
-		u, ok := hex4(b[i+2:])
+		u, ok := Hex4(b[i+2:])
 		if !ok {
-			return s, &SyntaxError{Offset: i, Msg: "invalid \\u escape: want four hex digits"}
+			return s, 0, StrBadHex, i
 		}
-		i += 6
+		if !utf16.IsSurrogate(u) {
+			i += 6
+			continue
+		}
+		// A surrogate is text only as the high half of a pair, its low
+		// half the very next escape.
+		low, ok := rune(0), false
+		if i+8 <= len(b) && b[i+6] == '\\' && b[i+7] == 'u' {
+			low, ok = Hex4(b[i+8:])
+		}
 		switch {
-		case u >= 0xd800 && u < 0xdc00:
-			s.Lone = s.Lone || high
-			high = true
-		case u >= 0xdc00 && u < 0xe000:
-			s.Lone = s.Lone || !high
-			high = false
-		default:
-			s.Lone = s.Lone || high
-			high = false
+		case ok && utf16.DecodeRune(u, low) != utf8.RuneError:
+			i += 12
+			continue
+		case !strict:
+			s.Lone = true
+			i += 6
+			continue
+		case !ok:
+			return s, 0, StrLoneSurrogate, i
 		}
+		return s, 0, StrBadSurrogates, i
 	}
 }
 
-func hex4(b []byte) (rune, bool) {
+// firstInvalid is the offset of the first byte at or after i that starts
+// no UTF-8 sequence.
+func firstInvalid(b []byte, i int) int {
+	for i < len(b) {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n == 1 {
+			return i
+		}
+		i += n
+	}
+	return i
+}
+
+// Hex4 reads four hex digits at the start of b.
+func Hex4(b []byte) (rune, bool) {
 	if len(b) < 4 {
 		return 0, false
 	}
@@ -216,12 +319,12 @@ func Unescape(dst, raw []byte) []byte {
 		case 't':
 			dst = append(dst, '\t')
 		case 'u':
-			r, _ := hex4(raw[i:])
+			r, _ := Hex4(raw[i:])
 			i += 4
 			if utf16.IsSurrogate(r) {
 				low := utf8.RuneError
 				if i+6 <= len(raw) && raw[i] == '\\' && raw[i+1] == 'u' {
-					low, _ = hex4(raw[i+2:])
+					low, _ = Hex4(raw[i+2:])
 				}
 				if r = utf16.DecodeRune(r, low); r != utf8.RuneError {
 					i += 6
@@ -239,12 +342,6 @@ func Unescape(dst, raw []byte) []byte {
 // said so).
 func (sc *Scanner) Number() error {
 	b, i := sc.Buf, sc.Pos
-	digits := func(i int) int {
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		return i
-	}
 	bad := func(i int) error {
 		sc.Pos = i
 		return sc.Unexpected("a digit")
@@ -256,12 +353,12 @@ func (sc *Scanner) Number() error {
 	case i < len(b) && b[i] == '0':
 		i++
 	case i < len(b) && b[i] >= '1' && b[i] <= '9':
-		i = digits(i + 1)
+		i = digitsEnd(b, i+1)
 	default:
 		return bad(i)
 	}
 	if i < len(b) && b[i] == '.' {
-		j := digits(i + 1)
+		j := digitsEnd(b, i+1)
 		if j == i+1 {
 			return bad(j)
 		}
@@ -272,7 +369,7 @@ func (sc *Scanner) Number() error {
 		if i < len(b) && (b[i] == '+' || b[i] == '-') {
 			i++
 		}
-		j := digits(i)
+		j := digitsEnd(b, i)
 		if j == i {
 			return bad(j)
 		}
@@ -280,6 +377,61 @@ func (sc *Scanner) Number() error {
 	}
 	sc.Pos = i
 	return nil
+}
+
+// ProtojsonNumberLen is the length of the number token b starts with, as
+// protojson's tokenizer reads one, for decoders held to protojson rather
+// than RFC 8259: an 'e' is taken without digits when any byte follows it,
+// and the number must not run into a letter, digit or one of "-+._". What
+// it takes that is not a number is refused when its value is parsed.
+func ProtojsonNumberLen(b []byte) (int, bool) {
+	i := 0
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && '1' <= b[i] && b[i] <= '9':
+		i = digitsEnd(b, i+1)
+	default:
+		return 0, false
+	}
+	if i+1 < len(b) && b[i] == '.' && isDigit(b[i+1]) {
+		i = digitsEnd(b, i+2)
+	}
+	if i+1 < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if b[i] == '+' || b[i] == '-' {
+			i++
+			if i == len(b) {
+				return 0, false
+			}
+		}
+		i = digitsEnd(b, i)
+	}
+	if i < len(b) && runsOn(b[i]) {
+		return 0, false
+	}
+	return i, true
+}
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
+// digitsEnd is the offset of the first byte at or after i that is not an
+// ASCII digit.
+func digitsEnd(b []byte, i int) int {
+	for i < len(b) && isDigit(b[i]) {
+		i++
+	}
+	return i
+}
+
+// runsOn reports whether c may not directly follow a number or literal
+// for protojson.
+func runsOn(c byte) bool {
+	return c == '-' || c == '+' || c == '.' || c == '_' ||
+		'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || isDigit(c)
 }
 
 // Scalar reads a string, number, true, false or null.
@@ -316,44 +468,129 @@ func (sc *Scanner) isObject(depth int) bool {
 	return sc.open[depth/64]&(1<<(depth%64)) != 0
 }
 
+// Problem is what SkipProtojson found wrong, at a byte offset of Buf,
+// for the caller to word as protojson's readers do.
+type Problem struct {
+	Kind   ProblemKind
+	Offset int
+	Str    StrProblem // with BadString
+	Close  byte       // with WantMore: '}' or ']'
+}
+
+func (p *Problem) Error() string {
+	return fmt.Sprintf("JSON problem %d at offset %d", p.Kind, p.Offset)
+}
+
+// ProblemKind says what a Problem is.
+type ProblemKind uint8
+
+// SkipProtojson's problems.
+const (
+	BadValue  ProblemKind = iota // no value starts at Offset
+	BadString                    // a string token ScanString refuses (strict), Str says why
+	BadNumber                    // a number token ProtojsonNumberLen refuses
+	WantName                     // no member name at Offset
+	WantColon                    // no ':' after a member name
+	WantMore                     // neither ',' nor Close after a member or element
+	TooDeep                      // the container at Offset nests past the limit
+)
+
 // memberKey reads an object member's key and its ':'.
-func (sc *Scanner) memberKey() error {
-	if _, err := sc.ReadString(); err != nil {
+func (sc *Scanner) memberKey(pj bool) error {
+	if !pj {
+		if _, err := sc.ReadString(); err != nil {
+			return err
+		}
+		return sc.Expect(':', "':'")
+	}
+	if sc.Peek() != '"' {
+		return &Problem{Kind: WantName, Offset: sc.Pos}
+	}
+	if err := sc.strictString(); err != nil {
 		return err
 	}
-	return sc.Expect(':', "':'")
+	if sc.Peek() != ':' {
+		return &Problem{Kind: WantColon, Offset: sc.Pos}
+	}
+	sc.Pos++
+	return nil
+}
+
+// strictString reads the string token at Pos as protojson does.
+func (sc *Scanner) strictString() error {
+	_, end, bad, at := ScanString(sc.Buf, sc.Pos, true)
+	if bad != StrOK {
+		return &Problem{Kind: BadString, Offset: at, Str: bad}
+	}
+	sc.Pos = end
+	return nil
+}
+
+// protojsonScalar reads a string, number, true, false or null as
+// protojson's tokenizer does.
+func (sc *Scanner) protojsonScalar() error {
+	switch c := sc.Peek(); {
+	case c == '"':
+		return sc.strictString()
+	case c == '-' || isDigit(c):
+		n, ok := ProtojsonNumberLen(sc.Buf[sc.Pos:])
+		if !ok {
+			return &Problem{Kind: BadNumber, Offset: sc.Pos}
+		}
+		sc.Pos += n
+		return nil
+	}
+	for _, word := range [...]string{"true", "false", "null"} {
+		if HasLiteral(sc.Buf, sc.Pos, word) {
+			sc.Pos += len(word)
+			return nil
+		}
+	}
+	return &Problem{Kind: BadValue, Offset: sc.Pos}
 }
 
 // Skip reads one value, checking only its syntax, to any depth: the
 // containers open are kept a bit each in sc.open, not on the stack.
-func (sc *Scanner) Skip() error {
+func (sc *Scanner) Skip() error { return sc.skip(false, 0) }
+
+// SkipProtojson is Skip for a decoder held to protojson rather than RFC
+// 8259: strings strict (ScanString's), numbers as ProtojsonNumberLen reads
+// them, containers nested at most maxDepth deep (the value itself is
+// depth 1), and what is wrong returned as a *Problem. Member names may
+// repeat: a value skipped has no fields.
+func (sc *Scanner) SkipProtojson(maxDepth int) error { return sc.skip(true, maxDepth) }
+
+// skip is Skip, in protojson's dialect with pj.
+func (sc *Scanner) skip(pj bool, maxDepth int) error {
 	depth := 0
 	for {
 		// A value starts here.
-		switch sc.Peek() {
-		case '{':
+		switch c := sc.Peek(); c {
+		case '{', '[':
+			if pj && depth >= maxDepth {
+				return &Problem{Kind: TooDeep, Offset: sc.Pos}
+			}
 			sc.Pos++
-			if sc.Peek() == '}' {
+			if close := c + 2; sc.Peek() == close { // '{'+2 is '}', '['+2 is ']'
 				sc.Pos++
 				break
 			}
-			sc.push(depth, true)
+			sc.push(depth, c == '{')
 			depth++
-			if err := sc.memberKey(); err != nil {
-				return err
+			if c == '{' {
+				if err := sc.memberKey(pj); err != nil {
+					return err
+				}
 			}
-			continue
-		case '[':
-			sc.Pos++
-			if sc.Peek() == ']' {
-				sc.Pos++
-				break
-			}
-			sc.push(depth, false)
-			depth++
 			continue
 		default:
-			if err := sc.Scalar(); err != nil {
+			var err error
+			if pj {
+				err = sc.protojsonScalar()
+			} else {
+				err = sc.Scalar()
+			}
+			if err != nil {
 				return err
 			}
 		}
@@ -368,20 +605,24 @@ func (sc *Scanner) Skip() error {
 			if c == ',' {
 				sc.Pos++
 				if object {
-					if err := sc.memberKey(); err != nil {
+					if err := sc.memberKey(pj); err != nil {
 						return err
 					}
 				}
 				break
 			}
+			close := byte(']')
+			if object {
+				close = '}'
+			}
 			switch {
-			case object && c == '}', !object && c == ']':
+			case c == close:
 				sc.Pos++
 				depth--
-			case object:
-				return sc.Unexpected("',' or '}'")
+			case pj:
+				return &Problem{Kind: WantMore, Offset: sc.Pos, Close: close}
 			default:
-				return sc.Unexpected("',' or ']'")
+				return sc.Unexpected("',' or '" + string(close) + "'")
 			}
 		}
 	}

@@ -15,7 +15,15 @@
 //
 // Options is the only place where the block becomes franz-go options;
 // components add their own options after it and leave the connection
-// alone.
+// alone. A component that opens Kafka clients takes these options as its
+// constructor's conn []kgo.Opt argument.
+//
+//	err = kafkaconn.Read(ctx, cl, spans, 5*time.Second, fn) // listed offsets to their end
+//
+// Read is the one loop that reads partitions from listed offsets to the
+// end offsets listed before it: each record of a Span once, in offset
+// order per partition, until every span is read, fn stops, nothing arrives
+// for the idle wait (the last offsets are gaps) or ctx ends.
 //
 // # Contract
 //

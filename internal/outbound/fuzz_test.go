@@ -35,7 +35,7 @@ func FuzzRedactURL(f *testing.F) {
 		q, _ := url.ParseQuery(out.RawQuery)
 		for k, vs := range q {
 			for _, v := range vs {
-				if v != "" && v != Redacted {
+				if v != "" && v != redacted {
 					t.Fatalf("%q redacted to %q keeps %s=%q", s, r, k, v)
 				}
 			}
@@ -43,7 +43,7 @@ func FuzzRedactURL(f *testing.F) {
 		if p, ok := out.User.Password(); ok && p != redactedPassword {
 			t.Fatalf("%q redacted to %q keeps the password %q", s, r, p)
 		}
-		if out.Fragment != "" && out.Fragment != Redacted {
+		if out.Fragment != "" && out.Fragment != redacted {
 			t.Fatalf("%q redacted to %q keeps the fragment %q", s, r, out.Fragment)
 		}
 	})

@@ -5,8 +5,8 @@ import (
 	"strings"
 )
 
-// Redacted stands for a query value or fragment in a redacted URL.
-const Redacted = "REDACTED"
+// redacted stands for a query value or fragment in a redacted URL.
+const redacted = "REDACTED"
 
 // redactedPassword is what url.URL.Redacted puts for a password.
 const redactedPassword = "xxxxx"
@@ -33,14 +33,14 @@ func RedactURL(s string) string {
 			key, _, hasValue := strings.Cut(part, "=")
 			b.WriteString(key)
 			if hasValue {
-				b.WriteString("=" + Redacted)
+				b.WriteString("=" + redacted)
 			}
 		}
 	}
 	if hasFrag {
 		b.WriteByte('#')
 		if frag != "" {
-			b.WriteString(Redacted)
+			b.WriteString(redacted)
 		}
 	}
 	return b.String()

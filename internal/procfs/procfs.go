@@ -21,10 +21,10 @@ type Error struct {
 
 func (e *Error) Error() string { return "procfs: " + e.File + ": " + e.Msg }
 
-// ParseStat returns utime+stime of a /proc/PID/stat line. The command
+// parseStat returns utime+stime of a /proc/PID/stat line. The command
 // name (field 2) is in parentheses and may hold spaces and parentheses, so
 // fields are counted from the last ')'.
-func ParseStat(b []byte) (time.Duration, error) {
+func parseStat(b []byte) (time.Duration, error) {
 	end := bytes.LastIndexByte(b, ')')
 	if end < 0 {
 		return 0, &Error{File: "stat", Msg: "no ')' after the command name"}
@@ -48,9 +48,9 @@ func ParseStat(b []byte) (time.Duration, error) {
 	return time.Duration(ticks) * (time.Second / userHZ), nil
 }
 
-// ParseStatusKB returns the "<n> kB" field of a /proc/PID/status file
+// parseStatusKB returns the "<n> kB" field of a /proc/PID/status file
 // (VmRSS, VmHWM, ...), in bytes.
-func ParseStatusKB(b []byte, field string) (int64, error) {
+func parseStatusKB(b []byte, field string) (int64, error) {
 	for line := range bytes.SplitSeq(b, []byte("\n")) {
 		rest, ok := bytes.CutPrefix(line, []byte(field+":"))
 		if !ok {
@@ -75,7 +75,7 @@ func CPU(pid int) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	return ParseStat(b)
+	return parseStat(b)
 }
 
 // Memory is what a process holds in memory, in bytes.
@@ -90,11 +90,11 @@ func ReadMemory(pid int) (Memory, error) {
 	if err != nil {
 		return Memory{}, err
 	}
-	rss, err := ParseStatusKB(b, "VmRSS")
+	rss, err := parseStatusKB(b, "VmRSS")
 	if err != nil {
 		return Memory{}, err
 	}
-	peak, err := ParseStatusKB(b, "VmHWM")
+	peak, err := parseStatusKB(b, "VmHWM")
 	if err != nil {
 		return Memory{}, err
 	}

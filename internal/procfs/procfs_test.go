@@ -23,7 +23,7 @@ func TestParseStat(t *testing.T) {
 		{"not a number", "1234 (sluice) S 1 2 3 0 -1 4194560 100 0 0 0 x 75", 0, true},
 		{"huge", "1234 (sluice) S 1 2 3 0 -1 4194560 100 0 0 0 4611686018427387903 75", 0, true},
 	} {
-		got, err := ParseStat([]byte(tc.line))
+		got, err := parseStat([]byte(tc.line))
 		var pe *Error
 		if tc.err != (err != nil) || (err != nil && !errors.As(err, &pe)) {
 			t.Errorf("%s: err %v, want a ProcError: %v", tc.name, err, tc.err)
@@ -46,7 +46,7 @@ func TestParseStatusKB(t *testing.T) {
 		{"not a number", "VmRSS:\tlots kB\n", 0, true},
 		{"negative", "VmRSS:\t-1 kB\n", 0, true},
 	} {
-		got, err := ParseStatusKB([]byte(tc.text), "VmRSS")
+		got, err := parseStatusKB([]byte(tc.text), "VmRSS")
 		if tc.err != (err != nil) || got != tc.want {
 			t.Errorf("%s: %d, %v; want %d, error %v", tc.name, got, err, tc.want, tc.err)
 		}
@@ -57,7 +57,7 @@ func FuzzParseStat(f *testing.F) {
 	f.Add([]byte("1234 (sluice) S 1 2 3 0 -1 4194560 100 0 0 0 250 75 0 0 20 0 5 0 123 456 789"))
 	f.Add([]byte("1 ((() S 1 2 3 0 -1 4194560 100 0 0 0 18446744073709551615 1"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		d, err := ParseStat(b)
+		d, err := parseStat(b)
 		if err == nil && d < 0 {
 			t.Fatalf("negative cpu time %v", d)
 		}
@@ -68,7 +68,7 @@ func FuzzParseStatusKB(f *testing.F) {
 	f.Add([]byte("Name:\tsluice\nVmRSS:\t   51200 kB\n"))
 	f.Add([]byte("VmRSS: 9007199254740993 kB"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		n, err := ParseStatusKB(b, "VmRSS")
+		n, err := parseStatusKB(b, "VmRSS")
 		if err == nil && n < 0 {
 			t.Fatalf("negative RSS %d", n)
 		}
@@ -77,10 +77,10 @@ func FuzzParseStatusKB(f *testing.F) {
 
 func TestParseStatusKBOtherFields(t *testing.T) {
 	status := []byte("Name:\tsluice\nVmHWM:\t  204800 kB\nVmRSS:\t  102400 kB\n")
-	if n, err := ParseStatusKB(status, "VmHWM"); err != nil || n != 200<<20 {
+	if n, err := parseStatusKB(status, "VmHWM"); err != nil || n != 200<<20 {
 		t.Errorf("VmHWM: %d, %v", n, err)
 	}
-	if _, err := ParseStatusKB(status, "VmSwap"); err == nil {
+	if _, err := parseStatusKB(status, "VmSwap"); err == nil {
 		t.Error("a missing field: no error")
 	}
 }

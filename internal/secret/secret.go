@@ -13,8 +13,8 @@ import (
 	"time"
 )
 
-// DefaultMaxBytes bounds a secret unless WithMaxBytes says otherwise.
-const DefaultMaxBytes = 4096
+// defaultMaxBytes bounds a secret unless WithMaxBytes says otherwise.
+const defaultMaxBytes = 4096
 
 // checkInterval is how often Current may stat a file for a change.
 const checkInterval = time.Second
@@ -52,15 +52,22 @@ func (f optionFunc) apply(o *options) { f(o) }
 // WithClock replaces time.Now for the once-a-second check of a file.
 func WithClock(now func() time.Time) Option { return optionFunc(func(o *options) { o.now = now }) }
 
-// WithLogger replaces slog.Default() for the reload logs.
-func WithLogger(l *slog.Logger) Option { return optionFunc(func(o *options) { o.log = l }) }
+// WithLogger replaces slog.Default() for the reload logs. A nil logger
+// keeps it.
+func WithLogger(l *slog.Logger) Option {
+	return optionFunc(func(o *options) {
+		if l != nil {
+			o.log = l
+		}
+	})
+}
 
 // WithGetenv replaces os.Getenv for a Source's Env.
 func WithGetenv(getenv func(string) string) Option {
 	return optionFunc(func(o *options) { o.getenv = getenv })
 }
 
-// WithMaxBytes replaces DefaultMaxBytes: a secret longer than n bytes
+// WithMaxBytes replaces defaultMaxBytes: a secret longer than n bytes
 // (after a file's line ending is trimmed) is refused.
 func WithMaxBytes(n int) Option { return optionFunc(func(o *options) { o.maxBytes = n }) }
 
@@ -94,7 +101,7 @@ type held[T any] struct {
 // logs ("admin: token"). Its errors name the file or the variable, never
 // the secret.
 func Load[T any](name string, src Source, parse func([]byte) (T, error), opts ...Option) (*Loaded[T], error) {
-	o := options{now: time.Now, log: slog.Default(), getenv: os.Getenv, maxBytes: DefaultMaxBytes}
+	o := options{now: time.Now, log: slog.Default(), getenv: os.Getenv, maxBytes: defaultMaxBytes}
 	for _, opt := range opts {
 		opt.apply(&o)
 	}

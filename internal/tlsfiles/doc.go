@@ -61,24 +61,19 @@
 //     is logged and counted once.
 //
 // Every reload is logged and counted in sluice_tls_reloads_total{listener,
-// result} (result ok or error), registered on the Registerer passed in;
-// several Reloaders on one Registerer share the family, one listener label
-// each. sluice_tls_certificate_expiry_timestamp_seconds{listener} is the
-// NotAfter of the certificate served, set by the first load and by every
-// reload that succeeds (a failed one keeps the previous value, as it keeps
-// the previous certificate). The first load, by NewReloader, is not a reload: it fails
-// NewReloader instead.
+// result}, on the Registerer passed in;
+// sluice_tls_certificate_expiry_timestamp_seconds{listener} is the NotAfter
+// of the certificate served. The first load, by NewReloader, is not a
+// reload: it fails NewReloader instead.
 //
-// No goroutine is started: a listener without handshakes reads nothing, and
-// the first handshake after a change (and after the second has passed) finds
-// it. Files should be replaced by rename (write a temporary file, rename it
-// over the old one); the certificate and its key are renamed one after the
-// other, and a handshake between the two renames finds a mismatch, counts
-// an error, and keeps the old pair until the second rename.
+// No goroutine is started: the first handshake after a change finds it.
+// Replace files by rename; a handshake between the certificate's and the
+// key's renames finds a mismatch, counts an error, and keeps the old pair
+// until the second rename.
 //
 // # What it does not do
 //
-// No OCSP stapling, no revocation lists, no reload on the client side. A connection that
-// is open when its certificate is rotated, or when a client CA is removed,
-// is not closed.
+// No OCSP stapling, no revocation lists, no reload on the client side. A
+// connection that is open when its certificate is rotated, or when a
+// client CA is removed, is not closed.
 package tlsfiles

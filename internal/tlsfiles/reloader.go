@@ -54,8 +54,14 @@ func (f optionFunc) apply(o *options) { f(o) }
 // WithClock replaces time.Now for the once-a-second check.
 func WithClock(now func() time.Time) Option { return optionFunc(func(o *options) { o.now = now }) }
 
-// WithLogger replaces slog.Default().
-func WithLogger(l *slog.Logger) Option { return optionFunc(func(o *options) { o.log = l }) }
+// WithLogger replaces slog.Default(). A nil logger keeps it.
+func WithLogger(l *slog.Logger) Option {
+	return optionFunc(func(o *options) {
+		if l != nil {
+			o.log = l
+		}
+	})
+}
 
 // WithRegisterer registers sluice_tls_reloads_total and
 // sluice_tls_certificate_expiry_timestamp_seconds; by default they are

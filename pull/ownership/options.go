@@ -22,8 +22,15 @@ type optionFunc func(*options)
 
 func (f optionFunc) apply(o *options) { f(o) }
 
-// WithLogger replaces slog.Default(), for the runner and its pollers.
-func WithLogger(l *slog.Logger) Option { return optionFunc(func(o *options) { o.log = l }) }
+// WithLogger replaces slog.Default(), for the runner and its pollers. A
+// nil logger keeps it.
+func WithLogger(l *slog.Logger) Option {
+	return optionFunc(func(o *options) {
+		if l != nil {
+			o.log = l
+		}
+	})
+}
 
 // WithRegisterer registers the pollers' metrics, and Close unregisters
 // them; by default none are registered.

@@ -14,12 +14,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluicehq/sluice/internal/kafkaconn"
 	"github.com/sluicehq/sluice/pull"
 )
 
 // Config is the Kafka side of the pollers: the consumer group that picks
 // one owner per poller and the compacted topic holding the cursors. The
-// connection is the runner's kopts.
+// connection is the runner's conn.
 type Config struct {
 	// Group is the consumer group of the replicas. Default "sluice-pollers".
 	Group string `yaml:"group"`
@@ -91,7 +92,7 @@ func (e *TopicMismatchError) Error() string {
 // over the cursor topic and runs poller i while it is assigned partition i.
 type Runner struct {
 	cfg     Config
-	kopts   []kgo.Opt     // the connection of every client of the runner
+	conn    []kgo.Opt     // the connection of every client of the runner
 	pollers []pull.Config // sorted by name: index i is partition i
 	ing     pull.Ingester
 	opts    []pull.Option // every poller's
@@ -116,14 +117,14 @@ type ownedPoller struct {
 	done   chan struct{}
 }
 
-// NewRunner validates the configs. kopts carry the Kafka connection (seed
+// NewRunner validates the configs. conn carries the Kafka connection (seed
 // brokers, TLS, SASL: kafkaconn.Config.Options); the runner adds the
 // group, topic and producer settings. Pollers' names must be unique.
-func NewRunner(oc Config, kopts []kgo.Opt, pollers []pull.Config, ing pull.Ingester, opts ...Option) (*Runner, error) {
+func NewRunner(oc Config, conn []kgo.Opt, pollers []pull.Config, ing pull.Ingester, opts ...Option) (*Runner, error) {
 	if err := oc.Validate(); err != nil {
 		return nil, err
 	}
-	if len(kopts) == 0 {
+	if len(conn) == 0 {
 		return nil, &pull.ConfigError{Field: "ownership.kafka", Reason: "no connection options (seed brokers)"}
 	}
 	if len(pollers) == 0 {
@@ -151,7 +152,7 @@ func NewRunner(oc Config, kopts []kgo.Opt, pollers []pull.Config, ing pull.Inges
 	for _, opt := range opts {
 		opt.apply(&o)
 	}
-	r := &Runner{cfg: oc, kopts: slices.Clone(kopts), pollers: sorted, ing: ing, log: o.log, running: map[int32]*ownedPoller{}, last: map[string]pull.Status{}}
+	r := &Runner{cfg: oc, conn: slices.Clone(conn), pollers: sorted, ing: ing, log: o.log, running: map[int32]*ownedPoller{}, last: map[string]pull.Status{}}
 	r.metrics = o.metrics
 	if r.metrics == nil {
 		m, err := pull.NewMetrics(o.reg)
@@ -176,7 +177,7 @@ func (r *Runner) Start(ctx context.Context) error {
 		return err
 	}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
-	cl, err := kgo.NewClient(append(slices.Clone(r.kopts),
+	cl, err := kgo.NewClient(append(slices.Clone(r.conn),
 		kgo.ConsumerGroup(r.cfg.Group),
 		kgo.ConsumeTopics(r.cfg.Topic),
 		kgo.DisableAutoCommit(),
@@ -206,7 +207,7 @@ func (r *Runner) Start(ctx context.Context) error {
 // ensureTopic creates the cursor topic, compacted, or checks its partition
 // count.
 func (r *Runner) ensureTopic(ctx context.Context) error {
-	cl, err := kgo.NewClient(r.kopts...)
+	cl, err := kgo.NewClient(r.conn...)
 	if err != nil {
 		return fmt.Errorf("ownership: kafka client: %w", err)
 	}
@@ -278,7 +279,7 @@ func (r *Runner) assigned(_ context.Context, cl *kgo.Client, parts map[string][]
 			continue
 		}
 		cfg := r.pollers[part]
-		store := &kafkaStore{client: cl, kopts: r.kopts, topic: r.cfg.Topic, partition: part,
+		store := &kafkaStore{client: cl, conn: r.conn, topic: r.cfg.Topic, partition: part,
 			poller: cfg.Name, timeout: r.cfg.IOTimeout, log: r.log}
 		p, err := pull.NewPoller(cfg, r.ing, store, r.opts...)
 		if err != nil { // validated in NewRunner
@@ -389,7 +390,7 @@ func (r *Runner) Status() []pull.Status {
 // topic: key the poller's name, value a pull.CursorRecord as JSON.
 type kafkaStore struct {
 	client    *kgo.Client // the group's client, producing
-	kopts     []kgo.Opt   // the connection, for Load's own client
+	conn      []kgo.Opt   // the connection, for Load's own client
 	topic     string
 	partition int32
 	poller    string
@@ -420,7 +421,7 @@ func (s *kafkaStore) Save(ctx context.Context, rec pull.CursorRecord) error {
 func (s *kafkaStore) Load(ctx context.Context) (pull.CursorRecord, bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	cl, err := kgo.NewClient(s.kopts...)
+	cl, err := kgo.NewClient(s.conn...)
 	if err != nil {
 		return pull.CursorRecord{}, false, err
 	}
@@ -448,23 +449,20 @@ func (s *kafkaStore) Load(ctx context.Context) (pull.CursorRecord, bool, error) 
 	if end.Offset <= start.Offset {
 		return pull.CursorRecord{}, false, nil
 	}
-	cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{
-		s.topic: {s.partition: kgo.NewOffset().At(end.Offset - 1)},
-	})
 	var last *kgo.Record
-	for last == nil || last.Offset < end.Offset-1 {
-		fs := cl.PollFetches(ctx)
-		if err := ctx.Err(); err != nil {
-			return pull.CursorRecord{}, false, fmt.Errorf("ownership: read cursor of %s: %w", s.poller, err)
-		}
-		if err := fs.Err0(); err != nil {
-			return pull.CursorRecord{}, false, fmt.Errorf("ownership: read cursor of %s: %w", s.poller, err)
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			if r.Partition == s.partition && (last == nil || r.Offset > last.Offset) {
-				last = r
-			}
-		})
+	span := kafkaconn.Span{Topic: s.topic, Partition: s.partition, From: end.Offset - 1, End: end.Offset}
+	err = kafkaconn.Read(ctx, cl, []kafkaconn.Span{span}, 0, func(r *kgo.Record) (bool, error) {
+		last = r
+		return false, nil
+	})
+	if fe, ok := err.(*kafkaconn.FetchError); ok {
+		err = fe.Err
+	}
+	if err == nil && last == nil {
+		err = fmt.Errorf("no record at %s[%d]@%d", s.topic, s.partition, end.Offset-1)
+	}
+	if err != nil {
+		return pull.CursorRecord{}, false, fmt.Errorf("ownership: read cursor of %s: %w", s.poller, err)
 	}
 	if string(last.Key) != s.poller {
 		s.log.Warn("the cursor partition's last record is another poller's: starting afresh",

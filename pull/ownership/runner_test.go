@@ -196,7 +196,7 @@ func TestKafkaStore(t *testing.T) {
 	}
 	t.Cleanup(cl.Close)
 	store := func(part int32, name string) *kafkaStore {
-		return &kafkaStore{client: cl, kopts: []kgo.Opt{kgo.SeedBrokers(brokers...)}, topic: "cursors", partition: part, poller: name, timeout: 10 * time.Second, log: quietLog()}
+		return &kafkaStore{client: cl, conn: []kgo.Opt{kgo.SeedBrokers(brokers...)}, topic: "cursors", partition: part, poller: name, timeout: 10 * time.Second, log: quietLog()}
 	}
 	ctx := t.Context()
 	s := store(1, "alpha")

@@ -21,6 +21,13 @@ const undeliveredCode = "client:UNDELIVERED"
 // client batches at most EventsPerRequest events per gateway request, with
 // Concurrency requests in flight, and retries what the gateway says may be
 // retried, each event until Timeout.
+//
+// The client is configured to match the other gRPC targets:
+// MaxBatchEvents = EventsPerRequest, MaxInFlight = Concurrency, room for
+// Concurrency requests' events, one connection per Connections (Addr
+// given that many times), EventTimeout = Timeout, the API key, TLS as the
+// TLS flags say (plaintext only to a loopback address), PublishStream with
+// ClientStream; its default Linger (5 ms), Backoff and MaxAttempts.
 type clientTarget struct {
 	c      *client.Client
 	counts *clientCounts

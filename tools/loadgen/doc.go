@@ -1,8 +1,8 @@
 // Package loadgen is sluice's load generator: it sends events to a gateway
 // over gRPC Publish, gRPC PublishStream or REST, or through sluice's Go
 // client (package client), or produces the same records straight to Kafka
-// (direct, the floor of an event's cost), and reports what came back. It also serves the transport baselines a
-// gateway's figures are divided by (a plain net/http handler, a gRPC
+// (direct, the floor of an event's cost), and reports what came back. It
+// also serves the transport baselines a gateway's figures are divided by (a plain net/http handler, a gRPC
 // IngestService that accepts at once).
 //
 // # Load
@@ -21,15 +21,9 @@
 // # The client target
 //
 // The client target measures what an application using the official
-// client gets: one client shared by the workers, each request a
-// client.Publish of its events, answered when every event has its final
-// result. The client is configured to match the other gRPC targets:
-// MaxBatchEvents = EventsPerRequest, MaxInFlight = Concurrency, room for
-// Concurrency requests' events, one connection per Connections (Addr given
-// that many times), EventTimeout = Timeout, the API key, TLS as the TLS
-// flags say (plaintext only to a loopback address), PublishStream with
-// ClientStream; its default Linger (5 ms), Backoff and MaxAttempts.
-// A rejection is REJECTED with its reason, as from the gateway; an event
+// client gets: one client shared by the workers, configured to match the
+// other gRPC targets, each request a client.Publish of its events,
+// answered when every event has its final result. A rejection is REJECTED with its reason, as from the gateway; an event
 // the client gave up on (*client.UndeliveredError: its retries ran out,
 // or would outlast Timeout) is a failure of one event, client:UNDELIVERED.
 // The report's Client block counts the gateway requests the client made

@@ -1,0 +1,79 @@
+// Package faultsuite is sluice's end-to-end fault suite: the sluice binary
+// (gateway and consumer as processes of their own) between real Apache
+// Kafka and real PostgreSQL, under load, while faults are injected, with a
+// ledger that accounts for every event.
+//
+// # Running it
+//
+// The suite is one test, TestIntegrationFaults, run when both
+// SLUICE_KAFKA_BROKERS and SLUICE_POSTGRES_DSN are set and the broker and
+// the server are the ones scripts/kafka.sh and scripts/postgres.sh manage
+// (the suite stops and starts them). .ci/run does that:
+//
+//	go test -count=1 -timeout 40m -run Integration -v ./tests/faultsuite
+//
+// SLUICE_FAULTS_ONLY=name,name runs only those scenarios.
+//
+// # The scenarios
+//
+// Steady load; gateway SIGKILLs while it publishes and while its drainer
+// empties the spool; Kafka and PostgreSQL stopped for 30 s; a consumer
+// killed and one joining; two sources sending the same ids; ids sent again
+// with other payloads; poison events, small and too large for the DLQ
+// topic (parked); the spool's disk (a tmpfs) filling during a Kafka
+// outage; a burst over the spool's cap. Three of them run webhook senders
+// beside the workers (webhook_test.go), and five have sluice's Go client
+// as their load (client_test.go).
+//
+// Every scenario sends events with unique ids and records each identity
+// (source and id) by its answer: acknowledged (ACCEPTED or DUPLICATE),
+// rejected (a typed, non-retryable reason) or unanswered. Callers retry
+// what the gateway asks them to (BUFFER_FULL, UNAVAILABLE, RATE_LIMITED,
+// a dropped connection) with the same ids, as a client should.
+//
+// # What it proves
+//
+// After each scenario the checker reads the sink table, the DLQ and the
+// parked topics, the sink's audit table and sluice.audit, and reconciles:
+//
+//   - lost 0: every acknowledged id is in the sink, the DLQ or the parked
+//     topic;
+//   - dup-in-sink 0: no id is in the sink twice;
+//   - no id the gateway rejected is anywhere;
+//   - audit-mismatch 0: an id in the sink has exactly one written row
+//     without detail, and each DLQ or parked record of an id has its
+//     dead_lettered or parked row, with its envelope's class, attempts,
+//     retries, reason, group and sink, at the record decided on. The
+//     checker waits for a missing row as for a lost id, within the same
+//     bound.
+//
+// The table also counts conflicts (identities that came again with another
+// payload, kept aside in the sink's conflicts table) and copies refused
+// IDEMPOTENCY_CONFLICT.
+//
+// Webhook senders behave as providers: each attempt signed with the
+// Standard Webhooks library at the time it is sent, retried on a 5xx, a
+// timeout or a dropped connection with the same webhook-id and body. Their
+// deliveries are held to the same accounting, and besides: every answer
+// says what its status says (2xx acknowledges, 5xx is retryable, 4xx is
+// not); every record of a delivery in the topic verifies again with the
+// library from its headers alone, there is one for every acknowledged
+// delivery and none for a forged one; the SIGKILL and burst scenarios'
+// senders met the faults and retried through them.
+//
+// The client scenarios let the client give ids. Every event handed over
+// has exactly one final result: a success is in the sink exactly once; a
+// rejection (*client.RejectionError) is nowhere and is a contract-breaking
+// event's; an undelivered event (*client.UndeliveredError) is in the sink
+// at most once. No attempt begins before the retry_after its previous
+// answer asked for, as an interceptor on the connection sees it. Close
+// during an outage names exactly the undelivered events.
+//
+// A line per webhook and client scenario follows the table.
+//
+// # What it does not do
+//
+// It does not assert durations, and it does not run under `go test ./...`
+// without the environment above: it needs brokers and a database it may
+// stop.
+package faultsuite
