@@ -66,17 +66,7 @@ func TestDev(t *testing.T) {
 	} else {
 		resp.Body.Close()
 	}
-	now := time.Now().UTC().Format(time.RFC3339)
-	body := `{"events":[{"id":"log-1","type":"examples.logs.v1.LogLine","occurred_at":"` + now +
-		`","partition_key":"checkout-api","payload":{"service":"checkout-api","severity":"SEVERITY_INFO","message":"hello","timestamp":"` + now + `","host":"127.0.0.1"}}]}`
-	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/v1/events", strings.NewReader(body))
-	req.Header.Set("X-Api-Key", DemoAPIKey)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	got := postLogLine(t, addr, "log-1")
 	// The first record of its topic, at offset 0 of the partition its key
 	// hashes to, where the tail finds it.
 	m := regexp.MustCompile(`^\{"results":\[\{"index":0,"id":"log-1","outcome":"ACCEPTED","durability":"KAFKA",` +
@@ -98,17 +88,7 @@ func TestDevServesConsumerMetricsAndTrace(t *testing.T) {
 	addr, out := startDev(t, "-tail=true", "-demo-partner=false")
 	metrics := waitFor(t, out, regexp.MustCompile(`Metrics: http://(\S+)/metrics`))[1]
 	waitFor(t, out, regexp.MustCompile(`Where an event is .*: +curl -s http://`+regexp.QuoteMeta(metrics)+`/v1/trace/demo/log-1\n`))
-	now := time.Now().UTC().Format(time.RFC3339)
-	body := `{"events":[{"id":"traced-1","type":"examples.logs.v1.LogLine","occurred_at":"` + now +
-		`","partition_key":"checkout-api","payload":{"service":"checkout-api","severity":"SEVERITY_INFO","message":"hello","timestamp":"` + now + `","host":"127.0.0.1"}}]}`
-	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/v1/events", strings.NewReader(body))
-	req.Header.Set("X-Api-Key", DemoAPIKey)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	got := postLogLine(t, addr, "traced-1")
 	if !strings.Contains(string(got), `"outcome":"ACCEPTED"`) {
 		t.Fatalf("answer %s: want traced-1 ACCEPTED", got)
 	}
@@ -145,4 +125,22 @@ func TestDevServesConsumerMetricsAndTrace(t *testing.T) {
 	if err := json.Unmarshal([]byte(text), &a); code != http.StatusNotFound || err != nil || a.Status != trace.Unknown {
 		t.Errorf("GET /v1/trace/demo/nobody: %d %v\n%s", code, err, text)
 	}
+}
+
+// postLogLine publishes the README's LogLine, with id, to the dev's REST
+// listener under the demo key, and returns the answer's body.
+func postLogLine(t *testing.T, addr, id string) []byte {
+	t.Helper()
+	now := time.Now().UTC().Format(time.RFC3339)
+	body := `{"events":[{"id":"` + id + `","type":"examples.logs.v1.LogLine","occurred_at":"` + now +
+		`","partition_key":"checkout-api","payload":{"service":"checkout-api","severity":"SEVERITY_INFO","message":"hello","timestamp":"` + now + `","host":"127.0.0.1"}}]}`
+	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/v1/events", strings.NewReader(body))
+	req.Header.Set("X-Api-Key", DemoAPIKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	got, _ := io.ReadAll(resp.Body)
+	return got
 }
