@@ -132,6 +132,9 @@ var docsDevStart = regexp.MustCompile(`(?m)^\s*(?:go run \./cmd/sluice|sluice) d
 // rewritten to the run's ports and temporary directory in commands and in
 // the text. A block whose first line is "# not run: <reason>" is skipped.
 func TestDocsRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds sluice and runs sluice dev per page; skipped with -short as the crash tests are")
+	}
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
 		t.Fatal(err)
