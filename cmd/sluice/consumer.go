@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluicehq/sluice/consumer"
@@ -115,7 +114,7 @@ func (p *process) startConsumer(ccfg consumer.Config, versions *contract.Version
 // serveConsumerAdmin serves the consumer's admin listener: /metrics of
 // reg, readiness (Consumer.Ready) checked in a goroutine of its own, and
 // what opts add. stop ends both and waits for them.
-func serveConsumerAdmin(cfg admin.Config, reg *prometheus.Registry, c *consumer.Consumer, log *slog.Logger, opts ...admin.Option) (stop func(), err error) {
+func serveConsumerAdmin(cfg admin.Config, reg registry, c *consumer.Consumer, log *slog.Logger, opts ...admin.Option) (stop func(), err error) {
 	ready := admin.NewChecker(c.Ready, admin.OnChange(func(err error) {
 		if err != nil {
 			log.Warn("consumer not ready", "err", err)
