@@ -96,7 +96,7 @@ var commands = []command{
 	{name: "kfake", synopses: [][2]string{{"sluice kfake --addr ADDR", "the in-memory Kafka of \"sluice dev\" as a process of its own"}},
 		run: runKfakeCmd},
 	{name: "version", synopses: [][2]string{{"sluice version", "print the version, commit and build time of this binary (also --version, -v)"}},
-		help: "usage: sluice version\n\nprints the module version, the commit (+dirty: built from a changed tree), the\ncommit's time, and the Go version and platform it was built with\n",
+		help: "usage: sluice version\n\nprints the module version, the commit (+dirty: built from a changed tree), the\ncommit's time, and the Go version and platform it was built with, from the\nbuild information the Go toolchain records (go build -buildvcs=false records\nno commit)\n",
 		run:  runVersionCmd},
 }
 

@@ -26,20 +26,22 @@ func runVersionCmd(_ context.Context, args []string, stdout, _ io.Writer) error 
 // versionText is the answer of `sluice version` for info, on platform
 // (GOOS/GOARCH). A binary built by `go install …@v1.2.3` carries its
 // module version and no VCS settings; one built in a checkout carries
-// "(devel)" and the commit, its time and whether the tree had changes
-// ("+dirty"). What the build does not say is "unknown".
+// "(devel)" (or, since Go 1.24, a pseudo-version of the commit) and the
+// commit, its time (vcs.time: the build time the toolchain records) and
+// whether the tree had changes ("+dirty"). What the build does not say
+// is "unknown" (a build with -buildvcs=false carries no VCS settings).
 func versionText(info *debug.BuildInfo, platform string) string {
 	version := info.Main.Version
 	if version == "" {
 		version = "unknown"
 	}
-	commit, built, dirty := "unknown", "unknown", false
+	commit, committed, dirty := "unknown", "unknown", false
 	for _, s := range info.Settings {
 		switch s.Key {
 		case "vcs.revision":
 			commit = s.Value
 		case "vcs.time":
-			built = s.Value
+			committed = s.Value
 		case "vcs.modified":
 			dirty = s.Value == "true"
 		}
@@ -51,5 +53,5 @@ func versionText(info *debug.BuildInfo, platform string) string {
 	if goVersion == "" {
 		goVersion = runtime.Version()
 	}
-	return fmt.Sprintf("sluice %s\ncommit:   %s\nbuilt:    %s\ngo:       %s %s\n", version, commit, built, goVersion, platform)
+	return fmt.Sprintf("sluice %s\ncommit:       %s\ncommit time:  %s\ngo:           %s %s\n", version, commit, committed, goVersion, platform)
 }

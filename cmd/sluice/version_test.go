@@ -19,18 +19,18 @@ func TestVersionText(t *testing.T) {
 	}{{
 		name: "go install @version",
 		info: debug.BuildInfo{GoVersion: "go1.25.1", Main: debug.Module{Path: "github.com/sluicehq/sluice", Version: "v0.4.0"}},
-		want: "sluice v0.4.0\ncommit:   unknown\nbuilt:    unknown\ngo:       go1.25.1 linux/arm64\n",
+		want: "sluice v0.4.0\ncommit:       unknown\ncommit time:  unknown\ngo:           go1.25.1 linux/arm64\n",
 	}, {
 		name: "checkout, clean",
 		info: debug.BuildInfo{GoVersion: "go1.25.1", Main: debug.Module{Version: "(devel)"}, Settings: []debug.BuildSetting{
 			{Key: "vcs", Value: "git"}, {Key: "vcs.revision", Value: "696fa53c0ffee"},
 			{Key: "vcs.time", Value: "2026-12-01T10:00:00Z"}, {Key: "vcs.modified", Value: "false"}}},
-		want: "sluice (devel)\ncommit:   696fa53c0ffee\nbuilt:    2026-12-01T10:00:00Z\ngo:       go1.25.1 linux/arm64\n",
+		want: "sluice (devel)\ncommit:       696fa53c0ffee\ncommit time:  2026-12-01T10:00:00Z\ngo:           go1.25.1 linux/arm64\n",
 	}, {
 		name: "checkout, changed tree",
 		info: debug.BuildInfo{GoVersion: "go1.25.1", Main: debug.Module{Version: "(devel)"}, Settings: []debug.BuildSetting{
 			{Key: "vcs.revision", Value: "696fa53c0ffee"}, {Key: "vcs.time", Value: "2026-12-01T10:00:00Z"}, {Key: "vcs.modified", Value: "true"}}},
-		want: "sluice (devel)\ncommit:   696fa53c0ffee+dirty\nbuilt:    2026-12-01T10:00:00Z\ngo:       go1.25.1 linux/arm64\n",
+		want: "sluice (devel)\ncommit:       696fa53c0ffee+dirty\ncommit time:  2026-12-01T10:00:00Z\ngo:           go1.25.1 linux/arm64\n",
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := versionText(&tc.info, "linux/arm64"); got != tc.want {
@@ -50,7 +50,7 @@ func TestVersionCommand(t *testing.T) {
 			t.Fatalf("sluice %s: exit %d, %v %s", args[0], code, err, stderr.String())
 		}
 		out := stdout.String()
-		if !strings.HasPrefix(out, "sluice ") || !strings.Contains(out, "\ncommit:   ") || !strings.Contains(out, "\ngo:       go") {
+		if !strings.HasPrefix(out, "sluice ") || !strings.Contains(out, "\ncommit:       ") || !strings.Contains(out, "\ngo:           go") {
 			t.Errorf("sluice %s printed %q", args[0], out)
 		}
 	}
