@@ -165,9 +165,13 @@ func Build(ctx context.Context, o Options, out string) (*Result, error) {
 			return nil, fmt.Errorf("%s: %w", platformString(p), err)
 		}
 		res.Images = append(res.Images, pi)
+		desc := v1.Descriptor{MediaType: types.OCIManifestSchema1, Digest: pi.Manifest, Platform: &p}
+		if desc.Size, err = img.Size(); err != nil {
+			return nil, err
+		}
 		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{
-			Add:        img,
-			Descriptor: v1.Descriptor{Platform: &p},
+			Add:        describedImage{img, desc},
+			Descriptor: desc,
 		})
 	}
 	idx = mutate.Annotations(idx, labels).(v1.ImageIndex)
@@ -179,6 +183,17 @@ func Build(ctx context.Context, o Options, out string) (*Result, error) {
 	}
 	return res, nil
 }
+
+// describedImage is an image with the index's descriptor of it as a
+// plain image manifest's: go-containerregistry would otherwise give it an
+// artifactType (its config's media type), which images in an index do not
+// carry.
+type describedImage struct {
+	v1.Image
+	desc v1.Descriptor
+}
+
+func (d describedImage) Descriptor() (*v1.Descriptor, error) { return &d.desc, nil }
 
 // refName is index.json's name for the image: the repository, tagged with
 // the version where it is a valid tag (a dirty tree's "+dirty" is not).

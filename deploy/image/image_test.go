@@ -99,6 +99,9 @@ func TestImage(t *testing.T) {
 			t.Fatalf("manifest %s has no platform", d.Digest)
 		}
 		got = append(got, platformString(*d.Platform))
+		if d.MediaType != types.OCIManifestSchema1 || d.ArtifactType != "" {
+			t.Errorf("manifest %s: media type %s, artifactType %q: want a plain OCI image manifest", d.Digest, d.MediaType, d.ArtifactType)
+		}
 	}
 	if want := []string{"linux/amd64", "linux/arm64/v8"}; !slices.Equal(got, want) {
 		t.Fatalf("the index's platforms are %v, want %v", got, want)
