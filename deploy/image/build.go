@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"context"
 	"debug/buildinfo"
+	_ "embed"
 	"errors"
 	"fmt"
 	"io"
@@ -33,6 +34,15 @@ const (
 	spoolDir = "var/lib/sluice/spool"
 	homeDir  = "home/nonroot"
 	source   = "https://github.com/sluicehq/sluice"
+)
+
+// The image's /etc/passwd and /etc/group: root and nonroot. deploy/Dockerfile
+// copies the same files (deploy/image/rootfs).
+var (
+	//go:embed rootfs/etc/passwd
+	passwd []byte
+	//go:embed rootfs/etc/group
+	group []byte
 )
 
 // exposedPorts are sluice's default ports: REST, gRPC and the admin
@@ -319,11 +329,6 @@ func platformImage(bin string, p v1.Platform, created time.Time, labels map[stri
 // order, every time is the commit's, and no owner names are written, so
 // that the same binary gives the same bytes.
 func layerTar(binary []byte, mtime time.Time) ([]byte, error) {
-	const (
-		passwd = "root:x:0:0:root:/root:/sbin/nologin\n" +
-			"nonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n"
-		group = "root:x:0:\nnonroot:x:65532:\n"
-	)
 	type entry struct {
 		name     string
 		mode     int64
@@ -332,8 +337,8 @@ func layerTar(binary []byte, mtime time.Time) ([]byte, error) {
 	}
 	entries := []entry{
 		{name: "etc/", mode: 0o755},
-		{name: "etc/group", mode: 0o644, body: []byte(group)},
-		{name: "etc/passwd", mode: 0o644, body: []byte(passwd)},
+		{name: "etc/group", mode: 0o644, body: group},
+		{name: "etc/passwd", mode: 0o644, body: passwd},
 		{name: "home/", mode: 0o755},
 		{name: homeDir + "/", mode: 0o700, uid: uid, gid: gid},
 		{name: "tmp/", mode: 0o1777},
