@@ -173,4 +173,3 @@ func portName(svc *corev1.Service, n int32) string {
 	}
 	return ""
 }
-
