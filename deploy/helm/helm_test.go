@@ -213,3 +213,25 @@ func copyTree(t *testing.T, src, dst string) {
 		t.Fatal(err)
 	}
 }
+
+// TestValuesSchemaRefusesAMisspeltValue: values.schema.json closes the
+// chart's own values, so a misspelt one stops helm instead of being
+// ignored.
+func TestValuesSchemaRefusesAMisspeltValue(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		vals map[string]any
+		want string
+	}{
+		{"unknown top-level value", map[string]any{"serviceMonitors": map[string]any{"enabled": true}}, "serviceMonitors"},
+		{"unknown nested value", map[string]any{"gateway": map[string]any{"replica": 2}}, "replica"},
+		{"wrong type", map[string]any{"gateway": map[string]any{"replicas": "three"}}, "replicas"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := renderChart(t, chartDir, tc.vals)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("render: err = %v, want one naming %q", err, tc.want)
+			}
+		})
+	}
+}
