@@ -8,7 +8,7 @@
 #   (deploy/grafana/gen_dashboard.py) and the burn-rate promtool tests
 #   (deploy/prometheus/tests/gen_burnrate.py).
 # .ci/run already runs `promtool test rules tests/*.test.yaml` in
-# deploy/prometheus (burnrate.test.yaml among them), so this does not.
+# deploy/prometheus (the burnrate-*.test.yaml among them), so this does not.
 # promtool: Debian's prometheus package, as .ci/run installs it.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -36,10 +36,11 @@ if ! diff -u deploy/grafana/sluice.dashboard.json "$tmp/grafana/sluice.dashboard
   echo "deploy/grafana/sluice.dashboard.json is stale: run python3 deploy/grafana/gen_dashboard.py"; stale=1
 fi
 cp -r deploy/prometheus/tests "$tmp/tests"
+rm -f "$tmp"/tests/burnrate-*.test.yaml
 python3 "$tmp/tests/gen_burnrate.py"
-if ! diff -u deploy/prometheus/tests/burnrate.test.yaml "$tmp/tests/burnrate.test.yaml"; then
-  echo "deploy/prometheus/tests/burnrate.test.yaml is stale: run python3 deploy/prometheus/tests/gen_burnrate.py"; stale=1
+if ! diff -ru -x '__pycache__' deploy/prometheus/tests "$tmp/tests"; then
+  echo "deploy/prometheus/tests/burnrate-*.test.yaml are stale: run python3 deploy/prometheus/tests/gen_burnrate.py"; stale=1
 fi
 [ "$stale" = 0 ] || exit 1
-echo "sluice.dashboard.json and burnrate.test.yaml are current"
+echo "sluice.dashboard.json and burnrate-*.test.yaml are current"
 
