@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -47,8 +46,13 @@ type fileConfig struct {
 	Admission admission.Config  `yaml:"admission"`
 	Log       logConfig         `yaml:"log"`
 	Pollers   []pull.Config     `yaml:"pollers"`
-	Consumer  consumer.Config   `yaml:"consumer"`
-	Sink      sink.Config       `yaml:"sink"`
+	// PollerOwnership is how the gateway replicas share the pollers: the
+	// consumer group they join and the compacted topic that holds each
+	// poller's cursor (one partition per poller); the group's assignment
+	// gives every poller one owner.
+	PollerOwnership ownership.Config `yaml:"poller_ownership"`
+	Consumer        consumer.Config  `yaml:"consumer"`
+	Sink            sink.Config      `yaml:"sink"`
 	// Admin is the admin listener of sluice gateway and sluice consumer
 	// (metrics, probes, profiles); left unset, each takes its own default
 	// address (admin.DefaultGatewayAddr, admin.DefaultConsumerAddr).
@@ -199,51 +203,9 @@ func defaultFileConfig() fileConfig {
 		Consumer: consumer.NewDefaultConfig(),
 		Sink:     sink.NewDefaultConfig(),
 		Admin:    admin.NewDefaultConfig(),
-	}
-}
 
-// loadConfig reads a config file and checks it with check: each command
-// validates the blocks it uses (fileConfig.validate for the gateway,
-// validateConsumer, validateClient), so a consumer's file needs no
-// sources. Unknown keys are errors everywhere, so a misspelt setting is not
-// silently left at its default. With getenv nil, the sources' key_env are
-// not read: a command that uses no source (sluice contracts) runs where
-// the keys are not set.
-func loadConfig(path string, getenv func(string) string, check func(fileConfig) error) (fileConfig, error) {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return fileConfig{}, err
+		PollerOwnership: ownership.NewDefaultConfig(),
 	}
-	return parseConfig(raw, getenv, check)
-}
-
-func parseConfig(raw []byte, getenv func(string) string, check func(fileConfig) error) (fileConfig, error) {
-	roles, err := rolesOf(raw)
-	if err != nil {
-		return fileConfig{}, err
-	}
-	cfg := defaultFileConfig()
-	dec := yaml.NewDecoder(bytes.NewReader(raw))
-	dec.KnownFields(true)
-	if err := dec.Decode(&cfg); err != nil {
-		return fileConfig{}, fmt.Errorf("config: %w", err)
-	}
-	cfg.roles = roles
-	cfg.Gateway.Topics = cfg.Topics
-	for i, s := range cfg.Sources {
-		for _, name := range s.KeyEnv {
-			if getenv == nil {
-				break
-			}
-			key := getenv(name)
-			if key == "" {
-				return fileConfig{}, fmt.Errorf("config: sources[%d].key_env: environment variable %s is empty or unset", i, name)
-			}
-			s.KeyHashes = append(s.KeyHashes, hashKey(key))
-		}
-		cfg.Gateway.Sources = append(cfg.Gateway.Sources, s.SourceConfig)
-	}
-	return cfg, check(cfg)
 }
 
 // rolesOf reads which commands' blocks the file raw has. A file that
@@ -305,6 +267,9 @@ func (c fileConfig) validate() error {
 		if err := p.Validate(); err != nil {
 			return fmt.Errorf("config: pollers[%d]: %w", i, err)
 		}
+	}
+	if err := c.validateOwnership(); err != nil {
+		return err
 	}
 	if err := c.checkPollerSources(); err != nil {
 		return err
@@ -492,7 +457,7 @@ func (c fileConfig) topicOf(typ string) string { return record.TopicOf(c.Topics,
 // validateTopics checks the topics block: each key one of contracts.types,
 // each value a topic Kafka takes that is none of sluice's own.
 func (c fileConfig) validateTopics() error {
-	pollers := ownership.NewDefaultConfig().Topic
+	pollers := c.PollerOwnership.Topic
 	for _, typ := range slices.Sorted(maps.Keys(c.Topics)) {
 		if !slices.Contains(c.Contracts.Types, typ) {
 			return fmt.Errorf("config: topics.%s: not one of contracts.types", typ)
@@ -507,6 +472,28 @@ func (c fileConfig) validateTopics() error {
 		if t == pollers {
 			return fmt.Errorf("config: topics.%s: %q is sluice's own pollers' cursor topic", typ, t)
 		}
+	}
+	return nil
+}
+
+// validateOwnership checks the poller_ownership block: its errors name
+// the field's path in the file.
+func (c fileConfig) validateOwnership() error {
+	err := c.PollerOwnership.Validate()
+	if err == nil {
+		return c.checkOwnershipTopic()
+	}
+	var ce *pull.ConfigError
+	if errors.As(err, &ce) {
+		return fmt.Errorf("config: poller_ownership.%s: %s", strings.TrimPrefix(ce.Field, "ownership."), ce.Reason)
+	}
+	return fmt.Errorf("config: poller_ownership: %w", err)
+}
+
+// checkOwnershipTopic refuses a cursor topic Kafka would not take.
+func (c fileConfig) checkOwnershipTopic() error {
+	if err := record.CheckTopic(c.PollerOwnership.Topic); err != nil {
+		return fmt.Errorf("config: poller_ownership.topic: %w", err)
 	}
 	return nil
 }
