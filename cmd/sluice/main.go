@@ -69,6 +69,8 @@ var commands = []command{
 		run: func(_ context.Context, args []string, stdout, stderr io.Writer) error {
 			return runCheckCmd(args, stdout, stderr)
 		}},
+	{name: "config", synopses: [][2]string{{"sluice config defaults", "print the config file with every key at its default, each with its comment"}},
+		help: configUsage, subcommands: true, run: runConfigCmd},
 	{name: "contracts", synopses: [][2]string{
 		{"sluice contracts diff OLD NEW", "judge a new descriptor set against the running one, per event type (exit 1: incompatible)"},
 		{"sluice contracts list --config F", "print each contract's type, fingerprint, topic, compatibility policy and decoders"}},
