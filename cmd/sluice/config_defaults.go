@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"regexp"
 	"strings"
 	"time"
 
@@ -79,6 +80,19 @@ func commentOf(t reflect.Type, f reflect.StructField) string {
 	return fieldComments[pkg+"."+t.Name()+"."+f.Name]
 }
 
+// keyNames writes the Go names of t's fields in text as their keys in
+// the file: "MaxEventBytes bounds" reads "max_event_bytes bounds".
+func keyNames(t reflect.Type, text string) string {
+	for _, f := range strictyaml.Fields(t) {
+		name := t.FieldByIndex(f.Index).Name
+		if name == f.Key || !strings.Contains(text, name) {
+			continue
+		}
+		text = regexp.MustCompile(`\b`+name+`\b`).ReplaceAllString(text, f.Key)
+	}
+	return text
+}
+
 func walkConfig(out *[]configEntry, v reflect.Value, path string, depth int, sample bool) {
 	t := v.Type()
 	for _, f := range strictyaml.Fields(t) {
@@ -88,7 +102,7 @@ func walkConfig(out *[]configEntry, v reflect.Value, path string, depth int, sam
 			owner = t.FieldByIndex(f.Index[:len(f.Index)-1]).Type
 		}
 		fv := v.FieldByIndex(f.Index)
-		e := configEntry{path: joinPath(path, f.Key), key: f.Key, depth: depth, comment: commentOf(owner, sf), sample: sample}
+		e := configEntry{path: joinPath(path, f.Key), key: f.Key, depth: depth, comment: keyNames(t, commentOf(owner, sf)), sample: sample}
 		addValue(out, e, fv)
 	}
 }

@@ -100,11 +100,11 @@ func TestConfigDefaults(t *testing.T) {
 		t.Errorf("only %d keys", keys)
 	}
 	for _, want := range []string{
-		"\npoller_ownership:\n  # Group is the consumer group of the replicas. Default \"sluice-pollers\".\n  group: sluice-pollers\n",
+		"\npoller_ownership:\n  # group is the consumer group of the replicas. Default \"sluice-pollers\".\n  group: sluice-pollers\n",
 		"\nsources: []\n# sample, not a default:\n# - name: checkout\n",
-		"\npollers: []\n# sample, not a default:\n# # Name identifies the poller",
+		"\npollers: []\n# sample, not a default:\n# # name identifies the poller",
 		"\n# - name: acme-orders\n",
-		"    # MaxEventsPerRequest bounds the events of one request or stream batch.\n    max_events_per_request: 500\n",
+		"    # max_events_per_request bounds the events of one request or stream batch.\n    max_events_per_request: 500\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("sluice config defaults lacks %q", want)
