@@ -38,7 +38,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 	for _, c := range []struct{ from, to, want string }{
 		{"max_event_bytes: 262144", "max_event_bytes: 0", "limits.max_event_bytes"},
 		{"max_event_bytes: 262144", "max_event_bytez: 1", "gateway.limits.max_event_bytez: unknown key (did you mean max_event_bytes?)"},
-		{"publish_timeout: 10s", "publish_timeout: soon", `config:8:20: gateway.publish_timeout: want a duration (300ms, 10s, 5m, 1h), got "soon"`},
+		{"publish_timeout: 10s", "publish_timeout: soon", `config:11:20: gateway.publish_timeout: want a duration (300ms, 10s, 5m, 1h), got "soon"`},
 		{"key_env: [SLUICE_LOGS_API_KEY]", "key_env: [NOT_SET]", "sources[1].key_env"},
 		{"burst: 1000", "burst: 10", "sources[0].burst"},
 		{"compression: lz4", "compression: brotli", "kafka.compression"},
