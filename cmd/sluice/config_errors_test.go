@@ -27,6 +27,8 @@ func TestConfigErrorsNameFileAndPath(t *testing.T) {
 		{"in a source", "sources:\n  - name: a\n    rate: fast\n", `x.yaml:3:11: sources[0].rate: want a number, got "fast"`},
 		{"in a webhook", "sources:\n  - name: a\n    webhook: {schme: stripe}\n", "x.yaml:3:15: sources[0].webhook.schme: unknown key (did you mean scheme?)"},
 		{"in a poller", "pollers:\n  - name: a\n    intervl: 1s\n", "x.yaml:3:5: pollers[0].intervl: unknown key (did you mean interval?)"},
+		{"poller not a mapping", "pollers:\n  - [a]\n", "x.yaml:2:5: pollers[0]: want a mapping of keys, got a list"},
+		{"key twice", "kafka:\n  brokers: [127.0.0.1:9092]\n  linger: 1ms\n  linger: 2ms\n", "x.yaml:4:3: kafka.linger: given twice (first at line 3)"},
 		{"poller ownership", "poller_ownership: {session_timeout: 10}\n", `x.yaml:1:37: poller_ownership.session_timeout: want a duration (300ms, 10s, 5m, 1h), got "10"`},
 		// Enums and ranges are checked once the file is read; the error
 		// still names the file, and the place when the file sets the key.

@@ -2,6 +2,7 @@ package strictyaml
 
 import (
 	"encoding"
+	"errors"
 	"fmt"
 	"reflect"
 	"strconv"
@@ -83,12 +84,23 @@ func (c *checker) check(n *yaml.Node, t reflect.Type, path string) error {
 		return nil
 	}
 	if reflect.PointerTo(t).Implements(unmarshalerType) {
+		// Such a type may take a scalar too (a JSON pointer or a
+		// mapping): only its mapping keys are checked here.
 		if n.Kind == yaml.MappingNode && t.Kind() == reflect.Struct && hasYAMLTags(t) {
 			if err := c.mapping(n, t, path); err != nil {
 				return err
 			}
 		}
 		if err := n.Decode(reflect.New(t).Interface()); err != nil {
+			var inner *Error
+			if errors.As(err, &inner) {
+				// Checked by the type's own Decode: its path is n's.
+				p := path
+				if inner.Path != "" {
+					p = join(path, inner.Path)
+				}
+				return &Error{Line: inner.Line, Column: inner.Column, Path: p, Msg: inner.Msg}
+			}
 			return at(n, path, strings.TrimPrefix(err.Error(), "yaml: "))
 		}
 		return nil
@@ -111,6 +123,9 @@ func (c *checker) check(n *yaml.Node, t reflect.Type, path string) error {
 	case reflect.Map:
 		if n.Kind != yaml.MappingNode {
 			return at(n, path, "want a mapping, got "+kindName(n))
+		}
+		if err := duplicateKey(n, path); err != nil {
+			return err
 		}
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
@@ -164,6 +179,9 @@ func (c *checker) merge(v *yaml.Node, t reflect.Type, path string) error {
 // mapping checks n's keys and values against the struct t.
 func (c *checker) mapping(n *yaml.Node, t reflect.Type, path string) error {
 	fields := fieldsOf(t)
+	if err := duplicateKey(n, path); err != nil {
+		return err
+	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		if k.Kind == yaml.ScalarNode && k.Value == "<<" {
@@ -179,6 +197,23 @@ func (c *checker) mapping(n *yaml.Node, t reflect.Type, path string) error {
 		if err := c.check(v, ft, join(path, k.Value)); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// duplicateKey refuses a mapping that gives a key twice: which one
+// counts would be a guess.
+func duplicateKey(n *yaml.Node, path string) error {
+	first := make(map[string]*yaml.Node)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := n.Content[i]
+		if k.Kind != yaml.ScalarNode || k.Value == "<<" {
+			continue
+		}
+		if f, ok := first[k.Value]; ok {
+			return at(k, join(path, k.Value), fmt.Sprintf("given twice (first at line %d)", f.Line))
+		}
+		first[k.Value] = k
 	}
 	return nil
 }

@@ -62,6 +62,8 @@ func TestCheckNamesPathAndWant(t *testing.T) {
 		{"block: [1]\n", "1:8: block: want a mapping of keys, got a list"},
 		{"tags: {a: [x]}\n", "1:11: tags.a: want a string, got a list"},
 		{"zzzzzz: 1\n", "1:1: zzzzzz: unknown key"},
+		{"block:\n  limit: 1\n  limit: 2\n", "3:3: block.limit: given twice (first at line 2)"},
+		{"tags: {a: x, a: y}\n", "1:14: tags.a: given twice (first at line 1)"},
 		{"base: &b {name: a}\nblock:\n  <<: *b\n  limit: 1\n", "1:1: base: unknown key"},
 	} {
 		err := Check(node(t, c.yaml), reflectTypeOf[outer](), "")
