@@ -32,7 +32,7 @@ func runConsumerCmd(ctx context.Context, args []string, stderr io.Writer) error 
 		fs.Usage()
 		return errors.New("consumer: --config is required")
 	}
-	cfg, err := loadConfig(*path, osGetenv, fileConfig.validateConsumer)
+	cfg, err := loadConfig(*path, nil, fileConfig.validateConsumer)
 	if err != nil {
 		return err
 	}
