@@ -30,13 +30,14 @@ import (
 // fileConfig is the sluice config file. Every block starts from its
 // package's defaults; the file sets what differs.
 type fileConfig struct {
+	// parseConfig hands Topics to gateway.Config.Topics, consumerConfig
+	// to consumer.Config.TypeTopics.
+
 	// Topics is the one topic map of the deployment, event type -> Kafka
-	// topic; a type it leaves out goes to record.EventTopic of it
-	// (ingest.<type>). Every role reads it: the gateway and its pollers
+	// topic; a type it leaves out goes to ingest.<type>. Each key is one
+	// of contracts.types. Every role reads it: the gateway and its pollers
 	// publish through it, the consumer's event_types resolve through it,
 	// and the DLQ, replay and trace commands find the ingest topics by it.
-	// parseConfig hands it to gateway.Config.Topics; consumerConfig to
-	// consumer.Config.TypeTopics.
 	Topics    map[string]string `yaml:"topics"`
 	Gateway   gateway.Config    `yaml:"gateway"`
 	Sources   []sourceFile      `yaml:"sources"`
@@ -82,8 +83,8 @@ type contractsConfig struct {
 	// Types are the message names that are event types.
 	Types []string `yaml:"types"`
 	// KeepVersions is how many versions of each type the consumer keeps
-	// to decode records published under them: 1 to
-	// contract.MaxKeepVersions; default contract.DefaultKeepVersions.
+	// to decode records published under them: 1 to 16
+	// (contract.MaxKeepVersions).
 	KeepVersions int `yaml:"keep_versions"`
 	// Reload is how a running process notices a new descriptor set.
 	Reload reloadConfig `yaml:"reload"`
@@ -95,7 +96,7 @@ type contractsConfig struct {
 type reloadConfig struct {
 	// WatchInterval is how often the descriptor set file is hashed for a
 	// change; 0 turns the watch off (SIGHUP and the admin endpoint still
-	// reload); at least minWatchInterval otherwise; default 2s.
+	// reload); at least 100ms (minWatchInterval) otherwise.
 	WatchInterval time.Duration `yaml:"watch_interval"`
 }
 

@@ -81,16 +81,32 @@ func commentOf(t reflect.Type, f reflect.StructField) string {
 }
 
 // keyNames writes the Go names of t's fields in text as their keys in
-// the file: "MaxEventBytes bounds" reads "max_event_bytes bounds".
+// the file: "MaxEventBytes bounds" reads "max_event_bytes bounds". A name
+// of one capital (Kafka, Group) is a key only as the comment's first
+// word: elsewhere it may be prose.
 func keyNames(t reflect.Type, text string) string {
 	for _, f := range strictyaml.Fields(t) {
 		name := t.FieldByIndex(f.Index).Name
 		if name == f.Key || !strings.Contains(text, name) {
 			continue
 		}
-		text = regexp.MustCompile(`\b`+name+`\b`).ReplaceAllString(text, f.Key)
+		if capitals(name) > 1 {
+			text = regexp.MustCompile(`\b`+name+`\b`).ReplaceAllString(text, f.Key)
+		} else if rest, ok := strings.CutPrefix(text, name+" "); ok {
+			text = f.Key + " " + rest
+		}
 	}
 	return text
+}
+
+func capitals(s string) int {
+	n := 0
+	for _, r := range s {
+		if r >= 'A' && r <= 'Z' {
+			n++
+		}
+	}
+	return n
 }
 
 func walkConfig(out *[]configEntry, v reflect.Value, path string, depth int, sample bool) {
