@@ -1,7 +1,7 @@
 package main
 
 //go:generate go run ../../internal/configdoc/gen -root ../.. -o config_comments.go
-//go:generate go test -run ^TestConfigDocsFresh$ . -args -write-config-docs
+//go:generate go test -run TestConfigDocsFresh . -args -write-config-docs
 
 import (
 	"context"
