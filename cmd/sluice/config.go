@@ -38,25 +38,46 @@ type fileConfig struct {
 	// of contracts.types. Every role reads it: the gateway and its pollers
 	// publish through it, the consumer's event_types resolve through it,
 	// and the DLQ, replay and trace commands find the ingest topics by it.
-	Topics    map[string]string `yaml:"topics"`
-	Gateway   gateway.Config    `yaml:"gateway"`
-	Sources   []sourceFile      `yaml:"sources"`
-	Contracts contractsConfig   `yaml:"contracts"`
-	Kafka     publish.Config    `yaml:"kafka"`
-	Spool     buffer.Config     `yaml:"spool"`
-	Admission admission.Config  `yaml:"admission"`
-	Log       logConfig         `yaml:"log"`
-	Pollers   []pull.Config     `yaml:"pollers"`
+	Topics map[string]string `yaml:"topics"`
+	// Gateway is sluice gateway's listeners, limits, HTTP timeouts and
+	// dedup.
+	Gateway gateway.Config `yaml:"gateway"`
+	// Sources are who may publish to the gateway: each with API key
+	// hashes (or key_env), client certificates or a webhook scheme, the
+	// event types it may send and its rate. The gateway needs at least one
+	// source or poller.
+	Sources []sourceFile `yaml:"sources"`
+	// Contracts are the protobuf messages that are event types, the
+	// descriptor set they come from, and how a new one is judged.
+	Contracts contractsConfig `yaml:"contracts"`
+	// Kafka is the connection every Kafka client uses (gateway, pollers,
+	// consumer, dlq, trace), then the gateway's producer.
+	Kafka publish.Config `yaml:"kafka"`
+	// Spool is the gateway's local disk spool, used while Kafka pushes
+	// back; without dir, no spool.
+	Spool buffer.Config `yaml:"spool"`
+	// Admission decides per event between Kafka directly and the spool.
+	Admission admission.Config `yaml:"admission"`
+	// Log is the level and format of every command's log.
+	Log logConfig `yaml:"log"`
+	// Pollers are partner APIs the gateway pulls events from; each has one
+	// owner among the gateway replicas (poller_ownership).
+	Pollers []pull.Config `yaml:"pollers"`
 	// PollerOwnership is how the gateway replicas share the pollers: the
 	// consumer group they join and the compacted topic that holds each
 	// poller's cursor (one partition per poller); the group's assignment
 	// gives every poller one owner.
 	PollerOwnership ownership.Config `yaml:"poller_ownership"`
-	Consumer        consumer.Config  `yaml:"consumer"`
-	Sink            sink.Config      `yaml:"sink"`
+	// Consumer is sluice consumer's group, the topics it reads, its
+	// retries, breaker and DLQ.
+	Consumer consumer.Config `yaml:"consumer"`
+	// Sink is where the consumer writes events, idempotent by event id:
+	// sqlite, postgres or http.
+	Sink sink.Config `yaml:"sink"`
 	// Admin is the admin listener of sluice gateway and sluice consumer
-	// (metrics, probes, profiles); left unset, each takes its own default
-	// address (admin.DefaultGatewayAddr, admin.DefaultConsumerAddr).
+	// (metrics, probes, profiles); with addr unset, each takes its own
+	// default address (admin.DefaultGatewayAddr 127.0.0.1:9100,
+	// admin.DefaultConsumerAddr 127.0.0.1:9101), so both run from one file.
 	Admin admin.Config `yaml:"admin"`
 
 	// roles are the commands whose blocks the file has (rolesOf): with
