@@ -39,7 +39,7 @@ func runConsumerCmd(ctx context.Context, args []string, stdout, stderr io.Writer
 		fs.Usage()
 		return errors.New("consumer: --config is required")
 	}
-	cfg, err := loadConfig(*path, osGetenv, fileConfig.validateConsumer)
+	cfg, err := loadConfig(*path, nil, fileConfig.validateConsumer)
 	if err != nil {
 		return err
 	}

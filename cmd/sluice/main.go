@@ -4,6 +4,7 @@
 //	sluice gateway --config FILE       the gateway, from one YAML config file
 //	sluice consumer --config FILE      the consumer tier: ingest topics to the sink, with DLQ and breaker
 //	sluice check --config FILE         validate a config (files, certificates, contracts, every block) and start nothing
+//	sluice config defaults             print the config file with every key at its default, each with its comment
 //	sluice contracts diff OLD NEW      judge a new descriptor set against the running one, per event type (exit 1: incompatible)
 //	sluice contracts list --config F   print each contract's type, fingerprint, topic, compatibility policy and decoders
 //	sluice dlq list|show|replay        list, show or replay (rate limited, audited) a DLQ or parked topic
@@ -66,6 +67,8 @@ var commands = []command{
 		run: func(_ context.Context, args []string, stdout, stderr io.Writer) error {
 			return runCheckCmd(args, stdout, stderr)
 		}},
+	{name: "config", synopses: [][2]string{{"sluice config defaults", "print the config file with every key at its default, each with its comment"}},
+		help: configUsage, subcommands: true, run: runConfigCmd},
 	{name: "contracts", synopses: [][2]string{
 		{"sluice contracts diff OLD NEW", "judge a new descriptor set against the running one, per event type (exit 1: incompatible)"},
 		{"sluice contracts list --config F", "print each contract's type, fingerprint, topic, compatibility policy and decoders"}},

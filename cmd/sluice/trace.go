@@ -77,7 +77,7 @@ func runTraceCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		}
 		q.Hint = &trace.Position{Topic: *topic, Partition: int32(*partition), Offset: *offset}
 	}
-	cfg, err := loadConfig(*path, osGetenv, fileConfig.validateConsumer)
+	cfg, err := loadConfig(*path, nil, fileConfig.validateConsumer)
 	if err != nil {
 		return err
 	}
