@@ -115,9 +115,8 @@ func Slug(text string) string {
 }
 
 // Check resolves every relative link of files (slash-separated, relative
-// to root). A link to a file in pending counts as resolved: a page that
-// another change adds.
-func Check(root string, files []string, pending map[string]bool) ([]Problem, error) {
+// to root).
+func Check(root string, files []string) ([]Problem, error) {
 	pages := map[string]Page{}
 	page := func(rel string) (Page, error) {
 		if p, ok := pages[rel]; ok {
@@ -138,7 +137,7 @@ func Check(root string, files []string, pending map[string]bool) ([]Problem, err
 			return nil, err
 		}
 		for _, l := range p.Links {
-			if why := resolve(root, file, l.Target, pending, page); why != "" {
+			if why := resolve(root, file, l.Target, page); why != "" {
 				problems = append(problems, Problem{file, l.Line, l.Target, why})
 			}
 		}
@@ -153,7 +152,7 @@ func Check(root string, files []string, pending map[string]bool) ([]Problem, err
 }
 
 // resolve says why target, a link in file, does not resolve, or "".
-func resolve(root, file, target string, pending map[string]bool, page func(string) (Page, error)) string {
+func resolve(root, file, target string, page func(string) (Page, error)) string {
 	if target == "" {
 		return "empty link"
 	}
@@ -173,9 +172,6 @@ func resolve(root, file, target string, pending map[string]bool, page func(strin
 		}
 		if rel == ".." || strings.HasPrefix(rel, "../") {
 			return "leaves the repository"
-		}
-		if pending[rel] {
-			return ""
 		}
 		if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(rel))); err != nil {
 			return "no such file " + rel

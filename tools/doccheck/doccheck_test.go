@@ -9,18 +9,6 @@ import (
 	"testing"
 )
 
-// pendingPages are the docs pages other changes of the same issue add
-// (install, dev, config, metrics, deploy, alerts): links to them are
-// right once those land. Removed at merge.
-var pendingPages = map[string]bool{
-	"docs/install.md": true,
-	"docs/dev.md":     true,
-	"docs/config.md":  true,
-	"docs/metrics.md": true,
-	"docs/deploy.md":  true,
-	"docs/alerts.md":  true,
-}
-
 // TestLinks: every relative link and anchor of every tracked Markdown
 // file resolves.
 func TestLinks(t *testing.T) {
@@ -32,7 +20,7 @@ func TestLinks(t *testing.T) {
 	if len(files) < 10 {
 		t.Fatalf("found %d Markdown files under %s: %v", len(files), root, files)
 	}
-	problems, err := Check(root, files, pendingPages)
+	problems, err := Check(root, files)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,8 +69,8 @@ func markdownFiles(t *testing.T, root string) []string {
 }
 
 // TestCheckFindsBrokenLinks: a missing file, a missing anchor in the same
-// page and in another, and a pending page not in the allow-list are
-// reported; good links, code and external links are not.
+// page and in another, a dangling reference and a link out of the
+// repository are reported; good links, code and external links are not.
 func TestCheckFindsBrokenLinks(t *testing.T) {
 	root := t.TempDir()
 	write := func(name, text string) {
@@ -97,7 +85,7 @@ func TestCheckFindsBrokenLinks(t *testing.T) {
 	}
 	write("README.md", "# Top\n\n"+
 		"[ok](docs/b.md) [ok](docs/b.md#the-api-v1events) [ok](#top) [ok](#top-1) [ok](https://example.com/x.md#nope)\n"+
-		"[ok](docs/b.md#kept) [ok](docs/pending.md) ![ok](docs/img.png)\n"+
+		"[ok](docs/b.md#kept) ![ok](docs/img.png)\n"+
 		"## Top\n\n"+
 		"[bad](docs/missing.md)\n"+
 		"[bad](#nowhere)\n"+
@@ -107,7 +95,7 @@ func TestCheckFindsBrokenLinks(t *testing.T) {
 		"[ref]: docs/gone.md\n")
 	write("docs/b.md", "# The API: `/v1/events`\n\n<a id=\"kept\"></a>\n[up](../README.md#top) [bad](../../outside.md)\n")
 	write("docs/img.png", "")
-	problems, err := Check(root, []string{"README.md", "docs/b.md"}, map[string]bool{"docs/pending.md": true})
+	problems, err := Check(root, []string{"README.md", "docs/b.md"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,19 +112,6 @@ func TestCheckFindsBrokenLinks(t *testing.T) {
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
-
-	// Without the allow-list, the pending page is a broken link too.
-	problems, err = Check(root, []string{"README.md"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	found := false
-	for _, p := range problems {
-		found = found || p.Link == "docs/pending.md"
-	}
-	if !found {
-		t.Errorf("a link to a page that does not exist, not allowed as pending, is not reported: %v", problems)
 	}
 }
 
