@@ -129,7 +129,7 @@ func (c *checker) check(n *yaml.Node, t reflect.Type, path string) error {
 		}
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
-			if k.Kind == yaml.ScalarNode && k.Value == "<<" {
+			if isMerge(k) {
 				if err := c.merge(v, t, path); err != nil {
 					return err
 				}
@@ -160,20 +160,39 @@ func (c *checker) check(n *yaml.Node, t reflect.Type, path string) error {
 	return c.scalar(n, t, path)
 }
 
-// merge checks the value of a merge key (<<): a mapping or a list of them.
+// merge checks the value of a merge key (<<): a mapping or a list of
+// them, as the decoder takes it (an alias counts as what it names).
 func (c *checker) merge(v *yaml.Node, t reflect.Type, path string) error {
-	for v.Kind == yaml.AliasNode && v.Alias != nil {
-		v = v.Alias
+	target := func(n *yaml.Node) *yaml.Node {
+		for n.Kind == yaml.AliasNode && n.Alias != nil {
+			n = n.Alias
+		}
+		return n
 	}
-	if v.Kind == yaml.SequenceNode {
-		for _, e := range v.Content {
+	const want = "a merge (<<) takes a mapping or a list of mappings"
+	switch m := target(v); m.Kind {
+	case yaml.MappingNode:
+		return c.check(m, t, path)
+	case yaml.SequenceNode:
+		for _, e := range m.Content {
+			if target(e).Kind != yaml.MappingNode {
+				return at(e, path, want+", got "+kindName(target(e)))
+			}
+		}
+		for _, e := range m.Content {
 			if err := c.check(e, t, path); err != nil {
 				return err
 			}
 		}
 		return nil
+	default:
+		return at(v, path, want+", got "+kindName(m))
 	}
-	return c.check(v, t, path)
+}
+
+// isMerge says whether k is a merge key: a plain <<, not a quoted one.
+func isMerge(k *yaml.Node) bool {
+	return k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge"
 }
 
 // mapping checks n's keys and values against the struct t.
@@ -184,7 +203,7 @@ func (c *checker) mapping(n *yaml.Node, t reflect.Type, path string) error {
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
-		if k.Kind == yaml.ScalarNode && k.Value == "<<" {
+		if isMerge(k) {
 			if err := c.merge(v, t, path); err != nil {
 				return err
 			}
@@ -207,7 +226,7 @@ func duplicateKey(n *yaml.Node, path string) error {
 	first := make(map[string]*yaml.Node)
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k := n.Content[i]
-		if k.Kind != yaml.ScalarNode || k.Value == "<<" {
+		if k.Kind != yaml.ScalarNode || isMerge(k) {
 			continue
 		}
 		if f, ok := first[k.Value]; ok {
@@ -259,6 +278,9 @@ func kindName(n *yaml.Node) string {
 	case yaml.SequenceNode:
 		return "a list"
 	case yaml.ScalarNode:
+		if n.ShortTag() == "!!null" {
+			return "null"
+		}
 		return strconv.Quote(n.Value)
 	}
 	return "something else"

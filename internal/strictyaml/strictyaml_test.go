@@ -65,6 +65,12 @@ func TestCheckNamesPathAndWant(t *testing.T) {
 		{"block:\n  limit: 1\n  limit: 2\n", "3:3: block.limit: given twice (first at line 2)"},
 		{"tags: {a: x, a: y}\n", "1:14: tags.a: given twice (first at line 1)"},
 		{"base: &b {name: a}\nblock:\n  <<: *b\n  limit: 1\n", "1:1: base: unknown key"},
+		// A merge takes mappings only, as the decoder does; a quoted << is
+		// a key like any other.
+		{"<<:\n", "1:4: a merge (<<) takes a mapping or a list of mappings, got null"},
+		{"block:\n  <<: [{name: a}, x]\n", `2:19: block: a merge (<<) takes a mapping or a list of mappings, got "x"`},
+		{"tags: {<<: [a]}\n", `1:13: tags: a merge (<<) takes a mapping or a list of mappings, got "a"`},
+		{"block: {'<<': {name: a}}\n", "1:9: block.<<: unknown key"},
 	} {
 		err := Check(node(t, c.yaml), reflectTypeOf[outer](), "")
 		var e *Error
