@@ -147,24 +147,10 @@ sources:
 	if strings.Contains(out.String(), DemoAPIKey) {
 		t.Errorf("the banner offers the demo key, which --config replaces:\n%s", out.String())
 	}
-	now := time.Now().UTC().Format(time.RFC3339)
-	publish := func(key, id string) string {
-		body := `{"events":[{"id":"` + id + `","type":"examples.logs.v1.LogLine","occurred_at":"` + now +
-			`","partition_key":"checkout-api","payload":{"service":"checkout-api","severity":"SEVERITY_INFO","message":"hello","timestamp":"` + now + `","host":"127.0.0.1"}}]}`
-		req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/v1/events", strings.NewReader(body))
-		req.Header.Set("X-Api-Key", key)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return string(b)
-	}
-	if got := publish("checkout-key", "c-1"); !strings.Contains(got, `"outcome":"ACCEPTED"`) || !strings.Contains(got, `"topic":"app.logs"`) {
+	if got := string(postLogLineAs(t, addr, "checkout-key", "c-1")); !strings.Contains(got, `"outcome":"ACCEPTED"`) || !strings.Contains(got, `"topic":"app.logs"`) {
 		t.Errorf("the config's source: %s, want ACCEPTED to app.logs", got)
 	}
-	if got := publish(DemoAPIKey, "c-2"); strings.Contains(got, "ACCEPTED") {
+	if got := string(postLogLine(t, addr, "c-2")); strings.Contains(got, "ACCEPTED") {
 		t.Errorf("the demo key: %s, want it refused", got)
 	}
 	waitFor(t, out, regexp.MustCompile(`sink: sqlite \S+ id=c-1 type=examples\.logs\.v1\.LogLine source=checkout`))

@@ -193,6 +193,27 @@ func collectorType(c prometheus.Collector) string {
 	return ""
 }
 
+// metricsDocConfig is the defaults with the example contracts of types,
+// written to dir, and the brokers of an in-process Kafka that has their
+// topics, stopped when the test ends.
+func metricsDocConfig(t *testing.T, dir string, types []string) fileConfig {
+	t.Helper()
+	cfg := defaultFileConfig()
+	cfg.Log = logConfig{Level: "error", Format: "text"}
+	cfg.Contracts.DescriptorSet = filepath.Join(dir, "contracts.binpb")
+	if err := os.WriteFile(cfg.Contracts.DescriptorSet, examples.Contracts, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Contracts.Types = types
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, record.Cluster(cfg.topics())...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cluster.Close)
+	cfg.Kafka.Brokers = cluster.ListenAddrs()
+	return cfg
+}
+
 // gatewayRegistry is the registry of a gateway started as `sluice dev`
 // starts it, against an in-process Kafka, with every part that has
 // metrics: a spool, the contract reloader, the demo sources, webhooks
@@ -200,19 +221,8 @@ func collectorType(c prometheus.Collector) string {
 func gatewayRegistry(t *testing.T) *describingRegistry {
 	t.Helper()
 	dir := t.TempDir()
-	cfg := defaultFileConfig()
-	cfg.Log = logConfig{Level: "error", Format: "text"}
-	cfg.Contracts.DescriptorSet = filepath.Join(dir, "contracts.binpb")
-	if err := os.WriteFile(cfg.Contracts.DescriptorSet, examples.Contracts, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg.Contracts.Types = append(slices.Clone(examples.Types), examples.StripeEventType)
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, record.Cluster(cfg.topics())...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cluster.Close)
-	cfg.Kafka.Brokers = cluster.ListenAddrs()
+	cfg := metricsDocConfig(t, dir, append(slices.Clone(examples.Types), examples.StripeEventType))
+	var err error
 	cfg.Gateway.GRPCAddr, cfg.Gateway.HTTPAddr, cfg.Admin.Addr = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
 	if cfg.Admin.Auth.TokenFile, err = writeDevAdminToken(dir); err != nil {
 		t.Fatal(err)
@@ -264,19 +274,7 @@ func gatewayRegistry(t *testing.T) *describingRegistry {
 func consumerRegistry(t *testing.T) *describingRegistry {
 	t.Helper()
 	dir := t.TempDir()
-	cfg := defaultFileConfig()
-	cfg.Log = logConfig{Level: "error", Format: "text"}
-	cfg.Contracts.DescriptorSet = filepath.Join(dir, "contracts.binpb")
-	if err := os.WriteFile(cfg.Contracts.DescriptorSet, examples.Contracts, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg.Contracts.Types = examples.Types
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, record.Cluster(cfg.topics())...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cluster.Close)
-	cfg.Kafka.Brokers = cluster.ListenAddrs()
+	cfg := metricsDocConfig(t, dir, examples.Types)
 	cfg.Consumer.Group = "metrics-doc"
 	cfg.Admin.Addr = "127.0.0.1:0"
 	cfg.Admin.TLS.CertFile, cfg.Admin.TLS.KeyFile = tlstest.NewCA(t, "metrics-doc").Server(t).Files(t)

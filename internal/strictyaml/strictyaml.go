@@ -124,25 +124,12 @@ func (c *checker) check(n *yaml.Node, t reflect.Type, path string) error {
 		if n.Kind != yaml.MappingNode {
 			return at(n, path, "want a mapping, got "+kindName(n))
 		}
-		if err := duplicateKey(n, path); err != nil {
-			return err
-		}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
-			if isMerge(k) {
-				if err := c.merge(v, t, path); err != nil {
-					return err
-				}
-				continue
-			}
+		return c.entries(n, t, path, func(k, v *yaml.Node) error {
 			if err := c.check(k, t.Key(), path); err != nil {
 				return err
 			}
-			if err := c.check(v, t.Elem(), join(path, k.Value)); err != nil {
-				return err
-			}
-		}
-		return nil
+			return c.check(v, t.Elem(), join(path, k.Value))
+		})
 	case reflect.Slice, reflect.Array:
 		if n.Kind != yaml.SequenceNode {
 			if t.Elem().Kind() == reflect.Uint8 && n.Kind == yaml.ScalarNode {
@@ -198,22 +185,31 @@ func isMerge(k *yaml.Node) bool {
 // mapping checks n's keys and values against the struct t.
 func (c *checker) mapping(n *yaml.Node, t reflect.Type, path string) error {
 	fields := fieldsOf(t)
+	return c.entries(n, t, path, func(k, v *yaml.Node) error {
+		ft, ok := fields[k.Value]
+		if !ok || k.Kind != yaml.ScalarNode {
+			return at(k, join(path, k.Value), unknownKey(k.Value, fields))
+		}
+		return c.check(v, ft, join(path, k.Value))
+	})
+}
+
+// entries refuses a key the mapping n (of the map or struct type t) gives
+// twice, checks its merges against t, and calls each with every other key
+// and value, up to the first error.
+func (c *checker) entries(n *yaml.Node, t reflect.Type, path string, each func(k, v *yaml.Node) error) error {
 	if err := duplicateKey(n, path); err != nil {
 		return err
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
+		var err error
 		if isMerge(k) {
-			if err := c.merge(v, t, path); err != nil {
-				return err
-			}
-			continue
+			err = c.merge(v, t, path)
+		} else {
+			err = each(k, v)
 		}
-		ft, ok := fields[k.Value]
-		if !ok || k.Kind != yaml.ScalarNode {
-			return at(k, join(path, k.Value), unknownKey(k.Value, fields))
-		}
-		if err := c.check(v, ft, join(path, k.Value)); err != nil {
+		if err != nil {
 			return err
 		}
 	}
