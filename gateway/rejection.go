@@ -19,7 +19,7 @@ import (
 // ErrorDomain is the google.rpc.ErrorInfo domain of sluice's refusals.
 const ErrorDomain = "ingest.sluice"
 
-// reasonTraits is what DESIGN.md's rejection table says of one reason.
+// reasonTraits is what docs/api.md's table of reasons says of one reason.
 type reasonTraits struct {
 	retryable bool
 	code      codes.Code

@@ -39,8 +39,9 @@ import (
 //     with decodeJSONBatch (strict: duplicate keys, names in another letter
 //     case and lone surrogates are MALFORMED; each payload is kept as text
 //     for its contract to decode, since a generic JSON value would lose
-//     int64 precision) and answers with DESIGN.md's status codes, the typed
-//     JSON body of a whole-request failure, and Retry-After;
+//     int64 precision) and answers with the status codes of docs/api.md's
+//     results and reasons, the typed JSON body of a whole-request failure,
+//     and Retry-After;
 //   - the mux's routing errors are typed 404s and 405s (with Allow).
 //
 // X-HTTP-Method-Override and the form-body fallback of grpc-gateway are

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # scripts/bench.sh: sluice's standard benchmark matrix, as ratios against
-# baselines measured in the same run, written to BENCHMARKS.md.
+# baselines measured in the same run, written to docs/benchmarks.md (below
+# its "scripts/bench.sh writes below this line" marker).
 #
 #   scripts/bench.sh [--quick] [--profile] [--rounds N] [--tls | --client]
 #
@@ -10,12 +11,12 @@
 #               `loadgen --target client` (package client: batching,
 #               retries) and once with `--target grpc`, in alternating
 #               order; prints its table and writes bench-out/client.md,
-#               not BENCHMARKS.md
+#               not docs/benchmarks.md
 #   --tls       only the TLS comparison: per round, the gRPC and REST
 #               workloads against a plaintext gateway and a TLS one
 #               (ECDSA P-256 certificate from openssl), side by side;
 #               prints its table and writes bench-out/tls.md, not
-#               BENCHMARKS.md
+#               docs/benchmarks.md
 #   --profile   save CPU and allocation profiles of the gateway under the
 #               heaviest workload (gRPC Publish) and under both REST
 #               workloads to bench-out/, print the top 15 of each, and
@@ -585,7 +586,8 @@ if [ "$PROFILE" = 1 ]; then
 	done
 fi
 
-# BENCHMARKS.md
+# docs/benchmarks.md: the results replace what is below its marker
+RESULTS="$WORK/results.md"
 fmt() { awk -v v="$1" -v d="${2:-0}" 'BEGIN { printf "%.*f", d, v }'; }
 # rounds METRIC DECIMALS: the per-round figures, in round order
 rounds() { awk -v d="$2" '{ printf "%s%.*f", (NR > 1 ? " · " : ""), d, $1 }' "$WORK/m.$1"; }
@@ -609,8 +611,8 @@ ol_rss=$(over over-limited '.watched.max_rss_bytes / 1048576') ou_rss=$(over ove
 ol_good=$(awk -v a="$(over over-limited '.accepted / (.watched.cpu_ns / 1e9)')" -v m="$MAX_EPS" 'BEGIN { print a / m }')
 MEM_MB=$((MEMORY_LIMIT >> 20))
 
-cat >"$ROOT/BENCHMARKS.md" <<EOF
-# sluice benchmarks
+cat >"$RESULTS" <<EOF
+## The standard matrix
 
 Written by \`$CMD\` on $STARTED (finished $(date -u +%FT%TZ)).
 Do not edit by hand: run the script again.
@@ -626,7 +628,7 @@ Do not edit by hand: run the script again.
   (~700 B JSON), 32 workers; **REST ×10** = POST /v1/events of 10 \`examples.logs.v1.LogLine\` (~300 B JSON each),
   32 workers. Every measured run must come back with no refusal, timeout or error, or the script fails.
 
-## Throughput and cost per event
+### Throughput and cost per event
 
 "Per core" figures are events (or requests) per CPU-second of the system under test: its accepted events
 divided by its user+system CPU time over the measurement (/proc/PID/stat). The machine is shared, so a
@@ -654,7 +656,7 @@ process may get less than its CPU; the measured wall-clock rate and the share of
 | dedup off: gateway CPU per event (µs) | $(fmt "$(median nodedup.cpu)" 2) | $(rounds nodedup.cpu 2) | |
 | gateway max RSS in the gRPC runs (MiB) | $(fmt "$(median grpc.rss)" 1) | $(rounds grpc.rss 1) | |
 
-## Ratios and targets
+### Ratios and targets
 
 | ratio | median | target | verdict |
 |---|---|---|---|
@@ -678,7 +680,7 @@ building the events themselves, which the gateway does not do. That extra work m
 high, so the CPU ratio slightly flatters the gateway. Measuring only the producer inside the process would
 need a profile split; the whole process is what a source producing directly would pay.
 
-## Overload: open loop at 2 × the measured maximum
+### Overload: open loop at 2 × the measured maximum
 
 $(fmt "$OVER_RATE" 1) requests/s of 100 events (2 × $(fmt "$MAX_EPS") events/s, the gateway's median capacity per core) for $OVERLOAD, latency measured from each
 request's intended send time, at most 256 requests in flight, per-request deadline $TIMEOUT; gateway memory
@@ -704,9 +706,9 @@ received is refused at its headers, with Retry-After, before its body is read; R
 source's rate.
 EOF
 
-cat >>"$ROOT/BENCHMARKS.md" <<'EOF'
+cat >>"$RESULTS" <<'EOF'
 
-## Reproducing
+### Reproducing
 
 - The whole matrix: `scripts/bench.sh` (add `--quick` for one short round, `--profile` for gateway profiles,
   `--rounds N`); with `SLUICE_KAFKA_BROKERS` set it runs against that cluster instead of kfake.
@@ -717,7 +719,7 @@ cat >>"$ROOT/BENCHMARKS.md" <<'EOF'
 EOF
 
 if [ "$PROFILE" = 1 ]; then
-	cat >>"$ROOT/BENCHMARKS.md" <<EOF
+	cat >>"$RESULTS" <<EOF
 
 Profiles of the gateway under the gRPC workload: bench-out/gateway-cpu.pprof and bench-out/gateway-allocs.pprof;
 under REST: bench-out/gateway-rest-cpu.pprof and bench-out/gateway-rest-allocs.pprof; under REST ×10:
@@ -725,5 +727,10 @@ bench-out/gateway-rest10-cpu.pprof and bench-out/gateway-rest10-allocs.pprof
 (\`go tool pprof -top bench-out/gateway-cpu.pprof\`).
 EOF
 fi
-log "wrote BENCHMARKS.md; raw reports and logs in bench-out/"
-cat "$ROOT/BENCHMARKS.md"
+PAGE="$ROOT/docs/benchmarks.md"
+MARKER='<!-- scripts/bench.sh writes below this line -->'
+grep -qxF "$MARKER" "$PAGE" || { echo "bench: $PAGE has no line $MARKER" >&2; exit 1; }
+{ awk -v m="$MARKER" '{ print } $0 == m { exit }' "$PAGE"; cat "$RESULTS"; } >"$WORK/page.md"
+mv "$WORK/page.md" "$PAGE"
+log "wrote docs/benchmarks.md; raw reports and logs in bench-out/"
+cat "$RESULTS"

@@ -4,9 +4,9 @@ each panel at its gridPos with its title, rows as bands.
 
 With --prometheus URL, each panel shows its queries' data over the last
 --minutes, queried from that Prometheus the way Grafana would (template
-variables: $__rate_interval as --rate-interval, $source and $partner as
-.*): time series as lines, stats as their last value, state timelines as
-steps. scripts/dashboard-demo.sh runs sluice under load with a Prometheus
+variables: $__rate_interval as --rate-interval, $source, $partner,
+$namespace and $job as .*): time series as lines, stats as their last
+value, state timelines as steps. scripts/dashboard-demo.sh runs sluice under load with a Prometheus
 from Debian's packages and calls this. Without it, each panel lists its
 queries. Grafana itself is not needed.
 
@@ -54,7 +54,8 @@ step = max(2, int(args.minutes * 60 / 150))
 
 def query(expr):
     expr = (expr.replace("$__rate_interval", args.rate_interval)
-            .replace('"$source"', '".*"').replace('"$partner"', '".*"'))
+            .replace('"$source"', '".*"').replace('"$partner"', '".*"')
+            .replace('"$namespace"', '".*"').replace('"$job"', '".*"'))
     q = urllib.parse.urlencode({"query": expr, "start": start, "end": end, "step": step})
     with urllib.request.urlopen(args.prometheus + "/api/v1/query_range?" + q, timeout=30) as r:
         body = json.load(r)

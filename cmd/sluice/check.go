@@ -43,14 +43,15 @@ func runCheckCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	roles, err := checkRoles(raw, *role)
+	roles, err := checkRoles(*path, raw, *role)
 	if err != nil {
 		return err
 	}
 	for _, r := range roles {
-		summary, err := checkRole(raw, r)
+		summary, err := checkRole(*path, raw, r)
 		if err != nil {
-			return fmt.Errorf("%s: %s: %w", *path, r, err)
+			// The error names the file, and the place in it.
+			return fmt.Errorf("%s: %w", r, err)
 		}
 		fmt.Fprintf(stdout, "%s: %s: ok (%s)\n", *path, r, summary)
 	}
@@ -62,7 +63,7 @@ func runCheckCmd(args []string, stdout, stderr io.Writer) error {
 // it has a consumer or sink block. A file with both is checked for each,
 // and each check holds the consumer to reading every topic the gateway
 // publishes to.
-func checkRoles(raw []byte, role string) ([]string, error) {
+func checkRoles(path string, raw []byte, role string) ([]string, error) {
 	switch role {
 	case roleGateway, roleConsumer:
 		return []string{role}, nil
@@ -72,11 +73,11 @@ func checkRoles(raw []byte, role string) ([]string, error) {
 	}
 	var top map[string]any
 	if err := yaml.NewDecoder(bytes.NewReader(raw)).Decode(&top); err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("config: %w", err)
+		return nil, syntaxError(path, err)
 	}
 	has, err := rolesOf(raw)
 	if err != nil {
-		return nil, err
+		return nil, inFile(path, nil, err)
 	}
 	var roles []string
 	if has.gateway {
@@ -93,22 +94,22 @@ func checkRoles(raw []byte, role string) ([]string, error) {
 
 // checkRole validates the file as the command of role would at start,
 // and loads its contracts.
-func checkRole(raw []byte, role string) (string, error) {
+func checkRole(path string, raw []byte, role string) (string, error) {
 	validate := fileConfig.validate
 	if role == roleConsumer {
 		validate = fileConfig.validateConsumer
 	}
-	cfg, err := parseConfig(raw, osGetenv, validate)
+	cfg, err := parseConfigFile(path, raw, osGetenv, validate)
 	if err != nil {
 		return "", err
 	}
 	set, err := os.ReadFile(cfg.Contracts.DescriptorSet)
 	if err != nil {
-		return "", fmt.Errorf("config: contracts.descriptor_set: %w", err)
+		return "", inFile(path, nil, fmt.Errorf("config: contracts.descriptor_set: %w", err))
 	}
 	registry, err := contract.Load(set, cfg.Contracts.Types, contract.WithMaxDepth(cfg.Gateway.Limits.MaxDepth))
 	if err != nil {
-		return "", fmt.Errorf("config: contracts: %w", err)
+		return "", inFile(path, nil, fmt.Errorf("config: contracts: %w", err))
 	}
 	types := registry.Types()
 	if role == roleConsumer {

@@ -31,14 +31,24 @@ func (c *closers) close() {
 // its routes read (a contract reloader, a tracer, the sink), so that
 // probes and scrapes see the pipeline's shutdown through.
 type process struct {
-	reg      *prometheus.Registry
+	reg      registry
 	log      *slog.Logger
 	pipeline closers
 	late     closers
 }
 
-func newProcess(log *slog.Logger) *process {
-	reg := prometheus.NewRegistry()
+func newProcess(log *slog.Logger) *process { return newProcessOn(prometheus.NewRegistry(), log) }
+
+// registry is where a process's components register their metrics and
+// what its admin listener serves.
+type registry interface {
+	prometheus.Registerer
+	prometheus.Gatherer
+}
+
+// newProcessOn is a process whose metrics go to reg, the Go runtime's and
+// the process's own among them.
+func newProcessOn(reg registry, log *slog.Logger) *process {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return &process{reg: reg, log: log}
 }

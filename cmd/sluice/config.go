@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -31,27 +30,54 @@ import (
 // fileConfig is the sluice config file. Every block starts from its
 // package's defaults; the file sets what differs.
 type fileConfig struct {
+	// parseConfig hands Topics to gateway.Config.Topics, consumerConfig
+	// to consumer.Config.TypeTopics.
+
 	// Topics is the one topic map of the deployment, event type -> Kafka
-	// topic; a type it leaves out goes to record.EventTopic of it
-	// (ingest.<type>). Every role reads it: the gateway and its pollers
+	// topic; a type it leaves out goes to ingest.<type>. Each key is one
+	// of contracts.types. Every role reads it: the gateway and its pollers
 	// publish through it, the consumer's event_types resolve through it,
 	// and the DLQ, replay and trace commands find the ingest topics by it.
-	// parseConfig hands it to gateway.Config.Topics; consumerConfig to
-	// consumer.Config.TypeTopics.
-	Topics    map[string]string `yaml:"topics"`
-	Gateway   gateway.Config    `yaml:"gateway"`
-	Sources   []sourceFile      `yaml:"sources"`
-	Contracts contractsConfig   `yaml:"contracts"`
-	Kafka     publish.Config    `yaml:"kafka"`
-	Spool     buffer.Config     `yaml:"spool"`
-	Admission admission.Config  `yaml:"admission"`
-	Log       logConfig         `yaml:"log"`
-	Pollers   []pull.Config     `yaml:"pollers"`
-	Consumer  consumer.Config   `yaml:"consumer"`
-	Sink      sink.Config       `yaml:"sink"`
+	Topics map[string]string `yaml:"topics"`
+	// Gateway is sluice gateway's listeners, limits, HTTP timeouts and
+	// dedup.
+	Gateway gateway.Config `yaml:"gateway"`
+	// Sources are who may publish to the gateway: each with API key
+	// hashes (or key_env), client certificates or a webhook scheme, the
+	// event types it may send and its rate. The gateway needs at least one
+	// source or poller.
+	Sources []sourceFile `yaml:"sources"`
+	// Contracts are the protobuf messages that are event types, the
+	// descriptor set they come from, and how a new one is judged.
+	Contracts contractsConfig `yaml:"contracts"`
+	// Kafka is the connection every Kafka client uses (gateway, pollers,
+	// consumer, dlq, trace), then the gateway's producer.
+	Kafka publish.Config `yaml:"kafka"`
+	// Spool is the gateway's local disk spool, used while Kafka pushes
+	// back; without dir, no spool.
+	Spool buffer.Config `yaml:"spool"`
+	// Admission decides per event between Kafka directly and the spool.
+	Admission admission.Config `yaml:"admission"`
+	// Log is the level and format of every command's log.
+	Log logConfig `yaml:"log"`
+	// Pollers are partner APIs the gateway pulls events from; each has one
+	// owner among the gateway replicas (poller_ownership).
+	Pollers []pull.Config `yaml:"pollers"`
+	// PollerOwnership is how the gateway replicas share the pollers: the
+	// consumer group they join and the compacted topic that holds each
+	// poller's cursor (one partition per poller); the group's assignment
+	// gives every poller one owner.
+	PollerOwnership ownership.Config `yaml:"poller_ownership"`
+	// Consumer is sluice consumer's group, the topics it reads, its
+	// retries, breaker and DLQ.
+	Consumer consumer.Config `yaml:"consumer"`
+	// Sink is where the consumer writes events, idempotent by event id:
+	// sqlite, postgres or http.
+	Sink sink.Config `yaml:"sink"`
 	// Admin is the admin listener of sluice gateway and sluice consumer
-	// (metrics, probes, profiles); left unset, each takes its own default
-	// address (admin.DefaultGatewayAddr, admin.DefaultConsumerAddr).
+	// (metrics, probes, profiles); with addr unset, each takes its own
+	// default address (admin.DefaultGatewayAddr 127.0.0.1:9100,
+	// admin.DefaultConsumerAddr 127.0.0.1:9101), so both run from one file.
 	Admin admin.Config `yaml:"admin"`
 
 	// roles are the commands whose blocks the file has (rolesOf): with
@@ -78,8 +104,8 @@ type contractsConfig struct {
 	// Types are the message names that are event types.
 	Types []string `yaml:"types"`
 	// KeepVersions is how many versions of each type the consumer keeps
-	// to decode records published under them: 1 to
-	// contract.MaxKeepVersions; default contract.DefaultKeepVersions.
+	// to decode records published under them: 1 to 16
+	// (contract.MaxKeepVersions).
 	KeepVersions int `yaml:"keep_versions"`
 	// Reload is how a running process notices a new descriptor set.
 	Reload reloadConfig `yaml:"reload"`
@@ -91,7 +117,7 @@ type contractsConfig struct {
 type reloadConfig struct {
 	// WatchInterval is how often the descriptor set file is hashed for a
 	// change; 0 turns the watch off (SIGHUP and the admin endpoint still
-	// reload); at least minWatchInterval otherwise; default 2s.
+	// reload); at least 100ms (minWatchInterval) otherwise.
 	WatchInterval time.Duration `yaml:"watch_interval"`
 }
 
@@ -199,51 +225,9 @@ func defaultFileConfig() fileConfig {
 		Consumer: consumer.NewDefaultConfig(),
 		Sink:     sink.NewDefaultConfig(),
 		Admin:    admin.NewDefaultConfig(),
-	}
-}
 
-// loadConfig reads a config file and checks it with check: each command
-// validates the blocks it uses (fileConfig.validate for the gateway,
-// validateConsumer, validateClient), so a consumer's file needs no
-// sources. Unknown keys are errors everywhere, so a misspelt setting is not
-// silently left at its default. With getenv nil, the sources' key_env are
-// not read: a command that uses no source (sluice contracts) runs where
-// the keys are not set.
-func loadConfig(path string, getenv func(string) string, check func(fileConfig) error) (fileConfig, error) {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return fileConfig{}, err
+		PollerOwnership: ownership.NewDefaultConfig(),
 	}
-	return parseConfig(raw, getenv, check)
-}
-
-func parseConfig(raw []byte, getenv func(string) string, check func(fileConfig) error) (fileConfig, error) {
-	roles, err := rolesOf(raw)
-	if err != nil {
-		return fileConfig{}, err
-	}
-	cfg := defaultFileConfig()
-	dec := yaml.NewDecoder(bytes.NewReader(raw))
-	dec.KnownFields(true)
-	if err := dec.Decode(&cfg); err != nil {
-		return fileConfig{}, fmt.Errorf("config: %w", err)
-	}
-	cfg.roles = roles
-	cfg.Gateway.Topics = cfg.Topics
-	for i, s := range cfg.Sources {
-		for _, name := range s.KeyEnv {
-			if getenv == nil {
-				break
-			}
-			key := getenv(name)
-			if key == "" {
-				return fileConfig{}, fmt.Errorf("config: sources[%d].key_env: environment variable %s is empty or unset", i, name)
-			}
-			s.KeyHashes = append(s.KeyHashes, hashKey(key))
-		}
-		cfg.Gateway.Sources = append(cfg.Gateway.Sources, s.SourceConfig)
-	}
-	return cfg, check(cfg)
 }
 
 // rolesOf reads which commands' blocks the file raw has. A file that
@@ -305,6 +289,9 @@ func (c fileConfig) validate() error {
 		if err := p.Validate(); err != nil {
 			return fmt.Errorf("config: pollers[%d]: %w", i, err)
 		}
+	}
+	if err := c.validateOwnership(); err != nil {
+		return err
 	}
 	if err := c.checkPollerSources(); err != nil {
 		return err
@@ -492,7 +479,7 @@ func (c fileConfig) topicOf(typ string) string { return record.TopicOf(c.Topics,
 // validateTopics checks the topics block: each key one of contracts.types,
 // each value a topic Kafka takes that is none of sluice's own.
 func (c fileConfig) validateTopics() error {
-	pollers := ownership.NewDefaultConfig().Topic
+	pollers := c.PollerOwnership.Topic
 	for _, typ := range slices.Sorted(maps.Keys(c.Topics)) {
 		if !slices.Contains(c.Contracts.Types, typ) {
 			return fmt.Errorf("config: topics.%s: not one of contracts.types", typ)
@@ -507,6 +494,28 @@ func (c fileConfig) validateTopics() error {
 		if t == pollers {
 			return fmt.Errorf("config: topics.%s: %q is sluice's own pollers' cursor topic", typ, t)
 		}
+	}
+	return nil
+}
+
+// validateOwnership checks the poller_ownership block: its errors name
+// the field's path in the file.
+func (c fileConfig) validateOwnership() error {
+	err := c.PollerOwnership.Validate()
+	if err == nil {
+		return c.checkOwnershipTopic()
+	}
+	var ce *pull.ConfigError
+	if errors.As(err, &ce) {
+		return fmt.Errorf("config: poller_ownership.%s: %s", strings.TrimPrefix(ce.Field, "ownership."), ce.Reason)
+	}
+	return fmt.Errorf("config: poller_ownership: %w", err)
+}
+
+// checkOwnershipTopic refuses a cursor topic Kafka would not take.
+func (c fileConfig) checkOwnershipTopic() error {
+	if err := record.CheckTopic(c.PollerOwnership.Topic); err != nil {
+		return fmt.Errorf("config: poller_ownership.topic: %w", err)
 	}
 	return nil
 }

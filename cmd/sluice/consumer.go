@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluicehq/sluice/consumer"
@@ -18,21 +17,29 @@ import (
 	"github.com/sluicehq/sluice/sink"
 )
 
+const consumerUsage = `usage: sluice consumer --config FILE
+
+Runs the consumer tier: reads the ingest topics as one consumer group and
+writes each event to the sink, with retries, a circuit breaker, the DLQ and
+parked topics and their drain, and the admin listener (/metrics, /healthz,
+/readyz, /v1/trace). It reads the same config file as the gateway (blocks
+consumer, sink, kafka, contracts, topics, log, admin).
+`
+
 // runConsumerCmd is `sluice consumer --config FILE`: the consumer tier
 // from the same config file as the gateway (blocks consumer, sink, kafka,
 // contracts, log).
-func runConsumerCmd(ctx context.Context, args []string, stderr io.Writer) error {
+func runConsumerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("consumer", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	path := fs.String("config", "", "path of the sluice YAML config (required)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, stdout, stderr, consumerUsage, configPointer); err != nil {
 		return err
 	}
 	if *path == "" {
 		fs.Usage()
 		return errors.New("consumer: --config is required")
 	}
-	cfg, err := loadConfig(*path, osGetenv, fileConfig.validateConsumer)
+	cfg, err := loadConfig(*path, nil, fileConfig.validateConsumer)
 	if err != nil {
 		return err
 	}
@@ -107,7 +114,7 @@ func (p *process) startConsumer(ccfg consumer.Config, versions *contract.Version
 // serveConsumerAdmin serves the consumer's admin listener: /metrics of
 // reg, readiness (Consumer.Ready) checked in a goroutine of its own, and
 // what opts add. stop ends both and waits for them.
-func serveConsumerAdmin(cfg admin.Config, reg *prometheus.Registry, c *consumer.Consumer, log *slog.Logger, opts ...admin.Option) (stop func(), err error) {
+func serveConsumerAdmin(cfg admin.Config, reg registry, c *consumer.Consumer, log *slog.Logger, opts ...admin.Option) (stop func(), err error) {
 	ready := admin.NewChecker(c.Ready, admin.OnChange(func(err error) {
 		if err != nil {
 			log.Warn("consumer not ready", "err", err)

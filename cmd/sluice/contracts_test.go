@@ -230,7 +230,7 @@ func TestContractsConfigErrorsNameTheField(t *testing.T) {
 		{"mode: backward ", "mode: sideways ", `config: contracts.compatibility.mode: "sideways" is not backward, forward, full or none`},
 		{"types: {} ", "types: {examples.shop.v1.Nope: {mode: none}} ", "config: contracts.compatibility.types.examples.shop.v1.Nope: not one of contracts.types"},
 		{"types: {} ", "types: {" + logsType + ": {mode: most}} ", "config: contracts.compatibility.types." + logsType + ".mode"},
-		{"types: {} ", "types: {" + logsType + ": {mod: none}} ", "field mod not found"},
+		{"types: {} ", "types: {" + logsType + ": {mod: none}} ", "contracts.compatibility.types." + logsType + ".mod: unknown key (did you mean mode?)"},
 	} {
 		t.Run(c.want, func(t *testing.T) {
 			raw := strings.Replace(string(base), c.from, c.to, 1)

@@ -3,12 +3,17 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"maps"
+	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -43,12 +48,24 @@ const (
 	DemoStandardSecret = "whsec_c2x1aWNlLWRldi1zdGFuZGFyZC13ZWJob29rcy1rZXk="
 )
 
+const devUsage = `usage: sluice dev [flags]
+
+Runs a gateway, an in-process Kafka, the consumer tier into an SQLite sink
+and a demo partner API, with the example contracts, a demo API key, two demo
+webhook sources and a dev sink that refuses chosen events (to try the DLQ
+and replay), all on loopback. It prints how to try each feature; docs/dev.md
+walks through them.
+
+With --config FILE, dev serves that file's sources, pollers, contracts and
+topics instead of the demo ones; everything else (listeners, Kafka, spool,
+sink, admin token) takes dev's defaults and flags.
+`
+
 func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	httpAddr := fs.String("http", "127.0.0.1:8080", "REST listen address")
 	grpcAddr := fs.String("grpc", "127.0.0.1:9090", "gRPC listen address")
-	adminAddr := fs.String("admin", admin.DefaultGatewayAddr, "admin listen address: /metrics, /healthz, /readyz, /v1/trace")
+	adminAddr := fs.String("admin", admin.DefaultGatewayAddr, "admin listen address: /metrics, /healthz, /readyz, /v1/trace, /admin/contracts, /dev/config")
 	kafkaPort := fs.Int("kafka-port", 0, "port of the in-process Kafka on 127.0.0.1 (0: any free port)")
 	partitions := fs.Int("partitions", 3, "partitions per topic in the in-process Kafka")
 	tail := fs.Bool("tail", true, "print each record as it lands in Kafka")
@@ -56,32 +73,61 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	spoolFirst := fs.Bool("spool-first", false, "send every event through the spool")
 	demoPartner := fs.Bool("demo-partner", true, "run a demo partner API on loopback and a poller that pulls its orders")
 	sinkDB := fs.String("sink-db", "", "SQLite file the consumer tier writes events to (default: a temporary one, removed at exit)")
-	contractsFile := fs.String("contracts", "", "descriptor set file (buf image) to serve in place of the embedded example contracts; reloaded when it changes, on SIGHUP and on POST /admin/contracts/reload")
+	contractsFile := fs.String("contracts", "", "descriptor set file (buf image) to serve in place of the example contracts; reloaded when it changes, on SIGHUP and on POST /admin/contracts/reload")
 	adminTokenFile := fs.String("admin-token-file", "", "file holding the admin token that POST /admin/... calls send as Authorization: Bearer (default: a random one in a temporary file, removed at exit)")
 	types := fs.String("types", strings.Join(examples.Types, ","), "comma-separated event types of --contracts")
 	demoWebhooks := fs.Bool("demo-webhooks", true, "serve two demo webhook sources: "+DemoStripeSource+" (Stripe's scheme) and "+DemoStandardSource+" (Standard Webhooks), with the example contracts")
-	if err := fs.Parse(args); err != nil {
+	refuse := fs.String("refuse-ids", DemoRefusePrefix, "the dev sink refuses, as a permanent failure (the event goes to its DLQ topic), each event whose id begins with this, unless sluice dlq replay produced it (empty: refuse none)")
+	configFile := fs.String("config", "", "a sluice config file whose sources, pollers, contracts and topics dev serves instead of the demo ones")
+	if err := parseFlags(fs, args, stdout, stderr, devUsage, ""); err != nil {
 		return err
 	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("dev: unexpected argument %q", fs.Arg(0))
+	}
+
+	// dev's own files: the example contracts (a file, so that they are
+	// reloadable), the admin token, the webhook secrets, and the config
+	// the operator commands (sluice dlq, trace) reach this dev with.
+	files, err := os.MkdirTemp("", "sluice-dev-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(files)
 
 	cfg := defaultFileConfig()
 	cfg.Log = logConfig{Level: "info", Format: "text"}
 	log := cfg.Log.logger(stderr)
-	cfg.Contracts.DescriptorSet, cfg.Contracts.Types = embeddedContracts, examples.Types
+	cfg.Contracts.DescriptorSet = filepath.Join(files, "example-contracts.binpb")
+	if err := os.WriteFile(cfg.Contracts.DescriptorSet, examples.Contracts, 0o600); err != nil {
+		return fmt.Errorf("dev: example contracts: %w", err)
+	}
+	cfg.Contracts.Types = examples.Types
 	if *demoWebhooks {
 		cfg.Contracts.Types = append(slices.Clone(examples.Types), examples.StripeEventType)
 	}
 	if *contractsFile != "" {
 		cfg.Contracts.DescriptorSet, cfg.Contracts.Types = *contractsFile, strings.Split(*types, ",")
 	}
+	demo := *configFile == ""
+	if !demo {
+		fc, err := loadConfig(*configFile, osGetenv, fileConfig.validateContracts)
+		if err != nil {
+			return err
+		}
+		cfg.Contracts, cfg.Topics, cfg.Gateway.Topics, cfg.Pollers = fc.Contracts, fc.Topics, fc.Gateway.Topics, fc.Pollers
+		cfg.Gateway.Sources = fc.Gateway.Sources
+		if *contractsFile != "" {
+			cfg.Contracts.DescriptorSet, cfg.Contracts.Types = *contractsFile, strings.Split(*types, ",")
+		}
+	}
 	versions, err := loadContracts(cfg)
 	if err != nil {
 		return err
 	}
 	registry := versions.Registry()
-	// dev has no config file: its topics block is empty, every type goes
-	// to its default topic, and the gateway and the consumer read the
-	// same map.
+	// Every type goes to its topic (the default one without a topics
+	// block), and the gateway and the consumer read the same map.
 	topics := cfg.topics()
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(*kafkaPort),
 		kfake.SeedTopics(int32(*partitions), record.Cluster(topics)...))
@@ -94,26 +140,19 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	cfg.Admin.Addr = *adminAddr
 	cfg.Admin.Auth.TokenFile = *adminTokenFile
 	if cfg.Admin.Auth.TokenFile == "" {
-		dir, err := os.MkdirTemp("", "sluice-dev-admin-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
-		if cfg.Admin.Auth.TokenFile, err = writeDevAdminToken(dir); err != nil {
+		if cfg.Admin.Auth.TokenFile, err = writeDevAdminToken(files); err != nil {
 			return err
 		}
 	}
-	cfg.Gateway.Sources = []gateway.SourceConfig{{
-		Name: "demo", KeyHashes: []string{hashKey(DemoAPIKey)}, EventTypes: []string{"*"}, Rate: 5000, Burst: 10000,
-		CloudEvents: gateway.CloudEventsConfig{Types: map[string]string{"com.example.shop.order.placed": "examples.shop.v1.OrderPlaced"}},
-	}}
-	if *demoWebhooks && *contractsFile == "" {
-		dir, err := os.MkdirTemp("", "sluice-dev-webhooks-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
-		sources, err := devWebhookSources(dir)
+	if demo {
+		cfg.Gateway.Sources = []gateway.SourceConfig{{
+			Name: "demo", KeyHashes: []string{hashKey(DemoAPIKey)}, EventTypes: []string{"*"}, Rate: 5000, Burst: 10000,
+			CloudEvents: gateway.CloudEventsConfig{Types: map[string]string{"com.example.shop.order.placed": "examples.shop.v1.OrderPlaced"}},
+		}}
+	}
+	webhooks := demo && *demoWebhooks && *contractsFile == ""
+	if webhooks {
+		sources, err := devWebhookSources(files)
 		if err != nil {
 			return err
 		}
@@ -132,7 +171,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		cfg.Spool.MinFreeBytes = 1
 	}
 	cfg.Admission.SpoolFirst = *spoolFirst
-	if *demoPartner {
+	if demo && *demoPartner {
 		stopDemo, err := startDemoPartner(ctx, &cfg)
 		if err != nil {
 			return err
@@ -168,6 +207,9 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	var landed sink.Sink = db
 	if *tail {
 		landed = printingSink{SQLite: db, w: stdout, where: scfg.Path}
+	}
+	if *refuse != "" {
+		landed = refusingSink{Sink: landed, prefix: *refuse}
 	}
 	ccfg := consumerConfig(cfg)
 	ccfg.Group = "sluice-dev"
@@ -211,14 +253,106 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			tails.Wait()
 		})
 	}
-	return p.serveGateway(ctx, cfg, versions, consumerRoutes, func(srv *gateway.Server, adminAddr string) {
+	devCfg := devClientConfig(cfg, ccfg.Group, scfg.Path)
+	devCfgPath := filepath.Join(files, "sluice-dev.yaml")
+	if err := os.WriteFile(devCfgPath, devCfg, 0o600); err != nil {
+		return fmt.Errorf("dev: its config: %w", err)
+	}
+	routes := append(consumerRoutes, admin.WithRoutes(func(mux *http.ServeMux) {
+		mux.HandleFunc("GET /dev/config", func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/yaml")
+			w.Write(devCfg)
+		})
+	}))
+	return p.serveGateway(ctx, cfg, versions, routes, func(srv *gateway.Server, adminAddr string) {
 		contracts := strings.Join(registry.Types(), ", ")
-		if cfg.Contracts.DescriptorSet != embeddedContracts {
+		if *contractsFile != "" || !demo {
 			contracts += " from " + cfg.Contracts.DescriptorSet + ", reloaded when it changes"
 		}
-		fmt.Fprint(stdout, devBanner(srv.HTTPAddr(), srv.GRPCAddr(), adminAddr, cfg.Kafka.Brokers, scfg.Path, contracts, cfg.Admin.Auth.TokenFile,
-			cfg.Contracts.DescriptorSet != embeddedContracts, *demoWebhooks && *contractsFile == ""))
+		fmt.Fprint(stdout, devBanner(devBannerInfo{
+			http: srv.HTTPAddr(), grpc: srv.GRPCAddr(), admin: adminAddr, brokers: cfg.Kafka.Brokers,
+			sinkDB: scfg.Path, contracts: contracts, adminToken: cfg.Admin.Auth.TokenFile, config: devCfgPath,
+			demo: demo, webhooks: webhooks, refuse: *refuse, sources: cfg.Gateway.Sources,
+		}))
 	})
+}
+
+// DemoRefusePrefix is the id prefix of the events the dev sink refuses by
+// default: an event "reject-1" goes to its DLQ topic, where sluice dlq
+// lists, shows and replays it.
+const DemoRefusePrefix = "reject-"
+
+// errDevRefused is the dev sink's refusal of an event it was told to
+// refuse (--refuse-ids).
+var errDevRefused = errors.New("dev sink: refuses ids with this prefix (sluice dev --refuse-ids), unless replayed")
+
+// refusingSink is the dev sink that refuses, as permanent failures, the
+// events whose id begins with prefix, unless an operator's replay
+// produced them: so an event can be sent to the DLQ on purpose, and a
+// replay of it lands. A batch holding one is refused whole; the consumer
+// then writes its events one by one, and only that one is dead-lettered.
+type refusingSink struct {
+	sink.Sink
+	prefix string
+}
+
+func (r refusingSink) Write(ctx context.Context, batch []sink.Event) ([]sink.Conflict, error) {
+	for _, e := range batch {
+		if strings.HasPrefix(e.ID, r.prefix) && e.ReplayID == "" {
+			return nil, sink.PermanentError(fmt.Errorf("event %s: %w", e.ID, errDevRefused))
+		}
+	}
+	return r.Sink.Write(ctx, batch)
+}
+
+// devClientConfig is a config file of this dev for the commands that reach
+// it from outside (sluice dlq, sluice trace, sluice sink recent --config,
+// sluice contracts list): its Kafka, contracts, topics, consumer group,
+// sink and admin token file.
+func devClientConfig(cfg fileConfig, group, sinkDB string) []byte {
+	var b strings.Builder
+	b.WriteString("# The config of a running sluice dev, for the commands that reach it:\n")
+	b.WriteString("# sluice dlq, sluice trace, sluice sink recent --config, sluice contracts list.\n")
+	fmt.Fprintf(&b, "kafka:\n  brokers: [%s]\n", strings.Join(quoteAll(cfg.Kafka.Brokers), ", "))
+	fmt.Fprintf(&b, "contracts:\n  descriptor_set: %s\n  types: [%s]\n", yamlString(cfg.Contracts.DescriptorSet), strings.Join(quoteAll(cfg.Contracts.Types), ", "))
+	if len(cfg.Topics) > 0 {
+		b.WriteString("topics:\n")
+		for _, typ := range slices.Sorted(maps.Keys(cfg.Topics)) {
+			fmt.Fprintf(&b, "  %s: %s\n", yamlString(typ), yamlString(cfg.Topics[typ]))
+		}
+	}
+	fmt.Fprintf(&b, "consumer:\n  group: %s\n", yamlString(group))
+	fmt.Fprintf(&b, "sink:\n  kind: sqlite\n  sqlite:\n    path: %s\n", yamlString(sinkDB))
+	fmt.Fprintf(&b, "admin:\n  auth:\n    token_file: %s\n", yamlString(cfg.Admin.Auth.TokenFile))
+	b.WriteString("log:\n  level: warn\n  format: text\n")
+	return []byte(b.String())
+}
+
+func quoteAll(ss []string) []string {
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = yamlString(s)
+	}
+	return q
+}
+
+// plainYAML matches the strings YAML reads as themselves unquoted; a
+// path written so is easy to take from the file with a shell one-liner.
+// (not a number, a boolean or null).
+var plainYAML = regexp.MustCompile(`^[A-Za-z_/][A-Za-z0-9_./:@-]*$`)
+
+// yamlString is s as a YAML scalar: plain when that reads back as s,
+// else double-quoted (a Go quoted string is a YAML double-quoted one for
+// the text sluice writes).
+func yamlString(s string) string {
+	switch strings.ToLower(s) {
+	case "true", "false", "yes", "no", "on", "off", "null", "y", "n":
+		return strconv.Quote(s)
+	}
+	if plainYAML.MatchString(s) && !strings.HasSuffix(s, ":") {
+		return s
+	}
+	return strconv.Quote(s)
 }
 
 // printingSink prints each event once its write to the sink succeeded.
@@ -314,39 +448,77 @@ func writeDevAdminToken(dir string) (string, error) {
 	return path, nil
 }
 
-func devBanner(httpAddr, grpcAddr, adminAddr string, brokers []string, sinkDB, contracts, adminToken string, reloadable, webhooks bool) string {
+// devBannerInfo is what the dev banner says.
+type devBannerInfo struct {
+	http, grpc, admin  string
+	brokers            []string
+	sinkDB, contracts  string
+	adminToken, config string
+	demo, webhooks     bool
+	refuse             string
+	sources            []gateway.SourceConfig
+}
+
+// demoLogLine is the body of a REST publish of the README's LogLine with
+// id, for the banner's commands.
+func demoLogLine(id, severity, message string) string {
+	return `{"events":[{"id":"` + id + `","type":"examples.logs.v1.LogLine","occurred_at":"'$(date -u +%FT%TZ)'","partition_key":"checkout-api","payload":{"service":"checkout-api","severity":"` +
+		severity + `","message":"` + message + `","timestamp":"'$(date -u +%FT%TZ)'","host":"127.0.0.1"}}]}`
+}
+
+func devBanner(i devBannerInfo) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, `
-sluice dev is running: REST http://%[1]s  gRPC %[2]s  Kafka (in-process) %[3]s
-API key of the "demo" source: %[4]s
+	fmt.Fprintf(&b, "\nsluice dev is running: REST http://%s  gRPC %s  Kafka (in-process) %s\n", i.http, i.grpc, strings.Join(i.brokers, ","))
+	if i.demo {
+		fmt.Fprintf(&b, `API key of the "demo" source: %[4]s
 
 Publish an event over REST:
 
-  curl -s -H 'X-Api-Key: %[4]s' http://%[1]s/v1/events -d '{"events":[{"id":"log-1","type":"examples.logs.v1.LogLine","occurred_at":"'$(date -u +%%FT%%TZ)'","partition_key":"checkout-api","payload":{"service":"checkout-api","severity":"SEVERITY_INFO","message":"hello","timestamp":"'$(date -u +%%FT%%TZ)'","host":"127.0.0.1"}}]}'
+  curl -s -H 'X-Api-Key: %[4]s' http://%[1]s/v1/events -d '%[5]s'
 
 Over gRPC (reflection is on; "json" carries the payload as JSON text, "binary" as protobuf):
 
   grpcurl -plaintext -H 'x-api-key: %[4]s' -d '{"events":[{"id":"log-2","type":"examples.logs.v1.LogLine","occurred_at":"'$(date -u +%%FT%%TZ)'","json":"{\"service\":\"checkout-api\",\"severity\":\"SEVERITY_WARN\",\"message\":\"slow\",\"timestamp\":\"2026-01-01T00:00:00Z\",\"host\":\"127.0.0.1\"}"}]}' %[2]s sluice.ingest.v1.IngestService/Publish
+`, i.http, i.grpc, "", DemoAPIKey, demoLogLine("log-1", "SEVERITY_INFO", "hello"))
+	} else {
+		var names []string
+		for _, s := range i.sources {
+			names = append(names, s.Name)
+		}
+		fmt.Fprintf(&b, "Sources of %s: %s\n", "the config", strings.Join(names, ", "))
+	}
+	fmt.Fprintf(&b, `
+Events land in the SQLite sink %[1]s; the newest:  sluice sink recent --sqlite %[1]s
+Where an event is (sink, DLQ, parked or pending):  curl -s http://%[2]s/v1/trace/demo/log-1
+                                               or:  sluice trace --config %[3]s --source demo --id log-1
 
-Events land in the SQLite sink %[6]s; the newest:  sluice sink recent --sqlite %[6]s
-Where an event is (sink, DLQ, parked or pending):  curl -s http://%[7]s/v1/trace/demo/log-1
+CloudEvents: POST http://%[4]s/v1/cloudevents with the API key (structured, batch or binary mode)
 
-CloudEvents: POST http://%[1]s/v1/cloudevents with the API key (structured, batch or binary mode)
-
-Metrics: http://%[7]s/metrics   Contracts: %[5]s
-Admin token (POST /admin/... calls send it as Authorization: Bearer): %[8]s
-`, httpAddr, grpcAddr, strings.Join(brokers, ","), DemoAPIKey, contracts, sinkDB, adminAddr, adminToken)
-	if webhooks {
+Metrics: http://%[2]s/metrics   Contracts: %[5]s
+Admin token (POST /admin/... calls send it as Authorization: Bearer): %[6]s
+This dev's config, for sluice dlq, trace and sink recent: %[3]s (also GET http://%[2]s/dev/config)
+`, i.sinkDB, i.admin, i.config, i.http, i.contracts, i.adminToken)
+	if i.webhooks {
 		fmt.Fprintf(&b, `Webhooks: POST http://%[1]s/v1/webhooks/%[2]s (Stripe-Signature, secret %[3]s)
           POST http://%[1]s/v1/webhooks/%[4]s (Standard Webhooks, secret %[5]s)
-`, httpAddr, DemoStripeSource, DemoStripeSecret, DemoStandardSource, DemoStandardSecret)
+`, i.http, DemoStripeSource, DemoStripeSecret, DemoStandardSource, DemoStandardSecret)
 	}
-	if reloadable {
+	if i.refuse != "" && i.demo {
+		dlqTopic := record.DLQTopic(record.EventTopic("examples.logs.v1.LogLine"))
 		fmt.Fprintf(&b, `
-Reload the contracts now:
+The DLQ and replay: the dev sink refuses each event whose id begins with %[1]q (--refuse-ids)
+unless a replay produced it, so it goes to its DLQ topic. Send one, list, show and replay it:
+
+  curl -s -H 'X-Api-Key: %[2]s' http://%[3]s/v1/events -d '%[4]s'
+  sluice dlq list --config %[5]s --topic %[6]s
+  sluice dlq show --config %[5]s --topic %[6]s --partition P --offset O
+  sluice dlq replay --config %[5]s --topic %[6]s --actor you
+`, i.refuse, DemoAPIKey, i.http, demoLogLine(i.refuse+"1", "SEVERITY_ERROR", "refused"), i.config, dlqTopic)
+	}
+	fmt.Fprintf(&b, `
+Reload the contracts now (GET http://%[1]s/admin/contracts lists them):
 
   curl -s -X POST -H "Authorization: Bearer $(cat %[2]s)" http://%[1]s/admin/contracts/reload
-`, adminAddr, adminToken)
-	}
+`, i.admin, i.adminToken)
 	return b.String()
 }

@@ -131,11 +131,17 @@ func TestDevServesConsumerMetricsAndTrace(t *testing.T) {
 // listener under the demo key, and returns the answer's body.
 func postLogLine(t *testing.T, addr, id string) []byte {
 	t.Helper()
+	return postLogLineAs(t, addr, DemoAPIKey, id)
+}
+
+// postLogLineAs is postLogLine under the API key key.
+func postLogLineAs(t *testing.T, addr, key, id string) []byte {
+	t.Helper()
 	now := time.Now().UTC().Format(time.RFC3339)
 	body := `{"events":[{"id":"` + id + `","type":"examples.logs.v1.LogLine","occurred_at":"` + now +
 		`","partition_key":"checkout-api","payload":{"service":"checkout-api","severity":"SEVERITY_INFO","message":"hello","timestamp":"` + now + `","host":"127.0.0.1"}}]}`
 	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/v1/events", strings.NewReader(body))
-	req.Header.Set("X-Api-Key", DemoAPIKey)
+	req.Header.Set("X-Api-Key", key)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -114,7 +114,7 @@ func runDLQCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var sinkCfg sink.Config
 	switch {
 	case *path != "":
-		cfg, err := loadConfig(*path, osGetenv, fileConfig.validateClient)
+		cfg, err := loadConfig(*path, nil, fileConfig.validateClient)
 		if err != nil {
 			return err
 		}

@@ -24,11 +24,19 @@ import (
 // long to finish, then the producer gets as long again to flush.
 const shutdownGrace = 20 * time.Second
 
-func runGatewayCmd(ctx context.Context, args []string, stderr io.Writer) error {
+const gatewayUsage = `usage: sluice gateway --config FILE
+
+Runs the gateway: the REST and gRPC listeners, admission with the disk
+spool, the producer to Kafka, the pollers, and the admin listener
+(/metrics, /healthz, /readyz, /admin/contracts/reload), as the config
+file sets them.
+`
+
+// runGatewayCmd is `sluice gateway --config FILE`.
+func runGatewayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("gateway", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	path := fs.String("config", "", "path of the sluice YAML config (required)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, stdout, stderr, gatewayUsage, configPointer); err != nil {
 		return err
 	}
 	if *path == "" {

@@ -19,10 +19,9 @@ import (
 // per example contract, until ctx ends.
 func runKfakeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("kfake", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:0", "listen address; the host must be 127.0.0.1 (kfake listens on loopback only)")
 	partitions := fs.Int("partitions", 3, "partitions per topic")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, stdout, stderr, "usage: sluice kfake [--addr ADDR] [--partitions N]\n\nRuns the in-memory Kafka of \"sluice dev\", with a topic per example contract.\n", ""); err != nil {
 		return err
 	}
 	host, portText, err := net.SplitHostPort(*addr)

@@ -55,7 +55,7 @@ func runLoadgenCmd(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return err
 	}
 	if *kafkaConfig != "" {
-		file, err := loadConfig(*kafkaConfig, osGetenv, func(c fileConfig) error { return c.Kafka.Config.Validate() })
+		file, err := loadConfig(*kafkaConfig, nil, func(c fileConfig) error { return c.Kafka.Config.Validate() })
 		if err != nil {
 			return fmt.Errorf("loadgen: --kafka-config: %w", err)
 		}

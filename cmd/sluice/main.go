@@ -4,17 +4,19 @@
 //	sluice gateway --config FILE       the gateway, from one YAML config file
 //	sluice consumer --config FILE      the consumer tier: ingest topics to the sink, with DLQ and breaker
 //	sluice check --config FILE         validate a config (files, certificates, contracts, every block) and start nothing
+//	sluice config defaults             print the config file with every key at its default, each with its comment
 //	sluice contracts diff OLD NEW      judge a new descriptor set against the running one, per event type (exit 1: incompatible)
 //	sluice contracts list --config F   print each contract's type, fingerprint, topic, compatibility policy and decoders
 //	sluice dlq list|show|replay        list, show or replay (rate limited, audited) a DLQ or parked topic
 //	sluice trace --source S --id ID    where an event is: in the sink, its DLQ, parked or pending (exit 1: unknown)
 //	sluice sink migrate --config FILE  create or upgrade the sink's table (PostgreSQL, or SQLite also by --sqlite PATH)
 //	sluice sink recent --sqlite PATH   print the newest events in an SQLite sink
-//	sluice hash-key KEY                print the sha256 of an API key for sources[].key_hashes
+//	sluice hash-key KEY|-              print the sha256 of an API key for sources[].key_hashes (-: read it from stdin)
 //	sluice spool inspect DIR           print a spool's segments, cursor, pending records and damage (read-only)
 //	sluice loadgen [flags]             send load to a gateway (or Kafka directly) and report throughput and latency
 //	sluice loadgen serve-baseline      a plain HTTP or gRPC server to measure the transport floor against
 //	sluice kfake --addr ADDR           the in-memory Kafka of "sluice dev" as a process of its own
+//	sluice version                     print the version, commit and build time of this binary (also --version, -v)
 //
 // The list is the usage text's, which the table of commands writes; a test
 // keeps the two equal.
@@ -58,17 +60,15 @@ var commands = []command{
 	{name: "dev", synopses: [][2]string{{"sluice dev [flags]", "gateway + in-process Kafka + example contracts + demo key"}},
 		run: runDev},
 	{name: "gateway", synopses: [][2]string{{"sluice gateway --config FILE", "the gateway, from one YAML config file"}},
-		run: func(ctx context.Context, args []string, _, stderr io.Writer) error {
-			return runGatewayCmd(ctx, args, stderr)
-		}},
+		run: runGatewayCmd},
 	{name: "consumer", synopses: [][2]string{{"sluice consumer --config FILE", "the consumer tier: ingest topics to the sink, with DLQ and breaker"}},
-		run: func(ctx context.Context, args []string, _, stderr io.Writer) error {
-			return runConsumerCmd(ctx, args, stderr)
-		}},
+		run: runConsumerCmd},
 	{name: "check", synopses: [][2]string{{"sluice check --config FILE", "validate a config (files, certificates, contracts, every block) and start nothing"}},
 		run: func(_ context.Context, args []string, stdout, stderr io.Writer) error {
 			return runCheckCmd(args, stdout, stderr)
 		}},
+	{name: "config", synopses: [][2]string{{"sluice config defaults", "print the config file with every key at its default, each with its comment"}},
+		help: configUsage, subcommands: true, run: runConfigCmd},
 	{name: "contracts", synopses: [][2]string{
 		{"sluice contracts diff OLD NEW", "judge a new descriptor set against the running one, per event type (exit 1: incompatible)"},
 		{"sluice contracts list --config F", "print each contract's type, fingerprint, topic, compatibility policy and decoders"}},
@@ -84,9 +84,11 @@ var commands = []command{
 		{"sluice sink migrate --config FILE", "create or upgrade the sink's table (PostgreSQL, or SQLite also by --sqlite PATH)"},
 		{"sluice sink recent --sqlite PATH", "print the newest events in an SQLite sink"}},
 		help: sinkUsage, subcommands: true, run: runSinkCmd},
-	{name: "hash-key", synopses: [][2]string{{"sluice hash-key KEY", "print the sha256 of an API key for sources[].key_hashes"}},
-		help: "usage: sluice hash-key KEY\n\nprints the hex sha256 of KEY, the form sources[].key_hashes takes\n",
-		run:  runHashKeyCmd},
+	{name: "hash-key", synopses: [][2]string{{"sluice hash-key KEY|-", "print the sha256 of an API key for sources[].key_hashes (-: read it from stdin)"}},
+		help: hashKeyUsage,
+		run: func(_ context.Context, args []string, stdout, _ io.Writer) error {
+			return runHashKeyCmd(args, os.Stdin, stdout)
+		}},
 	{name: "spool", synopses: [][2]string{{"sluice spool inspect DIR", "print a spool's segments, cursor, pending records and damage (read-only)"}},
 		help: "usage: sluice spool inspect DIR\n\nprints a spool's segments, cursor, pending records and damage; read-only\n", subcommands: true,
 		run: runSpoolCmd},
@@ -96,6 +98,9 @@ var commands = []command{
 		run: runLoadgenCmd},
 	{name: "kfake", synopses: [][2]string{{"sluice kfake --addr ADDR", "the in-memory Kafka of \"sluice dev\" as a process of its own"}},
 		run: runKfakeCmd},
+	{name: "version", synopses: [][2]string{{"sluice version", "print the version, commit and build time of this binary (also --version, -v)"}},
+		help: "usage: sluice version\n\nprints the module version, the commit (+dirty: built from a changed tree), the\ncommit's time, and the Go version and platform it was built with, from the\nbuild information the Go toolchain records (go build -buildvcs=false records\nno commit)\n",
+		run:  runVersionCmd},
 }
 
 // commandLines are the usage text's list of commands, one synopsis a
@@ -199,6 +204,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return nil
+	case "-v", "-version", "--version":
+		return runVersionCmd(ctx, args[1:], stdout, stderr)
 	}
 	fmt.Fprint(stderr, usage)
 	return fmt.Errorf("unknown command %q", args[0])
@@ -217,11 +224,43 @@ func runSpoolCmd(_ context.Context, args []string, stdout, _ io.Writer) error {
 	return nil
 }
 
-// runHashKeyCmd is `sluice hash-key KEY`.
-func runHashKeyCmd(_ context.Context, args []string, stdout, _ io.Writer) error {
+const hashKeyUsage = `usage: sluice hash-key KEY
+       sluice hash-key -
+
+prints the hex sha256 of KEY, the form sources[].key_hashes takes. With -,
+the key is read from standard input (one trailing newline is dropped), so
+that it stays out of the shell's history and the process list:
+
+  sluice hash-key - < key.txt
+  printf %s "$KEY" | sluice hash-key -
+`
+
+// maxKeyBytes bounds a key read from standard input: an API key is a
+// line, not a file.
+const maxKeyBytes = 4096
+
+// runHashKeyCmd is `sluice hash-key KEY|-`; "-" reads the key from stdin.
+func runHashKeyCmd(args []string, stdin io.Reader, stdout io.Writer) error {
 	if len(args) != 1 {
-		return errors.New("hash-key: give exactly one key")
+		return errors.New("hash-key: give exactly one key, or - to read it from standard input")
 	}
-	fmt.Fprintln(stdout, hashKey(args[0]))
+	key := args[0]
+	if key == "-" {
+		b, err := io.ReadAll(io.LimitReader(stdin, maxKeyBytes+1))
+		if err != nil {
+			return fmt.Errorf("hash-key: standard input: %w", err)
+		}
+		if len(b) > maxKeyBytes {
+			return fmt.Errorf("hash-key: standard input: longer than %d bytes; an API key is one line", maxKeyBytes)
+		}
+		key = strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
+		if strings.ContainsAny(key, "\r\n") {
+			return errors.New("hash-key: standard input holds more than one line; an API key is one line")
+		}
+		if key == "" {
+			return errors.New("hash-key: standard input is empty: give the key on it, e.g. sluice hash-key - < key.txt")
+		}
+	}
+	fmt.Fprintln(stdout, hashKey(key))
 	return nil
 }

@@ -28,7 +28,7 @@ func startPollers(ctx context.Context, cfg fileConfig, conn []kgo.Opt, ing pull.
 	if len(cfg.Pollers) == 0 {
 		return func() {}, nil
 	}
-	oc := ownership.NewDefaultConfig()
+	oc := cfg.PollerOwnership
 	r, err := ownership.NewRunner(oc, conn, cfg.Pollers, ing, ownership.WithRegisterer(reg), ownership.WithLogger(log))
 	if err != nil {
 		return nil, fmt.Errorf("config: pollers: %w", err)

@@ -335,8 +335,8 @@ func TestSecureIntegrationRefusedAtStart(t *testing.T) {
 	stranger := tlstest.NewCA(t, "stranger")
 	consumerYAML := func(kafka string) string {
 		return fmt.Sprintf("consumer: {group: g, topics: [%s]}\nsink: {kind: sqlite, sqlite: {path: %s}}\n"+
-			"contracts: {descriptor_set: ../../examples/contracts.binpb, types: [examples.logs.v1.LogLine]}\nkafka:\n%s\nlog: {level: warn}\nadmin: {addr: 127.0.0.1:0}\n",
-			logTopic, filepath.Join(t.TempDir(), "events.db"), kafka)
+			"contracts: {descriptor_set: %s, types: [examples.logs.v1.LogLine]}\nkafka:\n%s\nlog: {level: warn}\nadmin: {addr: 127.0.0.1:0}\n",
+			logTopic, filepath.Join(t.TempDir(), "events.db"), mustAbs(t, "../../examples/contracts.binpb"), kafka)
 	}
 	for _, tc := range []struct {
 		name, kafka, says string

@@ -105,11 +105,11 @@ func TestConsumerStopsAtStartOnAnUnknownCA(t *testing.T) {
 	stranger := tlstest.NewCA(t, "stranger")
 	yaml := fmt.Sprintf(`consumer: {group: g, topics: [%s]}
 sink: {kind: sqlite, sqlite: {path: %s}}
-contracts: {descriptor_set: ../../examples/contracts.binpb, types: [examples.logs.v1.LogLine]}
+contracts: {descriptor_set: %s, types: [examples.logs.v1.LogLine]}
 kafka: {brokers: [%s], tls: {ca_file: %s}}
 log: {level: warn}
 admin: {addr: 127.0.0.1:0}
-`, logTopic, filepath.Join(t.TempDir(), "events.db"), strings.Join(addrs, ","), stranger.File(t))
+`, logTopic, filepath.Join(t.TempDir(), "events.db"), mustAbs(t, "../../examples/contracts.binpb"), strings.Join(addrs, ","), stranger.File(t))
 	err := runUntilStopped(t, "consumer", "--config", writeConfig(t, yaml))
 	if err == nil || !strings.Contains(err.Error(), "certificate") {
 		t.Fatalf("consumer: %v, want an error naming the certificate", err)
@@ -146,7 +146,7 @@ func TestGatewayStartsAndSpoolsWithKafkaDown(t *testing.T) {
 func TestDLQCommandConnectsWithTheConfig(t *testing.T) {
 	ca := tlstest.NewCA(t, "cluster")
 	addrs := tlsCluster(t, ca, record.DLQTopic(logTopic))
-	cfg := writeConfig(t, fmt.Sprintf("kafka: {brokers: [127.0.0.1:1], tls: {ca_file: %s}}\ncontracts: {descriptor_set: ../../examples/contracts.binpb, types: [examples.logs.v1.LogLine]}\n", ca.File(t)))
+	cfg := writeConfig(t, fmt.Sprintf("kafka: {brokers: [127.0.0.1:1], tls: {ca_file: %s}}\ncontracts: {descriptor_set: %s, types: [examples.logs.v1.LogLine]}\n", ca.File(t), mustAbs(t, "../../examples/contracts.binpb")))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var stdout, stderr bytes.Buffer

@@ -39,7 +39,7 @@ func runSinkCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	cfg := sink.NewDefaultConfig()
 	switch {
 	case *path != "":
-		fc, err := loadConfig(*path, osGetenv, fileConfig.validateSink)
+		fc, err := loadConfig(*path, nil, fileConfig.validateSink)
 		if err != nil {
 			return err
 		}

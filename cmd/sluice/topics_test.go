@@ -113,7 +113,7 @@ func TestExampleConfigDeliversEveryAcceptedType(t *testing.T) {
 		cfg = strings.Replace(cfg, from, to, 1)
 	}
 	withAdmin := func(addr string) string {
-		return writeConfig(t, strings.Replace(cfg, "  # addr: 127.0.0.1:9100", "  addr: "+addr, 1))
+		return writeConfig(t, strings.Replace(cfg, "  addr: \"\"  ", "  addr: "+addr, 1))
 	}
 	t.Setenv("SLUICE_LOGS_API_KEY", "logs-key")
 	gatewayAdmin, consumerAdmin := freePort(t), freePort(t)

@@ -42,8 +42,6 @@ exit status: 0 found (any status but UNKNOWN), 1 UNKNOWN, 2 an error
 // runTraceCmd is `sluice trace`: where an event is, in one step.
 func runTraceCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("trace", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, traceUsage) }
 	path := fs.String("config", "", "path of the sluice YAML config (consumer, sink, kafka and contracts blocks)")
 	source := fs.String("source", "", "the event's source (required)")
 	id := fs.String("id", "", "the event's id (required)")
@@ -53,7 +51,7 @@ func runTraceCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	offset := fs.Int64("offset", -1, "hint: its offset")
 	maxRecords := fs.Int64("max-records", trace.DefaultMaxRecords, "the most Kafka records to read")
 	timeout := fs.Duration("timeout", trace.DefaultTimeout, "the longest the lookup may take")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, stdout, stderr, traceUsage, ""); err != nil {
 		return err
 	}
 	switch {
@@ -79,7 +77,7 @@ func runTraceCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		}
 		q.Hint = &trace.Position{Topic: *topic, Partition: int32(*partition), Offset: *offset}
 	}
-	cfg, err := loadConfig(*path, osGetenv, fileConfig.validateConsumer)
+	cfg, err := loadConfig(*path, nil, fileConfig.validateConsumer)
 	if err != nil {
 		return err
 	}

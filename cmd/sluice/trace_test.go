@@ -149,7 +149,7 @@ func TestTraceCommand(t *testing.T) {
 			t.Errorf("%v: exit %d\n%s%s", args, code, out, errOut)
 		}
 	}
-	if code, out, errOut := runTrace("-h"); code != 0 || !strings.Contains(errOut, "usage:") || out != "" {
+	if code, out, errOut := runTrace("-h"); code != 0 || !strings.Contains(out, "usage:") || errOut != "" {
 		t.Errorf("-h: exit %d\n%s%s", code, out, errOut)
 	}
 }

@@ -1,7 +1,11 @@
 #!/usr/bin/env python3
 """Writes sluice.dashboard.json: one row per tier. Edit here, then run
-python3 deploy/grafana/gen_dashboard.py and scripts/dashboard-png.py."""
-import json, os
+python3 deploy/grafana/gen_dashboard.py and scripts/dashboard-png.py.
+
+Every selector of a sluice metric in a panel gets the filters on the
+namespace and job variables (scope()), so that two installs scraped by one
+Prometheus do not mix; deploy/observability's TestScoped checks it."""
+import json, os, re
 
 DS = {"type": "prometheus", "uid": "${datasource}"}
 panels = []
@@ -20,10 +24,22 @@ def row(title):
     y[0] += 1
 
 
+SCOPE = 'namespace=~"$namespace",job=~"$job"'
+SELECTOR = re.compile(r'\b(sluice[_:][A-Za-z0-9_:]*)(\{([^}]*)\})?')
+
+
+def scope(expr):
+    """expr with every sluice selector filtered on $namespace and $job."""
+    def one(m):
+        inner = m.group(3)
+        return m.group(1) + "{" + SCOPE + ("," + inner if inner else "") + "}"
+    return SELECTOR.sub(one, expr)
+
+
 def panel(title, kind, targets, x, w, h=8, unit=None, desc=""):
     p = {"type": kind, "title": title, "id": nid(), "datasource": DS, "description": desc,
          "gridPos": {"h": h, "w": w, "x": x, "y": y[0]},
-         "targets": [{"refId": chr(65 + i), "datasource": DS, "expr": e, "legendFormat": l}
+         "targets": [{"refId": chr(65 + i), "datasource": DS, "expr": scope(e), "legendFormat": l}
                      for i, (e, l) in enumerate(targets)],
          "fieldConfig": {"defaults": {"unit": unit or "short"}, "overrides": []},
          "options": {}}
@@ -38,6 +54,16 @@ def next_line(h=8):
 
 RI = "$__rate_interval"
 
+row("SLOs: error budget burn rate (1 spends the 30-day budget in 30 days)")
+panel("Ingest (99.9%)", "timeseries",
+      [(f"sluice:ingest_errors:ratio_rate{w} / 0.001", f"{w} {{{{job}}}}") for w in ("1h", "6h", "3d")], 0, 8,
+      desc="Alerts page at 14.4 over 1h and 6 over 6h, open a ticket at 3 over 1d and 1 over 3d: docs/alerts.md.")
+panel("End-to-end latency (99% within 2m)", "timeseries",
+      [(f"sluice:consumer_end_to_end_slow:ratio_rate{w} / 0.01", f"{w} {{{{job}}}}") for w in ("1h", "6h", "3d")], 8, 8)
+panel("Delivery (99.5% not dead-lettered)", "timeseries",
+      [(f"sluice:consumer_dead_letter:ratio_rate{w} / 0.005", f"{w} {{{{job}}}}") for w in ("1h", "6h", "3d")], 16, 8)
+next_line()
+
 row("Edge: gateway")
 panel("Events by outcome and reason", "timeseries",
       [(f'sum by (outcome, reason) (rate(sluice_events_total{{source=~"$source"}}[{RI}]))', "{{outcome}} {{reason}}")],
@@ -50,7 +76,8 @@ panel("Request latency p50 / p99", "timeseries",
        (f"histogram_quantile(0.99, sum by (le, transport) (rate(sluice_request_duration_seconds_bucket[{RI}])))", "p99 {{transport}}")],
       16, 8, unit="s")
 next_line()
-panel("Success rate (SLO 99%)", "stat", [("sluice:events_success:ratio_rate5m", "success")], 0, 4, unit="percentunit")
+panel("Events taken, 5m (SLO 99.9%)", "stat", [("1 - sluice:ingest_errors:ratio_rate5m", "{{job}}")], 0, 4, unit="percentunit",
+      desc="ACCEPTED or DUPLICATE, of those and BUFFER_FULL or UNAVAILABLE: docs/alerts.md#slos.")
 panel("Admission mode (0 DIRECT, 1 SPOOLING)", "state-timeline",
       [("sluice_admission_mode", "{{instance}}")], 4, 6)
 panel("Spool bytes vs cap", "timeseries",
@@ -84,7 +111,7 @@ panel("Sink write latency p50 / p99", "timeseries",
       [(f"histogram_quantile(0.5, sum by (le, sink) (rate(sluice_sink_write_seconds_bucket[{RI}])))", "p50 {{sink}}"),
        (f"histogram_quantile(0.99, sum by (le, sink) (rate(sluice_sink_write_seconds_bucket[{RI}])))", "p99 {{sink}}")],
       12, 6, unit="s")
-panel("End-to-end p95 (SLO 2m)", "timeseries",
+panel("End-to-end p95 (SLO: 99% within 2m)", "timeseries",
       [("sluice:consumer_end_to_end_seconds:p95_5m", "p95 direct"),
        (f'histogram_quantile(0.95, sum by (le) (rate(sluice_consumer_end_to_end_seconds_bucket{{route="dlq"}}[{RI}])))', "p95 drained from DLQ")],
       18, 6, unit="s")
@@ -133,13 +160,24 @@ dash = {
     "templating": {"list": [
         {"name": "datasource", "type": "datasource", "query": "prometheus", "label": "Data source",
          "current": {}, "hide": 0, "refresh": 1, "options": []},
+        # An install: a namespace (a ServiceMonitor's scrapes carry it), and
+        # its jobs (the Services of its gateway and consumer). Every sluice
+        # process exports process_start_time_seconds.
+        {"name": "namespace", "type": "query", "datasource": DS, "label": "Namespace",
+         "query": {"query": "label_values(sluice_requests_total, namespace)", "refId": "namespace"},
+         "definition": "label_values(sluice_requests_total, namespace)",
+         "includeAll": True, "multi": False, "allValue": ".*", "current": {}, "refresh": 2, "options": []},
+        {"name": "job", "type": "query", "datasource": DS, "label": "Job",
+         "query": {"query": 'label_values(process_start_time_seconds{namespace=~"$namespace"}, job)', "refId": "job"},
+         "definition": 'label_values(process_start_time_seconds{namespace=~"$namespace"}, job)',
+         "includeAll": True, "multi": True, "allValue": ".*", "current": {}, "refresh": 2, "options": []},
         {"name": "source", "type": "query", "datasource": DS, "label": "Source",
-         "query": {"query": "label_values(sluice_events_total, source)", "refId": "source"},
-         "definition": "label_values(sluice_events_total, source)",
+         "query": {"query": 'label_values(sluice_events_total{namespace=~"$namespace",job=~"$job"}, source)', "refId": "source"},
+         "definition": 'label_values(sluice_events_total{namespace=~"$namespace",job=~"$job"}, source)',
          "includeAll": True, "multi": True, "allValue": ".*", "current": {}, "refresh": 2, "options": []},
         {"name": "partner", "type": "query", "datasource": DS, "label": "Partner",
-         "query": {"query": "label_values(sluice_poller_up, partner)", "refId": "partner"},
-         "definition": "label_values(sluice_poller_up, partner)",
+         "query": {"query": 'label_values(sluice_poller_up{namespace=~"$namespace",job=~"$job"}, partner)', "refId": "partner"},
+         "definition": 'label_values(sluice_poller_up{namespace=~"$namespace",job=~"$job"}, partner)',
          "includeAll": True, "multi": True, "allValue": ".*", "current": {}, "refresh": 2, "options": []},
     ]},
     "panels": panels,

@@ -63,7 +63,7 @@ func targets(sp corev1.ServicePort, cp corev1.ContainerPort) bool {
 // and nothing else, and each ServiceMonitor scrapes a Service of the admin
 // port alone.
 func TestAdminPortNotOnClientServices(t *testing.T) {
-	d := renderBase(t)
+	d := renderExample(t)
 	for name, tmpl := range d.workloads() {
 		ports := portsOf(t, d, tmpl)
 		for _, s := range d.services {
@@ -160,7 +160,7 @@ func isScrapers(p networkingv1.NetworkPolicyPeer) bool {
 // the same in every policy) reach the admin port. The kubelet's probes
 // come from the node, which a NetworkPolicy always admits.
 func TestNetworkPolicyAdmitsOnlyScrapers(t *testing.T) {
-	d := renderBase(t)
+	d := renderExample(t)
 	var scrapers []networkingv1.NetworkPolicyPeer
 	for name, tmpl := range d.workloads() {
 		ports := portsOf(t, d, tmpl)
@@ -211,7 +211,7 @@ func TestNetworkPolicyAdmitsOnlyScrapers(t *testing.T) {
 	}
 	for _, p := range scrapers {
 		if p.String() != scrapers[0].String() {
-			t.Errorf("the policies admit different scrapers: %v and %v; the README names one", p, scrapers[0])
+			t.Errorf("the policies admit different scrapers: %v and %v; docs/deploy.md names one", p, scrapers[0])
 		}
 	}
 }
@@ -221,7 +221,7 @@ func TestNetworkPolicyAdmitsOnlyScrapers(t *testing.T) {
 // without a content hash, so a rotated token is swapped in by the kubelet
 // and re-read by sluice without a restart.
 func TestAdminTokenFromSecret(t *testing.T) {
-	d := renderBase(t)
+	d := renderExample(t)
 	for name, tmpl := range d.workloads() {
 		for _, c := range tmpl.Spec.Containers {
 			_, cfg := podConfig(t, d, tmpl.Spec, c)

@@ -22,22 +22,31 @@ import (
 )
 
 // TestDecodeIsStrict shows that render refuses what the API server would
-// drop or refuse: a copy of the base with one wrong field must not decode.
+// drop or refuse: a copy of the tree with one wrong field in a file of the
+// base, of a component or of the overlay must not decode.
 func TestDecodeIsStrict(t *testing.T) {
 	for _, tc := range []struct {
 		name, file, old, new, want string
 	}{
-		{"unknown field in a StatefulSet spec", "gateway.yaml",
+		{"unknown field in a StatefulSet spec", "base/gateway.yaml",
 			"  serviceName: sluice-gateway-headless\n", "  serviceName: sluice-gateway-headless\n  replicaCount: 3\n", "replicaCount"},
-		{"unknown field in a container", "consumer.yaml",
+		{"unknown field in a container", "base/consumer.yaml",
 			"          args: [consumer,", "          argv: [x]\n          args: [consumer,", "argv"},
-		{"unknown field in a ServiceMonitor", "monitoring.yaml",
+		{"unknown field in a ServiceMonitor", "monitoring/servicemonitors.yaml",
 			"      scheme: https\n", "      scheme: https\n      scrapeTLS: true\n", "scrapeTLS"},
-		{"unknown kind", "monitoring.yaml",
+		{"unknown kind", "monitoring/servicemonitors.yaml",
 			"kind: ServiceMonitor\nmetadata:\n  name: sluice-consumer", "kind: ServiceMonitorz\nmetadata:\n  name: sluice-consumer", "ServiceMonitorz"},
+		{"unknown field in a PrometheusRule", "monitoring/prometheusrule.yaml",
+			"spec:\n  groups:\n", "spec:\n  ruleGroups: []\n  groups:\n", "ruleGroups"},
+		{"unknown field in an Ingress", "components/ingress/ingress.yaml",
+			"  ingressClassName: nginx\n", "  ingressClassName: nginx\n  className: nginx\n", "className"},
+		{"unknown field in a GRPCRoute", "components/gateway-api/gateway-api.yaml",
+			"  hostnames: [grpc.sluice.example.com]\n", "  hostnames: [grpc.sluice.example.com]\n  hosts: [x]\n", "hosts"},
+		{"unknown field in a BackendTLSPolicy", "components/gateway-api/gateway-api.yaml",
+			"    hostname: sluice-gateway.sluice.svc\n", "    hostname: sluice-gateway.sluice.svc\n    verify: true\n", "verify"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := stageBase(t)
+			dir := stageTree(t)
 			p := filepath.Join(dir, tc.file)
 			b, err := os.ReadFile(p)
 			if err != nil {
@@ -46,10 +55,13 @@ func TestDecodeIsStrict(t *testing.T) {
 			if !strings.Contains(string(b), tc.old) {
 				t.Fatalf("%s does not contain %q", tc.file, tc.old)
 			}
+			if _, err := render(t, filepath.Join(dir, exampleOverlay)); err != nil {
+				t.Fatalf("the unchanged copy does not render: %v", err)
+			}
 			if err := os.WriteFile(p, []byte(strings.Replace(string(b), tc.old, tc.new, 1)), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			_, err = render(t, dir)
+			_, err = render(t, filepath.Join(dir, exampleOverlay))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("render: err = %v, want one naming %q", err, tc.want)
 			}
@@ -175,7 +187,7 @@ func container(t *testing.T, spec corev1.PodSpec, name string) corev1.Container 
 }
 
 func TestGatewaySpoolVolume(t *testing.T) {
-	d := renderBase(t)
+	d := renderExample(t)
 	sts := onlyOne(t, "StatefulSet", d.statefulSets)
 	spec := sts.Spec.Template.Spec
 	c := container(t, spec, "gateway")
@@ -229,7 +241,7 @@ func (d deployment) workloads() map[string]corev1.PodTemplateSpec {
 }
 
 func TestProbesOnAdminPort(t *testing.T) {
-	d := renderBase(t)
+	d := renderExample(t)
 	for name, tmpl := range d.workloads() {
 		for _, c := range tmpl.Spec.Containers {
 			_, cfg := podConfig(t, d, tmpl.Spec, c)
@@ -280,7 +292,7 @@ func resolvePort(t *testing.T, c corev1.Container, p intstr.IntOrString) int {
 }
 
 func TestNoContainerRunsAsRoot(t *testing.T) {
-	d := renderBase(t)
+	d := renderExample(t)
 	for name, tmpl := range d.workloads() {
 		pod := tmpl.Spec.SecurityContext
 		if pod == nil {
@@ -340,7 +352,7 @@ func firstSet[T any](ps ...*T) *T {
 // and its grace period to the flush that cmd/sluice/gateway.go does on
 // SIGTERM (the StatefulSet's comment has the arithmetic).
 func TestGatewayResources(t *testing.T) {
-	d := renderBase(t)
+	d := renderExample(t)
 	sts := onlyOne(t, "StatefulSet", d.statefulSets)
 	spec := sts.Spec.Template.Spec
 	c := container(t, spec, "gateway")
@@ -401,7 +413,7 @@ func shutdownGrace(t *testing.T) time.Duration {
 }
 
 func TestGatewayEnvHasEveryKeyEnv(t *testing.T) {
-	d := renderBase(t)
+	d := renderExample(t)
 	sts := onlyOne(t, "StatefulSet", d.statefulSets)
 	c := container(t, sts.Spec.Template.Spec, "gateway")
 	_, cfg := podConfig(t, d, sts.Spec.Template.Spec, c)
@@ -421,7 +433,7 @@ func TestGatewayEnvHasEveryKeyEnv(t *testing.T) {
 }
 
 func TestConsumerDeployment(t *testing.T) {
-	d := renderBase(t)
+	d := renderExample(t)
 	dep := onlyOne(t, "Deployment", d.deployments)
 	if dep.Spec.Replicas != nil {
 		t.Errorf("replicas %d is set: every apply would reset what the HPA chose", *dep.Spec.Replicas)
@@ -458,7 +470,7 @@ func TestConsumerDeployment(t *testing.T) {
 // workload has a PDB, Service target ports name container ports, and each
 // ServiceMonitor selects one Service and scrapes a port it has.
 func TestSelectors(t *testing.T) {
-	d := renderBase(t)
+	d := renderExample(t)
 	workloads := d.workloads()
 	selected := func(kind, name string, sel *metav1.LabelSelector) (string, corev1.PodTemplateSpec) {
 		t.Helper()
@@ -535,7 +547,7 @@ func TestSelectors(t *testing.T) {
 // Kafka connection, contracts and the limits and topics that decide what it
 // reads and which dead letters it must hold.
 func TestConsumerConfigFollowsGateway(t *testing.T) {
-	d := renderBase(t)
+	d := renderExample(t)
 	files := map[string]map[string]any{}
 	for name, tmpl := range d.workloads() {
 		for _, c := range tmpl.Spec.Containers {
@@ -573,7 +585,7 @@ func TestConsumerConfigFollowsGateway(t *testing.T) {
 // new image is swapped in place by the kubelet and reloaded live, not
 // rolled out by restarting the pods.
 func TestContractsReloadInPlace(t *testing.T) {
-	d := renderBase(t)
+	d := renderExample(t)
 	for name, tmpl := range d.workloads() {
 		spec := tmpl.Spec
 		c := spec.Containers[0]

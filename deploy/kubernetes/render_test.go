@@ -1,21 +1,12 @@
 package kubernetes_test
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/hex"
-	"encoding/pem"
 	"fmt"
 	"io/fs"
-	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -27,24 +18,14 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
 
-// The operator's inputs the kustomization reads (kustomization.yaml's
-// generators; README.md). They are not committed, so the tests render a
-// copy of this directory with these files made up.
-var (
-	secretFiles = []string{
-		"secrets/api-keys.env",
-		"secrets/kafka-ca.crt", "secrets/kafka-password",
-		"secrets/postgres-ca.crt", "secrets/postgres-password",
-		"secrets/gateway-tls.crt", "secrets/gateway-tls.key",
-		"secrets/admin-tls.crt", "secrets/admin-tls.key", "secrets/admin-ca.crt",
-		"secrets/admin-token",
-	}
-	contractsFile = "contracts/contracts.binpb"
-)
+// exampleOverlay is the overlay the tests render: the base, its
+// components and the committed SAMPLE inputs.
+const exampleOverlay = "overlays/example"
 
 // newDecoder decodes the kinds a sluice deployment may hold, strictly:
 // an unknown or duplicate field is an error, and so is an unknown kind.
@@ -54,7 +35,7 @@ func newDecoder(t *testing.T) runtime.Decoder {
 	for _, add := range []func(*runtime.Scheme) error{
 		corev1.AddToScheme, appsv1.AddToScheme, batchv1.AddToScheme, policyv1.AddToScheme,
 		autoscalingv2.AddToScheme, networkingv1.AddToScheme, rbacv1.AddToScheme,
-		monitoringv1.AddToScheme,
+		monitoringv1.AddToScheme, gatewayv1.Install,
 	} {
 		if err := add(scheme); err != nil {
 			t.Fatal(err)
@@ -63,12 +44,10 @@ func newDecoder(t *testing.T) runtime.Decoder {
 	return serializer.NewCodecFactory(scheme, serializer.EnableStrict).UniversalDeserializer()
 }
 
-// stageBase copies this directory's manifests, configs and kustomization
-// into a temporary directory, without whatever secrets/ and contracts/ hold
-// here, and fills those with test files: a CA and a certificate it signs
-// for every TLS file, random API keys and passwords, and the example
-// contracts.
-func stageBase(t *testing.T) string {
+// stageTree copies this directory's kustomizations, manifests, configs
+// and the example overlay's inputs into a temporary directory (for tests
+// that change a file before rendering) and returns the copy's root.
+func stageTree(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
 	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
@@ -78,7 +57,7 @@ func stageBase(t *testing.T) string {
 		if d.IsDir() {
 			return os.MkdirAll(filepath.Join(dir, path), 0o755)
 		}
-		if strings.HasPrefix(path, "secrets/") || strings.HasPrefix(path, "contracts/") || strings.HasSuffix(path, ".go") {
+		if strings.HasSuffix(path, ".go") {
 			return nil
 		}
 		b, err := os.ReadFile(path)
@@ -88,37 +67,6 @@ func stageBase(t *testing.T) string {
 		return os.WriteFile(filepath.Join(dir, path), b, 0o644)
 	})
 	if err != nil {
-		t.Fatal(err)
-	}
-	ca, caKey := newCA(t)
-	caPEM := pemCert(ca.Raw)
-	leaf, leafKey := newLeaf(t, ca, caKey, "sluice-admin", "sluice-gateway", "sluice-gateway.sluice.svc", "sluice-consumer.sluice.svc")
-	files := map[string][]byte{
-		"secrets/api-keys.env":      fmt.Appendf(nil, "SLUICE_KEY_CHECKOUT=%s\nSLUICE_KEY_PLATFORM_LOGS=%s\n", randomHex(t), randomHex(t)),
-		"secrets/kafka-ca.crt":      caPEM,
-		"secrets/kafka-password":    []byte(randomHex(t) + "\n"),
-		"secrets/postgres-ca.crt":   caPEM,
-		"secrets/postgres-password": []byte(randomHex(t)),
-		"secrets/gateway-tls.crt":   append(pemCert(leaf), caPEM...),
-		"secrets/gateway-tls.key":   leafKey,
-		"secrets/admin-tls.crt":     append(pemCert(leaf), caPEM...),
-		"secrets/admin-tls.key":     leafKey,
-		"secrets/admin-ca.crt":      caPEM,
-		"secrets/admin-token":       []byte(randomHex(t) + "\n"),
-	}
-	if len(files) != len(secretFiles) {
-		t.Fatalf("stageBase makes %d secret files, the kustomization reads %d", len(files), len(secretFiles))
-	}
-	for _, name := range secretFiles {
-		if err := os.WriteFile(filepath.Join(dir, name), files[name], 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	contracts, err := os.ReadFile(filepath.Join(repoRoot(t), "examples", "contracts.binpb"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, contractsFile), contracts, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return dir
@@ -160,12 +108,19 @@ type deployment struct {
 	pdbs            []*policyv1.PodDisruptionBudget
 	hpas            []*autoscalingv2.HorizontalPodAutoscaler
 	serviceMonitors []*monitoringv1.ServiceMonitor
+	prometheusRules []*monitoringv1.PrometheusRule
 	networkPolicies []*networkingv1.NetworkPolicy
+	ingresses       []*networkingv1.Ingress
+	gateways        []*gatewayv1.Gateway
+	httpRoutes      []*gatewayv1.HTTPRoute
+	grpcRoutes      []*gatewayv1.GRPCRoute
+	backendTLS      []*gatewayv1.BackendTLSPolicy
 }
 
-func renderBase(t *testing.T) deployment {
+// renderExample renders the example overlay as committed.
+func renderExample(t *testing.T) deployment {
 	t.Helper()
-	objs, err := render(t, stageBase(t))
+	objs, err := render(t, exampleOverlay)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,6 +145,18 @@ func renderBase(t *testing.T) deployment {
 			d.serviceMonitors = append(d.serviceMonitors, o)
 		case *networkingv1.NetworkPolicy:
 			d.networkPolicies = append(d.networkPolicies, o)
+		case *monitoringv1.PrometheusRule:
+			d.prometheusRules = append(d.prometheusRules, o)
+		case *networkingv1.Ingress:
+			d.ingresses = append(d.ingresses, o)
+		case *gatewayv1.Gateway:
+			d.gateways = append(d.gateways, o)
+		case *gatewayv1.HTTPRoute:
+			d.httpRoutes = append(d.httpRoutes, o)
+		case *gatewayv1.GRPCRoute:
+			d.grpcRoutes = append(d.grpcRoutes, o)
+		case *gatewayv1.BackendTLSPolicy:
+			d.backendTLS = append(d.backendTLS, o)
 		case *corev1.Namespace:
 		default:
 			t.Fatalf("rendered a %T, which no test looks at", o)
@@ -231,69 +198,4 @@ func repoRoot(t *testing.T) string {
 		t.Fatalf("sluice's module is not at %s: %v", root, err)
 	}
 	return root
-}
-
-func randomHex(t *testing.T) string {
-	b := make([]byte, 24)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	return hex.EncodeToString(b)
-}
-
-func newCA(t *testing.T) (*x509.Certificate, *ecdsa.PrivateKey) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "sluice test CA"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ca, key
-}
-
-// newLeaf is a server certificate for names signed by ca, and its key in PEM.
-func newLeaf(t *testing.T, ca *x509.Certificate, caKey *ecdsa.PrivateKey, names ...string) (der, keyPEM []byte) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2),
-		Subject:      pkix.Name{CommonName: names[0]},
-		DNSNames:     names,
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err = x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return der, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: k})
-}
-
-func pemCert(der []byte) []byte {
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }

@@ -270,7 +270,7 @@ func TestDockerfile(t *testing.T) {
 // check reads every file the config names (contracts, certificates and
 // keys, the password file, the sink's CA) and opens no connection.
 func TestSluiceAcceptsTheConfigs(t *testing.T) {
-	d := renderBase(t)
+	d := renderExample(t)
 	bin := sluiceBinary(t)
 	for name, tmpl := range d.workloads() {
 		spec := tmpl.Spec

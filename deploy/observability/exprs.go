@@ -19,6 +19,12 @@ import (
 type Expr struct {
 	Where  string
 	PromQL string
+	// Dashboard is set for a panel target: its selectors filter on the
+	// dashboard's namespace and job variables (written NamespaceVar and
+	// JobVar in PromQL) rather than aggregate by them.
+	Dashboard bool
+	// Variable is set for a dashboard variable's selector.
+	Variable bool
 }
 
 // Exprs is what the rule files and the dashboard query, and the names the
@@ -83,11 +89,20 @@ var grafanaVars = strings.NewReplacer(
 	"${__rate_interval}", "5m", "$__rate_interval", "5m",
 	"${__interval}", "1m", "$__interval", "1m",
 	"${__range}", "6h", "$__range", "6h",
+	"${namespace}", NamespaceVar, "$namespace", NamespaceVar,
+	"${job}", JobVar, "$job", JobVar,
 	"${source}", ".*", "$source", ".*",
 	"${partner}", ".*", "$partner", ".*",
 )
 
-var labelValues = regexp.MustCompile(`^label_values\(\s*([^,]+?)\s*,\s*\w+\s*\)$`)
+// NamespaceVar and JobVar stand for the dashboard's $namespace and $job
+// in the PromQL the checks parse.
+const (
+	NamespaceVar = "dashboard-variable-namespace"
+	JobVar       = "dashboard-variable-job"
+)
+
+var labelValues = regexp.MustCompile(`^label_values\(\s*(.+?)\s*,\s*\w+\s*\)$`)
 
 // LoadDashboard reads a dashboard: every panel target's expression, and
 // the metric selector of every label_values variable, with Grafana's
@@ -105,7 +120,7 @@ func LoadDashboard(into *Exprs, path string) error {
 	walk = func(ps []dashPanel) {
 		for _, p := range ps {
 			for _, t := range p.Targets {
-				into.Queries = append(into.Queries, Expr{Where: fmt.Sprintf("%s: panel %q target %s", path, p.Title, t.RefID), PromQL: grafanaVars.Replace(t.Expr)})
+				into.Queries = append(into.Queries, Expr{Where: fmt.Sprintf("%s: panel %q target %s", path, p.Title, t.RefID), PromQL: grafanaVars.Replace(t.Expr), Dashboard: true})
 			}
 			walk(p.Panels)
 		}
@@ -119,7 +134,7 @@ func LoadDashboard(into *Exprs, path string) error {
 		if m == nil {
 			return fmt.Errorf("%s: variable %s: %q is not label_values(selector, label)", path, v.Name, v.Definition)
 		}
-		into.Queries = append(into.Queries, Expr{Where: fmt.Sprintf("%s: variable %s", path, v.Name), PromQL: m[1]})
+		into.Queries = append(into.Queries, Expr{Where: fmt.Sprintf("%s: variable %s", path, v.Name), PromQL: grafanaVars.Replace(m[1]), Variable: true})
 	}
 	return nil
 }

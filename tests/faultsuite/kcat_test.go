@@ -22,7 +22,7 @@ import (
 
 // TestIntegrationThirdPartyReader: records the gateway writes are read by
 // kcat (librdkafka, not franz-go), and their key, value and headers are
-// what the contract and DESIGN.md's "Kafka records" say.
+// what the contract and docs/architecture.md's "Kafka records" say.
 func TestIntegrationThirdPartyReader(t *testing.T) {
 	brokers := kafkatest.Brokers(t)
 	kcat, err := exec.LookPath("kcat")

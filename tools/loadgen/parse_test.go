@@ -9,7 +9,7 @@ import (
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
 )
 
-// TestParseRESTAnswer covers the gateway's answer shapes (DESIGN.md's
+// TestParseRESTAnswer covers the gateway's answer shapes (docs/api.md's
 // status table) and bodies that are not answers.
 func TestParseRESTAnswer(t *testing.T) {
 	results2 := `{"results":[{"index":1,"id":"b","outcome":"REJECTED","rejection":{"reason":"SCHEMA_VIOLATION","retryable":false,"message":"m"}},{"index":0,"id":"a","outcome":"ACCEPTED","durability":"KAFKA","kafka":{"topic":"ingest.t","partition":2,"offset":"12"}}]}`

@@ -147,7 +147,7 @@ func grpcFailure(err error) *Failure {
 }
 
 func codeName(st *status.Status) string {
-	// codes.Code's String is "ResourceExhausted"; the table in DESIGN.md
+	// codes.Code's String is "ResourceExhausted"; the table in docs/api.md
 	// and the proto comments use the upper-case names.
 	return upperSnake(st.Code().String())
 }
