@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"database/sql"
@@ -124,6 +125,31 @@ type consumerChild struct {
 
 func startConsumerChild(t *testing.T, dir, cfg string, round int) *consumerChild {
 	t.Helper()
+	// A free port is free only when freePort looks: another test's
+	// listener or an outgoing connection may take it before the child
+	// binds it. A child that could not bind starts again on another.
+	for attempt := 1; ; attempt++ {
+		admin := freePort(t)
+		c, log := startConsumerChildOn(t, dir, strings.Replace(cfg, adminAddrHole, admin, 1), admin, round)
+		if c != nil {
+			return c
+		}
+		if !bytes.Contains(log, []byte("address already in use")) || attempt == 3 {
+			t.Fatalf("round %d: the consumer exited at start:\n%s", round, log)
+		}
+		t.Logf("round %d: the admin port was taken before the consumer bound it; starting it on another", round)
+	}
+}
+
+// adminAddrHole stands for the admin address in the config that
+// startConsumerChild is given: each start takes a free port of its own.
+const adminAddrHole = "ADMIN_ADDR"
+
+// startConsumerChildOn starts a consumer child with cfg and waits until
+// its admin listener, on admin, answers /healthz; if it exits at start,
+// it returns nil and the child's log.
+func startConsumerChildOn(t *testing.T, dir, cfg, admin string, round int) (*consumerChild, []byte) {
+	t.Helper()
 	path := filepath.Join(dir, "consumer.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -145,7 +171,34 @@ func startConsumerChild(t *testing.T, dir, cfg string, round int) *consumerChild
 		close(c.exited)
 	}()
 	t.Cleanup(func() { _ = cmd.Process.Kill(); <-c.exited })
-	return c
+	exited := func() bool {
+		select {
+		case <-c.exited:
+			return true
+		default:
+			return false
+		}
+	}
+	healthy := waitUntil(20*time.Second, func() bool {
+		if exited() {
+			return true
+		}
+		resp, err := http.Get("http://" + admin + "/healthz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	})
+	if exited() {
+		log, _ := os.ReadFile(logf.Name())
+		return nil, append([]byte(fmt.Sprintf("(%v)\n", c.err)), log...)
+	}
+	if !healthy {
+		log, _ := os.ReadFile(logf.Name())
+		t.Fatalf("round %d: the consumer never became healthy:\n%s", round, log)
+	}
+	return c, nil
 }
 
 // expel makes the members of group leave it, as their session timeout
@@ -191,7 +244,6 @@ func runConsumerCrash(t *testing.T, store trailStore) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	adminAddr := freePort(t)
 	const group = "crash-audit"
 	cfg := fmt.Sprintf(`kafka:
   brokers: [%s]
@@ -209,7 +261,7 @@ log:
   level: warn
 admin:
   addr: %s
-%s`, strings.Join(addrs, ", "), contracts, eventtest.Type, group, eventtest.Topic, adminAddr, store.sinkYAML)
+%s`, strings.Join(addrs, ", "), contracts, eventtest.Type, group, eventtest.Topic, adminAddrHole, store.sinkYAML)
 
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.DefaultProduceTopic(eventtest.Topic))
 	if err != nil {
@@ -237,14 +289,6 @@ admin:
 		}
 		produced += n
 	}
-	healthy := func() bool {
-		resp, err := http.Get("http://" + adminAddr + "/healthz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == 200
-	}
 	count := func(db *sql.DB, query string) int {
 		t.Helper()
 		var n int
@@ -269,9 +313,6 @@ admin:
 		produce(round, 1500)
 		before := rowsNow()
 		c := startConsumerChild(t, dir, cfg, round)
-		if !waitUntil(20*time.Second, healthy) {
-			t.Fatalf("round %d: the consumer never became healthy", round)
-		}
 		// Kill it once it is writing, at a random moment after.
 		if !waitUntil(20*time.Second, func() bool { return rowsNow() > before }) {
 			t.Fatalf("round %d: the consumer wrote nothing", round)

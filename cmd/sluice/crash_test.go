@@ -79,6 +79,25 @@ func (c *child) wait() error {
 
 func startChild(t *testing.T, dir, brokers string, spoolFirst bool, round int) *child {
 	t.Helper()
+	// A free port is free only when freePort looks: another test's
+	// listener or an outgoing connection may take it before the child
+	// binds it. A child that could not bind starts again on other ports.
+	for attempt := 1; ; attempt++ {
+		c, log := startChildOn(t, dir, brokers, spoolFirst, round)
+		if c != nil {
+			return c
+		}
+		if !bytes.Contains(log, []byte("address already in use")) || attempt == 3 {
+			t.Fatalf("round %d: gateway exited at start:\n%s", round, log)
+		}
+		t.Logf("round %d: a port was taken before the gateway bound it; starting it on others", round)
+	}
+}
+
+// startChildOn starts a gateway child on free ports and waits until it
+// is healthy; if it exits at start, it returns nil and the child's log.
+func startChildOn(t *testing.T, dir, brokers string, spoolFirst bool, round int) (*child, []byte) {
+	t.Helper()
 	httpAddr, grpcAddr, adminAddr := freePort(t), freePort(t), freePort(t)
 	contracts, err := filepath.Abs("../../examples/contracts.binpb")
 	if err != nil {
@@ -157,11 +176,11 @@ admin:
 		return resp.StatusCode == 200
 	})
 	if log, _ := os.ReadFile(logf.Name()); exited() {
-		t.Fatalf("round %d: gateway exited at start (%v):\n%s", round, c.err, log)
+		return nil, append([]byte(fmt.Sprintf("(%v)\n", c.err)), log...)
 	} else if !ready {
 		t.Fatalf("round %d: gateway never became healthy:\n%s", round, log)
 	}
-	return c
+	return c, nil
 }
 
 // waitUntil checks cond every few milliseconds until it holds or the time
