@@ -169,7 +169,10 @@ func TestDocsRun(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	for _, page := range marked {
-		t.Run(filepath.Base(page), func(t *testing.T) { runDocsPage(t, root, bin, page) })
+		t.Run(filepath.Base(page), func(t *testing.T) {
+			t.Parallel() // each page has a sluice dev, ports and files of its own
+			runDocsPage(t, root, bin, page)
+		})
 	}
 }
 
