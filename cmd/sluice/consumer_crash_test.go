@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	mrand "math/rand/v2"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -171,26 +170,8 @@ func startConsumerChildOn(t *testing.T, dir, cfg, admin string, round int) (*con
 		close(c.exited)
 	}()
 	t.Cleanup(func() { _ = cmd.Process.Kill(); <-c.exited })
-	exited := func() bool {
-		select {
-		case <-c.exited:
-			return true
-		default:
-			return false
-		}
-	}
-	healthy := waitUntil(20*time.Second, func() bool {
-		if exited() {
-			return true
-		}
-		resp, err := http.Get("http://" + admin + "/healthz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == 200
-	})
-	if exited() {
+	healthy, gone := healthyOrExited(admin, c.exited)
+	if gone {
 		log, _ := os.ReadFile(logf.Name())
 		return nil, append([]byte(fmt.Sprintf("(%v)\n", c.err)), log...)
 	}

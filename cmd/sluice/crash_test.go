@@ -154,33 +154,41 @@ admin:
 		close(c.exited)
 	}()
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = c.wait() })
-	// An exit ends the wait at once: a gateway that could not start (a
-	// listener it could not bind, say) is not waited for.
-	exited := func() bool {
-		select {
-		case <-c.exited:
-			return true
-		default:
-			return false
-		}
-	}
-	ready := waitUntil(20*time.Second, func() bool {
-		if exited() {
-			return true
-		}
-		resp, err := http.Get("http://" + adminAddr + "/healthz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == 200
-	})
-	if log, _ := os.ReadFile(logf.Name()); exited() {
+	ready, gone := healthyOrExited(adminAddr, c.exited)
+	if log, _ := os.ReadFile(logf.Name()); gone {
 		return nil, append([]byte(fmt.Sprintf("(%v)\n", c.err)), log...)
 	} else if !ready {
 		t.Fatalf("round %d: gateway never became healthy:\n%s", round, log)
 	}
 	return c, nil
+}
+
+// healthyOrExited waits until the child process whose exit closes exited
+// answers /healthz on its admin listener at admin, or exits: an exit ends
+// the wait at once, so a child that could not start (a listener it could
+// not bind, say) is not waited for. It says which, if either.
+func healthyOrExited(admin string, exited <-chan struct{}) (healthy, gone bool) {
+	hasExited := func() bool {
+		select {
+		case <-exited:
+			return true
+		default:
+			return false
+		}
+	}
+	waitUntil(20*time.Second, func() bool {
+		if hasExited() {
+			return true
+		}
+		resp, err := http.Get("http://" + admin + "/healthz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		healthy = resp.StatusCode == 200
+		return healthy
+	})
+	return healthy, hasExited()
 }
 
 // waitUntil checks cond every few milliseconds until it holds or the time
