@@ -6,7 +6,7 @@
 #   scripts/bench.sh [--quick] [--profile] [--rounds N] [--tls | --client | --latency]
 #
 #   --quick     one short round and a short overload (about three minutes)
-#   --latency   only the latency-by-concurrency table: per round, one
+#   --latency   only the matrix's latency-by-concurrency table: per round, one
 #               gateway with the old producer linger (5ms) and one
 #               with the configured default, in alternating order, each
 #               loaded by one-event REST requests at 1, 8, 64 and 256
@@ -61,7 +61,7 @@ while [ $# -gt 0 ]; do
 		shift
 		;;
 	-h | --help)
-		sed -n '2,38p' "$0"
+		sed -n '2,39p' "$0"
 		exit 0
 		;;
 	*)
