@@ -229,6 +229,12 @@ func (s *Service) checkingWeight(events, bytes int) int {
 // got its turn still has time to be checked and published. It returns the
 // release, or the rejection of a request that did not get its turn.
 func (s *Service) waitTurn(ctx context.Context, n int) (release func(), rej *ingestv1.Rejection) {
+	release = func() { s.checking.Release(int64(n)) }
+	// With room now and no one waiting, the turn is taken without the
+	// timer and context a wait needs.
+	if ctx.Err() == nil && s.checking.TryAcquire(int64(n)) {
+		return release, nil
+	}
 	wait := s.cfg.Limits.MaxQueueWait
 	if d, ok := ctx.Deadline(); ok {
 		wait = min(wait, time.Until(d)/2)
@@ -239,7 +245,7 @@ func (s *Service) waitTurn(ctx context.Context, n int) (release func(), rej *ing
 		s.metrics.shed.Add(float64(n))
 		return nil, s.unavailable(fmt.Sprintf("the gateway is at capacity: no room to check %d events within %v", n, wait.Round(time.Millisecond)))
 	}
-	return func() { s.checking.Release(int64(n)) }, nil
+	return release, nil
 }
 
 // publishBatch judges one decoded request, REST or unary gRPC. A
