@@ -180,7 +180,7 @@ var fieldComments = map[string]string{
 	"github.com/sluicehq/sluice/sink.Config.Kind":                                  "Kind is \"sqlite\", \"postgres\" or \"http\". Default \"sqlite\".",
 	"github.com/sluicehq/sluice/sink.HTTPConfig.Headers":                           "Headers are sent with every request.",
 	"github.com/sluicehq/sluice/sink.HTTPConfig.HeadersFromEnv":                    "HeadersFromEnv maps a header name to the environment variable holding its value (for example Authorization: SINK_AUTHORIZATION holding \"Bearer ...\"), read once when the sink opens; a variable that is unset or empty fails Open.",
-	"github.com/sluicehq/sluice/sink.HTTPConfig.MaxIdleConns":                      "MaxIdleConns bounds the idle connections kept to the receiver. Default 8.",
+	"github.com/sluicehq/sluice/sink.HTTPConfig.MaxIdleConns":                      "MaxIdleConns bounds the idle connections kept to the receiver. Keep it at least the consumer's concurrent writes (sink_concurrency, else max_in_flight): a POST that finds no idle connection dials one, and a connection returned to a full pool is closed, so a smaller pool dials and closes a connection per POST under load. Connections idle for 90s are closed. Default 1024.",
 	"github.com/sluicehq/sluice/sink.HTTPConfig.MaxRetryAfter":                     "MaxRetryAfter caps the Retry-After a receiver may ask for; 0 ignores Retry-After. Default 10m.",
 	"github.com/sluicehq/sluice/sink.HTTPConfig.RequestTimeout":                    "RequestTimeout bounds one POST, reading the response included. Default 10s.",
 	"github.com/sluicehq/sluice/sink.HTTPConfig.URL":                               "URL receives one POST per event. Required, http or https.",
