@@ -1,0 +1,88 @@
+package loadgen_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/tools/loadgen"
+)
+
+// gatewayAnswer is the gateway's answer to one accepted event, as it
+// writes it (protojson with proto names and default values, compacted),
+// with the event's id where the id goes.
+func gatewayAnswer(id []byte) []byte {
+	b := append([]byte(`{"results":[{"index":0,"id":"`), id...)
+	return append(b, `","outcome":"ACCEPTED","durability":"KAFKA","kafka":{"topic":"ingest.examples.shop.v1.OrderPlaced","partition":2,"offset":"1234567"}}]}`...)
+}
+
+// answeringServer answers every POST /v1/events as the gateway answers a
+// one-event request it accepted, echoing the request's first event id.
+func answeringServer(b *testing.B) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		id := []byte("x")
+		if i := bytes.Index(body, []byte(`"id":"`)); i >= 0 {
+			rest := body[i+6:]
+			if j := bytes.IndexByte(rest, '"'); j >= 0 {
+				id = rest[:j]
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(gatewayAnswer(id))
+	}))
+	b.Cleanup(srv.Close)
+	return srv
+}
+
+// BenchmarkRESTRoundTrip is one REST request of one ~700-byte OrderPlaced
+// event, as scripts/bench.sh's REST workload sends it, to a server that
+// answers as the gateway does: the load generator's CPU per request (the
+// server's own share included, the same for every version).
+func BenchmarkRESTRoundTrip(b *testing.B) {
+	srv := answeringServer(b)
+	cfg := loadgen.NewDefaultConfig()
+	cfg.Target, cfg.Addr, cfg.Encoding = loadgen.TargetREST, srv.URL, "json"
+	cfg.EventType, cfg.EventsPerRequest, cfg.EventBytes, cfg.Concurrency = loadgen.TypeOrderPlaced, 1, 700, 1
+	gen, err := loadgen.NewGenerator(cfg, time.Now)
+	if err != nil {
+		b.Fatal(err)
+	}
+	target, err := loadgen.NewTarget(cfg, gen)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer target.Close()
+	sender, err := target.NewSender()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sender.Close()
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		events := gen.Batch(1)
+		ans, err := sender.Send(ctx, events)
+		if err != nil || len(ans.Results) != 1 || !ans.Results[0].Acknowledged() || ans.Results[0].ID != events[0].GetId() {
+			b.Fatalf("%+v, %v", ans, err)
+		}
+	}
+}
+
+// BenchmarkParseRESTAnswer is the answer to a one-event request, read
+// alone.
+func BenchmarkParseRESTAnswer(b *testing.B) {
+	body := gatewayAnswer([]byte("lg0123456789ab-42"))
+	b.ReportAllocs()
+	for b.Loop() {
+		ans, err := loadgen.ParseRESTAnswer(200, "", body, 1)
+		if err != nil || len(ans.Results) != 1 {
+			b.Fatal(ans, err)
+		}
+	}
+}
