@@ -6,8 +6,10 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -100,5 +102,51 @@ func BenchmarkParseRESTAnswer(b *testing.B) {
 		if err != nil || len(ans.Results) != 1 {
 			b.Fatal(ans, err)
 		}
+	}
+}
+
+// TestRESTSenderReusesItsConnection: a sender's requests, one after
+// another, go over one connection (the answer is read to its end, so the
+// transport keeps it), and the answers are read right.
+func TestRESTSenderReusesItsConnection(t *testing.T) {
+	var conns atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		i := bytes.Index(body, []byte(`"id":"`))
+		j := bytes.IndexByte(body[i+6:], '"')
+		_, _ = w.Write(gatewayAnswer(body[i+6 : i+6+j]))
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	cfg := loadgen.NewDefaultConfig()
+	cfg.Target, cfg.Addr, cfg.Encoding = loadgen.TargetREST, srv.URL, "json"
+	cfg.EventType, cfg.EventsPerRequest, cfg.EventBytes, cfg.Concurrency = loadgen.TypeOrderPlaced, 1, 700, 1
+	gen, err := loadgen.NewGenerator(cfg, time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target, err := loadgen.NewTarget(cfg, gen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer target.Close()
+	sender, err := target.NewSender()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		events := gen.Batch(1)
+		ans, err := sender.Send(context.Background(), events)
+		if err != nil || len(ans.Results) != 1 || ans.Results[0].ID != events[0].GetId() || ans.Results[0].Kafka.GetOffset() != 1234567 {
+			t.Fatalf("%+v, %v", ans, err)
+		}
+	}
+	if n := conns.Load(); n != 1 {
+		t.Errorf("20 requests over %d connections, want 1", n)
 	}
 }
