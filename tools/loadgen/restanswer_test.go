@@ -299,3 +299,30 @@ func BenchmarkAnswerParser(b *testing.B) {
 		}
 	}
 }
+
+// FuzzRESTBody holds appendRESTBody to restBody (encoding/json): the same
+// bytes whenever it writes a body, and restBody's verdict when it leaves
+// one to it.
+func FuzzRESTBody(f *testing.F) {
+	f.Add("lg0123456789ab-0", TypeOrderPlaced, "key-7", `{"order_id":"o-1","note":"x"}`, int64(1796461262), int32(300400500), uint8(1))
+	f.Add("a", "t", "", " {\"a\" : \"<&>\u2028\"} ", int64(-62135596800), int32(0), uint8(3))
+	f.Add("é", "t\n", "\"", `[1,`, int64(253402300800), int32(1), uint8(2))
+	f.Fuzz(func(t *testing.T, id, typ, key, payload string, sec int64, nsec int32, n uint8) {
+		ts := &timestamppb.Timestamp{Seconds: sec, Nanos: nsec}
+		events := make([]*ingestv1.Event, n%4)
+		for i := range events {
+			events[i] = &ingestv1.Event{Id: id, Type: typ, PartitionKey: key, OccurredAt: ts, Payload: &ingestv1.Event_Json{Json: payload}}
+		}
+		var cache payloadCache
+		for range 2 { // the second time from the cache
+			got, ok := appendRESTBody(nil, events, &cache)
+			if !ok {
+				continue
+			}
+			want, err := restBody(events)
+			if err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("\n got %s\nwant %s (%v)", got, want, err)
+			}
+		}
+	})
+}
