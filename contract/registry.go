@@ -228,13 +228,13 @@ func (c *Contract) validate(msg proto.Message, size int) error {
 		return c.registry.validate(msg, size)
 	}
 	if !p.root.walk {
-		return c.registry.validate(msg, size, p.filter)
+		return c.registry.validate(msg, size)
 	}
 	r := c.registry
 	first := p.run(m, true)
 	var pvFirst []keyedViolation
 	if !p.native {
-		err := r.failFast.Validate(msg, p.filter)
+		err := r.failFast.Validate(msg, p.filter...)
 		if err != nil {
 			var ok bool
 			if pvFirst, ok = keyedViolations(p.root.md, err); !ok {
@@ -254,7 +254,7 @@ func (c *Contract) validate(msg proto.Message, size int) error {
 	all := p.run(m, false)
 	var pvAll []keyedViolation
 	if !p.native {
-		err := r.validator.Validate(msg, p.filter)
+		err := r.validator.Validate(msg, p.filter...)
 		if err != nil {
 			var ok bool
 			if pvAll, ok = keyedViolations(p.root.md, err); !ok {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"sync"
 
 	"buf.build/gen/go/bufbuild/protovalidate/protocolbuffers/go/buf/validate"
 	"buf.build/go/protovalidate"
@@ -42,7 +43,8 @@ type rulePlan struct {
 	skip map[protoreflect.Descriptor]struct{}
 	// native is set when protovalidate has nothing left to check.
 	native bool
-	filter protovalidate.ValidationOption
+	// filter is the option that has protovalidate skip them.
+	filter []protovalidate.ValidationOption
 	// fields says, per field with rules, which side checks it.
 	fields []FieldRules
 }
@@ -139,7 +141,7 @@ func compileRules(md protoreflect.MessageDescriptor) *rulePlan {
 		return &rulePlan{fields: fields}
 	}
 	p.native = p.root.native
-	p.filter = protovalidate.WithFilter(ruleFilter(p.skip))
+	p.filter = []protovalidate.ValidationOption{protovalidate.WithFilter(ruleFilter(p.skip))}
 	return p
 }
 
@@ -394,12 +396,22 @@ func (f ruleFilter) ShouldValidate(_ protoreflect.Message, d protoreflect.Descri
 	return !skip
 }
 
-// ruleReport collects the compiled checks' violations.
+// ruleReport collects the compiled checks' violations. It is pooled: a
+// check that fails nothing allocates nothing.
 type ruleReport struct {
 	failFast bool
-	path     []keyElem
-	names    []string
+	path     []pathElem
 	out      []keyedViolation
+	buf      [16]pathElem
+}
+
+var ruleReports = sync.Pool{New: func() any { return new(ruleReport) }}
+
+// pathElem is one step of the path to the value being checked.
+type pathElem struct {
+	keyElem
+	name string
+	key  protoreflect.MapKey // when sub is mapSub
 }
 
 // keyElem is one step of a violation's field path, ordered as
@@ -421,21 +433,39 @@ type keyedViolation struct {
 }
 
 func (r *ruleReport) add(f *ruleFail) bool {
-	r.out = append(r.out, keyedViolation{key: append([]keyElem(nil), r.path...), v: Violation{
-		Field: strings.Join(r.names, "."), Rule: f.rule, Message: f.msg,
-	}})
+	key := make([]keyElem, len(r.path))
+	var b strings.Builder
+	for i, e := range r.path {
+		key[i] = e.keyElem
+		if i > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(e.name)
+		switch e.sub {
+		case noSub:
+		case mapSub:
+			b.WriteByte('[')
+			b.WriteString(mapKeyString(e.key))
+			b.WriteByte(']')
+		default:
+			b.WriteByte('[')
+			b.WriteString(strconv.FormatInt(e.sub, 10))
+			b.WriteByte(']')
+		}
+	}
+	r.out = append(r.out, keyedViolation{key: key, v: Violation{Field: b.String(), Rule: f.rule, Message: f.msg}})
 	return r.failFast
 }
 
 func (r *ruleReport) push(rank int32, sub int64, name string) {
-	r.path = append(r.path, keyElem{rank: rank, sub: sub})
-	r.names = append(r.names, name)
+	r.path = append(r.path, pathElem{keyElem: keyElem{rank: rank, sub: sub}, name: name})
 }
 
-func (r *ruleReport) pop() {
-	r.path = r.path[:len(r.path)-1]
-	r.names = r.names[:len(r.names)-1]
+func (r *ruleReport) pushKey(rank int32, key protoreflect.MapKey, name string) {
+	r.path = append(r.path, pathElem{keyElem: keyElem{rank: rank, sub: mapSub}, name: name, key: key})
 }
+
+func (r *ruleReport) pop() { r.path = r.path[:len(r.path)-1] }
 
 // check runs m's compiled checks on msg; it returns true when fail-fast
 // stopped it.
@@ -470,12 +500,13 @@ func (f *fieldRule) check(msg protoreflect.Message, r *ruleReport) bool {
 	if !f.compiled {
 		// protovalidate checks the field; walk into it as it does, for
 		// what is compiled there.
-		if !msg.Has(f.fd) {
+		if f.sub == nil || !msg.Has(f.fd) {
 			return false
 		}
-		return f.walk(msg.Get(f.fd), r)
+		return f.walk(msg.Get(f.fd), r, false)
 	}
-	if !msg.Has(f.fd) {
+	// Has costs a read of the field; only presence asks for it.
+	if (f.required || f.ignoreEmpty) && !msg.Has(f.fd) {
 		if f.required {
 			r.push(f.rank, noSub, f.name)
 			stop := r.add(&failRequired)
@@ -490,7 +521,7 @@ func (f *fieldRule) check(msg protoreflect.Message, r *ruleReport) bool {
 	if f.runChecks(v, r) {
 		return true
 	}
-	return f.walkChecked(v, r)
+	return f.walk(v, r, true)
 }
 
 // runChecks runs the checks on the field's value as a whole.
@@ -519,28 +550,35 @@ func (f *fieldRule) runChecks(v protoreflect.Value, r *ruleReport) bool {
 	return false
 }
 
-// walkChecked checks the items, keys and values of a compiled field and
-// walks into its messages.
-func (f *fieldRule) walkChecked(v protoreflect.Value, r *ruleReport) bool {
+// walk checks the items, keys and values of a field (when its rules are
+// compiled: checked) and walks into its messages.
+func (f *fieldRule) walk(v protoreflect.Value, r *ruleReport, checked bool) bool {
+	items, keys, values := f.items, f.keys, f.values
+	if !checked {
+		items, keys, values = nil, nil, nil
+	}
 	switch {
 	case f.fd.IsList():
+		if items == nil && f.sub == nil {
+			return false
+		}
 		l := v.List()
 		for i := range l.Len() {
-			r.push(f.rank, int64(i), f.name+"["+strconv.Itoa(i)+"]")
-			stop := f.items.check(l.Get(i), r) || (f.sub != nil && f.sub.check(l.Get(i).Message(), r))
+			r.push(f.rank, int64(i), f.name)
+			stop := items.check(l.Get(i), r) || (f.sub != nil && f.sub.check(l.Get(i).Message(), r))
 			r.pop()
 			if stop {
 				return true
 			}
 		}
 	case f.fd.IsMap():
-		if f.keys == nil && f.values == nil && f.sub == nil {
+		if keys == nil && values == nil && f.sub == nil {
 			return false
 		}
 		stop := false
 		v.Map().Range(func(k protoreflect.MapKey, mv protoreflect.Value) bool {
-			r.push(f.rank, mapSub, f.name+"["+mapKeyString(k)+"]")
-			stop = f.keys.check(k.Value(), r) || f.values.check(mv, r) || (f.sub != nil && f.sub.check(mv.Message(), r))
+			r.pushKey(f.rank, k, f.name)
+			stop = keys.check(k.Value(), r) || values.check(mv, r) || (f.sub != nil && f.sub.check(mv.Message(), r))
 			r.pop()
 			return !stop
 		})
@@ -552,13 +590,6 @@ func (f *fieldRule) walkChecked(v protoreflect.Value, r *ruleReport) bool {
 		return stop
 	}
 	return false
-}
-
-// walk walks into a field protovalidate checks, for the compiled checks
-// of its messages.
-func (f *fieldRule) walk(v protoreflect.Value, r *ruleReport) bool {
-	g := fieldRule{fd: f.fd, name: f.name, rank: f.rank, sub: f.sub}
-	return g.walkChecked(v, r)
 }
 
 func (it *itemRules) check(v protoreflect.Value, r *ruleReport) bool {
@@ -591,12 +622,14 @@ func mapKeyString(k protoreflect.MapKey) string {
 
 // run runs the compiled checks on msg.
 func (p *rulePlan) run(msg protoreflect.Message, failFast bool) []keyedViolation {
-	if p.root == nil || !p.root.walk {
-		return nil
-	}
-	r := ruleReport{failFast: failFast}
-	p.root.check(msg, &r)
-	return r.out
+	r := ruleReports.Get().(*ruleReport)
+	r.failFast, r.path, r.out = failFast, r.buf[:0], nil
+	p.root.check(msg, r)
+	out := r.out
+	r.out = nil
+	clear(r.buf[:])
+	ruleReports.Put(r)
+	return out
 }
 
 // keyOf orders one of protovalidate's violations as ruleKey does ours.
