@@ -49,3 +49,48 @@ var fuzzInputs = []string{
 	"", "a", "abc", "ABC", "a-b-c", "cus_8HkQ2mZx", "x.json", "EUR", "+14155550123", "en-US", "a\n", "\na", "a\nb",
 	"\xff", "é", "K", "\u212a", "ſ", "card", "bank_transfer", "wallet2", "0123456789abcdef0123456789abcdef",
 }
+
+func TestShape(t *testing.T) {
+	for _, tc := range []struct{ expr, shape string }{
+		{`^[a-z0-9-]{3,32}$`, ShapeDFA},
+		{`^[a-z]{2}(-[A-Z]{2})?$`, ShapeDFA},
+		{`^\+[1-9][0-9]{6,14}$`, ShapeDFA},
+		{`(?i)^[a-z]+$`, ShapeDFA},
+		{`^[а-яА-ЯёЁ]+$`, ShapeDFA},
+		{`^\p{L}+$`, ""}, // too many rune classes
+		{`[0-9]{3}`, ShapeDFA},
+		{`^(card|bank_transfer|wallet)$`, ShapeLiterals},
+		{`(?i)^(yes|no)$`, ShapeLiterals},
+		{`^cus_`, ShapePrefix},
+		{`\.json$`, ShapeSuffix},
+		{`foo|bar`, ShapeContains},
+		{`(?m)^a$`, ""},
+		{`\bword\b`, ""},
+		{`^a|b$`, ""},
+		{`^\x{FFFD}$`, ShapeDFA},
+		{`^(\x{FFFD}|a)$`, ShapeDFA},
+		{`^[a-z]{1000}[0-9]{1000}$`, ""},
+	} {
+		r, err := Compile(tc.expr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.Shape(); got != tc.shape {
+			t.Errorf("Shape(%q) = %q, want %q", tc.expr, got, tc.shape)
+		}
+	}
+}
+
+// TestMatchesRegexp runs every seed pair of FuzzMatch, so the differential
+// check runs under plain go test too.
+func TestMatchesRegexp(t *testing.T) {
+	for _, expr := range fuzzPatterns {
+		got := MustCompile(expr)
+		want := regexp.MustCompile(expr)
+		for _, s := range fuzzInputs {
+			if g, w := got.MatchString(s), want.MatchString(s); g != w {
+				t.Errorf("%q (shape %q) on %q: %v, regexp says %v", expr, got.Shape(), s, g, w)
+			}
+		}
+	}
+}
