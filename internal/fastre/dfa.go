@@ -38,8 +38,35 @@ func (d *dfa) class(r rune) int {
 }
 
 func (d *dfa) match(s string) bool {
-	st := d.start
-	if !d.end && d.accept[st] {
+	if !d.end {
+		return d.search(s)
+	}
+	// Rows are indexed by state*n; row 0 is the dead state.
+	n := d.n
+	st := int(d.start)
+	for i := 0; i < len(s); {
+		var c int
+		if b := s[i]; b < utf8.RuneSelf {
+			c = int(d.ascii[b])
+			i++
+		} else {
+			r, w := utf8.DecodeRuneInString(s[i:])
+			c = d.class(r)
+			i += w
+		}
+		st = int(d.next[st*n+c])
+		if st == 0 {
+			return false
+		}
+	}
+	return d.accept[st]
+}
+
+// search is match without the end anchor: the first accepting state decides.
+func (d *dfa) search(s string) bool {
+	n := d.n
+	st := int(d.start)
+	if d.accept[st] {
 		return true
 	}
 	for i := 0; i < len(s); {
@@ -52,15 +79,15 @@ func (d *dfa) match(s string) bool {
 			c = d.class(r)
 			i += w
 		}
-		st = d.next[int(st)*d.n+c]
+		st = int(d.next[st*n+c])
 		if st == 0 {
 			return false
 		}
-		if !d.end && d.accept[st] {
+		if d.accept[st] {
 			return true
 		}
 	}
-	return d.accept[st]
+	return false
 }
 
 // nfa is a Thompson automaton: a state either reads one rune of a set and
