@@ -14,8 +14,8 @@ const (
 	maxNFAStates = 2048
 	maxDFAStates = 1024
 	maxTable     = 1 << 16 // DFA states × rune classes
-	maxClasses   = 256
-	maxWork      = 1 << 20 // NFA states moved during subset construction
+	maxClasses   = 4096
+	maxWork      = 1 << 19 // NFA states moved and closed over in subset construction
 )
 
 // dfa is a deterministic automaton over runes. Runes are grouped into classes
@@ -276,15 +276,6 @@ func literalRanges(r rune, fold bool) []rune {
 	return out
 }
 
-func inRanges(ranges []rune, r rune) bool {
-	for i := 0; i+1 < len(ranges); i += 2 {
-		if ranges[i] <= r && r <= ranges[i+1] {
-			return true
-		}
-	}
-	return false
-}
-
 // newDFA builds the DFA of body, searched for anywhere unless begin, and
 // required to end the text when end; nil when it is too big.
 func newDFA(body *syntax.Regexp, begin, end bool) *dfa {
@@ -319,13 +310,16 @@ func newDFA(body *syntax.Regexp, begin, end bool) *dfa {
 	}
 
 	// Each reading state's set of classes, as a bitmap.
-	classes := make([][maxClasses / 64]uint64, len(m.states))
+	words := (d.n + 63) / 64
+	classes := make([][]uint64, len(m.states))
 	for i, s := range m.states {
 		if !s.read {
 			continue
 		}
-		for c := 0; c < d.n; c++ {
-			if inRanges(s.ranges, d.bounds[c]) {
+		classes[i] = make([]uint64, words)
+		// A range covers whole classes, from its low end's to its high end's.
+		for k := 0; k+1 < len(s.ranges); k += 2 {
+			for c := d.class(s.ranges[k]); c <= d.class(s.ranges[k+1]); c++ {
 				classes[i][c/64] |= 1 << (c % 64)
 			}
 		}
@@ -386,6 +380,11 @@ func newDFA(body *syntax.Regexp, begin, end bool) *dfa {
 				}
 			}
 		}
+		if !end && d.accept[id] {
+			// A search stops at the first accepting state: its row is
+			// never read.
+			continue
+		}
 		for c := 0; c < d.n; c++ {
 			if !begin {
 				moved[c] = append(moved[c], f.start)
@@ -394,7 +393,11 @@ func newDFA(body *syntax.Regexp, begin, end bool) *dfa {
 			if work > maxWork {
 				return nil
 			}
-			next, ok := intern(cl.closure(moved[c]))
+			set := cl.closure(moved[c])
+			if work += len(set); work > maxWork {
+				return nil
+			}
+			next, ok := intern(set)
 			if !ok {
 				return nil
 			}

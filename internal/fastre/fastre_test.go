@@ -57,7 +57,9 @@ func TestShape(t *testing.T) {
 		{`^\+[1-9][0-9]{6,14}$`, ShapeDFA},
 		{`(?i)^[a-z]+$`, ShapeDFA},
 		{`^[а-яА-ЯёЁ]+$`, ShapeDFA},
-		{`^\p{L}+$`, ""}, // too many rune classes
+		{`^\p{L}+$`, ShapeDFA},
+		{`^[\p{L}\p{N}]+$`, ShapeDFA},
+		{`^\p{L}{1,64}$`, ""}, // states × rune classes over the limit
 		{`[0-9]{3}`, ShapeDFA},
 		{`^(card|bank_transfer|wallet)$`, ShapeLiterals},
 		{`(?i)^(yes|no)$`, ShapeLiterals},
