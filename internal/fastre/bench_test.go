@@ -58,3 +58,13 @@ func BenchmarkMatch(b *testing.B) {
 		})
 	}
 }
+
+func TestMatchDoesNotAllocate(t *testing.T) {
+	for _, p := range contractPatterns {
+		r := MustCompile(p.expr)
+		s := p.valid + "é\xff"
+		if n := testing.AllocsPerRun(100, func() { r.MatchString(s) }); n != 0 {
+			t.Errorf("%s: %v allocations", p.name, n)
+		}
+	}
+}

@@ -115,3 +115,15 @@ func BenchmarkFormats(b *testing.B) {
 		}
 	}
 }
+
+func TestDoesNotAllocate(t *testing.T) {
+	for _, f := range formats() {
+		v := validValues[f.field]
+		if n := testing.AllocsPerRun(100, func() { f.check(v) }); n != 0 {
+			t.Errorf("%s(%q): %v allocations", f.field, v, n)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { IsURI("http://%C3%A9.example/") }); n != 0 {
+		t.Errorf("IsURI with a percent-encoded host: %v allocations", n)
+	}
+}
