@@ -202,6 +202,38 @@ func (c *ruleCompiler) message(md protoreflect.MessageDescriptor) *msgRules {
 	return m
 }
 
+// hasRules reports whether md or a message reachable from it has rules.
+func (c *ruleCompiler) hasRules(md protoreflect.MessageDescriptor) bool {
+	seen := make(map[protoreflect.FullName]bool)
+	var visit func(md protoreflect.MessageDescriptor) bool
+	visit = func(md protoreflect.MessageDescriptor) bool {
+		if seen[md.FullName()] {
+			return false
+		}
+		seen[md.FullName()] = true
+		if mr, err := protovalidate.ResolveMessageRules(md); err != nil || proto.Size(mr) > 0 {
+			return true
+		}
+		for i := range md.Oneofs().Len() {
+			if or, err := protovalidate.ResolveOneofRules(md.Oneofs().Get(i)); err != nil || proto.Size(or) > 0 {
+				return true
+			}
+		}
+		fields := md.Fields()
+		for i := range fields.Len() {
+			fd := fields.Get(i)
+			if fr, err := protovalidate.ResolveFieldRules(fd); err != nil || proto.Size(fr) > 0 {
+				return true
+			}
+			if sub := messageOf(fd); sub != nil && visit(sub) {
+				return true
+			}
+		}
+		return false
+	}
+	return visit(md)
+}
+
 func oneofRank(od protoreflect.OneofDescriptor) int32 { return int32(od.Index()) - 1<<20 }
 
 // field compiles one field's rules; nil when there is nothing to check or
@@ -210,7 +242,7 @@ func (c *ruleCompiler) field(fd protoreflect.FieldDescriptor, inMsgOneof bool) *
 	f := &fieldRule{fd: fd, name: string(fd.Name()), rank: int32(fd.Index()), ignoreEmpty: fd.HasPresence()}
 	fr, err := protovalidate.ResolveFieldRules(fd)
 	var sub *msgRules
-	if md := messageOf(fd); md != nil {
+	if md := messageOf(fd); md != nil && c.hasRules(md) {
 		sub = c.message(md)
 		if !sub.done {
 			// A recursive type: its checks are still being built, so

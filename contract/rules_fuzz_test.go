@@ -70,6 +70,13 @@ var everythingSeeds = []string{
 	  "mixeds":[{"lo":-1},{"hi":101,"x":"xx"}],"tree":{"children":[{"label":""},{"children":[{},{},{},{}]}]},
 	  "choiceB":-1,"freeA":"abcd","celField":"a b","byLen":"YWJjZGVm","ts":"1960-01-01T00:00:00Z","dur":"120s","ignoredAlways":"a"}`,
 	`{"choiceB":0,"freeB":false,"mixed":{},"inner":{},"tree":{}}`,
+	`{"fIpv4":"10.0.0.256","fIpv6":"::1","fUriRef":"../a?b#c","fAddress":"-bad-","fTuuid":"123e4567e89b12d3a456426614174000",
+	  "fIpWithPrefixlen":"10.0.0.1/8","fIpv4WithPrefixlen":"10.0.0.1/33","fIpv6WithPrefixlen":"::1/129","fIpPrefix":"10.0.0.0/8",
+	  "fIpv4Prefix":"10.0.0.1/8","fIpv6Prefix":"2001:db8::/32","fHostAndPort":"example.com:80","fUlid":"01ARZ3NDEKTSV4RRFFQ69G5FAV",
+	  "fHeaderName":":authority","fHeaderValue":"a\u0001b","fHeaderLoose":"a b","fEmailFalse":"x","pLiterals":"wallet",
+	  "pPrefix":"cu_1","pFold":"YES","pFallback":"a word here","pUnicode":"ÄbcdE","mPatterns":{"Key":"x","ok_1":"0b3f9c1e-5a8d-4e2b-9f61-2c7d8e4a1b90"},
+	  "rEmails":["a@b.co","nope",""],"sEmail":"someone@example.com","sUuid":"0B3F9C1E-5A8D-4E2B-9F61-2C7D8E4A1B90","sHostname":"a-.com",
+	  "sIp":"1.2.3.4","sUri":"not a uri"}`,
 	`{"rFloatUnique":["NaN","NaN"],"dbIn":-3,"flRange":99.5,"sf32Range":1,"sAll":"aaaaaaaaaaaa"}`,
 }
 
