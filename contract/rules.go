@@ -65,14 +65,57 @@ func (c *Contract) Rules() []FieldRules { return c.rules.fields }
 
 // msgRules is the compiled checks of one message type.
 type msgRules struct {
-	md     protoreflect.MessageDescriptor
-	oneofs []oneofRule
-	fields []*fieldRule
+	md        protoreflect.MessageDescriptor
+	msgOneofs []msgOneofRule
+	oneofs    []oneofRule
+	fields    []*fieldRule
 	// native: nothing at this message or below is left to protovalidate.
 	native bool
 	// walk: something at this message or below is compiled.
 	walk bool
 	done bool
+}
+
+// msgOneofRule is a message oneof rule: at most one of the fields set,
+// or exactly one when required.
+type msgOneofRule struct {
+	fields          []protoreflect.FieldDescriptor
+	required        bool
+	tooMany, tooFew ruleFail
+}
+
+// compileMessageOneofs compiles a message's rules when they are oneof
+// rules only; nil otherwise.
+func compileMessageOneofs(md protoreflect.MessageDescriptor, mr *validate.MessageRules) []msgOneofRule {
+	if len(mr.GetCel()) > 0 || len(mr.GetCelExpression()) > 0 || len(mr.ProtoReflect().GetUnknown()) > 0 {
+		return nil
+	}
+	left := proto.CloneOf(mr)
+	left.SetOneof(nil)
+	if proto.Size(left) > 0 || len(mr.GetOneof()) == 0 {
+		return nil
+	}
+	var out []msgOneofRule
+	for _, r := range mr.GetOneof() {
+		if len(r.GetFields()) == 0 || len(r.ProtoReflect().GetUnknown()) > 0 {
+			return nil
+		}
+		o := msgOneofRule{required: r.GetRequired()}
+		seen := make(map[string]bool)
+		for _, name := range r.GetFields() {
+			fd := md.Fields().ByName(protoreflect.Name(name))
+			if fd == nil || seen[name] {
+				return nil
+			}
+			seen[name] = true
+			o.fields = append(o.fields, fd)
+		}
+		names := strings.Join(r.GetFields(), ", ")
+		o.tooMany = ruleFail{rule: "message.oneof", msg: "only one of " + names + " can be set"}
+		o.tooFew = ruleFail{rule: "message.oneof", msg: "one of " + names + " must be set"}
+		out = append(out, o)
+	}
+	return out
 }
 
 type oneofRule struct {
@@ -158,9 +201,18 @@ func (c *ruleCompiler) message(md protoreflect.MessageDescriptor) *msgRules {
 	m := &msgRules{md: md, native: true}
 	c.msgs[md.FullName()] = m
 	mr, err := protovalidate.ResolveMessageRules(md)
-	if err != nil || (mr != nil && proto.Size(mr) > 0) {
-		// Message-level CEL and oneof rules stay with protovalidate.
+	switch {
+	case err != nil:
 		m.native = false
+	case mr != nil && proto.Size(mr) > 0:
+		if m.msgOneofs = compileMessageOneofs(md, mr); m.msgOneofs != nil {
+			c.plan.skip[md] = struct{}{}
+			m.walk = true
+		} else {
+			// Message-level CEL stays with protovalidate, and the
+			// message's oneof rules with it.
+			m.native = false
+		}
 	}
 	inMsgOneof := make(map[protoreflect.Name]bool)
 	for _, r := range mr.GetOneof() {
@@ -502,6 +554,25 @@ func (r *ruleReport) pop() { r.path = r.path[:len(r.path)-1] }
 // check runs m's compiled checks on msg; it returns true when fail-fast
 // stopped it.
 func (m *msgRules) check(msg protoreflect.Message, r *ruleReport) bool {
+	for i := range m.msgOneofs {
+		o := &m.msgOneofs[i]
+		n := 0
+		for _, fd := range o.fields {
+			if msg.Has(fd) {
+				n++
+			}
+		}
+		switch {
+		case n > 1:
+			if r.add(&o.tooMany) {
+				return true
+			}
+		case o.required && n != 1:
+			if r.add(&o.tooFew) {
+				return true
+			}
+		}
+	}
 	for _, o := range m.oneofs {
 		if msg.WhichOneof(o.od) == nil {
 			r.push(o.rank, noSub, string(o.od.Name()))
