@@ -231,7 +231,10 @@ func (c *Contract) validate(msg proto.Message, size int) error {
 		return c.registry.validate(msg, size)
 	}
 	r := c.registry
-	first := p.run(m, true)
+	first, fallback := p.run(m, true)
+	if fallback {
+		return r.validate(msg, size)
+	}
 	var pvFirst []keyedViolation
 	if !p.native {
 		err := r.failFast.Validate(msg, p.filter...)
@@ -251,7 +254,10 @@ func (c *Contract) validate(msg proto.Message, size int) error {
 	if size > FullReportBytes {
 		return &ViolationError{Violations: mergeViolations(pvFirst, first, 1), Partial: true}
 	}
-	all := p.run(m, false)
+	all, fallback := p.run(m, false)
+	if fallback {
+		return r.validate(msg, size)
+	}
 	var pvAll []keyedViolation
 	if !p.native {
 		err := r.validator.Validate(msg, p.filter...)

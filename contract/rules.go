@@ -484,6 +484,7 @@ func (f ruleFilter) ShouldValidate(_ protoreflect.Message, d protoreflect.Descri
 // check that fails nothing allocates nothing.
 type ruleReport struct {
 	failFast bool
+	fallback bool
 	path     []pathElem
 	out      []keyedViolation
 	buf      [16]pathElem
@@ -516,7 +517,16 @@ type keyedViolation struct {
 	v   Violation
 }
 
+// ruleFallback is the failure of a check that cannot answer as
+// protovalidate would (a value CEL refuses to read): the message is
+// checked by protovalidate alone.
+var ruleFallback ruleFail
+
 func (r *ruleReport) add(f *ruleFail) bool {
+	if f == &ruleFallback {
+		r.fallback = true
+		return true
+	}
 	key := make([]keyElem, len(r.path))
 	var b strings.Builder
 	for i, e := range r.path {
@@ -723,16 +733,17 @@ func mapKeyString(k protoreflect.MapKey) string {
 	}
 }
 
-// run runs the compiled checks on msg.
-func (p *rulePlan) run(msg protoreflect.Message, failFast bool) []keyedViolation {
+// run runs the compiled checks on msg; fallback says protovalidate is to
+// check it alone.
+func (p *rulePlan) run(msg protoreflect.Message, failFast bool) (_ []keyedViolation, fallback bool) {
 	r := ruleReports.Get().(*ruleReport)
-	r.failFast, r.path, r.out = failFast, r.buf[:0], nil
+	r.failFast, r.fallback, r.path, r.out = failFast, false, r.buf[:0], nil
 	p.root.check(msg, r)
-	out := r.out
+	out, fallback := r.out, r.fallback
 	r.out = nil
 	clear(r.buf[:])
 	ruleReports.Put(r)
-	return out
+	return out, fallback
 }
 
 // keyOf orders one of protovalidate's violations as ruleKey does ours.

@@ -78,6 +78,9 @@ var everythingSeeds = []string{
 	  "pPrefix":"cu_1","pFold":"YES","pFallback":"a word here","pUnicode":"ÄbcdE","mPatterns":{"Key":"x","ok_1":"0b3f9c1e-5a8d-4e2b-9f61-2c7d8e4a1b90"},
 	  "rEmails":["a@b.co","nope",""],"sEmail":"someone@example.com","sUuid":"0B3F9C1E-5A8D-4E2B-9F61-2C7D8E4A1B90","sHostname":"a-.com",
 	  "sIp":"1.2.3.4","sUri":"not a uri"}`,
+	`{"tsRange":"2033-05-18T03:33:20.5Z","tsExcl":"2010-01-01T00:00:00Z","durRange":"0.0015s","durRequired":"-6s",
+	  "rTimes":["2100-01-01T00:00:00Z","2100-01-01T00:00:00.000000001Z"],"ts":"1970-01-01T00:00:00Z","dur":"60.000000001s","tsNow":"2999-01-01T00:00:00Z"}`,
+	`{"tsRange":"2001-09-09T01:46:39.999999999Z","tsExcl":"2033-05-18T03:33:20Z","durRange":"3599.999999999s","durRequired":"-5s","dur":"-1s"}`,
 	`{"rFloatUnique":["NaN","NaN"],"dbIn":-3,"flRange":99.5,"sf32Range":1,"sAll":"aaaaaaaaaaaa"}`,
 }
 
@@ -92,6 +95,17 @@ func FuzzCompiledRules(f *testing.F) {
 				}
 				f.Add(uint8(i), marshal(f, msg))
 			}
+			// Times CEL does not read (past year 9999, nanos out of
+			// range): protovalidate answers for the whole message.
+			msg := dynamicpb.NewMessage(c.Descriptor())
+			for _, name := range []protoreflect.Name{"ts_range", "dur_range"} {
+				fd := c.Descriptor().Fields().ByName(name)
+				v := msg.NewField(fd)
+				v.Message().Set(fd.Message().Fields().ByNumber(1), protoreflect.ValueOfInt64(1<<40))
+				v.Message().Set(fd.Message().Fields().ByNumber(2), protoreflect.ValueOfInt32(-1))
+				msg.Set(fd, v)
+			}
+			f.Add(uint8(i), marshal(f, msg))
 			continue
 		}
 		var js []byte

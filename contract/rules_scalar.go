@@ -119,6 +119,10 @@ func compileValue(fd protoreflect.FieldDescriptor, fr *validate.FieldRules) ([]v
 			break
 		}
 		return compileNumber(fr.GetDouble(), "double", protoreflect.Value.Float, toFloat64)
+	case validate.FieldRules_Timestamp_case:
+		return compileTimestamp(fd, fr.GetTimestamp())
+	case validate.FieldRules_Duration_case:
+		return compileDuration(fd, fr.GetDuration())
 	default:
 		return nil, errNotCompiled(fr.WhichType().String() + " rules not compiled")
 	}

@@ -35,7 +35,7 @@ func TestRulesChoice(t *testing.T) {
 	const pkg = "sluice.testrules.v1."
 	for _, name := range []string{"Everything.s_len", "Everything.s_pattern", "Everything.s_email", "Everything.i32_excl",
 		"Everything.fl_range", "Everything.color_const", "Everything.r_items", "Everything.m_patterns",
-		"Everything.inner_required", "Everything.choice_a", "Mixed.lo", "Pick.a", "Inner.tags"} {
+		"Everything.inner_required", "Everything.choice_a", "Mixed.lo", "Pick.a", "Inner.tags", "Everything.ts_range", "Everything.dur_required", "Everything.r_times"} {
 		if f, ok := choice[pkg+name]; !ok || !f.Compiled {
 			t.Errorf("%s: %+v, want compiled", name, f)
 		}
@@ -43,6 +43,7 @@ func TestRulesChoice(t *testing.T) {
 	for name, reason := range map[string]string{
 		"Everything.cel_field":     "CEL",
 		"Everything.by_len":        "bytes rules not compiled",
+		"Everything.ts_now":        "lt_now not compiled",
 		"Everything.f_email_false": "email = false not compiled",
 		"Mixed.code":               "CEL",
 		"Node.children":            "recursive message",
@@ -81,7 +82,8 @@ func TestRulesRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []string
-	for _, kv := range c.rules.run(msg, false) {
+	all, _ := c.rules.run(msg, false)
+	for _, kv := range all {
 		got = append(got, kv.v.Field+" "+kv.v.Rule)
 	}
 	for _, want := range []string{"s_len string.len", "s_in string.in", "s_pattern string.pattern", "i32_range int32.gt_lte",
@@ -98,7 +100,7 @@ func TestRulesRun(t *testing.T) {
 	if i, j := slices.Index(got, "s_len string.len"), slices.Index(got, "i32_range int32.gt_lte"); i > j {
 		t.Errorf("out of field order: %q", got)
 	}
-	if first := c.rules.run(msg, true); len(first) != 1 || first[0].v.Field != "s_len" {
+	if first, _ := c.rules.run(msg, true); len(first) != 1 || first[0].v.Field != "s_len" {
 		t.Errorf("fail-fast: %+v, want s_len's only", first)
 	}
 }
