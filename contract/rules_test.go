@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"buf.build/go/protovalidate"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/dynamicpb"
 )
@@ -102,5 +103,42 @@ func TestRulesRun(t *testing.T) {
 	}
 	if first, _ := c.rules.run(msg, true); len(first) != 1 || first[0].v.Field != "s_len" {
 		t.Errorf("fail-fast: %+v, want s_len's only", first)
+	}
+}
+
+// BenchmarkRulesFilter prices protovalidate's per-call filter: the same
+// validation with no filter, with a filter that skips nothing, and with
+// the compiled fields skipped (the compiled checks not run).
+func BenchmarkRulesFilter(b *testing.B) {
+	img, err := os.ReadFile("../examples/contracts.binpb")
+	if err != nil {
+		b.Fatal(err)
+	}
+	r, err := Load(img, []string{"examples.shop.v1.OrderPlaced"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, _ := r.Lookup("examples.shop.v1.OrderPlaced")
+	js, err := os.ReadFile("testdata/order_placed.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	msg := dynamicpb.NewMessage(c.Descriptor())
+	if err := protojson.Unmarshal(js, msg); err != nil {
+		b.Fatal(err)
+	}
+	none := []protovalidate.ValidationOption{protovalidate.WithFilter(ruleFilter(nil))}
+	for _, bc := range []struct {
+		name string
+		opts []protovalidate.ValidationOption
+	}{{"none", nil}, {"pass_all", none}, {"skip_compiled", c.rules.filter}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := r.failFast.Validate(msg, bc.opts...); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
