@@ -328,6 +328,12 @@ func (c *ruleCompiler) field(fd protoreflect.FieldDescriptor, inMsgOneof bool) *
 		}
 		return f
 	}
+	if fr.GetIgnore() == validate.Ignore_IGNORE_ALWAYS {
+		// protovalidate checks nothing of the field, nor below it.
+		f.compiled, f.ignoreAlways = true, true
+		c.note(fd, true, "")
+		return f
+	}
 	if err := c.compileField(f, fr); err != nil {
 		c.note(fd, false, err.Error())
 		if f.sub != nil && (fr.GetRepeated().GetItems().GetIgnore() != validate.Ignore_IGNORE_UNSPECIFIED ||

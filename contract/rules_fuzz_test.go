@@ -68,7 +68,7 @@ var everythingSeeds = []string{
 	  "rBytesUnique":["YQ==","YQ=="],"inner":{"name":"","count":11,"tags":["x","z"]},"inners":[{},{"name":"abcdefghi"},{}],
 	  "innerMap":{"k":{"count":12}},"mixed":{"lo":5,"hi":-1,"code":"ab","x":"a","y":"b","inner":{"count":99},"note":"toolong"},
 	  "mixeds":[{"lo":-1},{"hi":101,"x":"xx"}],"tree":{"children":[{"label":""},{"children":[{},{},{},{}]}]},
-	  "choiceB":-1,"freeA":"abcd","celField":"a b","byLen":"YWJjZGVm","ts":"1960-01-01T00:00:00Z","dur":"120s","ignoredAlways":"a"}`,
+	  "choiceB":-1,"freeA":"abcd","celField":"a b","byLen":"YWJjZGVm","mixedIgnored":{"lo":-1,"x":"a","y":"b"},"ts":"1960-01-01T00:00:00Z","dur":"120s","ignoredAlways":"a"}`,
 	`{"choiceB":0,"freeB":false,"mixed":{},"inner":{},"tree":{},"pick":{}}`,
 	`{"pick":{"a":"x","b":"y","c":-1,"d":true},"picks":[{"a":"ab"},{"c":1,"d":true,"e":""},{"b":"b","e":"e"}]}`,
 	`{"fIpv4":"10.0.0.256","fIpv6":"::1","fUriRef":"../a?b#c","fAddress":"-bad-","fTuuid":"123e4567e89b12d3a456426614174000",
