@@ -3,6 +3,7 @@ package contract
 import (
 	"os"
 	"slices"
+	"sync"
 	"testing"
 
 	"buf.build/go/protovalidate"
@@ -140,5 +141,44 @@ func BenchmarkRulesFilter(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestRulesConcurrent: the compiled checks share nothing mutable between
+// calls (run it with -race): concurrent runs report what one run does.
+func TestRulesConcurrent(t *testing.T) {
+	c := loadEverything(t)
+	msg := dynamicpb.NewMessage(c.Descriptor())
+	js := `{"sLen":"ab","rItems":["a","b"],"mBounds":{"a":-1},"inners":[{},{}],"pick":{"a":"x","b":"y"}}`
+	if err := protojson.Unmarshal([]byte(js), msg); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := c.rules.run(msg, false)
+	if len(want) < 5 {
+		t.Fatalf("compiled checks report %d violations", len(want))
+	}
+	var wg sync.WaitGroup
+	errs := make(chan string, 4)
+	for range 4 {
+		wg.Go(func() {
+			for range 200 {
+				got, _ := c.rules.run(msg, false)
+				if len(got) != len(want) {
+					errs <- "different reports"
+					return
+				}
+				for i := range got {
+					if got[i].v != want[i].v {
+						errs <- got[i].v.String() + " != " + want[i].v.String()
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
 	}
 }
