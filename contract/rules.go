@@ -51,7 +51,8 @@ type rulePlan struct {
 
 // FieldRules says which side checks one field's rules.
 type FieldRules struct {
-	// Field is the field's full name.
+	// Field is the field's full name, or a message's for the rules on
+	// the message as a whole.
 	Field string
 	// Compiled is set when the gateway's own checks run the field's rules;
 	// otherwise protovalidate does, and Reason says why.
@@ -212,6 +213,7 @@ func (c *ruleCompiler) message(md protoreflect.MessageDescriptor) *msgRules {
 			// Message-level CEL stays with protovalidate, and the
 			// message's oneof rules with it.
 			m.native = false
+			c.plan.fields = append(c.plan.fields, FieldRules{Field: string(md.FullName()), Reason: "message rules in CEL"})
 		}
 	}
 	inMsgOneof := make(map[protoreflect.Name]bool)

@@ -28,14 +28,17 @@ func TestLogDecodersRules(t *testing.T) {
 	if line == "" {
 		t.Fatalf("no contract rules line for %s in:\n%s", shopType, buf.String())
 	}
-	// total_cents has an int64 range (compiled); order_id a uuid format,
-	// left to protovalidate until formats are compiled.
+	// total_cents has an int64 range (compiled); the message's own CEL
+	// rule stays with protovalidate.
 	compiled, left, ok := strings.Cut(line, " protovalidate=")
 	if !ok || !strings.Contains(compiled, "compiled=") {
 		t.Fatalf("contract rules line lacks compiled= or protovalidate=:\n%s", line)
 	}
 	if !strings.Contains(compiled, "examples.shop.v1.OrderPlaced.total_cents") {
 		t.Errorf("total_cents not listed as compiled:\n%s", line)
+	}
+	if !strings.Contains(left, shopType+" (message rules in CEL)") {
+		t.Errorf("the message's CEL rule not listed as left to protovalidate:\n%s", line)
 	}
 	if strings.Contains(left, "total_cents") {
 		t.Errorf("total_cents listed as left to protovalidate:\n%s", line)
