@@ -123,7 +123,9 @@ func TestDoesNotAllocate(t *testing.T) {
 			t.Errorf("%s(%q): %v allocations", f.field, v, n)
 		}
 	}
-	if n := testing.AllocsPerRun(100, func() { IsURI("http://%C3%A9.example/") }); n != 0 {
-		t.Errorf("IsURI with a percent-encoded host: %v allocations", n)
+	for _, s := range []string{"http://%C3%A9.example/", "http://[fe80::1%25en%30]:80/", "//[v1.x]/a", "a:?//[::1]"} {
+		if n := testing.AllocsPerRun(100, func() { IsURIRef(s) }); n != 0 {
+			t.Errorf("IsURIRef(%q): %v allocations", s, n)
+		}
 	}
 }

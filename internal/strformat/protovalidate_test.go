@@ -2,6 +2,7 @@ package strformat
 
 import (
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 
@@ -172,7 +173,14 @@ func TestAgreesWithProtovalidate(t *testing.T) {
 }
 
 func seeds() []string {
-	return []string{
+	l63, l64 := strings.Repeat("a", 63), strings.Repeat("b", 64)
+	h253 := strings.Repeat(l63+".", 3) + strings.Repeat("c", 61)
+	long := []string{
+		l63, l64, l63 + ".com", l64 + ".com", "x@" + l63 + ".com", "x@" + l64 + ".com", h253, h253 + ".", h253 + "d", h253 + "d.",
+		"x@" + h253 + "d", h253 + ":443", "http://" + h253 + "d/", strings.Repeat("1:", 9) + ":1", strings.Repeat("1:", 7) + "1",
+		"fe80::1%" + l64, "::" + strings.Repeat("f", 64),
+	}
+	return append(long, []string{
 		"", " ", ".", "a", "-", "0", "@", ":", "/", "?", "#", "%", "[", "]", "::", ":::",
 		"foo@example.com", "a.b+c@x-y.example.org", "@example.com", "a@", "a@-b.com", "a@b-.com", "a@b..com", "a@b.com.",
 		"foo.example.com", "foo.example.com.", "example", "123", "1.2.3.4", "a.123", "123.a", "-a.com", "a-.com", "xn--bcher-kva.example",
@@ -188,5 +196,5 @@ func seeds() []string {
 		"7f3c2a9e-5b1d-4c8e-9a6f-2d4b8e1c3f70", "7F3C2A9E-5B1D-4C8E-9A6F-2D4B8E1C3F70", "7f3c2a9e5b1d4c8e9a6f2d4b8e1c3f70", "7f3c2a9e-5b1d-4c8e-9a6f-2d4b8e1c3f7",
 		"01ARZ3NDEKTSV4RRFFQ69G5FAV", "81ARZ3NDEKTSV4RRFFQ69G5FAV", "01ARZ3NDEKTSV4RRFFQ69G5FAI", "01arz3ndektsv4rrffq69g5fav",
 		"Content-Type", ":authority", "bad header", "x\x00y", "tab\there", "line\nbreak", "cr\r", "del\x7f", "\xff\xfe", "é",
-	}
+	}...)
 }

@@ -302,13 +302,7 @@ func (u uriScan) ipvFuture(i int) int {
 }
 
 func (u uriScan) regName(i int) int {
-	for {
-		j := u.unreservedPctSub(i)
-		if j < 0 {
-			break
-		}
-		i = j
-	}
+	i = u.run(i, cUnreserved|cSubDelim)
 	if u.authorityEnd(i) || u.s[i] == ':' {
 		return i
 	}
@@ -390,27 +384,27 @@ func (u uriScan) pathEmpty(i int) int {
 }
 
 func (u uriScan) segment(i int) int {
-	for {
-		j := u.pchar(i)
-		if j < 0 {
-			return i
-		}
-		i = j
-	}
+	return u.run(i, cPchar)
 }
 
-func (u uriScan) query(i int) int {
-	for {
-		if j := u.pchar(i); j >= 0 {
-			i = j
-			continue
-		}
-		if i < len(u.s) && (u.s[i] == '/' || u.s[i] == '?') {
+// run takes bytes of the classes in mask and percent-encoded triplets.
+func (u uriScan) run(i int, mask uint8) int {
+	for i < len(u.s) {
+		if uriClass[u.s[i]]&mask != 0 {
 			i++
 			continue
 		}
-		break
+		j := u.pctEncoded(i)
+		if j < 0 {
+			break
+		}
+		i = j
 	}
+	return i
+}
+
+func (u uriScan) query(i int) int {
+	i = u.run(i, cQuery)
 	if i == len(u.s) || u.s[i] == '#' {
 		return i
 	}
@@ -418,40 +412,23 @@ func (u uriScan) query(i int) int {
 }
 
 func (u uriScan) fragment(i int) int {
-	for {
-		if j := u.pchar(i); j >= 0 {
-			i = j
-			continue
-		}
-		if i < len(u.s) && (u.s[i] == '/' || u.s[i] == '?') {
-			i++
-			continue
-		}
-		break
-	}
-	if i == len(u.s) {
-		return i
+	if u.run(i, cQuery) == len(u.s) {
+		return len(u.s)
 	}
 	return -1
 }
 
 // pchar takes unreserved / pct-encoded / sub-delims / ":" / "@".
 func (u uriScan) pchar(i int) int {
-	if j := u.unreservedPctSub(i); j >= 0 {
-		return j
-	}
-	if i < len(u.s) && (u.s[i] == ':' || u.s[i] == '@') {
+	if i < len(u.s) && uriClass[u.s[i]]&cPchar != 0 {
 		return i + 1
 	}
-	return -1
+	return u.pctEncoded(i)
 }
 
 // unreservedPctSub takes unreserved / pct-encoded / sub-delims.
 func (u uriScan) unreservedPctSub(i int) int {
-	if i >= len(u.s) {
-		return -1
-	}
-	if c := u.s[i]; isUnreserved(c) || isSubDelim(c) {
+	if i < len(u.s) && uriClass[u.s[i]]&(cUnreserved|cSubDelim) != 0 {
 		return i + 1
 	}
 	return u.pctEncoded(i)
@@ -471,14 +448,31 @@ func (u uriScan) pctEncoded(i int) int {
 	return -1
 }
 
-func isUnreserved(c byte) bool {
-	return isAlnum(c) || c == '-' || c == '_' || c == '.' || c == '~'
-}
+// Byte classes of RFC 3986, as bits of uriClass.
+const (
+	cUnreserved = 1 << iota // ALPHA / DIGIT / "-" / "." / "_" / "~"
+	cSubDelim               // "!" / "$" / "&" / "'" / "(" / ")" / "*" / "+" / "," / ";" / "="
+	cPchar                  // unreserved / sub-delims / ":" / "@" (without pct-encoded)
+	cQuery                  // pchar / "/" / "?" (without pct-encoded)
+)
 
-func isSubDelim(c byte) bool {
-	switch c {
-	case '!', '$', '&', '\'', '(', ')', '*', '+', ',', ';', '=':
-		return true
+var uriClass = func() (t [256]uint8) {
+	for c := 0; c < 256; c++ {
+		b := byte(c)
+		if isAlnum(b) || b == '-' || b == '.' || b == '_' || b == '~' {
+			t[c] |= cUnreserved | cPchar | cQuery
+		}
 	}
-	return false
-}
+	for _, b := range []byte("!$&'()*+,;=") {
+		t[b] |= cSubDelim | cPchar | cQuery
+	}
+	t[':'] |= cPchar | cQuery
+	t['@'] |= cPchar | cQuery
+	t['/'] |= cQuery
+	t['?'] |= cQuery
+	return t
+}()
+
+func isUnreserved(c byte) bool { return uriClass[c]&cUnreserved != 0 }
+
+func isSubDelim(c byte) bool { return uriClass[c]&cSubDelim != 0 }
