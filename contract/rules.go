@@ -10,6 +10,7 @@ import (
 	"buf.build/go/protovalidate"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/dynamicpb"
 )
 
 // Compiled rule checks.
@@ -468,7 +469,7 @@ func compileItem(fd protoreflect.FieldDescriptor, fr *validate.FieldRules) (*ite
 			return nil, errNotCompiled("ignore on message items")
 		}
 		it.ignoreEmpty = true
-		it.zero = zeroOf(fd.Kind())
+		it.zero = itemZero(fd)
 	default:
 		return nil, errNotCompiled("ignore " + fr.GetIgnore().String() + " on items")
 	}
@@ -478,6 +479,16 @@ func compileItem(fd protoreflect.FieldDescriptor, fr *validate.FieldRules) (*ite
 	}
 	it.checks = checks
 	return it, nil
+}
+
+// itemZero is the value an item is empty at, as protovalidate takes it: a
+// new list element, or a map key's or value's default (a proto2 enum's
+// first value, not 0).
+func itemZero(fd protoreflect.FieldDescriptor) protoreflect.Value {
+	if fd.IsList() {
+		return dynamicpb.NewMessage(fd.ContainingMessage()).Get(fd).List().NewElement()
+	}
+	return fd.Default()
 }
 
 // ruleFilter leaves the compiled fields and oneofs out of protovalidate.

@@ -650,33 +650,6 @@ func equalScalar(kind protoreflect.Kind, a, b protoreflect.Value) bool {
 	return false
 }
 
-// zeroOf is a scalar kind's zero value.
-func zeroOf(kind protoreflect.Kind) protoreflect.Value {
-	switch kind {
-	case protoreflect.BoolKind:
-		return protoreflect.ValueOfBool(false)
-	case protoreflect.EnumKind:
-		return protoreflect.ValueOfEnum(0)
-	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind:
-		return protoreflect.ValueOfInt32(0)
-	case protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind:
-		return protoreflect.ValueOfInt64(0)
-	case protoreflect.Uint32Kind, protoreflect.Fixed32Kind:
-		return protoreflect.ValueOfUint32(0)
-	case protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
-		return protoreflect.ValueOfUint64(0)
-	case protoreflect.FloatKind:
-		return protoreflect.ValueOfFloat32(0)
-	case protoreflect.DoubleKind:
-		return protoreflect.ValueOfFloat64(0)
-	case protoreflect.StringKind:
-		return protoreflect.ValueOfString("")
-	case protoreflect.BytesKind:
-		return protoreflect.ValueOfBytes(nil)
-	}
-	return protoreflect.Value{}
-}
-
 func compileMapRules(mr *validate.MapRules) ([]valueCheck, error) {
 	mr = proto.CloneOf(mr)
 	mr.ClearKeys()

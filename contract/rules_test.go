@@ -8,6 +8,9 @@ import (
 
 	"buf.build/go/protovalidate"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protodesc"
+	"google.golang.org/protobuf/types/descriptorpb"
 	"google.golang.org/protobuf/types/dynamicpb"
 )
 
@@ -180,5 +183,33 @@ func TestRulesConcurrent(t *testing.T) {
 	close(errs)
 	for e := range errs {
 		t.Error(e)
+	}
+}
+
+// TestItemZero: an item is empty at protovalidate's zero, which for a
+// proto2 enum is its first value, not 0.
+func TestItemZero(t *testing.T) {
+	fdp := &descriptorpb.FileDescriptorProto{
+		Name:   proto.String("zero.proto"),
+		Syntax: proto.String("proto2"),
+		EnumType: []*descriptorpb.EnumDescriptorProto{{
+			Name:  proto.String("Level"),
+			Value: []*descriptorpb.EnumValueDescriptorProto{{Name: proto.String("HIGH"), Number: proto.Int32(5)}, {Name: proto.String("LOW"), Number: proto.Int32(0)}},
+		}},
+		MessageType: []*descriptorpb.DescriptorProto{{
+			Name: proto.String("M"),
+			Field: []*descriptorpb.FieldDescriptorProto{{
+				Name: proto.String("levels"), Number: proto.Int32(1), JsonName: proto.String("levels"),
+				Label: descriptorpb.FieldDescriptorProto_LABEL_REPEATED.Enum(), Type: descriptorpb.FieldDescriptorProto_TYPE_ENUM.Enum(),
+				TypeName: proto.String(".Level"),
+			}},
+		}},
+	}
+	fd, err := protodesc.NewFile(fdp, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if z := itemZero(fd.Messages().Get(0).Fields().Get(0)); z.Enum() != 5 {
+		t.Errorf("zero of a proto2 enum item: %v, want its first value 5", z.Enum())
 	}
 }
