@@ -112,179 +112,119 @@ func (p *answerParser) assemble(events []*ingestv1.Event, n int) ([]EventResult,
 	return out, nil
 }
 
+// members reads a JSON object whose members member reads: member gets a
+// member's name, reads its value and returns the member's bit, distinct
+// per name, or false for a value or a member it does not read. A member
+// twice is false.
+func (p *answerParser) members(member func(name []byte) (uint8, bool)) bool {
+	if !p.lit('{') {
+		return false
+	}
+	if p.lit('}') {
+		return true
+	}
+	var have uint8
+	for {
+		name, ok := p.str()
+		if !ok || !p.lit(':') {
+			return false
+		}
+		bit, ok := member(name)
+		if !ok || have&bit != 0 {
+			return false
+		}
+		have |= bit
+		if p.lit(',') {
+			continue
+		}
+		return p.lit('}')
+	}
+}
+
 // result reads one result object; a member twice, or one it does not
 // read, is false.
 func (p *answerParser) result(r *parsedResult) bool {
-	if !p.lit('{') {
-		return false
-	}
-	if p.lit('}') {
-		return true
-	}
-	var have uint8
-	for {
-		name, ok := p.str()
-		if !ok || !p.lit(':') {
-			return false
-		}
-		var bit uint8
+	return p.members(func(name []byte) (uint8, bool) {
+		var ok bool
 		switch string(name) {
 		case "index":
-			bit = 1
-			v, ok := p.uint(math.MaxUint32)
-			if !ok {
-				return false
-			}
+			var v uint64
+			v, ok = p.uint(math.MaxUint32)
 			r.index = uint32(v)
+			return 1, ok
 		case "id":
-			bit = 2
-			if r.id, ok = p.str(); !ok {
-				return false
-			}
+			r.id, ok = p.str()
+			return 2, ok
 		case "outcome":
-			bit = 4
-			v, ok := p.enum(ingestv1.Outcome_value)
-			if !ok {
-				return false
-			}
+			var v int32
+			v, ok = p.enum(ingestv1.Outcome_value)
 			r.outcome = ingestv1.Outcome(v)
+			return 4, ok
 		case "durability":
-			bit = 8
-			v, ok := p.enum(ingestv1.Durability_value)
-			if !ok {
-				return false
-			}
+			var v int32
+			v, ok = p.enum(ingestv1.Durability_value)
 			r.durability = ingestv1.Durability(v)
+			return 8, ok
 		case "kafka":
-			bit = 16
 			r.kafka = true
-			if !p.kafka(r) {
-				return false
-			}
+			return 16, p.kafka(r)
 		case "rejection":
-			bit = 32
-			if !p.rejection(r) {
-				return false
-			}
-		default:
-			return false
+			return 32, p.rejection(r)
 		}
-		if have&bit != 0 {
-			return false
-		}
-		have |= bit
-		if p.lit(',') {
-			continue
-		}
-		return p.lit('}')
-	}
+		return 0, false
+	})
 }
 
 func (p *answerParser) kafka(r *parsedResult) bool {
-	if !p.lit('{') {
-		return false
-	}
-	if p.lit('}') {
-		return true
-	}
-	var have uint8
-	for {
-		name, ok := p.str()
-		if !ok || !p.lit(':') {
-			return false
-		}
-		var bit uint8
+	return p.members(func(name []byte) (uint8, bool) {
+		var ok bool
 		switch string(name) {
 		case "topic":
-			bit = 1
-			if r.topic, ok = p.str(); !ok {
-				return false
-			}
+			r.topic, ok = p.str()
+			return 1, ok
 		case "partition":
-			bit = 2
-			v, ok := p.int(math.MaxInt32, false)
-			if !ok {
-				return false
-			}
+			var v int64
+			v, ok = p.int(math.MaxInt32, false)
 			r.partition = int32(v)
+			return 2, ok
 		case "offset":
-			bit = 4
 			// protojson writes an int64 as a string, and reads either.
-			v, ok := p.int(math.MaxInt64, true)
-			if !ok {
-				return false
-			}
-			r.offset = v
-		default:
-			return false
+			r.offset, ok = p.int(math.MaxInt64, true)
+			return 4, ok
 		}
-		if have&bit != 0 {
-			return false
-		}
-		have |= bit
-		if p.lit(',') {
-			continue
-		}
-		return p.lit('}')
-	}
+		return 0, false
+	})
 }
 
 func (p *answerParser) rejection(r *parsedResult) bool {
-	if !p.lit('{') {
-		return false
-	}
-	if p.lit('}') {
-		return true
-	}
-	var have uint8
-	for {
-		name, ok := p.str()
-		if !ok || !p.lit(':') {
-			return false
-		}
-		var bit uint8
+	return p.members(func(name []byte) (uint8, bool) {
+		var ok bool
 		switch string(name) {
 		case "reason":
-			bit = 1
-			v, ok := p.enum(ingestv1.Reason_value)
-			if !ok {
-				return false
-			}
+			var v int32
+			v, ok = p.enum(ingestv1.Reason_value)
 			r.reason = ingestv1.Reason(v)
+			return 1, ok
 		case "retryable":
-			bit = 2
 			switch {
 			case p.word("true"):
 				r.retryable = true
 			case p.word("false"):
 				r.retryable = false
 			default:
-				return false
+				return 2, false
 			}
+			return 2, true
 		case "message":
-			bit = 4
-			if r.message, ok = p.str(); !ok {
-				return false
-			}
+			r.message, ok = p.str()
+			return 4, ok
 		case "violations":
 			// Only the empty list the gateway writes for a rejection
 			// without violations.
-			bit = 8
-			if !p.lit('[') || !p.lit(']') {
-				return false
-			}
-		default:
-			return false
+			return 8, p.lit('[') && p.lit(']')
 		}
-		if have&bit != 0 {
-			return false
-		}
-		have |= bit
-		if p.lit(',') {
-			continue
-		}
-		return p.lit('}')
-	}
+		return 0, false
+	})
 }
 
 // ws skips JSON white space.
