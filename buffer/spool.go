@@ -93,8 +93,13 @@ type Spool struct {
 	ackMu sync.Mutex // serializes Ack
 
 	readMu sync.Mutex // serializes Next
-	rf     *os.File   // segment file a Next call reads, under readMu
-	rfIdx  uint64
+	// rf is the segment file Next reads, kept open from one call to the
+	// next while it reads that segment; removeSegments closes it first
+	// when it deletes that segment, so that its space is freed at once,
+	// and Next closes it before waiting for records.
+	rfMu  sync.Mutex
+	rf    *os.File
+	rfIdx uint64
 
 	mu        sync.Mutex
 	closed    bool
@@ -316,9 +321,6 @@ func (s *Spool) Next(ctx context.Context, max int) ([]Entry, error) {
 	}
 	s.readMu.Lock()
 	defer s.readMu.Unlock()
-	// The segment file is not kept open between calls: a segment deleted by
-	// Ack must free its space at once, even on a full disk.
-	defer s.closeReader()
 	var out []Entry
 	budget := readBudget
 	for len(out) < max && budget > 0 {
@@ -338,6 +340,8 @@ func (s *Spool) Next(ctx context.Context, max int) ([]Entry, error) {
 			if len(out) > 0 {
 				break
 			}
+			// Nothing is held open while nothing is read.
+			s.closeReader()
 			select {
 			case <-ch:
 				continue
@@ -352,6 +356,7 @@ func (s *Spool) Next(ctx context.Context, max int) ([]Entry, error) {
 
 		entries, end, err := s.read(pos, limit, max-len(out), budget)
 		if err != nil {
+			s.closeReader()
 			if len(out) > 0 {
 				break
 			}
@@ -405,8 +410,10 @@ func (s *Spool) locate(p Position) (*segment, Position, bool) {
 // pos.Offset and ending at limit, in about budget bytes (at least one
 // record). It returns them and the offset after the last one.
 func (s *Spool) read(pos Position, limit int64, want, budget int) ([]Entry, int64, error) {
+	s.rfMu.Lock()
+	defer s.rfMu.Unlock()
 	if s.rf == nil || s.rfIdx != pos.Segment {
-		s.closeReader()
+		s.closeReaderLocked()
 		f, err := os.Open(filepath.Join(s.cfg.Dir, segmentName(pos.Segment)))
 		if err != nil {
 			return nil, pos.Offset, fmt.Errorf("buffer: %w", err)
@@ -475,9 +482,15 @@ func (s *Spool) read(pos Position, limit int64, want, budget int) ([]Entry, int6
 	return out, off, nil
 }
 
-// closeReader closes the segment file Next reads. Called with s.readMu
-// held.
+// closeReader closes the segment file Next reads.
 func (s *Spool) closeReader() {
+	s.rfMu.Lock()
+	defer s.rfMu.Unlock()
+	s.closeReaderLocked()
+}
+
+// closeReaderLocked is closeReader with s.rfMu held.
+func (s *Spool) closeReaderLocked() {
 	if s.rf != nil {
 		_ = s.rf.Close()
 		s.rf = nil
@@ -593,6 +606,13 @@ func (s *Spool) removeSegments(victims []*segment) error {
 		return nil
 	}
 	var errs []error
+	s.rfMu.Lock()
+	for _, seg := range victims {
+		if s.rf != nil && s.rfIdx == seg.index {
+			s.closeReaderLocked()
+		}
+	}
+	s.rfMu.Unlock()
 	for _, seg := range victims {
 		if err := os.Remove(filepath.Join(s.cfg.Dir, segmentName(seg.index))); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
@@ -684,6 +704,9 @@ func (s *Spool) Close() error {
 
 	s.ackMu.Lock() // an Ack in progress has finished; later ones see closed
 	s.ackMu.Unlock()
+	s.readMu.Lock() // a Next in progress has finished; later ones see closed
+	s.closeReader()
+	s.readMu.Unlock()
 
 	if s.reg != nil {
 		s.metrics.unregister(s.reg)

@@ -94,6 +94,12 @@ func New(cfg Config, versions *contract.Versions, s sink.Sink, kopts []kgo.Opt, 
 		kgo.BlockRebalanceOnPoll(),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
+		// The client's own records, audit rows and dead letters, are
+		// waited for before their jobs finish, and so before the next
+		// record of their key is written: a linger would add to every
+		// key's turn. With none, records still batch behind the produce
+		// request in flight.
+		kgo.ProducerLinger(0),
 		// Config.Validate checked that a dead letter of the largest event
 		// fits; a larger one is parked cut to fit.
 		kgo.ProducerBatchMaxBytes(cfg.DLQ.MaxRecordBytes),

@@ -30,8 +30,10 @@ type Contract struct {
 	binary proto.UnmarshalOptions
 	// transcoder writes a JSON payload's binary without reflection; nil
 	// for a contract it does not cover, whose JSON goes through protojson.
-	transcoder  *jsonTranscoder
-	decoders    Decoders
+	transcoder *jsonTranscoder
+	decoders   Decoders
+	// rules is the contract's compiled rule checks (rules.go).
+	rules       *rulePlan
 	fingerprint string
 	maxDepth    int
 	// hasRequired says whether the message has proto2 required fields at
@@ -65,7 +67,7 @@ func (c *Contract) Fingerprint() string { return c.fingerprint }
 // as the bytes to publish; the caller must not modify b afterwards.
 func (c *Contract) CheckBinary(b []byte) ([]byte, error) {
 	err := c.decodeBinary(b, func(m protoreflect.Message) error {
-		if err := c.registry.validate(m.Interface(), len(b)); err != nil {
+		if err := c.validate(m.Interface(), len(b)); err != nil {
 			return detach(err)
 		}
 		return nil
@@ -189,7 +191,7 @@ func (c *Contract) checkJSON(b []byte, allowUnknown bool) ([]byte, error) {
 	err = c.decodeBinary(out, func(m protoreflect.Message) error {
 		// JSON is longer than the binary it stands for; its own length
 		// keeps the fail-fast bound on what the sender sent.
-		if err := c.registry.validate(m.Interface(), len(b)); err != nil {
+		if err := c.validate(m.Interface(), len(b)); err != nil {
 			return detach(err)
 		}
 		return nil
@@ -249,7 +251,7 @@ func (c *Contract) reflectJSONMode(b []byte, validate, allowUnknown bool) ([]byt
 		return nil, err
 	}
 	if validate {
-		if err := c.registry.validate(m.Interface(), len(b)); err != nil {
+		if err := c.validate(m.Interface(), len(b)); err != nil {
 			return nil, err
 		}
 	}

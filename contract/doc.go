@@ -36,6 +36,15 @@
 //     (Partial), so a refusal costs a small multiple of the input's size.
 //   - another error: a rule could not be evaluated, not the sender's fault.
 //
+// Rules are judged as protovalidate v1.4.0 judges them. The standard rules
+// of each field (string, numeric, enum, bool, repeated, map, timestamp and
+// duration rules, patterns, well-known formats, required, ignore, oneof
+// and message oneof rules) are compiled at load into direct checks, and
+// protovalidate, told to skip those fields, checks the rest: CEL, message
+// rules beside CEL, predefined rules. The answers are protovalidate's, the
+// same violations in the same order (rules.go; FuzzCompiledRules holds
+// them to it). Contract.Rules names each field's choice.
+//
 // The same input always gets the same kind of answer. No input panics the
 // process: binary is walked before it is decoded, so only wire data that
 // parses, with known fields in their wire types within the depth limit,

@@ -208,3 +208,16 @@ func eachField(b []byte, fn func(num protowire.Number, typ protowire.Type, val [
 	}
 	return nil
 }
+
+// ValidateSized runs the contract's rules, compiled and protovalidate's,
+// on msg as a payload of size bytes in protobuf binary.
+func (c *Contract) ValidateSized(msg proto.Message, size int) error { return c.validate(msg, size) }
+
+// ProtovalidateSized runs protovalidate alone on msg, as validation was
+// before rules were compiled: the compiled checks' reference.
+func (r *Registry) ProtovalidateSized(msg proto.Message, size int) error {
+	return r.validate(msg, size)
+}
+
+// Registry returns the registry the contract was loaded into.
+func (c *Contract) Registry() *Registry { return c.registry }

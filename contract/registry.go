@@ -106,6 +106,7 @@ func Load(image []byte, types []string, opts ...Option) (*Registry, error) {
 			registry:    r,
 		}
 		c := r.contracts[name]
+		c.rules = compileRules(md)
 		c.decoders = Decoders{Binary: "hyperpb", JSON: "transcoder"}
 		if why := hyperpbRefuses(md); why != "" {
 			c.decoders.Binary, c.decoders.BinaryReason = "dynamicpb", why
@@ -171,6 +172,9 @@ func (r *Registry) Types() []string { return slices.Clone(r.types) }
 // sender's. A message over FullReportBytes in protobuf binary reports only
 // its first failed rule (ViolationError.Partial).
 func (r *Registry) Validate(msg proto.Message) error {
+	if c, ok := r.contracts[string(msg.ProtoReflect().Descriptor().FullName())]; ok {
+		return c.validate(msg, -1)
+	}
 	return r.validate(msg, -1)
 }
 
@@ -188,8 +192,8 @@ const FullReportBytes = 4 << 10
 // costs what a full check costs for a valid message and stops at the first
 // failed rule otherwise; only a small message is then checked again for
 // the full report.
-func (r *Registry) validate(msg proto.Message, size int) error {
-	err := r.failFast.Validate(msg)
+func (r *Registry) validate(msg proto.Message, size int, opts ...protovalidate.ValidationOption) error {
+	err := r.failFast.Validate(msg, opts...)
 	if err == nil {
 		return nil
 	}
@@ -203,7 +207,7 @@ func (r *Registry) validate(msg proto.Message, size int) error {
 	if size > FullReportBytes {
 		return &ViolationError{Violations: vs, Partial: true}
 	}
-	if err = r.validator.Validate(msg); err == nil {
+	if err = r.validator.Validate(msg, opts...); err == nil {
 		// The rules do not depend on the message alone (a CEL rule on now):
 		// the first check's answer stands.
 		return &ViolationError{Violations: vs}
@@ -212,6 +216,64 @@ func (r *Registry) validate(msg proto.Message, size int) error {
 		return &ViolationError{Violations: vs}
 	}
 	return r.ruleError(msg, err)
+}
+
+// validate checks msg, one of the contract's messages, against its rules:
+// the compiled checks, and protovalidate for the fields left to it (see
+// rules.go), in the same two steps as Registry.validate.
+func (c *Contract) validate(msg proto.Message, size int) error {
+	p := c.rules
+	m := msg.ProtoReflect()
+	if p.root == nil || m.Descriptor() != p.root.md {
+		return c.registry.validate(msg, size)
+	}
+	if !p.root.walk {
+		return c.registry.validate(msg, size)
+	}
+	r := c.registry
+	first, fallback := p.run(m, true)
+	if fallback {
+		return r.validate(msg, size)
+	}
+	var pvFirst []keyedViolation
+	if !p.native {
+		err := r.failFast.Validate(msg, p.filter...)
+		if err != nil {
+			var ok bool
+			if pvFirst, ok = keyedViolations(p.root.md, err); !ok {
+				return r.ruleError(msg, err)
+			}
+		}
+	}
+	if len(first) == 0 && len(pvFirst) == 0 {
+		return nil
+	}
+	if size < 0 {
+		size = proto.Size(msg)
+	}
+	if size > FullReportBytes {
+		return &ViolationError{Violations: mergeViolations(pvFirst, first, 1), Partial: true}
+	}
+	all, fallback := p.run(m, false)
+	if fallback {
+		return r.validate(msg, size)
+	}
+	var pvAll []keyedViolation
+	if !p.native {
+		err := r.validator.Validate(msg, p.filter...)
+		if err != nil {
+			var ok bool
+			if pvAll, ok = keyedViolations(p.root.md, err); !ok {
+				return r.ruleError(msg, err)
+			}
+		}
+	}
+	if len(all) == 0 && len(pvAll) == 0 {
+		// The rules do not depend on the message alone (a CEL rule on now):
+		// the first check's answer stands.
+		return &ViolationError{Violations: mergeViolations(pvFirst, first, 1)}
+	}
+	return &ViolationError{Violations: mergeViolations(pvAll, all, 0)}
 }
 
 func (r *Registry) ruleError(msg proto.Message, err error) error {

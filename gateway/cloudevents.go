@@ -50,8 +50,8 @@ func (s *Service) cloudEventsLimits(body int) cloudevents.Limits {
 
 // serveCloudEvents is POST /v1/cloudevents. The events may share the
 // body's bytes, so its memory is held until the answer.
-func (s *Service) serveCloudEvents(mux *runtime.ServeMux) runtime.HandlerFunc {
-	return s.serveBatch(mux, "cloudevents", "/v1/cloudevents", false, func(src *source, h http.Header, body []byte) (*batch, *Failure) {
+func (s *Service) serveCloudEvents() runtime.HandlerFunc {
+	return s.serveBatch("cloudevents", false, func(src *source, h http.Header, body []byte) (*batch, *Failure) {
 		return s.cloudEventsBatch(src, h, body, s.now(), nil)
 	})
 }

@@ -353,6 +353,9 @@ func (d *decompressingReader) Close() error {
 // failure is the refusal of a body whose reading failed with err in its
 // decoder; nil when err is not the decoder's.
 func (d *bodyDecoders) failure(err error) *Failure {
+	if err == nil {
+		return nil
+	}
 	var corrupt *corruptBodyError
 	switch {
 	case errors.Is(err, errZstdWindow):

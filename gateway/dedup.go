@@ -9,14 +9,15 @@ import (
 const dedupShards = 64
 
 // dedupBytesPerEntry is what the window keeps per accepted id at most: a
-// 48-byte ring slot and a 20-byte map slot in a table between 7/16 and 7/8
-// full (TestDedupMemoryPerID measures it with SLUICE_MEMORY_TESTS=1: 92.8
-// bytes).
-const dedupBytesPerEntry = 96
+// 48-byte ring entry and two to four 8-byte index slots (the index has a
+// power-of-two number of slots, between two and four per ring entry).
+// TestDedupBytesPerEntry checks it from the sizes of both for shard sizes
+// of every kind; TestDedupMemoryPerID weighs it with SLUICE_MEMORY_TESTS=1.
+const dedupBytesPerEntry = 80
 
-// maxDedupShardEntries is the most ids one shard remembers: its map holds
-// 32-bit indexes into its ring.
-const maxDedupShardEntries = 1<<32 - 1
+// maxDedupShardEntries is the most ids one shard remembers: its index
+// holds 32-bit ring positions (plus one: zero is an empty slot).
+const maxDedupShardEntries = 1<<32 - 2
 
 // dedupWindow remembers the (source, event id) pairs accepted within a
 // window, with where each was made durable and its payload's fingerprint.
@@ -32,9 +33,11 @@ const maxDedupShardEntries = 1<<32 - 1
 //
 // A committed id is remembered by a 128-bit digest of (source, id) under
 // seeds drawn at start, not by its text, and where it went as an origin
-// of two words: at most about 95 bytes an id (dedupBytesPerEntry) instead
-// of the id's length plus a few hundred, and tables without pointers,
-// which the garbage collector does not scan. Two ids share a digest with a probability near 2^-128
+// of two words: one fixed-size ring entry of 48 bytes holds the digest,
+// the commit time, the origin and the payload's print, and an index of
+// 8-byte slots finds an entry from its digest (dedupBytesPerEntry
+// bounds both), in tables without pointers, which the garbage collector
+// does not scan. Two ids share a digest with a probability near 2^-128
 // per pair (under 10^-26 for a full window of a million ids); such a pair
 // would answer DUPLICATE for the second. A payload is remembered by the
 // first 64 bits of its fingerprint (payloadPrint): two payloads of one id
@@ -65,19 +68,21 @@ type origin struct {
 
 type dedupShard struct {
 	mu sync.Mutex
-	// committed maps an accepted id to its slot in ring.
-	committed map[digest]uint32
+	// index finds a committed id's entry in ring (dedupIndex).
+	index dedupIndex
 	// pending holds the ids being published, each with the channel closed
 	// when that attempt ends: nil until another claim of the id waits.
+	// It holds at most the ids in flight.
 	pending map[digest]chan struct{}
 	// ring holds committed ids in commit order, so the oldest is forgotten
-	// first; it never grows past its capacity. A committed id's slot holds
+	// first; it never grows past its capacity. A committed id's entry holds
 	// that id until it is forgotten.
-	ring       []ringSlot
+	ring       []ringEntry
 	head, size int
 }
 
-type ringSlot struct {
+// ringEntry is one committed id: 48 bytes.
+type ringEntry struct {
 	d  digest
 	at int64 // commit time, Unix ns
 	o  origin
@@ -105,9 +110,9 @@ func newDedupWindow(cfg DedupConfig, now func() time.Time, onEvict func()) *dedu
 	d := &dedupWindow{window: cfg.Window, now: now, seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}, onEvict: onEvict}
 	per := cfg.MaxEntries / dedupShards
 	for i := range d.shards {
-		d.shards[i].committed = make(map[digest]uint32)
 		d.shards[i].pending = make(map[digest]chan struct{})
-		d.shards[i].ring = make([]ringSlot, per)
+		d.shards[i].ring = make([]ringEntry, per)
+		d.shards[i].index = newDedupIndex(per)
 	}
 	return d
 }
@@ -131,20 +136,24 @@ func (d *dedupWindow) claim(dg digest, p payloadPrint) claim {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.expire(now, int64(d.window))
-	if done, ok := s.pending[dg]; ok {
-		if done == nil {
-			// The first to wait makes the channel: most claims see none.
-			done = make(chan struct{})
-			s.pending[dg] = done
-		}
-		return claim{wait: done}
-	}
-	if i, ok := s.committed[dg]; ok {
-		if slot := &s.ring[i]; now-slot.at < int64(d.window) {
-			if slot.p != p {
-				return claim{conflict: true, accepted: slot.p}
+	if len(s.pending) > 0 {
+		if done, ok := s.pending[dg]; ok {
+			if done == nil {
+				// The first to wait makes the channel: most claims see none.
+				done = make(chan struct{})
+				s.pending[dg] = done
 			}
-			return claim{duplicate: true, origin: slot.o}
+			return claim{wait: done}
+		}
+	}
+	if at, ok := s.index.find(dg, s.ring); ok {
+		// A clock set back may leave an entry older than the window
+		// behind the ring's head; it is not a duplicate.
+		if e := &s.ring[s.index.slots[at].pos-1]; now-e.at < int64(d.window) {
+			if e.p != p {
+				return claim{conflict: true, accepted: e.p}
+			}
+			return claim{duplicate: true, origin: e.o}
 		}
 	}
 	s.pending[dg] = nil
@@ -176,9 +185,12 @@ func (d *dedupWindow) settle(dg digest, accepted bool, o origin, p payloadPrint)
 			d.onEvict()
 		}
 	}
-	i := (s.head + s.size) % len(s.ring)
-	s.committed[dg] = uint32(i)
-	s.ring[i] = ringSlot{d: dg, at: now, o: o, p: p}
+	i := s.head + s.size
+	if i >= len(s.ring) {
+		i -= len(s.ring)
+	}
+	s.ring[i] = ringEntry{d: dg, at: now, o: o, p: p}
+	s.index.set(dg, uint32(i), s.ring)
 	s.size++
 }
 
@@ -189,14 +201,18 @@ func (s *dedupShard) expire(now, window int64) {
 	}
 }
 
+// forgetOldest drops the ring's oldest entry, and its index slot unless
+// the id was committed again since (a clock set back lets an id expire
+// for claim while its entry is still in the ring): then the slot names
+// the newer entry, which stays.
 func (s *dedupShard) forgetOldest() {
-	d := s.ring[s.head].d
-	// The id may have been committed again after it expired; only forget
-	// the commit this slot recorded.
-	if i, ok := s.committed[d]; ok && int(i) == s.head {
-		delete(s.committed, d)
+	if at, ok := s.index.find(s.ring[s.head].d, s.ring); ok && int(s.index.slots[at].pos-1) == s.head {
+		s.index.remove(at)
 	}
-	s.head = (s.head + 1) % len(s.ring)
+	s.head++
+	if s.head == len(s.ring) {
+		s.head = 0
+	}
 	s.size--
 }
 
@@ -206,8 +222,89 @@ func (d *dedupWindow) len() int {
 	for i := range d.shards {
 		s := &d.shards[i]
 		s.mu.Lock()
-		n += len(s.committed) + len(s.pending)
+		n += s.index.n + len(s.pending)
 		s.mu.Unlock()
 	}
 	return n
+}
+
+// dedupIndex finds a committed id's ring entry from its digest: open
+// addressing with linear probing over a power-of-two table of at least
+// twice as many slots as the ring has entries, so it is at most half full
+// and a probe sequence stays short. Forgetting an id shifts the slots
+// after it back (backward-shift deletion) instead of leaving a
+// tombstone: every id stays reachable from its home slot without a gap,
+// and a table that forgets and remembers forever never fills with
+// tombstones.
+type dedupIndex struct {
+	slots []indexSlot
+	mask  uint64
+	n     int // slots in use
+}
+
+// indexSlot is 8 bytes: the digest's second word, which places the slot
+// (its home is h & mask, the first word having chosen the shard) and
+// rules out most other ids without reading the ring, and the ring
+// position plus one; zero is an empty slot.
+type indexSlot struct {
+	h   uint32
+	pos uint32
+}
+
+func newDedupIndex(entries int) dedupIndex {
+	n := 2
+	for n < 2*entries {
+		n <<= 1
+	}
+	return dedupIndex{slots: make([]indexSlot, n), mask: uint64(n - 1)}
+}
+
+// find returns the slot of dg's entry in ring.
+func (x *dedupIndex) find(dg digest, ring []ringEntry) (uint64, bool) {
+	for i := uint64(dg[1]) & x.mask; ; i = (i + 1) & x.mask {
+		sl := x.slots[i]
+		if sl.pos == 0 {
+			return 0, false
+		}
+		if sl.h == dg[1] && ring[sl.pos-1].d == dg {
+			return i, true
+		}
+	}
+}
+
+// set makes dg's slot name ring position at, taking the first empty slot
+// of dg's probe sequence when dg has none.
+func (x *dedupIndex) set(dg digest, at uint32, ring []ringEntry) {
+	for i := uint64(dg[1]) & x.mask; ; i = (i + 1) & x.mask {
+		sl := &x.slots[i]
+		if sl.pos == 0 {
+			*sl = indexSlot{h: dg[1], pos: at + 1}
+			x.n++
+			return
+		}
+		if sl.h == dg[1] && ring[sl.pos-1].d == dg {
+			sl.pos = at + 1
+			return
+		}
+	}
+}
+
+// remove empties slot i, then moves back each later slot of the run that
+// its home allows into the gap, so no lookup stops early at it.
+func (x *dedupIndex) remove(i uint64) {
+	x.n--
+	for j := i; ; {
+		j = (j + 1) & x.mask
+		sl := x.slots[j]
+		if sl.pos == 0 {
+			break
+		}
+		// sl may fill the gap at i unless its home lies cyclically in
+		// (i, j]: then i is before where its probe sequence starts.
+		if home := uint64(sl.h) & x.mask; (j-home)&x.mask >= (j-i)&x.mask {
+			x.slots[i] = sl
+			i = j
+		}
+	}
+	x.slots[i] = indexSlot{}
 }

@@ -74,3 +74,63 @@ func BenchmarkDedup(b *testing.B) {
 		})
 	})
 }
+
+// BenchmarkDedupAgainstMap prices the window against the map it replaced
+// (refDedupWindow), in one binary, on digests taken once up front, with
+// a window of 256Ki ids: its new and duplicate cases as BenchmarkDedup's,
+// the window full, so each new id also forgets the oldest. Read the ratio
+// of index to map in one run (or their instructions under cachegrind:
+// the machine's noise is the same for both).
+func BenchmarkDedupAgainstMap(b *testing.B) {
+	type window interface {
+		claim(digest, payloadPrint) claim
+		settle(digest, bool, origin, payloadPrint)
+	}
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	const size = 256 << 10
+	cfg := DedupConfig{Window: 10 * time.Minute, MaxEntries: size}
+	digester := newDedupWindow(cfg, clock, nil)
+	warm := make([]digest, size)
+	for i := range warm {
+		warm[i] = digester.digest(dedupKey{"bench", "lg0123456789ab-" + strconv.Itoa(i)})
+	}
+	fresh := make([]digest, 1<<18)
+	for i := range fresh {
+		fresh[i] = digester.digest(dedupKey{"bench", "lg0123456789ab-new-" + strconv.Itoa(i)})
+	}
+	for _, impl := range []string{"map", "index"} {
+		full := func() window {
+			var w window = newDedupWindow(cfg, clock, func() {})
+			if impl == "map" {
+				w = newRefDedupWindow(cfg, clock, func() {})
+			}
+			for i, dg := range warm {
+				w.claim(dg, 0)
+				w.settle(dg, true, kafkaOrigin(0, int32(i%3), int64(i)), 0)
+			}
+			return w
+		}
+		b.Run(impl+"/new", func(b *testing.B) {
+			w := full()
+			for i := 0; b.Loop(); i++ {
+				dg := fresh[i&(1<<18-1)]
+				if i>>18 > 0 {
+					dg[2] += uint32(i >> 18) // another id, in the same shard and home
+				}
+				if c := w.claim(dg, 0); !c.owner {
+					b.Fatalf("new id %x: %+v", dg, c)
+				}
+				w.settle(dg, true, kafkaOrigin(0, int32(i%3), int64(i)), 0)
+			}
+		})
+		b.Run(impl+"/duplicate", func(b *testing.B) {
+			w := full()
+			for i := 0; b.Loop(); i++ {
+				if c := w.claim(warm[(size-1)-i%(size/2)], 0); !c.duplicate {
+					b.Fatalf("accepted id not a duplicate: %+v", c)
+				}
+			}
+		})
+	}
+}

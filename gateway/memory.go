@@ -89,6 +89,13 @@ func (h *memoryHold) release() { h.shrink(0) }
 // waitTurn does). A request that does not get its charge is refused
 // UNAVAILABLE with Retry-After before it is read.
 func (s *Service) holdMemory(ctx context.Context, n int64) (*memoryHold, *Failure) {
+	// With room now and no one waiting, the charge is taken without the
+	// timer and context a wait needs.
+	if ctx.Err() == nil {
+		if h, ok := s.memory.tryTake(n); ok {
+			return h, nil
+		}
+	}
 	wait := s.cfg.Limits.MaxQueueWait
 	if d, ok := ctx.Deadline(); ok {
 		wait = min(wait, time.Until(d)/2)

@@ -7,13 +7,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/grpc/metadata"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
@@ -96,17 +98,16 @@ func limitBody(limit int, next http.Handler) http.Handler {
 // the Service in the request's context.
 func (s *Service) authenticateREST(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		md := metadata.MD{}
-		for name, values := range r.Header {
-			if key, ok := headerMatcher(name); ok && key != traceparentMetadata {
-				md.Append(key, values...)
-			}
-		}
 		ctx := r.Context()
+		var src *source
+		var f *Failure
 		if old, ok := metadata.FromIncomingContext(ctx); ok {
-			md = metadata.Join(old, md)
+			// Metadata that came with the context goes first, as it
+			// would in a joined MD.
+			src, f = s.sources.authenticateKeys(ctx, firstOf(old, r.Header, apiKeyMetadata, "X-Api-Key"), firstOf(old, r.Header, authorizationMetadata, "Authorization"))
+		} else {
+			src, f = s.sources.authenticateKeys(ctx, first(r.Header, "X-Api-Key"), first(r.Header, "Authorization"))
 		}
-		src, f := s.sources.authenticate(metadata.NewIncomingContext(ctx, md))
 		if f != nil {
 			s.metrics.requests.WithLabelValues("rest", f.Reason.String()).Inc()
 			skipBody(w, r)
@@ -115,6 +116,15 @@ func (s *Service) authenticateREST(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r.WithContext(withSource(ctx, src)))
 	})
+}
+
+// firstOf is the first value of key in md, else of header (in its
+// canonical form) in h.
+func firstOf(md metadata.MD, h http.Header, key, header string) string {
+	if v := first(md, key); v != "" {
+		return v
+	}
+	return first(h, header)
 }
 
 // skipBody answers a request whose body is left unread. HTTP/1.1 cannot
@@ -146,9 +156,9 @@ func noSuchEndpoint() *Failure {
 }
 
 // servePublish is POST /v1/events.
-func (s *Service) servePublish(mux *runtime.ServeMux) runtime.HandlerFunc {
+func (s *Service) servePublish() runtime.HandlerFunc {
 	limits := envelopeLimitsOf(s.cfg.Limits)
-	return s.serveBatch(mux, "rest", "/v1/events", true, func(_ *source, _ http.Header, body []byte) (*batch, *Failure) {
+	return s.serveBatch("rest", true, func(_ *source, _ http.Header, body []byte) (*batch, *Failure) {
 		return decodeJSONBatch(body, limits)
 	})
 }
@@ -160,7 +170,7 @@ func (s *Service) servePublish(mux *runtime.ServeMux) runtime.HandlerFunc {
 // the batch is published and answered. transport labels the metrics.
 // copies says the decoded events hold copies of what they need, so the
 // body's memory is handed back before publishing.
-func (s *Service) serveBatch(mux *runtime.ServeMux, transport, pattern string, copies bool,
+func (s *Service) serveBatch(transport string, copies bool,
 	decode func(src *source, h http.Header, body []byte) (*batch, *Failure)) runtime.HandlerFunc {
 	decoders := newBodyDecoders(s.cfg.Limits.MaxRequestBytes)
 	return func(w http.ResponseWriter, r *http.Request, _ map[string]string) {
@@ -170,13 +180,13 @@ func (s *Service) serveBatch(mux *runtime.ServeMux, transport, pattern string, c
 			s.metrics.requests.WithLabelValues(transport, f.Reason.String()).Inc()
 			writeFailure(w, f)
 		}
-		ctx, err := runtime.AnnotateIncomingContext(r.Context(), mux, r, ingestv1.IngestService_Publish_FullMethodName,
-			runtime.WithHTTPPathPattern(pattern))
-		if err != nil { // a Grpc-Timeout that does not parse
+		ctx, cancel, f := restContext(r)
+		if f != nil {
 			skipBody(w, r)
-			fail(&Failure{Reason: ingestv1.Reason_MALFORMED, Message: status.Convert(err).Message()})
+			fail(f)
 			return
 		}
+		defer cancel()
 		src, f := s.source(ctx)
 		if f != nil {
 			skipBody(w, r)
@@ -205,6 +215,64 @@ func (s *Service) serveBatch(mux *runtime.ServeMux, transport, pattern string, c
 		}
 		s.writeAnswer(w, resp)
 	}
+}
+
+// restContext is what the service needs of a REST request beyond its
+// source (authenticateREST put that in r.Context()): Grpc-Timeout, when
+// sent, as the deadline (MALFORMED when it does not parse), and the
+// traceparent header as incoming metadata, which the records carry. It is
+// all that grpc-gateway's AnnotateIncomingContext gave the service, without
+// the metadata of every header, the method name and the path pattern it
+// built besides, which nothing reads.
+func restContext(r *http.Request) (context.Context, context.CancelFunc, *Failure) {
+	ctx, cancel := r.Context(), context.CancelFunc(func() {})
+	if tm := r.Header.Get(grpcTimeoutHeader); tm != "" {
+		d, ok := parseGRPCTimeout(tm)
+		if !ok {
+			return nil, nil, &Failure{Reason: ingestv1.Reason_MALFORMED, Message: "invalid grpc-timeout: " + tm}
+		}
+		ctx, cancel = context.WithTimeout(ctx, d)
+	}
+	if tp := r.Header["Traceparent"]; len(tp) > 0 {
+		ctx = metadata.NewIncomingContext(ctx, metadata.MD{traceparentMetadata: tp})
+	}
+	return ctx, cancel, nil
+}
+
+const grpcTimeoutHeader = "Grpc-Timeout"
+
+// parseGRPCTimeout reads a Grpc-Timeout value as gRPC over HTTP/2 writes
+// it: a positive decimal and a unit (H, M, S, m, u, n). A value too large
+// for a time.Duration is the longest one.
+func parseGRPCTimeout(v string) (time.Duration, bool) {
+	if len(v) < 2 {
+		return 0, false
+	}
+	var unit time.Duration
+	switch v[len(v)-1] {
+	case 'H':
+		unit = time.Hour
+	case 'M':
+		unit = time.Minute
+	case 'S':
+		unit = time.Second
+	case 'm':
+		unit = time.Millisecond
+	case 'u':
+		unit = time.Microsecond
+	case 'n':
+		unit = time.Nanosecond
+	default:
+		return 0, false
+	}
+	n, err := strconv.ParseUint(v[:len(v)-1], 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	if n > uint64(math.MaxInt64)/uint64(unit) {
+		return time.Duration(math.MaxInt64), true
+	}
+	return unit * time.Duration(n), true
 }
 
 // readRequest reads an authenticated request's body (/v1/events,
@@ -251,11 +319,29 @@ func (s *Service) readRequest(ctx context.Context, w http.ResponseWriter, r *htt
 // decodeFailure types the decoder's errors.
 func readBody(body io.ReadCloser, size int, known bool, decodeFailure func(error) *Failure) ([]byte, *Failure) {
 	defer body.Close()
-	buf := bytes.NewBuffer(make([]byte, 0, min(size, 64<<10)+1))
+	// One allocation when the size is known: room for the body and the
+	// byte past it that tells the body ended; else from 64 KiB, grown as
+	// append grows.
+	buf := make([]byte, 0, min(size, 64<<10)+1)
 	if known {
-		buf.Grow(size + 1)
+		buf = make([]byte, 0, size+1)
 	}
-	_, err := buf.ReadFrom(body)
+	var err error
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		var n int
+		n, err = body.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			err = nil
+			break
+		}
+		if err != nil {
+			break
+		}
+	}
 	if f := decodeFailure(err); f != nil {
 		return nil, f
 	}
@@ -268,7 +354,7 @@ func readBody(body io.ReadCloser, size int, known bool, decodeFailure func(error
 	case err != nil:
 		return nil, &Failure{Reason: ingestv1.Reason_MALFORMED, Message: "reading the body: " + err.Error()}
 	}
-	return buf.Bytes(), nil
+	return buf, nil
 }
 
 // answerJSON prints answers with proto field names and default values, so

@@ -147,10 +147,10 @@ func NewServer(svc *Service, opts ...ServerOption) (*Server, error) {
 		runtime.WithDisableHTTPMethodOverride(),
 		runtime.WithDisablePathLengthFallback(),
 	)
-	if err := gw.HandlePath(http.MethodPost, "/v1/events", svc.servePublish(gw)); err != nil {
+	if err := gw.HandlePath(http.MethodPost, "/v1/events", svc.servePublish()); err != nil {
 		return nil, err
 	}
-	if err := gw.HandlePath(http.MethodPost, "/v1/cloudevents", svc.serveCloudEvents(gw)); err != nil {
+	if err := gw.HandlePath(http.MethodPost, "/v1/cloudevents", svc.serveCloudEvents()); err != nil {
 		return nil, err
 	}
 	// The caller is known before its body is read or its size judged.

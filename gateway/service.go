@@ -226,20 +226,26 @@ func (s *Service) checkingWeight(events, bytes int) int {
 
 // waitTurn waits for room to check n events: at most Limits.MaxQueueWait,
 // and at most half of what ctx's deadline leaves, so that a request that
-// got its turn still has time to be checked and published. It returns the
-// release, or the rejection of a request that did not get its turn.
-func (s *Service) waitTurn(ctx context.Context, n int) (release func(), rej *ingestv1.Rejection) {
+// got its turn still has time to be checked and published. It returns nil,
+// and the caller hands the turn back with s.checking.Release(n), or the
+// rejection of a request that did not get its turn.
+func (s *Service) waitTurn(ctx context.Context, n int64) *ingestv1.Rejection {
+	// With room now and no one waiting, the turn is taken without the
+	// timer and context a wait needs.
+	if ctx.Err() == nil && s.checking.TryAcquire(n) {
+		return nil
+	}
 	wait := s.cfg.Limits.MaxQueueWait
 	if d, ok := ctx.Deadline(); ok {
 		wait = min(wait, time.Until(d)/2)
 	}
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	if err := s.checking.Acquire(wctx, int64(n)); err != nil {
+	if err := s.checking.Acquire(wctx, n); err != nil {
 		s.metrics.shed.Add(float64(n))
-		return nil, s.unavailable(fmt.Sprintf("the gateway is at capacity: no room to check %d events within %v", n, wait.Round(time.Millisecond)))
+		return s.unavailable(fmt.Sprintf("the gateway is at capacity: no room to check %d events within %v", n, wait.Round(time.Millisecond)))
 	}
-	return func() { s.checking.Release(int64(n)) }, nil
+	return nil
 }
 
 // publishBatch judges one decoded request, REST or unary gRPC. A
@@ -404,8 +410,8 @@ func (s *Service) judge(ctx context.Context, src *source, b *batch) []*ingestv1.
 	ingestedAt := s.now()
 	registry := s.contracts.Registry()
 
-	release, rej := s.waitTurn(pctx, s.checkingWeight(len(events), b.size))
-	if rej != nil {
+	turn := int64(s.checkingWeight(len(events), b.size))
+	if rej := s.waitTurn(pctx, turn); rej != nil {
 		for i, ev := range events {
 			results[i] = rejected(i, ev.GetId(), rej)
 		}
@@ -413,7 +419,11 @@ func (s *Service) judge(ctx context.Context, src *source, b *batch) []*ingestv1.
 		return results
 	}
 	var owners, waiters []*candidate
-	seen := make(map[string]*candidate, len(events))
+	// seen finds an id repeated in the batch; one event repeats none.
+	var seen map[string]*candidate
+	if len(events) > 1 {
+		seen = make(map[string]*candidate, len(events))
+	}
 	violations := s.cfg.Limits.MaxViolationsPerResponse
 	for i, ev := range events {
 		rej := b.refusal(i)
@@ -430,13 +440,15 @@ func (s *Service) judge(ctx context.Context, src *source, b *batch) []*ingestv1.
 		if b.extra != nil {
 			c.extra = b.extra[i]
 		}
-		if first := seen[ev.GetId()]; first != nil {
-			// The same id earlier in this batch: judged after it settles.
-			c.first = first
-			waiters = append(waiters, c)
-			continue
+		if seen != nil {
+			if first := seen[ev.GetId()]; first != nil {
+				// The same id earlier in this batch: judged after it settles.
+				c.first = first
+				waiters = append(waiters, c)
+				continue
+			}
+			seen[ev.GetId()] = c
 		}
-		seen[ev.GetId()] = c
 		if s.dedup == nil {
 			owners = append(owners, c)
 			continue
@@ -444,7 +456,7 @@ func (s *Service) judge(ctx context.Context, src *source, b *batch) []*ingestv1.
 		owners, waiters = s.claim(src, c, results, owners, waiters)
 	}
 	// The rest waits on Kafka or the spool, not on this CPU.
-	release()
+	s.checking.Release(turn)
 	s.publish(pctx, src, owners, results, traceparent, ingestedAt)
 
 	// Ids that were being published elsewhere, or repeated in this batch:

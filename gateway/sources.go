@@ -106,9 +106,14 @@ func HashKey(key string) string {
 // is hashed before the lookup, so the comparison never runs over the secret.
 func (s *sources) authenticate(ctx context.Context) (*source, *Failure) {
 	md, _ := metadata.FromIncomingContext(ctx)
-	key := first(md, apiKeyMetadata)
+	return s.authenticateKeys(ctx, first(md, apiKeyMetadata), first(md, authorizationMetadata))
+}
+
+// authenticateKeys is authenticate with the first x-api-key and
+// Authorization values sent ("" for none) given; ctx carries the peer.
+func (s *sources) authenticateKeys(ctx context.Context, key, auth string) (*source, *Failure) {
 	if key == "" {
-		if auth := first(md, authorizationMetadata); len(auth) > 7 && strings.EqualFold(auth[:7], "bearer ") {
+		if len(auth) > 7 && strings.EqualFold(auth[:7], "bearer ") {
 			key = strings.TrimSpace(auth[7:])
 		}
 	}
@@ -169,8 +174,10 @@ func (s *source) admit(now time.Time, n int) *Failure {
 	return nil
 }
 
-func first(md metadata.MD, key string) string {
-	if v := md.Get(key); len(v) > 0 {
+// first is the first value of key in md (a lower-case key) or in an
+// http.Header (a canonical one), or "".
+func first[M ~map[string][]string](md M, key string) string {
+	if v := md[key]; len(v) > 0 {
 		return v[0]
 	}
 	return ""

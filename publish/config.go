@@ -23,7 +23,13 @@ type Config struct {
 	// holds. Default 10s; franz-go's minimum is 1s.
 	DeliveryTimeout time.Duration `yaml:"delivery_timeout"`
 	// Linger is how long a partition waits for more records before a batch
-	// is sent (kgo.ProducerLinger). Default 5ms.
+	// is sent (kgo.ProducerLinger). Default 0: a record is sent at once
+	// unless the broker already has 5 produce requests in flight
+	// (idempotent produce allows no more; the first request waits alone
+	// for its answer), and records that arrive meanwhile go together in
+	// the next request, so batches grow with load by themselves. A linger
+	// above 0 makes a lone record wait that long for company: fewer,
+	// larger requests for less CPU per event, at that much latency.
 	Linger time.Duration `yaml:"linger"`
 	// MaxBufferedRecords bounds the records buffered in the client. Past it
 	// Publish refuses records at once with ErrBufferFull. Default 100000.
@@ -61,7 +67,7 @@ func NewDefaultConfig() Config {
 	return Config{
 		Config:             kafkaconn.NewDefaultConfig(),
 		DeliveryTimeout:    10 * time.Second,
-		Linger:             5 * time.Millisecond,
+		Linger:             0,
 		MaxBufferedRecords: 100_000,
 		MaxBufferedBytes:   256 << 20,
 		BatchMaxBytes:      1 << 20,

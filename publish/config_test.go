@@ -58,7 +58,7 @@ func TestNewDefaultConfig(t *testing.T) {
 	want := Config{
 		Config:             kafkaconn.NewDefaultConfig(),
 		DeliveryTimeout:    10 * time.Second,
-		Linger:             5 * time.Millisecond,
+		Linger:             0,
 		MaxBufferedRecords: 100000,
 		MaxBufferedBytes:   256 << 20,
 		BatchMaxBytes:      1 << 20,

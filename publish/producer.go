@@ -129,6 +129,11 @@ func NewProducer(cfg Config, conn []kgo.Opt, opts ...Option) (*Producer, error) 
 		// preferring less backed-up partitions. This is franz-go's default.
 		kgo.RecordPartitioner(kgo.UniformBytesPartitioner(64<<10, true, true, nil)),
 		kgo.RecordDeliveryTimeout(cfg.DeliveryTimeout),
+		// Batching: see Config.Linger. With idempotence franz-go keeps
+		// at most 5 produce requests in flight per broker (1 until the
+		// broker first answers) and ignores
+		// MaxProduceRequestsInflightPerBroker, so that window is fixed;
+		// records that arrive while it is full wait for the next request.
 		kgo.ProducerLinger(cfg.Linger),
 		// A record and a batch above the budget's limits: see budget.
 		kgo.MaxBufferedRecords(cfg.MaxBufferedRecords+1),

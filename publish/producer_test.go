@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func TestMurmur2MatchesJavaClient(t *testing.T) {
@@ -515,4 +516,85 @@ func histogramCount(t testing.TB, reg *prometheus.Registry, name string) uint64 
 func gaugeValue(t testing.TB, reg *prometheus.Registry, name string) float64 {
 	t.Helper()
 	return gather(t, reg, name).GetMetric()[0].GetGauge().GetValue()
+}
+
+// TestRecordsBatchWhileARequestIsInFlight: with the default config (no
+// linger) a lone record goes out in a request of its own, and records that
+// arrive while the broker holds that request wait in the client and leave
+// together in the next one: batches form from load, not from a timer.
+func TestRecordsBatchWhileARequestIsInFlight(t *testing.T) {
+	const (
+		topic = "ingest.t"
+		later = 12
+	)
+	c := newCluster(t, []string{topic})
+	var (
+		mu       sync.Mutex
+		requests []int32 // records per produce request, in arrival order
+	)
+	held := make(chan struct{})
+	release := make(chan struct{})
+	defer func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	}()
+	c.ControlKey(int16(kmsg.Produce), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		var n int32
+		for _, tp := range kreq.(*kmsg.ProduceRequest).Topics {
+			for _, pp := range tp.Partitions {
+				var b kmsg.RecordBatch
+				if err := b.ReadFrom(pp.Records); err != nil {
+					t.Errorf("produce request: %v", err)
+				}
+				n += b.NumRecords
+			}
+		}
+		mu.Lock()
+		requests = append(requests, n)
+		first := len(requests) == 1
+		mu.Unlock()
+		if first {
+			close(held)
+			c.SleepControl(func() { <-release })
+		}
+		return nil, nil, false
+	})
+	p := newTestProducer(t, c.ListenAddrs(), nil)
+	if p.cfg.Linger != 0 {
+		t.Fatalf("default linger %v, want none", p.cfg.Linger)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), testWait)
+	defer cancel()
+	event := func(i int) []*kgo.Record {
+		return []*kgo.Record{record.NewEvent(&record.Event{Topic: topic, Key: fmt.Appendf(nil, "k%d", i), ID: fmt.Sprint(i), Type: "t"})}
+	}
+	results := make(chan []error, later+1)
+	go func() { results <- p.Publish(ctx, event(0)) }()
+	select {
+	case <-held:
+	case <-ctx.Done():
+		t.Fatal("the lone record's produce request never reached the broker")
+	}
+	for i := 1; i <= later; i++ {
+		go func() { results <- p.Publish(ctx, event(i)) }()
+	}
+	waitFor(t, "the later records buffered", func() bool { return p.client.BufferedProduceRecords() == later+1 })
+	close(release)
+	for range later + 1 {
+		for _, err := range receive(t, results) {
+			if err != nil {
+				t.Fatalf("publish: %v", err)
+			}
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []int32{1, later}; !reflect.DeepEqual(requests, want) {
+		t.Errorf("records per produce request: got %v, want %v", requests, want)
+	}
 }

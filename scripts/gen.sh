@@ -25,4 +25,6 @@ buf generate
 # The example contracts as a buf image: what `sluice dev` embeds and what a
 # deployment names in contracts.descriptor_set.
 buf build --path proto/examples -o examples/contracts.binpb
+# The contract that uses every standard rule, for contract's FuzzCompiledRules.
+bash contract/testdata/rules/gen.sh
 echo "gen: ok" >&2

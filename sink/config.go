@@ -79,8 +79,12 @@ type HTTPConfig struct {
 	// MaxRetryAfter caps the Retry-After a receiver may ask for; 0 ignores
 	// Retry-After. Default 10m.
 	MaxRetryAfter time.Duration `yaml:"max_retry_after"`
-	// MaxIdleConns bounds the idle connections kept to the receiver.
-	// Default 8.
+	// MaxIdleConns bounds the idle connections kept to the receiver. Keep
+	// it at least the consumer's concurrent writes (sink_concurrency, else
+	// max_in_flight): a POST that finds no idle connection dials one, and
+	// a connection returned to a full pool is closed, so a smaller pool
+	// dials and closes a connection per POST under load. Connections idle
+	// for 90s are closed. Default 1024.
 	MaxIdleConns int `yaml:"max_idle_conns"`
 }
 
@@ -103,7 +107,7 @@ func NewDefaultConfig() Config {
 		HTTP: HTTPConfig{
 			RequestTimeout: 10 * time.Second,
 			MaxRetryAfter:  10 * time.Minute,
-			MaxIdleConns:   8,
+			MaxIdleConns:   1024,
 		},
 	}
 }

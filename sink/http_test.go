@@ -209,6 +209,57 @@ func TestHTTPReusesConnections(t *testing.T) {
 	}
 }
 
+// TestHTTPKeepsConcurrentConnections: with the default pool, the
+// connections of many concurrent writes (the consumer's, one key each)
+// all stay open for the next ones, rather than all but a few being closed
+// and dialed again for every POST.
+func TestHTTPKeepsConcurrentConnections(t *testing.T) {
+	const writers = 256
+	var (
+		conns   atomic.Int32
+		mu      sync.Mutex
+		arrived int
+		gate    = make(chan struct{})
+	)
+	// Each request waits until all the round's writers have one open, so
+	// that the round needs writers connections at once.
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		arrived++
+		g := gate
+		if arrived == writers {
+			close(gate)
+			arrived, gate = 0, make(chan struct{})
+		}
+		mu.Unlock()
+		<-g
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusOK)
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	h := openTestHTTP(t, srv.URL, newTestClock(), nil)
+	for round := range 3 {
+		var wg sync.WaitGroup
+		for i := range writers {
+			wg.Go(func() {
+				if err := writeErr(context.Background(), h, testEvents(round*writers+i, 1)); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	if n := conns.Load(); n != writers {
+		t.Fatalf("3 rounds of %d concurrent POSTs used %d connections, want %d", writers, n, writers)
+	}
+}
+
 func TestHTTPHeaders(t *testing.T) {
 	rc, srv := newReceiverServer(t)
 	env := map[string]string{"SINK_AUTH": "Bearer s3cret"}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -221,7 +222,9 @@ func closeSpool(s *buffer.Spool, log *slog.Logger) {
 }
 
 // logDecoders says, per contract, which decoders its payloads go through:
-// the fast ones, or the reflective ones and why (contract.Decoders).
+// the fast ones, or the reflective ones and why (contract.Decoders); and
+// which fields' rules run as compiled checks and which protovalidate
+// checks, and why (contract.FieldRules).
 func logDecoders(log *slog.Logger, registry *contract.Registry) {
 	for _, typ := range registry.Types() {
 		c, _ := registry.Lookup(typ)
@@ -234,5 +237,15 @@ func logDecoders(log *slog.Logger, registry *contract.Registry) {
 			attrs = append(attrs, "json_because", d.JSONReason)
 		}
 		log.Info("contract decoders", attrs...)
+		var compiled, left []string
+		for _, f := range c.Rules() {
+			if f.Compiled {
+				compiled = append(compiled, f.Field)
+			} else {
+				left = append(left, f.Field+" ("+f.Reason+")")
+			}
+		}
+		log.Info("contract rules", "type", typ, "compiled", strings.Join(compiled, ", "),
+			"protovalidate", strings.Join(left, ", "))
 	}
 }

@@ -32,6 +32,8 @@ const (
 type payload struct {
 	encoded []byte
 	binary  []byte
+	// text is encoded as a string, made once: every JSON event shares it.
+	text string
 }
 
 // Generator makes the run's events: unique ids RunID-<n> in send order,
@@ -109,7 +111,7 @@ func (g *Generator) Batch(n int) []*ingestv1.Event {
 		}
 		ev := &ingestv1.Event{Id: g.EventID(k), Type: g.typ, OccurredAt: at, PartitionKey: g.keys[k%uint64(len(g.keys))]}
 		if g.json {
-			ev.Payload = &ingestv1.Event_Json{Json: string(p.encoded)}
+			ev.Payload = &ingestv1.Event_Json{Json: p.text}
 		} else {
 			ev.Payload = &ingestv1.Event_Binary{Binary: p.encoded}
 		}
@@ -202,5 +204,5 @@ func buildPayload(typ, encoding string, size int, invalid bool) (payload, error)
 	if err != nil {
 		return payload{}, fmt.Errorf("loadgen: encode %s: %w", typ, err)
 	}
-	return payload{encoded: enc, binary: bin}, nil
+	return payload{encoded: enc, binary: bin, text: string(enc)}, nil
 }
