@@ -196,7 +196,34 @@ type Sent struct {
 	// handed is how many of the records, a prefix, were handed to the
 	// client; the others were answered at once.
 	handed int
+	// unsettled counts the handed-over records the client has not
+	// answered, plus one while Send is still handing over; settled is
+	// closed when it reaches 0.
+	unsettled atomic.Int64
+	settled   chan struct{}
 }
+
+// settle counts one answer (or the end of Send's handing over) and closes
+// settled after the last.
+func (s *Sent) settle() {
+	if s.unsettled.Add(-1) == 0 {
+		close(s.settled)
+	}
+}
+
+// Settled is closed once the client has answered every record of the Send
+// it was handed, whether or not Wait still waits: from then on none of
+// them can be written or failed any more. A caller that stopped waiting
+// (Wait's ctx ended) and sends records of the same keys again must wait
+// for it first: the client fails a partition's buffered records together
+// (a delivery timeout, a fatal error), and a record handed over after such
+// a failure would get into Kafka ahead of the failed ones it follows.
+func (s *Sent) Settled() <-chan struct{} { return s.settled }
+
+// DeliveryTimeout is Config.DeliveryTimeout: a record the client holds
+// longer, and has not sent, is failed with every record buffered behind it
+// on its partition.
+func (p *Producer) DeliveryTimeout() time.Duration { return p.cfg.DeliveryTimeout }
 
 // HandedOver reports whether every record of the Send was handed to the
 // client. When not, a prefix was and the rest are already answered with
@@ -218,9 +245,12 @@ func (p *Producer) Send(ctx context.Context, records []*kgo.Record) *Sent {
 		answered: make([]bool, len(records)),
 		// Capacity len(records): every callback can deliver without
 		// blocking, also after Wait returned and nobody reads any more.
-		done:  make(chan completion, len(records)),
-		start: time.Now(),
+		done:    make(chan completion, len(records)),
+		start:   time.Now(),
+		settled: make(chan struct{}),
 	}
+	s.unsettled.Store(1)
+	defer s.settle()
 	if len(records) == 0 {
 		return s
 	}
@@ -266,6 +296,7 @@ func (p *Producer) Send(ctx context.Context, records []*kgo.Record) *Sent {
 			continue
 		}
 		s.pending++
+		s.unsettled.Add(1)
 		size := sizes[i]
 		// The record gets no context of the caller's: a caller giving up
 		// must not fail the records of others buffered on the same
@@ -279,6 +310,7 @@ func (p *Producer) Send(ctx context.Context, records []*kgo.Record) *Sent {
 				p.metrics.latency.Observe(time.Since(s.start).Seconds())
 			}
 			s.done <- completion{i, err}
+			s.settle()
 		})
 	}
 	p.exit()
