@@ -42,14 +42,19 @@ const maxRecycledEncoding = 1 << 20
 // kafka is what admission needs of Kafka: *publish.Producer, seen through
 // producerKafka, or a test's stand-in.
 type kafka interface {
-	Publish(ctx context.Context, records []*kgo.Record) []error
 	Send(ctx context.Context, records []*kgo.Record) sending
+	// DeliveryTimeout is how long the client may hold a record before it
+	// fails it, and every record buffered behind it on its partition.
+	DeliveryTimeout() time.Duration
 }
 
 // sending is one Send's records on their way to Kafka (*publish.Sent).
 type sending interface {
 	HandedOver() bool
 	Wait(ctx context.Context) []error
+	// Settled is closed once the client answered every record handed
+	// over, also those Wait stopped waiting for.
+	Settled() <-chan struct{}
 }
 
 // producerKafka is a *publish.Producer as admission's kafka.
@@ -262,8 +267,14 @@ func (a *Admission) Admit(ctx context.Context, records []*kgo.Record) []Admitted
 	a.state.mu.RUnlock()
 
 	pctx, cancel := context.WithDeadline(ctx, a.directDeadline(ctx))
-	errs := a.kafka.Publish(pctx, records)
+	sent := a.kafka.Send(pctx, records)
+	errs := sent.Wait(pctx)
 	cancel()
+	if a.drainer != nil {
+		// Records the client still holds may yet be failed, with what is
+		// buffered behind them: the drainer hands nothing over until then.
+		a.drainer.unsettled.add(sent)
+	}
 	a.inFlight.Add(-int64(len(records)))
 
 	var retry []int

@@ -359,14 +359,21 @@ func TestDrainWindowFailures(t *testing.T) {
 	}
 	// Let the drainer through one produce request at a time, so that some
 	// windows end part way: the outage holds after each until a drain step
-	// failed. Then for good.
+	// failed, or while the drainer waits for the client to answer records
+	// it gave up on (which takes more requests let through), until four
+	// steps failed. Then for good.
 	drainErrors := func() float64 { return testutil.ToFloat64(a.metrics.drainErrors) }
-	for range 4 {
+	for round := 0; drainErrors() < 4; round++ {
+		if round == 1000 {
+			t.Fatalf("%d requests let through one at a time, and %v drain steps failed", round, drainErrors())
+		}
 		passed := o.passed.Load()
 		o.allow.Store(1)
 		waitFor(t, "a produce request let through", func() bool { return o.passed.Load() > passed })
 		failed := drainErrors()
-		waitFor(t, "a drain step that fails after it", func() bool { return drainErrors() > failed })
+		waitFor(t, "a drain step that fails after it, or a drain waiting for the client", func() bool {
+			return drainErrors() > failed || a.drainer.unsettled.any()
+		})
 	}
 	o.on.Store(false)
 	got := consumeAll(t, c.ListenAddrs(), topic, len(recs))

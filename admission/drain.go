@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,7 +45,25 @@ const (
 // A failed publish acknowledges what was published before the first
 // failure, rewinds and retries after a backoff, so a record is never
 // skipped; records after the failure that did reach Kafka are published
-// again (duplicates, absorbed by identity downstream). A failed
+// again (duplicates, absorbed by identity downstream).
+//
+// Per-key order rests on the client writing each partition in the order
+// it was handed records, which holds but for one case: the client fails a
+// partition's buffered records together (a delivery timeout, a fatal
+// error), and a record handed over after such a failure is written ahead
+// of the failed ones it follows, whose retry comes later. So the drainer
+// hands the client nothing while the client could still fail a record
+// handed over before and not known to be written:
+//   - after a failed step, and after a direct publish gave up waiting
+//     (Admit), it waits until the client has answered every such record
+//     (unsettled) before it sends again, from the rewound position;
+//   - within a pass it sends a batch only while the oldest batch in
+//     flight is younger than half the client's delivery timeout (sendAge),
+//     so no record in flight can have timed out by then.
+//
+// A fatal error that fails a batch while later ones are being handed over
+// is not covered; it is a permanent refusal (the drain blocks at it, see
+// below) until an operator fixes its cause. A failed
 // acknowledgement (the cursor write hit ENOSPC, EIO or EROFS) is a drain
 // failure too: whatever Ack returned, the read position goes back to the
 // first record not acknowledged, so a later acknowledgement can only cover
@@ -68,6 +87,12 @@ type drainer struct {
 
 	done chan struct{} // closed when run returns
 
+	// unsettled are Sends given up on whose records the client may still
+	// fail; Admit adds to it too.
+	unsettled unsettledSends
+	// sendAge: a batch is sent only while the oldest in flight is younger.
+	sendAge time.Duration
+
 	// blocked is set by run's goroutine while Kafka refuses the record
 	// the drain is at permanently; Ready reads it.
 	blocked atomic.Pointer[drainBlocked]
@@ -79,6 +104,7 @@ type drainer struct {
 	unacked     int
 	lastAck     time.Time
 	window      []*drainBatch // sent, oldest first
+	held        *drainBatch   // read, not sent yet: fill sends it next
 }
 
 func newDrainer(cfg Config, k kafka, spool *buffer.Spool, state *modeState, rate *drainRate, log *slog.Logger, m *metrics) *drainer {
@@ -86,6 +112,7 @@ func newDrainer(cfg Config, k kafka, spool *buffer.Spool, state *modeState, rate
 		cfg: cfg, kafka: k, spool: spool, state: state, rate: rate, log: log, metrics: m,
 		backoff: backoff.Config{Initial: drainBackoffStart, Max: cfg.DrainBackoffMax},
 		done:    make(chan struct{}),
+		sendAge: k.DeliveryTimeout() / 2,
 	}
 }
 
@@ -124,6 +151,9 @@ func (d *drainer) run(ctx context.Context) {
 			// A read error waits until what was sent before it is settled.
 			b, d.window = d.window[0], d.window[1:]
 			n, last, err = b.wait(ctx, d.cfg.DrainTimeout)
+			if err != nil {
+				d.unsettled.add(b.sent)
+			}
 		} else if err == nil {
 			continue // stopping
 		}
@@ -142,7 +172,7 @@ func (d *drainer) run(ctx context.Context) {
 		// Catching up is worth a write only on the way back to DIRECT
 		// (finish needs every record acknowledged); with spool-first the
 		// drainer catches up after nearly every batch.
-		caughtUp := b.short && len(d.window) == 0
+		caughtUp := b.short && len(d.window) == 0 && d.held == nil
 		if caughtUp && !d.cfg.SpoolFirst || d.unacked >= ackEvery || time.Since(d.lastAck) >= ackInterval {
 			err = d.ack()
 		}
@@ -168,29 +198,55 @@ func (d *drainer) run(ctx context.Context) {
 // idle reports that wait ran out. readErr is a read that failed for
 // another reason than ctx.
 func (d *drainer) fill(ctx, ready context.Context) (idle bool, readErr error) {
-	// A batch the producer refused part of is the last one sent until it
-	// is settled: a later batch must not get into Kafka ahead of its
-	// refused records.
-	for len(d.window) < drainWindow && (len(d.window) == 0 || d.window[len(d.window)-1].sent.HandedOver()) {
-		wait, cancelWait := ready, context.CancelFunc(func() {})
-		if len(d.window) == 0 {
-			wait, cancelWait = context.WithTimeout(ctx, idleCheck)
-		}
-		b, err := d.send(wait, ctx)
-		idle = len(d.window) == 0 && errors.Is(err, context.DeadlineExceeded) && wait.Err() != nil && ctx.Err() == nil
-		cancelWait()
-		if err != nil {
-			if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
-				readErr = err
+	for len(d.window) < drainWindow && d.maySend() {
+		b := d.held
+		if b == nil {
+			wait, cancelWait := ready, context.CancelFunc(func() {})
+			if len(d.window) == 0 {
+				wait, cancelWait = context.WithTimeout(ctx, idleCheck)
 			}
-			return idle, readErr
+			var err error
+			b, err = d.read(wait)
+			idle = len(d.window) == 0 && errors.Is(err, context.DeadlineExceeded) && wait.Err() != nil && ctx.Err() == nil
+			cancelWait()
+			if err != nil {
+				if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+					readErr = err
+				}
+				return idle, readErr
+			}
 		}
+		// A direct publish may have given up while the read waited: the
+		// batch is held, read but not sent, until it may be.
+		d.held = b
+		if len(d.window) == 0 {
+			if d.unsettled.wait(ctx, d.log) != nil {
+				return false, nil // stopping
+			}
+		} else if !d.maySend() {
+			break
+		}
+		d.held = nil
+		d.hand(ctx, b)
 		d.window = append(d.window, b)
 		if b.short {
 			break // caught up with the appends: nothing more to read now
 		}
 	}
 	return false, nil
+}
+
+// maySend reports whether another batch may join those in flight (see
+// drainer's order). A batch the producer refused part of is the last one
+// sent until it is settled: a later batch must not get into Kafka ahead of
+// its refused records. With nothing in flight fill waits for what is
+// unsettled instead.
+func (d *drainer) maySend() bool {
+	if len(d.window) == 0 {
+		return true
+	}
+	return d.window[len(d.window)-1].sent.HandedOver() && !d.unsettled.any() &&
+		time.Since(d.window[0].start) < d.sendAge
 }
 
 // ack writes the cursor for what was published, if anything is pending.
@@ -206,18 +262,19 @@ func (d *drainer) ack() error {
 	return nil
 }
 
-// failed handles every failed drain step alike: it settles what is in
-// flight, acknowledges what was published before the failure (an
-// acknowledgement that fails is only logged: the rewind below makes up for
-// it), rewinds to the first record not acknowledged and backs off.
+// failed handles every failed drain step alike: it gives up on what is in
+// flight (the next pass waits until the client settled it), acknowledges
+// what was published before the failure (an acknowledgement that fails is
+// only logged: the rewind below makes up for it), rewinds to the first
+// record not acknowledged and backs off.
 func (d *drainer) failed(ctx context.Context, err error) {
 	// Records of later batches may reach Kafka too: they are read again
 	// after the rewind and published twice (duplicates, absorbed by
 	// identity downstream), never skipped.
 	for _, later := range d.window {
-		later.wait(ctx, d.cfg.DrainTimeout)
+		d.unsettled.add(later.sent)
 	}
-	d.window = nil
+	d.window, d.held = nil, nil // the rewind reads the held batch again
 	if aerr := d.ack(); aerr != nil {
 		err = errors.Join(err, aerr)
 	}
@@ -315,6 +372,7 @@ func (d *drainer) published(last buffer.Position) {
 type drainBatch struct {
 	d       *drainer
 	entries []buffer.Entry // the decodable entries, one per record sent
+	records []*kgo.Record  // the records, until they are sent
 	read    int            // entries read, decodable or not
 	last    buffer.Position
 	short   bool // fewer entries than asked for: the reader caught up
@@ -323,16 +381,15 @@ type drainBatch struct {
 	start   time.Time
 }
 
-// send reads the next records of the spool (waiting for some under wait's
-// context) and sends them to Kafka in order; publishing stops when ctx
-// ends.
-func (d *drainer) send(wait, ctx context.Context) (*drainBatch, error) {
+// read reads the next records of the spool, waiting for some under wait's
+// context.
+func (d *drainer) read(wait context.Context) (*drainBatch, error) {
 	entries, err := d.spool.Next(wait, d.cfg.DrainBatch)
 	if err != nil {
 		return nil, err
 	}
 	b := &drainBatch{d: d, read: len(entries), last: entries[len(entries)-1].Pos, short: len(entries) < d.cfg.DrainBatch}
-	records := make([]*kgo.Record, 0, len(entries))
+	b.records = make([]*kgo.Record, 0, len(entries))
 	b.entries = entries[:0:0]
 	for _, e := range entries {
 		r, err := record.DecodeSpooledInPlace(e.Data) // Data is the drainer's own
@@ -344,13 +401,19 @@ func (d *drainer) send(wait, ctx context.Context) (*drainBatch, error) {
 			d.log.Error("admission: spooled record does not decode; skipped", "pos", fmt.Sprint(e.Pos), "err", err)
 			continue
 		}
-		records = append(records, r)
+		b.records = append(b.records, r)
 		b.entries = append(b.entries, e)
 		b.bytes += len(e.Data)
 	}
-	b.start = time.Now()
-	b.sent = d.kafka.Send(ctx, records)
 	return b, nil
+}
+
+// hand sends the batch's records to Kafka in order; publishing stops when
+// ctx ends.
+func (d *drainer) hand(ctx context.Context, b *drainBatch) {
+	b.start = time.Now()
+	b.sent = d.kafka.Send(ctx, b.records)
+	b.records = nil
 }
 
 // wait waits for the batch's records, at most timeout from when they were
@@ -378,13 +441,18 @@ func (b *drainBatch) wait(ctx context.Context, timeout time.Duration) (int, buff
 }
 
 // publish publishes the next records of the spool and waits for them: see
-// send and drainBatch.wait.
+// send and drainBatch.wait. A batch it gives up on is unsettled.
 func (d *drainer) publish(wait, ctx context.Context, timeout time.Duration) (int, buffer.Position, error) {
-	b, err := d.send(wait, ctx)
+	b, err := d.read(wait)
 	if err != nil {
 		return 0, buffer.Position{}, err
 	}
-	return b.wait(ctx, timeout)
+	d.hand(ctx, b)
+	n, last, err := b.wait(ctx, timeout)
+	if err != nil {
+		d.unsettled.add(b.sent)
+	}
+	return n, last, err
 }
 
 // finish returns to DIRECT once the drainer has caught up. Under steady
@@ -396,14 +464,15 @@ func (d *drainer) publish(wait, ctx context.Context, timeout time.Duration) (int
 // to the first record not acknowledged, whatever was published after it,
 // and is returned for the drainer to back off.
 func (d *drainer) finish(ctx context.Context) error {
-	if d.cfg.SpoolFirst || d.state.get() == ModeDirect {
-		return nil
+	if d.cfg.SpoolFirst || d.state.get() == ModeDirect || d.held != nil {
+		return nil // finish reads on from the reader: not past a held batch
 	}
 	d.state.mu.Lock()
 	defer d.state.mu.Unlock()
 	deadline := time.Now().Add(min(d.cfg.LatencyThreshold, finishBound))
 	for !d.spool.Empty() {
-		if time.Now().After(deadline) {
+		// With records unsettled nothing may be sent: the main loop waits.
+		if time.Now().After(deadline) || d.unsettled.any() {
 			return nil
 		}
 		dctx, cancel := context.WithDeadline(ctx, deadline)
@@ -430,6 +499,75 @@ func (d *drainer) finish(ctx context.Context) error {
 	}
 	d.state.toDirect()
 	return nil
+}
+
+// unsettledSends are Sends someone stopped waiting for while the client
+// still held some of their records. Each holds at least one record in the
+// client, whose buffer is bounded, and a settled one is dropped at the
+// next add, any or wait: the list is bounded by the client's buffer.
+type unsettledSends struct {
+	mu   sync.Mutex
+	list []sending
+}
+
+// add keeps s if the client still holds some of its records.
+func (u *unsettledSends) add(s sending) {
+	if settled(s) {
+		return
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.pruneLocked()
+	u.list = append(u.list, s)
+}
+
+func (u *unsettledSends) pruneLocked() {
+	u.list = slices.DeleteFunc(u.list, settled)
+}
+
+// any reports whether one is unsettled.
+func (u *unsettledSends) any() bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.pruneLocked()
+	return len(u.list) > 0
+}
+
+// wait waits until every one is settled, also those added meanwhile, or
+// ctx ends (its error).
+func (u *unsettledSends) wait(ctx context.Context, log *slog.Logger) error {
+	logged := false
+	for {
+		u.mu.Lock()
+		u.pruneLocked()
+		var next sending
+		if len(u.list) > 0 {
+			next = u.list[0]
+		}
+		n := len(u.list)
+		u.mu.Unlock()
+		if next == nil {
+			return nil
+		}
+		if !logged {
+			log.Debug("admission: the drain waits until the client has answered the records it gave up on", "sends", n)
+			logged = true
+		}
+		select {
+		case <-next.Settled():
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func settled(s sending) bool {
+	select {
+	case <-s.Settled():
+		return true
+	default:
+		return false
+	}
 }
 
 // drainRate is the smoothed rate at which the drainer publishes spooled

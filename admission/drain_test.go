@@ -79,6 +79,14 @@ type scriptedSent []error
 
 func (s scriptedSent) Wait(context.Context) []error { return s }
 
+// Settled is closed: a scripted call is answered whole by the time Send
+// returns.
+func (s scriptedSent) Settled() <-chan struct{} { return closedChan }
+
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+func (k *scriptedKafka) DeliveryTimeout() time.Duration { return k.real.DeliveryTimeout() }
+
 // HandedOver reports false, as for a Send the producer cut short, so that
 // the drainer settles each call before it sends the next: the test answers
 // the calls one at a time.
