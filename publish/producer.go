@@ -309,8 +309,10 @@ func (p *Producer) Send(ctx context.Context, records []*kgo.Record) *Sent {
 			if err == nil {
 				p.metrics.latency.Observe(time.Since(s.start).Seconds())
 			}
-			s.done <- completion{i, err}
+			// Settled before the answer is delivered: a Wait that got every
+			// answer finds the Send settled.
 			s.settle()
+			s.done <- completion{i, err}
 		})
 	}
 	p.exit()
