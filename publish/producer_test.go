@@ -598,3 +598,50 @@ func TestRecordsBatchWhileARequestIsInFlight(t *testing.T) {
 		t.Errorf("records per produce request: got %v, want %v", requests, want)
 	}
 }
+
+// TestSettledOutlivesWait: a Wait that gives up leaves the Send unsettled
+// while the broker holds its request, and Settled closes once the client
+// answered; a Send whose Wait got every answer is settled by then.
+func TestSettledOutlivesWait(t *testing.T) {
+	const topic = "ingest.t"
+	c := newCluster(t, []string{topic})
+	release := make(chan struct{})
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+	c.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		c.SleepControl(func() { <-release })
+		return nil, nil, false
+	})
+	p := newTestProducer(t, c.ListenAddrs(), nil)
+	recs := func() []*kgo.Record {
+		return []*kgo.Record{record.NewEvent(&record.Event{Topic: topic, Key: []byte("k"), ID: "1", Type: "t"})}
+	}
+	s := p.Send(context.Background(), recs())
+	short, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	errs := s.Wait(short)
+	cancel()
+	if !errors.Is(errs[0], ErrTimeout) {
+		t.Fatalf("Wait while the broker holds the request: %v, want ErrTimeout", errs[0])
+	}
+	select {
+	case <-s.Settled():
+		t.Fatal("settled while the broker holds the request")
+	default:
+	}
+	once.Do(func() { close(release) })
+	select {
+	case <-s.Settled():
+	case <-time.After(testWait):
+		t.Fatal("not settled after the broker answered")
+	}
+	ok := p.Send(context.Background(), recs())
+	if errs := ok.Wait(context.Background()); errs[0] != nil {
+		t.Fatalf("second Send: %v", errs[0])
+	}
+	select {
+	case <-ok.Settled():
+	default:
+		t.Fatal("a Send whose Wait got every answer is not settled")
+	}
+}
