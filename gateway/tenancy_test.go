@@ -13,10 +13,12 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/sluicehq/sluice/examples"
 	"github.com/sluicehq/sluice/gateway"
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
+	"github.com/sluicehq/sluice/record"
 )
 
 // Keys of the two sources of the per-source tests: noisy takes all it
@@ -359,5 +361,145 @@ func TestSourceStreamShare(t *testing.T) {
 				t.Fatalf("quiet's stream: %v", err)
 			}
 		})
+	}
+}
+
+// TestNoisyNeighbour: while noisy floods the gateway over REST, gRPC and
+// streams, far past its rate, its max_requests and its max_streams,
+// every request of quiet's is accepted into Kafka; noisy's refusals are
+// RATE_LIMITED with a retry_after, and every event of noisy's that was
+// accepted is in Kafka.
+func TestNoisyNeighbour(t *testing.T) {
+	h := newHarness(t, harnessOpts{config: func(c *gateway.Config) {
+		twoSources(c)
+		c.Sources[0].Rate, c.Sources[0].Burst = 100, 100 // the clock stands still: 100 events in all
+		c.Sources[0].MaxRequests = 2
+		c.Sources[0].MaxStreams = 2
+	}})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var (
+		mu       sync.Mutex
+		accepted []string
+		refused  int
+		problems []string
+	)
+	judge := func(results []*ingestv1.EventResult, events []ev) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, r := range results {
+			switch {
+			case r.GetOutcome() == ingestv1.Outcome_ACCEPTED:
+				accepted = append(accepted, events[r.GetIndex()].ID)
+			case r.GetRejection().GetReason() == ingestv1.Reason_RATE_LIMITED && r.GetRejection().GetRetryAfter().AsDuration() > 0:
+				refused++
+			default:
+				problems = append(problems, fmt.Sprintf("noisy event %v", r))
+			}
+		}
+	}
+	whole := func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if status.Code(err) == codes.ResourceExhausted && errorInfo(err).GetReason() == ingestv1.Reason_RATE_LIMITED.String() && retryDelay(err) > 0 {
+			refused++
+			return
+		}
+		problems = append(problems, fmt.Sprintf("noisy request: %v", err))
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for g := range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var st grpc.BidiStreamingClient[ingestv1.PublishStreamRequest, ingestv1.PublishStreamResponse]
+			for i := 0; i < 30; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				events := logEvents(h, fmt.Sprintf("noisy-%d-%d", g, i), 10, 3000)
+				switch g % 3 {
+				case 0: // REST
+					resp, body := h.postREST(keyNoisy, restBody(events...))
+					if resp.StatusCode == http.StatusTooManyRequests && resp.Header.Get("Retry-After") != "" {
+						mu.Lock()
+						refused++
+						mu.Unlock()
+						continue
+					}
+					var pr ingestv1.PublishResponse
+					if err := protojson.Unmarshal(body, &pr); err != nil {
+						whole(fmt.Errorf("%d %s: %w", resp.StatusCode, body, err))
+						continue
+					}
+					judge(pr.GetResults(), events)
+				case 1: // gRPC
+					out, err := h.publishGRPC(keyNoisy, events...)
+					if err != nil {
+						whole(err)
+						continue
+					}
+					judge(out.GetResults(), events)
+				case 2: // a stream, opened again when refused
+					if st == nil {
+						var err error
+						if st, err = h.client.PublishStream(withKey(ctx, keyNoisy)); err != nil {
+							whole(err)
+							continue
+						}
+					}
+					req := &ingestv1.PublishStreamRequest{BatchId: uint64(i)}
+					for _, e := range events {
+						req.Events = append(req.Events, e.proto())
+					}
+					if err := st.Send(req); err != nil {
+						_, err = st.Recv()
+						whole(err)
+						st = nil
+						continue
+					}
+					resp, err := st.Recv()
+					if err != nil {
+						whole(err)
+						st = nil
+						continue
+					}
+					judge(resp.GetResults(), events)
+				}
+			}
+			if st != nil {
+				_ = st.CloseSend()
+			}
+		}()
+	}
+	for i := range 40 {
+		events := logEvents(h, fmt.Sprintf("quiet-%d", i), 5, 1000)
+		if i%2 == 0 {
+			wantRESTAccepted(t, h, keyQuiet, events)
+		} else {
+			wantGRPCAccepted(t, h, keyQuiet, events)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	if len(problems) > 0 {
+		t.Fatalf("%d answers to noisy neither accepted nor RATE_LIMITED with a retry_after, first: %s", len(problems), problems[0])
+	}
+	if refused == 0 || len(accepted) == 0 || len(accepted) > 100 {
+		t.Fatalf("noisy: %d events accepted and %d refusals, want some of each and at most its burst of 100 accepted", len(accepted), refused)
+	}
+	t.Logf("noisy: %d events accepted, %d refusals (requests or events); quiet: 200 events accepted", len(accepted), refused)
+	got := h.consumeIDs(record.EventTopic(typeLog), accepted)
+	seen := map[string]bool{}
+	for _, r := range got {
+		seen[header(r, record.HeaderEventID)] = true
+	}
+	for _, id := range accepted {
+		if !seen[id] {
+			t.Fatalf("noisy's accepted %s is not in Kafka", id)
+		}
 	}
 }
