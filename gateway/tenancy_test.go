@@ -139,8 +139,8 @@ func sourceValue(t *testing.T, h *harness, name, source string) float64 {
 
 // TestSourceBytesRate: a source over its bytes/s is refused RATE_LIMITED
 // with Retry-After: over REST from its Content-Length, before the body is
-// read (its bytes are not counted as received), over gRPC once its
-// message is in. The other source's same requests are accepted, and the
+// read, over gRPC from its message's size, before it is decoded (neither
+// is counted as received). The other source's same requests are accepted, and the
 // refused source is accepted again once its bucket refills.
 func TestSourceBytesRate(t *testing.T) {
 	h := newHarness(t, harnessOpts{config: func(c *gateway.Config) {
@@ -161,6 +161,9 @@ func TestSourceBytesRate(t *testing.T) {
 	}
 	_, err := h.publishGRPC(keyNoisy, logEvents(h, "bytes-c", 10, 3000)...)
 	wantLimited(t, err, "noisy", "bytes_rate")
+	if got := sourceValue(t, h, "sluice_source_received_bytes_total", "noisy"); got != received {
+		t.Fatalf("the refused message was decoded: received %v, want %v", got, received)
+	}
 
 	// The other source, unlimited, is answered as it would be alone.
 	wantRESTAccepted(t, h, keyQuiet, logEvents(h, "bytes-q1", 10, 3000))
