@@ -86,6 +86,10 @@ func (s *Service) newTenancies() error {
 			openStreams:   boundedCount{limit: int64(src.cfg.MaxStreams)},
 			receivedBytes: s.metrics.receivedBytes.WithLabelValues(src.name),
 		}
+		if g, call := src.memory.Guarantee(), s.receiveCost(codingIdentity); g < call {
+			s.log.Info("a source's guarantee of request memory holds no gRPC call of max_request_bytes; its calls borrow from the shared remainder",
+				"source", src.name, "guarantee_bytes", g, "call_bytes", call)
+		}
 	}
 	return nil
 }
