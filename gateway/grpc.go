@@ -62,8 +62,9 @@ type wireRequest struct {
 	// came compressed in it arrives marked, and is decompressed here.
 	coding contentCoding
 	// prepay, when set, takes an uncompressed Publish message's bytes from
-	// its source's bytes_rate bucket once its size is known, before it is
-	// decoded (source.prepay); a refusal is the call's failure. A stream's
+	// its source's bytes_rate bucket once its size is known (within
+	// MaxRequestBytes), before it is decoded (source.prepay); a refusal is
+	// the call's failure. A stream's
 	// batches are charged once decoded instead, so that a batch over the
 	// rate is answered event by event and its stream goes on.
 	prepay  func(size int) (*rate.Reservation, *Failure)
@@ -148,11 +149,10 @@ func (c serverCodec) Unmarshal(data mem.BufferSlice, v any) error {
 		defer buf.Free()
 		msg = buf.ReadOnlyData()
 	}
-	w.batch, w.failure = decodeWireBatch(msg, w.stream, c.limits)
-	if w.batch != nil {
+	// A message that does not decode keeps its charge: its bytes were
+	// sent and read.
+	if w.batch, w.failure = decodeWireBatch(msg, w.stream, c.limits); w.batch != nil {
 		w.batch.paid = paid
-	} else if paid != nil {
-		paid.Cancel()
 	}
 	return nil
 }
