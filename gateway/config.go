@@ -403,8 +403,8 @@ func (c Config) Validate() error {
 			return fieldErr(at+".rate", "must be >= 0")
 		case s.Rate > 0 && s.Burst < l.MaxEventsPerRequest:
 			return fieldErr(at+".burst", "must be >= limits.max_events_per_request, or a full batch could never pass")
-		case !(s.BytesRate >= 0):
-			return fieldErr(at+".bytes_rate", "must be >= 0 (0: unlimited)")
+		case !(s.BytesRate >= 0) || s.BytesRate > maxBytesRate:
+			return fieldErr(at+".bytes_rate", fmt.Sprintf("must be in [0, %d] (0: unlimited)", int64(maxBytesRate)))
 		case s.BytesBurst < 0:
 			return fieldErr(at+".bytes_burst", "must be >= 0")
 		case s.BytesBurst > 0 && s.BytesBurst < int64(l.MaxRequestBytes):
@@ -450,6 +450,10 @@ func (c Config) Validate() error {
 	}
 	return c.validateShares()
 }
+
+// maxBytesRate bounds bytes_rate (1 TiB/s) so that a second of it is a
+// bucket an int holds.
+const maxBytesRate = 1 << 40
 
 // minHeaderListBytes leaves room for gRPC's own headers, an API key and a
 // traceparent.
