@@ -167,7 +167,7 @@ func (s *Service) holdMemory(ctx context.Context, src *source, n int64) (*memory
 	if err != nil {
 		s.metrics.memoryRefusals.Inc()
 		if src != nil {
-			if f := s.overShare(src, s.memory.pool, n, "request memory"); f != nil {
+			if f := s.overShare(src, a.t, s.memory.pool, n, "request memory"); f != nil {
 				return nil, f
 			}
 		}

@@ -94,11 +94,13 @@ func (s *Service) newTenancies() error {
 	return nil
 }
 
-// overShare is the refusal of src by a pool that had no room for n of
-// it: RATE_LIMITED when the pool has room that is others' guarantees,
-// else nil (the gateway is at capacity, the caller's own answer).
-func (s *Service) overShare(src *source, pool *share.Pool, n int64, what string) *Failure {
-	if pool.Free() < n {
+// overShare is the refusal of src, whose account t in pool had no room
+// for n: RATE_LIMITED when t cannot take n now while the pool has room for
+// it (the room is others' guarantees); else nil, and the caller answers
+// UNAVAILABLE: the pool is full, or the refusal was not the shares' (a
+// wait that ended with its deadline while t had room).
+func (s *Service) overShare(src *source, t *share.Tenant, pool *share.Pool, n int64, what string) *Failure {
+	if t.Limit()-t.Used() >= n || pool.Free() < n {
 		return nil
 	}
 	return &Failure{Reason: ingestv1.Reason_RATE_LIMITED, RetryAfter: s.cfg.UnavailableRetryAfter,
