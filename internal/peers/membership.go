@@ -35,8 +35,11 @@ type Membership struct {
 
 	client *kgo.Client
 	table  *table // owned by Start, then by run
-	cancel context.CancelFunc
-	done   chan struct{} // closed when run returns
+	// capLogged: a heartbeat over the cap was logged; the next ones are
+	// only counted. Owned with table.
+	capLogged bool
+	cancel    context.CancelFunc
+	done      chan struct{} // closed when run returns
 
 	mu       sync.Mutex
 	status   Status
@@ -230,8 +233,10 @@ func (m *Membership) read(fetches kgo.Fetches) {
 		default:
 			if why := m.table.beat(h, now); why != "" {
 				m.metrics.ignored.WithLabelValues(why).Inc()
-				if why == ignoredOverCap {
-					m.log.Warn("heartbeat of one more replica than counted at most: ignored", "replica", h.ID, "max", m.table.max)
+				if why == ignoredOverCap && !m.capLogged {
+					m.capLogged = true
+					m.log.Warn("heartbeat of one more replica than counted at most: ignored, as are the next ones (counted in sluice_gateway_heartbeats_ignored_total)",
+						"replica", h.ID, "max", m.table.max)
 				}
 			}
 		}
