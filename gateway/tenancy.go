@@ -60,7 +60,7 @@ func (c *boundedCount) give() { c.n.Add(-1) }
 // source its accounts.
 func (s *Service) newTenancies() error {
 	cfg := s.cfg
-	weights := cfg.shareWeights()
+	weights := cfg.SourceShares()
 	r := cfg.Limits.ReservedShare
 	pool := func(capacity int64) (*share.Pool, error) { return share.New(capacity, r, weights) }
 	var err error
