@@ -171,6 +171,11 @@ func (p *process) serveGateway(ctx context.Context, cfg fileConfig, versions *co
 	if err != nil {
 		return err
 	}
+	// The replicas are counted, and the sources' rates divided, before the
+	// servers take a request.
+	if err := p.startCluster(ctx, cfg.Cluster, g.conn, g.svc, p.reg, log); err != nil {
+		return err
+	}
 	adminOpts := []admin.Option{admin.WithRegisterer(p.reg), admin.WithReadiness(g.srv.Ready), admin.WithLogger(log)}
 	if g.reloader != nil {
 		adminOpts = append(adminOpts, admin.WithRoutes(g.reloader.Routes))
