@@ -71,7 +71,7 @@ func TestDrainFairAcrossSources(t *testing.T) {
 	addrs := newCluster(t, 1)
 	var recs []*kgo.Record
 	for i := range nA {
-		recs = append(recs, deadLetterOf(t, "a", fmt.Sprintf("a%04d", i), fmt.Sprintf("ka%d", i%7)))
+		recs = append(recs, deadLetterOf(t, "a", fmt.Sprintf("a%04d", i), fmt.Sprintf("ka%d", i%40)))
 	}
 	var bIDs []string
 	for i := range nB {
@@ -91,7 +91,7 @@ func TestDrainFairAcrossSources(t *testing.T) {
 	cfg := drainConfig("fair")
 	// a's flood is far past the in-flight bound: the drain must read past
 	// it to find b's.
-	cfg.MaxInFlight = 32
+	cfg.MaxInFlight = 64
 	cfg.DLQ.DrainRate = 100
 	reg := prometheus.NewRegistry()
 	r := start(t, cfg, addrs, s, WithRegisterer(reg), WithSources("a", "b"))
@@ -106,10 +106,11 @@ func TestDrainFairAcrossSources(t *testing.T) {
 	aBefore := lastB + 1 - nB
 	t.Logf("drain steps until b's %d dead letters were written: %d (%d of a's %d before b's last); read-ahead per source %d, in-flight bound %d",
 		nB, lastB+1, aBefore, nA, cfg.drainReadAhead(), cfg.MaxInFlight)
-	// Round-robin admission: at most one of a's per b's, and those
-	// admitted before b's were read.
-	if aBefore > nB+2 {
-		t.Errorf("%d of a's dead letters were drained before b's last one, want at most %d", aBefore, nB+2)
+	// Round-robin admission: one of a's per b's, and those admitted
+	// before b's reached the rate; a first-come order would admit a's
+	// read-ahead (16) first.
+	if aBefore > nB+4 {
+		t.Errorf("%d of a's dead letters were drained before b's last one, want at most %d", aBefore, nB+4)
 	}
 
 	waitFor(t, 30*time.Second, "every dead letter tried", func() bool { return len(s.tried()) == nA+nB })
@@ -119,7 +120,7 @@ func TestDrainFairAcrossSources(t *testing.T) {
 	if err := r.stop(); err != nil {
 		t.Fatal(err)
 	}
-	// Each of a's tried once, each key's in DLQ order (keys are i%7).
+	// Each of a's tried once, each key's in DLQ order (keys are i%40).
 	seen := map[string]int{}
 	last := map[int]int{}
 	for _, id := range s.tried() {
@@ -131,10 +132,10 @@ func TestDrainFairAcrossSources(t *testing.T) {
 		if _, err := fmt.Sscanf(id, "a%d", &i); err != nil {
 			t.Fatal(err)
 		}
-		if prev, ok := last[i%7]; ok && prev > i {
-			t.Errorf("key ka%d: a%04d tried after a%04d", i%7, i, prev)
+		if prev, ok := last[i%40]; ok && prev > i {
+			t.Errorf("key ka%d: a%04d tried after a%04d", i%40, i, prev)
 		}
-		last[i%7] = i
+		last[i%40] = i
 	}
 	for i := range nA {
 		if id := fmt.Sprintf("a%04d", i); seen[id] != 1 {
