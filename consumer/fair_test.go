@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/time/rate"
 
+	"github.com/sluicehq/sluice/internal/kafkatest"
 	"github.com/sluicehq/sluice/record"
 	"github.com/sluicehq/sluice/sink"
 )
@@ -43,19 +44,19 @@ func (s *attemptSink) tried() []string {
 
 // deadLetterOf is the retryable dead letter in topic's DLQ of an event of
 // source, as the consumer writes one.
-func deadLetterOf(t *testing.T, source, id, key string) *kgo.Record {
+func deadLetterOf(t *testing.T, topic, source, id, key string) *kgo.Record {
 	t.Helper()
-	ev := eventRecord(t, testTopic, id, key, logLine(t))
+	ev := eventRecord(t, topic, id, key, logLine(t))
 	for i, h := range ev.Headers {
 		if h.Key == record.HeaderSource {
 			ev.Headers[i].Value = []byte(source)
 		}
 	}
 	now := time.Now().UTC()
-	return record.NewDeadLetter(record.DLQTopic(testTopic), ev, &record.Envelope{
+	return record.NewDeadLetter(record.DLQTopic(topic), ev, &record.Envelope{
 		Class: sink.Transient.String(), Error: "receiver 503", Sink: "mem", Attempts: 2,
 		FirstFailureAt: now, LastFailureAt: now, Retryable: true,
-		SourceTopic: testTopic, SourcePartition: 0, SourceOffset: 0, Group: "fair",
+		SourceTopic: topic, SourcePartition: 0, SourceOffset: 0, Group: "fair",
 	})
 }
 
@@ -67,17 +68,33 @@ func deadLetterOf(t *testing.T, source, id, key string) *kgo.Record {
 // tried once, each key's in DLQ order, and the DLQ is committed to its
 // end.
 func TestDrainFairAcrossSources(t *testing.T) {
+	drainFair(t, newCluster(t, 1), testTopic, "fair")
+}
+
+// TestIntegrationDrainFairAcrossSources is TestDrainFairAcrossSources
+// against the real Kafka named by SLUICE_KAFKA_BROKERS.
+func TestIntegrationDrainFairAcrossSources(t *testing.T) {
+	brokers := kafkatest.Brokers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	topic, _ := integrationTopics(ctx, t, brokers, 1, nil)
+	drainFair(t, brokers, topic, topic+"-fair")
+}
+
+// drainFair runs TestDrainFairAcrossSources on topic, its DLQ and parked
+// topics of one partition each on the brokers addrs, with a consumer of
+// group.
+func drainFair(t *testing.T, addrs []string, topic, group string) {
 	const nA, nB = 150, 4
-	addrs := newCluster(t, 1)
 	var recs []*kgo.Record
 	for i := range nA {
-		recs = append(recs, deadLetterOf(t, "a", fmt.Sprintf("a%04d", i), fmt.Sprintf("ka%d", i%40)))
+		recs = append(recs, deadLetterOf(t, topic, "a", fmt.Sprintf("a%04d", i), fmt.Sprintf("ka%d", i%40)))
 	}
 	var bIDs []string
 	for i := range nB {
 		id := fmt.Sprintf("b%04d", i)
 		bIDs = append(bIDs, id)
-		recs = append(recs, deadLetterOf(t, "b", id, fmt.Sprintf("kb%d", i)))
+		recs = append(recs, deadLetterOf(t, topic, "b", id, fmt.Sprintf("kb%d", i)))
 	}
 	produce(t, addrs, recs...)
 
@@ -88,7 +105,8 @@ func TestDrainFairAcrossSources(t *testing.T) {
 		}
 		return nil
 	})
-	cfg := drainConfig("fair")
+	cfg := drainConfig(group)
+	cfg.Topics = []string{topic}
 	// a's flood is far past the in-flight bound: the drain must read past
 	// it to find b's.
 	cfg.MaxInFlight = 64
@@ -115,7 +133,7 @@ func TestDrainFairAcrossSources(t *testing.T) {
 
 	waitFor(t, 30*time.Second, "every dead letter tried", func() bool { return len(s.tried()) == nA+nB })
 	waitFor(t, 30*time.Second, "DLQ committed past the pass", func() bool {
-		return committed(t, addrs, "fair", record.DLQTopic(testTopic))[0] >= nA+nB
+		return committed(t, addrs, group, record.DLQTopic(topic))[0] >= nA+nB
 	})
 	if err := r.stop(); err != nil {
 		t.Fatal(err)
@@ -149,8 +167,8 @@ func TestDrainFairAcrossSources(t *testing.T) {
 // they are.
 func TestDrainBacklogBySource(t *testing.T) {
 	addrs := newCluster(t, 1)
-	produce(t, addrs, deadLetterOf(t, "a", "a0", "k"), deadLetterOf(t, "a", "a1", "k"),
-		deadLetterOf(t, "b", "b0", "k"), deadLetterOf(t, "zz", "z0", "k"))
+	produce(t, addrs, deadLetterOf(t, testTopic, "a", "a0", "k"), deadLetterOf(t, testTopic, "a", "a1", "k"),
+		deadLetterOf(t, testTopic, "b", "b0", "k"), deadLetterOf(t, testTopic, "zz", "z0", "k"))
 	s := newMemSink()
 	open := s.closeGate()
 	reg := prometheus.NewRegistry()
