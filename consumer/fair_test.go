@@ -373,3 +373,42 @@ func TestDispatcherDefersPastReadAhead(t *testing.T) {
 		t.Fatalf("a's backlog %v after the pass, want 0", a)
 	}
 }
+
+// TestDispatcherMarksBound: past maxMarks offsets held in a DLQ
+// partition's watermark, the read stops (rewound, nothing added) until a
+// finish frees room.
+func TestDispatcherMarksBound(t *testing.T) {
+	d, _ := newTestDispatcher(t, 32, 1)
+	var resumed int
+	d.setDrain(1, nil, sourceLabels(nil), func(map[string][]int32) { resumed++ })
+	d.drain.maxMarks = 3
+	dlqTopic := record.DLQTopic(testTopic)
+	p := d.parts[topicPartition{dlqTopic, 0}]
+	p.beginPass(10)
+	// a0 dispatched, a1 deferred, b2 dispatched, b3 over the bound.
+	rewind := dispatchAll(d, srcRec("a", 0), srcRec("a", 1), srcRec("b", 2), srcRec("b", 3))
+	if got := rewind[dlqTopic][0]; got.Offset != 1 || p.wm.lastSeen() != 2 {
+		t.Fatalf("rewound to %+v with %d seen last, want 1 and 2", got, p.wm.lastSeen())
+	}
+	d.rewound(rewind)
+	if resumed != 0 {
+		t.Fatal("resumed with no room")
+	}
+	a0 := readyBatch(t, d)[0]
+	d.finish(a0, true)
+	if resumed != 1 {
+		t.Fatalf("resumed %d times after a0 finished, want 1", resumed)
+	}
+	// Read again: a1 taken, b3 added (a0's mark is passed), deferred
+	// (b is at its read-ahead).
+	rewind = dispatchAll(d, srcRec("a", 1), srcRec("b", 2), srcRec("b", 3))
+	if got := readyBatch(t, d)[0].rec.Offset; got != 1 && got != 2 {
+		t.Fatalf("ready %d", got)
+	}
+	if p.wm.lastSeen() != 3 || !p.wm.deferred(3) {
+		t.Fatalf("b3: seen last %d, deferred %v; want it seen and deferred", p.wm.lastSeen(), p.wm.deferred(3))
+	}
+	if len(rewind) != 0 {
+		t.Fatalf("rewound %v before the pass's end", rewind)
+	}
+}
