@@ -413,10 +413,15 @@ func (a *Admission) spoolAll(ctx context.Context, records []*kgo.Record, out []A
 			}
 		}
 		if a.shares != nil {
-			t := a.shares.tenantOf(records[idx[j]])
+			name := sourceOf(records[idx[j]])
+			t := a.shares.tenant(name)
 			serr := overShare[t]
+			if serr != nil && serr.Source != name {
+				// Another unconfigured source, sharing the account.
+				serr = &SourceFullError{Source: name, Held: serr.Held, Limit: serr.Limit, Need: fb}
+			}
 			if serr == nil && !t.TryTake(fb) {
-				serr = &SourceFullError{Source: t.Name(), Held: t.Used(), Limit: t.Limit(), Need: fb}
+				serr = &SourceFullError{Source: name, Guaranteed: t != a.shares.other, Held: t.Used(), Limit: t.Limit(), Need: fb}
 				if overShare == nil {
 					overShare = make(map[*share.Tenant]*SourceFullError, 1)
 				}

@@ -16,9 +16,11 @@ import (
 // remainder now. It wraps buffer.ErrFull, so it is RefusedFull, with a
 // RetryAfter; other sources' records are still spooled.
 type SourceFullError struct {
-	// Source is the record's source (its sluice-source header); "" for a
-	// source that has no share of its own (not configured).
+	// Source is the record's source (its sluice-source header).
 	Source string
+	// Guaranteed is false for a source that has no share of its own (not
+	// configured): it may only borrow from the shared remainder.
+	Guaranteed bool
 	// Held is what of the spool the source holds, in framed bytes.
 	Held int64
 	// Limit is the most it could hold now: its guarantee and the shared
@@ -29,8 +31,12 @@ type SourceFullError struct {
 }
 
 func (e *SourceFullError) Error() string {
-	return fmt.Sprintf("admission: source %q is at its share of the spool: it holds %d bytes, may hold %d now, the record needs %d",
-		e.Source, e.Held, e.Limit, e.Need)
+	what := "its share of the spool"
+	if !e.Guaranteed {
+		what = "what it may borrow of the spool (it has no share of its own)"
+	}
+	return fmt.Sprintf("admission: source %q is at %s: it holds %d bytes, may hold %d now, the record needs %d",
+		e.Source, what, e.Held, e.Limit, e.Need)
 }
 
 // Unwrap returns buffer.ErrFull.
@@ -101,13 +107,16 @@ func (s *spoolShares) tenant(source string) *share.Tenant {
 }
 
 // tenantOf is the account of r's source.
-func (s *spoolShares) tenantOf(r *kgo.Record) *share.Tenant {
+func (s *spoolShares) tenantOf(r *kgo.Record) *share.Tenant { return s.tenant(sourceOf(r)) }
+
+// sourceOf is r's sluice-source header, "" when it has none.
+func sourceOf(r *kgo.Record) string {
 	for _, h := range r.Headers {
 		if h.Key == record.HeaderSource {
-			return s.tenant(string(h.Value))
+			return string(h.Value)
 		}
 	}
-	return s.other
+	return ""
 }
 
 // chargePending charges every record in spool to its source. A record

@@ -294,3 +294,43 @@ func TestSourceShareGivenBackOnce(t *testing.T) {
 	}
 	waitFor(t, "the spool drained and given back", func() bool { return s.Empty() && held.Used() == 0 })
 }
+
+// TestSourceShareUnconfigured: a source with no share of its own borrows
+// from the remainder only: refused once it is lent out, naming the
+// source, while the configured sources still get their guarantees; it
+// has no series of sluice_source_spool_bytes.
+func TestSourceShareUnconfigured(t *testing.T) {
+	const topic = "ingest.t"
+	c := newCluster(t, []string{topic})
+	var o outage
+	o.install(c)
+	defer o.on.Store(false) // before the producer closes
+	p := newTestProducer(t, c.ListenAddrs(), func(c *publish.Config) { c.DeliveryTimeout = time.Second })
+	s := openSpool(t, t.TempDir(), sharedSpoolConfig)
+	defer s.Close()
+	reg := prometheus.NewRegistry()
+	a := newSharedAdmission(t, p, s, func(c *Config) { c.SpoolFirst = true }, reg)
+	defer a.Close()
+
+	o.on.Store(true)
+	accepted, refusal := fillShare(t, a, "x", topic, 0)
+	var sf *SourceFullError
+	if !errors.As(refusal.Err, &sf) || sf.Source != "x" || sf.Guaranteed || refusal.RetryAfter <= 0 {
+		t.Fatalf("x's refusal: %+v", refusal)
+	}
+	if held := a.shares.other.Used(); held > 24<<10 || len(accepted) == 0 {
+		t.Fatalf("x holds %d bytes in %d records, want at most the 24 KiB remainder", held, len(accepted))
+	}
+	for _, src := range []string{"a", "b"} {
+		for batch := range 2 {
+			for i, r := range a.Admit(context.Background(), fromSource(src, topic, batch*10, 10, 4)) {
+				if r.Err != nil {
+					t.Fatalf("%s's record %d beside a full x: %+v", src, batch*10+i, r)
+				}
+			}
+		}
+	}
+	if got := spoolBytesOf(t, reg, "x"); got != -1 {
+		t.Fatalf("a series for the unconfigured x: %v", got)
+	}
+}
