@@ -126,6 +126,7 @@ func newAdmission(cfg Config, kafka kafka, spool *buffer.Spool, opts ...Option) 
 			return nil, err
 		}
 		a.shares = shares
+		shares.warnSmall(spool.Config(), o.logger)
 		// Before any append or drain, so that each record is charged once.
 		if err := a.shares.chargePending(spool); err != nil {
 			return nil, fmt.Errorf("admission: charging the spooled records to their sources: %w", err)

@@ -2,6 +2,7 @@ package admission
 
 import (
 	"fmt"
+	"log/slog"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -96,6 +97,19 @@ func newSpoolShares(cfg buffer.Config, reserved float64, weights map[string]floa
 	// "" is never a configured source's name.
 	s.other = pool.Tenant("")
 	return s, nil
+}
+
+// warnSmall logs each configured source whose share (its guarantee and
+// the whole remainder) cannot hold one record of the spool's largest:
+// such a record of it is refused BUFFER_FULL whenever it must be spooled.
+func (s *spoolShares) warnSmall(cfg buffer.Config, log *slog.Logger) {
+	largest := buffer.FrameBytes(cfg.MaxRecordBytes)
+	for name, t := range s.tenants {
+		if most := t.Guarantee() + s.pool.Shared(); most < largest {
+			log.Warn("admission: a source's share of the spool is smaller than the largest record the spool takes; its larger records are refused BUFFER_FULL while records are spooled",
+				"source", name, "share_bytes", most, "max_record_bytes", cfg.MaxRecordBytes)
+		}
+	}
 }
 
 // tenant is the account of source.

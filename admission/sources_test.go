@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -332,5 +333,33 @@ func TestSourceShareUnconfigured(t *testing.T) {
 	}
 	if got := spoolBytesOf(t, reg, "x"); got != -1 {
 		t.Fatalf("a series for the unconfigured x: %v", got)
+	}
+}
+
+// TestSourceShareTooSmallIsLogged: a source whose share cannot hold the
+// spool's largest record is named in a warning at start; one whose share
+// can is not.
+func TestSourceShareTooSmallIsLogged(t *testing.T) {
+	for _, tc := range []struct {
+		maxRecord int
+		warned    bool
+	}{{4 << 10, false}, {40 << 10, true}} {
+		s := openSpool(t, t.TempDir(), func(c *buffer.Config) {
+			sharedSpoolConfig(c)
+			c.MaxRecordBytes, c.MaxBatchBytes = tc.maxRecord, tc.maxRecord
+		})
+		seen := make(chan struct{}, 1)
+		log := slog.New(&matchHandler{match: "share of the spool is smaller", seen: seen})
+		// Each of a and b may hold its 12 KiB and the 24 KiB remainder.
+		a, err := newAdmission(NewDefaultConfig(), newScriptedKafka(nil), s, WithLogger(log),
+			WithSourceShares(map[string]float64{"a": 1, "b": 1}, 0.5))
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.Close()
+		s.Close()
+		if warned := len(seen) > 0; warned != tc.warned {
+			t.Errorf("max_record_bytes %d: warned %v, want %v", tc.maxRecord, warned, tc.warned)
+		}
 	}
 }
