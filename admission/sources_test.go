@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluicehq/sluice/buffer"
@@ -361,5 +363,100 @@ func TestSourceShareTooSmallIsLogged(t *testing.T) {
 		if warned := len(seen) > 0; warned != tc.warned {
 			t.Errorf("max_record_bytes %d: warned %v, want %v", tc.maxRecord, warned, tc.warned)
 		}
+	}
+}
+
+// windowKafka hands every Send to the test and answers it when the test
+// says, while the drainer keeps several batches in flight (HandedOver);
+// once released it answers every later Send at once, as published.
+type windowKafka struct {
+	calls    chan windowCall
+	released atomic.Bool
+}
+
+type windowCall struct {
+	n       int
+	verdict chan []error
+}
+
+func (k *windowKafka) Publish(ctx context.Context, records []*kgo.Record) []error {
+	return k.Send(ctx, records).Wait(ctx)
+}
+
+func (k *windowKafka) Send(_ context.Context, records []*kgo.Record) sending {
+	c := windowCall{n: len(records), verdict: make(chan []error, 1)}
+	if k.released.Load() {
+		c.verdict <- make([]error, len(records))
+	} else {
+		k.calls <- c
+	}
+	return c
+}
+
+func (c windowCall) HandedOver() bool { return true }
+
+func (c windowCall) Wait(ctx context.Context) []error {
+	select {
+	case errs := <-c.verdict:
+		return errs
+	case <-ctx.Done():
+		errs := make([]error, c.n)
+		for i := range errs {
+			errs[i] = ctx.Err()
+		}
+		return errs
+	}
+}
+
+// TestSourceShareGivenBackInOrder: the first of three batches in flight
+// fails and the two after it are published; the drainer rewinds and
+// publishes all again. Every record is given back once, the first two
+// too, though the later ones were published before them.
+func TestSourceShareGivenBackInOrder(t *testing.T) {
+	s := openSpool(t, t.TempDir(), nil)
+	defer s.Close()
+	cfg := NewDefaultConfig()
+	cfg.SpoolFirst = true
+	cfg.DrainBatch = 2
+	cfg.DrainTimeout = time.Second
+	cfg.DrainBackoffMax = 200 * time.Millisecond
+	k := &windowKafka{calls: make(chan windowCall, 16)}
+	a, err := newAdmission(cfg, k, s, WithLogger(discardLogger()), WithSourceShares(map[string]float64{"a": 1}, 0.5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	defer k.released.Store(true)
+	for i, r := range a.Admit(context.Background(), fromSource("a", "ingest.t", 0, 6, 1)) {
+		if r.Err != nil {
+			t.Fatalf("r%d: %+v", i, r)
+		}
+	}
+	var calls []windowCall
+	for len(calls) < 3 {
+		select {
+		case c := <-k.calls:
+			calls = append(calls, c)
+		case <-waitCtx(t).Done():
+			t.Fatalf("%d batches in flight, want 3", len(calls))
+		}
+	}
+	k.released.Store(true)
+	failed := &publish.ProduceError{Topic: "ingest.t", Err: kerr.NotEnoughReplicas}
+	calls[0].verdict <- []error{failed, failed}
+	calls[1].verdict <- make([]error, calls[1].n)
+	calls[2].verdict <- make([]error, calls[2].n)
+	waitFor(t, "the spool drained", func() bool {
+		for {
+			select {
+			case c := <-k.calls: // sent before the release was seen
+				c.verdict <- make([]error, c.n)
+			default:
+				return s.Empty()
+			}
+		}
+	})
+	if got := a.shares.tenant("a").Used(); got != 0 {
+		t.Fatalf("a holds %d bytes of a drained spool", got)
 	}
 }
