@@ -128,8 +128,11 @@ func newAdmission(cfg Config, kafka kafka, spool *buffer.Spool, opts ...Option) 
 		a.shares = shares
 		shares.warnSmall(spool.Config(), o.logger)
 		// Before any append or drain, so that each record is charged once.
+		// A read that fails (damage since Open verified the spool) leaves
+		// the records after it charged to nobody: the drainer meets the
+		// same error and handles it, and start-up goes on.
 		if err := a.shares.chargePending(spool); err != nil {
-			return nil, fmt.Errorf("admission: charging the spooled records to their sources: %w", err)
+			o.logger.Warn("admission: charging the spooled records to their sources stopped; those after it are charged to nobody", "err", err)
 		}
 		a.metrics.shares = a.shares
 	}

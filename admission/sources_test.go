@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -458,5 +460,51 @@ func TestSourceShareGivenBackInOrder(t *testing.T) {
 	})
 	if got := a.shares.tenant("a").Used(); got != 0 {
 		t.Fatalf("a holds %d bytes of a drained spool", got)
+	}
+}
+
+// TestSourceShareStartsOverDamage: a spooled record damaged after the
+// spool was opened stops the charging at start, not the start: the
+// records before it are charged to their source.
+func TestSourceShareStartsOverDamage(t *testing.T) {
+	dir := t.TempDir()
+	s := openSpool(t, dir, nil)
+	defer s.Close()
+	var data [][]byte
+	for _, r := range fromSource("a", "ingest.t", 0, 3, 1) {
+		data = append(data, record.AppendSpooled(nil, r))
+	}
+	pos, err := s.Append(context.Background(), data...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The third record's payload, past its frame header, gets a flipped
+	// byte.
+	third := pos.Offset + buffer.FrameBytes(len(data[0])) + buffer.FrameBytes(len(data[1]))
+	f, err := os.OpenFile(filepath.Join(dir, fmt.Sprintf("%020d.seg", pos.Segment)), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 1)
+	at := third + buffer.FrameBytes(0) + 10
+	if _, err := f.ReadAt(b, at); err != nil {
+		t.Fatal(err)
+	}
+	b[0] ^= 0xff
+	if _, err := f.WriteAt(b, at); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+
+	k := &windowKafka{calls: make(chan windowCall, 16)}
+	k.released.Store(true)
+	a, err := newAdmission(NewDefaultConfig(), k, s, WithLogger(discardLogger()), WithSourceShares(map[string]float64{"a": 1}, 0.5))
+	if err != nil {
+		t.Fatalf("New over a damaged record: %v", err)
+	}
+	defer a.Close()
+	want := buffer.FrameBytes(len(data[0])) + buffer.FrameBytes(len(data[1]))
+	if got := a.shares.tenant("a").Used(); got != want {
+		t.Fatalf("a holds %d, want the two records before the damage, %d", got, want)
 	}
 }
