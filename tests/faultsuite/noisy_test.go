@@ -1,0 +1,548 @@
+package faultsuite
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
+	"github.com/sluicehq/sluice/tools/loadgen"
+)
+
+// The noisy-neighbour scenarios: two sources of one gateway, A over its
+// limits and B steady beside it. Each runs its own gateway config (only
+// A and B, with their per-source limits and shares) and puts the
+// suite's config back after.
+const (
+	noisyA    = "noisy-a"
+	noisyB    = "noisy-b"
+	noisyKeyA = "noisy-key-a"
+	noisyKeyB = "noisy-key-b"
+
+	// noisyQuotaA is A's events/s in the single-gateway scenario; A
+	// offers ten times that (noisyStreamsA streams, noisyBatchA events a
+	// batch, one batch a stream every noisyPaceA).
+	noisyQuotaA   = 200
+	noisyStreamsA = 16
+	noisyBatchA   = 100
+	noisyPaceA    = noisyStreamsA * noisyBatchA * time.Second / (10 * noisyQuotaA)
+	// noisyMessageA pads A's events: large batches, so that its bytes/s
+	// limit is near its events/s limit.
+	noisyMessageA = 1 << 10
+
+	// B sends noisyRateB events/s: noisyWorkersB callers, each a batch of
+	// noisyBatchB every noisyPaceB.
+	noisyRateB    = 200
+	noisyWorkersB = 2
+	noisyBatchB   = 2
+	noisyPaceB    = noisyWorkersB * noisyBatchB * time.Second / noisyRateB
+
+	// noisyPhase is one phase of the single-gateway scenario: B alone,
+	// then B beside A, noisyPhases times, so that both p99s are measured
+	// in the same run over the same stretch of the machine's load.
+	noisyPhase  = 3 * time.Second
+	noisyPhases = 4
+	// noisyP99Ratio is how much slower B's p99 beside A may be than alone.
+	noisyP99Ratio = 1.5
+)
+
+// noisyGateway is what a noisy-neighbour scenario's gateway config varies.
+type noisyGateway struct {
+	spoolCap int64
+	// aLimits is A's per-source settings (YAML lines under its entry).
+	aLimits string
+}
+
+// startNoisyGateway stops the running gateway and starts one serving
+// only A and B, on a spool directory of its own.
+func (s *system) startNoisyGateway(g noisyGateway) {
+	s.t.Helper()
+	s.stop(s.gateway)
+	spoolDir := filepath.Join(s.dir, "noisy-spool")
+	cfg := fmt.Sprintf(`topics:
+  examples.logs.v1.LogLine: %[3]s
+gateway:
+  grpc_addr: %[1]s
+  http_addr: %[2]s
+  publish_timeout: 5s
+  unavailable_retry_after: 1s
+  limits:
+    max_events_per_request: 100
+    max_event_bytes: %[4]d
+    reserved_share: 0.5
+sources:
+  - name: %[5]s
+    key_hashes: [%[6]q]
+    event_types: ["*"]
+    share: 1
+%[7]s
+  - name: %[8]s
+    key_hashes: [%[9]q]
+    event_types: ["*"]
+    share: 1
+    rate: 1000
+    burst: 1000
+contracts:
+  descriptor_set: %[10]s
+  types: [examples.logs.v1.LogLine]
+kafka:
+  brokers: [%[11]s]
+  delivery_timeout: 5s
+spool:
+  dir: %[12]s
+  segment_bytes: %[13]d
+  max_bytes: %[14]d
+  min_free_bytes: 1
+admission:
+  latency_threshold: 1s
+  drain_timeout: 5s
+  drain_backoff_max: 1s
+log:
+  level: info
+admin:
+  addr: %[15]s
+`, s.grpcAddr, s.httpAddr, s.topic, maxEventBytes,
+		noisyA, hashKey(noisyKeyA), g.aLimits,
+		noisyB, hashKey(noisyKeyB),
+		filepath.Join(s.root, "examples", "contracts.binpb"), strings.Join(s.brokers, ", "),
+		spoolDir, min(g.spoolCap/4, 16<<20), g.spoolCap, s.adminAddr)
+	path := filepath.Join(s.dir, "noisy-gateway.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		s.t.Fatal(err)
+	}
+	s.gateway.args = []string{"gateway", "--config", path}
+	s.start(s.gateway)
+	s.waitReady()
+}
+
+// restoreGateway waits for the noisy gateway's spool to drain, stops it
+// and starts the suite's gateway again.
+func (s *system) restoreGateway(name string, spoolCap int64) {
+	s.t.Helper()
+	if !s.waitDrained(time.Minute) {
+		s.t.Errorf("%s: the gateway's spool did not drain within a minute", name)
+	}
+	s.stop(s.gateway)
+	s.gateway.args = []string{"gateway", "--config", filepath.Join(s.dir, "gateway.yaml")}
+	s.startGateway(spoolCap, false)
+}
+
+// noisyTally is what the noisy-neighbour callers saw, by source, beside
+// the ledger (which holds every answer by identity, as for every
+// scenario).
+type noisyTally struct {
+	mu sync.Mutex
+	// refused counts retryable refusals, by source and reason, event by
+	// event (a whole-request refusal counts each of its events).
+	refused map[string]map[string]int
+	// unnamed counts A's per-event refusals whose message does not name
+	// the source.
+	unnamed int
+	// whole counts refusals of a whole request or stream, by source and
+	// reason; messages keeps a few refusal messages of A, for the log.
+	whole     map[string]map[string]int
+	messages  []string
+	acked     map[string]int
+	localDisk map[string]int
+	// dropped counts A's events refused and not sent again: A is a flood,
+	// not a client that keeps to its quota.
+	dropped int
+	// alone and beside are B's request latencies while A is idle and
+	// while A floods.
+	alone, beside []time.Duration
+}
+
+func newNoisyTally() *noisyTally {
+	return &noisyTally{refused: map[string]map[string]int{noisyA: {}, noisyB: {}}, whole: map[string]map[string]int{noisyA: {}, noisyB: {}}, acked: map[string]int{}, localDisk: map[string]int{}}
+}
+
+// refuse records a refusal of a whole request or stream, f, as the
+// refusal of each of its events; it returns the events to send again.
+func (n *noisyTally) refuse(l *ledger, source string, events []*ingestv1.Event, f *loadgen.Failure) (again []*ingestv1.Event) {
+	n.mu.Lock()
+	n.whole[source][f.Reason]++
+	n.mu.Unlock()
+	for _, ev := range events {
+		if n.record(l, source, ev, loadgen.EventResult{ID: ev.GetId(), Outcome: ingestv1.Outcome_REJECTED, Reason: f.Reason, Retryable: f.Retryable, RetryAfter: f.RetryAfter}) {
+			again = append(again, ev)
+		}
+	}
+	return again
+}
+
+// record puts r in the ledger and the tally; it reports whether the
+// event is to be sent again.
+func (n *noisyTally) record(l *ledger, source string, ev *ingestv1.Event, r loadgen.EventResult) (retry bool) {
+	retry = l.record(source, ev, false, r)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	switch {
+	case r.Acknowledged():
+		n.acked[source]++
+		if r.Durability == ingestv1.Durability_LOCAL_DISK {
+			n.localDisk[source]++
+		}
+	case retry:
+		n.refused[source][r.Reason]++
+		if source == noisyA && r.Message != "" {
+			if !strings.Contains(r.Message, noisyA) {
+				n.unnamed++
+			}
+			if len(n.messages) < 4 && !slices.Contains(n.messages, r.Message) {
+				n.messages = append(n.messages, r.Message)
+			}
+		}
+	}
+	return retry
+}
+
+func (n *noisyTally) refusals(source string) (total int) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, c := range n.refused[source] {
+		total += c
+	}
+	return total
+}
+
+func (n *noisyTally) count(m map[string]int, source string) int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return m[source]
+}
+
+// noisyEvent is event number k of a noisy-neighbour caller: valid, or
+// breaking its contract one time in invalidEvery (so that every scenario
+// has rejections); A's carry a message of noisyMessageA bytes.
+func (s *system) noisyEvent(scenario, source, caller string, k int, asJSON bool) *ingestv1.Event {
+	id := fmt.Sprintf("%s-%s-%s-%d", s.run, scenario, caller, k)
+	if k%invalidEvery == invalidEvery-1 {
+		return invalidEvent(id, k, asJSON)
+	}
+	ev := logEvent(id, k, false, asJSON)
+	if source == noisyA {
+		line := protoFromPayload(s.t, ev)
+		line.Message += " " + strings.Repeat("a", noisyMessageA)
+		setPayload(ev, line, asJSON)
+	}
+	return ev
+}
+
+// noisySender is a caller as source: A over gRPC streams, B over unary
+// gRPC.
+func (s *system) noisySender(source string) (loadgen.Target, loadgen.Sender) {
+	cfg := loadgen.NewDefaultConfig()
+	cfg.APIKey, cfg.Target, cfg.Addr = noisyKeyB, loadgen.TargetGRPC, s.grpcAddr
+	if source == noisyA {
+		cfg.APIKey, cfg.Target = noisyKeyA, loadgen.TargetStream
+	}
+	target, err := loadgen.NewTarget(cfg, nil)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	sender, err := target.NewSender()
+	if err != nil {
+		target.Close()
+		s.t.Fatal(err)
+	}
+	return target, sender
+}
+
+// floodA is one of A's streams: a batch of noisyBatchA every noisyPaceA
+// while flooding says so, until end or stop is closed, whatever the answers. What is
+// refused is dropped (and waits out the retry_after when the whole
+// batch was refused, as its stream is then closed); what is acknowledged
+// is in the ledger.
+func (s *system) floodA(scenario string, w int, flooding func() bool, end time.Time, l *ledger, n *noisyTally, stop <-chan struct{}) {
+	target, sender := s.noisySender(noisyA)
+	defer target.Close()
+	defer sender.Close()
+	caller := fmt.Sprintf("a%d", w)
+	k := 0
+	next := time.Now()
+	for time.Now().Before(end) {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		if !flooding() {
+			time.Sleep(50 * time.Millisecond)
+			next = time.Now()
+			continue
+		}
+		time.Sleep(time.Until(next))
+		next = next.Add(noisyPaceA)
+		events := make([]*ingestv1.Event, noisyBatchA)
+		for i := range events {
+			events[i] = s.noisyEvent(scenario, noisyA, caller, k, false)
+			k++
+		}
+		l.mu.Lock()
+		l.sent += len(events)
+		l.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ans, err := sender.Send(ctx, events)
+		cancel()
+		dropped := 0
+		switch {
+		case err != nil:
+			l.mu.Lock()
+			l.unanswered += len(events)
+			l.mu.Unlock()
+		case ans.Failure != nil:
+			dropped = len(n.refuse(l, noisyA, events, ans.Failure))
+			time.Sleep(min(ans.Failure.RetryAfter, 2*time.Second))
+		default:
+			for i, r := range ans.Results {
+				if n.record(l, noisyA, events[i], r) {
+					dropped++
+				}
+			}
+		}
+		n.mu.Lock()
+		n.dropped += dropped
+		n.mu.Unlock()
+	}
+}
+
+// steadyB is one of B's callers: a batch of noisyBatchB every noisyPaceB
+// until end or stop is closed, each sent until it has an answer that is not "retry" (as
+// the suite's callers do), timed; the first attempt's latency is kept as
+// alone or beside by whether A flooded when it began.
+func (s *system) steadyB(scenario string, w int, flooding func() bool, end time.Time, l *ledger, n *noisyTally, stop <-chan struct{}) {
+	target, sender := s.noisySender(noisyB)
+	defer target.Close()
+	defer sender.Close()
+	caller := fmt.Sprintf("b%d", w)
+	k := 0
+	tick := time.NewTicker(noisyPaceB)
+	defer tick.Stop()
+	for time.Now().Before(end) {
+		select {
+		case <-tick.C:
+		case <-stop:
+			return
+		}
+		pending := make([]*ingestv1.Event, noisyBatchB)
+		for i := range pending {
+			pending[i] = s.noisyEvent(scenario, noisyB, caller, k, false)
+			k++
+		}
+		l.mu.Lock()
+		l.sent += len(pending)
+		l.mu.Unlock()
+		giveUp := time.Now().Add(2 * time.Minute)
+		for attempt := 0; len(pending) > 0 && time.Now().Before(giveUp); attempt++ {
+			beside := flooding()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			began := time.Now()
+			ans, err := sender.Send(ctx, pending)
+			took := time.Since(began)
+			cancel()
+			if attempt == 0 && err == nil {
+				n.mu.Lock()
+				if beside {
+					n.beside = append(n.beside, took)
+				} else {
+					n.alone = append(n.alone, took)
+				}
+				n.mu.Unlock()
+			}
+			if err != nil {
+				time.Sleep(200 * time.Millisecond)
+				continue
+			}
+			var again []*ingestv1.Event
+			var wait time.Duration
+			if f := ans.Failure; f != nil {
+				again, wait = n.refuse(l, noisyB, pending, f), f.RetryAfter
+			} else {
+				for i, r := range ans.Results {
+					if n.record(l, noisyB, pending[i], r) {
+						again = append(again, pending[i])
+						wait = max(wait, r.RetryAfter)
+					}
+				}
+			}
+			pending = again
+			if len(pending) > 0 {
+				time.Sleep(min(max(wait, 100*time.Millisecond), 5*time.Second))
+			}
+		}
+		l.mu.Lock()
+		l.unanswered += len(pending)
+		l.mu.Unlock()
+	}
+}
+
+// p99 is the 99th percentile of ds (nearest rank); 0 for none.
+func p99(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	i := (len(s)*99+99)/100 - 1
+	return s[min(max(i, 0), len(s)-1)]
+}
+
+// noisyScenarios are the two noisy-neighbour scenarios. Their load runs
+// in fault (the scenario's load is empty); their checks read the tally.
+func noisyScenarios(normalSpool int64) []scenario {
+	single := newNoisyTally()
+	outage := newNoisyTally()
+	var singleBeside time.Duration // how long A flooded, for its bound
+	return []scenario{
+		{
+			// A at ten times its events/s in batches of 100 events of over
+			// 1 KiB over 16 streams (above its max_streams), B a steady
+			// 200 events/s, in alternating phases of B alone and B beside A.
+			name: "noisy-neighbour",
+			before: func(s *system) {
+				s.startNoisyGateway(noisyGateway{spoolCap: 64 << 20, aLimits: fmt.Sprintf(`    rate: %d
+    burst: %d
+    bytes_rate: %d
+    bytes_burst: %d
+    max_requests: 8
+    max_streams: 8`, noisyQuotaA, noisyQuotaA, 256<<10, 256<<10)})
+			},
+			fault: func(s *system) {
+				start := time.Now()
+				end := start.Add(2 * noisyPhases * noisyPhase)
+				// Phase 2i is B alone, 2i+1 B beside A.
+				flooding := func() bool { return int(time.Since(start)/noisyPhase)%2 == 1 }
+				singleBeside = noisyPhases * noisyPhase
+				var wg sync.WaitGroup
+				for w := range noisyStreamsA {
+					wg.Go(func() { s.floodA("noisy-neighbour", w, flooding, end, s.ledger, single, nil) })
+				}
+				for w := range noisyWorkersB {
+					wg.Go(func() { s.steadyB("noisy-neighbour", w, flooding, end, s.ledger, single, nil) })
+				}
+				wg.Wait()
+			},
+			after: func(s *system, _ *ledger) { s.restoreGateway("noisy-neighbour", normalSpool) },
+			check: func(t *testing.T, l *ledger, r result) {
+				n := single
+				alone, beside := p99(n.alone), p99(n.beside)
+				t.Logf("noisy-neighbour: B p99 alone %v (%d requests), beside A %v (%d requests), ratio %.2f; B refusals %v; A acknowledged %d, refusals %v (whole streams %v), dropped %d; A's messages %q",
+					alone, len(n.alone), beside, len(n.beside), float64(beside)/float64(max(alone, 1)), n.refused[noisyB], n.acked[noisyA], n.refused[noisyA], n.whole[noisyA], n.dropped, n.messages)
+				if got := n.refusals(noisyB); got != 0 {
+					t.Errorf("noisy-neighbour: B was refused %d times (%v): another source's answers must not change", got, n.refused[noisyB])
+				}
+				if len(n.alone) < 100 || len(n.beside) < 100 {
+					t.Errorf("noisy-neighbour: B's requests alone %d, beside A %d: too few for a p99", len(n.alone), len(n.beside))
+				} else if float64(beside) > noisyP99Ratio*float64(alone) {
+					t.Errorf("noisy-neighbour: B's p99 beside A %v is over %.1f times its p99 alone %v", beside, noisyP99Ratio, alone)
+				}
+				if n.refused[noisyA][ingestv1.Reason_RATE_LIMITED.String()] == 0 {
+					t.Errorf("noisy-neighbour: A at ten times its quota was never refused RATE_LIMITED (refusals %v)", n.refused[noisyA])
+				}
+				// A opens twice its max_streams: the others are refused.
+				if n.whole[noisyA][ingestv1.Reason_RATE_LIMITED.String()] == 0 {
+					t.Errorf("noisy-neighbour: A's %d streams, over its max_streams 8, were never refused RATE_LIMITED (whole-stream refusals %v)", noisyStreamsA, n.whole[noisyA])
+				}
+				if n.unnamed != 0 {
+					t.Errorf("noisy-neighbour: %d of A's refusals do not name the source", n.unnamed)
+				}
+				// A count, not a duration: A's acknowledged events are at
+				// most its quota over the time it flooded, its burst, and a
+				// tenth for the phases' edges.
+				if most := int(1.1*noisyQuotaA*singleBeside.Seconds()) + noisyQuotaA; n.acked[noisyA] > most || n.acked[noisyA] == 0 {
+					t.Errorf("noisy-neighbour: A had %d events acknowledged; want some, at most %d", n.acked[noisyA], most)
+				}
+			},
+		},
+		{
+			// Kafka stopped while A, without a rate, floods: A's backlog
+			// fills its share of the spool (its guarantee and the shared
+			// remainder) and A is refused BUFFER_FULL; B's appends go on in
+			// its guarantee, LOCAL_DISK. Everything acknowledged is in the
+			// sink once Kafka is back.
+			name:      "noisy-neighbour-kafka-outage",
+			allInSink: true,
+			before: func(s *system) {
+				s.startNoisyGateway(noisyGateway{spoolCap: 8 << 20, aLimits: "    max_streams: 8"})
+			},
+			fault: func(s *system) {
+				// A floods until Kafka is back; B sends until the spool has
+				// drained after it.
+				var wg sync.WaitGroup
+				var flooding, stopped atomic.Bool
+				flooding.Store(true)
+				stop := make(chan struct{})
+				ends := time.Now().Add(2 * time.Minute) // the outage below ends both sooner
+				for w := range noisyStreamsA / 2 {
+					wg.Go(func() { s.floodA("noisy-neighbour-kafka-outage", w, flooding.Load, ends, s.ledger, outage, stop) })
+				}
+				for w := range noisyWorkersB {
+					wg.Go(func() { s.steadyB("noisy-neighbour-kafka-outage", w, stopped.Load, ends, s.ledger, outage, stop) })
+				}
+				defer func() {
+					flooding.Store(false)
+					close(stop)
+					wg.Wait()
+				}()
+				s.waitAccepted(500)
+				s.script("kafka.sh", "stop")
+				stopped.Store(true)
+				fullA := func() int { return outage.count(outage.refused[noisyA], ingestv1.Reason_BUFFER_FULL.String()) }
+				if !waitFor(30*time.Second, func() bool { return fullA() > 0 && outage.count(outage.localDisk, noisyB) > 0 }) {
+					s.t.Errorf("noisy-neighbour-kafka-outage: within 30s of the outage, A refused BUFFER_FULL %d times, B acknowledged LOCAL_DISK %d",
+						fullA(), outage.count(outage.localDisk, noisyB))
+				}
+				// B goes on spooling beside A's full share for a while.
+				diskB := outage.count(outage.localDisk, noisyB)
+				time.Sleep(3 * time.Second)
+				if got := outage.count(outage.localDisk, noisyB); got <= diskB {
+					s.t.Errorf("noisy-neighbour-kafka-outage: B's LOCAL_DISK acknowledgements stayed at %d while A's share was full", got)
+				}
+				heldA, _ := s.gatewayMetric("sluice_source_spool_bytes", `source="`+noisyA+`"`)
+				heldB, _ := s.gatewayMetric("sluice_source_spool_bytes", `source="`+noisyB+`"`)
+				s.t.Logf("noisy-neighbour-kafka-outage: spool bytes held with A's share full: A %v, B %v", heldA, heldB)
+				if heldA <= 0 || heldB <= 0 {
+					s.t.Errorf("noisy-neighbour-kafka-outage: sluice_source_spool_bytes A %v, B %v: both must hold spooled bytes", heldA, heldB)
+				}
+				flooding.Store(false)
+				s.script("kafka.sh", "start")
+				stopped.Store(false)
+				if !s.waitDrained(time.Minute) {
+					s.t.Error("noisy-neighbour-kafka-outage: the spool did not drain within a minute of Kafka's start")
+				}
+			},
+			after: func(s *system, _ *ledger) { s.restoreGateway("noisy-neighbour-kafka-outage", normalSpool) },
+			check: func(t *testing.T, l *ledger, r result) {
+				n := outage
+				t.Logf("noisy-neighbour-kafka-outage: A acknowledged %d (LOCAL_DISK %d), refusals %v, dropped %d; B acknowledged %d (LOCAL_DISK %d), refusals %v",
+					n.acked[noisyA], n.localDisk[noisyA], n.refused[noisyA], n.dropped, n.acked[noisyB], n.localDisk[noisyB], n.refused[noisyB])
+				if n.refused[noisyA][ingestv1.Reason_BUFFER_FULL.String()] == 0 || n.localDisk[noisyA] == 0 {
+					t.Errorf("noisy-neighbour-kafka-outage: A spooled %d and was refused BUFFER_FULL %d times: its backlog must fill its share",
+						n.localDisk[noisyA], n.refused[noisyA][ingestv1.Reason_BUFFER_FULL.String()])
+				}
+				if got := n.refused[noisyB][ingestv1.Reason_BUFFER_FULL.String()]; got != 0 || n.localDisk[noisyB] == 0 {
+					t.Errorf("noisy-neighbour-kafka-outage: B refused BUFFER_FULL %d times, acknowledged LOCAL_DISK %d: B must still be spooled", got, n.localDisk[noisyB])
+				}
+			},
+		},
+	}
+}
+
+// waitFor polls cond every 100 ms until it holds or d passes.
+func waitFor(d time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if cond() {
+			return true
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return cond()
+}
