@@ -44,11 +44,14 @@ const (
 	noisyBatchB   = 2
 	noisyPaceB    = noisyWorkersB * noisyBatchB * time.Second / noisyRateB
 
-	// noisyPhase is one phase of the single-gateway scenario: B alone,
-	// then B beside A, noisyPhases times, so that both p99s are measured
+	// noisyPhase is one phase of the single-gateway scenario: after
+	// noisyWarmup of B alone and untimed (connections, the producer's
+	// first batches), B alone, then B beside A, noisyPhases times, so that
+	// both p99s are measured
 	// in the same run over the same stretch of the machine's load.
-	noisyPhase  = 3 * time.Second
-	noisyPhases = 4
+	noisyWarmup = 2 * time.Second
+	noisyPhase  = 1500 * time.Millisecond
+	noisyPhases = 8
 	// noisyP99Ratio is how much slower B's p99 beside A may be than alone.
 	noisyP99Ratio = 1.5
 )
@@ -328,11 +331,20 @@ func (s *system) floodA(scenario string, w int, batches [][]*ingestv1.Event, flo
 	}
 }
 
+// noisyPhaseKind is what a request of B is timed as.
+type noisyPhaseKind int
+
+const (
+	untimed noisyPhaseKind = iota
+	alone
+	beside
+)
+
 // steadyB is one of B's callers: a batch of noisyBatchB every noisyPaceB
 // until end or stop is closed, each sent until it has an answer that is not "retry" (as
 // the suite's callers do), timed; the first attempt's latency is kept as
-// alone or beside by whether A flooded when it began.
-func (s *system) steadyB(scenario string, w int, flooding func() bool, end time.Time, l *ledger, n *noisyTally, stop <-chan struct{}) {
+// alone or beside as phase says when it began.
+func (s *system) steadyB(scenario string, w int, phase func() noisyPhaseKind, end time.Time, l *ledger, n *noisyTally, stop <-chan struct{}) {
 	target, sender := s.noisySender(noisyB)
 	defer target.Close()
 	defer sender.Close()
@@ -356,15 +368,15 @@ func (s *system) steadyB(scenario string, w int, flooding func() bool, end time.
 		l.mu.Unlock()
 		giveUp := time.Now().Add(2 * time.Minute)
 		for attempt := 0; len(pending) > 0 && time.Now().Before(giveUp); attempt++ {
-			beside := flooding()
+			kind := phase()
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			began := time.Now()
 			ans, err := sender.Send(ctx, pending)
 			took := time.Since(began)
 			cancel()
-			if attempt == 0 && err == nil {
+			if attempt == 0 && err == nil && kind != untimed {
 				n.mu.Lock()
-				if beside {
+				if kind == beside {
 					n.beside = append(n.beside, took)
 				} else {
 					n.alone = append(n.alone, took)
@@ -436,16 +448,26 @@ func noisyScenarios(normalSpool int64) []scenario {
 					batches[w] = s.batchA("noisy-neighbour", w, 0, noisyPhases*(int(noisyPhase/noisyPaceA)+2))
 				}
 				start := time.Now()
-				end := start.Add(2 * noisyPhases * noisyPhase)
-				// Phase 2i is B alone, 2i+1 B beside A.
-				flooding := func() bool { return int(time.Since(start)/noisyPhase)%2 == 1 }
+				end := start.Add(noisyWarmup + 2*noisyPhases*noisyPhase)
+				// After the warm-up, phase 2i is B alone, 2i+1 B beside A.
+				phase := func() noisyPhaseKind {
+					since := time.Since(start)
+					switch {
+					case since < noisyWarmup:
+						return untimed
+					case int((since-noisyWarmup)/noisyPhase)%2 == 1:
+						return beside
+					}
+					return alone
+				}
+				flooding := func() bool { return phase() == beside }
 				singleBeside = noisyPhases * noisyPhase
 				var wg sync.WaitGroup
 				for w := range noisyStreamsA {
 					wg.Go(func() { s.floodA("noisy-neighbour", w, batches[w], flooding, end, s.ledger, single, nil) })
 				}
 				for w := range noisyWorkersB {
-					wg.Go(func() { s.steadyB("noisy-neighbour", w, flooding, end, s.ledger, single, nil) })
+					wg.Go(func() { s.steadyB("noisy-neighbour", w, phase, end, s.ledger, single, nil) })
 				}
 				wg.Wait()
 			},
@@ -497,7 +519,7 @@ func noisyScenarios(normalSpool int64) []scenario {
 				// A floods until Kafka is back; B sends until the spool has
 				// drained after it.
 				var wg sync.WaitGroup
-				var flooding, stopped atomic.Bool
+				var flooding atomic.Bool
 				flooding.Store(true)
 				stop := make(chan struct{})
 				ends := time.Now().Add(2 * time.Minute) // the outage below ends both sooner
@@ -505,7 +527,9 @@ func noisyScenarios(normalSpool int64) []scenario {
 					wg.Go(func() { s.floodA("noisy-neighbour-kafka-outage", w, nil, flooding.Load, ends, s.ledger, outage, stop) })
 				}
 				for w := range noisyWorkersB {
-					wg.Go(func() { s.steadyB("noisy-neighbour-kafka-outage", w, stopped.Load, ends, s.ledger, outage, stop) })
+					wg.Go(func() {
+						s.steadyB("noisy-neighbour-kafka-outage", w, func() noisyPhaseKind { return untimed }, ends, s.ledger, outage, stop)
+					})
 				}
 				defer func() {
 					flooding.Store(false)
@@ -514,7 +538,6 @@ func noisyScenarios(normalSpool int64) []scenario {
 				}()
 				s.waitAccepted(500)
 				s.script("kafka.sh", "stop")
-				stopped.Store(true)
 				fullA := func() int { return outage.count(outage.refused[noisyA], ingestv1.Reason_BUFFER_FULL.String()) }
 				if !waitFor(30*time.Second, func() bool { return fullA() > 0 && outage.count(outage.localDisk, noisyB) > 0 }) {
 					s.t.Errorf("noisy-neighbour-kafka-outage: within 30s of the outage, A refused BUFFER_FULL %d times, B acknowledged LOCAL_DISK %d",
@@ -534,7 +557,6 @@ func noisyScenarios(normalSpool int64) []scenario {
 				}
 				flooding.Store(false)
 				s.script("kafka.sh", "start")
-				stopped.Store(false)
 				if !s.waitDrained(time.Minute) {
 					s.t.Error("noisy-neighbour-kafka-outage: the spool did not drain within a minute of Kafka's start")
 				}
