@@ -27,8 +27,10 @@ const (
 	noisyKeyB = "noisy-key-b"
 
 	// noisyQuotaA is A's events/s in the single-gateway scenario; A
-	// offers ten times that (noisyStreamsA streams, noisyBatchA events a
-	// batch, one batch a stream every noisyPaceA).
+	// offers ten times that (noisyStreamsA callers, half of them streams
+	// and half unary calls, noisyBatchA events a batch, one batch a
+	// caller every noisyPaceA), over its max_streams and max_requests
+	// (noisyStreamsA/4 each).
 	noisyQuotaA   = 200
 	noisyStreamsA = 16
 	noisyBatchA   = 100
@@ -56,6 +58,17 @@ const (
 	noisyP99Ratio = 1.5
 )
 
+// The noisy gateway's request memory: a request is charged twice its
+// size and 64 KiB, and one of noisyRequestBytes before a gRPC message's
+// size is known; half of noisyRequestMemory is for requests, half for
+// stream batches. B's guaranteed half of the requests' half, 1.5 MiB,
+// holds both of B's callers' requests; A's callers, over it, would fill
+// the rest.
+const (
+	noisyRequestBytes  = 256 << 10
+	noisyRequestMemory = 12 << 20
+)
+
 // noisyGateway is what a noisy-neighbour scenario's gateway config varies.
 type noisyGateway struct {
 	spoolCap int64
@@ -79,6 +92,8 @@ gateway:
   limits:
     max_events_per_request: 100
     max_event_bytes: %[4]d
+    max_request_bytes: %[16]d
+    request_memory_bytes: %[17]d
     reserved_share: 0.5
 sources:
   - name: %[5]s
@@ -115,7 +130,7 @@ admin:
 		noisyA, hashKey(noisyKeyA), g.aLimits,
 		noisyB, hashKey(noisyKeyB),
 		filepath.Join(s.root, "examples", "contracts.binpb"), strings.Join(s.brokers, ", "),
-		spoolDir, min(g.spoolCap/4, 16<<20), g.spoolCap, s.adminAddr)
+		spoolDir, min(g.spoolCap/4, 16<<20), g.spoolCap, s.adminAddr, noisyRequestBytes, noisyRequestMemory)
 	path := filepath.Join(s.dir, "noisy-gateway.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		s.t.Fatal(err)
@@ -238,13 +253,16 @@ func (s *system) noisyEvent(scenario, source, caller string, k int, asJSON bool)
 	return ev
 }
 
-// noisySender is a caller as source: A over gRPC streams, B over unary
-// gRPC.
-func (s *system) noisySender(source string) (loadgen.Target, loadgen.Sender) {
+// noisySender is a caller as source over gRPC: a PublishStream when
+// stream is set, unary Publish calls otherwise.
+func (s *system) noisySender(source string, stream bool) (loadgen.Target, loadgen.Sender) {
 	cfg := loadgen.NewDefaultConfig()
 	cfg.APIKey, cfg.Target, cfg.Addr = noisyKeyB, loadgen.TargetGRPC, s.grpcAddr
 	if source == noisyA {
-		cfg.APIKey, cfg.Target = noisyKeyA, loadgen.TargetStream
+		cfg.APIKey = noisyKeyA
+	}
+	if stream {
+		cfg.Target = loadgen.TargetStream
 	}
 	target, err := loadgen.NewTarget(cfg, nil)
 	if err != nil {
@@ -270,7 +288,8 @@ func (s *system) batchA(scenario string, w, from, count int) [][]*ingestv1.Event
 	return out
 }
 
-// floodA is one of A's streams: a batch of noisyBatchA every noisyPaceA
+// floodA is one of A's callers, a stream for an even w, unary calls for
+// an odd one: a batch of noisyBatchA every noisyPaceA
 // while flooding says so, until end or stop is closed, whatever the
 // answers: batches first (built before, so that building them does not
 // load the machine while B is timed), then new ones. What is refused is
@@ -278,7 +297,7 @@ func (s *system) batchA(scenario string, w, from, count int) [][]*ingestv1.Event
 // refused, as its stream is then closed); what is acknowledged is in the
 // ledger.
 func (s *system) floodA(scenario string, w int, batches [][]*ingestv1.Event, flooding func() bool, end time.Time, l *ledger, n *noisyTally, stop <-chan struct{}) {
-	target, sender := s.noisySender(noisyA)
+	target, sender := s.noisySender(noisyA, w%2 == 0)
 	defer target.Close()
 	defer sender.Close()
 	k := len(batches) * noisyBatchA
@@ -345,7 +364,7 @@ const (
 // the suite's callers do), timed; the first attempt's latency is kept as
 // alone or beside as phase says when it began.
 func (s *system) steadyB(scenario string, w int, phase func() noisyPhaseKind, end time.Time, l *ledger, n *noisyTally, stop <-chan struct{}) {
-	target, sender := s.noisySender(noisyB)
+	target, sender := s.noisySender(noisyB, false)
 	defer target.Close()
 	defer sender.Close()
 	caller := fmt.Sprintf("b%d", w)
@@ -438,8 +457,8 @@ func noisyScenarios(normalSpool int64) []scenario {
     burst: %d
     bytes_rate: %d
     bytes_burst: %d
-    max_requests: 8
-    max_streams: 8`, noisyQuotaA, noisyQuotaA, 256<<10, 256<<10)})
+    max_requests: %d
+    max_streams: %d`, noisyQuotaA, noisyQuotaA, 256<<10, 256<<10, noisyStreamsA/4, noisyStreamsA/4)})
 			},
 			fault: func(s *system) {
 				// A's batches are built before the first phase.
@@ -488,9 +507,11 @@ func noisyScenarios(normalSpool int64) []scenario {
 				if n.refused[noisyA][ingestv1.Reason_RATE_LIMITED.String()] == 0 {
 					t.Errorf("noisy-neighbour: A at ten times its quota was never refused RATE_LIMITED (refusals %v)", n.refused[noisyA])
 				}
-				// A opens twice its max_streams: the others are refused.
+				// A opens twice its max_streams and calls with twice its
+				// max_requests at once: some are refused whole.
 				if n.whole[noisyA][ingestv1.Reason_RATE_LIMITED.String()] == 0 {
-					t.Errorf("noisy-neighbour: A's %d streams, over its max_streams 8, were never refused RATE_LIMITED (whole-stream refusals %v)", noisyStreamsA, n.whole[noisyA])
+					t.Errorf("noisy-neighbour: A's %d streams and %d callers, twice its max_streams and max_requests, were never refused RATE_LIMITED as a whole (%v)",
+						noisyStreamsA/2, noisyStreamsA/2, n.whole[noisyA])
 				}
 				if n.unnamed != 0 {
 					t.Errorf("noisy-neighbour: %d of A's refusals do not name the source", n.unnamed)
@@ -513,7 +534,7 @@ func noisyScenarios(normalSpool int64) []scenario {
 			name:      "noisy-neighbour-kafka-outage",
 			allInSink: true,
 			before: func(s *system) {
-				s.startNoisyGateway(noisyGateway{spoolCap: 8 << 20, aLimits: "    max_streams: 8"})
+				s.startNoisyGateway(noisyGateway{spoolCap: 8 << 20, aLimits: ""})
 			},
 			fault: func(s *system) {
 				// A floods until Kafka is back; B sends until the spool has
