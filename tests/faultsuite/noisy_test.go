@@ -172,9 +172,9 @@ type noisyTally struct {
 	// batches over A's rate are refused event by event, so these are
 	// streams over its max_streams.
 	streamsRefused int
-	messages  []string
-	acked     map[string]int
-	localDisk map[string]int
+	messages       []string
+	acked          map[string]int
+	localDisk      map[string]int
 	// dropped counts A's events refused and not sent again: A is a flood,
 	// not a client that keeps to its quota.
 	dropped int
