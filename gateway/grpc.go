@@ -199,7 +199,7 @@ func (s *Service) publishUnary(stream grpc.ServerStream) error {
 	// The message's size is not known before it arrives: the largest's
 	// charge is taken, and the rest handed back once it is in.
 	coding := callCoding(ctx)
-	hold, f := s.holdMemory(ctx, s.receiveCost(coding))
+	hold, f := s.holdMemory(ctx, src, s.receiveCost(coding))
 	if f != nil {
 		return fail(f)
 	}
