@@ -3,6 +3,7 @@ package faultsuite
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -37,9 +38,10 @@ const (
 	noisyUnaryA   = noisyCallersA - noisyStreamsA
 	noisyBatchA   = 100
 	noisyPaceA    = noisyCallersA * noisyBatchA * time.Second / (10 * noisyQuotaA)
-	// noisyMessageA pads A's events: large batches, so that its bytes/s
-	// limit is near its events/s limit.
-	noisyMessageA = 1 << 10
+	// noisyMessageA pads A's events, so that its bytes/s limit
+	// (noisyBytesRateA) is near its events/s limit.
+	noisyMessageA   = 256
+	noisyBytesRateA = 128 << 10
 
 	// B sends noisyRateB events/s: noisyWorkersB callers, each a batch of
 	// noisyBatchB every noisyPaceB.
@@ -441,16 +443,18 @@ func (s *system) steadyB(scenario string, w int, phase func() noisyPhaseKind, en
 	}
 }
 
-// p99 is the 99th percentile of ds (nearest rank); 0 for none.
-func p99(ds []time.Duration) time.Duration {
+// quantile is the q-quantile of ds (nearest rank); 0 for none.
+func quantile(ds []time.Duration, q float64) time.Duration {
 	if len(ds) == 0 {
 		return 0
 	}
 	s := slices.Clone(ds)
 	slices.Sort(s)
-	i := (len(s)*99+99)/100 - 1
+	i := int(math.Ceil(q*float64(len(s)))) - 1
 	return s[min(max(i, 0), len(s)-1)]
 }
+
+func p99(ds []time.Duration) time.Duration { return quantile(ds, 0.99) }
 
 // noisyScenarios are the two noisy-neighbour scenarios. Their load runs
 // in fault (the scenario's load is empty); their checks read the tally.
@@ -470,7 +474,7 @@ func noisyScenarios(normalSpool int64) []scenario {
     bytes_rate: %d
     bytes_burst: %d
     max_requests: %d
-    max_streams: %d`, noisyQuotaA, noisyQuotaA, 256<<10, 256<<10, noisyUnaryA/2, noisyStreamsA/2)})
+    max_streams: %d`, noisyQuotaA, noisyQuotaA, noisyBytesRateA, noisyRequestBytes, noisyUnaryA/2, noisyStreamsA/2)})
 			},
 			fault: func(s *system) {
 				// A's batches are built before the first phase.
@@ -506,6 +510,7 @@ func noisyScenarios(normalSpool int64) []scenario {
 			check: func(t *testing.T, l *ledger, r result) {
 				n := single
 				alone, beside := p99(n.alone), p99(n.beside)
+				t.Logf("noisy-neighbour: B p50/p90 alone %v/%v, beside A %v/%v", quantile(n.alone, 0.5), quantile(n.alone, 0.9), quantile(n.beside, 0.5), quantile(n.beside, 0.9))
 				t.Logf("noisy-neighbour: B p99 alone %v (%d requests), beside A %v (%d requests), ratio %.2f; B refusals %v; A acknowledged %d, refusals %v (whole requests or streams %v, streams %d), dropped %d; A's messages %q",
 					alone, len(n.alone), beside, len(n.beside), float64(beside)/float64(max(alone, 1)), n.refused[noisyB], n.acked[noisyA], n.refused[noisyA], n.whole[noisyA], n.streamsRefused, n.dropped, n.messages)
 				if got := n.refusals(noisyB); got != 0 {
