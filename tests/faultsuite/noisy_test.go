@@ -523,9 +523,10 @@ func noisyScenarios(normalSpool int64) []scenario {
 	var singleBeside time.Duration // how long A flooded, for its bound
 	return []scenario{
 		{
-			// A at ten times its events/s in batches of 100 events of over
-			// 1 KiB over 16 streams (above its max_streams), B a steady
-			// 200 events/s, in alternating phases of B alone and B beside A.
+			// A at ten times its events/s in batches of 100 over 8
+			// streams and 16 unary callers (twice its max_streams and
+			// max_requests), B a steady 200 events/s, in alternating
+			// phases of B alone and B beside A.
 			name: "noisy-neighbour",
 			before: func(s *system) {
 				s.startNoisyGateway(noisyGateway{spoolCap: 64 << 20, aLimits: fmt.Sprintf(`    rate: %d
