@@ -93,14 +93,17 @@ next_line()
 row("Per source (one series per configured source; pick them with $source)")
 panel("Events by source and outcome", "timeseries",
       [(f'sum by (source, outcome) (rate(sluice_events_total{{source=~"$source"}}[{RI}]))', "{{source}} {{outcome}}")],
-      0, 8, unit="ops")
+      0, 6, unit="ops")
 panel("Refusals by source and reason", "timeseries",
       [(f'sum by (source, reason) (rate(sluice_events_total{{source=~"$source",outcome="REJECTED"}}[{RI}]))', "{{source}} {{reason}}")],
-      8, 8, unit="ops",
+      6, 6, unit="ops",
       desc="RATE_LIMITED: over its events/s, bytes/s, concurrency or memory share; BUFFER_FULL: over its spool share (docs: README, Per-source limits).")
 panel("Bytes received by source", "timeseries",
       [(f'sum by (source) (rate(sluice_source_received_bytes_total{{source=~"$source"}}[{RI}]))', "{{source}}")],
-      16, 8, unit="Bps")
+      12, 6, unit="Bps")
+panel("DLQ backlog by source (consumer's drain pass)", "timeseries",
+      [('sum by (source) (sluice_consumer_dlq_backlog{source=~"$source"})', "{{source}}")], 18, 6,
+      desc="DLQ records the drain pass in progress has read and not finished, by source; the drain takes sources in turn.")
 next_line()
 panel("Request memory held by source", "timeseries",
       [('sum by (source) (sluice_source_request_memory_bytes{source=~"$source"})', "{{source}}")], 0, 6, unit="bytes")
