@@ -70,7 +70,10 @@ type LimitsConfig struct {
 	// gRPC message is decoded it takes up to half as much again (see
 	// requestCost), so with MemoryLimit this may be at most a third of
 	// it. 0 means a quarter of MemoryLimit, or 256 MiB when that is not
-	// set.
+	// set. Each half is shared among the sources (ReservedShare): a gRPC
+	// call is charged a request of MaxRequestBytes before its message
+	// arrives, so a source's guarantee holds as many of its calls at once
+	// as it holds that charge.
 	RequestMemoryBytes int64 `yaml:"request_memory_bytes"`
 	// MaxDepth bounds the nesting of a payload (JSON and protobuf).
 	MaxDepth int `yaml:"max_depth"`
@@ -88,7 +91,9 @@ type LimitsConfig struct {
 	// UNAVAILABLE and RetryInfo, counted in sluice_streams_refused_total.
 	// A PublishStream without a valid credential is refused
 	// UNAUTHENTICATED first; a health or reflection call without one is
-	// counted in UnauthenticatedStreams instead, never here.
+	// counted in UnauthenticatedStreams instead, never here. The slots
+	// are shared among the sources (ReservedShare): a source past its
+	// share while slots are left is refused RATE_LIMITED.
 	MaxStreams int `yaml:"max_streams"`
 	// UnauthenticatedStreams bounds the gRPC calls and streams of callers
 	// without a valid credential (health, reflection, methods the server
@@ -131,7 +136,9 @@ type LimitsConfig struct {
 	// still arriving, across connections. Past it a new call is refused
 	// UNAVAILABLE with Retry-After at its headers, before its body is read.
 	// Only authenticated calls count: an unauthenticated one is refused
-	// UNAUTHENTICATED at its headers and never takes a place.
+	// UNAUTHENTICATED at its headers and never takes a place. The places
+	// are shared among the sources (ReservedShare): a source past its
+	// share while places are left is refused RATE_LIMITED.
 	ReceivingRequests int `yaml:"receiving_requests"`
 	// ReceiveTimeout bounds how long a gRPC Publish call's message may take
 	// to arrive after its headers. A call still without it then is cut off
@@ -396,8 +403,8 @@ func (c Config) Validate() error {
 			return fieldErr(at+".rate", "must be >= 0")
 		case s.Rate > 0 && s.Burst < l.MaxEventsPerRequest:
 			return fieldErr(at+".burst", "must be >= limits.max_events_per_request, or a full batch could never pass")
-		case !(s.BytesRate >= 0):
-			return fieldErr(at+".bytes_rate", "must be >= 0 (0: unlimited)")
+		case !(s.BytesRate >= 0) || s.BytesRate > maxBytesRate:
+			return fieldErr(at+".bytes_rate", fmt.Sprintf("must be in [0, %d] (0: unlimited)", int64(maxBytesRate)))
 		case s.BytesBurst < 0:
 			return fieldErr(at+".bytes_burst", "must be >= 0")
 		case s.BytesBurst > 0 && s.BytesBurst < int64(l.MaxRequestBytes):
@@ -443,6 +450,10 @@ func (c Config) Validate() error {
 	}
 	return c.validateShares()
 }
+
+// maxBytesRate bounds bytes_rate (1 TiB/s) so that a second of it is a
+// bucket an int holds.
+const maxBytesRate = 1 << 40
 
 // minHeaderListBytes leaves room for gRPC's own headers, an API key and a
 // traceparent.
@@ -531,8 +542,10 @@ func (s SourceConfig) weight() float64 {
 	return 1
 }
 
-// shareWeights are the sources' weights by name, as share.New takes them.
-func (c Config) shareWeights() map[string]float64 {
+// SourceShares are the sources' weights (share, 1 when not set) by name,
+// as share.New takes them, for every budget split among the sources with
+// Limits.ReservedShare: the spool's too.
+func (c Config) SourceShares() map[string]float64 {
 	w := make(map[string]float64, len(c.Sources))
 	for _, s := range c.Sources {
 		w[s.Name] = s.weight()
@@ -547,7 +560,7 @@ func (c Config) shareWeights() map[string]float64 {
 func (c Config) validateShares() error {
 	half := c.RequestMemory() / 2
 	cost := requestCost(c.Limits.MaxRequestBytes)
-	p, err := share.New(half, c.Limits.ReservedShare, c.shareWeights())
+	p, err := share.New(half, c.Limits.ReservedShare, c.SourceShares())
 	if err != nil {
 		return fieldErr("limits.reserved_share", err.Error())
 	}

@@ -84,6 +84,7 @@ func TestConfigValidate(t *testing.T) {
 		{"sources[0].name", func(c *Config) { c.Sources[0].Name = "" }},
 		{"sources[0].rate", func(c *Config) { c.Sources[0].Rate = -1 }},
 		{"sources[0].bytes_rate", func(c *Config) { c.Sources[0].BytesRate = -1 }},
+		{"sources[0].bytes_rate", func(c *Config) { c.Sources[0].BytesRate = 1e300 }},
 		{"sources[0].bytes_burst", func(c *Config) { c.Sources[0].BytesBurst = int64(c.Limits.MaxRequestBytes) - 1 }},
 		{"sources[0].max_requests", func(c *Config) { c.Sources[0].MaxRequests = -1 }},
 		{"sources[0].max_streams", func(c *Config) { c.Sources[0].MaxStreams = -1 }},

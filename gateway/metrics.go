@@ -74,11 +74,11 @@ func newMetrics(reg prometheus.Registerer, dedupLen, requestMemory, streamMemory
 		}),
 		requestsShed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "sluice_requests_shed_total",
-			Help: "gRPC Publish calls refused UNAVAILABLE at their headers because limits.receiving_requests calls were already arriving.",
+			Help: "gRPC Publish calls refused at their headers because limits.receiving_requests calls were already arriving (UNAVAILABLE), or their source's share of them (RATE_LIMITED).",
 		}),
 		streamsRefused: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "sluice_streams_refused_total",
-			Help: "Authenticated streams (PublishStream, and health or reflection calls with a credential) refused UNAVAILABLE at their headers because limits.max_streams streams were open.",
+			Help: "Authenticated streams (PublishStream, and health or reflection calls with a credential) refused at their headers because limits.max_streams streams were open (UNAVAILABLE), or their source's share of them or its max_streams (RATE_LIMITED).",
 		}),
 		unauthenticatedRefused: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "sluice_unauthenticated_streams_refused_total",

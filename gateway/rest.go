@@ -209,8 +209,7 @@ func (s *Service) serveBatch(transport string, copies bool,
 		defer hold.release()
 		b, f := decode(src, r.Header, body)
 		if f != nil {
-			cancelAt(paid, s.now())
-			fail(f)
+			fail(f) // a body that does not decode keeps its bytes' charge
 			return
 		}
 		b.paid = paid
@@ -291,8 +290,10 @@ func parseGRPCTimeout(v string) (time.Duration, bool) {
 // body with a Content-Length takes its bytes from src's bytes_rate bucket
 // (paid), or is refused RATE_LIMITED unread; the memory budget is charged
 // before a byte is read, and the body is read decoded, to at most
-// MaxRequestBytes decoded bytes. The caller releases the hold, and gives
-// back paid if it refuses the request before admitBatch.
+// MaxRequestBytes decoded bytes. The caller releases the hold. paid is
+// given back when the body is not read (no memory for it); a body read
+// keeps its charge, decoded or not, and admitBatch gives it back with the
+// events when the source is over its events/s.
 func (s *Service) readRequest(ctx context.Context, w http.ResponseWriter, r *http.Request, src *source, decoders *bodyDecoders) (body []byte, hold *memoryHold, paid *rate.Reservation, f *Failure) {
 	coding, f := requestCoding(r.Header)
 	if f != nil {
@@ -327,7 +328,6 @@ func (s *Service) readRequest(ctx context.Context, w http.ResponseWriter, r *htt
 	}
 	body, f = readBody(decoders.reader(coding, r.Body), size, known, decoders.failure)
 	if f != nil {
-		cancelAt(paid, s.now())
 		hold.release()
 		return nil, nil, nil, f
 	}

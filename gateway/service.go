@@ -70,8 +70,9 @@ type Service struct {
 	// Each is shared among the sources (tenancy.go).
 	memory, streamMemory *memoryBudget
 	// replicas is the gateways the sources' rates are divided among
-	// (SetReplicas); 1 until told otherwise.
-	replicas atomic.Int64
+	// (SetReplicas); 1 until told otherwise. replicasMu orders the calls.
+	replicasMu sync.Mutex
+	replicas   int
 	// streamWorkers are the streams' readers and senders, which outlive
 	// their handler until the stream is closed.
 	streamWorkers sync.WaitGroup
@@ -194,7 +195,7 @@ func New(cfg Config, contracts *contract.Versions, pub Admitter, opts ...Option)
 	if err := s.registerSourceGauges(o.reg); err != nil {
 		return nil, err
 	}
-	s.replicas.Store(1)
+	s.replicas = 1
 	s.metrics.initLabels(sourceNames(cfg.Sources), registry.Types())
 	if s.webhooks, err = s.newWebhookSources(registryTypes{registry}, []webhook.Option{webhook.WithClock(o.now), webhook.WithLogger(o.log)}); err != nil {
 		return nil, err

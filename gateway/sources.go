@@ -252,9 +252,12 @@ func bytesBurst(c SourceConfig, maxRequestBytes int) int64 {
 // Tokens a bucket holds beyond its new burst are dropped.
 func (s *Service) SetReplicas(n int) {
 	n = max(n, 1)
-	if s.replicas.Swap(int64(n)) == int64(n) {
+	s.replicasMu.Lock()
+	defer s.replicasMu.Unlock()
+	if s.replicas == n {
 		return
 	}
+	s.replicas = n
 	now := s.now()
 	l := s.cfg.Limits
 	for _, src := range s.sources.byName {

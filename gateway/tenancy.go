@@ -60,7 +60,7 @@ func (c *boundedCount) give() { c.n.Add(-1) }
 // source its accounts.
 func (s *Service) newTenancies() error {
 	cfg := s.cfg
-	weights := cfg.shareWeights()
+	weights := cfg.SourceShares()
 	r := cfg.Limits.ReservedShare
 	pool := func(capacity int64) (*share.Pool, error) { return share.New(capacity, r, weights) }
 	var err error
@@ -85,6 +85,10 @@ func (s *Service) newTenancies() error {
 			requests:      boundedCount{limit: int64(src.cfg.MaxRequests)},
 			openStreams:   boundedCount{limit: int64(src.cfg.MaxStreams)},
 			receivedBytes: s.metrics.receivedBytes.WithLabelValues(src.name),
+		}
+		if g, call := src.memory.Guarantee(), s.receiveCost(codingIdentity); g < call {
+			s.log.Info("a source's guarantee of request memory holds no gRPC call of max_request_bytes; its calls borrow from the shared remainder",
+				"source", src.name, "guarantee_bytes", g, "call_bytes", call)
 		}
 	}
 	return nil

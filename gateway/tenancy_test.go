@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -13,10 +14,12 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/sluicehq/sluice/examples"
 	"github.com/sluicehq/sluice/gateway"
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
+	"github.com/sluicehq/sluice/record"
 )
 
 // Keys of the two sources of the per-source tests: noisy takes all it
@@ -137,8 +140,8 @@ func sourceValue(t *testing.T, h *harness, name, source string) float64 {
 
 // TestSourceBytesRate: a source over its bytes/s is refused RATE_LIMITED
 // with Retry-After: over REST from its Content-Length, before the body is
-// read (its bytes are not counted as received), over gRPC once its
-// message is in. The other source's same requests are accepted, and the
+// read, over gRPC from its message's size, before it is decoded (neither
+// is counted as received). The other source's same requests are accepted, and the
 // refused source is accepted again once its bucket refills.
 func TestSourceBytesRate(t *testing.T) {
 	h := newHarness(t, harnessOpts{config: func(c *gateway.Config) {
@@ -159,6 +162,9 @@ func TestSourceBytesRate(t *testing.T) {
 	}
 	_, err := h.publishGRPC(keyNoisy, logEvents(h, "bytes-c", 10, 3000)...)
 	wantLimited(t, err, "noisy", "bytes_rate")
+	if got := sourceValue(t, h, "sluice_source_received_bytes_total", "noisy"); got != received {
+		t.Fatalf("the refused message was decoded: received %v, want %v", got, received)
+	}
 
 	// The other source, unlimited, is answered as it would be alone.
 	wantRESTAccepted(t, h, keyQuiet, logEvents(h, "bytes-q1", 10, 3000))
@@ -359,5 +365,162 @@ func TestSourceStreamShare(t *testing.T) {
 				t.Fatalf("quiet's stream: %v", err)
 			}
 		})
+	}
+}
+
+// TestNoisyNeighbour: while noisy floods the gateway over REST, gRPC and
+// streams, far past its rate, its max_requests and its max_streams,
+// every request of quiet's is accepted into Kafka; noisy's refusals are
+// RATE_LIMITED with a retry_after, and every event of noisy's that was
+// accepted is in Kafka.
+func TestNoisyNeighbour(t *testing.T) {
+	h := newHarness(t, harnessOpts{config: func(c *gateway.Config) {
+		twoSources(c)
+		c.Sources[0].Rate, c.Sources[0].Burst = 100, 100 // the clock stands still: 100 events in all
+		c.Sources[0].MaxRequests = 2
+		c.Sources[0].MaxStreams = 2
+	}})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var (
+		mu       sync.Mutex
+		accepted []string
+		refused  int
+		problems []string
+	)
+	judge := func(results []*ingestv1.EventResult, events []ev) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, r := range results {
+			switch {
+			case r.GetOutcome() == ingestv1.Outcome_ACCEPTED:
+				accepted = append(accepted, events[r.GetIndex()].ID)
+			case r.GetRejection().GetReason() == ingestv1.Reason_RATE_LIMITED && r.GetRejection().GetRetryAfter().AsDuration() > 0:
+				refused++
+			default:
+				problems = append(problems, fmt.Sprintf("noisy event %v", r))
+			}
+		}
+	}
+	whole := func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if status.Code(err) == codes.ResourceExhausted && errorInfo(err).GetReason() == ingestv1.Reason_RATE_LIMITED.String() && retryDelay(err) > 0 {
+			refused++
+			return
+		}
+		problems = append(problems, fmt.Sprintf("noisy request: %v", err))
+	}
+	// quietRound sends quiet's 40 requests, every one accepted, and
+	// gives their p99 latency, for the log: alone, then beside noisy.
+	quietRound := func(round string) time.Duration {
+		var took []time.Duration
+		for i := range 40 {
+			events := logEvents(h, fmt.Sprintf("quiet-%s-%d", round, i), 5, 1000)
+			start := time.Now()
+			if i%2 == 0 {
+				wantRESTAccepted(t, h, keyQuiet, events)
+			} else {
+				wantGRPCAccepted(t, h, keyQuiet, events)
+			}
+			took = append(took, time.Since(start))
+		}
+		slices.Sort(took)
+		return took[len(took)*99/100]
+	}
+	aloneP99 := quietRound("alone")
+	stop, beside := make(chan struct{}), make(chan struct{})
+	var wg sync.WaitGroup
+	// On every path, a failure too, noisy's callers stop and are waited
+	// for before the harness shuts down.
+	end := sync.OnceFunc(func() { close(stop); wg.Wait() })
+	defer end()
+	for g := range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-beside
+			var st grpc.BidiStreamingClient[ingestv1.PublishStreamRequest, ingestv1.PublishStreamResponse]
+			for i := 0; i < 30; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				events := logEvents(h, fmt.Sprintf("noisy-%d-%d", g, i), 10, 3000)
+				switch g % 3 {
+				case 0: // REST
+					resp, body := h.postREST(keyNoisy, restBody(events...))
+					if resp.StatusCode == http.StatusTooManyRequests && resp.Header.Get("Retry-After") != "" {
+						mu.Lock()
+						refused++
+						mu.Unlock()
+						continue
+					}
+					var pr ingestv1.PublishResponse
+					if err := protojson.Unmarshal(body, &pr); err != nil {
+						whole(fmt.Errorf("%d %s: %w", resp.StatusCode, body, err))
+						continue
+					}
+					judge(pr.GetResults(), events)
+				case 1: // gRPC
+					out, err := h.publishGRPC(keyNoisy, events...)
+					if err != nil {
+						whole(err)
+						continue
+					}
+					judge(out.GetResults(), events)
+				case 2: // a stream, opened again when refused
+					if st == nil {
+						var err error
+						if st, err = h.client.PublishStream(withKey(ctx, keyNoisy)); err != nil {
+							whole(err)
+							continue
+						}
+					}
+					req := &ingestv1.PublishStreamRequest{BatchId: uint64(i)}
+					for _, e := range events {
+						req.Events = append(req.Events, e.proto())
+					}
+					if err := st.Send(req); err != nil {
+						_, err = st.Recv()
+						whole(err)
+						st = nil
+						continue
+					}
+					resp, err := st.Recv()
+					if err != nil {
+						whole(err)
+						st = nil
+						continue
+					}
+					judge(resp.GetResults(), events)
+				}
+			}
+			if st != nil {
+				_ = st.CloseSend()
+			}
+		}()
+	}
+	close(beside)
+	besideP99 := quietRound("beside")
+	end()
+	if len(problems) > 0 {
+		t.Fatalf("%d answers to noisy neither accepted nor RATE_LIMITED with a retry_after, first: %s", len(problems), problems[0])
+	}
+	if refused == 0 || len(accepted) == 0 || len(accepted) > 100 {
+		t.Fatalf("noisy: %d events accepted and %d refusals, want some of each and at most its burst of 100 accepted", len(accepted), refused)
+	}
+	t.Logf("noisy: %d events accepted, %d refusals (requests or events); quiet: 400 events accepted, p99 %v alone, %v beside noisy",
+		len(accepted), refused, aloneP99, besideP99)
+	got := h.consumeIDs(record.EventTopic(typeLog), accepted)
+	seen := map[string]bool{}
+	for _, r := range got {
+		seen[header(r, record.HeaderEventID)] = true
+	}
+	for _, id := range accepted {
+		if !seen[id] {
+			t.Fatalf("noisy's accepted %s is not in Kafka", id)
+		}
 	}
 }
