@@ -22,13 +22,17 @@ import (
 // the broker's included, from the first request until every record is in
 // Kafka and, with the spool, acknowledged there; their ratio is the spool's
 // price, as scripts/bench.sh's spool-forced-on rows measure it end to end.
+//
+// shares=true splits the spool between the records' source and another
+// (WithSourceShares): each spooled record is charged and given back.
 func BenchmarkAdmit(b *testing.B) {
 	for _, first := range []bool{false, true} {
-		b.Run(fmt.Sprintf("spool_first=%v", first), func(b *testing.B) { benchAdmit(b, first) })
+		b.Run(fmt.Sprintf("spool_first=%v", first), func(b *testing.B) { benchAdmit(b, first, false) })
 	}
+	b.Run("spool_first=true/shares=true", func(b *testing.B) { benchAdmit(b, true, true) })
 }
 
-func benchAdmit(b *testing.B, spoolFirst bool) {
+func benchAdmit(b *testing.B, spoolFirst, shares bool) {
 	const perRequest, senders = 100, 8
 	c := newCluster(b, []string{"bench"})
 	p := newTestProducer(b, c.ListenAddrs(), nil)
@@ -41,7 +45,11 @@ func benchAdmit(b *testing.B, spoolFirst bool) {
 	defer s.Close()
 	cfg := NewDefaultConfig()
 	cfg.SpoolFirst = spoolFirst
-	a, err := New(cfg, p, s, WithLogger(discardLogger()))
+	opts := []Option{WithLogger(discardLogger())}
+	if shares {
+		opts = append(opts, WithSourceShares(map[string]float64{"s": 1, "other": 1}, 0.5))
+	}
+	a, err := New(cfg, p, s, opts...)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -79,6 +79,13 @@ type drainer struct {
 	unacked     int
 	lastAck     time.Time
 	window      []*drainBatch // sent, oldest first
+
+	// shares, when set, get back each record's bytes once it is
+	// published; given is the last record given back, so that records
+	// published again after a rewind are not given back twice.
+	shares   *spoolShares
+	given    buffer.Position
+	hasGiven bool
 }
 
 func newDrainer(cfg Config, k kafka, spool *buffer.Spool, state *modeState, rate *drainRate, log *slog.Logger, m *metrics) *drainer {
@@ -321,6 +328,9 @@ type drainBatch struct {
 	bytes   int
 	sent    sending
 	start   time.Time
+	// charges are what each of entries was charged to its source, when
+	// the spool is shared by sources.
+	charges []spoolCharge
 }
 
 // send reads the next records of the spool (waiting for some under wait's
@@ -334,6 +344,9 @@ func (d *drainer) send(wait, ctx context.Context) (*drainBatch, error) {
 	b := &drainBatch{d: d, read: len(entries), last: entries[len(entries)-1].Pos, short: len(entries) < d.cfg.DrainBatch}
 	records := make([]*kgo.Record, 0, len(entries))
 	b.entries = entries[:0:0]
+	if d.shares != nil {
+		b.charges = make([]spoolCharge, 0, len(entries))
+	}
 	for _, e := range entries {
 		r, err := record.DecodeSpooledInPlace(e.Data) // Data is the drainer's own
 		if err != nil {
@@ -347,6 +360,9 @@ func (d *drainer) send(wait, ctx context.Context) (*drainBatch, error) {
 		records = append(records, r)
 		b.entries = append(b.entries, e)
 		b.bytes += len(e.Data)
+		if d.shares != nil {
+			b.charges = append(b.charges, spoolCharge{tenant: d.shares.tenantOf(r), bytes: buffer.FrameBytes(len(e.Data))})
+		}
 	}
 	b.start = time.Now()
 	b.sent = d.kafka.Send(ctx, records)
@@ -369,12 +385,39 @@ func (b *drainBatch) wait(ctx context.Context, timeout time.Duration) (int, buff
 				return 0, buffer.Position{}, err
 			}
 			d.metrics.drained.Add(float64(i))
+			d.giveBack(b, i)
 			return i, b.entries[i-1].Pos, err
 		}
 	}
 	d.metrics.drained.Add(float64(len(errs)))
+	d.giveBack(b, len(errs))
 	d.rate.observe(b.bytes, time.Since(b.start))
 	return b.read, b.last, nil
+}
+
+// giveBack gives the first n of b's entries, published, back to their
+// sources' shares, but those given back before a rewind.
+func (d *drainer) giveBack(b *drainBatch, n int) {
+	if d.shares == nil || n == 0 {
+		return
+	}
+	// One Give per source and batch: a batch is mostly one source's.
+	var sums []spoolCharge
+	for i, c := range b.charges[:n] {
+		pos := b.entries[i].Pos
+		if d.hasGiven && pos.Compare(d.given) <= 0 {
+			continue
+		}
+		d.given, d.hasGiven = pos, true
+		if k := len(sums) - 1; k >= 0 && sums[k].tenant == c.tenant {
+			sums[k].bytes += c.bytes
+		} else {
+			sums = append(sums, c)
+		}
+	}
+	for _, c := range sums {
+		c.tenant.Give(c.bytes)
+	}
 }
 
 // publish publishes the next records of the spool and waits for them: see

@@ -126,7 +126,8 @@ func (p *process) startGateway(ctx context.Context, cfg fileConfig, versions *co
 	} else {
 		log.Warn("no spool.dir: with Kafka down, events are refused instead of spooled")
 	}
-	adm, err := admission.New(cfg.Admission, producer, spool, admission.WithRegisterer(reg), admission.WithLogger(log))
+	adm, err := admission.New(cfg.Admission, producer, spool, admission.WithRegisterer(reg), admission.WithLogger(log),
+		admission.WithSourceShares(cfg.Gateway.SourceShares(), cfg.Gateway.Limits.ReservedShare))
 	if err != nil {
 		return nil, err
 	}
