@@ -186,13 +186,14 @@ type noisyTally struct {
 	// the source.
 	unnamed int
 	// whole counts refusals of a whole request or stream, by source and
-	// reason; messages keeps a few refusal messages of A, for the log.
+	// reason; messages keeps a few refusal messages by source, for the
+	// log.
 	whole map[string]map[string]int
 	// streamsRefused counts A's streams refused as a whole: a stream's
 	// batches over A's rate are refused event by event, so these are
 	// streams over its max_streams.
 	streamsRefused int
-	messages       []string
+	messages       map[string][]string
 	acked          map[string]int
 	localDisk      map[string]int
 	// dropped counts A's events refused and not sent again: A is a flood,
@@ -203,7 +204,7 @@ type noisyTally struct {
 }
 
 func newNoisyTally() *noisyTally {
-	return &noisyTally{refused: map[string]map[string]int{noisyA: {}, noisyB: {}}, whole: map[string]map[string]int{noisyA: {}, noisyB: {}}, acked: map[string]int{}, localDisk: map[string]int{}}
+	return &noisyTally{refused: map[string]map[string]int{noisyA: {}, noisyB: {}}, whole: map[string]map[string]int{noisyA: {}, noisyB: {}}, acked: map[string]int{}, localDisk: map[string]int{}, messages: map[string][]string{}}
 }
 
 // refuse records a refusal of a whole request or stream, f, as the
@@ -234,12 +235,12 @@ func (n *noisyTally) record(l *ledger, source string, ev *ingestv1.Event, r load
 		}
 	case retry:
 		n.refused[source][r.Reason]++
-		if source == noisyA && r.Message != "" {
-			if !strings.Contains(r.Message, noisyA) {
+		if r.Message != "" {
+			if source == noisyA && !strings.Contains(r.Message, noisyA) {
 				n.unnamed++
 			}
-			if len(n.messages) < 4 && !slices.Contains(n.messages, r.Message) {
-				n.messages = append(n.messages, r.Message)
+			if len(n.messages[source]) < 4 && !slices.Contains(n.messages[source], r.Message) {
+				n.messages[source] = append(n.messages[source], r.Message)
 			}
 		}
 	}
@@ -557,9 +558,9 @@ func noisyScenarios(normalSpool int64) []scenario {
 			check: func(t *testing.T, l *ledger, r result) {
 				n := single
 				t.Logf("noisy-neighbour: B refusals %v; A acknowledged %d, refusals %v (whole requests or streams %v, streams %d), dropped %d; A's messages %q",
-					n.refused[noisyB], n.acked[noisyA], n.refused[noisyA], n.whole[noisyA], n.streamsRefused, n.dropped, n.messages)
+					n.refused[noisyB], n.acked[noisyA], n.refused[noisyA], n.whole[noisyA], n.streamsRefused, n.dropped, n.messages[noisyA])
 				if got := n.refusals(noisyB); got != 0 {
-					t.Errorf("noisy-neighbour: B was refused %d times (%v): another source's answers must not change", got, n.refused[noisyB])
+					t.Errorf("noisy-neighbour: B was refused %d times (%v, %q): another source's answers must not change", got, n.refused[noisyB], n.messages[noisyB])
 				}
 				if !slices.ContainsFunc(n.rounds, func(r *noisyRound) bool {
 					return len(r.alone) >= 100 && len(r.beside) >= 100 && r.ratio() <= noisyP99Ratio
@@ -651,8 +652,11 @@ func noisyScenarios(normalSpool int64) []scenario {
 			after: func(s *system, _ *ledger) { s.restoreGateway("noisy-neighbour-kafka-outage", normalSpool) },
 			check: func(t *testing.T, l *ledger, r result) {
 				n := outage
-				t.Logf("noisy-neighbour-kafka-outage: A acknowledged %d (LOCAL_DISK %d), refusals %v, dropped %d; B acknowledged %d (LOCAL_DISK %d), refusals %v",
-					n.acked[noisyA], n.localDisk[noisyA], n.refused[noisyA], n.dropped, n.acked[noisyB], n.localDisk[noisyB], n.refused[noisyB])
+				t.Logf("noisy-neighbour-kafka-outage: A acknowledged %d (LOCAL_DISK %d), refusals %v, dropped %d; B acknowledged %d (LOCAL_DISK %d), refusals %v; messages %q",
+					n.acked[noisyA], n.localDisk[noisyA], n.refused[noisyA], n.dropped, n.acked[noisyB], n.localDisk[noisyB], n.refused[noisyB], n.messages)
+				if n.unnamed != 0 {
+					t.Errorf("noisy-neighbour-kafka-outage: %d of A's refusals do not name the source", n.unnamed)
+				}
 				if n.refused[noisyA][ingestv1.Reason_BUFFER_FULL.String()] == 0 || n.localDisk[noisyA] == 0 {
 					t.Errorf("noisy-neighbour-kafka-outage: A spooled %d and was refused BUFFER_FULL %d times: its backlog must fill its share",
 						n.localDisk[noisyA], n.refused[noisyA][ingestv1.Reason_BUFFER_FULL.String()])
