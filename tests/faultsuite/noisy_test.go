@@ -1,6 +1,7 @@
 package faultsuite
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -80,6 +81,8 @@ type noisyGateway struct {
 	spoolCap int64
 	// aLimits is A's per-source settings (YAML lines under its entry).
 	aLimits string
+	// bShare is B's share weight (A's is 1); 0 means 1.
+	bShare float64
 }
 
 // startNoisyGateway stops the running gateway and starts one serving
@@ -110,7 +113,7 @@ sources:
   - name: %[8]s
     key_hashes: [%[9]q]
     event_types: ["*"]
-    share: 1
+    share: %[18]v
     rate: 1000
     burst: 1000
 contracts:
@@ -136,7 +139,7 @@ admin:
 		noisyA, hashKey(noisyKeyA), g.aLimits,
 		noisyB, hashKey(noisyKeyB),
 		filepath.Join(s.root, "examples", "contracts.binpb"), strings.Join(s.brokers, ", "),
-		spoolDir, min(g.spoolCap/4, 16<<20), g.spoolCap, s.adminAddr, noisyRequestBytes, noisyRequestMemory)
+		spoolDir, min(g.spoolCap/4, 16<<20), g.spoolCap, s.adminAddr, noisyRequestBytes, noisyRequestMemory, cmp.Or(g.bShare, 1))
 	path := filepath.Join(s.dir, "noisy-gateway.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		s.t.Fatal(err)
@@ -599,7 +602,11 @@ func noisyScenarios(normalSpool int64) []scenario {
 			name:      "noisy-neighbour-kafka-outage",
 			allInSink: true,
 			before: func(s *system) {
-				s.startNoisyGateway(noisyGateway{spoolCap: 8 << 20, aLimits: ""})
+				// The spool's shares: its capacity less a segment, 9 MiB;
+				// half of it guaranteed, 1.125 MiB to A and 3.375 MiB to B
+				// (share 3), which holds B's records for over 30s of
+				// outage; A may borrow the other 4.5 MiB.
+				s.startNoisyGateway(noisyGateway{spoolCap: 12 << 20, bShare: 3})
 			},
 			fault: func(s *system) {
 				// A floods until Kafka is back; B sends until the spool has
