@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/semaphore"
+
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
 	"github.com/sluicehq/sluice/internal/share"
 )
@@ -32,20 +34,33 @@ func requestCost(n int) int64 { return 2*int64(n) + requestOverhead }
 // memoryBudget is one half of Limits.RequestMemoryBytes: the bytes that
 // requests held at once may be charged. It is split among the sources
 // (share.Pool): a source waits for room on its own account, so another
-// source's waiters are never ahead of it; its own waiters are woken
-// together when room comes back, and the first to fit takes it.
+// source's waiters are never ahead of it, and its own waiters are served
+// in the order they came (account), so a large request is not starved by
+// small ones.
 type memoryBudget struct {
 	pool *share.Pool
+	// anon is the account of a request without a source: no guarantee.
+	anon account
 	// held is the sum of the holds, for sluice_request_memory_bytes.
 	held atomic.Int64
 }
+
+// account is a source's place in a memoryBudget: its tenant, and its turn
+// (a semaphore.Weighted of one, which serves its waiters in order): the
+// one of the source's requests that waits for room on the pool holds it.
+type account struct {
+	t    *share.Tenant
+	turn *semaphore.Weighted
+}
+
+func newAccount(t *share.Tenant) account { return account{t: t, turn: semaphore.NewWeighted(1)} }
 
 func newMemoryBudget(capacity int64, reserved float64, weights map[string]float64) (*memoryBudget, error) {
 	p, err := share.New(capacity, reserved, weights)
 	if err != nil {
 		return nil, err
 	}
-	return &memoryBudget{pool: p}, nil
+	return &memoryBudget{pool: p, anon: newAccount(p.Tenant(""))}, nil
 }
 
 // newSourceBudget is a budget of one source's own (a webhook's
@@ -55,32 +70,52 @@ func newSourceBudget(capacity int64) *memoryBudget {
 	if err != nil {
 		panic(err) // share.New refuses only a negative capacity or a bad weight
 	}
-	return &memoryBudget{pool: p}
+	return &memoryBudget{pool: p, anon: newAccount(p.Tenant(""))}
 }
 
-// take waits for n bytes of t's room until ctx ends.
-func (m *memoryBudget) take(ctx context.Context, t *share.Tenant, n int64) (*memoryHold, error) {
-	if err := t.Take(ctx, n); err != nil {
+// take waits for its turn among a's waiters and then for n bytes of a's
+// room, until ctx ends.
+func (m *memoryBudget) take(ctx context.Context, a account, n int64) (*memoryHold, error) {
+	if err := a.turn.Acquire(ctx, 1); err != nil {
+		return nil, err
+	}
+	defer a.turn.Release(1)
+	if err := a.t.Take(ctx, n); err != nil {
 		return nil, err
 	}
 	m.held.Add(n)
-	return &memoryHold{m: m, t: t, n: n}, nil
+	return &memoryHold{m: m, t: a.t, n: n}, nil
 }
 
-// tryTake takes n bytes of t's room if there is room now.
-func (m *memoryBudget) tryTake(t *share.Tenant, n int64) (*memoryHold, bool) {
-	if !t.TryTake(n) {
+// tryTake takes n bytes of a's room if there is room now and none of a's
+// requests is waiting.
+func (m *memoryBudget) tryTake(a account, n int64) (*memoryHold, bool) {
+	if !a.turn.TryAcquire(1) {
+		return nil, false
+	}
+	defer a.turn.Release(1)
+	if !a.t.TryTake(n) {
 		return nil, false
 	}
 	m.held.Add(n)
-	return &memoryHold{m: m, t: t, n: n}, true
+	return &memoryHold{m: m, t: a.t, n: n}, true
 }
 
-// tenant is src's account, or, for a source without one, an account
-// without a guarantee.
-func (m *memoryBudget) tenant(src *source, pick func(*tenancy) *share.Tenant) *share.Tenant {
+// takeNow takes n bytes of the budget's own room (anon's) if there is
+// room now, whoever waits: for a budget that is never waited on (a
+// webhook's pre-authentication pool).
+func (m *memoryBudget) takeNow(n int64) (*memoryHold, bool) {
+	if !m.anon.t.TryTake(n) {
+		return nil, false
+	}
+	m.held.Add(n)
+	return &memoryHold{m: m, t: m.anon.t, n: n}, true
+}
+
+// account is src's account, or anon for a source without one.
+func (m *memoryBudget) account(src *source, pick func(*tenancy) account) account {
 	if src == nil || src.tenancy == nil {
-		return m.pool.Tenant("")
+		return m.anon
 	}
 	return pick(src.tenancy)
 }
@@ -114,11 +149,11 @@ func (h *memoryHold) release() { h.shrink(0) }
 // refused before it is read: RATE_LIMITED when the room left is other
 // sources' guarantees, else UNAVAILABLE; both with Retry-After.
 func (s *Service) holdMemory(ctx context.Context, src *source, n int64) (*memoryHold, *Failure) {
-	t := s.memory.tenant(src, func(t *tenancy) *share.Tenant { return t.memory })
-	// With room now, the charge is taken without the timer and context a
-	// wait needs.
+	a := s.memory.account(src, func(t *tenancy) account { return t.memory })
+	// With room now and none of the source's requests waiting, the charge
+	// is taken without the timer and context a wait needs.
 	if ctx.Err() == nil {
-		if h, ok := s.memory.tryTake(t, n); ok {
+		if h, ok := s.memory.tryTake(a, n); ok {
 			return h, nil
 		}
 	}
@@ -128,11 +163,11 @@ func (s *Service) holdMemory(ctx context.Context, src *source, n int64) (*memory
 	}
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	h, err := s.memory.take(wctx, t, n)
+	h, err := s.memory.take(wctx, a, n)
 	if err != nil {
 		s.metrics.memoryRefusals.Inc()
 		if src != nil {
-			if f := s.overShare(src, s.memory.pool, n, "request memory"); f != nil {
+			if f := s.overShare(src, a.t, s.memory.pool, n, "request memory"); f != nil {
 				return nil, f
 			}
 		}

@@ -223,7 +223,7 @@ func (s *Service) takeStream(ctx context.Context, src *source) *Failure {
 	if !t.streams.TryTake(1) {
 		t.openStreams.give()
 		s.metrics.streamsRefused.Inc()
-		if f := s.overShare(src, s.streams.pool, 1, "the stream slots (limits.max_streams)"); f != nil {
+		if f := s.overShare(src, t.streams, s.streams.pool, 1, "the stream slots (limits.max_streams)"); f != nil {
 			return f
 		}
 		return &Failure{Reason: ingestv1.Reason_UNAVAILABLE, RetryAfter: s.cfg.UnavailableRetryAfter,
@@ -269,7 +269,7 @@ func (s *Service) receive(ctx context.Context, src *source) (context.Context, er
 	r := &s.receiving
 	if !src.receiving.TryTake(1) {
 		s.metrics.requestsShed.Inc()
-		f := s.overShare(src, r.pool, 1, "the receiving places (limits.receiving_requests)")
+		f := s.overShare(src, src.receiving, r.pool, 1, "the receiving places (limits.receiving_requests)")
 		if f == nil {
 			f = &Failure{Reason: ingestv1.Reason_UNAVAILABLE, RetryAfter: s.cfg.UnavailableRetryAfter,
 				Message: fmt.Sprintf("the gateway is at capacity: %d requests are already arriving", r.pool.Capacity())}

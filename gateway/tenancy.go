@@ -30,7 +30,7 @@ import (
 
 // tenancy is one source's accounts in the gateway's budgets.
 type tenancy struct {
-	memory, streamMemory *share.Tenant
+	memory, streamMemory account
 	receiving            *share.Tenant
 	streams              *share.Tenant
 	// requests counts the source's requests held (max_requests), and
@@ -78,15 +78,15 @@ func (s *Service) newTenancies() error {
 	}
 	for _, src := range s.sources.byName {
 		src.tenancy = &tenancy{
-			memory:        s.memory.pool.Tenant(src.name),
-			streamMemory:  s.streamMemory.pool.Tenant(src.name),
+			memory:        newAccount(s.memory.pool.Tenant(src.name)),
+			streamMemory:  newAccount(s.streamMemory.pool.Tenant(src.name)),
 			receiving:     s.receiving.pool.Tenant(src.name),
 			streams:       s.streams.pool.Tenant(src.name),
 			requests:      boundedCount{limit: int64(src.cfg.MaxRequests)},
 			openStreams:   boundedCount{limit: int64(src.cfg.MaxStreams)},
 			receivedBytes: s.metrics.receivedBytes.WithLabelValues(src.name),
 		}
-		if g, call := src.memory.Guarantee(), s.receiveCost(codingIdentity); g < call {
+		if g, call := src.memory.t.Guarantee(), s.receiveCost(codingIdentity); g < call {
 			s.log.Info("a source's guarantee of request memory holds no gRPC call of max_request_bytes; its calls borrow from the shared remainder",
 				"source", src.name, "guarantee_bytes", g, "call_bytes", call)
 		}
@@ -94,11 +94,13 @@ func (s *Service) newTenancies() error {
 	return nil
 }
 
-// overShare is the refusal of src by a pool that had no room for n of
-// it: RATE_LIMITED when the pool has room that is others' guarantees,
-// else nil (the gateway is at capacity, the caller's own answer).
-func (s *Service) overShare(src *source, pool *share.Pool, n int64, what string) *Failure {
-	if pool.Free() < n {
+// overShare is the refusal of src, whose account t in pool had no room
+// for n: RATE_LIMITED when t cannot take n now while the pool has room for
+// it (the room is others' guarantees); else nil, and the caller answers
+// UNAVAILABLE: the pool is full, or the refusal was not the shares' (a
+// wait that ended with its deadline while t had room).
+func (s *Service) overShare(src *source, t *share.Tenant, pool *share.Pool, n int64, what string) *Failure {
+	if t.Limit()-t.Used() >= n || pool.Free() < n {
 		return nil
 	}
 	return &Failure{Reason: ingestv1.Reason_RATE_LIMITED, RetryAfter: s.cfg.UnavailableRetryAfter,
@@ -144,7 +146,7 @@ func (s *Service) registerSourceGauges(reg prometheus.Registerer) error {
 				Name:        "sluice_source_request_memory_bytes",
 				Help:        "Bytes of limits.request_memory_bytes (both halves) a source's requests and streams hold.",
 				ConstLabels: labels,
-			}, func() float64 { return float64(t.memory.Used() + t.streamMemory.Used()) }),
+			}, func() float64 { return float64(t.memory.t.Used() + t.streamMemory.t.Used()) }),
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 				Name:        "sluice_source_requests_in_flight",
 				Help:        "A source's requests held (REST, CloudEvents, webhooks, gRPC Publish), from before the body is read to the answer: what sources[].max_requests bounds.",

@@ -353,7 +353,7 @@ func (s *Service) readWebhook(w http.ResponseWriter, r *http.Request, ws *webhoo
 	// The pool is the source's alone, and waiting on it would hold a
 	// connection for a sender that has not shown it may: no room now is
 	// a refusal now, which a sender retries.
-	hold, ok := ws.preauth.tryTake(ws.preauth.pool.Tenant(""), int64(size)+webhookOverhead)
+	hold, ok := ws.preauth.takeNow(int64(size) + webhookOverhead)
 	if !ok {
 		skipBody(w, r)
 		s.metrics.webhookPreauthRefusals.WithLabelValues(ws.src.name).Inc()
