@@ -126,9 +126,13 @@ func newAdmission(cfg Config, kafka kafka, spool *buffer.Spool, opts ...Option) 
 			return nil, err
 		}
 		a.shares = shares
+		shares.warnSmall(spool.Config(), o.logger)
 		// Before any append or drain, so that each record is charged once.
+		// A read that fails (damage since Open verified the spool) leaves
+		// the records after it charged to nobody: the drainer meets the
+		// same error and handles it, and start-up goes on.
 		if err := a.shares.chargePending(spool); err != nil {
-			return nil, fmt.Errorf("admission: charging the spooled records to their sources: %w", err)
+			o.logger.Warn("admission: charging the spooled records to their sources stopped; those after it are charged to nobody", "err", err)
 		}
 		a.metrics.shares = a.shares
 	}
@@ -413,10 +417,15 @@ func (a *Admission) spoolAll(ctx context.Context, records []*kgo.Record, out []A
 			}
 		}
 		if a.shares != nil {
-			t := a.shares.tenantOf(records[idx[j]])
+			name := sourceOf(records[idx[j]])
+			t := a.shares.tenant(name)
 			serr := overShare[t]
+			if serr != nil && serr.Source != name {
+				// Another unconfigured source, sharing the account.
+				serr = &SourceFullError{Source: name, Held: serr.Held, Limit: serr.Limit, Need: fb}
+			}
 			if serr == nil && !t.TryTake(fb) {
-				serr = &SourceFullError{Source: t.Name(), Held: t.Used(), Limit: t.Limit(), Need: fb}
+				serr = &SourceFullError{Source: name, Guaranteed: t != a.shares.other, Held: t.Used(), Limit: t.Limit(), Need: fb}
 				if overShare == nil {
 					overShare = make(map[*share.Tenant]*SourceFullError, 1)
 				}

@@ -77,7 +77,8 @@
 //   - A source that is not configured has no guarantee: it borrows from
 //     the remainder. sluice_source_spool_bytes{source} has one series per
 //     configured source.
-//   - A record that does not decode is charged at start to nobody; one
+//   - A record that does not decode, or that Pending cannot read (damage
+//     since Open; logged), is charged at start to nobody; one
 //     spooled by this process and later found undecodable stays charged
 //     until the restart.
 //

@@ -138,6 +138,7 @@ func (d *drainer) run(ctx context.Context) {
 			d.pending, d.havePending = last, true
 			d.unacked += n
 			d.published(last)
+			d.giveBack(b)
 		}
 		if err != nil {
 			d.failed(ctx, err)
@@ -329,8 +330,10 @@ type drainBatch struct {
 	sent    sending
 	start   time.Time
 	// charges are what each of entries was charged to its source, when
-	// the spool is shared by sources.
-	charges []spoolCharge
+	// the spool is shared by sources; published is how many of entries
+	// wait found published, in order.
+	charges   []spoolCharge
+	published int
 }
 
 // send reads the next records of the spool (waiting for some under wait's
@@ -385,25 +388,28 @@ func (b *drainBatch) wait(ctx context.Context, timeout time.Duration) (int, buff
 				return 0, buffer.Position{}, err
 			}
 			d.metrics.drained.Add(float64(i))
-			d.giveBack(b, i)
+			b.published = i
 			return i, b.entries[i-1].Pos, err
 		}
 	}
 	d.metrics.drained.Add(float64(len(errs)))
-	d.giveBack(b, len(errs))
+	b.published = len(errs)
 	d.rate.observe(b.bytes, time.Since(b.start))
 	return b.read, b.last, nil
 }
 
-// giveBack gives the first n of b's entries, published, back to their
-// sources' shares, but those given back before a rewind.
-func (d *drainer) giveBack(b *drainBatch, n int) {
-	if d.shares == nil || n == 0 {
+// giveBack gives b's entries that were published back to their sources'
+// shares, but those given back before a rewind. It is called for batches
+// in spool order only, from the first record not acknowledged on (never
+// for the later batches failed settles after an earlier one failed), so
+// that given is a prefix of the spool.
+func (d *drainer) giveBack(b *drainBatch) {
+	if d.shares == nil || b.published == 0 {
 		return
 	}
 	// One Give per source and batch: a batch is mostly one source's.
 	var sums []spoolCharge
-	for i, c := range b.charges[:n] {
+	for i, c := range b.charges[:b.published] {
 		pos := b.entries[i].Pos
 		if d.hasGiven && pos.Compare(d.given) <= 0 {
 			continue
@@ -427,7 +433,9 @@ func (d *drainer) publish(wait, ctx context.Context, timeout time.Duration) (int
 	if err != nil {
 		return 0, buffer.Position{}, err
 	}
-	return b.wait(ctx, timeout)
+	n, last, err := b.wait(ctx, timeout)
+	d.giveBack(b)
+	return n, last, err
 }
 
 // finish returns to DIRECT once the drainer has caught up. Under steady

@@ -2,6 +2,7 @@ package admission
 
 import (
 	"fmt"
+	"log/slog"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -16,9 +17,11 @@ import (
 // remainder now. It wraps buffer.ErrFull, so it is RefusedFull, with a
 // RetryAfter; other sources' records are still spooled.
 type SourceFullError struct {
-	// Source is the record's source (its sluice-source header); "" for a
-	// source that has no share of its own (not configured).
+	// Source is the record's source (its sluice-source header).
 	Source string
+	// Guaranteed is false for a source that has no share of its own (not
+	// configured): it may only borrow from the shared remainder.
+	Guaranteed bool
 	// Held is what of the spool the source holds, in framed bytes.
 	Held int64
 	// Limit is the most it could hold now: its guarantee and the shared
@@ -29,8 +32,12 @@ type SourceFullError struct {
 }
 
 func (e *SourceFullError) Error() string {
-	return fmt.Sprintf("admission: source %q is at its share of the spool: it holds %d bytes, may hold %d now, the record needs %d",
-		e.Source, e.Held, e.Limit, e.Need)
+	what := "its share of the spool"
+	if !e.Guaranteed {
+		what = "what it may borrow of the spool (it has no share of its own)"
+	}
+	return fmt.Sprintf("admission: source %q is at %s: it holds %d bytes, may hold %d now, the record needs %d",
+		e.Source, what, e.Held, e.Limit, e.Need)
 }
 
 // Unwrap returns buffer.ErrFull.
@@ -92,6 +99,19 @@ func newSpoolShares(cfg buffer.Config, reserved float64, weights map[string]floa
 	return s, nil
 }
 
+// warnSmall logs each configured source whose share (its guarantee and
+// the whole remainder) cannot hold one record of the spool's largest:
+// such a record of it is refused BUFFER_FULL whenever it must be spooled.
+func (s *spoolShares) warnSmall(cfg buffer.Config, log *slog.Logger) {
+	largest := buffer.FrameBytes(cfg.MaxRecordBytes)
+	for name, t := range s.tenants {
+		if most := t.Guarantee() + s.pool.Shared(); most < largest {
+			log.Warn("admission: a source's share of the spool is smaller than the largest record the spool takes; its larger records are refused BUFFER_FULL while records are spooled",
+				"source", name, "share_bytes", most, "max_record_bytes", cfg.MaxRecordBytes)
+		}
+	}
+}
+
 // tenant is the account of source.
 func (s *spoolShares) tenant(source string) *share.Tenant {
 	if t, ok := s.tenants[source]; ok {
@@ -101,13 +121,16 @@ func (s *spoolShares) tenant(source string) *share.Tenant {
 }
 
 // tenantOf is the account of r's source.
-func (s *spoolShares) tenantOf(r *kgo.Record) *share.Tenant {
+func (s *spoolShares) tenantOf(r *kgo.Record) *share.Tenant { return s.tenant(sourceOf(r)) }
+
+// sourceOf is r's sluice-source header, "" when it has none.
+func sourceOf(r *kgo.Record) string {
 	for _, h := range r.Headers {
 		if h.Key == record.HeaderSource {
-			return s.tenant(string(h.Value))
+			return string(h.Value)
 		}
 	}
-	return s.other
+	return ""
 }
 
 // chargePending charges every record in spool to its source. A record

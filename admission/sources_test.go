@@ -4,10 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluicehq/sluice/buffer"
@@ -293,4 +298,213 @@ func TestSourceShareGivenBackOnce(t *testing.T) {
 		t.Fatalf("after r0 and r1 were published twice a holds %d, want the 4 records left, %d", got, 4*each)
 	}
 	waitFor(t, "the spool drained and given back", func() bool { return s.Empty() && held.Used() == 0 })
+}
+
+// TestSourceShareUnconfigured: a source with no share of its own borrows
+// from the remainder only: refused once it is lent out, naming the
+// source, while the configured sources still get their guarantees; it
+// has no series of sluice_source_spool_bytes.
+func TestSourceShareUnconfigured(t *testing.T) {
+	const topic = "ingest.t"
+	c := newCluster(t, []string{topic})
+	var o outage
+	o.install(c)
+	defer o.on.Store(false) // before the producer closes
+	p := newTestProducer(t, c.ListenAddrs(), func(c *publish.Config) { c.DeliveryTimeout = time.Second })
+	s := openSpool(t, t.TempDir(), sharedSpoolConfig)
+	defer s.Close()
+	reg := prometheus.NewRegistry()
+	a := newSharedAdmission(t, p, s, func(c *Config) { c.SpoolFirst = true }, reg)
+	defer a.Close()
+
+	o.on.Store(true)
+	accepted, refusal := fillShare(t, a, "x", topic, 0)
+	var sf *SourceFullError
+	if !errors.As(refusal.Err, &sf) || sf.Source != "x" || sf.Guaranteed || refusal.RetryAfter <= 0 {
+		t.Fatalf("x's refusal: %+v", refusal)
+	}
+	if held := a.shares.other.Used(); held > 24<<10 || len(accepted) == 0 {
+		t.Fatalf("x holds %d bytes in %d records, want at most the 24 KiB remainder", held, len(accepted))
+	}
+	for _, src := range []string{"a", "b"} {
+		for batch := range 2 {
+			for i, r := range a.Admit(context.Background(), fromSource(src, topic, batch*10, 10, 4)) {
+				if r.Err != nil {
+					t.Fatalf("%s's record %d beside a full x: %+v", src, batch*10+i, r)
+				}
+			}
+		}
+	}
+	if got := spoolBytesOf(t, reg, "x"); got != -1 {
+		t.Fatalf("a series for the unconfigured x: %v", got)
+	}
+}
+
+// TestSourceShareTooSmallIsLogged: a source whose share cannot hold the
+// spool's largest record is named in a warning at start; one whose share
+// can is not.
+func TestSourceShareTooSmallIsLogged(t *testing.T) {
+	for _, tc := range []struct {
+		maxRecord int
+		warned    bool
+	}{{4 << 10, false}, {40 << 10, true}} {
+		s := openSpool(t, t.TempDir(), func(c *buffer.Config) {
+			sharedSpoolConfig(c)
+			c.MaxRecordBytes, c.MaxBatchBytes = tc.maxRecord, tc.maxRecord
+		})
+		seen := make(chan struct{}, 1)
+		log := slog.New(&matchHandler{match: "share of the spool is smaller", seen: seen})
+		// Each of a and b may hold its 12 KiB and the 24 KiB remainder.
+		a, err := newAdmission(NewDefaultConfig(), newScriptedKafka(nil), s, WithLogger(log),
+			WithSourceShares(map[string]float64{"a": 1, "b": 1}, 0.5))
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.Close()
+		s.Close()
+		if warned := len(seen) > 0; warned != tc.warned {
+			t.Errorf("max_record_bytes %d: warned %v, want %v", tc.maxRecord, warned, tc.warned)
+		}
+	}
+}
+
+// windowKafka hands every Send to the test and answers it when the test
+// says, while the drainer keeps several batches in flight (HandedOver);
+// once released it answers every later Send at once, as published.
+type windowKafka struct {
+	calls    chan windowCall
+	released atomic.Bool
+}
+
+type windowCall struct {
+	n       int
+	verdict chan []error
+}
+
+func (k *windowKafka) Publish(ctx context.Context, records []*kgo.Record) []error {
+	return k.Send(ctx, records).Wait(ctx)
+}
+
+func (k *windowKafka) Send(_ context.Context, records []*kgo.Record) sending {
+	c := windowCall{n: len(records), verdict: make(chan []error, 1)}
+	if k.released.Load() {
+		c.verdict <- make([]error, len(records))
+	} else {
+		k.calls <- c
+	}
+	return c
+}
+
+func (c windowCall) HandedOver() bool { return true }
+
+func (c windowCall) Wait(ctx context.Context) []error {
+	select {
+	case errs := <-c.verdict:
+		return errs
+	case <-ctx.Done():
+		errs := make([]error, c.n)
+		for i := range errs {
+			errs[i] = ctx.Err()
+		}
+		return errs
+	}
+}
+
+// TestSourceShareGivenBackInOrder: the first of three batches in flight
+// fails and the two after it are published; the drainer rewinds and
+// publishes all again. Every record is given back once, the first two
+// too, though the later ones were published before them.
+func TestSourceShareGivenBackInOrder(t *testing.T) {
+	s := openSpool(t, t.TempDir(), nil)
+	defer s.Close()
+	cfg := NewDefaultConfig()
+	cfg.SpoolFirst = true
+	cfg.DrainBatch = 2
+	cfg.DrainTimeout = time.Second
+	cfg.DrainBackoffMax = 200 * time.Millisecond
+	k := &windowKafka{calls: make(chan windowCall, 16)}
+	a, err := newAdmission(cfg, k, s, WithLogger(discardLogger()), WithSourceShares(map[string]float64{"a": 1}, 0.5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	defer k.released.Store(true)
+	for i, r := range a.Admit(context.Background(), fromSource("a", "ingest.t", 0, 6, 1)) {
+		if r.Err != nil {
+			t.Fatalf("r%d: %+v", i, r)
+		}
+	}
+	var calls []windowCall
+	for len(calls) < 3 {
+		select {
+		case c := <-k.calls:
+			calls = append(calls, c)
+		case <-waitCtx(t).Done():
+			t.Fatalf("%d batches in flight, want 3", len(calls))
+		}
+	}
+	k.released.Store(true)
+	failed := &publish.ProduceError{Topic: "ingest.t", Err: kerr.NotEnoughReplicas}
+	calls[0].verdict <- []error{failed, failed}
+	calls[1].verdict <- make([]error, calls[1].n)
+	calls[2].verdict <- make([]error, calls[2].n)
+	waitFor(t, "the spool drained", func() bool {
+		for {
+			select {
+			case c := <-k.calls: // sent before the release was seen
+				c.verdict <- make([]error, c.n)
+			default:
+				return s.Empty()
+			}
+		}
+	})
+	if got := a.shares.tenant("a").Used(); got != 0 {
+		t.Fatalf("a holds %d bytes of a drained spool", got)
+	}
+}
+
+// TestSourceShareStartsOverDamage: a spooled record damaged after the
+// spool was opened stops the charging at start, not the start: the
+// records before it are charged to their source.
+func TestSourceShareStartsOverDamage(t *testing.T) {
+	dir := t.TempDir()
+	s := openSpool(t, dir, nil)
+	defer s.Close()
+	var data [][]byte
+	for _, r := range fromSource("a", "ingest.t", 0, 3, 1) {
+		data = append(data, record.AppendSpooled(nil, r))
+	}
+	pos, err := s.Append(context.Background(), data...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The third record's payload, past its frame header, gets a flipped
+	// byte.
+	third := pos.Offset + buffer.FrameBytes(len(data[0])) + buffer.FrameBytes(len(data[1]))
+	f, err := os.OpenFile(filepath.Join(dir, fmt.Sprintf("%020d.seg", pos.Segment)), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 1)
+	at := third + buffer.FrameBytes(0) + 10
+	if _, err := f.ReadAt(b, at); err != nil {
+		t.Fatal(err)
+	}
+	b[0] ^= 0xff
+	if _, err := f.WriteAt(b, at); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+
+	k := &windowKafka{calls: make(chan windowCall, 16)}
+	k.released.Store(true)
+	a, err := newAdmission(NewDefaultConfig(), k, s, WithLogger(discardLogger()), WithSourceShares(map[string]float64{"a": 1}, 0.5))
+	if err != nil {
+		t.Fatalf("New over a damaged record: %v", err)
+	}
+	defer a.Close()
+	want := buffer.FrameBytes(len(data[0])) + buffer.FrameBytes(len(data[1]))
+	if got := a.shares.tenant("a").Used(); got != want {
+		t.Fatalf("a holds %d, want the two records before the damage, %d", got, want)
+	}
 }
