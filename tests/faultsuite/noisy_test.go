@@ -68,9 +68,10 @@ const (
 // The noisy gateway's request memory: a request is charged twice its
 // size and 64 KiB, and one of noisyRequestBytes before a gRPC message's
 // size is known; half of noisyRequestMemory is for requests, half for
-// stream batches. B's guaranteed half of the requests' half, 1.5 MiB,
-// holds both of B's callers' requests; A's callers, over it, would fill
-// the rest.
+// stream batches. B's guarantee in the requests' half (half of it, by
+// limits.reserved_share, split between two sources), 1.5 MiB, holds both
+// of B's callers' requests at once; A's 16 unary callers would want
+// 9 MiB, more than the whole half.
 const (
 	noisyRequestBytes  = 256 << 10
 	noisyRequestMemory = 12 << 20
