@@ -790,6 +790,12 @@ func (s *Service) admitRejection(a admission.Admitted) *ingestv1.Rejection {
 		if wait <= 0 {
 			wait = s.cfg.UnavailableRetryAfter
 		}
+		var share *admission.SourceFullError
+		if errors.As(err, &share) {
+			return rejectRetry(ingestv1.Reason_BUFFER_FULL, wait, fmt.Sprintf(
+				"source %s is over its share of the gateway's spool: it holds %d bytes of the %d it may hold now; the others' shares are untouched",
+				share.Source, share.Held, share.Limit))
+		}
 		return rejectRetry(ingestv1.Reason_BUFFER_FULL, wait, "the gateway's spool is full: "+err.Error())
 	case admission.RefusedTooLargeForKafka:
 		return reject(ingestv1.Reason_EVENT_TOO_LARGE, "Kafka refused the record as too large")
