@@ -26,10 +26,6 @@ type metrics struct {
 	// refusals, one per attempt.
 	drainBlocked  *prometheus.GaugeVec
 	drainRefusals *prometheus.CounterVec
-
-	// shares collects sluice_source_spool_bytes{source}; nil without
-	// per-source shares.
-	shares prometheus.Collector
 }
 
 // Reasons of sluice_admission_switches_total: to SPOOLING for a produce
@@ -93,10 +89,6 @@ func newMetrics(mode, rate func() float64) *metrics {
 }
 
 func (m *metrics) register(r prometheus.Registerer) error {
-	cs := []prometheus.Collector{m.mode, m.drainRate, m.switches, m.spooled, m.full, m.drained, m.drainErrors, m.undecodable, m.tooLarge,
-		m.drainBlocked, m.drainRefusals}
-	if m.shares != nil {
-		cs = append(cs, m.shares)
-	}
-	return promreg.Register(r, cs...)
+	return promreg.Register(r, m.mode, m.drainRate, m.switches, m.spooled, m.full, m.drained, m.drainErrors, m.undecodable, m.tooLarge,
+		m.drainBlocked, m.drainRefusals)
 }
