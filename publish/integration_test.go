@@ -27,7 +27,11 @@ func createTopic(t *testing.T, brokers []string, partitions int32, configs map[s
 func TestIntegrationKafkaPublishConsume(t *testing.T) {
 	brokers := integrationBrokers(t)
 	topic := createTopic(t, brokers, 3, nil)
-	testPublishConsume(t, brokers, topic, 3)
+	// The product's delivery timeout, not the tests' 1s: a broker started
+	// a moment ago may take longer than that to lead a topic just created
+	// (CI saw "records have timed out before they were able to be
+	// produced" on its first publish).
+	testPublishConsume(t, brokers, topic, 3, func(c *Config) { c.DeliveryTimeout = NewDefaultConfig().DeliveryTimeout })
 }
 
 func TestIntegrationKafkaTooLarge(t *testing.T) {

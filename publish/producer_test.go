@@ -39,16 +39,16 @@ func TestMurmur2MatchesJavaClient(t *testing.T) {
 func TestPublishConsume(t *testing.T) {
 	const topic = "ingest.order.created"
 	c := newCluster(t, []string{topic})
-	testPublishConsume(t, c.ListenAddrs(), topic, 3)
+	testPublishConsume(t, c.ListenAddrs(), topic, 3, nil)
 }
 
 // testPublishConsume publishes events to topic (with the given number of
 // partitions), consumes them and checks every field that reached Kafka. It
 // runs against kfake and, in TestIntegrationKafkaPublishConsume, against a
-// real broker.
-func testPublishConsume(t *testing.T, brokers []string, topic string, partitions int) {
+// real broker. edit adjusts the producer's config (nil: the tests').
+func testPublishConsume(t *testing.T, brokers []string, topic string, partitions int, edit func(*Config)) {
 	reg := prometheus.NewRegistry()
-	p := newTestProducer(t, brokers, nil, WithRegisterer(reg))
+	p := newTestProducer(t, brokers, edit, WithRegisterer(reg))
 
 	base := time.Date(2026, 3, 1, 12, 0, 0, 123456789, time.UTC)
 	var events []*record.Event
