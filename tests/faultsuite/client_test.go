@@ -259,7 +259,7 @@ func (l *ledger) recordClient(source string, bad bool, r client.Result) {
 	case r.Err == nil && (r.Outcome == ingestv1.Outcome_ACCEPTED || r.Outcome == ingestv1.Outcome_DUPLICATE):
 		l.acked[key] = true
 		at, placed := kafkaPositionOf(r.Kafka)
-		l.writes.acknowledged(key, at, placed)
+		l.writes.acknowledged(key, "", at, placed) // the client's events' keys are not in its results
 		if r.Outcome == ingestv1.Outcome_ACCEPTED {
 			c.accepted++
 		} else {

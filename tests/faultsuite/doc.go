@@ -73,7 +73,8 @@
 //     record (a LOCAL_DISK acknowledgement names no offset: its record
 //     comes with the drain). out-of-order 0: when a caller had A's
 //     acknowledgement before it first sent B, with the same key, A's
-//     first record comes before B's, and the sink did not write B before
+//     first record under that key comes before B's (no record under
+//     another key), and the sink did not write B before
 //     A (by its rows' write times; an event that went through the DLQ is
 //     written after later ones by design and is left out). The load's
 //     callers stamp their sends and every acknowledgement on one logical

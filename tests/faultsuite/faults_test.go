@@ -477,11 +477,11 @@ type ledger struct {
 
 // sending stamps events about to be sent as source in l.writes.
 func (l *ledger) sending(source string, events []*ingestv1.Event) {
-	ids := make([]string, len(events))
+	ids, keys := make([]string, len(events)), make([]string, len(events))
 	for i, ev := range events {
-		ids[i] = identity(source, ev.GetId())
+		ids[i], keys[i] = identity(source, ev.GetId()), ev.GetPartitionKey()
 	}
-	l.writes.sending(ids...)
+	l.writes.sending(ids, keys)
 }
 
 // kafkaPositionOf is the position an answer named, and whether it named one.
@@ -497,7 +497,7 @@ func (l *ledger) record(source string, ev *ingestv1.Event, poison bool, r loadge
 	case r.Acknowledged():
 		l.acked[key] = true
 		at, placed := kafkaPositionOf(r.Kafka)
-		l.writes.acknowledged(key, at, placed)
+		l.writes.acknowledged(key, ev.GetPartitionKey(), at, placed)
 		if poison {
 			l.poison[key] = true
 		}

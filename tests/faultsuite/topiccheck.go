@@ -60,6 +60,9 @@ type writeLog struct {
 
 // write is one identity as its callers saw it.
 type write struct {
+	// key is the partition key it was first sent or acknowledged with;
+	// "": its sender does not say.
+	key   string
 	sent  uint64 // the tick before its first attempt; 0: its sender does not say
 	acked uint64 // the tick after its first acknowledgement; 0: none
 	// at are the Kafka positions its acknowledgements named: an
@@ -78,28 +81,37 @@ func (w *writeLog) of(id string) *write {
 	return wr
 }
 
-// sending stamps identities about to be sent in one attempt; an identity
-// keeps the tick of its first attempt.
-func (w *writeLog) sending(ids ...string) {
+// sending stamps identities about to be sent in one attempt, with their
+// partition keys (keys[i] is ids[i]'s); an identity keeps the tick and
+// the key of its first attempt.
+func (w *writeLog) sending(ids, keys []string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.clock++
-	for _, id := range ids {
-		if wr := w.of(id); wr.sent == 0 {
+	for i, id := range ids {
+		wr := w.of(id)
+		if wr.sent == 0 {
 			wr.sent = w.clock
+		}
+		if wr.key == "" {
+			wr.key = keys[i]
 		}
 	}
 }
 
-// acknowledged stamps id acknowledged (the first acknowledgement's tick is
-// kept) and records the position its answer named, if any (placed).
-func (w *writeLog) acknowledged(id string, at kafkaPosition, placed bool) {
+// acknowledged stamps id, of partition key key ("": not known),
+// acknowledged (the first acknowledgement's tick is kept) and records the
+// position its answer named, if any (placed).
+func (w *writeLog) acknowledged(id, key string, at kafkaPosition, placed bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.clock++
 	wr := w.of(id)
 	if wr.acked == 0 {
 		wr.acked = w.clock
+	}
+	if wr.key == "" {
+		wr.key = key
 	}
 	if placed && !slices.Contains(wr.at, at) {
 		wr.at = append(wr.at, at)
@@ -113,7 +125,7 @@ func (w *writeLog) snapshot() map[string]write {
 	defer w.mu.Unlock()
 	out := make(map[string]write, len(w.writes))
 	for id, wr := range w.writes {
-		out[id] = write{sent: wr.sent, acked: wr.acked, at: slices.Clone(wr.at)}
+		out[id] = write{key: wr.key, sent: wr.sent, acked: wr.acked, at: slices.Clone(wr.at)}
 	}
 	return out
 }
@@ -157,7 +169,8 @@ type topicInput struct {
 type partitionTally struct{ acked, read int }
 
 // topicReport is the checker's verdict on one scenario. lostOffsets,
-// elsewhere, notInTopic, outOfOrder and sinkOutOfOrder must be 0.
+// elsewhere, notInTopic, outOfOrder, sinkOutOfOrder and otherKey must be
+// 0.
 type topicReport struct {
 	acked      int
 	partitions map[int32]*partitionTally
@@ -175,15 +188,20 @@ type topicReport struct {
 	// happens-before pairs judged, identities whose first record comes
 	// before that of one that happened before them, and keys found in
 	// more than one partition (not judged).
-	keys, ordered  int
-	pairs          int64
-	outOfOrder     int
-	splitKeys      int
-	sinkOrdered    int
-	sinkPairs      int64
-	sinkOutOfOrder int
-	throughDLQ     int // sink rows left out of the sink's order: their identity went through the DLQ
-	first          []string
+	keys, ordered int
+	pairs         int64
+	outOfOrder    int
+	splitKeys     int
+	// otherKey counts identities whose records all carry another key than
+	// the one they were sent with; mixedKeys those sent with a key not
+	// known whose records carry more than one (a copy sent again under
+	// another key). Neither is ordered.
+	otherKey, mixedKeys int
+	sinkOrdered         int
+	sinkPairs           int64
+	sinkOutOfOrder      int
+	throughDLQ          int // sink rows left out of the sink's order: their identity went through the DLQ
+	first               []string
 }
 
 // maxFirst bounds the examples a report keeps.
@@ -197,7 +215,7 @@ func (r *topicReport) example(format string, args ...any) {
 
 // failures is the sum of the counts that must be 0.
 func (r topicReport) failures() int {
-	return r.lostOffsets + r.elsewhere + r.notInTopic + r.outOfOrder + r.sinkOutOfOrder
+	return r.lostOffsets + r.elsewhere + r.notInTopic + r.outOfOrder + r.sinkOutOfOrder + r.otherKey
 }
 
 // checkTopic judges one scenario's topic.
@@ -266,19 +284,33 @@ func checkTopic(in topicInput) topicReport {
 				seen[rec.value] = true
 			}
 		}
-		earliest := recs[0]
-		for _, rec := range recs[1:] {
-			if rec.partition == earliest.partition && rec.offset < earliest.offset {
-				earliest = rec
-			}
-		}
 		for _, rec := range recs {
 			if p, ok := keyPartition[rec.key]; ok && p != rec.partition {
 				split[rec.key] = true
 			}
 			keyPartition[rec.key] = rec.partition
 		}
-		if wr, ok := in.writes[id]; ok {
+		wr, ok := in.writes[id]
+		if !ok {
+			continue
+		}
+		// Its place is its first record under the key it was sent with: a
+		// copy sent again under another key is another key's event.
+		var earliest *topicRecord
+		keyed := map[string]bool{}
+		for i, rec := range recs {
+			keyed[rec.key] = true
+			if (wr.key == "" || rec.key == wr.key) && (earliest == nil || rec.offset < earliest.offset) {
+				earliest = &recs[i]
+			}
+		}
+		switch {
+		case earliest == nil:
+			r.otherKey++
+			r.example("%s: sent with key %q, its records carry other keys", id, wr.key)
+		case wr.key == "" && len(keyed) > 1:
+			r.mixedKeys++
+		default:
 			keys[earliest.key] = append(keys[earliest.key], orderItem{id: id, at: earliest.offset, sent: wr.sent, acked: wr.acked})
 		}
 	}
@@ -390,9 +422,9 @@ func (r topicReport) String() string {
 		parts = append(parts, fmt.Sprintf("p%d %d/%d", p, t.read, t.acked))
 	}
 	return fmt.Sprintf("acked %d, at an offset %d, read back per partition [%s], lost offsets %d, elsewhere %d, not in the topic %d; "+
-		"records %d, copied %d (copies %d, with another value %d); per-key order in the topic: %d keys, %d events, %d pairs, out of order %d, split keys %d; "+
+		"records %d, copied %d (copies %d, with another value %d); per-key order in the topic: %d keys, %d events, %d pairs, out of order %d, split keys %d, under another key %d, mixed keys %d; "+
 		"in the sink: %d events, %d pairs, out of order %d, through the DLQ %d",
 		r.acked, r.atOffset, strings.Join(parts, " "), r.lostOffsets, r.elsewhere, r.notInTopic,
-		r.records, r.copied, r.copies, r.otherValue, r.keys, r.ordered, r.pairs, r.outOfOrder, r.splitKeys,
+		r.records, r.copied, r.copies, r.otherValue, r.keys, r.ordered, r.pairs, r.outOfOrder, r.splitKeys, r.otherKey, r.mixedKeys,
 		r.sinkOrdered, r.sinkPairs, r.sinkOutOfOrder, r.throughDLQ)
 }

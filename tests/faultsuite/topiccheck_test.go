@@ -35,7 +35,7 @@ func newTopicCase() *topicCase {
 	for i, name := range []string{"a", "b", "c", "d", "e"} {
 		id := "s/" + name
 		in.acked[id] = true
-		in.writes[id] = write{sent: uint64(2*i + 1), acked: uint64(2*i + 2),
+		in.writes[id] = write{key: "k", sent: uint64(2*i + 1), acked: uint64(2*i + 2),
 			at: []kafkaPosition{{topic: checkTopicName, position: position{0, int64(i)}}}}
 		in.records = append(in.records, topicRecord{position: position{0, int64(i)}, key: "k", identity: id, value: uint64(i)})
 		in.sink[id] = sinkWrite{key: "k", written: base.Add(time.Duration(i) * time.Millisecond)}
@@ -145,11 +145,47 @@ func TestCheckTopic(t *testing.T) {
 				c.in.records[1].offset, c.in.records[3].offset = 1, 0
 				wb, wd := c.in.writes["s/b"], c.in.writes["s/d"]
 				wb.at, wd.at = []kafkaPosition{{topic: checkTopicName, position: position{1, 1}}}, []kafkaPosition{{topic: checkTopicName, position: position{1, 0}}}
+				wb.key, wd.key = "k2", "k2"
 				c.in.writes["s/b"], c.in.writes["s/d"] = wb, wd
 			},
 			// k2: d at 1@0 before b at 1@1, b acknowledged before d was sent.
 			want:    func(r topicReport) bool { return r.keys == 2 && r.outOfOrder == 1 && r.partitions[1].read == 2 },
 			failing: true,
+		},
+		{
+			name: "a copy sent again under another key is not that key's event",
+			change: func(c *topicCase) {
+				// b again, later, under key k2 (another partition), with
+				// another payload, after z, sent after b's acknowledgement:
+				// k2's order does not place b there. Read first, as a
+				// consumer may return another partition first.
+				c.in.records = append([]topicRecord{
+					{position: position{1, 0}, key: "k2", identity: "s/z", value: 50},
+					{position: position{1, 1}, key: "k2", identity: "s/b", value: 51},
+				}, c.in.records...)
+				c.in.writes["s/z"] = write{key: "k2", sent: 11, acked: 12}
+			},
+			want: func(r topicReport) bool {
+				return r.outOfOrder == 0 && r.keys == 2 && r.ordered == 6 && r.copies == 1 && r.otherValue == 1
+			},
+		},
+		{
+			name: "published under another key than it was sent with",
+			change: func(c *topicCase) {
+				c.in.records[2].key = "k9"
+			},
+			want:    func(r topicReport) bool { return r.otherKey == 1 && r.ordered == 4 },
+			failing: true,
+		},
+		{
+			name: "a copy under another key, its sender not saying which",
+			change: func(c *topicCase) {
+				w := c.in.writes["s/b"]
+				w.key = ""
+				c.in.writes["s/b"] = w
+				c.in.records = append(c.in.records, topicRecord{position: position{1, 0}, key: "k2", identity: "s/b", value: 1})
+			},
+			want: func(r topicReport) bool { return r.mixedKeys == 1 && r.ordered == 4 && r.outOfOrder == 0 },
 		},
 		{
 			name: "a key in two partitions is not judged",
@@ -222,21 +258,22 @@ func TestCheckTopic(t *testing.T) {
 func TestWriteLog(t *testing.T) {
 	w := newWriteLog()
 	at := kafkaPosition{topic: checkTopicName, position: position{1, 7}}
-	w.sending("s/a", "s/b")                       // tick 1
-	w.sending("s/a")                              // tick 2: a's retry
-	w.acknowledged("s/a", at, true)               // tick 3
-	w.acknowledged("s/a", at, true)               // tick 4: a DUPLICATE naming the same original
-	w.acknowledged("s/b", kafkaPosition{}, false) // tick 5: LOCAL_DISK
-	w.sending("s/c")                              // tick 6
+	w.sending([]string{"s/a", "s/b"}, []string{"k", "k"}) // tick 1
+	w.sending([]string{"s/a"}, []string{"k2"})            // tick 2: a's retry (a key it does not keep)
+	w.acknowledged("s/a", "k", at, true)                  // tick 3
+	w.acknowledged("s/a", "k", at, true)                  // tick 4: a DUPLICATE naming the same original
+	w.acknowledged("s/b", "k", kafkaPosition{}, false)    // tick 5: LOCAL_DISK
+	w.sending([]string{"s/c"}, []string{""})              // tick 6
+	w.acknowledged("s/c", "k3", kafkaPosition{}, false)   // tick 7
 	got := w.snapshot()
-	if a := got["s/a"]; a.sent != 1 || a.acked != 3 || len(a.at) != 1 || a.at[0] != at {
-		t.Errorf("a: %+v; want sent 1, acked 3, at [%v]", a, at)
+	if a := got["s/a"]; a.key != "k" || a.sent != 1 || a.acked != 3 || len(a.at) != 1 || a.at[0] != at {
+		t.Errorf("a: %+v; want key k, sent 1, acked 3, at [%v]", a, at)
 	}
 	if b := got["s/b"]; b.sent != 1 || b.acked != 5 || len(b.at) != 0 {
 		t.Errorf("b: %+v; want sent 1, acked 5, no position", b)
 	}
-	if c := got["s/c"]; c.sent != 6 || c.acked != 0 {
-		t.Errorf("c: %+v; want sent 6, not acknowledged", c)
+	if c := got["s/c"]; c.key != "k3" || c.sent != 6 || c.acked != 7 {
+		t.Errorf("c: %+v; want key k3 from its acknowledgement, sent 6, acked 7", c)
 	}
 	// a happened before c; b did not happen before a (sent before a's
 	// acknowledgement).
@@ -274,12 +311,12 @@ func TestTopicReadBack(t *testing.T) {
 	w, acked := newWriteLog(), map[string]bool{}
 	ack := func(id string, at position) {
 		acked[id] = true
-		w.acknowledged(id, kafkaPosition{topic: topic, position: at}, true)
+		w.acknowledged(id, "", kafkaPosition{topic: topic, position: at}, true)
 	}
-	w.sending("s/a")
+	w.sending([]string{"s/a"}, []string{"k"})
 	ack("s/a", produce(0, "k", "s", "a", "va"))
 	produce(0, "k", "s", "a", "va") // a retry's copy
-	w.sending("s/b")
+	w.sending([]string{"s/b"}, []string{"k1"})
 	ack("s/b", produce(1, "k1", "s", "b", "vb"))
 	ack("s/c", position{1, 7}) // past partition 1's end
 
