@@ -258,6 +258,8 @@ func (l *ledger) recordClient(source string, bad bool, r client.Result) {
 	switch {
 	case r.Err == nil && (r.Outcome == ingestv1.Outcome_ACCEPTED || r.Outcome == ingestv1.Outcome_DUPLICATE):
 		l.acked[key] = true
+		at, placed := kafkaPositionOf(r.Kafka)
+		l.writes.acknowledged(key, "", at, placed) // the client's events' keys are not in its results
 		if r.Outcome == ingestv1.Outcome_ACCEPTED {
 			c.accepted++
 		} else {

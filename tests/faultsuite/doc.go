@@ -64,7 +64,25 @@
 //     dead_lettered or parked row, with its envelope's class, attempts,
 //     retries, reason, group and sink, at the record decided on. The
 //     checker waits for a missing row as for a lost id, within the same
-//     bound.
+//     bound;
+//   - then the topic checker (topiccheck.go) reads the topic back with a
+//     consumer of its own, from the scenario's start, per partition as
+//     Jepsen's Kafka checker does. lost-offset 0: every Kafka position an
+//     acknowledgement named (an ACCEPTED event's, a DUPLICATE's
+//     original's) holds that event, and every acknowledged event has a
+//     record (a LOCAL_DISK acknowledgement names no offset: its record
+//     comes with the drain). out-of-order 0: when a caller had A's
+//     acknowledgement before it first sent B, with the same key, A's
+//     first record under that key comes before B's (no record under
+//     another key), and the sink did not write B before
+//     A (by its rows' write times; an event that went through the DLQ is
+//     written after later ones by design and is left out). The load's
+//     callers stamp their sends and every acknowledgement on one logical
+//     clock; webhook, client and noisy-neighbour senders stamp only
+//     acknowledgements, so their events are judged only as the earlier
+//     of a pair. dup-in-topic counts the records beyond an event's first
+//     (a retry after a lost answer, a spool replayed after a crash),
+//     which the sink absorbs (dup-in-sink 0).
 //
 // The table also counts conflicts (identities that came again with another
 // payload, kept aside in the sink's conflicts table) and copies refused
@@ -88,7 +106,8 @@
 // answer asked for, as an interceptor on the connection sees it. Close
 // during an outage names exactly the undelivered events.
 //
-// A line per webhook and client scenario follows the table.
+// A line per scenario follows the table: what the topic checker read, per
+// partition, and its counts; then a line per webhook and client scenario.
 //
 // # What it does not do
 //

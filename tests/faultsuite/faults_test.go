@@ -293,7 +293,7 @@ func TestIntegrationFaults(t *testing.T) {
 	}
 	s.startGateway(normalSpool, false)
 	s.addConsumer()
-	var table, hookLines, clientLines []string
+	var table, topicLines, hookLines, clientLines []string
 	for _, sc := range scenarios {
 		if sc.before != nil {
 			sc.before(s)
@@ -305,6 +305,13 @@ func TestIntegrationFaults(t *testing.T) {
 		r := s.reconcile(sc.name, l, sc.allInSink)
 		table = append(table, r.String())
 		t.Log(r.String())
+		topicLine := fmt.Sprintf("%-25s topic: %v", sc.name, r.topic)
+		topicLines = append(topicLines, topicLine)
+		t.Log(topicLine)
+		if r.topic.failures() != 0 {
+			t.Errorf("%s: lost offsets %d, acknowledged in another topic %d, not in the topic %d, out of order in the topic %d and in the sink %d; the first:\n\t%s",
+				sc.name, r.topic.lostOffsets, r.topic.elsewhere, r.topic.notInTopic, r.topic.outOfOrder, r.topic.sinkOutOfOrder, strings.Join(r.topic.first, "\n\t"))
+		}
 		if sc.load.hooks > 0 {
 			line := s.checkHooks(t, sc.name, l)
 			hookLines = append(hookLines, line)
@@ -350,6 +357,9 @@ func TestIntegrationFaults(t *testing.T) {
 	s.stop(s.gateway)
 	fmt.Printf("\nfault suite (%s, %s)\n%s\n", s.run, time.Now().UTC().Format(time.RFC3339), header)
 	for _, line := range table {
+		fmt.Println(line)
+	}
+	for _, line := range topicLines {
 		fmt.Println(line)
 	}
 	for _, line := range hookLines {
@@ -456,6 +466,27 @@ type ledger struct {
 	// and client what its clients were told; nil otherwise.
 	ids    map[string]bool
 	client *clientTally
+	// writes is what the callers saw of each identity, in order, for the
+	// topic checker (topiccheck.go): the load's callers stamp their
+	// sends, every acknowledgement is stamped with the position it names.
+	// from are the suite topic's end offsets when the scenario began: its
+	// records are after them.
+	writes *writeLog
+	from   map[int32]int64
+}
+
+// sending stamps events about to be sent as source in l.writes.
+func (l *ledger) sending(source string, events []*ingestv1.Event) {
+	ids, keys := make([]string, len(events)), make([]string, len(events))
+	for i, ev := range events {
+		ids[i], keys[i] = identity(source, ev.GetId()), ev.GetPartitionKey()
+	}
+	l.writes.sending(ids, keys)
+}
+
+// kafkaPositionOf is the position an answer named, and whether it named one.
+func kafkaPositionOf(p *ingestv1.KafkaPosition) (kafkaPosition, bool) {
+	return kafkaPosition{topic: p.GetTopic(), position: position{p.GetPartition(), p.GetOffset()}}, p.GetTopic() != ""
 }
 
 func (l *ledger) record(source string, ev *ingestv1.Event, poison bool, r loadgen.EventResult) (retry bool) {
@@ -465,6 +496,8 @@ func (l *ledger) record(source string, ev *ingestv1.Event, poison bool, r loadge
 	switch {
 	case r.Acknowledged():
 		l.acked[key] = true
+		at, placed := kafkaPositionOf(r.Kafka)
+		l.writes.acknowledged(key, ev.GetPartitionKey(), at, placed)
 		if poison {
 			l.poison[key] = true
 		}
@@ -512,7 +545,7 @@ func (s *system) runScenario(sc scenario) *ledger {
 		ld.pace = 80 * time.Millisecond
 	}
 	l := &ledger{acked: map[string]bool{}, rejected: map[string]string{}, poison: map[string]bool{}, fullReasons: map[string]int{},
-		hooks: hookTally{byStatus: map[int]int{}, forged: map[string]bool{}}}
+		hooks: hookTally{byStatus: map[int]int{}, forged: map[string]bool{}}, writes: newWriteLog(), from: s.endOffsets(s.topic)}
 	s.ledger = l
 	if sc.client != nil {
 		l.ids, l.client = map[string]bool{}, newClientTally()
@@ -525,7 +558,7 @@ func (s *system) runScenario(sc scenario) *ledger {
 		return l
 	}
 	if ld.hooks > 0 {
-		l.hooks.from = s.endOffsets(s.topic)
+		l.hooks.from = l.from
 	}
 	var wg sync.WaitGroup
 	if sc.fault != nil {
@@ -682,6 +715,7 @@ func (s *system) sendChanged(sender loadgen.Sender, events []*ingestv1.Event, ch
 	l := s.ledger
 	for attempt := 0; len(events) > 0 && attempt < 20; attempt++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		l.sending(sourceA, events)
 		ans, err := sender.Send(ctx, events)
 		cancel()
 		if err != nil || ans.Failure != nil {
@@ -773,6 +807,7 @@ func (s *system) send(source string, sender loadgen.Sender, events []*ingestv1.E
 	pending := events
 	for len(pending) > 0 && time.Now().Before(giveUp) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		l.sending(source, pending)
 		ans, err := sender.Send(ctx, pending)
 		cancel()
 		if err != nil {
@@ -923,14 +958,17 @@ type result struct {
 	firstLost          []string
 	firstAuditMismatch []string
 	settledIn          time.Duration
+	// topic is the topic checker's verdict (topiccheck.go).
+	topic topicReport
 }
 
-const header = "scenario                   sent  acked  rejected  unanswered  in-sink  in-dlq  parked  lost  dup-in-sink  poison  buffer-full  conflicts  conflicts-refused  audit-mismatch  settled"
+const header = "scenario                   sent  acked  rejected  unanswered  in-sink  in-dlq  parked  lost  dup-in-sink  poison  buffer-full  conflicts  conflicts-refused  audit-mismatch  lost-offset  dup-in-topic  out-of-order  settled"
 
 func (r result) String() string {
-	return fmt.Sprintf("%-25s %6d %6d %9d %11d %8d %7d %7d %5d %12d %7d %12d %10d %18d %15d  %s",
+	return fmt.Sprintf("%-25s %6d %6d %9d %11d %8d %7d %7d %5d %12d %7d %12d %10d %18d %15d %12d %13d %13d  %s",
 		r.name, r.sent, r.acked, r.rejected, r.unanswered, r.inSink, r.inDLQ, r.parked, r.lost, r.dupInSink, r.poisonAcked, r.bufferFull,
-		r.conflicts, r.conflictsRefused, r.auditMismatch, r.settledIn.Round(time.Second))
+		r.conflicts, r.conflictsRefused, r.auditMismatch, r.topic.lostOffsets+r.topic.elsewhere, r.topic.copies,
+		r.topic.outOfOrder+r.topic.sinkOutOfOrder, r.settledIn.Round(time.Second))
 }
 
 // reconcile waits until every acknowledged id of the scenario is in the
@@ -1038,6 +1076,7 @@ func (s *system) reconcile(name string, l *ledger, allInSink bool) result {
 	r.conflicts = s.sinkConflicts(scope)
 	r.secondPayloads = s.sinkSecondPayloads(scope)
 	r.sinkRows = inSink
+	r.topic = s.topicVerdict(l, scope, inDLQ, parked)
 	return r
 }
 
