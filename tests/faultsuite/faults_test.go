@@ -281,93 +281,7 @@ func TestIntegrationFaults(t *testing.T) {
 	scenarios = append(scenarios, clientScenarios(normalSpool)...)
 	scenarios = append(scenarios, noisyScenarios(normalSpool)...)
 
-	if only := os.Getenv("SLUICE_FAULTS_ONLY"); only != "" {
-		// For working on some scenarios: a comma-separated list of names.
-		var keep []scenario
-		for _, sc := range scenarios {
-			if slices.Contains(strings.Split(only, ","), sc.name) {
-				keep = append(keep, sc)
-			}
-		}
-		scenarios = keep
-	}
-	s.startGateway(normalSpool, false)
-	s.addConsumer()
-	var table, topicLines, hookLines, clientLines []string
-	for _, sc := range scenarios {
-		if sc.before != nil {
-			sc.before(s)
-		}
-		l := s.runScenario(sc)
-		if sc.after != nil {
-			sc.after(s, l)
-		}
-		r := s.reconcile(sc.name, l, sc.allInSink)
-		table = append(table, r.String())
-		t.Log(r.String())
-		topicLine := fmt.Sprintf("%-25s topic: %v", sc.name, r.topic)
-		topicLines = append(topicLines, topicLine)
-		t.Log(topicLine)
-		if r.topic.failures() != 0 {
-			t.Errorf("%s: lost offsets %d, acknowledged in another topic %d, not in the topic %d, out of order in the topic %d and in the sink %d; the first:\n\t%s",
-				sc.name, r.topic.lostOffsets, r.topic.elsewhere, r.topic.notInTopic, r.topic.outOfOrder, r.topic.sinkOutOfOrder, strings.Join(r.topic.first, "\n\t"))
-		}
-		if sc.load.hooks > 0 {
-			line := s.checkHooks(t, sc.name, l)
-			hookLines = append(hookLines, line)
-			t.Log(line)
-		}
-		if sc.client != nil {
-			line := s.checkClient(t, sc.name, *sc.client, l, r)
-			clientLines = append(clientLines, line)
-			t.Log(line)
-		}
-		if r.lost != 0 || r.dupInSink != 0 || r.rejectedFound != 0 {
-			t.Errorf("%s: lost %d, duplicated in sink %d, rejected ids found %d (first lost: %v)", sc.name, r.lost, r.dupInSink, r.rejectedFound, r.firstLost)
-		}
-		if r.auditMismatch != 0 {
-			t.Errorf("%s: %d audit mismatches; the first:\n\t%s", sc.name, r.auditMismatch, strings.Join(r.firstAuditMismatch, "\n\t"))
-		}
-		if l.unplaced > 0 {
-			t.Errorf("%s: %d acknowledgements without the position their durability says", sc.name, l.unplaced)
-		}
-		if l.missingRetryAfter > 0 {
-			t.Errorf("%s: %d retryable answers without a Retry-After", sc.name, l.missingRetryAfter)
-		}
-		if r.acked == 0 || r.rejected == 0 {
-			t.Errorf("%s: acknowledged %d, rejected %d: both kinds are needed for the accounting to mean anything", sc.name, r.acked, r.rejected)
-		}
-		if sc.allInSink && r.inSink != r.acked {
-			t.Errorf("%s: %d of %d acknowledged events in the sink after the outage (in DLQ %d, parked %d)", sc.name, r.inSink, r.acked, r.inDLQ, r.parked)
-		}
-		if sc.check != nil {
-			sc.check(t, l, r)
-		}
-		if t.Failed() {
-			t.Logf("gateway log:\n%s", s.gateway.logTail())
-			for _, c := range s.consumers {
-				t.Logf("%s log:\n%s", c.name, c.logTail())
-			}
-			break
-		}
-	}
-	for _, c := range s.consumers {
-		s.stop(c)
-	}
-	s.stop(s.gateway)
-	fmt.Printf("\nfault suite (%s, %s)\n%s\n", s.run, time.Now().UTC().Format(time.RFC3339), header)
-	for _, line := range table {
-		fmt.Println(line)
-	}
-	for _, line := range topicLines {
-		fmt.Println(line)
-	}
-	for _, line := range hookLines {
-		fmt.Println(line)
-	}
-	for _, line := range clientLines {
-		fmt.Println(line)
-	}
+	runScenarios(t, s, normalSpool, scenarios)
 }
 
 func newSystem(t *testing.T, brokers []string, dsn string) *system {
@@ -1386,4 +1300,99 @@ func (s *system) sinkIDs(scope eventScope) map[string]int {
 		s.t.Logf("sink: %v (retrying)", err)
 	}
 	return out
+}
+
+// runScenarios runs scenarios one after another on s (a gateway with a
+// spool of normalSpool bytes and one consumer, started here), each under
+// its load, reconciles each with its ledger, stops at the first that
+// fails, and prints the table. SLUICE_FAULTS_ONLY=name,name keeps only
+// those scenarios.
+func runScenarios(t *testing.T, s *system, normalSpool int64, scenarios []scenario) {
+	if only := os.Getenv("SLUICE_FAULTS_ONLY"); only != "" {
+		// For working on some scenarios: a comma-separated list of names.
+		var keep []scenario
+		for _, sc := range scenarios {
+			if slices.Contains(strings.Split(only, ","), sc.name) {
+				keep = append(keep, sc)
+			}
+		}
+		scenarios = keep
+	}
+	s.startGateway(normalSpool, false)
+	s.addConsumer()
+	var table, topicLines, hookLines, clientLines []string
+	for _, sc := range scenarios {
+		if sc.before != nil {
+			sc.before(s)
+		}
+		l := s.runScenario(sc)
+		if sc.after != nil {
+			sc.after(s, l)
+		}
+		r := s.reconcile(sc.name, l, sc.allInSink)
+		table = append(table, r.String())
+		t.Log(r.String())
+		topicLine := fmt.Sprintf("%-25s topic: %v", sc.name, r.topic)
+		topicLines = append(topicLines, topicLine)
+		t.Log(topicLine)
+		if r.topic.failures() != 0 {
+			t.Errorf("%s: lost offsets %d, acknowledged in another topic %d, not in the topic %d, out of order in the topic %d and in the sink %d; the first:\n\t%s",
+				sc.name, r.topic.lostOffsets, r.topic.elsewhere, r.topic.notInTopic, r.topic.outOfOrder, r.topic.sinkOutOfOrder, strings.Join(r.topic.first, "\n\t"))
+		}
+		if sc.load.hooks > 0 {
+			line := s.checkHooks(t, sc.name, l)
+			hookLines = append(hookLines, line)
+			t.Log(line)
+		}
+		if sc.client != nil {
+			line := s.checkClient(t, sc.name, *sc.client, l, r)
+			clientLines = append(clientLines, line)
+			t.Log(line)
+		}
+		if r.lost != 0 || r.dupInSink != 0 || r.rejectedFound != 0 {
+			t.Errorf("%s: lost %d, duplicated in sink %d, rejected ids found %d (first lost: %v)", sc.name, r.lost, r.dupInSink, r.rejectedFound, r.firstLost)
+		}
+		if r.auditMismatch != 0 {
+			t.Errorf("%s: %d audit mismatches; the first:\n\t%s", sc.name, r.auditMismatch, strings.Join(r.firstAuditMismatch, "\n\t"))
+		}
+		if l.unplaced > 0 {
+			t.Errorf("%s: %d acknowledgements without the position their durability says", sc.name, l.unplaced)
+		}
+		if l.missingRetryAfter > 0 {
+			t.Errorf("%s: %d retryable answers without a Retry-After", sc.name, l.missingRetryAfter)
+		}
+		if r.acked == 0 || r.rejected == 0 {
+			t.Errorf("%s: acknowledged %d, rejected %d: both kinds are needed for the accounting to mean anything", sc.name, r.acked, r.rejected)
+		}
+		if sc.allInSink && r.inSink != r.acked {
+			t.Errorf("%s: %d of %d acknowledged events in the sink after the outage (in DLQ %d, parked %d)", sc.name, r.inSink, r.acked, r.inDLQ, r.parked)
+		}
+		if sc.check != nil {
+			sc.check(t, l, r)
+		}
+		if t.Failed() {
+			t.Logf("gateway log:\n%s", s.gateway.logTail())
+			for _, c := range s.consumers {
+				t.Logf("%s log:\n%s", c.name, c.logTail())
+			}
+			break
+		}
+	}
+	for _, c := range s.consumers {
+		s.stop(c)
+	}
+	s.stop(s.gateway)
+	fmt.Printf("\nfault suite (%s, %s)\n%s\n", s.run, time.Now().UTC().Format(time.RFC3339), header)
+	for _, line := range table {
+		fmt.Println(line)
+	}
+	for _, line := range topicLines {
+		fmt.Println(line)
+	}
+	for _, line := range hookLines {
+		fmt.Println(line)
+	}
+	for _, line := range clientLines {
+		fmt.Println(line)
+	}
 }
