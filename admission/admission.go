@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluicehq/sluice/buffer"
+	"github.com/sluicehq/sluice/internal/share"
 	"github.com/sluicehq/sluice/publish"
 	"github.com/sluicehq/sluice/record"
 )
@@ -93,6 +94,7 @@ type Admission struct {
 	closed    chan struct{}
 
 	metrics *metrics
+	shares  *spoolShares // nil without WithSourceShares or a spool
 
 	// encoded recycles the buffers records are encoded into before an
 	// append (the spool copies them).
@@ -122,12 +124,28 @@ func newAdmission(cfg Config, kafka kafka, spool *buffer.Spool, opts ...Option) 
 		closed: make(chan struct{}),
 	}
 	a.metrics = newMetrics(func() float64 { return float64(a.Mode()) }, a.rate.get)
+	a.state.log, a.state.switches = o.logger, a.metrics.switches
+	if spool != nil && o.shareWeights != nil {
+		shares, err := newSpoolShares(spool.Config(), o.shareReserved, o.shareWeights)
+		if err != nil {
+			return nil, err
+		}
+		a.shares = shares
+		shares.warnSmall(spool.Config(), o.logger)
+		// Before any append or drain, so that each record is charged once.
+		// A read that fails (damage since Open verified the spool) leaves
+		// the records after it charged to nobody: the drainer meets the
+		// same error and handles it, and start-up goes on.
+		if err := a.shares.chargePending(spool); err != nil {
+			o.logger.Warn("admission: charging the spooled records to their sources stopped; those after it are charged to nobody", "err", err)
+		}
+		a.metrics.shares = a.shares
+	}
 	if o.registerer != nil {
 		if err := a.metrics.register(o.registerer); err != nil {
 			return nil, err
 		}
 	}
-	a.state.log, a.state.switches = o.logger, a.metrics.switches
 	if spool != nil && (!spool.Empty() || cfg.SpoolFirst) {
 		a.state.current.Store(int32(ModeSpooling))
 	}
@@ -136,6 +154,7 @@ func newAdmission(cfg Config, kafka kafka, spool *buffer.Spool, opts ...Option) 
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	a.drainer, a.stopDrain = newDrainer(cfg, kafka, spool, &a.state, &a.rate, o.logger, a.metrics), cancel
+	a.drainer.shares = a.shares
 	go a.drainer.run(ctx)
 	return a, nil
 }
@@ -355,7 +374,16 @@ func (a *Admission) spoolAll(ctx context.Context, records []*kgo.Record, out []A
 		from     int   // first index of data in the append being built
 		framed   int64 // its framed bytes
 		appended []int // positions in idx of the records it carries
+		// charges are what each record of data was charged to its source
+		// (with shares); overShare the sources refused for their share in
+		// this call, whose later records are refused too, so that none is
+		// spooled behind a refused one of its source.
+		charges   []spoolCharge
+		overShare map[*share.Tenant]*SourceFullError
 	)
+	if a.shares != nil {
+		charges = make([]spoolCharge, len(data))
+	}
 	flush := func() {
 		if len(appended) == 0 || err != nil {
 			return
@@ -366,6 +394,15 @@ func (a *Admission) spoolAll(ctx context.Context, records []*kgo.Record, out []A
 		}
 		var pos buffer.Position
 		if pos, err = a.spool.Append(ctx, chunk...); err != nil {
+			// Nothing of a full append is on disk; an append cut off by
+			// ctx may still be written, and its records are then given
+			// back twice, the second time by the drainer: the source is
+			// under-charged until it drains, never over-charged for good.
+			for _, j := range appended {
+				if charges != nil && charges[j].tenant != nil {
+					charges[j].tenant.Give(charges[j].bytes)
+				}
+			}
 			a.refuseSpooled(err, out, idx[from:], data[from:])
 		} else {
 			a.metrics.spooled.Add(float64(len(appended)))
@@ -389,6 +426,28 @@ func (a *Admission) spoolAll(ctx context.Context, records []*kgo.Record, out []A
 			if err != nil {
 				break
 			}
+		}
+		if a.shares != nil {
+			name := sourceOf(records[idx[j]])
+			t := a.shares.tenant(name)
+			serr := overShare[t]
+			if serr != nil && serr.Source != name {
+				// Another unconfigured source, sharing the account.
+				serr = &SourceFullError{Source: name, Held: serr.Held, Limit: serr.Limit, Need: fb}
+			}
+			if serr == nil && !t.TryTake(fb) {
+				serr = &SourceFullError{Source: name, Guaranteed: t != a.shares.other, Held: t.Used(), Limit: t.Limit(), Need: fb}
+				if overShare == nil {
+					overShare = make(map[*share.Tenant]*SourceFullError, 1)
+				}
+				overShare[t] = serr
+			}
+			if serr != nil {
+				out[idx[j]] = refused(serr, a.fullRetryAfter(int(fb)))
+				a.metrics.full.Inc()
+				continue
+			}
+			charges[j] = spoolCharge{tenant: t, bytes: fb}
 		}
 		if len(appended) == 0 {
 			from = j

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluicehq/sluice/buffer"
+	"github.com/sluicehq/sluice/record"
 )
 
 // BenchmarkAdmit: 8 senders admit requests of 100 records, to Kafka
@@ -22,13 +23,17 @@ import (
 // the broker's included, from the first request until every record is in
 // Kafka and, with the spool, acknowledged there; their ratio is the spool's
 // price, as scripts/bench.sh's spool-forced-on rows measure it end to end.
+//
+// shares=true splits the spool between the records' source and another
+// (WithSourceShares): each spooled record is charged and given back.
 func BenchmarkAdmit(b *testing.B) {
 	for _, first := range []bool{false, true} {
-		b.Run(fmt.Sprintf("spool_first=%v", first), func(b *testing.B) { benchAdmit(b, first) })
+		b.Run(fmt.Sprintf("spool_first=%v", first), func(b *testing.B) { benchAdmit(b, first, false) })
 	}
+	b.Run("spool_first=true/shares=true", func(b *testing.B) { benchAdmit(b, true, true) })
 }
 
-func benchAdmit(b *testing.B, spoolFirst bool) {
+func benchAdmit(b *testing.B, spoolFirst, shares bool) {
 	const perRequest, senders = 100, 8
 	c := newCluster(b, []string{"bench"})
 	p := newTestProducer(b, c.ListenAddrs(), nil)
@@ -41,7 +46,11 @@ func benchAdmit(b *testing.B, spoolFirst bool) {
 	defer s.Close()
 	cfg := NewDefaultConfig()
 	cfg.SpoolFirst = spoolFirst
-	a, err := New(cfg, p, s, WithLogger(discardLogger()))
+	opts := []Option{WithLogger(discardLogger())}
+	if shares {
+		opts = append(opts, WithSourceShares(map[string]float64{"s": 1, "other": 1}, 0.5))
+	}
+	a, err := New(cfg, p, s, opts...)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -87,4 +96,43 @@ func processCPU(b *testing.B) time.Duration {
 		b.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkChargePending prices what a restart over a full spool adds to
+// New with per-source shares: reading and decoding every spooled record
+// once (buffer.Spool.Pending) to charge it to its source. MB/s is of the
+// spool's record bytes.
+func BenchmarkChargePending(b *testing.B) {
+	const total = 64 << 20
+	scfg := buffer.NewDefaultConfig(b.TempDir())
+	scfg.MinFreeBytes, scfg.Fsync = 1, buffer.FsyncNever
+	s, err := buffer.Open(scfg, buffer.WithLogger(discardLogger()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	var size int64
+	for i := 0; size < total; i += 100 {
+		var batch [][]byte
+		for _, r := range fromSource(fmt.Sprint("s", i%4), "bench", i, 100, 1000) {
+			enc := record.AppendSpooled(nil, r)
+			size += int64(len(enc))
+			batch = append(batch, enc)
+		}
+		if _, err := s.Append(context.Background(), batch...); err != nil {
+			b.Fatal(err)
+		}
+	}
+	weights := map[string]float64{"s0": 1, "s1": 1, "s2": 1, "s3": 1}
+	b.SetBytes(size)
+	b.ResetTimer()
+	for range b.N {
+		sh, err := newSpoolShares(s.Config(), 0.5, weights)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := sh.chargePending(s); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

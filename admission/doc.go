@@ -50,6 +50,38 @@
 //   - Close stops the drainer, writes the cursor for what was published
 //     and waits: every goroutine admission starts has stopped.
 //
+// # Per-source shares of the spool
+//
+// With WithSourceShares the spool's bytes are a share.Pool among the
+// sources (the record's sluice-source header): each configured source is
+// guaranteed its weight's part of the reserved fraction, and the rest is
+// a remainder any source may borrow from once its guarantee is used. A
+// record is charged its framed bytes when it is appended and given back
+// when the drainer has published it (once, across rewinds); an append
+// that fails gives its charge back. A record over its source's share is
+// refused RefusedFull with a *SourceFullError and RetryAfter, and so is
+// every later record of that source in the same Admit, so none is
+// spooled behind it; other sources' records are still spooled.
+//
+//   - The pool's capacity is MaxBytes less one segment (a segment's file
+//     stays until all of it is acknowledged), so a source within its
+//     guarantee is not refused by the spool's cap either, while the
+//     filesystem has room (MinFreeBytes, ENOSPC stay whole-spool
+//     refusals). With one source it is MaxBytes: today's behaviour.
+//   - What is in the spool at start is read once in New
+//     (buffer.Spool.Pending) and charged to each record's source,
+//     whatever the shares say, before anything is appended or drained:
+//     a source that filled its share before a restart is still at it, so
+//     the others keep their guarantees. It costs a read of the spool,
+//     as Open's verification does.
+//   - A source that is not configured has no guarantee: it borrows from
+//     the remainder. sluice_source_spool_bytes{source} has one series per
+//     configured source.
+//   - A record that does not decode, or that Pending cannot read (damage
+//     since Open; logged), is charged at start to nobody; one
+//     spooled by this process and later found undecodable stays charged
+//     until the restart.
+//
 // # What survives a crash
 //
 // Records answered KAFKA are in Kafka; records answered LOCAL_DISK are in

@@ -105,6 +105,13 @@ type drainer struct {
 	lastAck     time.Time
 	window      []*drainBatch // sent, oldest first
 	held        *drainBatch   // read, not sent yet: fill sends it next
+
+	// shares, when set, get back each record's bytes once it is
+	// published; given is the last record given back, so that records
+	// published again after a rewind are not given back twice.
+	shares   *spoolShares
+	given    buffer.Position
+	hasGiven bool
 }
 
 func newDrainer(cfg Config, k kafka, spool *buffer.Spool, state *modeState, rate *drainRate, log *slog.Logger, m *metrics) *drainer {
@@ -161,6 +168,7 @@ func (d *drainer) run(ctx context.Context) {
 			d.pending, d.havePending = last, true
 			d.unacked += n
 			d.published(last)
+			d.giveBack(b)
 		}
 		if err != nil {
 			d.failed(ctx, err)
@@ -379,6 +387,11 @@ type drainBatch struct {
 	bytes   int
 	sent    sending
 	start   time.Time
+	// charges are what each of entries was charged to its source, when
+	// the spool is shared by sources; published is how many of entries
+	// wait found published, in order.
+	charges   []spoolCharge
+	published int
 }
 
 // read reads the next records of the spool, waiting for some under wait's
@@ -391,6 +404,9 @@ func (d *drainer) read(wait context.Context) (*drainBatch, error) {
 	b := &drainBatch{d: d, read: len(entries), last: entries[len(entries)-1].Pos, short: len(entries) < d.cfg.DrainBatch}
 	b.records = make([]*kgo.Record, 0, len(entries))
 	b.entries = entries[:0:0]
+	if d.shares != nil {
+		b.charges = make([]spoolCharge, 0, len(entries))
+	}
 	for _, e := range entries {
 		r, err := record.DecodeSpooledInPlace(e.Data) // Data is the drainer's own
 		if err != nil {
@@ -404,6 +420,9 @@ func (d *drainer) read(wait context.Context) (*drainBatch, error) {
 		b.records = append(b.records, r)
 		b.entries = append(b.entries, e)
 		b.bytes += len(e.Data)
+		if d.shares != nil {
+			b.charges = append(b.charges, spoolCharge{tenant: d.shares.tenantOf(r), bytes: buffer.FrameBytes(len(e.Data))})
+		}
 	}
 	return b, nil
 }
@@ -432,12 +451,42 @@ func (b *drainBatch) wait(ctx context.Context, timeout time.Duration) (int, buff
 				return 0, buffer.Position{}, err
 			}
 			d.metrics.drained.Add(float64(i))
+			b.published = i
 			return i, b.entries[i-1].Pos, err
 		}
 	}
 	d.metrics.drained.Add(float64(len(errs)))
+	b.published = len(errs)
 	d.rate.observe(b.bytes, time.Since(b.start))
 	return b.read, b.last, nil
+}
+
+// giveBack gives b's entries that were published back to their sources'
+// shares, but those given back before a rewind. It is called for batches
+// in spool order only, from the first record not acknowledged on (never
+// for the later batches failed settles after an earlier one failed), so
+// that given is a prefix of the spool.
+func (d *drainer) giveBack(b *drainBatch) {
+	if d.shares == nil || b.published == 0 {
+		return
+	}
+	// One Give per source and batch: a batch is mostly one source's.
+	var sums []spoolCharge
+	for i, c := range b.charges[:b.published] {
+		pos := b.entries[i].Pos
+		if d.hasGiven && pos.Compare(d.given) <= 0 {
+			continue
+		}
+		d.given, d.hasGiven = pos, true
+		if k := len(sums) - 1; k >= 0 && sums[k].tenant == c.tenant {
+			sums[k].bytes += c.bytes
+		} else {
+			sums = append(sums, c)
+		}
+	}
+	for _, c := range sums {
+		c.tenant.Give(c.bytes)
+	}
 }
 
 // publish publishes the next records of the spool and waits for them: see
@@ -452,6 +501,7 @@ func (d *drainer) publish(wait, ctx context.Context, timeout time.Duration) (int
 	if err != nil {
 		d.unsettled.add(b.sent)
 	}
+	d.giveBack(b)
 	return n, last, err
 }
 

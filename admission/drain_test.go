@@ -85,7 +85,12 @@ func (s scriptedSent) Settled() <-chan struct{} { return closedChan }
 
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
-func (k *scriptedKafka) DeliveryTimeout() time.Duration { return k.real.DeliveryTimeout() }
+func (k *scriptedKafka) DeliveryTimeout() time.Duration {
+	if k.real == nil {
+		return publish.NewDefaultConfig().DeliveryTimeout
+	}
+	return k.real.DeliveryTimeout()
+}
 
 // HandedOver reports false, as for a Send the producer cut short, so that
 // the drainer settles each call before it sends the next: the test answers

@@ -26,6 +26,10 @@ type metrics struct {
 	// refusals, one per attempt.
 	drainBlocked  *prometheus.GaugeVec
 	drainRefusals *prometheus.CounterVec
+
+	// shares collects sluice_source_spool_bytes{source}; nil without
+	// per-source shares.
+	shares prometheus.Collector
 }
 
 // Reasons of sluice_admission_switches_total: to SPOOLING for a produce
@@ -89,6 +93,10 @@ func newMetrics(mode, rate func() float64) *metrics {
 }
 
 func (m *metrics) register(r prometheus.Registerer) error {
-	return promreg.Register(r, m.mode, m.drainRate, m.switches, m.spooled, m.full, m.drained, m.drainErrors, m.undecodable, m.tooLarge,
-		m.drainBlocked, m.drainRefusals)
+	cs := []prometheus.Collector{m.mode, m.drainRate, m.switches, m.spooled, m.full, m.drained, m.drainErrors, m.undecodable, m.tooLarge,
+		m.drainBlocked, m.drainRefusals}
+	if m.shares != nil {
+		cs = append(cs, m.shares)
+	}
+	return promreg.Register(r, cs...)
 }

@@ -17,6 +17,9 @@ type options struct {
 	// failed and before the failed records are spooled. Tests use it to
 	// hold a request in that window.
 	beforeFallback func()
+	// shares: see WithSourceShares; nil weights for none.
+	shareWeights  map[string]float64
+	shareReserved float64
 }
 
 type option struct{ fn func(*options) }
@@ -43,4 +46,18 @@ func WithLogger(l *slog.Logger) Option {
 // the spool append of its records, overriding the default of nothing.
 func withBeforeFallback(fn func()) Option {
 	return option{func(o *options) { o.beforeFallback = fn }}
+}
+
+// WithSourceShares splits the spool's bytes among the sources named in
+// weights (a weight each, above 0): reserved (in [0, 1]) of it is
+// guaranteed to them by weight and the rest is a remainder any source may
+// borrow from (internal/share). A source over what it may hold is refused
+// RefusedFull with a *SourceFullError; a source not named has no
+// guarantee and borrows from the remainder only. It overrides the default
+// of no per-source accounting: any source may fill the spool. It needs a
+// spool; without one it does nothing.
+func WithSourceShares(weights map[string]float64, reserved float64) Option {
+	return option{func(o *options) {
+		o.shareWeights, o.shareReserved = weights, reserved
+	}}
 }

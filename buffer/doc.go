@@ -31,7 +31,8 @@
 //   - Close stops new appends (ErrClosed), answers the queued ones, syncs
 //     and closes the files; every goroutine of the spool has stopped.
 //   - Health says whether a small append could succeed now, writing
-//     nothing.
+//     nothing. Pending reads the records not yet acknowledged (for an
+//     account of them at start) without moving the drainer's position.
 //
 // # On-disk format
 //

@@ -3,6 +3,7 @@ package consumer
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/sluicehq/sluice/record"
@@ -257,6 +258,15 @@ func (c *Config) SourceTopics() []string {
 		add(record.TopicOf(c.TypeTopics, typ))
 	}
 	return out
+}
+
+// drainReadAhead is how many drained records of one source may be in
+// flight at once: a second of DLQ.DrainRate, so that a source draining
+// alone keeps the rate busy, and at most a quarter of MaxInFlight, so
+// that the records of other sources, and of the source topics, are
+// still read.
+func (c *Config) drainReadAhead() int {
+	return max(1, min(int(math.Ceil(c.DLQ.DrainRate)), c.MaxInFlight/4))
 }
 
 func (c *Config) sinkConcurrency() int {

@@ -84,6 +84,11 @@ func New(cfg Config, versions *contract.Versions, s sink.Sink, kopts []kgo.Opt, 
 		dlqs = append(dlqs, record.DLQTopic(t))
 	}
 	c.m.initLabels(s.Name(), sources, versions)
+	label := sourceLabels(o.sources)
+	for _, name := range o.sources {
+		c.m.dlqBacklog.WithLabelValues(label(name))
+	}
+	c.m.dlqBacklog.WithLabelValues(otherSource)
 	c.dispatcher = newDispatcher(cfg.MaxInFlight, cfg.WriteBatch, c.m.inFlight)
 	all := append(append([]string(nil), sources...), dlqs...)
 	kopts = append(append([]kgo.Opt(nil), kopts...),
@@ -112,6 +117,7 @@ func New(cfg Config, versions *contract.Versions, s sink.Sink, kopts []kgo.Opt, 
 		return nil, fmt.Errorf("consumer: kafka client: %w", err)
 	}
 	c.client = cl
+	c.dispatcher.setDrain(cfg.drainReadAhead(), c.m.dlqBacklog, label, cl.ResumeFetchPartitions)
 	c.committer = &committer{client: cl, group: cfg.Group, log: c.log, committedGauge: c.m.committed, lag: c.m.lag}
 	c.drainer = newDrainer(cl, sources, dlqs, cfg.DLQ, o.clock, c.log, c.m.mode)
 	d := &deliverer{
@@ -257,6 +263,8 @@ func (c *Consumer) poll(ctx context.Context) error {
 			}
 			c.client.PauseFetchPartitions(pause)
 			c.client.SetOffsets(rewind)
+			// Those parked for room that got it meanwhile are read again.
+			c.dispatcher.rewound(rewind)
 		}
 		c.client.AllowRebalance()
 	}
@@ -282,8 +290,10 @@ func (c *Consumer) finish(j *job, done bool) {
 	}
 }
 
-// pace waits for the drain rate.
-func (c *Consumer) pace(ctx context.Context) error { return c.drainer.pace(ctx) }
+// pace waits for the drain rate to admit a record of source.
+func (c *Consumer) pace(ctx context.Context, source string) error {
+	return c.drainer.pace(ctx, source)
+}
 
 // stop makes Run stop as if its context ended, and return err.
 func (c *Consumer) stop(err error) {

@@ -49,8 +49,9 @@ type runner interface {
 	finish(j *job, done bool)
 	// stop makes Run stop and return err.
 	stop(err error)
-	// pace waits for the drain rate to admit a drained record.
-	pace(ctx context.Context) error
+	// pace waits for the drain rate to admit a drained record of
+	// source, in its source's turn.
+	pace(ctx context.Context, source string) error
 }
 
 // process decodes a batch and delivers what decoded.

@@ -41,7 +41,7 @@ func (e *endsLog) stop(err error) {
 	e.stopped = err
 }
 
-func (e *endsLog) pace(ctx context.Context) error { return ctx.Err() }
+func (e *endsLog) pace(ctx context.Context, _ string) error { return ctx.Err() }
 
 // finished returns the done flags by offset.
 func (e *endsLog) finished() map[int64]bool {

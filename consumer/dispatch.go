@@ -17,6 +17,9 @@ type job struct {
 	rec  *kgo.Record
 	part *partState
 	key  string
+	// source is a DLQ record's source (record.HeaderSource); "" for a
+	// record of a source topic.
+	source string
 	// env is the envelope of a DLQ record being drained; nil otherwise.
 	env *record.Envelope
 }
@@ -50,6 +53,9 @@ type dispatcher struct {
 	// ready holds jobs at the head of their key's queue; every in-flight
 	// job is in it at most once, so maxInFlight bounds it.
 	ready chan *job
+
+	// drain is the read of DLQ partitions in drain passes, under mu.
+	drain drainRead
 }
 
 func newDispatcher(maxInFlight, writeBatch int, inFlight prometheus.Gauge) *dispatcher {
@@ -61,6 +67,7 @@ func newDispatcher(maxInFlight, writeBatch int, inFlight prometheus.Gauge) *disp
 		keys:          make(map[string]*keyQueue),
 		freed:         make(chan struct{}, 1),
 		ready:         make(chan *job, maxInFlight),
+		drain:         newDrainRead(maxInFlight, maxInFlight),
 	}
 	d.work, d.abandonAll = context.WithCancel(context.Background())
 	return d
@@ -97,30 +104,27 @@ func (d *dispatcher) dispatch(r *kgo.Record, rewind map[string]map[int32]kgo.Epo
 		return
 	}
 	if p.dlq {
-		end := p.passEnd.Load()
-		if r.Offset >= end {
-			if rewind[r.Topic] == nil {
-				rewind[r.Topic] = make(map[int32]kgo.EpochOffset)
-			}
-			if _, ok := rewind[r.Topic][r.Partition]; !ok {
-				rewind[r.Topic][r.Partition] = kgo.EpochOffset{Epoch: -1, Offset: r.Offset}
-			}
-			p.polledPass.Store(true)
-			return
-		}
-		if r.Offset == end-1 {
-			p.polledPass.Store(true)
-		}
+		d.dispatchDrained(p, r, rewind)
+		return
 	}
 	if err := p.wm.add(r.Offset); err != nil {
 		// A refetch of an offset already in flight.
 		return
 	}
 	p.next.Store(r.Offset + 1)
+	d.enqueue(p, r, "")
+}
+
+// enqueue makes r, whose offset is in p's watermark, a job in flight,
+// behind the jobs of its key. Under mu.
+func (d *dispatcher) enqueue(p *partState, r *kgo.Record, source string) {
 	p.add()
 	d.inFlight++
 	d.inFlightGauge.Set(float64(d.inFlight))
-	j := &job{rec: r, part: p, key: r.Topic + "\x00" + strconv.Itoa(int(r.Partition)) + "\x00" + string(r.Key)}
+	j := &job{rec: r, part: p, source: source, key: r.Topic + "\x00" + strconv.Itoa(int(r.Partition)) + "\x00" + string(r.Key)}
+	if p.dlq {
+		d.drain.held[source]++
+	}
 	if q := d.keys[j.key]; q != nil {
 		q.jobs = append(q.jobs, j)
 		return
@@ -148,7 +152,14 @@ func (d *dispatcher) finish(j *job, done bool) (idle bool) {
 	d.inFlight--
 	n := d.inFlight
 	d.inFlightGauge.Set(float64(n))
+	var resume map[string][]int32
+	if j.part.dlq {
+		resume = d.finishDrained(j)
+	}
 	d.mu.Unlock()
+	if len(resume) > 0 {
+		d.drain.resume(resume)
+	}
 	j.part.release()
 	select {
 	case d.freed <- struct{}{}:
@@ -209,6 +220,7 @@ func (d *dispatcher) detach(m map[string][]int32) []*partState {
 			if st := d.parts[tp]; st != nil {
 				out = append(out, st)
 				delete(d.parts, tp)
+				d.forgetDrained(st)
 			}
 		}
 	}

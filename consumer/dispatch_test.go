@@ -250,3 +250,14 @@ func TestDispatcherDetach(t *testing.T) {
 		}
 	}
 }
+
+// keysJobs returns the jobs in flight.
+func (d *dispatcher) keysJobs() []*job {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []*job
+	for _, q := range d.keys {
+		out = append(out, q.jobs...)
+	}
+	return out
+}

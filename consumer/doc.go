@@ -50,6 +50,17 @@
 //     again returns to the DLQ, and is parked past DLQ.MaxRetries or
 //     DLQ.Deadline. A dead letter that is not retryable is skipped: its
 //     offset is committed and it stays in the DLQ for a replay.
+//   - A drain pass is fair between sources (record.HeaderSource): the
+//     drain rate admits records round-robin between the sources with
+//     records waiting, and a source has at most a second of DLQ.DrainRate
+//     (and a quarter of MaxInFlight) of drained records in flight. Its
+//     later records are passed over, their offsets held uncommitted, and
+//     read again from Kafka once it has room, in DLQ order; so another
+//     source's records behind a flood wait for one admission of the flood
+//     per record, not for the flood. At most 16 × MaxInFlight offsets of a
+//     DLQ partition are held. sluice_consumer_dlq_backlog counts, by
+//     configured source (WithSources; "other" for the rest), the records
+//     the pass has read and not finished.
 //   - A record of a schema version no longer kept is decoded with the
 //     newest version when that reads it without loss; otherwise it is
 //     dead-lettered as record.ClassSchema, retryable, until a reload

@@ -32,8 +32,10 @@ type drainer struct {
 	clock         Clock
 	// interval is DLQ.DrainInterval: the quiet time before a pass.
 	interval time.Duration
-	limiter  *rate.Limiter
-	log      *slog.Logger
+	// pacer admits drained records at DLQ.DrainRate, round-robin
+	// between their sources.
+	pacer *fairPacer
+	log   *slog.Logger
 	// modeGauge is sluice_consumer_mode.
 	modeGauge *prometheus.GaugeVec
 
@@ -61,7 +63,7 @@ func newDrainer(fetch fetchSwitch, sources, dlqs []string, cfg DLQConfig, clock 
 		dlqs:       dlqs,
 		clock:      clock,
 		interval:   cfg.DrainInterval,
-		limiter:    rate.NewLimiter(rate.Limit(cfg.DrainRate), 1),
+		pacer:      newFairPacer(rate.NewLimiter(rate.Limit(cfg.DrainRate), 1)),
 		log:        log,
 		modeGauge:  modeGauge,
 		wake:       make(chan struct{}, 1),
@@ -77,8 +79,9 @@ func (d *drainer) quiet() {
 	d.wakeMode()
 }
 
-// pace waits for the drain rate to admit one record.
-func (d *drainer) pace(ctx context.Context) error { return d.limiter.Wait(ctx) }
+// pace waits for the drain rate to admit one record of source, in its
+// source's turn.
+func (d *drainer) pace(ctx context.Context, source string) error { return d.pacer.wait(ctx, source) }
 
 // maybeStartPass starts a drain pass over the DLQ partitions with
 // records, up to their current end offsets, when the breaker is closed and

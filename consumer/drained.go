@@ -73,7 +73,7 @@ func (d *deliverer) admitDrained(ctx context.Context, j *job) (topic string, ok 
 		d.deadLetter(ctx, j, f)
 		return "", false
 	}
-	if err := d.run.pace(ctx); err != nil {
+	if err := d.run.pace(ctx, j.source); err != nil {
 		d.run.finish(j, false)
 		return "", false
 	}

@@ -175,12 +175,12 @@ func TestDrainerModes(t *testing.T) {
 // a canceled context fails.
 func TestDrainerPace(t *testing.T) {
 	d, _, _ := newTestDrainer(t, &offsetClock{})
-	if err := d.pace(t.Context()); err != nil {
+	if err := d.pace(t.Context(), "a"); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	if err := d.pace(ctx); err == nil {
+	if err := d.pace(ctx, "a"); err == nil {
 		t.Fatal("pace admitted a record on a canceled context")
 	}
 }

@@ -24,6 +24,9 @@ type metrics struct {
 	retries     *prometheus.CounterVec
 	committed   *prometheus.GaugeVec
 	events      *prometheus.CounterVec
+	// dlqBacklog counts, by source, the DLQ records a drain pass has
+	// read and not finished.
+	dlqBacklog *prometheus.GaugeVec
 
 	// sinkConflicts counts events whose identity the sink held with
 	// another payload.
@@ -121,6 +124,10 @@ func newMetrics() *metrics {
 			Name: "sluice_consumer_events_total",
 			Help: "Records finished, by outcome: written, dlq, parked, skipped.",
 		}, []string{"outcome"}),
+		dlqBacklog: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "sluice_consumer_dlq_backlog",
+			Help: "DLQ records the drain pass in progress has read and not finished (waiting for the drain rate, deferred behind the source's read-ahead, or being written), by source: a configured source, or other. 0 between passes; sluice_consumer_lag of the DLQ partitions counts every source.",
+		}, []string{"source"}),
 		sinkConflicts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sluice_sink_conflicts_total",
 			Help: "Events whose identity (source, id) the sink held with another payload: the first kept, the copy recorded.",
@@ -191,7 +198,7 @@ func (m *metrics) initLabels(sinkName string, sources []string, versions *contra
 
 func (m *metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.lag, m.inFlight, m.sinkLatency, m.sinkErrors, m.circuit, m.mode,
-		m.deadLetters, m.retries, m.committed, m.events, m.sinkConflicts, m.drainRefused, m.drained, m.endToEnd, m.bySchema.vec,
+		m.deadLetters, m.retries, m.committed, m.events, m.dlqBacklog, m.sinkConflicts, m.drainRefused, m.drained, m.endToEnd, m.bySchema.vec,
 		m.auditErrors, m.auditFallbacks}
 }
 

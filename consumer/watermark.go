@@ -27,6 +27,10 @@ type watermark struct {
 type mark struct {
 	offset int64
 	done   bool
+	// deferred marks a DLQ record seen by a drain pass and left for a
+	// later read of its partition (see dispatcher.dispatchDrained): not
+	// in flight, not done.
+	deferred bool
 }
 
 // errOffsetOrder is returned by add for an offset not above the last one
@@ -93,4 +97,69 @@ func (w *watermark) inFlight() int {
 		}
 	}
 	return n
+}
+
+// lastSeen returns the highest offset added; -1 before any.
+func (w *watermark) lastSeen() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.last
+}
+
+// live returns how many marks are held: the offsets from the commit
+// point on, finished or not.
+func (w *watermark) live() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.pending) - w.head
+}
+
+// deferLast marks the offset added last as deferred.
+func (w *watermark) deferLast() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.pending[len(w.pending)-1].deferred = true
+}
+
+// deferred reports whether offset is a deferred mark.
+func (w *watermark) deferred(offset int64) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	i, ok := w.find(offset)
+	return ok && w.pending[i].deferred
+}
+
+// undefer clears the deferred mark of offset, which is in flight again.
+// It reports false when offset is not deferred.
+func (w *watermark) undefer(offset int64) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	i, ok := w.find(offset)
+	if !ok || !w.pending[i].deferred {
+		return false
+	}
+	w.pending[i].deferred = false
+	return true
+}
+
+// firstDeferred returns the lowest deferred offset.
+func (w *watermark) firstDeferred() (int64, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, m := range w.pending[w.head:] {
+		if m.deferred {
+			return m.offset, true
+		}
+	}
+	return 0, false
+}
+
+// find returns the index in pending of offset's live mark.
+func (w *watermark) find(offset int64) (int, bool) {
+	live := w.pending[w.head:]
+	i := sort.Search(len(live), func(i int) bool { return live[i].offset >= offset })
+	if i == len(live) || live[i].offset != offset {
+		return 0, false
+	}
+	return w.head + i, true
 }

@@ -110,18 +110,19 @@ func TestMemoryHoldShrinks(t *testing.T) {
 	cfg := s.cfg
 	ctx := context.Background()
 	full := requestCost(cfg.Limits.MaxRequestBytes)
-	h, f := s.holdMemory(ctx, full)
+	src := s.sources.byName["src"]
+	h, f := s.holdMemory(ctx, src, full)
 	if f != nil {
 		t.Fatal(f)
 	}
-	if _, f := s.holdMemory(ctx, 1); f == nil || f.Reason != ingestv1.Reason_UNAVAILABLE || f.RetryAfter <= 0 {
+	if _, f := s.holdMemory(ctx, src, 1); f == nil || f.Reason != ingestv1.Reason_UNAVAILABLE || f.RetryAfter <= 0 {
 		t.Fatalf("a full budget: %v, want UNAVAILABLE with a retry_after", f)
 	}
 	h.shrink(requestCost(100))
 	if s.memory.inUse() != float64(requestCost(100)) {
 		t.Fatalf("held %v after shrinking, want %d", s.memory.inUse(), requestCost(100))
 	}
-	other, f := s.holdMemory(ctx, full-requestCost(100))
+	other, f := s.holdMemory(ctx, src, full-requestCost(100))
 	if f != nil {
 		t.Fatalf("the room handed back: %v", f)
 	}

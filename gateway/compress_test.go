@@ -566,6 +566,8 @@ func TestCompressedGRPCHealth(t *testing.T) {
 func TestCompressedZstdWindowCharged(t *testing.T) {
 	h := newHarness(t, harnessOpts{config: func(c *gateway.Config) {
 		c.Limits.RequestMemoryBytes = 2 * (2*int64(c.Limits.MaxRequestBytes) + 64<<10) // each half: one requestCost(max_request_bytes)
+		// The budget as a whole, not the sources' shares of it.
+		c.Limits.ReservedShare = 0
 		c.Limits.MaxQueueWait = 50 * time.Millisecond
 	}})
 	client, _ := compressingClient(t, h)

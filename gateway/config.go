@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/share"
 	"github.com/sluicehq/sluice/internal/tlsfiles"
 )
 
@@ -69,7 +70,10 @@ type LimitsConfig struct {
 	// gRPC message is decoded it takes up to half as much again (see
 	// requestCost), so with MemoryLimit this may be at most a third of
 	// it. 0 means a quarter of MemoryLimit, or 256 MiB when that is not
-	// set.
+	// set. Each half is shared among the sources (ReservedShare): a gRPC
+	// call is charged a request of MaxRequestBytes before its message
+	// arrives, so a source's guarantee holds as many of its calls at once
+	// as it holds that charge.
 	RequestMemoryBytes int64 `yaml:"request_memory_bytes"`
 	// MaxDepth bounds the nesting of a payload (JSON and protobuf).
 	MaxDepth int `yaml:"max_depth"`
@@ -87,7 +91,9 @@ type LimitsConfig struct {
 	// UNAVAILABLE and RetryInfo, counted in sluice_streams_refused_total.
 	// A PublishStream without a valid credential is refused
 	// UNAUTHENTICATED first; a health or reflection call without one is
-	// counted in UnauthenticatedStreams instead, never here.
+	// counted in UnauthenticatedStreams instead, never here. The slots
+	// are shared among the sources (ReservedShare): a source past its
+	// share while slots are left is refused RATE_LIMITED.
 	MaxStreams int `yaml:"max_streams"`
 	// UnauthenticatedStreams bounds the gRPC calls and streams of callers
 	// without a valid credential (health, reflection, methods the server
@@ -130,7 +136,9 @@ type LimitsConfig struct {
 	// still arriving, across connections. Past it a new call is refused
 	// UNAVAILABLE with Retry-After at its headers, before its body is read.
 	// Only authenticated calls count: an unauthenticated one is refused
-	// UNAUTHENTICATED at its headers and never takes a place.
+	// UNAUTHENTICATED at its headers and never takes a place. The places
+	// are shared among the sources (ReservedShare): a source past its
+	// share while places are left is refused RATE_LIMITED.
 	ReceivingRequests int `yaml:"receiving_requests"`
 	// ReceiveTimeout bounds how long a gRPC Publish call's message may take
 	// to arrive after its headers. A call still without it then is cut off
@@ -147,6 +155,15 @@ type LimitsConfig struct {
 	// get MaxConnectionAgeGrace to finish before the connection is closed.
 	MaxConnectionAge      time.Duration `yaml:"max_connection_age"`
 	MaxConnectionAgeGrace time.Duration `yaml:"max_connection_age_grace"`
+	// ReservedShare is the fraction of request memory, the receiving gate
+	// (receiving_requests), the stream slots (max_streams) and the spool
+	// that is split among the sources by their share, as guarantees: no
+	// other source can hold a source's guarantee. The rest is lent to any
+	// source that has used its own, and comes back as its holders finish.
+	// A single source may hold everything. A source refused because the
+	// room left is another's guarantee is RATE_LIMITED; one refused
+	// because nothing is left, UNAVAILABLE.
+	ReservedShare float64 `yaml:"reserved_share"`
 }
 
 // HTTPConfig holds the REST server's timeouts.
@@ -193,6 +210,26 @@ type SourceConfig struct {
 	// Rate 0 means unlimited.
 	Rate  float64 `yaml:"rate"`
 	Burst int     `yaml:"burst"`
+	// BytesRate is the source's sustained request bytes per second, counted
+	// as the gateway reads them once decompressed (a REST body, a gRPC
+	// message); BytesBurst its bucket, 0 for a second of BytesRate or
+	// limits.max_request_bytes if that is more. BytesRate 0 means
+	// unlimited. An uncompressed REST body with a Content-Length is
+	// checked before it is read.
+	BytesRate  float64 `yaml:"bytes_rate"`
+	BytesBurst int64   `yaml:"bytes_burst"`
+	// MaxRequests bounds the source's requests held at once (REST,
+	// CloudEvents, webhooks, gRPC Publish), from before the body is read
+	// to the answer; 0 leaves only its shares to bound them. Its streams'
+	// batches are bounded by MaxStreams and limits.stream_window instead.
+	MaxRequests int `yaml:"max_requests"`
+	// MaxStreams bounds the source's authenticated streams open at once;
+	// 0 leaves only its share of limits.max_streams to bound them.
+	MaxStreams int `yaml:"max_streams"`
+	// Share is the source's weight in the guaranteed part
+	// (limits.reserved_share) of request memory, the receiving gate, the
+	// stream slots and the spool; 0 means 1.
+	Share float64 `yaml:"share"`
 	// Webhook, when set, serves the source's signed deliveries at POST
 	// /v1/webhooks/<name> (webhooks.go). A source may have keys or client
 	// certificates besides, for /v1/events.
@@ -233,6 +270,7 @@ func NewDefaultConfig() Config {
 			MaxHeaderListBytes:    16 << 10,
 			MaxConnectionAge:      30 * time.Minute,
 			MaxConnectionAgeGrace: time.Minute,
+			ReservedShare:         0.5,
 		},
 		HTTP: HTTPConfig{
 			ReadHeaderTimeout: 5 * time.Second,
@@ -334,6 +372,8 @@ func (c Config) Validate() error {
 		return fieldErr("limits.request_memory_bytes", fmt.Sprintf("%d is less than twice what one request of limits.max_request_bytes is charged (%d): each half must hold one", c.RequestMemory(), requestCost(l.MaxRequestBytes)))
 	case c.MemoryLimit > 0 && c.RequestMemory() > c.MemoryLimit/3:
 		return fieldErr("limits.request_memory_bytes", "must be at most a third of memory_limit (a gRPC message being decoded takes up to half as much again as it is charged)")
+	case !(l.ReservedShare >= 0 && l.ReservedShare <= 1):
+		return fieldErr("limits.reserved_share", "must be in [0, 1]")
 	case len(c.Sources) == 0:
 		return fieldErr("sources", "at least one source is needed")
 	}
@@ -363,6 +403,18 @@ func (c Config) Validate() error {
 			return fieldErr(at+".rate", "must be >= 0")
 		case s.Rate > 0 && s.Burst < l.MaxEventsPerRequest:
 			return fieldErr(at+".burst", "must be >= limits.max_events_per_request, or a full batch could never pass")
+		case !(s.BytesRate >= 0) || s.BytesRate > maxBytesRate:
+			return fieldErr(at+".bytes_rate", fmt.Sprintf("must be in [0, %d] (0: unlimited)", int64(maxBytesRate)))
+		case s.BytesBurst < 0:
+			return fieldErr(at+".bytes_burst", "must be >= 0")
+		case s.BytesBurst > 0 && s.BytesBurst < int64(l.MaxRequestBytes):
+			return fieldErr(at+".bytes_burst", "must be 0 or >= limits.max_request_bytes, or a full request could never pass")
+		case s.MaxRequests < 0:
+			return fieldErr(at+".max_requests", "must be >= 0 (0: only the source's shares bound it)")
+		case s.MaxStreams < 0:
+			return fieldErr(at+".max_streams", "must be >= 0 (0: only the source's share bounds it)")
+		case !(s.Share >= 0) || s.Share > 1e6:
+			return fieldErr(at+".share", "must be in [0, 1e6] (0: 1)")
 		}
 		names[s.Name] = true
 		if s.Webhook != nil {
@@ -396,8 +448,12 @@ func (c Config) Validate() error {
 			certs[id] = s.Name
 		}
 	}
-	return nil
+	return c.validateShares()
 }
+
+// maxBytesRate bounds bytes_rate (1 TiB/s) so that a second of it is a
+// bucket an int holds.
+const maxBytesRate = 1 << 40
 
 // minHeaderListBytes leaves room for gRPC's own headers, an API key and a
 // traceparent.
@@ -476,4 +532,44 @@ func isSHA256Hex(s string) bool {
 		}
 	}
 	return true
+}
+
+// weight is the source's Share, or 1 when it is not set.
+func (s SourceConfig) weight() float64 {
+	if s.Share > 0 {
+		return s.Share
+	}
+	return 1
+}
+
+// SourceShares are the sources' weights (share, 1 when not set) by name,
+// as share.New takes them, for every budget split among the sources with
+// Limits.ReservedShare: the spool's too.
+func (c Config) SourceShares() map[string]float64 {
+	w := make(map[string]float64, len(c.Sources))
+	for _, s := range c.Sources {
+		w[s.Name] = s.weight()
+	}
+	return w
+}
+
+// validateShares checks that every source can hold one full request in
+// each half of request memory: its guarantee and the shared remainder.
+// With one source that is the whole half; with several, reserved_share
+// takes room from the remainder.
+func (c Config) validateShares() error {
+	half := c.RequestMemory() / 2
+	cost := requestCost(c.Limits.MaxRequestBytes)
+	p, err := share.New(half, c.Limits.ReservedShare, c.SourceShares())
+	if err != nil {
+		return fieldErr("limits.reserved_share", err.Error())
+	}
+	for i, s := range c.Sources {
+		if t := p.Tenant(s.Name); t.Guarantee()+p.Shared() < cost {
+			return fieldErr(fmt.Sprintf("sources[%d].share", i), fmt.Sprintf(
+				"its guarantee and the shared remainder of half of limits.request_memory_bytes are %d bytes, less than one request of limits.max_request_bytes is charged (%d): lower limits.reserved_share, raise the share or limits.request_memory_bytes",
+				t.Guarantee()+p.Shared(), cost))
+		}
+	}
+	return nil
 }

@@ -83,6 +83,20 @@ func TestConfigValidate(t *testing.T) {
 		{"sources[0].burst", func(c *Config) { c.Sources[0].Burst = 1 }},
 		{"sources[0].name", func(c *Config) { c.Sources[0].Name = "" }},
 		{"sources[0].rate", func(c *Config) { c.Sources[0].Rate = -1 }},
+		{"sources[0].bytes_rate", func(c *Config) { c.Sources[0].BytesRate = -1 }},
+		{"sources[0].bytes_rate", func(c *Config) { c.Sources[0].BytesRate = 1e300 }},
+		{"sources[0].bytes_burst", func(c *Config) { c.Sources[0].BytesBurst = int64(c.Limits.MaxRequestBytes) - 1 }},
+		{"sources[0].max_requests", func(c *Config) { c.Sources[0].MaxRequests = -1 }},
+		{"sources[0].max_streams", func(c *Config) { c.Sources[0].MaxStreams = -1 }},
+		{"sources[0].share", func(c *Config) { c.Sources[0].Share = -1 }},
+		{"limits.reserved_share", func(c *Config) { c.Limits.ReservedShare = 1.5 }},
+		{"sources[0].share", func(c *Config) {
+			// Two sources, all reserved, and room in each half for one
+			// request: the smaller share cannot hold it.
+			c.Limits.ReservedShare = 1
+			c.Limits.RequestMemoryBytes = 2 * requestCost(c.Limits.MaxRequestBytes)
+			c.Sources = append(c.Sources, SourceConfig{Name: "b", KeyHashes: []string{HashKey("k2")}, EventTypes: []string{"*"}, Share: 2})
+		}},
 		{"sources[0].client_certs", func(c *Config) { c.Sources[0].ClientCerts = []string{"cn:checkout"} }},
 		{"sources[1].name", func(c *Config) { c.Sources = append(c.Sources, c.Sources[0]) }},
 		{"sources[1].key_hashes[0]", func(c *Config) {

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/time/rate"
 
 	"github.com/sluicehq/sluice/gateway/envelope"
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
@@ -18,6 +19,10 @@ type batch struct {
 	// besides its own (a webhook's body and signature, CloudEvents'
 	// ce_* headers).
 	extra [][]kgo.RecordHeader
+	// paid is the reservation of the request's bytes from its source's
+	// bytes_rate bucket taken before the body was read (source.prepay),
+	// or nil.
+	paid *rate.Reservation
 }
 
 // add appends an event and its refusal, if any. The slices grow to at most

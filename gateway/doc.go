@@ -10,11 +10,15 @@
 //     one, from a verified client certificate, before its body or message
 //     is read. A caller that is no source is UNAUTHENTICATED and holds
 //     nothing an authenticated one needs. A key, when sent, decides alone.
-//  2. It is charged to the memory budget before it is read, and bounded
-//     by MaxRequestBytes on the wire and decompressed.
+//  2. It takes a place among its source's requests (max_requests) and is
+//     charged to its source's share of the memory budget before it is
+//     read; an uncompressed REST body of known length is charged to the
+//     source's bytes/s bucket then too. It is bounded by MaxRequestBytes
+//     on the wire and decompressed.
 //  3. The envelope is decoded strictly: what breaks the structure refuses
 //     the request, what is wrong inside one event refuses that event.
-//  4. The source's token bucket is charged one token per event.
+//  4. The source's buckets are charged: one token per event, and, unless
+//     taken in 2, one per byte.
 //  5. Each event on its own: envelope rules, the source's allowed types, a
 //     loaded contract, the payload size, the occurred_at skew window, then
 //     decode and protovalidate against the contract (package contract).
@@ -34,6 +38,21 @@
 // While one attempt of an id is being published, others wait for its
 // outcome: concurrent retries make one record, and no caller hears
 // DUPLICATE for an event that then fails.
+//
+// # Sources are tenants
+//
+// Each budget a request holds a place in (request memory, the receiving
+// places of gRPC Publish calls, the stream slots) is split among the
+// configured sources (tenancy.go, internal/share): Limits.ReservedShare of
+// it as guarantees by each source's share, the rest lent to any source
+// that has used its own and given back as its holders finish. A source
+// waits and is refused on its own account: over its share while room is
+// left (others' guarantees) it is RATE_LIMITED, naming itself and the
+// budget; UNAVAILABLE stays for a budget that is full. A source's
+// events/s and bytes/s, max_requests and max_streams are its own, so one
+// source over any of them is refused RATE_LIMITED with retry_after and
+// the others' answers do not change. SetReplicas divides the rates among
+// the gateways that share the traffic.
 //
 // # Guarantees
 //

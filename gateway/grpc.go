@@ -3,6 +3,7 @@ package gateway
 import (
 	"fmt"
 
+	"golang.org/x/time/rate"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/encoding"
 	_ "google.golang.org/grpc/encoding/proto" // registers the "proto" codec
@@ -59,7 +60,14 @@ type wireRequest struct {
 	stream bool
 	// coding is the call's grpc-encoding (callCoding): a message that
 	// came compressed in it arrives marked, and is decompressed here.
-	coding  contentCoding
+	coding contentCoding
+	// prepay, when set, takes an uncompressed Publish message's bytes from
+	// its source's bytes_rate bucket once its size is known (within
+	// MaxRequestBytes), before it is decoded (source.prepay); a refusal is
+	// the call's failure. A stream's
+	// batches are charged once decoded instead, so that a batch over the
+	// rate is answered event by event and its stream goes on.
+	prepay  func(size int) (*rate.Reservation, *Failure)
 	batch   *batch
 	failure *Failure
 }
@@ -121,6 +129,12 @@ func (c serverCodec) Unmarshal(data mem.BufferSlice, v any) error {
 			Message: fmt.Sprintf("%d bytes is over the limit of %d per request", n, c.maxBytes)}
 		return nil
 	}
+	var paid *rate.Reservation
+	if w.prepay != nil {
+		if paid, w.failure = w.prepay(data.Len()); w.failure != nil {
+			return nil
+		}
+	}
 	// The decoder copies what it keeps, so the message's buffers go back
 	// to their pool when this returns. gRPC reads a message into one
 	// buffer, which is decoded where it is; only a message in pieces is
@@ -135,7 +149,11 @@ func (c serverCodec) Unmarshal(data mem.BufferSlice, v any) error {
 		defer buf.Free()
 		msg = buf.ReadOnlyData()
 	}
-	w.batch, w.failure = decodeWireBatch(msg, w.stream, c.limits)
+	// A message that does not decode keeps its charge: its bytes were
+	// sent and read.
+	if w.batch, w.failure = decodeWireBatch(msg, w.stream, c.limits); w.batch != nil {
+		w.batch.paid = paid
+	}
 	return nil
 }
 
@@ -183,6 +201,15 @@ func (s *Service) receiveCost(coding contentCoding) int64 {
 	return n
 }
 
+// prepayMessage is a wireRequest's prepay for src's messages, or nil when
+// src has no bytes_rate.
+func (s *Service) prepayMessage(src *source) func(int) (*rate.Reservation, *Failure) {
+	if src.bytes == nil {
+		return nil
+	}
+	return func(size int) (*rate.Reservation, *Failure) { return src.prepay(s.now(), int64(size)) }
+}
+
 // publishUnary serves Publish: one request message, one answer.
 func (s *Service) publishUnary(stream grpc.ServerStream) error {
 	ctx := stream.Context()
@@ -199,12 +226,12 @@ func (s *Service) publishUnary(stream grpc.ServerStream) error {
 	// The message's size is not known before it arrives: the largest's
 	// charge is taken, and the rest handed back once it is in.
 	coding := callCoding(ctx)
-	hold, f := s.holdMemory(ctx, s.receiveCost(coding))
+	hold, f := s.holdMemory(ctx, src, s.receiveCost(coding))
 	if f != nil {
 		return fail(f)
 	}
 	defer hold.release()
-	in := wireRequest{coding: coding}
+	in := wireRequest{coding: coding, prepay: s.prepayMessage(src)}
 	if err := stream.RecvMsg(&in); err != nil {
 		// gRPC has answered: the call ended, passed its receive deadline,
 		// or sent a message over maxReceiveBytes.

@@ -66,6 +66,7 @@ type harness struct {
 	cluster *kfake.Cluster
 	brokers []string
 	srv     *gateway.Server
+	svc     *gateway.Service
 	client  ingestv1.IngestServiceClient
 	conn    *grpc.ClientConn
 	clock   *clock
@@ -192,6 +193,7 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
+	h.svc = svc
 	sopts := o.server
 	if o.readiness {
 		sopts = append(sopts, gateway.WithReadiness(adm.Ready), gateway.WithReadinessEvery(10*time.Millisecond, time.Second))

@@ -69,6 +69,8 @@ func TestRequestMemoryBudget(t *testing.T) {
 	full := func(c gateway.Config) float64 { return float64(2*c.Limits.MaxRequestBytes + 64<<10) }
 	h := newHarness(t, harnessOpts{config: func(c *gateway.Config) {
 		c.Limits.RequestMemoryBytes = 2 * int64(full(*c)) // each half holds one such call
+		// The budget as a whole, not the sources' shares of it.
+		c.Limits.ReservedShare = 0
 		c.Limits.MaxQueueWait = 100 * time.Millisecond
 		c.Limits.ReceiveTimeout = time.Minute // the test ends the call itself
 		c.UnavailableRetryAfter = 3 * time.Second

@@ -32,6 +32,9 @@ type metrics struct {
 	// because their source's pre-authentication pool was full.
 	webhookRefusals        *prometheus.CounterVec
 	webhookPreauthRefusals *prometheus.CounterVec
+	// receivedBytes: request bytes by configured source, as admitBatch
+	// judges them (decompressed).
+	receivedBytes *prometheus.CounterVec
 }
 
 // newMetrics builds the metrics and registers them on reg, all or none
@@ -71,11 +74,11 @@ func newMetrics(reg prometheus.Registerer, dedupLen, requestMemory, streamMemory
 		}),
 		requestsShed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "sluice_requests_shed_total",
-			Help: "gRPC Publish calls refused UNAVAILABLE at their headers because limits.receiving_requests calls were already arriving.",
+			Help: "gRPC Publish calls refused at their headers because limits.receiving_requests calls were already arriving (UNAVAILABLE), or their source's share of them (RATE_LIMITED).",
 		}),
 		streamsRefused: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "sluice_streams_refused_total",
-			Help: "Authenticated streams (PublishStream, and health or reflection calls with a credential) refused UNAVAILABLE at their headers because limits.max_streams streams were open.",
+			Help: "Authenticated streams (PublishStream, and health or reflection calls with a credential) refused at their headers because limits.max_streams streams were open (UNAVAILABLE), or their source's share of them or its max_streams (RATE_LIMITED).",
 		}),
 		unauthenticatedRefused: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "sluice_unauthenticated_streams_refused_total",
@@ -87,7 +90,7 @@ func newMetrics(reg prometheus.Registerer, dedupLen, requestMemory, streamMemory
 		}),
 		memoryRefusals: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "sluice_request_memory_refusals_total",
-			Help: "Requests refused UNAVAILABLE, unread, because limits.request_memory_bytes had no room for them within limits.max_queue_wait.",
+			Help: "Requests refused, unread, because limits.request_memory_bytes had no room for them within limits.max_queue_wait: UNAVAILABLE when it was full, RATE_LIMITED when the room left was other sources' guarantees.",
 		}),
 		streamsIdle: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "sluice_streams_idle_closed_total",
@@ -101,12 +104,16 @@ func newMetrics(reg prometheus.Registerer, dedupLen, requestMemory, streamMemory
 			Name: "sluice_webhook_preauth_refused_total",
 			Help: "Webhook deliveries refused 503 unread because their source's pool for bodies awaiting verification (webhook.preauth_memory_bytes) was full.",
 		}, []string{"source"}),
+		receivedBytes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_source_received_bytes_total",
+			Help: "Request bytes received from a source (a REST body or gRPC message once decompressed, a stream batch), as its bytes_rate counts them; a request refused before it is read is not counted.",
+		}, []string{"source"}),
 	}
 	if reg == nil {
 		return m, nil
 	}
 	err := promreg.Register(reg, m.events, m.requests, m.requestDuration, m.requestEvents, m.dedupEvictions, m.streamsOpen, m.shed, m.requestsShed, m.streamsRefused, m.unauthenticatedRefused, m.receiveTimeouts, m.memoryRefusals, m.streamsIdle,
-		m.webhookRefusals, m.webhookPreauthRefusals,
+		m.webhookRefusals, m.webhookPreauthRefusals, m.receivedBytes,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "sluice_dedup_entries",
 			Help: "Event ids remembered by the dedup window or being published.",

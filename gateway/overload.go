@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/tap"
 
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
+	"github.com/sluicehq/sluice/internal/share"
 )
 
 // receiving bounds the unary Publish calls whose request message is still
@@ -21,32 +22,21 @@ import (
 // Past the bound a new call is refused at its headers, before its body is
 // read, with UNAVAILABLE and RetryInfo: the cheapest answer there is. Only
 // authenticated calls are counted, and each holds its place for at most
-// timeout (Limits.ReceiveTimeout).
+// timeout (Limits.ReceiveTimeout). The places are shared among the sources
+// (tenancy.go): a source past its share while places are left is refused
+// RATE_LIMITED instead.
 type receiving struct {
-	limit   int64
+	pool    *share.Pool
 	timeout time.Duration
-	n       atomic.Int64
 }
 
 // streamSlots bounds the authenticated streams open across connections
 // (Limits.MaxStreams): PublishStream, and health or reflection calls that
 // carry a valid credential; Limits.MaxConcurrentStreams bounds every
-// stream per connection.
+// stream per connection. The slots are shared among the sources
+// (tenancy.go), and a source may have a bound of its own (max_streams).
 type streamSlots struct {
-	limit int64
-	n     atomic.Int64
-}
-
-// take counts a stream until ctx, the stream's, ends; false when the bound
-// is reached, and then nothing is counted.
-func (st *streamSlots) take(ctx context.Context) bool {
-	if st.n.Add(1) > st.limit {
-		st.n.Add(-1)
-		return false
-	}
-	// The stream's context ends with the stream on every path.
-	context.AfterFunc(ctx, func() { st.n.Add(-1) })
-	return true
+	pool *share.Pool
 }
 
 // openCalls bounds the gRPC calls of callers without a valid credential
@@ -125,7 +115,7 @@ func sourceOf(ctx context.Context) (*source, bool) {
 // receipt is one counted call. It is settled once, by whichever comes
 // first: its message arriving, the call ending, or the receive deadline.
 type receipt struct {
-	r       *receiving
+	t       *share.Tenant // the source's account of the receiving places
 	settled atomic.Bool
 	timer   *time.Timer // set before the receipt is shared
 }
@@ -135,7 +125,7 @@ func (t *receipt) settle() bool {
 	if !t.settled.CompareAndSwap(false, true) {
 		return false
 	}
-	t.r.n.Add(-1)
+	t.t.Give(1)
 	return true
 }
 
@@ -202,24 +192,49 @@ func (s *Service) tap(ctx context.Context, info *tap.Info, open *openCalls) (con
 	}
 	ctx = withSource(ctx, src)
 	if transport == "grpc-stream" {
-		return s.openStream(ctx)
+		return s.openStream(ctx, src)
 	}
-	return s.receive(ctx)
+	if f := s.enterRequestUntil(ctx, src); f != nil {
+		s.metrics.requests.WithLabelValues(transport, f.Reason.String()).Inc()
+		return ctx, f
+	}
+	return s.receive(ctx, src)
 }
 
 // openStream takes a stream slot until the stream ends.
-func (s *Service) openStream(ctx context.Context) (context.Context, error) {
-	if !s.streams.take(ctx) {
-		s.metrics.requests.WithLabelValues("grpc-stream", ingestv1.Reason_UNAVAILABLE.String()).Inc()
-		return ctx, s.streamsFull()
+func (s *Service) openStream(ctx context.Context, src *source) (context.Context, error) {
+	if f := s.takeStream(ctx, src); f != nil {
+		s.metrics.requests.WithLabelValues("grpc-stream", f.Reason.String()).Inc()
+		return ctx, f
 	}
 	return ctx, nil
 }
 
-func (s *Service) streamsFull() *Failure {
-	s.metrics.streamsRefused.Inc()
-	return &Failure{Reason: ingestv1.Reason_UNAVAILABLE, RetryAfter: s.cfg.UnavailableRetryAfter,
-		Message: fmt.Sprintf("the gateway is at capacity: %d streams are already open", s.streams.limit)}
+// takeStream takes one of src's stream slots until ctx, the stream's,
+// ends: refused RATE_LIMITED past the source's max_streams or its share
+// while slots are left, UNAVAILABLE when none is.
+func (s *Service) takeStream(ctx context.Context, src *source) *Failure {
+	t := src.tenancy
+	if !t.openStreams.take() {
+		s.metrics.streamsRefused.Inc()
+		return &Failure{Reason: ingestv1.Reason_RATE_LIMITED, RetryAfter: s.cfg.UnavailableRetryAfter,
+			Message: fmt.Sprintf("source %s is over its max_streams: %d streams are already open", src.name, t.openStreams.limit)}
+	}
+	if !t.streams.TryTake(1) {
+		t.openStreams.give()
+		s.metrics.streamsRefused.Inc()
+		if f := s.overShare(src, t.streams, s.streams.pool, 1, "the stream slots (limits.max_streams)"); f != nil {
+			return f
+		}
+		return &Failure{Reason: ingestv1.Reason_UNAVAILABLE, RetryAfter: s.cfg.UnavailableRetryAfter,
+			Message: fmt.Sprintf("the gateway is at capacity: %d streams are already open", s.streams.pool.Capacity())}
+	}
+	// The stream's context ends with the stream on every path.
+	context.AfterFunc(ctx, func() {
+		t.streams.Give(1)
+		t.openStreams.give()
+	})
+	return nil
 }
 
 // tapOpen counts a call of a method open to all. A caller that presents a
@@ -233,8 +248,8 @@ func (s *Service) streamsFull() *Failure {
 // table), and gRPC clients' retry policies retry UNAVAILABLE.
 func (s *Service) tapOpen(ctx context.Context, info *tap.Info, open *openCalls) (context.Context, error) {
 	if src, f := s.sources.authenticate(metadata.NewIncomingContext(ctx, info.Header)); f == nil {
-		if !s.streams.take(ctx) {
-			return ctx, s.streamsFull()
+		if f := s.takeStream(ctx, src); f != nil {
+			return ctx, f
 		}
 		return withSource(ctx, src), nil
 	}
@@ -247,21 +262,24 @@ func (s *Service) tapOpen(ctx context.Context, info *tap.Info, open *openCalls) 
 	return ctx, nil
 }
 
-// receive takes a receiving place for a unary call until its message is
-// in, the call ends, or Limits.ReceiveTimeout passes; at that deadline the
-// call is cut off (see receiveContext).
-func (s *Service) receive(ctx context.Context) (context.Context, error) {
+// receive takes one of src's receiving places for a unary call until its
+// message is in, the call ends, or Limits.ReceiveTimeout passes; at that
+// deadline the call is cut off (see receiveContext).
+func (s *Service) receive(ctx context.Context, src *source) (context.Context, error) {
 	r := &s.receiving
-	if r.n.Add(1) > r.limit {
-		r.n.Add(-1)
-		s.metrics.requests.WithLabelValues("grpc", ingestv1.Reason_UNAVAILABLE.String()).Inc()
+	if !src.receiving.TryTake(1) {
 		s.metrics.requestsShed.Inc()
-		return ctx, &Failure{Reason: ingestv1.Reason_UNAVAILABLE, RetryAfter: s.cfg.UnavailableRetryAfter,
-			Message: fmt.Sprintf("the gateway is at capacity: %d requests are already arriving", r.limit)}
+		f := s.overShare(src, src.receiving, r.pool, 1, "the receiving places (limits.receiving_requests)")
+		if f == nil {
+			f = &Failure{Reason: ingestv1.Reason_UNAVAILABLE, RetryAfter: s.cfg.UnavailableRetryAfter,
+				Message: fmt.Sprintf("the gateway is at capacity: %d requests are already arriving", r.pool.Capacity())}
+		}
+		s.metrics.requests.WithLabelValues("grpc", f.Reason.String()).Inc()
+		return ctx, f
 	}
 	inner, cancel := context.WithCancel(ctx)
 	rc := &receiveContext{Context: inner, cancel: cancel}
-	t := &receipt{r: r}
+	t := &receipt{t: src.receiving}
 	t.timer = time.AfterFunc(r.timeout, func() {
 		if t.settle() {
 			s.metrics.receiveTimeouts.Inc()

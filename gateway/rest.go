@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"golang.org/x/time/rate"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/encoding/protojson"
 
@@ -193,7 +194,14 @@ func (s *Service) serveBatch(transport string, copies bool,
 			fail(f)
 			return
 		}
-		body, hold, f := s.readRequest(ctx, w, r, decoders)
+		leave, f := s.enterRequest(src)
+		if f != nil {
+			skipBody(w, r)
+			fail(f)
+			return
+		}
+		defer leave()
+		body, hold, paid, f := s.readRequest(ctx, w, r, src, decoders)
 		if f != nil {
 			fail(f)
 			return
@@ -201,9 +209,10 @@ func (s *Service) serveBatch(transport string, copies bool,
 		defer hold.release()
 		b, f := decode(src, r.Header, body)
 		if f != nil {
-			fail(f)
+			fail(f) // a body that does not decode keeps its bytes' charge
 			return
 		}
+		b.paid = paid
 		if copies {
 			hold.shrink(requestCost(len(body)))
 			body = nil // the events hold copies; the text may go
@@ -277,15 +286,20 @@ func parseGRPCTimeout(v string) (time.Duration, bool) {
 
 // readRequest reads an authenticated request's body (/v1/events,
 // /v1/cloudevents): a Content-Encoding other than gzip, zstd or identity
-// is refused unread (MALFORMED, with Accept-Encoding), the memory budget
-// is charged before a byte is read, and the body is read decoded, to at
-// most MaxRequestBytes decoded bytes. The caller releases the hold.
-func (s *Service) readRequest(ctx context.Context, w http.ResponseWriter, r *http.Request, decoders *bodyDecoders) ([]byte, *memoryHold, *Failure) {
+// is refused unread (MALFORMED, with Accept-Encoding); an uncompressed
+// body with a Content-Length takes its bytes from src's bytes_rate bucket
+// (paid), or is refused RATE_LIMITED unread; the memory budget is charged
+// before a byte is read, and the body is read decoded, to at most
+// MaxRequestBytes decoded bytes. The caller releases the hold. paid is
+// given back when the body is not read (no memory for it); a body read
+// keeps its charge, decoded or not, and admitBatch gives it back with the
+// events when the source is over its events/s.
+func (s *Service) readRequest(ctx context.Context, w http.ResponseWriter, r *http.Request, src *source, decoders *bodyDecoders) (body []byte, hold *memoryHold, paid *rate.Reservation, f *Failure) {
 	coding, f := requestCoding(r.Header)
 	if f != nil {
 		skipBody(w, r)
 		w.Header().Set("Accept-Encoding", acceptedEncodings)
-		return nil, nil, f
+		return nil, nil, nil, f
 	}
 	// A compressed body's decoded size is not known before it is read:
 	// it is charged as a body of MaxRequestBytes, as a gRPC receive is,
@@ -296,21 +310,28 @@ func (s *Service) readRequest(ctx context.Context, w http.ResponseWriter, r *htt
 	if known && r.ContentLength < int64(size) {
 		size = int(r.ContentLength)
 	}
+	if known {
+		if paid, f = src.prepay(s.now(), r.ContentLength); f != nil {
+			skipBody(w, r)
+			return nil, nil, nil, f
+		}
+	}
 	cost := requestCost(size)
 	if coding == codingZstd {
 		cost += decoders.zstdWindow() // the decoder's window, besides the decoded bytes
 	}
-	hold, f := s.holdMemory(ctx, cost)
+	hold, f = s.holdMemory(ctx, src, cost)
 	if f != nil {
+		cancelAt(paid, s.now())
 		skipBody(w, r)
-		return nil, nil, f
+		return nil, nil, nil, f
 	}
-	body, f := readBody(decoders.reader(coding, r.Body), size, known, decoders.failure)
+	body, f = readBody(decoders.reader(coding, r.Body), size, known, decoders.failure)
 	if f != nil {
 		hold.release()
-		return nil, nil, f
+		return nil, nil, nil, f
 	}
-	return body, hold, nil
+	return body, hold, paid, nil
 }
 
 // readBody reads body, a request's body as decoded, of about size bytes:

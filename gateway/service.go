@@ -67,7 +67,12 @@ type Service struct {
 	// memory and streamMemory are the two halves of
 	// Limits.RequestMemoryBytes: one for requests (REST, unary gRPC), one
 	// for PublishStream batches, so that neither can starve the other.
+	// Each is shared among the sources (tenancy.go).
 	memory, streamMemory *memoryBudget
+	// replicas is the gateways the sources' rates are divided among
+	// (SetReplicas); 1 until told otherwise. replicasMu orders the calls.
+	replicasMu sync.Mutex
+	replicas   int
 	// streamWorkers are the streams' readers and senders, which outlive
 	// their handler until the stream is closed.
 	streamWorkers sync.WaitGroup
@@ -149,13 +154,11 @@ func New(cfg Config, contracts *contract.Versions, pub Admitter, opts ...Option)
 		cfg:            cfg,
 		contracts:      contracts,
 		pub:            pub,
-		sources:        newSources(cfg.Sources),
+		sources:        newSources(cfg.Sources, cfg.Limits.MaxRequestBytes),
 		topics:         map[string]topic{},
 		now:            o.now,
 		log:            o.log,
 		skipValidation: o.skipValidation,
-		memory:         newMemoryBudget(cfg.RequestMemory() / 2),
-		streamMemory:   newMemoryBudget(cfg.RequestMemory() / 2),
 		conflictLog:    rate.NewLimiter(conflictLogRate, conflictLogBurst),
 		draining:       make(chan struct{}),
 	}
@@ -183,9 +186,16 @@ func New(cfg Config, contracts *contract.Versions, pub Admitter, opts ...Option)
 	} else {
 		dedupLen = func() float64 { return 0 }
 	}
-	if s.metrics, err = newMetrics(o.reg, dedupLen, s.memory.inUse, s.streamMemory.inUse); err != nil {
+	if s.metrics, err = newMetrics(o.reg, dedupLen, func() float64 { return s.memory.inUse() }, func() float64 { return s.streamMemory.inUse() }); err != nil {
 		return nil, err
 	}
+	if err := s.newTenancies(); err != nil {
+		return nil, err
+	}
+	if err := s.registerSourceGauges(o.reg); err != nil {
+		return nil, err
+	}
+	s.replicas = 1
 	s.metrics.initLabels(sourceNames(cfg.Sources), registry.Types())
 	if s.webhooks, err = s.newWebhookSources(registryTypes{registry}, []webhook.Option{webhook.WithClock(o.now), webhook.WithLogger(o.log)}); err != nil {
 		return nil, err
@@ -198,9 +208,7 @@ func New(cfg Config, contracts *contract.Versions, pub Admitter, opts ...Option)
 		return nil, err
 	}
 	s.checking = semaphore.NewWeighted(int64(cfg.Limits.CheckingEvents))
-	s.receiving.limit = int64(cfg.Limits.ReceivingRequests)
 	s.receiving.timeout = cfg.Limits.ReceiveTimeout
-	s.streams.limit = int64(cfg.Limits.MaxStreams)
 	return s, nil
 }
 
@@ -254,7 +262,7 @@ func (s *Service) waitTurn(ctx context.Context, n int64) *ingestv1.Rejection {
 // result. For gRPC, a request whose every event was refused for the same
 // pressure reason is a whole-request failure too (pushBack).
 func (s *Service) publishBatch(ctx context.Context, transport string, src *source, b *batch) (*ingestv1.PublishResponse, *Failure) {
-	if f := s.admitBatch(src, b.events, b.size); f != nil {
+	if f := s.admitBatch(src, b); f != nil {
 		s.metrics.requests.WithLabelValues(transport, f.Reason.String()).Inc()
 		return nil, f
 	}
@@ -311,8 +319,14 @@ func pushBack(results []*ingestv1.EventResult) *Failure {
 	return nil
 }
 
-// admitBatch applies the whole-request limits and the source's rate.
-func (s *Service) admitBatch(src *source, events []*ingestv1.Event, size int) *Failure {
+// admitBatch applies the whole-request limits and the source's rates
+// (events/s, and bytes/s unless b's bytes were taken before it was read),
+// and counts b's bytes as the source's received.
+func (s *Service) admitBatch(src *source, b *batch) *Failure {
+	events, size := b.events, b.size
+	if src.tenancy != nil {
+		src.receivedBytes.Add(float64(size))
+	}
 	l := s.cfg.Limits
 	if len(events) > l.MaxEventsPerRequest {
 		return &Failure{Reason: ingestv1.Reason_BATCH_TOO_LARGE,
@@ -322,7 +336,7 @@ func (s *Service) admitBatch(src *source, events []*ingestv1.Event, size int) *F
 		return &Failure{Reason: ingestv1.Reason_BATCH_TOO_LARGE,
 			Message: fmt.Sprintf("%d bytes is over the limit of %d per request", size, l.MaxRequestBytes)}
 	}
-	return src.admit(s.now(), len(events))
+	return src.admit(s.now(), len(events), size, b.paid)
 }
 
 // refuseAll answers every event of a batch with a whole-batch failure; a
@@ -775,6 +789,12 @@ func (s *Service) admitRejection(a admission.Admitted) *ingestv1.Rejection {
 		wait := a.RetryAfter
 		if wait <= 0 {
 			wait = s.cfg.UnavailableRetryAfter
+		}
+		var share *admission.SourceFullError
+		if errors.As(err, &share) {
+			return rejectRetry(ingestv1.Reason_BUFFER_FULL, wait, fmt.Sprintf(
+				"source %s is over its share of the gateway's spool: it holds %d bytes of the %d it may hold now; the others' shares are untouched",
+				share.Source, share.Held, share.Limit))
 		}
 		return rejectRetry(ingestv1.Reason_BUFFER_FULL, wait, "the gateway's spool is full: "+err.Error())
 	case admission.RefusedTooLargeForKafka:

@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -28,6 +29,13 @@ type source struct {
 	name    string
 	allowed map[string]bool // nil: every type
 	limiter *rate.Limiter   // nil: unlimited
+	// bytes is the bucket of bytes_rate; nil: unlimited.
+	bytes *rate.Limiter
+	// cfg is the source's config, whose rates SetReplicas divides.
+	cfg SourceConfig
+	// tenancy is the source's accounts in the gateway's budgets; nil for
+	// a source a poller publishes as, which holds none.
+	*tenancy
 	// cloudEventTypes maps a CloudEvents type to a contract type
 	// (cloudevents.types); cloudEventHeaders: records carry ce_* headers.
 	cloudEventTypes   map[string]string
@@ -49,10 +57,10 @@ type sources struct {
 	byName map[string]*source // for the webhook endpoints, whose path names the source
 }
 
-func newSources(cfgs []SourceConfig) *sources {
+func newSources(cfgs []SourceConfig, maxRequestBytes int) *sources {
 	s := &sources{byHash: map[[sha256.Size]byte]*source{}, byCert: map[string]*source{}, byName: map[string]*source{}}
 	for _, c := range cfgs {
-		src := &source{name: c.Name, cloudEventTypes: c.CloudEvents.Types, cloudEventHeaders: c.CloudEvents.KafkaHeaders}
+		src := &source{name: c.Name, cfg: c, cloudEventTypes: c.CloudEvents.Types, cloudEventHeaders: c.CloudEvents.KafkaHeaders}
 		if c.Webhook != nil && len(c.Webhook.AllowUnknownFields) > 0 {
 			src.allowUnknown = map[string]bool{}
 			for _, t := range c.Webhook.AllowUnknownFields {
@@ -72,6 +80,9 @@ func newSources(cfgs []SourceConfig) *sources {
 		}
 		if c.Rate > 0 {
 			src.limiter = rate.NewLimiter(rate.Limit(c.Rate), c.Burst)
+		}
+		if c.BytesRate > 0 {
+			src.bytes = rate.NewLimiter(rate.Limit(c.BytesRate), int(bytesBurst(c, maxRequestBytes)))
 		}
 		for _, h := range c.KeyHashes {
 			var sum [sha256.Size]byte
@@ -156,22 +167,111 @@ func (s *sources) byCertificate(leaf *x509.Certificate) (*source, *Failure) {
 	return found, nil
 }
 
-// admit takes n events from the source's bucket, or says how long until
-// they would be there. Nothing is taken from the bucket when it refuses.
-func (s *source) admit(now time.Time, n int) *Failure {
+// admit takes n events and size bytes from the source's buckets, or says
+// how long until they would be there. Nothing is taken from either bucket
+// when it refuses. paid is a reservation of the bytes taken before the
+// body was read (prepay), or nil; it is given back when the events are
+// refused.
+func (s *source) admit(now time.Time, n, size int, paid *rate.Reservation) *Failure {
+	var bytes *rate.Reservation
+	if s.bytes != nil && paid == nil && size > 0 {
+		r, f := s.reserveBytes(now, size)
+		if f != nil {
+			return f
+		}
+		bytes = r
+	}
 	if s.limiter == nil || n == 0 {
 		return nil
 	}
 	r := s.limiter.ReserveN(now, n)
 	if !r.OK() {
+		cancelAt(bytes, now)
+		cancelAt(paid, now)
 		// n is over the burst; Validate keeps the burst >= a full batch.
 		return &Failure{Reason: ingestv1.Reason_BATCH_TOO_LARGE, Message: "batch is larger than the source's burst"}
 	}
 	if wait := r.DelayFrom(now); wait > 0 {
 		r.CancelAt(now)
-		return &Failure{Reason: ingestv1.Reason_RATE_LIMITED, RetryAfter: wait, Message: "source " + s.name + " is over its rate"}
+		cancelAt(bytes, now)
+		cancelAt(paid, now)
+		return &Failure{Reason: ingestv1.Reason_RATE_LIMITED, RetryAfter: wait,
+			Message: fmt.Sprintf("source %s is over its rate of %g events/s", s.name, float64(s.limiter.Limit()))}
 	}
 	return nil
+}
+
+// reserveBytes takes size bytes from the bytes_rate bucket, or refuses
+// RATE_LIMITED with how long until they would be there, taking nothing.
+func (s *source) reserveBytes(now time.Time, size int) (*rate.Reservation, *Failure) {
+	r := s.bytes.ReserveN(now, size)
+	if !r.OK() {
+		// size is over the burst, which SetReplicas and Validate keep at
+		// max_request_bytes or more: a request can pass once decoded
+		// larger only through decompression, which that bounds too.
+		return nil, &Failure{Reason: ingestv1.Reason_BATCH_TOO_LARGE,
+			Message: fmt.Sprintf("%d bytes is larger than source %s's bytes_burst of %d", size, s.name, s.bytes.Burst())}
+	}
+	if wait := r.DelayFrom(now); wait > 0 {
+		r.CancelAt(now)
+		return nil, &Failure{Reason: ingestv1.Reason_RATE_LIMITED, RetryAfter: wait,
+			Message: fmt.Sprintf("source %s is over its bytes_rate of %g bytes/s", s.name, float64(s.bytes.Limit()))}
+	}
+	return r, nil
+}
+
+// prepay takes a body's bytes from the bytes_rate bucket before it is
+// read, when its size is known; nil, nil when the source has no bytes_rate.
+func (s *source) prepay(now time.Time, size int64) (*rate.Reservation, *Failure) {
+	if s.bytes == nil || size <= 0 {
+		return nil, nil
+	}
+	return s.reserveBytes(now, int(min(size, math.MaxInt32)))
+}
+
+func cancelAt(r *rate.Reservation, now time.Time) {
+	if r != nil {
+		r.CancelAt(now)
+	}
+}
+
+// bytesBurst is c's bytes_burst, or its default: a second of bytes_rate,
+// or max_request_bytes if that is more.
+func bytesBurst(c SourceConfig, maxRequestBytes int) int64 {
+	if c.BytesBurst > 0 {
+		return c.BytesBurst
+	}
+	return max(int64(c.BytesRate), int64(maxRequestBytes))
+}
+
+// SetReplicas divides every source's events/s and bytes/s by n, the
+// gateways that share the sources' traffic (n < 1 counts as 1), so that
+// together they enforce what each source is configured for. A burst is
+// divided too, but never below what one full request needs
+// (limits.max_events_per_request events, limits.max_request_bytes bytes).
+// Tokens a bucket holds beyond its new burst are dropped.
+func (s *Service) SetReplicas(n int) {
+	n = max(n, 1)
+	s.replicasMu.Lock()
+	defer s.replicasMu.Unlock()
+	if s.replicas == n {
+		return
+	}
+	s.replicas = n
+	now := s.now()
+	l := s.cfg.Limits
+	for _, src := range s.sources.byName {
+		c := src.cfg
+		if src.limiter != nil {
+			src.limiter.SetLimitAt(now, rate.Limit(c.Rate/float64(n)))
+			src.limiter.SetBurstAt(now, max(c.Burst/n, l.MaxEventsPerRequest))
+		}
+		if src.bytes != nil {
+			src.bytes.SetLimitAt(now, rate.Limit(c.BytesRate/float64(n)))
+			src.bytes.SetBurstAt(now, int(max(bytesBurst(c, l.MaxRequestBytes)/int64(n), int64(l.MaxRequestBytes))))
+		}
+	}
+	s.log.Info("per-source rates divided among the gateways", "replicas", n)
 }
 
 // first is the first value of key in md (a lower-case key) or in an

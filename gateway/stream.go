@@ -235,7 +235,7 @@ func (ss *streamSession) receive() (streamRead, bool) {
 	}
 	// A stream waits for room as long as it lives; its idle bound ends
 	// the wait of one that never gets it.
-	hold, err := ss.svc.streamMemory.take(ss.waits, ss.memCharge)
+	hold, err := ss.svc.streamMemory.take(ss.waits, ss.src.streamMemory, ss.memCharge)
 	if err != nil {
 		ss.windowBytes.Release(ss.maxCharge)
 		return streamRead{}, false
@@ -327,7 +327,7 @@ func (ss *streamSession) end(recvErr error) error {
 // judgeStreamBatch answers one stream batch: a batch refused as a whole
 // (rate, size) is answered event by event, and the stream goes on.
 func (s *Service) judgeStreamBatch(ctx context.Context, src *source, b *batch) []*ingestv1.EventResult {
-	if f := s.admitBatch(src, b.events, b.size); f != nil {
+	if f := s.admitBatch(src, b); f != nil {
 		s.metrics.requests.WithLabelValues("grpc-stream", f.Reason.String()).Inc()
 		return s.refuseAll(src, b.events, f)
 	}

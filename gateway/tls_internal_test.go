@@ -138,7 +138,7 @@ func TestAuthenticateByCertificate(t *testing.T) {
 		{Name: "checkout", ClientCerts: []string{"dns:checkout.internal", "uri:spiffe://shop/checkout"}, EventTypes: []string{"*"}},
 		{Name: "ops", ClientCerts: []string{"email:ops@example.com", "cn:ops"}, EventTypes: []string{"*"}},
 		{Name: "payments", ClientCerts: []string{"subject:CN=pay-1,O=Shop"}, EventTypes: []string{"*"}},
-	})
+	}, 0)
 	cert := func(id tlstest.Identity) *x509.Certificate { return ca.Client(t, id).Cert }
 	checkout := cert(tlstest.Identity{CommonName: "pod-1", DNSNames: []string{"CHECKOUT.internal"}})
 	for _, c := range []struct {
@@ -183,7 +183,7 @@ func TestTapSeesClientCertificate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srcs := newSources([]SourceConfig{{Name: "checkout", ClientCerts: []string{"cn:checkout"}, EventTypes: []string{"*"}}})
+	srcs := newSources([]SourceConfig{{Name: "checkout", ClientCerts: []string{"cn:checkout"}, EventTypes: []string{"*"}}}, 0)
 	var mu sync.Mutex
 	var seen []string
 	srv := grpc.NewServer(grpc.Creds(credentials.NewTLS(r.Config())), grpc.InTapHandle(func(ctx context.Context, _ *tap.Info) (context.Context, error) {

@@ -203,7 +203,7 @@ func (s *Service) newWebhookSources(registry contractTypes, opts []webhook.Optio
 		}
 		prefix := fmt.Sprintf("sources[%d].webhook", i)
 		src := s.sources.byName[c.Name]
-		ws := &webhookSource{src: src, cfg: *c.Webhook, preauth: newMemoryBudget(c.Webhook.PreauthMemoryBytes)}
+		ws := &webhookSource{src: src, cfg: *c.Webhook, preauth: newSourceBudget(c.Webhook.PreauthMemoryBytes)}
 		var types []string
 		if c.Webhook.Format == WebhookFormatJSON {
 			m, err := eventmap.New(c.Webhook.mapping())
@@ -298,7 +298,13 @@ func (s *Service) serveWebhook(w http.ResponseWriter, r *http.Request) {
 	// Verified: the body moves from the source's pool to the request
 	// memory every authenticated request is charged to.
 	ctx := withSource(r.Context(), ws.src)
-	main, f := s.holdMemory(ctx, requestCost(len(body)))
+	leave, f := s.enterRequest(ws.src)
+	if f != nil {
+		fail(f)
+		return
+	}
+	defer leave()
+	main, f := s.holdMemory(ctx, ws.src, requestCost(len(body)))
 	if f != nil {
 		fail(f)
 		return
@@ -347,7 +353,7 @@ func (s *Service) readWebhook(w http.ResponseWriter, r *http.Request, ws *webhoo
 	// The pool is the source's alone, and waiting on it would hold a
 	// connection for a sender that has not shown it may: no room now is
 	// a refusal now, which a sender retries.
-	hold, ok := ws.preauth.tryTake(int64(size) + webhookOverhead)
+	hold, ok := ws.preauth.takeNow(int64(size) + webhookOverhead)
 	if !ok {
 		skipBody(w, r)
 		s.metrics.webhookPreauthRefusals.WithLabelValues(ws.src.name).Inc()

@@ -19,6 +19,7 @@ import (
 	"github.com/sluicehq/sluice/contract"
 	"github.com/sluicehq/sluice/gateway"
 	"github.com/sluicehq/sluice/internal/admin"
+	"github.com/sluicehq/sluice/internal/peers"
 	"github.com/sluicehq/sluice/internal/tlsfiles"
 	"github.com/sluicehq/sluice/publish"
 	"github.com/sluicehq/sluice/pull"
@@ -68,6 +69,11 @@ type fileConfig struct {
 	// poller's cursor (one partition per poller); the group's assignment
 	// gives every poller one owner.
 	PollerOwnership ownership.Config `yaml:"poller_ownership"`
+	// Cluster is how the gateway replicas count each other through a
+	// compacted Kafka topic of heartbeats, so that each enforces its share
+	// (÷ N alive) of every source's events/s and bytes/s. Without
+	// heartbeat_topic, a gateway enforces the whole rates, alone.
+	Cluster peers.Config `yaml:"cluster"`
 	// Consumer is sluice consumer's group, the topics it reads, its
 	// retries, breaker and DLQ.
 	Consumer consumer.Config `yaml:"consumer"`
@@ -227,6 +233,7 @@ func defaultFileConfig() fileConfig {
 		Admin:    admin.NewDefaultConfig(),
 
 		PollerOwnership: ownership.NewDefaultConfig(),
+		Cluster:         peers.NewDefaultConfig(),
 	}
 }
 
@@ -291,6 +298,9 @@ func (c fileConfig) validate() error {
 		}
 	}
 	if err := c.validateOwnership(); err != nil {
+		return err
+	}
+	if err := c.validateCluster(); err != nil {
 		return err
 	}
 	if err := c.checkPollerSources(); err != nil {

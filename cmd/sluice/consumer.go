@@ -70,7 +70,7 @@ func runConsumerCmd(ctx context.Context, args []string, stdout, stderr io.Writer
 			log.Error("sink close", "err", err)
 		}
 	})
-	c, adminOpts, err := p.startConsumer(ccfg, versions, s, conn)
+	c, adminOpts, err := p.startConsumer(ccfg, versions, s, conn, consumerSources(cfg))
 	if err != nil {
 		return err
 	}
@@ -97,9 +97,11 @@ func runConsumerCmd(ctx context.Context, args []string, stdout, stderr io.Writer
 // reading with versions and writing to s over conn, its metrics on p's
 // registry, and its tracer, whose GET /v1/trace route it returns as an
 // admin option. The tracer is a late step of p: it reads s, which must
-// close after it. The caller runs the consumer.
-func (p *process) startConsumer(ccfg consumer.Config, versions *contract.Versions, s sink.Sink, conn []kgo.Opt) (*consumer.Consumer, []admin.Option, error) {
-	c, err := consumer.New(ccfg, versions, s, conn, consumer.WithRegisterer(p.reg), consumer.WithLogger(p.log))
+// close after it. The caller runs the consumer. opts are added to the
+// consumer's registerer and logger.
+func (p *process) startConsumer(ccfg consumer.Config, versions *contract.Versions, s sink.Sink, conn []kgo.Opt, opts ...consumer.Option) (*consumer.Consumer, []admin.Option, error) {
+	opts = append([]consumer.Option{consumer.WithRegisterer(p.reg), consumer.WithLogger(p.log)}, opts...)
+	c, err := consumer.New(ccfg, versions, s, conn, opts...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -134,6 +136,25 @@ func serveConsumerAdmin(cfg admin.Config, reg registry, c *consumer.Consumer, lo
 		_ = srv.Shutdown(ctx)
 		ready.Stop()
 	}, nil
+}
+
+// consumerSources names the configured sources to the consumer
+// (consumer.WithSources), the values of its source label.
+func consumerSources(cfg fileConfig) consumer.Option {
+	return consumer.WithSources(consumerSourceNames(cfg)...)
+}
+
+// consumerSourceNames are the configured sources: the push sources' and the
+// pollers'.
+func consumerSourceNames(cfg fileConfig) []string {
+	names := make([]string, 0, len(cfg.Gateway.Sources)+len(cfg.Pollers))
+	for _, s := range cfg.Gateway.Sources {
+		names = append(names, s.Name)
+	}
+	for _, p := range cfg.Pollers {
+		names = append(names, p.SourceName())
+	}
+	return names
 }
 
 // consumerConfig is the file's consumer block, its event_types resolved

@@ -221,7 +221,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	// The consumer reads with the versions the gateway serves: a reload
 	// swaps both, and the consumer keeps the earlier ones.
-	cons, consumerRoutes, err := p.startConsumer(ccfg, versions, landed, conn)
+	cons, consumerRoutes, err := p.startConsumer(ccfg, versions, landed, conn, consumerSources(cfg))
 	if err != nil {
 		return err
 	}

@@ -126,7 +126,8 @@ func (p *process) startGateway(ctx context.Context, cfg fileConfig, versions *co
 	} else {
 		log.Warn("no spool.dir: with Kafka down, events are refused instead of spooled")
 	}
-	adm, err := admission.New(cfg.Admission, producer, spool, admission.WithRegisterer(reg), admission.WithLogger(log))
+	adm, err := admission.New(cfg.Admission, producer, spool, admission.WithRegisterer(reg), admission.WithLogger(log),
+		admission.WithSourceShares(cfg.Gateway.SourceShares(), cfg.Gateway.Limits.ReservedShare))
 	if err != nil {
 		return nil, err
 	}
@@ -169,6 +170,11 @@ func (p *process) serveGateway(ctx context.Context, cfg fileConfig, versions *co
 	log := p.log
 	g, err := p.startGateway(ctx, cfg, versions)
 	if err != nil {
+		return err
+	}
+	// The replicas are counted, and the sources' rates divided, before the
+	// servers take a request.
+	if err := p.startCluster(ctx, cfg.Cluster, g.conn, g.svc, p.reg, log); err != nil {
 		return err
 	}
 	adminOpts := []admin.Option{admin.WithRegisterer(p.reg), admin.WithReadiness(g.srv.Ready), admin.WithLogger(log)}

@@ -90,6 +90,34 @@ panel("Spool records, spooled, drained, BUFFER_FULL", "timeseries",
       17, 7)
 next_line()
 
+row("Per source (one series per configured source; pick them with $source)")
+panel("Events by source and outcome", "timeseries",
+      [(f'sum by (source, outcome) (rate(sluice_events_total{{source=~"$source"}}[{RI}]))', "{{source}} {{outcome}}")],
+      0, 6, unit="ops")
+panel("Refusals by source and reason", "timeseries",
+      [(f'sum by (source, reason) (rate(sluice_events_total{{source=~"$source",outcome="REJECTED"}}[{RI}]))', "{{source}} {{reason}}")],
+      6, 6, unit="ops",
+      desc="RATE_LIMITED: over its events/s, bytes/s, concurrency or memory share; BUFFER_FULL: over its spool share (docs: README, Per-source limits).")
+panel("Bytes received by source", "timeseries",
+      [(f'sum by (source) (rate(sluice_source_received_bytes_total{{source=~"$source"}}[{RI}]))', "{{source}}")],
+      12, 6, unit="Bps")
+panel("DLQ backlog by source (consumer's drain pass)", "timeseries",
+      [('sum by (source) (sluice_consumer_dlq_backlog{source=~"$source"})', "{{source}}")], 18, 6,
+      desc="DLQ records the drain pass in progress has read and not finished, by source; the drain takes sources in turn.")
+next_line()
+panel("Request memory held by source", "timeseries",
+      [('sum by (source) (sluice_source_request_memory_bytes{source=~"$source"})', "{{source}}")], 0, 6, unit="bytes")
+panel("Requests in flight and streams by source", "timeseries",
+      [('sum by (source) (sluice_source_requests_in_flight{source=~"$source"})', "requests {{source}}"),
+       ('sum by (source) (sluice_source_streams{source=~"$source"})', "streams {{source}}")], 6, 6)
+panel("Spool bytes held by source", "timeseries",
+      [('sum by (source) (sluice_source_spool_bytes{source=~"$source"})', "{{source}}"),
+       ("max(sluice_spool_max_bytes)", "spool cap (per replica)")], 12, 6, unit="bytes")
+panel("Gateway replicas seen (rates enforced at configured / N)", "timeseries",
+      [("sluice_gateway_replicas", "{{instance}}")], 18, 6,
+      desc="Each gateway's count of live gateways, from the cluster heartbeat topic; 1 when cluster.heartbeat_topic is off.")
+next_line()
+
 row("Kafka: produce")
 panel("Produce latency p50 / p99 (acks=all)", "timeseries",
       [(f"histogram_quantile(0.5, sum by (le) (rate(sluice_produce_latency_seconds_bucket[{RI}])))", "p50"),

@@ -94,7 +94,7 @@ func (t *Tenant) Limit() int64 {
 	p := t.pool
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return t.guarantee + p.shared - p.sharedUsed + borrowed(t.used, t.guarantee)
+	return t.guarantee + max(0, p.shared-p.sharedUsed) + borrowed(t.used, t.guarantee)
 }
 
 // borrowed is what of used is beyond the guarantee g.
@@ -110,7 +110,9 @@ func (t *Tenant) TryTake(n int64) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	extra := borrowed(t.used+n, t.guarantee) - borrowed(t.used, t.guarantee)
-	if p.sharedUsed+extra > p.shared {
+	// extra > 0: a take within the guarantee needs nothing of the
+	// remainder, even while Charge has put it over its size.
+	if extra > 0 && p.sharedUsed+extra > p.shared {
 		return false
 	}
 	t.used += n

@@ -161,3 +161,25 @@ func TestNewRefuses(t *testing.T) {
 		}
 	}
 }
+
+// TestChargeOverTheRemainder: a charge is taken even past the remainder;
+// the other tenant keeps its guarantee and borrows again once it is given
+// back.
+func TestChargeOverTheRemainder(t *testing.T) {
+	p := newPool(t, 100, 0.5, map[string]float64{"a": 1, "b": 1})
+	a, b := p.Tenant("a"), p.Tenant("b")
+	a.Charge(90) // 25 of its guarantee, 65 borrowed of a remainder of 50
+	if a.Used() != 90 || a.TryTake(1) {
+		t.Fatalf("a holds %d and could take more", a.Used())
+	}
+	if b.Limit() != 25 || a.Limit() != 90 {
+		t.Fatalf("limits a %d, b %d while the remainder is over-charged, want 90 and 25", a.Limit(), b.Limit())
+	}
+	if !b.TryTake(25) || b.TryTake(1) {
+		t.Fatalf("b holds %d: want its whole guarantee and nothing borrowed", b.Used())
+	}
+	a.Give(90)
+	if !b.TryTake(50) || b.TryTake(1) {
+		t.Fatalf("b holds %d after a gave back: want its guarantee and the remainder", b.Used())
+	}
+}

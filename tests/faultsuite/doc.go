@@ -25,6 +25,27 @@
 // beside the workers (webhook_test.go), and five have sluice's Go client
 // as their load (client_test.go).
 //
+// Two are noisy neighbours (noisy_test.go), each on a gateway of its own
+// with two sources, A and B, and their per-source limits and shares:
+//
+//   - noisy-neighbour: A at ten times its events/s, in batches of 100
+//     over 8 streams and 16 callers of unary calls (twice its max_streams
+//     and max_requests), beside B's steady 200 events/s, in phases of
+//     500 ms of B alone and B beside A. B is refused nothing, and its p99
+//     beside A is within 1.5 times its p99 alone, both measured in the
+//     same run (two rounds of phases, pooled into one verdict), with the
+//     consumer tier stopped while B is timed so that its work on the same
+//     two cores is not in the measure; it drains everything after;
+//     A is refused RATE_LIMITED, with a retry_after and a message naming
+//     it, streams over its max_streams as a whole, and has at most its
+//     quota acknowledged. A drops what is refused, as a flood would.
+//   - noisy-neighbour-kafka-outage: Kafka stopped while A, without a rate,
+//     floods: A's backlog fills its share of the spool (its guarantee and
+//     the shared remainder) and A is refused BUFFER_FULL, while B is still
+//     acknowledged LOCAL_DISK and never refused BUFFER_FULL; both sources
+//     hold spool bytes (sluice_source_spool_bytes); once Kafka is back
+//     everything acknowledged is in the sink.
+//
 // Every scenario sends events with unique ids and records each identity
 // (source and id) by its answer: acknowledged (ACCEPTED or DUPLICATE),
 // rejected (a typed, non-retryable reason) or unanswered. Callers retry
@@ -73,7 +94,8 @@
 //
 // # What it does not do
 //
-// It does not assert durations, and it does not run under `go test ./...`
-// without the environment above: it needs brokers and a database it may
-// stop.
+// It does not assert durations (the noisy neighbour's check is a ratio
+// of two latencies measured in the same round), and it does not run
+// under `go test ./...` without the environment above: it needs brokers
+// and a database it may stop.
 package faultsuite

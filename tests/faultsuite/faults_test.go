@@ -279,6 +279,7 @@ func TestIntegrationFaults(t *testing.T) {
 	}
 
 	scenarios = append(scenarios, clientScenarios(normalSpool)...)
+	scenarios = append(scenarios, noisyScenarios(normalSpool)...)
 
 	if only := os.Getenv("SLUICE_FAULTS_ONLY"); only != "" {
 		// For working on some scenarios: a comma-separated list of names.
