@@ -33,7 +33,9 @@
 //     and max_requests), beside B's steady 200 events/s, in phases of
 //     500 ms of B alone and B beside A. B is refused nothing, and its p99
 //     beside A is within 1.5 times its p99 alone, both measured in the
-//     same run (two rounds of phases, pooled into one verdict);
+//     same run (two rounds of phases, pooled into one verdict), with the
+//     consumer tier stopped while B is timed so that its work on the same
+//     two cores is not in the measure; it drains everything after;
 //     A is refused RATE_LIMITED, with a retry_after and a message naming
 //     it, streams over its max_streams as a whole, and has at most its
 //     quota acknowledged. A drops what is refused, as a flood would.
