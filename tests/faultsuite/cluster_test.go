@@ -206,9 +206,8 @@ func clusterScenarios(normalSpool int64) []scenario {
 				if n.logFrom <= len(text) {
 					text = text[n.logFrom:]
 				}
-				n.step("gateway log: %d spooling switches, %d lines naming NOT_ENOUGH_REPLICAS, %d naming a producer id, %d failed drains",
-					strings.Count(text, "admission: spooling"), strings.Count(text, "NOT_ENOUGH_REPLICAS"),
-					strings.Count(strings.ToLower(text), "producer id"), strings.Count(text, "admission: drain failed"))
+				n.step("gateway log: %d switches to spooling, %d failed drains, the first: %q",
+					strings.Count(text, "admission: spooling"), strings.Count(text, "admission: drain failed"), firstLine(text, "admission: drain failed", 300))
 			}),
 			check: twoDown.check(func(t *testing.T, l *ledger, r result) {
 				if !twoDown.spooled || l.localDisk == 0 || twoDown.drained <= 0 || !twoDown.drainedAll {
@@ -278,7 +277,9 @@ func clusterScenarios(normalSpool int64) []scenario {
 					return
 				}
 				n.moved = time.Since(killed)
-				n.step("node %d the active controller %s after", n.next, since(killed))
+				// An upper bound: a kafka.sh controller call that began
+				// before the election waits out its own 20 s bound.
+				n.step("kafka.sh controller names node %d %s after", n.next, since(killed))
 				time.Sleep(time.Until(killed.Add(restartAfter)))
 				if !s.nodeStep(n, "start", id) || !s.insyncStep(n) {
 					return
@@ -385,21 +386,37 @@ func (n *faultNotes) check(extra func(t *testing.T, l *ledger, r result)) func(t
 
 func since(t time.Time) string { return time.Since(t).Round(100 * time.Millisecond).String() }
 
+// firstLine is the first line of text that holds sub, at most limit bytes
+// of it; "" when none does.
+func firstLine(text, sub string, limit int) string {
+	i := strings.Index(text, sub)
+	if i < 0 {
+		return ""
+	}
+	start := strings.LastIndexByte(text[:i], '\n') + 1
+	line, _, _ := strings.Cut(text[start:], "\n")
+	if len(line) > limit {
+		line = line[:limit]
+	}
+	return line
+}
+
 // kafka runs scripts/kafka.sh with args and returns its stdout, trimmed.
 func (s *system) kafka(args ...string) (string, error) {
 	out, err := s.scriptOut("kafka.sh", args...)
 	return strings.TrimSpace(out), err
 }
 
-// nodeStep runs `kafka.sh node what node` and notes it with how long it
-// took; false, noted and a test error, when it fails.
+// nodeStep runs `kafka.sh node what node` and notes it with the time it
+// began (UTC, to find it in the nodes' server.log) and how long it took;
+// false, noted and a test error, when it fails.
 func (s *system) nodeStep(n *faultNotes, what string, node int) bool {
 	start := time.Now()
 	if _, err := s.kafka("node", what, strconv.Itoa(node)); err != nil {
 		n.fail(s, "%v", err)
 		return false
 	}
-	n.step("node %s %d (%s)", what, node, since(start))
+	n.step("node %s %d at %s (%s)", what, node, start.UTC().Format("15:04:05.000"), since(start))
 	return true
 }
 
