@@ -5,14 +5,30 @@
 //
 // # Running it
 //
-// The suite is one test, TestIntegrationFaults, run when both
+// The single-broker suite is one test, TestIntegrationFaults, run when both
 // SLUICE_KAFKA_BROKERS and SLUICE_POSTGRES_DSN are set and the broker and
 // the server are the ones scripts/kafka.sh and scripts/postgres.sh manage
 // (the suite stops and starts them). .ci/run does that:
 //
 //	go test -count=1 -timeout 40m -run Integration -v ./tests/faultsuite
 //
-// SLUICE_FAULTS_ONLY=name,name runs only those scenarios.
+// SLUICE_FAULTS_ONLY=name,name runs only those scenarios, and
+// SLUICE_FAULTS_SKIP=name,name leaves those out: the only way to turn a
+// scenario off (CI runs them all).
+//
+// TestIntegrationClusterFaults (cluster_test.go) runs the cluster
+// scenarios when SLUICE_KAFKA_CLUSTER=1 and SLUICE_KAFKA_BROKERS names the
+// three nodes of `scripts/kafka.sh cluster up`. The suite drives the nodes
+// with kafka.sh's node, leader, controller and cluster commands, in its
+// own environment, so it must run with the SLUICE_KAFKA_CLUSTER_PORT and
+// SLUICE_RUN that cluster up had (node 1's port is taken from
+// SLUICE_KAFKA_BROKERS when SLUICE_KAFKA_CLUSTER_PORT is not set); it
+// checks that kafka.sh's nodes are the brokers it was given. Run it alone
+// (-run TestIntegrationClusterFaults): TestIntegrationFaults stops and
+// starts the single broker, not the cluster's nodes.
+//
+//	export $(bash scripts/kafka.sh cluster up | tail -1) $(bash scripts/postgres.sh up | tail -1)
+//	SLUICE_KAFKA_CLUSTER=1 go test -count=1 -timeout 40m -run TestIntegrationClusterFaults -v ./tests/faultsuite
 //
 // # The scenarios
 //
@@ -45,6 +61,36 @@
 //     acknowledged LOCAL_DISK and never refused BUFFER_FULL; both sources
 //     hold spool bytes (sluice_source_spool_bytes); once Kafka is back
 //     everything acknowledged is in the sink.
+//
+// On the three-node cluster (cluster_test.go), every topic of the suite
+// replicated three times with min.insync.replicas 2 and unclean leader
+// election off, five scenarios break the cluster itself:
+//
+//   - leader-sigkill: the node leading the most of the load's records is
+//     SIGKILLed; its partitions must get other leaders, and it starts
+//     again 20 s later;
+//   - broker-pause: that node is stopped with SIGSTOP for 15 s, past its
+//     session timeout (9 s) and the replica lag bound (10 s), so that it
+//     is fenced and its partitions led by others, then resumed: a zombie
+//     broker;
+//   - two-brokers-down: two of the three nodes stopped (SIGTERM) for 20 s:
+//     no controller quorum, no second in-sync replica, no producer id. The
+//     gateway must spool and answer LOCAL_DISK, and once they are back
+//     drain its spool, with per-key order kept in the topic and the sink;
+//   - rolling-restart-brokers: each node in turn stopped with SIGTERM and
+//     started again under load, the next once every partition is in
+//     sync, as an operator's upgrade does;
+//   - controller-loss: the active controller (the quorum's leader)
+//     SIGKILLed; another node must take over, and it starts again 20 s
+//     later.
+//
+// Each fault returns the cluster whole, every node running and every
+// partition in sync, even when it stops half-way, and prints a line after
+// the table of what it did and saw and how long each step took. Each must
+// end with unanswered 0 besides the ledger's and the topic checker's
+// counts, and the gateway's producer must have judged no failed record
+// permanent (sluice_produce_errors_total{class="permanent"}): a broker's
+// fault is never the record's.
 //
 // Every scenario sends events with unique ids and records each identity
 // (source and id) by its answer: acknowledged (ACCEPTED or DUPLICATE),
@@ -109,7 +155,8 @@
 // during an outage names exactly the undelivered events.
 //
 // A line per scenario follows the table: what the topic checker read, per
-// partition, and its counts; then a line per webhook and client scenario.
+// partition, and its counts; then a line per webhook and client scenario,
+// a line per cluster fault, and how long each scenario took.
 //
 // # What it does not do
 //

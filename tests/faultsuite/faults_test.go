@@ -77,6 +77,9 @@ type scenario struct {
 	// client, when set, is the scenario's load instead of load: clients
 	// of package client (client_test.go).
 	client *clientLoad
+	// report, when set, is what the scenario's fault did and saw, printed
+	// on a line of its own after the table.
+	report func() string
 }
 
 // TestIntegrationFaults runs every scenario against one system and prints
@@ -1305,23 +1308,31 @@ func (s *system) sinkIDs(scope eventScope) map[string]int {
 // runScenarios runs scenarios one after another on s (a gateway with a
 // spool of normalSpool bytes and one consumer, started here), each under
 // its load, reconciles each with its ledger, stops at the first that
-// fails, and prints the table. SLUICE_FAULTS_ONLY=name,name keeps only
-// those scenarios.
+// fails, and prints the table, each scenario's own lines and how long each
+// took. SLUICE_FAULTS_ONLY=name,name keeps only those scenarios;
+// SLUICE_FAULTS_SKIP=name,name leaves those out.
 func runScenarios(t *testing.T, s *system, normalSpool int64, scenarios []scenario) {
-	if only := os.Getenv("SLUICE_FAULTS_ONLY"); only != "" {
-		// For working on some scenarios: a comma-separated list of names.
-		var keep []scenario
-		for _, sc := range scenarios {
-			if slices.Contains(strings.Split(only, ","), sc.name) {
-				keep = append(keep, sc)
-			}
-		}
-		scenarios = keep
+	if only := scenarioNames("SLUICE_FAULTS_ONLY"); only != nil {
+		// For working on some scenarios.
+		scenarios = slices.DeleteFunc(scenarios, func(sc scenario) bool { return !only[sc.name] })
 	}
+	if skip := scenarioNames("SLUICE_FAULTS_SKIP"); skip != nil {
+		// A scenario turned off, by name; CI runs them all.
+		var skipped []string
+		scenarios = slices.DeleteFunc(scenarios, func(sc scenario) bool {
+			if skip[sc.name] {
+				skipped = append(skipped, sc.name)
+			}
+			return skip[sc.name]
+		})
+		t.Logf("SLUICE_FAULTS_SKIP: not running %v", skipped)
+	}
+	began := time.Now()
 	s.startGateway(normalSpool, false)
 	s.addConsumer()
-	var table, topicLines, hookLines, clientLines []string
+	var table, topicLines, hookLines, clientLines, faultLines, durations []string
 	for _, sc := range scenarios {
+		scenarioBegan := time.Now()
 		if sc.before != nil {
 			sc.before(s)
 		}
@@ -1370,6 +1381,14 @@ func runScenarios(t *testing.T, s *system, normalSpool int64, scenarios []scenar
 		if sc.check != nil {
 			sc.check(t, l, r)
 		}
+		if sc.report != nil {
+			line := fmt.Sprintf("%-25s fault: %s", sc.name, sc.report())
+			faultLines = append(faultLines, line)
+			t.Log(line)
+		}
+		took := fmt.Sprintf("%-25s took %s", sc.name, time.Since(scenarioBegan).Round(time.Second))
+		durations = append(durations, took)
+		t.Log(took)
 		if t.Failed() {
 			t.Logf("gateway log:\n%s", s.gateway.logTail())
 			for _, c := range s.consumers {
@@ -1395,4 +1414,26 @@ func runScenarios(t *testing.T, s *system, normalSpool int64, scenarios []scenar
 	for _, line := range clientLines {
 		fmt.Println(line)
 	}
+	for _, line := range faultLines {
+		fmt.Println(line)
+	}
+	for _, line := range durations {
+		fmt.Println(line)
+	}
+	fmt.Printf("%d scenarios took %s\n", len(durations), time.Since(began).Round(time.Second))
+}
+
+// scenarioNames is the set of names in the comma-separated list of the
+// environment variable env; nil when it is empty.
+func scenarioNames(env string) map[string]bool {
+	var names map[string]bool
+	for _, name := range strings.Split(os.Getenv(env), ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			if names == nil {
+				names = map[string]bool{}
+			}
+			names[name] = true
+		}
+	}
+	return names
 }
