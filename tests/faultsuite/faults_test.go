@@ -77,6 +77,9 @@ type scenario struct {
 	// client, when set, is the scenario's load instead of load: clients
 	// of package client (client_test.go).
 	client *clientLoad
+	// line, when set, is the scenario's own line after the table: what
+	// its fault did and what it saw.
+	line func(s *system, l *ledger, r result) string
 }
 
 // TestIntegrationFaults runs every scenario against one system and prints
@@ -280,6 +283,7 @@ func TestIntegrationFaults(t *testing.T) {
 
 	scenarios = append(scenarios, clientScenarios(normalSpool)...)
 	scenarios = append(scenarios, noisyScenarios(normalSpool)...)
+	scenarios = append(scenarios, processScenarios(normalSpool)...)
 
 	runScenarios(t, s, normalSpool, scenarios)
 }
@@ -1320,7 +1324,7 @@ func runScenarios(t *testing.T, s *system, normalSpool int64, scenarios []scenar
 	}
 	s.startGateway(normalSpool, false)
 	s.addConsumer()
-	var table, topicLines, hookLines, clientLines []string
+	var table, topicLines, hookLines, clientLines, ownLines []string
 	for _, sc := range scenarios {
 		if sc.before != nil {
 			sc.before(s)
@@ -1347,6 +1351,11 @@ func runScenarios(t *testing.T, s *system, normalSpool int64, scenarios []scenar
 		if sc.client != nil {
 			line := s.checkClient(t, sc.name, *sc.client, l, r)
 			clientLines = append(clientLines, line)
+			t.Log(line)
+		}
+		if sc.line != nil {
+			line := sc.line(s, l, r)
+			ownLines = append(ownLines, line)
 			t.Log(line)
 		}
 		if r.lost != 0 || r.dupInSink != 0 || r.rejectedFound != 0 {
@@ -1393,6 +1402,9 @@ func runScenarios(t *testing.T, s *system, normalSpool int64, scenarios []scenar
 		fmt.Println(line)
 	}
 	for _, line := range clientLines {
+		fmt.Println(line)
+	}
+	for _, line := range ownLines {
 		fmt.Println(line)
 	}
 }
