@@ -43,8 +43,8 @@ const (
 	insyncWait = "120"
 )
 
-// TestIntegrationClusterFaults runs the cluster's scenarios (clusterScenarios)
-// against scripts/kafka.sh's three-node cluster, with the load, the
+// TestIntegrationClusterFaults runs the cluster's scenarios (clusterScenarios),
+// then those of sluice's own processes (processScenarios), against scripts/kafka.sh's three-node cluster, with the load, the
 // ledger, the topic checker and the table of TestIntegrationFaults. Every
 // topic the suite makes takes the cluster's defaults: replication factor
 // 3, min.insync.replicas 2, unclean leader election off.
@@ -80,7 +80,7 @@ func TestIntegrationClusterFaults(t *testing.T) {
 	s.warmUp()
 
 	const normalSpool = 256 << 20
-	runScenarios(t, s, normalSpool, clusterScenarios(normalSpool))
+	runScenarios(t, s, normalSpool, append(clusterScenarios(normalSpool), processScenarios(normalSpool)...))
 }
 
 // clusterScenarios are the faults a replicated cluster has and one broker
@@ -121,9 +121,9 @@ func clusterScenarios(normalSpool int64) []scenario {
 				}
 				n.done = true
 			},
-			after:  sigkill.after(nil),
-			check:  sigkill.check(nil),
-			report: sigkill.String,
+			after: sigkill.after(nil),
+			check: sigkill.check(nil),
+			line:  sigkill.line,
 		},
 		{
 			// A zombie: the busiest leader stopped with SIGSTOP past its
@@ -150,9 +150,9 @@ func clusterScenarios(normalSpool int64) []scenario {
 				}
 				n.done = true
 			},
-			after:  pause.after(nil),
-			check:  pause.check(nil),
-			report: pause.String,
+			after: pause.after(nil),
+			check: pause.check(nil),
+			line:  pause.line,
 		},
 		{
 			// Nodes 3 and 2 stopped (SIGTERM), node 1 alone: no controller
@@ -218,7 +218,7 @@ func clusterScenarios(normalSpool int64) []scenario {
 					t.Errorf("two-brokers-down: per-key order judged over %d pairs in the topic and %d in the sink: nothing was judged", r.topic.pairs, r.topic.sinkPairs)
 				}
 			}),
-			report: twoDown.String,
+			line: twoDown.line,
 		},
 		{
 			// An operator's upgrade: each node in turn stopped with SIGTERM
@@ -245,7 +245,7 @@ func clusterScenarios(normalSpool int64) []scenario {
 					t.Errorf("rolling-restart-brokers: %d of 3 nodes restarted", rolling.restarted)
 				}
 			}),
-			report: rolling.String,
+			line: rolling.line,
 		},
 		{
 			// The active controller (the quorum's leader) killed: the other
@@ -292,7 +292,7 @@ func clusterScenarios(normalSpool int64) []scenario {
 					t.Errorf("controller-loss: node %d was the active controller, then node %d: no other node took over", controller.node, controller.next)
 				}
 			}),
-			report: controller.String,
+			line: controller.line,
 		},
 	}
 }
@@ -335,6 +335,9 @@ func (n *faultNotes) fail(s *system, format string, args ...any) {
 	n.step("FAILED: %s", msg)
 	s.t.Errorf("%s: %s", n.name, msg)
 }
+
+// line is the scenario's line after the table.
+func (n *faultNotes) line(*system, *ledger, result) string { return "fault: " + n.String() }
 
 func (n *faultNotes) String() string {
 	if len(n.steps) == 0 {

@@ -92,6 +92,32 @@
 // permanent (sluice_produce_errors_total{class="permanent"}): a broker's
 // fault is never the record's.
 //
+// Two more on the cluster have one of sluice's own processes as their
+// fault (procs_test.go), and print a line of their own after the table:
+//
+//   - gateway-rolling-restart: two gateways, the same config but their
+//     listeners and spools (both spool-first, so each always holds a
+//     spool), behind the Go client given both, each through a TCP
+//     endpoint standing for its Service endpoint. Under load, each in
+//     turn is taken out of the endpoints and sent SIGTERM at once, as a
+//     StatefulSet's rollout does: it drains its spool into Kafka
+//     (admission.shutdown_drain) before it exits, and is started again
+//     on its spool. Each exits 0 with nothing left in
+//     its spool on disk (read with buffer.Inspect), the other answers
+//     requests while it is away, and the clients use it again once it is
+//     back; every event has one final result, none undelivered.
+//   - zombie-consumer: three consumers; the one owning the most of the
+//     topic's partitions is SIGSTOPped past its session timeout (45 s,
+//     franz-go's default: the consumer sets none) until the group holds
+//     its partitions without it, then resumed. It must log them lost, the
+//     group's committed offsets, sampled every 50 ms, must never go back
+//     (a commit for a partition it lost would), and no sink row of its
+//     partitions held when it woke may be replaced (row version and write
+//     time): what it writes on waking is absorbed by the sink's
+//     ON CONFLICT DO NOTHING. Its line counts its refused commits, the
+//     records it wrote from the pause to the loss and the written rows the
+//     audit table holds as duplicates.
+//
 // Every scenario sends events with unique ids and records each identity
 // (source and id) by its answer: acknowledged (ACCEPTED or DUPLICATE),
 // rejected (a typed, non-retryable reason) or unanswered. Callers retry
