@@ -516,6 +516,31 @@ func retryAfterOf(err error) time.Duration {
 	return 0
 }
 
+// flushPoll is how often Flush looks at the spool.
+const flushPoll = 20 * time.Millisecond
+
+// Flush waits until the drainer has published every spooled record, ctx
+// ends or admission is closed, and returns the records still spooled.
+// It is for a stop: once no request comes any more, the spool can only
+// shrink.
+func (a *Admission) Flush(ctx context.Context) int64 {
+	if a.spool == nil {
+		return 0
+	}
+	tick := time.NewTicker(flushPoll)
+	defer tick.Stop()
+	for !a.spool.Empty() {
+		select {
+		case <-ctx.Done():
+			return a.spool.Stats().Records
+		case <-a.closed:
+			return a.spool.Stats().Records
+		case <-tick.C:
+		}
+	}
+	return 0
+}
+
 // Close stops the drainer and waits for it. Records left in the spool stay
 // there for the next start. It does not close the producer or the spool.
 func (a *Admission) Close() {

@@ -26,6 +26,12 @@ type Config struct {
 	// DrainBackoffMax caps the wait between failed drain attempts (full
 	// jitter, doubling from 100ms). Default 5s.
 	DrainBackoffMax time.Duration `yaml:"drain_backoff_max"`
+	// ShutdownDrain bounds how long a stopping gateway goes on draining
+	// its spool into Kafka once its servers take no more requests, so
+	// that a replica that leaves (a rolling restart, a scale-down) leaves
+	// nothing on its disk. What is still spooled when it ends stays on
+	// disk and is sent at the next start. 0 stops at once. Default 15s.
+	ShutdownDrain time.Duration `yaml:"shutdown_drain"`
 }
 
 // NewDefaultConfig returns the defaults documented on Config.
@@ -36,6 +42,7 @@ func NewDefaultConfig() Config {
 		DrainBatch:       500,
 		DrainTimeout:     10 * time.Second,
 		DrainBackoffMax:  5 * time.Second,
+		ShutdownDrain:    15 * time.Second,
 	}
 }
 
@@ -53,6 +60,8 @@ func (c Config) Validate() error {
 		return errors.New("admission.drain_timeout: must be > 0")
 	case c.DrainBackoffMax < drainBackoffStart:
 		return errors.New("admission.drain_backoff_max: must be >= 100ms")
+	case c.ShutdownDrain < 0:
+		return errors.New("admission.shutdown_drain: must be >= 0")
 	}
 	return nil
 }

@@ -22,6 +22,7 @@ func TestConfigValidate(t *testing.T) {
 		{"huge drain batch", func(c *Config) { c.DrainBatch = 100001 }, "admission.drain_batch: must be in [1, 100000]"},
 		{"zero drain timeout", func(c *Config) { c.DrainTimeout = 0 }, "admission.drain_timeout: must be > 0"},
 		{"drain backoff under its start", func(c *Config) { c.DrainBackoffMax = time.Millisecond }, "admission.drain_backoff_max: must be >= 100ms"},
+		{"negative shutdown drain", func(c *Config) { c.ShutdownDrain = -time.Second }, "admission.shutdown_drain: must be >= 0"},
 		{"drain backoff at its start", func(c *Config) { c.DrainBackoffMax = 100 * time.Millisecond }, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -45,6 +46,7 @@ func TestNewDefaultConfig(t *testing.T) {
 		DrainBatch:       500,
 		DrainTimeout:     10 * time.Second,
 		DrainBackoffMax:  5 * time.Second,
+		ShutdownDrain:    15 * time.Second,
 	}
 	if got := NewDefaultConfig(); !reflect.DeepEqual(got, want) {
 		t.Errorf("NewDefaultConfig() = %+v, want %+v", got, want)

@@ -337,13 +337,16 @@ wait:
 }
 
 // onLost abandons the partitions' work at once: the group has moved on
-// and a commit would be refused.
+// and a commit would be refused. It retires them under the committer's
+// lock: a commit in progress that took them for ours ends first, under
+// the generation they were lost in, which the group refuses. franz-go
+// rejoins only after onLost returns; a commit that went out after the
+// rejoin would carry the next generation, which the group takes, and
+// commit them for whichever member owns them by then.
 func (c *Consumer) onLost(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
 	parts := c.dispatcher.detach(lost)
 	c.committer.forgetLag(parts)
-	for _, p := range parts {
-		p.retire()
-	}
+	c.committer.retire(parts)
 	c.log.Warn("partitions lost", "partitions", lost)
 }
 

@@ -44,6 +44,12 @@
 //     by WithTopics exist (*MissingTopicsError), never creating one, and
 //     keeps sluice_kafka_topic_missing{topic}. Ping says whether a broker
 //     answers.
+//   - CheckDurability says which topics' settings cannot keep an
+//     acknowledged record through a broker's loss (min.insync.replicas
+//     below 2 with replicas to spare, fewer than 3 replicas on a cluster,
+//     unclean leader election on, a min.insync.replicas no write can meet),
+//     read with a metadata and a DescribeConfigs request; sluice check
+//     --kafka prints them.
 //
 // Config.BatchMaxBytes must not exceed the smallest max.message.bytes of
 // the topics produced to; then MESSAGE_TOO_LARGE means the one record is

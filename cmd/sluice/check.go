@@ -2,16 +2,24 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
+	"slices"
 	"strings"
+	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/sluicehq/sluice/contract"
+	"github.com/sluicehq/sluice/publish"
+	"github.com/sluicehq/sluice/record"
 )
 
 // Roles that check validates a config for.
@@ -27,11 +35,18 @@ const (
 // files), parses the certificates and matches them to their keys, loads
 // the contracts and checks each command's blocks. A bad config exits
 // non-zero with the field path of the first wrong value.
-func runCheckCmd(args []string, stdout, stderr io.Writer) error {
+//
+// With --kafka it then connects to kafka.brokers and prints a warning for
+// each topic the file uses whose settings cannot keep an acknowledged
+// event through a broker's loss (publish.CheckDurability). Warnings leave
+// the exit status 0; a cluster that does not answer is an error.
+func runCheckCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	path := fs.String("config", "", "path of the sluice YAML config (required)")
 	role := fs.String("role", roleAll, "what to check the file for: gateway, consumer, or all (each command whose blocks the file has)")
+	kafkaWait := fs.Duration("kafka-timeout", kafkaCheckTimeout, "with --kafka, how long to wait for the cluster's answers")
+	withKafka := fs.Bool("kafka", false, "then ask kafka.brokers how each topic the file uses is replicated, and warn of each whose settings cannot keep an acknowledged event through a broker's loss (min.insync.replicas, replication factor, unclean leader election)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -55,6 +70,68 @@ func runCheckCmd(args []string, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "%s: %s: ok (%s)\n", *path, r, summary)
 	}
+	if *withKafka {
+		return checkTopicDurability(ctx, *path, raw, roles, *kafkaWait, stdout, stderr)
+	}
+	return nil
+}
+
+// checkTopicDurability is check --kafka: the topics of every role checked
+// (record.Cluster of their source topics: the audit topic, and each source
+// topic with its DLQ and parked topics), asked of the cluster the file's
+// kafka block connects to. Each weakness is a line "FILE: kafka: warning:
+// ...", then one line sums them up.
+func checkTopicDurability(ctx context.Context, path string, raw []byte, roles []string, wait time.Duration, stdout, stderr io.Writer) error {
+	var sources []string
+	var cfg fileConfig
+	for _, r := range roles {
+		validate := fileConfig.validate
+		if r == roleConsumer {
+			validate = fileConfig.validateConsumer
+		}
+		var err error
+		if cfg, err = parseConfigFile(path, raw, osGetenv, validate); err != nil {
+			return err
+		}
+		topics := cfg.topics()
+		if r == roleConsumer {
+			cc := consumerConfig(cfg)
+			topics = cc.SourceTopics()
+		}
+		for _, t := range topics {
+			if !slices.Contains(sources, t) {
+				sources = append(sources, t)
+			}
+		}
+	}
+	topics := record.Cluster(sources)
+	conn, err := cfg.Kafka.Options(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	if err != nil {
+		return inFile(path, nil, fmt.Errorf("config: %w", err))
+	}
+	cl, err := kgo.NewClient(conn...)
+	if err != nil {
+		return fmt.Errorf("check: kafka client: %w", err)
+	}
+	defer cl.Close()
+	kctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	weak, err := publish.CheckDurability(kctx, kadm.NewClient(cl), topics)
+	if err != nil {
+		return fmt.Errorf("check: kafka at %s: %w", strings.Join(cfg.Kafka.Brokers, ","), err)
+	}
+	for _, w := range weak {
+		fmt.Fprintf(stdout, "%s: kafka: warning: %s\n", path, w)
+	}
+	if len(weak) == 0 {
+		fmt.Fprintf(stdout, "%s: kafka: ok (%d topics, each replicated to keep an acknowledged event through a broker's loss)\n", path, len(topics))
+		return nil
+	}
+	plural := "s"
+	if len(weak) == 1 {
+		plural = ""
+	}
+	fmt.Fprintf(stdout, "%s: kafka: %d topics, %d warning%s\n", path, len(topics), len(weak), plural)
 	return nil
 }
 

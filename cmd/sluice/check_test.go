@@ -3,13 +3,21 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluicehq/sluice/internal/tlsfiles/tlstest"
+	"github.com/sluicehq/sluice/publish"
+	"github.com/sluicehq/sluice/record"
 )
 
 // exampleConfig is deploy/sluice.example.yaml with its contracts path made
@@ -156,5 +164,69 @@ func TestWarnInsecure(t *testing.T) {
 	cfg.warnInsecure(slog.New(slog.NewTextHandler(&logs, nil)), true)
 	if got := strings.Count(logs.String(), "serves plaintext beyond loopback"); got != 1 || !strings.Contains(logs.String(), "gateway.grpc_tls") {
 		t.Errorf("want one warning, for gateway.grpc_tls: %q", logs.String())
+	}
+}
+
+// sluice check --kafka asks the cluster of kafka.brokers about every topic
+// the file uses (each event type's, with its DLQ and parked topics, and
+// sluice.audit) and warns of each that cannot keep an acknowledged event
+// through a broker's loss; warnings leave the exit status 0. A cluster
+// that does not answer is an error.
+func TestCheckKafkaWarnsOfWeakTopics(t *testing.T) {
+	sources := []string{"orders.placed", record.EventTopic("examples.identity.v1.UserProfileUpdated"), record.EventTopic("examples.logs.v1.LogLine")}
+	all := record.Cluster(sources)
+	var seeded []string
+	for _, topic := range all {
+		if topic != "orders.placed" && topic != "orders.placed.parked" {
+			seeded = append(seeded, topic)
+		}
+	}
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.SeedTopics(3, seeded...),
+		kfake.BrokerConfigs(map[string]string{publish.SettingMinInsyncReplicas: "2"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cluster.Close)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(cluster.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	one := "1"
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if resp, err := kadm.NewClient(cl).CreateTopic(ctx, 3, 3, map[string]*string{publish.SettingMinInsyncReplicas: &one}, "orders.placed"); err != nil || resp.Err != nil {
+		t.Fatalf("create orders.placed: %v %v", err, resp.Err)
+	}
+
+	on := func(brokers string) string {
+		from := "brokers: [127.0.0.1:19092]"
+		cfg := exampleConfig(t)
+		if !strings.Contains(cfg, from) {
+			t.Fatalf("%q not in the example config", from)
+		}
+		return strings.Replace(cfg, from, "brokers: ["+brokers+"]", 1)
+	}
+	out, code, err := runCheck(t, on(strings.Join(cluster.ListenAddrs(), ",")), "--kafka")
+	if code != 0 {
+		t.Fatalf("exit %d: %v\n%s", code, err, out)
+	}
+	var warnings []string
+	for _, line := range strings.Split(out, "\n") {
+		if _, w, ok := strings.Cut(line, ": kafka: warning: "); ok {
+			warnings = append(warnings, w)
+		}
+	}
+	if len(warnings) != 2 || !strings.HasPrefix(warnings[0], "topic orders.placed: min.insync.replicas=1: ") ||
+		!strings.HasPrefix(warnings[1], "topic orders.placed.parked: the cluster has no such topic") {
+		t.Errorf("warnings %q, want orders.placed's min.insync.replicas and the missing orders.placed.parked", warnings)
+	}
+	if want := fmt.Sprintf(": kafka: %d topics, 2 warnings\n", len(all)); !strings.Contains(out, want) {
+		t.Errorf("output %q lacks %q", out, want)
+	}
+
+	_, code, err = runCheck(t, on(freePort(t)), "--kafka", "--kafka-timeout", "1s")
+	if code == 0 || err == nil || !strings.Contains(err.Error(), "check: kafka at ") {
+		t.Errorf("no broker: exit %d, err %v; want non-zero naming the brokers", code, err)
 	}
 }

@@ -10,6 +10,7 @@ var fieldComments = map[string]string{
 	"github.com/sluicehq/sluice/admission.Config.DrainTimeout":                     "DrainTimeout bounds one drain publish. Default 10s.",
 	"github.com/sluicehq/sluice/admission.Config.InFlightBudget":                   "InFlightBudget bounds the records waiting for Kafka in DIRECT mode; a request that would pass it is spooled and switches to SPOOLING. Default 20000.",
 	"github.com/sluicehq/sluice/admission.Config.LatencyThreshold":                 "LatencyThreshold bounds how long a record waits for Kafka in DIRECT mode: past it the record is spooled instead and admission switches to SPOOLING. Default 2s.",
+	"github.com/sluicehq/sluice/admission.Config.ShutdownDrain":                    "ShutdownDrain bounds how long a stopping gateway goes on draining its spool into Kafka once its servers take no more requests, so that a replica that leaves (a rolling restart, a scale-down) leaves nothing on its disk. What is still spooled when it ends stays on disk and is sent at the next start. 0 stops at once. Default 15s.",
 	"github.com/sluicehq/sluice/admission.Config.SpoolFirst":                       "SpoolFirst sends every record through the spool, whatever Kafka does.",
 	"github.com/sluicehq/sluice/buffer.Config.Dir":                                 "Dir is the spool's directory, created if missing. Required. One process at a time may open it.",
 	"github.com/sluicehq/sluice/buffer.Config.Fsync":                               "Fsync is FsyncBatch (default) or FsyncNever.",

@@ -16,6 +16,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -77,13 +78,13 @@ func (c *child) wait() error {
 	return c.err
 }
 
-func startChild(t *testing.T, dir, brokers string, spoolFirst bool, round int) *child {
+func startChild(t *testing.T, dir, brokers string, spoolFirst bool, round int, admission ...string) *child {
 	t.Helper()
 	// A free port is free only when freePort looks: another test's
 	// listener or an outgoing connection may take it before the child
 	// binds it. A child that could not bind starts again on other ports.
 	for attempt := 1; ; attempt++ {
-		c, log := startChildOn(t, dir, brokers, spoolFirst, round)
+		c, log := startChildOn(t, dir, brokers, spoolFirst, round, admission...)
 		if c != nil {
 			return c
 		}
@@ -96,7 +97,9 @@ func startChild(t *testing.T, dir, brokers string, spoolFirst bool, round int) *
 
 // startChildOn starts a gateway child on free ports and waits until it
 // is healthy; if it exits at start, it returns nil and the child's log.
-func startChildOn(t *testing.T, dir, brokers string, spoolFirst bool, round int) (*child, []byte) {
+// admission holds lines of the admission block ("key: value") that add
+// to or replace its defaults here.
+func startChildOn(t *testing.T, dir, brokers string, spoolFirst bool, round int, admission ...string) (*child, []byte) {
 	t.Helper()
 	httpAddr, grpcAddr, adminAddr := freePort(t), freePort(t), freePort(t)
 	contracts, err := filepath.Abs("../../examples/contracts.binpb")
@@ -124,15 +127,13 @@ spool:
   segment_bytes: 65536
 admission:
   spool_first: %v
-  latency_threshold: 300ms
-  drain_timeout: 2s
-  drain_backoff_max: 200ms
+%s
 log:
   level: warn
 admin:
   addr: %s
 `, grpcAddr, httpAddr, hashKey("crash-key"), contracts, strings.Join(examples.Types, ", "), brokers,
-		filepath.Join(dir, "spool"), spoolFirst, adminAddr)
+		filepath.Join(dir, "spool"), spoolFirst, admissionLines(admission), adminAddr)
 	path := filepath.Join(dir, "sluice.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -161,6 +162,23 @@ admin:
 		t.Fatalf("round %d: gateway never became healthy:\n%s", round, log)
 	}
 	return c, nil
+}
+
+// admissionLines is the admission block's settings after spool_first:
+// the crash tests' own, each replaced by a line of more with its key,
+// then more's other lines.
+func admissionLines(more []string) string {
+	lines := []string{"latency_threshold: 300ms", "drain_timeout: 2s", "drain_backoff_max: 200ms"}
+	for _, m := range more {
+		key, _, _ := strings.Cut(m, ":")
+		i := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, key+":") })
+		if i >= 0 {
+			lines[i] = m
+		} else {
+			lines = append(lines, m)
+		}
+	}
+	return "  " + strings.Join(lines, "\n  ")
 }
 
 // healthyOrExited waits until the child process whose exit closes exited

@@ -132,6 +132,11 @@ func (p *process) startGateway(ctx context.Context, cfg fileConfig, versions *co
 		return nil, err
 	}
 	p.pipeline.push(adm.Close)
+	// Once the servers take no more requests (their step is pushed
+	// below, so it runs first), the drainer goes on emptying the spool
+	// for up to admission.shutdown_drain: a replica that leaves leaves
+	// nothing on its disk.
+	p.pipeline.push(func() { flushSpool(adm, cfg.Admission.ShutdownDrain, log) })
 	svc, err := gateway.New(cfg.Gateway, versions, adm,
 		append([]gateway.Option{gateway.WithRegisterer(reg), gateway.WithLogger(log)}, benchGatewayOptions(log)...)...)
 	if err != nil {
@@ -216,6 +221,23 @@ func (p *process) serveGateway(ctx context.Context, cfg fileConfig, versions *co
 		return fmt.Errorf("gateway: %w", runErr)
 	}
 	return nil
+}
+
+// flushSpool waits up to within for adm's drainer to publish everything
+// spooled, and says what it left.
+func flushSpool(adm *admission.Admission, within time.Duration, log *slog.Logger) {
+	if within <= 0 {
+		return
+	}
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	if left := adm.Flush(ctx); left > 0 {
+		log.Warn("the spool was not drained before the stop: its records stay on disk for the next start",
+			"records", left, "waited", time.Since(start).Round(time.Millisecond), "admission.shutdown_drain", within)
+		return
+	}
+	log.Info("spool drained before the stop", "took", time.Since(start).Round(time.Millisecond))
 }
 
 func closeSpool(s *buffer.Spool, log *slog.Logger) {

@@ -64,8 +64,8 @@ var commands = []command{
 	{name: "consumer", synopses: [][2]string{{"sluice consumer --config FILE", "the consumer tier: ingest topics to the sink, with DLQ and breaker"}},
 		run: runConsumerCmd},
 	{name: "check", synopses: [][2]string{{"sluice check --config FILE", "validate a config (files, certificates, contracts, every block) and start nothing"}},
-		run: func(_ context.Context, args []string, stdout, stderr io.Writer) error {
-			return runCheckCmd(args, stdout, stderr)
+		run: func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+			return runCheckCmd(ctx, args, stdout, stderr)
 		}},
 	{name: "config", synopses: [][2]string{{"sluice config defaults", "print the config file with every key at its default, each with its comment"}},
 		help: configUsage, subcommands: true, run: runConfigCmd},

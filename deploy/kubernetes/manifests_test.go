@@ -90,7 +90,8 @@ type sluiceConfig struct {
 		Dir string `json:"dir"`
 	} `json:"spool"`
 	Admission struct {
-		DrainTimeout string `json:"drain_timeout"`
+		DrainTimeout  string `json:"drain_timeout"`
+		ShutdownDrain string `json:"shutdown_drain"`
 	} `json:"admission"`
 	Admin struct {
 		Addr string `json:"addr"`
@@ -112,6 +113,7 @@ const (
 	defaultWriteTimeout    = 30 * time.Second
 	defaultDeliveryTimeout = 10 * time.Second
 	defaultDrainTimeout    = 10 * time.Second
+	defaultShutdownDrain   = 15 * time.Second
 )
 
 func duration(t *testing.T, s string, def time.Duration) time.Duration {
@@ -385,12 +387,14 @@ func TestGatewayResources(t *testing.T) {
 		t.Error("no preStop sleep: SIGTERM would come before the endpoints drop the pod")
 	}
 	requests := min(grace, max(duration(t, cfg.Gateway.PublishTimeout, defaultPublishTimeout), duration(t, cfg.Gateway.HTTP.WriteTimeout, defaultWriteTimeout)))
+	spoolDrain := duration(t, cfg.Admission.ShutdownDrain, defaultShutdownDrain)
 	drain := duration(t, cfg.Admission.DrainTimeout, defaultDrainTimeout)
 	flush := min(grace, duration(t, cfg.Kafka.DeliveryTimeout, defaultDeliveryTimeout))
-	need := preStop + requests + drain + flush
+	need := preStop + requests + spoolDrain + drain + flush
 	got := time.Duration(*spec.TerminationGracePeriodSeconds) * time.Second
 	if got < need {
-		t.Errorf("terminationGracePeriodSeconds %v < preStop %v + requests %v + drain %v + producer flush %v = %v", got, preStop, requests, drain, flush, need)
+		t.Errorf("terminationGracePeriodSeconds %v < preStop %v + requests %v + spool drain %v + drainer stop %v + producer flush %v = %v",
+			got, preStop, requests, spoolDrain, drain, flush, need)
 	}
 }
 

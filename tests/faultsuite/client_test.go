@@ -58,6 +58,9 @@ type clientLoad struct {
 	// it (closeClients); a client otherwise closes when its callers are
 	// done, within two minutes.
 	closeWithin time.Duration
+	// addrs, when set, are the addresses each client is given, read when
+	// the clients are made; the suite's gateway otherwise.
+	addrs func(s *system) []string
 }
 
 // clientTally is what the clients of a scenario were told, beside the
@@ -258,6 +261,8 @@ func (l *ledger) recordClient(source string, bad bool, r client.Result) {
 	switch {
 	case r.Err == nil && (r.Outcome == ingestv1.Outcome_ACCEPTED || r.Outcome == ingestv1.Outcome_DUPLICATE):
 		l.acked[key] = true
+		at, placed := kafkaPositionOf(r.Kafka)
+		l.writes.acknowledged(key, "", at, placed) // the client's events' keys are not in its results
 		if r.Outcome == ingestv1.Outcome_ACCEPTED {
 			c.accepted++
 		} else {
@@ -352,7 +357,11 @@ func (s *system) newClient(cl clientLoad, c *clientTally) *client.Client {
 		client.WithAPIKey(key), client.WithInsecure(), client.MaxBatchEvents(clientBatch),
 		client.WithMetrics(c.metrics), client.WithDialOptions(grpc.WithChainUnaryInterceptor(c.wire.intercept)),
 	}, cl.opts...)
-	cli, err := client.New([]string{s.grpcAddr}, opts...)
+	addrs := []string{s.grpcAddr}
+	if cl.addrs != nil {
+		addrs = cl.addrs(s)
+	}
+	cli, err := client.New(addrs, opts...)
 	if err != nil {
 		s.t.Fatal(err)
 	}

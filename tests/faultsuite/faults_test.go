@@ -77,12 +77,19 @@ type scenario struct {
 	// client, when set, is the scenario's load instead of load: clients
 	// of package client (client_test.go).
 	client *clientLoad
+	// line, when set, is the scenario's own line after the table (after
+	// its name): what its fault did and what it saw.
+	line func(s *system, l *ledger, r result) string
 }
 
 // TestIntegrationFaults runs every scenario against one system and prints
 // a line of accounting for each. lost, duplicated-in-sink and
 // audit-mismatch must be 0.
 func TestIntegrationFaults(t *testing.T) {
+	if os.Getenv(EnvCluster) == "1" {
+		// Its faults stop and start the single broker of kafka.sh up.
+		t.Skip(EnvCluster + " is 1: the single-broker suite does not run against the cluster (TestIntegrationClusterFaults does)")
+	}
 	brokers := kafkatest.Brokers(t)
 	dsn := os.Getenv("SLUICE_POSTGRES_DSN")
 	if dsn == "" {
@@ -281,83 +288,7 @@ func TestIntegrationFaults(t *testing.T) {
 	scenarios = append(scenarios, clientScenarios(normalSpool)...)
 	scenarios = append(scenarios, noisyScenarios(normalSpool)...)
 
-	if only := os.Getenv("SLUICE_FAULTS_ONLY"); only != "" {
-		// For working on some scenarios: a comma-separated list of names.
-		var keep []scenario
-		for _, sc := range scenarios {
-			if slices.Contains(strings.Split(only, ","), sc.name) {
-				keep = append(keep, sc)
-			}
-		}
-		scenarios = keep
-	}
-	s.startGateway(normalSpool, false)
-	s.addConsumer()
-	var table, hookLines, clientLines []string
-	for _, sc := range scenarios {
-		if sc.before != nil {
-			sc.before(s)
-		}
-		l := s.runScenario(sc)
-		if sc.after != nil {
-			sc.after(s, l)
-		}
-		r := s.reconcile(sc.name, l, sc.allInSink)
-		table = append(table, r.String())
-		t.Log(r.String())
-		if sc.load.hooks > 0 {
-			line := s.checkHooks(t, sc.name, l)
-			hookLines = append(hookLines, line)
-			t.Log(line)
-		}
-		if sc.client != nil {
-			line := s.checkClient(t, sc.name, *sc.client, l, r)
-			clientLines = append(clientLines, line)
-			t.Log(line)
-		}
-		if r.lost != 0 || r.dupInSink != 0 || r.rejectedFound != 0 {
-			t.Errorf("%s: lost %d, duplicated in sink %d, rejected ids found %d (first lost: %v)", sc.name, r.lost, r.dupInSink, r.rejectedFound, r.firstLost)
-		}
-		if r.auditMismatch != 0 {
-			t.Errorf("%s: %d audit mismatches; the first:\n\t%s", sc.name, r.auditMismatch, strings.Join(r.firstAuditMismatch, "\n\t"))
-		}
-		if l.unplaced > 0 {
-			t.Errorf("%s: %d acknowledgements without the position their durability says", sc.name, l.unplaced)
-		}
-		if l.missingRetryAfter > 0 {
-			t.Errorf("%s: %d retryable answers without a Retry-After", sc.name, l.missingRetryAfter)
-		}
-		if r.acked == 0 || r.rejected == 0 {
-			t.Errorf("%s: acknowledged %d, rejected %d: both kinds are needed for the accounting to mean anything", sc.name, r.acked, r.rejected)
-		}
-		if sc.allInSink && r.inSink != r.acked {
-			t.Errorf("%s: %d of %d acknowledged events in the sink after the outage (in DLQ %d, parked %d)", sc.name, r.inSink, r.acked, r.inDLQ, r.parked)
-		}
-		if sc.check != nil {
-			sc.check(t, l, r)
-		}
-		if t.Failed() {
-			t.Logf("gateway log:\n%s", s.gateway.logTail())
-			for _, c := range s.consumers {
-				t.Logf("%s log:\n%s", c.name, c.logTail())
-			}
-			break
-		}
-	}
-	for _, c := range s.consumers {
-		s.stop(c)
-	}
-	s.stop(s.gateway)
-	fmt.Printf("\nfault suite (%s, %s)\n%s\n", s.run, time.Now().UTC().Format(time.RFC3339), header)
-	for _, line := range table {
-		fmt.Println(line)
-	}
-	for _, line := range hookLines {
-		fmt.Println(line)
-	}
-	for _, line := range clientLines {
-		fmt.Println(line)
-	}
+	runScenarios(t, s, normalSpool, scenarios)
 }
 
 func newSystem(t *testing.T, brokers []string, dsn string) *system {
@@ -456,6 +387,27 @@ type ledger struct {
 	// and client what its clients were told; nil otherwise.
 	ids    map[string]bool
 	client *clientTally
+	// writes is what the callers saw of each identity, in order, for the
+	// topic checker (topiccheck.go): the load's callers stamp their
+	// sends, every acknowledgement is stamped with the position it names.
+	// from are the suite topic's end offsets when the scenario began: its
+	// records are after them.
+	writes *writeLog
+	from   map[int32]int64
+}
+
+// sending stamps events about to be sent as source in l.writes.
+func (l *ledger) sending(source string, events []*ingestv1.Event) {
+	ids, keys := make([]string, len(events)), make([]string, len(events))
+	for i, ev := range events {
+		ids[i], keys[i] = identity(source, ev.GetId()), ev.GetPartitionKey()
+	}
+	l.writes.sending(ids, keys)
+}
+
+// kafkaPositionOf is the position an answer named, and whether it named one.
+func kafkaPositionOf(p *ingestv1.KafkaPosition) (kafkaPosition, bool) {
+	return kafkaPosition{topic: p.GetTopic(), position: position{p.GetPartition(), p.GetOffset()}}, p.GetTopic() != ""
 }
 
 func (l *ledger) record(source string, ev *ingestv1.Event, poison bool, r loadgen.EventResult) (retry bool) {
@@ -465,6 +417,8 @@ func (l *ledger) record(source string, ev *ingestv1.Event, poison bool, r loadge
 	switch {
 	case r.Acknowledged():
 		l.acked[key] = true
+		at, placed := kafkaPositionOf(r.Kafka)
+		l.writes.acknowledged(key, ev.GetPartitionKey(), at, placed)
 		if poison {
 			l.poison[key] = true
 		}
@@ -512,7 +466,7 @@ func (s *system) runScenario(sc scenario) *ledger {
 		ld.pace = 80 * time.Millisecond
 	}
 	l := &ledger{acked: map[string]bool{}, rejected: map[string]string{}, poison: map[string]bool{}, fullReasons: map[string]int{},
-		hooks: hookTally{byStatus: map[int]int{}, forged: map[string]bool{}}}
+		hooks: hookTally{byStatus: map[int]int{}, forged: map[string]bool{}}, writes: newWriteLog(), from: s.endOffsets(s.topic)}
 	s.ledger = l
 	if sc.client != nil {
 		l.ids, l.client = map[string]bool{}, newClientTally()
@@ -525,7 +479,7 @@ func (s *system) runScenario(sc scenario) *ledger {
 		return l
 	}
 	if ld.hooks > 0 {
-		l.hooks.from = s.endOffsets(s.topic)
+		l.hooks.from = l.from
 	}
 	var wg sync.WaitGroup
 	if sc.fault != nil {
@@ -682,6 +636,7 @@ func (s *system) sendChanged(sender loadgen.Sender, events []*ingestv1.Event, ch
 	l := s.ledger
 	for attempt := 0; len(events) > 0 && attempt < 20; attempt++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		l.sending(sourceA, events)
 		ans, err := sender.Send(ctx, events)
 		cancel()
 		if err != nil || ans.Failure != nil {
@@ -773,6 +728,7 @@ func (s *system) send(source string, sender loadgen.Sender, events []*ingestv1.E
 	pending := events
 	for len(pending) > 0 && time.Now().Before(giveUp) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		l.sending(source, pending)
 		ans, err := sender.Send(ctx, pending)
 		cancel()
 		if err != nil {
@@ -923,14 +879,17 @@ type result struct {
 	firstLost          []string
 	firstAuditMismatch []string
 	settledIn          time.Duration
+	// topic is the topic checker's verdict (topiccheck.go).
+	topic topicReport
 }
 
-const header = "scenario                   sent  acked  rejected  unanswered  in-sink  in-dlq  parked  lost  dup-in-sink  poison  buffer-full  conflicts  conflicts-refused  audit-mismatch  settled"
+const header = "scenario                   sent  acked  rejected  unanswered  in-sink  in-dlq  parked  lost  dup-in-sink  poison  buffer-full  conflicts  conflicts-refused  audit-mismatch  lost-offset  dup-in-topic  out-of-order  settled"
 
 func (r result) String() string {
-	return fmt.Sprintf("%-25s %6d %6d %9d %11d %8d %7d %7d %5d %12d %7d %12d %10d %18d %15d  %s",
+	return fmt.Sprintf("%-25s %6d %6d %9d %11d %8d %7d %7d %5d %12d %7d %12d %10d %18d %15d %12d %13d %13d  %s",
 		r.name, r.sent, r.acked, r.rejected, r.unanswered, r.inSink, r.inDLQ, r.parked, r.lost, r.dupInSink, r.poisonAcked, r.bufferFull,
-		r.conflicts, r.conflictsRefused, r.auditMismatch, r.settledIn.Round(time.Second))
+		r.conflicts, r.conflictsRefused, r.auditMismatch, r.topic.lostOffsets+r.topic.elsewhere, r.topic.copies,
+		r.topic.outOfOrder+r.topic.sinkOutOfOrder, r.settledIn.Round(time.Second))
 }
 
 // reconcile waits until every acknowledged id of the scenario is in the
@@ -1038,6 +997,7 @@ func (s *system) reconcile(name string, l *ledger, allInSink bool) result {
 	r.conflicts = s.sinkConflicts(scope)
 	r.secondPayloads = s.sinkSecondPayloads(scope)
 	r.sinkRows = inSink
+	r.topic = s.topicVerdict(l, scope, inDLQ, parked)
 	return r
 }
 
@@ -1347,4 +1307,137 @@ func (s *system) sinkIDs(scope eventScope) map[string]int {
 		s.t.Logf("sink: %v (retrying)", err)
 	}
 	return out
+}
+
+// runScenarios runs scenarios one after another on s (a gateway with a
+// spool of normalSpool bytes and one consumer, started here), each under
+// its load, reconciles each with its ledger, stops at the first that
+// fails, and prints the table, each scenario's own lines and how long each
+// took. SLUICE_FAULTS_ONLY=name,name keeps only those scenarios;
+// SLUICE_FAULTS_SKIP=name,name leaves those out.
+func runScenarios(t *testing.T, s *system, normalSpool int64, scenarios []scenario) {
+	if only := scenarioNames("SLUICE_FAULTS_ONLY"); only != nil {
+		// For working on some scenarios.
+		scenarios = slices.DeleteFunc(scenarios, func(sc scenario) bool { return !only[sc.name] })
+	}
+	if skip := scenarioNames("SLUICE_FAULTS_SKIP"); skip != nil {
+		// A scenario turned off, by name; CI runs them all.
+		var skipped []string
+		scenarios = slices.DeleteFunc(scenarios, func(sc scenario) bool {
+			if skip[sc.name] {
+				skipped = append(skipped, sc.name)
+			}
+			return skip[sc.name]
+		})
+		t.Logf("SLUICE_FAULTS_SKIP: not running %v", skipped)
+	}
+	began := time.Now()
+	s.startGateway(normalSpool, false)
+	s.addConsumer()
+	var table, topicLines, hookLines, clientLines, ownLines, durations []string
+	for _, sc := range scenarios {
+		scenarioBegan := time.Now()
+		if sc.before != nil {
+			sc.before(s)
+		}
+		l := s.runScenario(sc)
+		if sc.after != nil {
+			sc.after(s, l)
+		}
+		r := s.reconcile(sc.name, l, sc.allInSink)
+		table = append(table, r.String())
+		t.Log(r.String())
+		topicLine := fmt.Sprintf("%-25s topic: %v", sc.name, r.topic)
+		topicLines = append(topicLines, topicLine)
+		t.Log(topicLine)
+		if r.topic.failures() != 0 {
+			t.Errorf("%s: lost offsets %d, acknowledged in another topic %d, not in the topic %d, out of order in the topic %d and in the sink %d; the first:\n\t%s",
+				sc.name, r.topic.lostOffsets, r.topic.elsewhere, r.topic.notInTopic, r.topic.outOfOrder, r.topic.sinkOutOfOrder, strings.Join(r.topic.first, "\n\t"))
+		}
+		if sc.load.hooks > 0 {
+			line := s.checkHooks(t, sc.name, l)
+			hookLines = append(hookLines, line)
+			t.Log(line)
+		}
+		if sc.client != nil {
+			line := s.checkClient(t, sc.name, *sc.client, l, r)
+			clientLines = append(clientLines, line)
+			t.Log(line)
+		}
+		if r.lost != 0 || r.dupInSink != 0 || r.rejectedFound != 0 {
+			t.Errorf("%s: lost %d, duplicated in sink %d, rejected ids found %d (first lost: %v)", sc.name, r.lost, r.dupInSink, r.rejectedFound, r.firstLost)
+		}
+		if r.auditMismatch != 0 {
+			t.Errorf("%s: %d audit mismatches; the first:\n\t%s", sc.name, r.auditMismatch, strings.Join(r.firstAuditMismatch, "\n\t"))
+		}
+		if l.unplaced > 0 {
+			t.Errorf("%s: %d acknowledgements without the position their durability says", sc.name, l.unplaced)
+		}
+		if l.missingRetryAfter > 0 {
+			t.Errorf("%s: %d retryable answers without a Retry-After", sc.name, l.missingRetryAfter)
+		}
+		if r.acked == 0 || r.rejected == 0 {
+			t.Errorf("%s: acknowledged %d, rejected %d: both kinds are needed for the accounting to mean anything", sc.name, r.acked, r.rejected)
+		}
+		if sc.allInSink && r.inSink != r.acked {
+			t.Errorf("%s: %d of %d acknowledged events in the sink after the outage (in DLQ %d, parked %d)", sc.name, r.inSink, r.acked, r.inDLQ, r.parked)
+		}
+		if sc.check != nil {
+			sc.check(t, l, r)
+		}
+		if sc.line != nil {
+			line := fmt.Sprintf("%-25s %s", sc.name, sc.line(s, l, r))
+			ownLines = append(ownLines, line)
+			t.Log(line)
+		}
+		took := fmt.Sprintf("%-25s took %s", sc.name, time.Since(scenarioBegan).Round(time.Second))
+		durations = append(durations, took)
+		t.Log(took)
+		if t.Failed() {
+			t.Logf("gateway log:\n%s", s.gateway.logTail())
+			for _, c := range s.consumers {
+				t.Logf("%s log:\n%s", c.name, c.logTail())
+			}
+			break
+		}
+	}
+	for _, c := range s.consumers {
+		s.stop(c)
+	}
+	s.stop(s.gateway)
+	fmt.Printf("\nfault suite (%s, %s)\n%s\n", s.run, time.Now().UTC().Format(time.RFC3339), header)
+	for _, line := range table {
+		fmt.Println(line)
+	}
+	for _, line := range topicLines {
+		fmt.Println(line)
+	}
+	for _, line := range hookLines {
+		fmt.Println(line)
+	}
+	for _, line := range clientLines {
+		fmt.Println(line)
+	}
+	for _, line := range ownLines {
+		fmt.Println(line)
+	}
+	for _, line := range durations {
+		fmt.Println(line)
+	}
+	fmt.Printf("%d scenarios took %s\n", len(durations), time.Since(began).Round(time.Second))
+}
+
+// scenarioNames is the set of names in the comma-separated list of the
+// environment variable env; nil when it is empty.
+func scenarioNames(env string) map[string]bool {
+	var names map[string]bool
+	for _, name := range strings.Split(os.Getenv(env), ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			if names == nil {
+				names = map[string]bool{}
+			}
+			names[name] = true
+		}
+	}
+	return names
 }

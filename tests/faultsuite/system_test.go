@@ -52,6 +52,10 @@ type system struct {
 	// ledger is the running scenario's, for a fault that sends events of
 	// its own.
 	ledger *ledger
+	// nodes are the cluster's nodes by id, each its client address, when
+	// the brokers are scripts/kafka.sh's three-node cluster
+	// (cluster_test.go); nil on one broker.
+	nodes map[int]string
 }
 
 // proc is a sluice process the suite can kill and start again.
@@ -445,17 +449,29 @@ func (s *system) addConsumer() *proc {
 	return p
 }
 
-// script runs one of the repository's scripts (kafka.sh, postgres.sh).
+// script runs one of the repository's scripts (kafka.sh, postgres.sh) and
+// stops the test when it fails.
 func (s *system) script(name string, args ...string) {
 	s.t.Helper()
+	if _, err := s.scriptOut(name, args...); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// scriptOut runs one of the repository's scripts, at most three minutes,
+// and returns its stdout; an error carries what it printed. The script
+// gets the test's environment: kafka.sh's cluster commands find the
+// cluster by SLUICE_KAFKA_CLUSTER_PORT and SLUICE_RUN, as cluster up did.
+func (s *system) scriptOut(name string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", append([]string{filepath.Join(s.root, "scripts", name)}, args...)...)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		s.t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out.String())
+		return stdout.String(), fmt.Errorf("%s %s: %v\n%s%s", name, strings.Join(args, " "), err, stdout.String(), stderr.String())
 	}
+	return stdout.String(), nil
 }
 
 // createTopics makes the suite's topic and its DLQ and parked topics, four
