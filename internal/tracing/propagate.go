@@ -7,6 +7,13 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
+// The W3C Trace Context headers, as HTTP, gRPC metadata and Kafka record
+// headers carry them.
+const (
+	HeaderTraceparent = "traceparent"
+	HeaderTracestate  = "tracestate"
+)
+
 // Bounds on what a caller's trace context may add to a record. A
 // traceparent is exactly TraceparentLen bytes; a tracestate longer than
 // MaxTracestateBytes or with more than MaxTracestateMembers members is
