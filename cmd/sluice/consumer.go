@@ -61,6 +61,9 @@ func runConsumerCmd(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	p := newProcess(log)
 	defer p.close()
+	if err := p.startTracing(ctx, cfg.Tracing, "consumer"); err != nil {
+		return err
+	}
 	s, err := sink.Open(ctx, cfg.Sink)
 	if err != nil {
 		return err

@@ -67,6 +67,9 @@ func runGatewayCmd(ctx context.Context, args []string, stdout, stderr io.Writer)
 func serve(ctx context.Context, cfg fileConfig, versions *contract.Versions, log *slog.Logger, started func(srv *gateway.Server, adminAddr string)) error {
 	p := newProcess(log)
 	defer p.close()
+	if err := p.startTracing(ctx, cfg.Tracing, "gateway"); err != nil {
+		return err
+	}
 	return p.serveGateway(ctx, cfg, versions, nil, started)
 }
 
