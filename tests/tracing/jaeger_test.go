@@ -83,6 +83,22 @@ func (sp span) tag(key string) string {
 
 func (sp span) end() int64 { return sp.StartTime + sp.Duration }
 
+// above is the span tr shows sp under: its parent when that is in the
+// trace, else the first span of the trace it follows from (Jaeger keeps
+// one reference to a span that is both the parent and a link, as a
+// FOLLOWS_FROM); nil for a root. via says which.
+func (tr trace) above(sp span) (p *span, via string) {
+	if p := tr.byID(sp.parent()); p != nil {
+		return p, "CHILD_OF"
+	}
+	for _, l := range sp.links() {
+		if p := tr.byID(l); p != nil {
+			return p, "FOLLOWS_FROM"
+		}
+	}
+	return nil, ""
+}
+
 // named is the first span whose name has prefix, nil when none has.
 func (tr trace) named(prefix string) *span {
 	for i := range tr.Spans {
@@ -155,8 +171,8 @@ func checkTrace(t *testing.T, tr trace, topic, callerSpan string) {
 		if sp.TraceID != tr.TraceID {
 			t.Errorf("span %s %q is in trace %s, not %s", sp.SpanID, sp.OperationName, sp.TraceID, tr.TraceID)
 		}
-		if p := tr.byID(sp.parent()); p != nil && sp.StartTime < p.StartTime {
-			t.Errorf("%q starts %d µs before its parent %q", sp.OperationName, p.StartTime-sp.StartTime, p.OperationName)
+		if p, via := tr.above(sp); p != nil && sp.StartTime < p.StartTime {
+			t.Errorf("%q starts %d µs before %q, which it references (%s)", sp.OperationName, p.StartTime-sp.StartTime, p.OperationName, via)
 		}
 	}
 	if t.Failed() {
@@ -199,10 +215,10 @@ func (tr trace) text(run string) string {
 	children := map[string][]span{}
 	var roots []span
 	for _, sp := range spans {
-		if tr.byID(sp.parent()) == nil {
+		if p, _ := tr.above(sp); p == nil {
 			roots = append(roots, sp)
 		} else {
-			children[sp.parent()] = append(children[sp.parent()], sp)
+			children[p.SpanID] = append(children[p.SpanID], sp)
 		}
 	}
 	var b bytes.Buffer
@@ -218,7 +234,7 @@ func (tr trace) text(run string) string {
 		}
 		for _, l := range sp.links() {
 			if ln := tr.byID(l); ln != nil {
-				notes = append(notes, "link: "+strings.ReplaceAll(ln.OperationName, run, "tracing-RUN"))
+				notes = append(notes, "follows from: "+strings.ReplaceAll(ln.OperationName, run, "tracing-RUN"))
 			}
 		}
 		if len(notes) > 0 {

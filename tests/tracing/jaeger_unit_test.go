@@ -31,12 +31,24 @@ func TestCheckTraceAndText(t *testing.T) {
 		"POST /v1/events (parent: the caller's span 00f067aa0ba902b7)",
 		"\n  send tracing-RUN.logs ",
 		"\n    process tracing-RUN.logs ",
-		"\n      sink write postgres (link: process tracing-RUN.logs) ",
+		"\n      sink write postgres (follows from: process tracing-RUN.logs) ",
 		"+0.900 ms  3.000 ms",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the trace's text lacks %q:\n%s", want, got)
 		}
+	}
+
+	// Jaeger keeps one reference to a span that is both the parent and a
+	// link: a FOLLOWS_FROM. The checks and the tree take it as well.
+	var b1 jaegerAnswer
+	if err := json.Unmarshal([]byte(strings.Replace(sampleTrace,
+		`{"refType":"CHILD_OF","traceID":"4bf92f3577b34da6a3ce929d0e0e4736","spanID":"a4"},`, "", 1)), &b1); err != nil {
+		t.Fatal(err)
+	}
+	checkTrace(t, b1.Data[0], "tracing-1.logs", "00f067aa0ba902b7")
+	if got := b1.Data[0].text("tracing-1"); !strings.Contains(got, "\n      sink write postgres (follows from: process tracing-RUN.logs) ") {
+		t.Errorf("a sink write that only follows from process is not under it:\n%s", got)
 	}
 
 	doc := filepath.Join(t.TempDir(), "tracing.md")
