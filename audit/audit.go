@@ -95,11 +95,13 @@ type Row struct {
 	// replayed rows and for the written row of a replayed event.
 	ReplayID string
 	Actor    string
-	// TraceID is the W3C trace id (32 lowercase hex digits) of the
-	// traceparent on the record decided about, "" when it had none: the
-	// caller's trace, or the gateway's span when tracing is on. It is no
-	// part of Key: the same decision about the same record is one row
-	// whatever trace it names.
+	// TraceID is the W3C trace id (32 lowercase hex digits) of the trace
+	// the decision belongs to, "" when there is none: that of the
+	// traceparent on the record decided about (the caller's trace, or
+	// the gateway's when tracing is on), and on a replayed row that of
+	// the record the replay produced (the replay's trace when tracing
+	// records it, else the dead letter's). It is no part of Key: the same
+	// decision about the same record is one row whatever trace it names.
 	TraceID string
 }
 

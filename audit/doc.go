@@ -18,9 +18,10 @@
 // key.
 //
 // A row's TraceID is the trace id of the traceparent on the record it
-// decided about (the record's own: a replay's record carries the replay's
-// trace), kept with tracing off too, since the caller's traceparent is on
-// the record; it is no part of the Key.
+// decided about (on a replayed row, the record the replay produced, which
+// carries the replay's trace when tracing records it), kept with tracing
+// off too, since the caller's traceparent is on the record; it is no part
+// of the Key.
 //
 // # Guarantees
 //
