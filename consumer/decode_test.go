@@ -107,3 +107,27 @@ func TestDecodeTraceID(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkDecode: what reading the trace id adds to a record's decode,
+// without and with a traceparent.
+func BenchmarkDecode(b *testing.B) {
+	versions := testVersions(b)
+	v := logLine(b)
+	for _, tc := range []struct{ name, traceparent string }{
+		{"traceparent=none", ""},
+		{"traceparent=valid", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			r := eventRecord(b, testTopic, "e1", "k", v)
+			if tc.traceparent != "" {
+				r = withTraceparent(r, tc.traceparent)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Decode(versions, testTopic, r); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
