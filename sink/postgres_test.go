@@ -83,7 +83,9 @@ func TestPostgresDDL(t *testing.T) {
 		"VALUES ('events', 1) ON CONFLICT DO NOTHING;", "VALUES ('events', 2) ON CONFLICT DO NOTHING;",
 		"-- version 3", `CREATE TABLE IF NOT EXISTS "events_audit"`, "PRIMARY KEY (source, event_id, sequence)",
 		"UNIQUE (source, event_id, action, topic, kafka_partition, kafka_offset, attempt, dlq_retries, replay_id)",
-		"VALUES ('events', 3) ON CONFLICT DO NOTHING;"} {
+		"VALUES ('events', 3) ON CONFLICT DO NOTHING;",
+		"-- version 4", `ALTER TABLE "events_audit" ADD COLUMN IF NOT EXISTS trace_id text NOT NULL DEFAULT ''`,
+		"VALUES ('events', 4) ON CONFLICT DO NOTHING;"} {
 		if !strings.Contains(ddl, want) {
 			t.Errorf("DDL lacks %q:\n%s", want, ddl)
 		}
