@@ -393,4 +393,3 @@ func TestUnsampledNoAllocs(t *testing.T) {
 		}
 	}
 }
-
