@@ -164,6 +164,7 @@ func (d *deliverer) deliver(ctx context.Context, jobs []*job, events []sink.Even
 			return
 		}
 		d.m.retries.WithLabelValues(name).Inc()
+		retried(jobs, class, budget.attempts)
 		select {
 		case <-d.clock.After(d.backoff(budget.attempts, retryAfter)):
 		case <-ctx.Done():

@@ -128,6 +128,17 @@ func (j *job) event(name string, attrs ...attribute.KeyValue) {
 	}
 }
 
+// retried adds a `retry` event to the recording spans of jobs, whose
+// write failed the attempt-th time with class and will be tried again.
+func retried(jobs []*job, class sink.Class, attempt int) {
+	for _, j := range jobs {
+		if j.span != nil {
+			j.span.AddEvent("retry", trace.WithAttributes(attribute.String(attrErrorType, class.String()),
+				attribute.Int(attrWriteAttempt, attempt)))
+		}
+	}
+}
+
 // startWrite starts the `sink write` span of one write of jobs' events, the
 // attempt-th of the batch, and returns ctx carrying it. Without a
 // recording job it starts nothing and returns ctx and nil.

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.opentelemetry.io/otel/attribute"
@@ -392,4 +394,71 @@ func TestUnsampledNoAllocs(t *testing.T) {
 			t.Errorf("%s: %v allocations per record", tt.name, allocs)
 		}
 	}
+}
+
+// TestTraceRetried: a write that fails transiently and is retried has a
+// sink write span per attempt, the failed one with its class; the record's
+// span has a retry event and ends written.
+func TestTraceRetried(t *testing.T) {
+	s := newMemSink()
+	var failed atomic.Bool
+	s.setFail(func([]sink.Event) error {
+		if failed.CompareAndSwap(false, true) {
+			return sink.TransientError(errors.New("receiver 503"), 0)
+		}
+		return nil
+	})
+	d, ends, _, rec := tracedDeliverer(t, testConfig("trace-retry"), s)
+	d.process(tracedJobs(t, sampledTP, "a"))
+	if got := ends.finished(); !allDone(got, 1, true) {
+		t.Fatalf("finished %v, want 0 done", got)
+	}
+	writes := spansNamed(rec, "sink write mem")
+	if len(writes) != 2 {
+		t.Fatalf("%d sink write spans, want 2", len(writes))
+	}
+	wantAttr(t, writes[0], attrWriteAttempt, "1")
+	wantAttr(t, writes[0], attrErrorType, "transient")
+	wantAttr(t, writes[1], attrWriteAttempt, "2")
+	if writes[1].Status().Code == codes.Error {
+		t.Errorf("the second write failed: %v", writes[1].Status())
+	}
+	procs := spansNamed(rec, "process "+testTopic)
+	if len(procs) != 1 {
+		t.Fatalf("%d process spans", len(procs))
+	}
+	wantAttr(t, procs[0], tracing.AttrOutcome, outcomeWritten)
+	if ev := procs[0].Events(); len(ev) != 1 || ev[0].Name != "retry" {
+		t.Errorf("process span events %v, want one retry", ev)
+	}
+}
+
+// TestTraceRun: a running consumer traces the records of its topic that
+// are sampled, and those only; the sink write span of the sampled one is
+// its process span's child.
+func TestTraceRun(t *testing.T) {
+	addrs := newCluster(t, 1)
+	produce(t, addrs,
+		withTrace(eventRecord(t, testTopic, "sampled", "k1", logLine(t)), sampledTP, ""),
+		withTrace(eventRecord(t, testTopic, "unsampled", "k2", logLine(t)), unsampledTP, ""))
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.AlwaysSample())), sdktrace.WithSpanProcessor(rec))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	s := newMemSink()
+	r := start(t, testConfig("trace-run"), addrs, s, WithTracerProvider(tp), WithLogger(slog.New(slog.DiscardHandler)))
+	waitFor(t, 20*time.Second, "both written", func() bool { return s.hasAll([]string{"sampled", "unsampled"}) })
+	waitFor(t, 20*time.Second, "the process span ended", func() bool { return len(spansNamed(rec, "process "+testTopic)) > 0 })
+	if err := r.stop(); err != nil {
+		t.Fatal(err)
+	}
+	procs := spansNamed(rec, "process "+testTopic)
+	if len(procs) != 1 {
+		t.Fatalf("%d process spans, want the sampled record's only", len(procs))
+	}
+	wantAttr(t, procs[0], tracing.AttrEventID, "sampled")
+	writes := spansNamed(rec, "sink write mem")
+	if len(writes) != 1 {
+		t.Fatalf("%d sink write spans, want 1", len(writes))
+	}
+	wantChildOf(t, writes[0], procs[0].SpanContext())
 }
