@@ -282,7 +282,7 @@ func (d *deliverer) reportConflicts(name string, jobs []*job, events []sink.Even
 		e := &events[cf.Index]
 		if j := jobs[cf.Index]; j.span != nil {
 			j.conflict = true
-			j.event("conflict", attribute.String("sluice.sink.stored_fingerprint", cf.StoredFingerprint))
+			j.event("conflict", attribute.String(attrStoredFingerprint, cf.StoredFingerprint))
 		}
 		d.m.sinkConflicts.WithLabelValues(name, e.Source).Inc()
 		d.log.Warn("sink conflict: identity held with another payload, the first kept", "sink", name,

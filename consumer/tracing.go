@@ -20,12 +20,15 @@ import (
 const (
 	attrWriteAttempt = "sluice.sink.attempt"
 	attrConflicts    = "sluice.sink.conflicts"
-	attrErrorType    = "error.type" // OpenTelemetry's general error class key
-	attrDLQClass     = "sluice.dlq.class"
-	attrDLQAttempts  = "sluice.dlq.attempts"
-	attrDLQReason    = "sluice.dlq.reason"
-	attrDLQRetries   = "sluice.dlq.retries"
-	attrDrained      = "sluice.drained"
+	// attrStoredFingerprint is on a conflict event: the payload
+	// fingerprint the sink held.
+	attrStoredFingerprint = "sluice.sink.stored_fingerprint"
+	attrErrorType         = "error.type" // OpenTelemetry's general error class key
+	attrDLQClass          = "sluice.dlq.class"
+	attrDLQAttempts       = "sluice.dlq.attempts"
+	attrDLQReason         = "sluice.dlq.reason"
+	attrDLQRetries        = "sluice.dlq.retries"
+	attrDrained           = "sluice.drained"
 )
 
 // outcomeConflict and outcomeAbandoned are span outcomes only: a conflict

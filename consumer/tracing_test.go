@@ -462,3 +462,36 @@ func TestTraceRun(t *testing.T) {
 	}
 	wantChildOf(t, writes[0], procs[0].SpanContext())
 }
+
+// BenchmarkRecordSpan: what tracing adds to one record of a batch of one:
+// its process span started and ended, and its batch's write span, with
+// tracing off, for a record not sampled and for one sampled (an SDK
+// provider whose batched exporter discards).
+func BenchmarkRecordSpan(b *testing.B) {
+	sdk := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0.01))),
+		sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+	b.Cleanup(func() { _ = sdk.Shutdown(context.Background()) })
+	p := newPartState(b.Context(), topicPartition{testTopic, 0}, false)
+	for _, tt := range []struct {
+		name string
+		tp   trace.TracerProvider
+		tp55 string
+	}{
+		{"off", defaultOptions().tracerProvider, sampledTP},
+		{"unsampled", sdk, unsampledTP},
+		{"sampled", sdk, sampledTP},
+	} {
+		b.Run(tt.name, func(b *testing.B) {
+			tr := newTracer(tt.tp, "g", "mem")
+			j := &job{rec: withTrace(eventRecord(b, testTopic, "a", "k", logLine(b)), tt.tp55, ""), part: p}
+			jobs := []*job{j}
+			b.ReportAllocs()
+			for b.Loop() {
+				tr.startProcess(b.Context(), j)
+				_, span := tr.startWrite(b.Context(), jobs, 1)
+				endWrite(span, 0, nil)
+				tr.endProcess(j, outcomeWritten, nil)
+			}
+		})
+	}
+}
