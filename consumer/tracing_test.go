@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -493,5 +495,39 @@ func BenchmarkRecordSpan(b *testing.B) {
 				tr.endProcess(j, outcomeWritten, nil)
 			}
 		})
+	}
+}
+
+// TestTraceExemplars: the sink latency and end-to-end latency of a
+// sampled record carry its trace id as an exemplar; an unsampled one's do
+// not.
+func TestTraceExemplars(t *testing.T) {
+	for _, tt := range []struct {
+		tp   string
+		want string
+	}{{unsampledTP, ""}, {sampledTP, testTraceID}} {
+		d, _, _, _ := tracedDeliverer(t, testConfig("trace-exemplar"), newMemSink())
+		d.process(tracedJobs(t, tt.tp, "a"))
+		for name, obs := range map[string]prometheus.Observer{
+			"sink latency": d.m.sinkLatency.WithLabelValues("mem"),
+			"end to end":   d.m.endToEnd.WithLabelValues(routeDirect),
+		} {
+			var m dto.Metric
+			if err := obs.(prometheus.Metric).Write(&m); err != nil {
+				t.Fatal(err)
+			}
+			got := ""
+			for _, b := range m.GetHistogram().GetBucket() {
+				for _, l := range b.GetExemplar().GetLabel() {
+					if l.GetName() == "trace_id" {
+						got = l.GetValue()
+					}
+				}
+			}
+			if m.GetHistogram().GetSampleCount() != 1 || got != tt.want {
+				t.Errorf("%s of a record with traceparent %s: %d observed, exemplar trace id %q, want %q",
+					name, tt.tp, m.GetHistogram().GetSampleCount(), got, tt.want)
+			}
+		}
 	}
 }

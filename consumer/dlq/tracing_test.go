@@ -45,12 +45,12 @@ func headerOf(r *kgo.Record, key string) string {
 	return v
 }
 
-// TestReplayTraced: a replay is a root `replay {topic}` span; each record
-// replayed has a `replay record` span, its child, linked to the dead
+// TestReplayTraced: a replay is a root `replay {topic}` span, with an
+// event per record refused; each record replayed has a `replay record` span, its child, linked to the dead
 // letter's own trace, and the replayed record carries that span's context
 // in place of the event's.
 func TestReplayTraced(t *testing.T) {
-	addrs := replayCluster(t, tracedDeadLetter(t, "again"))
+	addrs := replayCluster(t, tracedDeadLetter(t, "again"), dlqRecord(t, "elsewhere", orderTopic, logLine(t)))
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.AlwaysSample())), sdktrace.WithSpanProcessor(rec))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
@@ -86,6 +86,9 @@ func TestReplayTraced(t *testing.T) {
 	}
 	if attrs[attrReplayID] != rep.ReplayID || attrs[attrReplayActor] != "alice" || attrs[attrReplayReplayed] != "1" {
 		t.Errorf("replay span attributes %v", attrs)
+	}
+	if ev := job.Events(); len(ev) != 1 || ev[0].Name != "refused" {
+		t.Errorf("replay span events %v, want the refusal of the record whose envelope names another topic", ev)
 	}
 	if one.Parent().SpanID() != job.SpanContext().SpanID() || one.SpanContext().TraceID() != job.SpanContext().TraceID() {
 		t.Errorf("replay record span is not the replay span's child")
