@@ -228,14 +228,15 @@ func runAuditTrail(t *testing.T, table tableSink) {
 			if r.Sequence != int64(i+1) || r.Source != "test" || r.EventID != id || r.EventType != testType || !decider || r.At.IsZero() {
 				t.Errorf("trail of %s, row %d: %+v", id, i, r)
 			}
-			// The replayed row is the replay's (consumer/dlq); the
-			// written row of the replayed record has the trace id the
-			// replay gave it: with no tracer, the dead letter's own.
+			// Every row has the record's trace id, the replayed row
+			// (consumer/dlq's) and the written row of the replayed
+			// record too: with no tracer, the replay keeps the dead
+			// letter's traceparent.
 			wantTrace := traceIDOf(id)
 			if id == "poison" {
 				wantTrace = ""
 			}
-			if r.Action != audit.Replayed && r.TraceID != wantTrace {
+			if r.TraceID != wantTrace {
 				t.Errorf("trail of %s, row %d: trace id %q, want %q", id, i, r.TraceID, wantTrace)
 			}
 			switch r.Action {

@@ -379,11 +379,12 @@ log: {level: warn}
 				return fmt.Errorf("written %+v", a.Written)
 			}
 			// The replayed record kept the dead letter's traceparent (no
-			// tracer: the replay starts no trace of its own), so its
-			// written row, like the consumer's other rows, has the
-			// caller's trace id; the answer has the written row's.
+			// tracer: the replay starts no trace of its own), so the
+			// replayed row and its written row, like the consumer's other
+			// rows, have the caller's trace id; the answer has the
+			// written row's.
 			for _, r := range a.Audit {
-				if r.Action != string(audit.Replayed) && r.TraceID != e2eTraceID("later") {
+				if r.TraceID != e2eTraceID("later") {
 					return fmt.Errorf("%s row's trace id %q, want %q", r.Action, r.TraceID, e2eTraceID("later"))
 				}
 			}

@@ -392,15 +392,26 @@ func withTraceContext(headers []kgo.RecordHeader, sc trace.SpanContext) []kgo.Re
 	return out
 }
 
+// traceIDOf is the trace id of r's traceparent, "" when it has none.
+func traceIDOf(r *kgo.Record) string {
+	for _, h := range r.Headers {
+		if h.Key == record.HeaderTraceparent {
+			return tracing.TraceIDOf(string(h.Value))
+		}
+	}
+	return ""
+}
+
 // auditReplayed records the replayed row of d, produced as out, under its
-// own deadline.
+// own deadline. The row's trace id is out's: the replay's own trace when
+// tracing recorded it, else the event's.
 func auditReplayed(ctx context.Context, a audit.Writer, d *DeadLetter, out *kgo.Record, id, actor string, at time.Time) error {
 	row := audit.Row{
 		Source: d.Event.Source, EventID: d.Event.ID, Action: audit.Replayed, At: at,
 		Topic: d.Record.Topic, Partition: d.Record.Partition, Offset: d.Record.Offset, EventType: d.Event.Type,
 		Class: d.Envelope.Class, Attempt: d.Envelope.Attempts, DLQRetries: d.Envelope.DLQRetries,
 		Detail:   fmt.Sprintf("%s/%d@%d", out.Topic, out.Partition, out.Offset),
-		ReplayID: id, Actor: actor,
+		ReplayID: id, Actor: actor, TraceID: traceIDOf(out),
 	}
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), adminTimeout)
 	defer cancel()
