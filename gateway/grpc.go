@@ -214,7 +214,7 @@ func (s *Service) prepayMessage(src *source) func(int) (*rate.Reservation, *Fail
 // publishUnary serves Publish: one request message, one answer.
 func (s *Service) publishUnary(stream grpc.ServerStream) error {
 	start := s.now()
-	ctx, span := s.startRequest(stream.Context(), spanPublish, "grpc", nil, start)
+	ctx, span := s.startRequest(stream.Context(), spanPublish, "grpc", nil)
 	defer func() {
 		tracing.Observe(ctx, s.metrics.requestDuration.WithLabelValues("grpc"), s.now().Sub(start).Seconds())
 		span.end()

@@ -196,7 +196,7 @@ func (s *Service) serveBatch(transport, spanName string, copies bool,
 			return
 		}
 		defer cancel()
-		ctx, span = s.startRequest(ctx, spanName, transport, nil, start)
+		ctx, span = s.startRequest(ctx, spanName, transport, nil)
 		src, f := s.source(ctx)
 		if f != nil {
 			skipBody(w, r)

@@ -288,7 +288,7 @@ func (ss *streamSession) judge(b *streamBatch, in *batch, begun time.Time) {
 	s := ss.svc
 	defer close(b.done)
 	// A span per batch, not per stream: a stream may live for hours.
-	ctx, span := s.startRequest(ss.ctx, spanPublishStream, "grpc-stream", ss.src, begun)
+	ctx, span := s.startRequest(ss.ctx, spanPublishStream, "grpc-stream", ss.src)
 	defer func() {
 		tracing.Observe(ctx, s.metrics.requestDuration.WithLabelValues("grpc-stream"), s.now().Sub(begun).Seconds())
 		span.end()

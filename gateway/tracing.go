@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"strconv"
-	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -74,30 +73,27 @@ func tracerOf(tp trace.TracerProvider) (trace.Tracer, bool) {
 // startRequest starts the SERVER span of a request named name, parented on
 // the trace context in ctx's incoming metadata, when the gateway traces:
 // the returned context carries it. span is nil when the gateway does not
-// trace (end and the others do nothing then).
-func (s *Service) startRequest(ctx context.Context, name, transport string, src *source, start time.Time) (context.Context, *requestSpan) {
+// trace (end and the others do nothing then). Spans take the wall clock's
+// time, not the service's clock (WithClock).
+func (s *Service) startRequest(ctx context.Context, name, transport string, src *source) (context.Context, *requestSpan) {
 	if !s.tracing {
 		return ctx, nil
 	}
 	md := metadataOf(ctx)
 	ctx = tracing.FromHeaders(ctx, first(md, traceparentMetadata), first(md, tracestateMetadata))
-	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer), trace.WithTimestamp(start)}
-	ctx, span := s.tracer.Start(ctx, name, opts...)
+	ctx, span := s.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer))
 	if span.IsRecording() {
 		span.SetAttributes(attribute.String(tracing.AttrTransport, transport))
 		if src != nil {
 			span.SetAttributes(attribute.String(tracing.AttrSource, src.name))
 		}
 	}
-	return ctx, &requestSpan{span: span, s: s}
+	return ctx, &requestSpan{span: span}
 }
 
 // requestSpan is a request's server span; its methods take a nil one,
 // when the gateway does not trace.
-type requestSpan struct {
-	span trace.Span
-	s    *Service
-}
+type requestSpan struct{ span trace.Span }
 
 // source names the request's source once it is known.
 func (r *requestSpan) source(src *source) {
@@ -127,7 +123,7 @@ func (r *requestSpan) fail(f *Failure) {
 // end ends the span, now.
 func (r *requestSpan) end() {
 	if r != nil {
-		r.span.End(trace.WithTimestamp(r.s.now()))
+		r.span.End()
 	}
 }
 

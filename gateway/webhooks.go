@@ -295,7 +295,7 @@ func (s *Service) serveWebhook(w http.ResponseWriter, r *http.Request) {
 		restTraceMetadata(md, r.Header)
 		ctx = metadata.NewIncomingContext(ctx, md)
 	}
-	ctx, span = s.startRequest(ctx, spanWebhook, "webhook", ws.src, start)
+	ctx, span = s.startRequest(ctx, spanWebhook, "webhook", ws.src)
 	body, hold, f := s.readWebhook(w, r, ws)
 	if f != nil {
 		fail(f)
