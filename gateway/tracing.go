@@ -157,15 +157,16 @@ func (s *Service) recordTraceOf(ctx context.Context) recordTrace {
 	return t
 }
 
-// boundedTracestate is ts when it is within tracing's bounds and parses,
-// else "" (dropped whole, as tracing.FromHeaders drops it).
+// boundedTracestate is ts when it is within tracing's bounds and parses to
+// at least one member, else "" (dropped whole, as tracing.FromHeaders
+// drops it; FuzzBoundedTracestate holds them equal).
 func boundedTracestate(ts string) string {
 	if ts == "" || len(ts) > tracing.MaxTracestateBytes {
 		return ""
 	}
 	state, err := trace.ParseTraceState(ts)
-	if err != nil || state.Len() > tracing.MaxTracestateMembers {
-		return ""
+	if err != nil || state.Len() == 0 || state.Len() > tracing.MaxTracestateMembers {
+		return "" // a list of no members ("," say) carries nothing
 	}
 	return ts
 }
