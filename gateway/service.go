@@ -373,9 +373,6 @@ type candidate struct {
 	first *candidate
 	// extra are the record headers the event adds (batch.extra).
 	extra []kgo.RecordHeader
-	// link is a CloudEvent's own traceparent (batch.links), which its
-	// `send` span links to when it records.
-	link string
 	// sum is the payload's fingerprint once computed (hasSum): taken for
 	// every event with dedup on, and otherwise only for an id the request
 	// repeats.
@@ -430,6 +427,9 @@ func (s *Service) judge(ctx context.Context, src *source, b *batch) []*ingestv1.
 	pctx, cancel := context.WithDeadline(ctx, s.publishDeadline(ctx))
 	defer cancel()
 	tr := s.recordTraceOf(ctx)
+	if tr.span != nil {
+		tr.links = b.links
+	}
 	ingestedAt := s.now()
 	registry := s.contracts.Registry()
 
@@ -463,9 +463,6 @@ func (s *Service) judge(ctx context.Context, src *source, b *batch) []*ingestv1.
 		c.index = i
 		if b.extra != nil {
 			c.extra = b.extra[i]
-		}
-		if b.links != nil {
-			c.link = b.links[i]
 		}
 		if seen != nil {
 			if first := seen[ev.GetId()]; first != nil {
@@ -748,7 +745,7 @@ func (s *Service) publish(ctx context.Context, src *source, cands []*candidate, 
 		c.topic = s.topics[ev.GetType()]
 		tp, ts := tr.tp, tr.ts
 		if sends != nil {
-			sends[i] = s.startSend(ctx, c.topic.name, ev.GetId(), c.link)
+			sends[i] = s.startSend(ctx, c.topic.name, ev.GetId(), tr.link(c.index))
 			tp, ts = tracing.Headers(sends[i].SpanContext())
 		}
 		records[i] = record.NewEvent(&record.Event{
@@ -775,13 +772,11 @@ func (s *Service) publish(ctx context.Context, src *source, cands []*candidate, 
 			records[i].Context = trace.ContextWithSpan(context.Background(), sends[i])
 		}
 	}
-	if tr.span != nil {
-		tr.event("admitted", attribute.String(tracing.AttrAdmission, s.admissionMode()))
-	}
 	admitted := s.pub.Admit(ctx, records)
 	for i, span := range sends {
 		endSend(span, admitted[i])
 	}
+	tr.admitted(admitted)
 	// The accepted results are one allocation with their Kafka positions,
 	// and the spooled ones' positions one more; they share their
 	// durability.

@@ -133,6 +133,16 @@ func (r *requestSpan) end() {
 type recordTrace struct {
 	tp, ts string
 	span   trace.Span // nil unless recording
+	// links are the request's batch.links, when span records.
+	links []string
+}
+
+// link is event i's CloudEvents traceparent, for its `send` span's link.
+func (t recordTrace) link(i int) string {
+	if t.links == nil {
+		return ""
+	}
+	return t.links[i]
 }
 
 // recordTraceOf is recordTrace for a request whose context is ctx.
@@ -268,11 +278,22 @@ func restTraceMetadata(md map[string][]string, h http.Header) {
 	}
 }
 
-// admissionMode is the admission's mode (DIRECT or SPOOLING), for the
-// `admitted` event, when the admitter has modes.
-func (s *Service) admissionMode() string {
-	if m, ok := s.pub.(interface{ Mode() admission.Mode }); ok {
-		return m.Mode().String()
+// admitted adds the `admitted` event: how admission made the records
+// durable (sluice.admission SPOOLING when any went to the spool, DIRECT
+// otherwise), and how many it refused.
+func (t recordTrace) admitted(out []admission.Admitted) {
+	if t.span == nil {
+		return
 	}
-	return admission.ModeDirect.String()
+	mode, refused := admission.ModeDirect, 0
+	for _, a := range out {
+		switch {
+		case a.Err != nil:
+			refused++
+		case a.Durability == admission.DurabilityLocalDisk:
+			mode = admission.ModeSpooling
+		}
+	}
+	t.span.AddEvent("admitted", trace.WithAttributes(attribute.String(tracing.AttrAdmission, mode.String()),
+		attribute.Int("records", len(out)), attribute.Int("refused", refused)))
 }

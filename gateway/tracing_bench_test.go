@@ -30,7 +30,8 @@ func (discardSpans) Shutdown(context.Context) error                             
 // does not decide) and a batching exporter that discards: at 1% most
 // requests make a span that does not record and no per-event span, at
 // 100% each makes its span, its stage events and a `send` span per event.
-// Read ns/event and allocs/op (a batch's) against off.
+// Read cpu-ns/event (the process's CPU time, the exporter's goroutine and
+// the GC's included) and allocs/op (a batch's) against off.
 func BenchmarkIngestTracing(b *testing.B) {
 	registry, payload, _ := benchLogLine(b)
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
@@ -66,6 +67,7 @@ func BenchmarkIngestTracing(b *testing.B) {
 			}
 			src := &source{name: "bench"}
 			b.ReportAllocs()
+			cpu := processCPU(b)
 			i := 0
 			for b.Loop() {
 				ctx, span := s.startRequest(ctxs[i%len(ctxs)], spanPublish, "grpc", src)
@@ -77,6 +79,7 @@ func BenchmarkIngestTracing(b *testing.B) {
 				i++
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*perBatch), "ns/event")
+			b.ReportMetric(float64(processCPU(b)-cpu)/float64(b.N*perBatch), "cpu-ns/event")
 		})
 	}
 }

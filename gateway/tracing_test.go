@@ -251,6 +251,17 @@ func TestTracingSpooled(t *testing.T) {
 	if gw == nil || drain == nil {
 		t.Fatalf("send spans %v: want the gateway's and the drain's", sends)
 	}
+	admitted := ""
+	for _, e := range srv.Events() {
+		for _, kv := range e.Attributes {
+			if e.Name == "admitted" && string(kv.Key) == tracing.AttrAdmission {
+				admitted = kv.Value.AsString()
+			}
+		}
+	}
+	if admitted != "SPOOLING" {
+		t.Errorf("the request's admitted event: sluice.admission %q, want SPOOLING", admitted)
+	}
 	if attr(gw, tracing.AttrAdmission).AsString() != "SPOOLING" {
 		t.Errorf("the gateway's send span: %v, want sluice.admission SPOOLING", gw.Attributes())
 	}
