@@ -177,7 +177,7 @@ func (s *Service) serveBatch(transport, spanName string, copies bool,
 	decoders := newBodyDecoders(s.cfg.Limits.MaxRequestBytes)
 	return func(w http.ResponseWriter, r *http.Request, _ map[string]string) {
 		start := s.now()
-		var span *requestSpan
+		var span requestSpan
 		ctx := r.Context()
 		defer func() {
 			tracing.Observe(ctx, s.metrics.requestDuration.WithLabelValues(transport), s.now().Sub(start).Seconds())

@@ -43,6 +43,9 @@ const (
 	spanWebhook       = "POST " + webhookPath + "{source}"
 )
 
+// serverKind is made once: an option made per request is an allocation.
+var serverKind = trace.WithSpanKind(trace.SpanKindServer)
+
 // tracestateMetadata is the W3C tracestate, as gRPC metadata and as REST
 // passes its header on.
 const tracestateMetadata = "tracestate"
@@ -75,36 +78,36 @@ func tracerOf(tp trace.TracerProvider) (trace.Tracer, bool) {
 // the returned context carries it. span is nil when the gateway does not
 // trace (end and the others do nothing then). Spans take the wall clock's
 // time, not the service's clock (WithClock).
-func (s *Service) startRequest(ctx context.Context, name, transport string, src *source) (context.Context, *requestSpan) {
+func (s *Service) startRequest(ctx context.Context, name, transport string, src *source) (context.Context, requestSpan) {
 	if !s.tracing {
-		return ctx, nil
+		return ctx, requestSpan{}
 	}
 	md := metadataOf(ctx)
 	ctx = tracing.FromHeaders(ctx, first(md, traceparentMetadata), first(md, tracestateMetadata))
-	ctx, span := s.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer))
+	ctx, span := s.tracer.Start(ctx, name, serverKind)
 	if span.IsRecording() {
 		span.SetAttributes(attribute.String(tracing.AttrTransport, transport))
 		if src != nil {
 			span.SetAttributes(attribute.String(tracing.AttrSource, src.name))
 		}
 	}
-	return ctx, &requestSpan{span: span}
+	return ctx, requestSpan{span: span}
 }
 
-// requestSpan is a request's server span; its methods take a nil one,
-// when the gateway does not trace.
+// requestSpan is a request's server span; its methods do nothing when span
+// is nil, when the gateway does not trace.
 type requestSpan struct{ span trace.Span }
 
 // source names the request's source once it is known.
-func (r *requestSpan) source(src *source) {
-	if r != nil && src != nil && r.span.IsRecording() {
+func (r requestSpan) source(src *source) {
+	if r.span != nil && src != nil && r.span.IsRecording() {
 		r.span.SetAttributes(attribute.String(tracing.AttrSource, src.name))
 	}
 }
 
 // decoded adds the `decoded` event: the request's events and bytes.
-func (r *requestSpan) decoded(b *batch) {
-	if r == nil || !r.span.IsRecording() {
+func (r requestSpan) decoded(b *batch) {
+	if r.span == nil || !r.span.IsRecording() {
 		return
 	}
 	r.span.SetAttributes(attribute.Int(tracing.AttrEvents, len(b.events)), attribute.Int(tracing.AttrRequestBytes, b.size))
@@ -112,8 +115,8 @@ func (r *requestSpan) decoded(b *batch) {
 }
 
 // fail ends the request as a whole-request failure f.
-func (r *requestSpan) fail(f *Failure) {
-	if r == nil || !r.span.IsRecording() {
+func (r requestSpan) fail(f *Failure) {
+	if r.span == nil || !r.span.IsRecording() {
 		return
 	}
 	r.span.SetAttributes(attribute.String(tracing.AttrOutcome, f.Reason.String()))
@@ -121,8 +124,8 @@ func (r *requestSpan) fail(f *Failure) {
 }
 
 // end ends the span, now.
-func (r *requestSpan) end() {
-	if r != nil {
+func (r requestSpan) end() {
+	if r.span != nil {
 		r.span.End()
 	}
 }

@@ -263,7 +263,7 @@ func (s *Service) webhookRoutes(next http.Handler) http.Handler {
 func (s *Service) serveWebhook(w http.ResponseWriter, r *http.Request) {
 	start := s.now()
 	ctx := r.Context()
-	var span *requestSpan
+	var span requestSpan
 	defer func() {
 		tracing.Observe(ctx, s.metrics.requestDuration.WithLabelValues("webhook"), s.now().Sub(start).Seconds())
 		span.end()
