@@ -589,6 +589,10 @@ func (c fileConfig) validateClient() error {
 	if err := c.validateTopics(); err != nil {
 		return err
 	}
+	// dlq replay traces with the file's tracing block.
+	if err := c.Tracing.Validate(); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
 	return c.validateLog()
 }
 
