@@ -592,7 +592,9 @@ trace_round() {
 			n=tr-$w-t$i-$round
 			record "$round" "tr.$w.t$i.cpu" "$(j "$n" '.watched_cpu_per_event_ns / 1000')"
 			record "$round" "tr.$w.t$i.p99" "$(j "$n" '.latency.p99_ns / 1e6')"
-			record "$round" "tr.$w.t$i.spans" "$(jq -r --argjson e "$(j "$n" .accepted)" '.spans / $e' "$WORK/otlp-$n.json")"
+			# The sink counts the warm-up's spans too (sluice_run warms the
+			# same gateway up with the gRPC load).
+			record "$round" "tr.$w.t$i.spans" "$(jq -r --argjson e "$(j "$n" .accepted)" --argjson w "$(j "warm-tr-$w-t$i-$round" .accepted)" '.spans / ($e + $w)' "$WORK/otlp-$n.json")"
 		done
 		for k in 1 2; do
 			record "$round" "tr.$w.r$k" "$(awk -v a="$(j "tr-$w-t$k-$round" .watched_cpu_per_event_ns)" -v b="$(j "tr-$w-t0-$round" .watched_cpu_per_event_ns)" 'BEGIN { print (b == 0 ? "nan" : a / b) }')"
@@ -633,7 +635,9 @@ traceparent, so the ratio alone decides), in an order that rotates with the roun
 over OTLP/HTTP to \`sluice loadgen serve-otlp\` on the load's CPU, which counts the spans and throws them away.
 CPU per event is the gateway's user+system CPU over the events accepted; each ratio is the median of per-round
 ratios of the same round's gateways (per round in brackets). Spans per event: the sink's count, after the
-gateway's shutdown flushed its batches, over the events accepted.
+gateway's shutdown flushed its batches, over the events accepted in the warm-up and the measurement; at 100%
+a gateway makes a send span per event and a server span per request (1.01 for gRPC, 1.1 for REST ×10), so
+less means spans the SDK's batcher dropped.
 EOF
 }
 
