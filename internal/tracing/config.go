@@ -24,6 +24,24 @@ type Config struct {
 	Exporter ExporterConfig `yaml:"exporter"`
 	// Sampler decides which new traces are kept.
 	Sampler SamplerConfig `yaml:"sampler"`
+	// Batch is the exporter's queue: ended spans wait in it for an export.
+	Batch BatchConfig `yaml:"batch"`
+}
+
+// BatchConfig bounds the spans waiting for an export. A span ended while
+// the queue is full is dropped: tracing never slows an event down. At
+// 100% sampling a gateway makes about one span per event and one per
+// request, so MaxQueue should hold what it ends in ScheduleDelay at its
+// peak rate.
+type BatchConfig struct {
+	// MaxQueue is the most ended spans held. Default 8192.
+	MaxQueue int `yaml:"max_queue"`
+	// MaxExport is the most spans one export carries. Default 512; at most
+	// MaxQueue.
+	MaxExport int `yaml:"max_export"`
+	// ScheduleDelay is the longest a span waits before an export starts
+	// (one starts sooner when MaxExport are waiting). Default 2s.
+	ScheduleDelay time.Duration `yaml:"schedule_delay"`
 }
 
 // ExporterConfig is the OTLP exporter: protocol, endpoint, transport
@@ -56,6 +74,7 @@ func NewDefaultConfig() Config {
 	return Config{
 		Exporter: ExporterConfig{Protocol: "grpc", Timeout: 10 * time.Second},
 		Sampler:  SamplerConfig{Ratio: 0.01},
+		Batch:    BatchConfig{MaxQueue: 8192, MaxExport: 512, ScheduleDelay: 2 * time.Second},
 	}
 }
 
@@ -77,6 +96,12 @@ func (c Config) Validate() error {
 		return fmt.Errorf("tracing.sampler.ratio: %v is not in [0, 1]", c.Sampler.Ratio)
 	case e.Insecure && e.TLS.On():
 		return errors.New("tracing.exporter.insecure: set with tls: choose one")
+	case c.Batch.MaxQueue <= 0:
+		return errors.New("tracing.batch.max_queue: must be > 0")
+	case c.Batch.MaxExport <= 0 || c.Batch.MaxExport > c.Batch.MaxQueue:
+		return fmt.Errorf("tracing.batch.max_export: %d is not in [1, max_queue %d]", c.Batch.MaxExport, c.Batch.MaxQueue)
+	case c.Batch.ScheduleDelay <= 0:
+		return errors.New("tracing.batch.schedule_delay: must be > 0")
 	}
 	if e.Protocol == "http" {
 		u, err := url.Parse(e.Endpoint)

@@ -46,7 +46,11 @@ func New(ctx context.Context, cfg Config, role string) (*Provider, error) {
 		attrs = append(attrs, attribute.String(k, cfg.Resource[k]))
 	}
 	sdk := sdktrace.NewTracerProvider(
-		sdktrace.WithBatcher(exp),
+		sdktrace.WithBatcher(exp,
+			sdktrace.WithMaxQueueSize(cfg.Batch.MaxQueue),
+			sdktrace.WithMaxExportBatchSize(cfg.Batch.MaxExport),
+			sdktrace.WithBatchTimeout(cfg.Batch.ScheduleDelay),
+			sdktrace.WithExportTimeout(cfg.Exporter.Timeout)),
 		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(cfg.Sampler.Ratio))),
 		sdktrace.WithResource(resource.NewSchemaless(attrs...)),
 	)

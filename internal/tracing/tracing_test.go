@@ -49,6 +49,10 @@ func TestValidate(t *testing.T) {
 			c.Exporter.Protocol, c.Exporter.Endpoint, c.Exporter.Insecure = "http", "http://collector:4318", true
 		}), ""},
 		{"empty resource key", on(func(c *Config) { c.Resource = map[string]string{"": "x"} }), "tracing.resource"},
+		{"no queue", on(func(c *Config) { c.Batch.MaxQueue = 0 }), "tracing.batch.max_queue"},
+		{"export over queue", on(func(c *Config) { c.Batch.MaxExport = c.Batch.MaxQueue + 1 }), "tracing.batch.max_export"},
+		{"no export", on(func(c *Config) { c.Batch.MaxExport = 0 }), "tracing.batch.max_export"},
+		{"no delay", on(func(c *Config) { c.Batch.ScheduleDelay = 0 }), "tracing.batch.schedule_delay"},
 		{"tls file missing", on(func(c *Config) { c.Exporter.TLS.CAFile = "/nonexistent/ca.pem" }), "tracing.exporter.tls.ca_file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -158,10 +162,13 @@ func FuzzFromHeaders(f *testing.F) {
 	})
 }
 
-// TestExportOverHTTP: an enabled provider sends a sampled span, parented
+// TestExportOverHTTP: an enabled provider sends sampled spans, parented
 // on a caller's traceparent, to an OTLP/HTTP endpoint (a loopback server
-// that decodes the request), with the resource it was given.
+// that decodes the request), with the resource it was given, in exports
+// of the batch block's size even where the OTEL_BSP_* environment says
+// otherwise.
 func TestExportOverHTTP(t *testing.T) {
+	t.Setenv("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "512")
 	var mu sync.Mutex
 	var got []*collectortrace.ExportTraceServiceRequest
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -184,13 +191,16 @@ func TestExportOverHTTP(t *testing.T) {
 	cfg.Exporter.Protocol, cfg.Exporter.Endpoint, cfg.Exporter.Insecure = "http", srv.URL, true
 	cfg.Resource = map[string]string{"deployment.environment": "test"}
 	cfg.Sampler.Ratio = 0 // only the caller's sampled flag keeps a trace
+	cfg.Batch.MaxExport = 1
 	p, err := New(context.Background(), cfg, "gateway")
 	if err != nil {
 		t.Fatal(err)
 	}
 	tracer := p.TracerProvider().Tracer("test")
-	_, kept := tracer.Start(FromHeaders(context.Background(), sampledParent, ""), "kept")
-	kept.End()
+	for range 3 {
+		_, kept := tracer.Start(FromHeaders(context.Background(), sampledParent, ""), "kept")
+		kept.End()
+	}
 	_, dropped := tracer.Start(context.Background(), "dropped")
 	dropped.End()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -203,6 +213,7 @@ func TestExportOverHTTP(t *testing.T) {
 	defer mu.Unlock()
 	var names []string
 	for _, req := range got {
+		inRequest := 0
 		for _, rs := range req.ResourceSpans {
 			res := map[string]string{}
 			for _, kv := range rs.Resource.Attributes {
@@ -214,15 +225,19 @@ func TestExportOverHTTP(t *testing.T) {
 			for _, ss := range rs.ScopeSpans {
 				for _, sp := range ss.Spans {
 					names = append(names, sp.Name)
+					inRequest++
 					if sp.Name == "kept" && (trace.TraceID(sp.TraceId).String() != sampledParent[3:35] || trace.SpanID(sp.ParentSpanId).String() != sampledParent[36:52]) {
 						t.Errorf("span kept: trace %x parent %x, want the caller's", sp.TraceId, sp.ParentSpanId)
 					}
 				}
 			}
 		}
+		if inRequest > cfg.Batch.MaxExport {
+			t.Errorf("an export of %d spans, over batch.max_export %d", inRequest, cfg.Batch.MaxExport)
+		}
 	}
-	if len(names) != 1 || names[0] != "kept" {
-		t.Fatalf("exported spans %v, want [kept]", names)
+	if strings.Join(names, " ") != "kept kept kept" {
+		t.Fatalf("exported spans %v, want [kept kept kept]", names)
 	}
 }
 
