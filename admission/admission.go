@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/sluicehq/sluice/buffer"
 	"github.com/sluicehq/sluice/internal/share"
@@ -81,6 +82,8 @@ type Admission struct {
 	kafka kafka
 	spool *buffer.Spool // nil: DIRECT only, failures are answered
 	log   *slog.Logger
+	// tracer makes the `spool append` spans (tracing.go); nil for none.
+	tracer trace.Tracer
 
 	beforeFallback func() // options.beforeFallback
 
@@ -121,7 +124,7 @@ func newAdmission(cfg Config, kafka kafka, spool *buffer.Spool, opts ...Option) 
 	}
 	a := &Admission{
 		cfg: cfg, kafka: kafka, spool: spool, log: o.logger, beforeFallback: o.beforeFallback,
-		closed: make(chan struct{}),
+		closed: make(chan struct{}), tracer: o.tracer,
 	}
 	a.metrics = newMetrics(func() float64 { return float64(a.Mode()) }, a.rate.get)
 	a.state.log, a.state.switches = o.logger, a.metrics.switches
@@ -155,6 +158,7 @@ func newAdmission(cfg Config, kafka kafka, spool *buffer.Spool, opts ...Option) 
 	ctx, cancel := context.WithCancel(context.Background())
 	a.drainer, a.stopDrain = newDrainer(cfg, kafka, spool, &a.state, &a.rate, o.logger, a.metrics), cancel
 	a.drainer.shares = a.shares
+	a.drainer.tracer = o.tracer
 	go a.drainer.run(ctx)
 	return a, nil
 }
@@ -278,7 +282,7 @@ func (a *Admission) Admit(ctx context.Context, records []*kgo.Record) []Admitted
 		a.state.toSpooling(switchInFlightBudget)
 	}
 	if a.spool != nil && a.Mode() == ModeSpooling {
-		a.spoolAll(ctx, records, out, all(len(records)))
+		a.spoolTraced(ctx, records, out, all(len(records)))
 		a.state.mu.RUnlock()
 		return out
 	}
@@ -318,7 +322,7 @@ func (a *Admission) Admit(ctx context.Context, records []*kgo.Record) []Admitted
 		// keys goes directly to Kafka past the spooled ones.
 		a.state.mu.RLock()
 		a.state.toSpooling(reasonOf(errs[retry[0]]))
-		a.spoolAll(ctx, records, out, retry)
+		a.spoolTraced(ctx, records, out, retry)
 		a.state.mu.RUnlock()
 	}
 	return out
@@ -353,6 +357,14 @@ func all(n int) []int {
 // after another. The first append that fails answers its records and every
 // later one with its error, so that none is spooled behind a refused one. A
 // record too large for the spool on its own is refused alone, permanently.
+// spoolTraced is spoolAll in a `spool append` span when the request's
+// span records.
+func (a *Admission) spoolTraced(ctx context.Context, records []*kgo.Record, out []Admitted, idx []int) {
+	span := a.startSpoolAppend(ctx, len(idx))
+	a.spoolAll(ctx, records, out, idx)
+	endSpoolAppend(span, out, idx)
+}
+
 func (a *Admission) spoolAll(ctx context.Context, records []*kgo.Record, out []Admitted, idx []int) {
 	buf, _ := a.encoded.Get().(*[]byte)
 	if buf == nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/sluicehq/sluice/buffer"
 	"github.com/sluicehq/sluice/internal/backoff"
@@ -112,6 +113,10 @@ type drainer struct {
 	shares   *spoolShares
 	given    buffer.Position
 	hasGiven bool
+
+	// tracer makes the `send` spans of sampled records (tracing.go); nil
+	// for none.
+	tracer trace.Tracer
 }
 
 func newDrainer(cfg Config, k kafka, spool *buffer.Spool, state *modeState, rate *drainRate, log *slog.Logger, m *metrics) *drainer {
@@ -392,6 +397,9 @@ type drainBatch struct {
 	// wait found published, in order.
 	charges   []spoolCharge
 	published int
+	// spans are the records' `send` spans, by record, or nil
+	// (startDrainSends).
+	spans []trace.Span
 }
 
 // read reads the next records of the spool, waiting for some under wait's
@@ -431,6 +439,7 @@ func (d *drainer) read(wait context.Context) (*drainBatch, error) {
 // ctx ends.
 func (d *drainer) hand(ctx context.Context, b *drainBatch) {
 	b.start = time.Now()
+	b.spans = d.startDrainSends(b.records)
 	b.sent = d.kafka.Send(ctx, b.records)
 	b.records = nil
 }
@@ -444,6 +453,8 @@ func (b *drainBatch) wait(ctx context.Context, timeout time.Duration) (int, buff
 	wctx, cancel := context.WithDeadline(ctx, b.start.Add(timeout))
 	errs := b.sent.Wait(wctx)
 	cancel()
+	endDrainSends(b.spans, errs)
+	b.spans = nil
 	for i, err := range errs {
 		if err != nil {
 			err = &spooledError{pos: b.entries[i].Pos, err: err}

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Option configures an Admission beyond its Config: what the caller's
@@ -20,6 +21,8 @@ type options struct {
 	// shares: see WithSourceShares; nil weights for none.
 	shareWeights  map[string]float64
 	shareReserved float64
+	// tracer: WithTracerProvider's; nil for none.
+	tracer trace.Tracer
 }
 
 type option struct{ fn func(*options) }

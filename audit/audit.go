@@ -95,6 +95,34 @@ type Row struct {
 	// replayed rows and for the written row of a replayed event.
 	ReplayID string
 	Actor    string
+	// TraceID is the W3C trace id (32 lowercase hex digits) of the trace
+	// the decision belongs to, "" when there is none: that of the
+	// traceparent on the record decided about (the caller's trace, or
+	// the gateway's when tracing is on), and on a replayed row that of
+	// the record the replay produced (the replay's trace when tracing
+	// records it, else the dead letter's). It is no part of Key: the same
+	// decision about the same record is one row whatever trace it names.
+	TraceID string
+}
+
+// ValidTraceID reports whether id is a trace id as Row keeps one: 32
+// lowercase hex digits, not all zero (W3C Trace Context), or empty.
+func ValidTraceID(id string) bool {
+	if id == "" {
+		return true
+	}
+	if len(id) != 32 {
+		return false
+	}
+	zero := true
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+		zero = zero && c == '0'
+	}
+	return !zero
 }
 
 // Writer records decisions that come with no sink write: a SQL sink in

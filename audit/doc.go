@@ -17,6 +17,12 @@
 // decisions are ordered by offset within the partition of their event's
 // key.
 //
+// A row's TraceID is the trace id of the traceparent on the record it
+// decided about (on a replayed row, the record the replay produced, which
+// carries the replay's trace when tracing records it), kept with tracing
+// off too, since the caller's traceparent is on the record; it is no part
+// of the Key.
+//
 // # Guarantees
 //
 //   - Two rows with the same Key are one decision. Rows are recorded at
@@ -24,7 +30,8 @@
 //     decision again): a table stores the first of each Key, and a reader
 //     of record.AuditTopic keeps the first of each.
 //   - ParseRecord never panics (fuzzed: FuzzParseDecision) and returns a
-//     row only with a valid Action and an event id.
+//     row only with a valid Action and an event id, and a TraceID that is
+//     one (ValidTraceID) or empty.
 //
 // # What it does not do
 //

@@ -3,6 +3,7 @@ package audit
 import (
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,7 +18,8 @@ func TestDecisionRoundTrip(t *testing.T) {
 	row := Row{Source: "shop", EventID: "order-1", Sequence: 7, Action: Parked,
 		At: time.Date(2026, 12, 1, 10, 0, 0, 123456789, time.UTC), Topic: "t.dlq", Partition: 2, Offset: 41,
 		EventType: "examples.shop.v1.OrderPlaced", Group: "g", Sink: "http", Class: "transient", Error: "503",
-		Attempt: 5, DLQRetries: 3, Retryable: true, Detail: "max_retries", ReplayID: "r1", Actor: "ops"}
+		Attempt: 5, DLQRetries: 3, Retryable: true, Detail: "max_retries", ReplayID: "r1", Actor: "ops",
+		TraceID: "4bf92f3577b34da6a3ce929d0e0e4736"}
 	rec, err := NewRecord(row)
 	if err != nil {
 		t.Fatal(err)
@@ -33,6 +35,26 @@ func TestDecisionRoundTrip(t *testing.T) {
 	want.Sequence = 0
 	if !got.At.Equal(want.At) || !reflect.DeepEqual(withoutAt(got), withoutAt(want)) {
 		t.Fatalf("read back %+v, want %+v", got, want)
+	}
+	if !strings.Contains(string(rec.Value), `"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736"`) {
+		t.Errorf("the record's JSON has no trace_id: %s", rec.Value)
+	}
+	// A row with no trace id writes none, and a record written before
+	// trace ids (no field) reads back with none.
+	row.TraceID = ""
+	if rec, err = NewRecord(row); err != nil || strings.Contains(string(rec.Value), "trace_id") {
+		t.Fatalf("a row without a trace id: %v %s", err, rec.Value)
+	}
+	if got, ok, err := ParseRecord(rec); err != nil || !ok || got.TraceID != "" {
+		t.Fatalf("read back %+v, %v, %v", got, ok, err)
+	}
+	// A trace id that is not one is dropped, the row kept.
+	for _, id := range []string{"4BF92F3577B34DA6A3CE929D0E0E4736", "00000000000000000000000000000000", "abc", "4bf92f3577b34da6a3ce929d0e0e4736\\n"} {
+		v := `{"kind":"decision","action":"written","source":"s","event_id":"e","trace_id":"` + id + `"}`
+		got, ok, err := ParseRecord(&kgo.Record{Value: []byte(v)})
+		if err != nil || !ok || got.TraceID != "" {
+			t.Errorf("trace id %q: read back %q, %v, %v; want the row without it", id, got.TraceID, ok, err)
+		}
 	}
 	for _, v := range []string{`{"kind":"replay","action":"replay.started"}`, `not json`, `{}`, `[]`} {
 		if _, err := record.ParseDecision(&kgo.Record{Value: []byte(v)}); !errors.Is(err, record.ErrNotDecision) {
@@ -63,10 +85,15 @@ func FuzzParseDecision(f *testing.F) {
 		`{"kind":"replay","action":"replay.started"}`,
 		`{"kind":"decision","at":"bad"}`,
 		`{"kind":"decision","kind":"replay"}`,
+		`{"kind":"decision","action":"parked","source":"s","event_id":"e","trace_id":"4bf92f3577b34da6a3ce929d0e0e4736"}`,
+		`{"kind":"decision","action":"parked","source":"s","event_id":"e","trace_id":"\u0000x"}`,
 	} {
 		f.Add([]byte(v))
 	}
 	f.Fuzz(func(t *testing.T, v []byte) {
+		if row, ok, err := ParseRecord(&kgo.Record{Value: v}); err == nil && ok && !ValidTraceID(row.TraceID) {
+			t.Fatalf("ParseRecord kept trace id %q", row.TraceID)
+		}
 		d, err := record.ParseDecision(&kgo.Record{Value: v})
 		if err != nil {
 			return
@@ -96,4 +123,20 @@ func FuzzParseDecision(f *testing.F) {
 func withoutAt(r Row) Row {
 	r.At = time.Time{}
 	return r
+}
+
+func TestValidTraceID(t *testing.T) {
+	for id, want := range map[string]bool{
+		"":                                  true,
+		"4bf92f3577b34da6a3ce929d0e0e4736":  true,
+		"4bf92f3577b34da6a3ce929d0e0e473":   false,
+		"4bf92f3577b34da6a3ce929d0e0e47360": false,
+		"4BF92F3577B34DA6A3CE929D0E0E4736":  false,
+		"00000000000000000000000000000000":  false,
+		"4bf92f3577b34da6a3ce929d0e0e473g":  false,
+	} {
+		if got := ValidTraceID(id); got != want {
+			t.Errorf("ValidTraceID(%q) = %v, want %v", id, got, want)
+		}
+	}
 }

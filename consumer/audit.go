@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluicehq/sluice/audit"
+	"github.com/sluicehq/sluice/internal/tracing"
 	"github.com/sluicehq/sluice/record"
 	"github.com/sluicehq/sluice/sink"
 )
@@ -94,10 +95,12 @@ func (d *deliverer) auditWritten(ctx context.Context, events []sink.Event, confl
 }
 
 // decisionRow is the row of a decision about r, with the envelope env
-// of its dead letter, located at r's coordinates; false when r has no
-// identity to file it under (no sluice-source or sluice-event-id header).
+// of its dead letter, located at r's coordinates, with the trace id of
+// r's traceparent (a DLQ record keeps its source record's); false when r
+// has no identity to file it under (no sluice-source or sluice-event-id
+// header).
 func (d *deliverer) decisionRow(action audit.Action, r *kgo.Record, env *record.Envelope) (audit.Row, bool) {
-	source, id, typ := identityOf(r)
+	source, id, typ, traceparent := identityOf(r)
 	if source == "" || id == "" {
 		return audit.Row{}, false
 	}
@@ -106,7 +109,7 @@ func (d *deliverer) decisionRow(action audit.Action, r *kgo.Record, env *record.
 		Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, EventType: typ,
 		Group: d.cfg.Group, Sink: d.sink.Name(),
 		Class: env.Class, Error: env.Error, Attempt: env.Attempts, Retryable: env.Retryable,
-		DLQRetries: env.DLQRetries, Detail: env.ParkedReason,
+		DLQRetries: env.DLQRetries, Detail: env.ParkedReason, TraceID: tracing.TraceIDOf(traceparent),
 	}, true
 }
 
@@ -139,11 +142,13 @@ func (d *deliverer) auditRetried(ctx context.Context, r *kgo.Record, env *record
 	d.audit(ctx, row)
 }
 
-// identityOf reads the first sluice-source, sluice-event-id and
-// sluice-event-type headers of r as they are: a record that does not
-// parse (record.ClassDecode) is still filed under the identity it names.
-func identityOf(r *kgo.Record) (source, id, typ string) {
-	var seen [3]bool
+// identityOf reads the first sluice-source, sluice-event-id,
+// sluice-event-type and traceparent headers of r as they are: a record
+// that does not parse (record.ClassDecode) is still filed under the
+// identity it names, and tracing.TraceIDOf reads only a traceparent that
+// is one.
+func identityOf(r *kgo.Record) (source, id, typ, traceparent string) {
+	var seen [4]bool
 	for _, h := range r.Headers {
 		switch {
 		case h.Key == record.HeaderSource && !seen[0]:
@@ -152,7 +157,9 @@ func identityOf(r *kgo.Record) (source, id, typ string) {
 			id, seen[1] = string(h.Value), true
 		case h.Key == record.HeaderEventType && !seen[2]:
 			typ, seen[2] = string(h.Value), true
+		case h.Key == record.HeaderTraceparent && !seen[3]:
+			traceparent, seen[3] = string(h.Value), true
 		}
 	}
-	return source, id, typ
+	return source, id, typ, traceparent
 }

@@ -3,6 +3,7 @@ package consumer
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/sluicehq/sluice/audit"
 	"github.com/sluicehq/sluice/consumer/dlq"
+	"github.com/sluicehq/sluice/internal/tracing"
 	"github.com/sluicehq/sluice/record"
 	"github.com/sluicehq/sluice/sink"
 )
@@ -130,11 +132,13 @@ func runAuditTrail(t *testing.T, table tableSink) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	v := logLine(t)
+	// Each record carries a traceparent of its own but poison, whose is
+	// malformed: every row keeps its record's trace id, poison's none.
 	produce(t, addrs,
-		eventRecord(t, testTopic, "good", "good", v),
-		eventRecord(t, testTopic, "poison", "poison", []byte{0xff, 0xff, 0xff}),
-		eventRecord(t, testTopic, "flaky", "flaky", v),
-		eventRecord(t, testTopic, "doomed", "doomed", v),
+		withTraceparent(eventRecord(t, testTopic, "good", "good", v), traceparentOf("good")),
+		withTraceparent(eventRecord(t, testTopic, "poison", "poison", []byte{0xff, 0xff, 0xff}), "00-not-a-traceparent"),
+		withTraceparent(eventRecord(t, testTopic, "flaky", "flaky", v), traceparentOf("flaky")),
+		withTraceparent(eventRecord(t, testTopic, "doomed", "doomed", v), traceparentOf("doomed")),
 	)
 	s := &flakyTable{tableSink: table}
 	s.fail("flaky", "doomed")
@@ -224,6 +228,17 @@ func runAuditTrail(t *testing.T, table tableSink) {
 			if r.Sequence != int64(i+1) || r.Source != "test" || r.EventID != id || r.EventType != testType || !decider || r.At.IsZero() {
 				t.Errorf("trail of %s, row %d: %+v", id, i, r)
 			}
+			// Every row has the record's trace id, the replayed row
+			// (consumer/dlq's) and the written row of the replayed
+			// record too: with no tracer, the replay keeps the dead
+			// letter's traceparent.
+			wantTrace := traceIDOf(id)
+			if id == "poison" {
+				wantTrace = ""
+			}
+			if r.TraceID != wantTrace {
+				t.Errorf("trail of %s, row %d: trace id %q, want %q", id, i, r.TraceID, wantTrace)
+			}
 			switch r.Action {
 			case audit.DeadLettered, audit.Parked:
 				// Attempts only grow; the error is the envelope's.
@@ -291,10 +306,16 @@ func TestAuditTrailToTopic(t *testing.T) {
 	defer h.Close()
 	v := logLine(t)
 	var recs []*kgo.Record
+	wantTrace := map[string]string{"poison": traceIDOf("poison")}
 	for i := range 6 {
-		recs = append(recs, eventRecord(t, testTopic, fmt.Sprintf("h%d", i), fmt.Sprintf("k%d", i), v))
+		id := fmt.Sprintf("h%d", i)
+		rec := eventRecord(t, testTopic, id, fmt.Sprintf("k%d", i), v)
+		if i%2 == 0 { // the others have no traceparent, and no trace id
+			rec, wantTrace[id] = withTraceparent(rec, traceparentOf(id)), traceIDOf(id)
+		}
+		recs = append(recs, rec)
 	}
-	recs = append(recs, eventRecord(t, testTopic, "poison", "kp", []byte{0xff}))
+	recs = append(recs, withTraceparent(eventRecord(t, testTopic, "poison", "kp", []byte{0xff}), traceparentOf("poison")))
 	produce(t, addrs, recs...)
 	r := start(t, testConfig("audit-http"), addrs, h)
 	decisions := map[string]record.Decision{}
@@ -335,7 +356,26 @@ func TestAuditTrailToTopic(t *testing.T) {
 		if id == "poison" && (d.Class != record.ClassDecode || d.Retryable || d.Error == "") {
 			t.Errorf("dead_lettered decision %+v", d)
 		}
+		if d.TraceID != wantTrace[id] {
+			t.Errorf("decision about %s: trace id %q, want %q", id, d.TraceID, wantTrace[id])
+		}
 	}
+}
+
+// traceIDOf is the trace id traceparentOf gives the event id.
+func traceIDOf(id string) string {
+	return tracing.TraceIDOf(traceparentOf(id))
+}
+
+// traceparentOf is a sampled traceparent whose trace id is made of id.
+func traceparentOf(id string) string {
+	sum := sha256.Sum256([]byte(id))
+	return fmt.Sprintf("00-%x-%x-01", sum[:16], sum[16:24])
+}
+
+func withTraceparent(r *kgo.Record, tp string) *kgo.Record {
+	r.Headers = append(r.Headers, kgo.RecordHeader{Key: record.HeaderTraceparent, Value: []byte(tp)})
+	return r
 }
 
 // failingAuditor is a table sink whose Audit fails with err, counting its

@@ -129,6 +129,7 @@ func New(cfg Config, versions *contract.Versions, s sink.Sink, kopts []kgo.Opt, 
 		log:      c.log,
 		m:        c.m,
 		run:      c,
+		tracer:   newTracer(o.tracerProvider, cfg.Group, s.Name()),
 	}
 	d.breaker = breaker.New(breaker.Config{
 		Window:       cfg.Breaker.Window,

@@ -62,8 +62,14 @@ func (d *deliverer) deadLetter(ctx context.Context, j *job, f *failure) {
 		env.ParkedReason = park
 		env.Retryable = false
 	}
-	topic, env, err := d.deadLetters.Send(ctx, topic, j.rec, env)
+	// The dead letter keeps its record's headers, traceparent included:
+	// its span is a child of the record's, and a drain or a replay
+	// continues the event's own trace.
+	sctx, span := d.tracer.startDeadLetter(ctx, j, topic, &env)
+	topic, env, err := d.deadLetters.Send(sctx, topic, j.rec, env)
+	endDeadLetter(span, topic, &env, err)
 	if err != nil {
+		d.tracer.endProcess(j, outcomeAbandoned, err)
 		if dle, ok := errors.AsType[*dlq.DeadLetterError](err); ok {
 			// Abandon j's partition, so that later records of j's key
 			// are not written ahead of it, and stop.
@@ -79,7 +85,7 @@ func (d *deliverer) deadLetter(ctx context.Context, j *job, f *failure) {
 	}
 	d.m.deadLetters.WithLabelValues(topic, kind, env.Class).Inc()
 	d.auditDeadLetter(ctx, j.rec, &env)
-	d.finished(j, kind)
+	d.finished(j, kind, f.err)
 	d.log.Info("dead-lettered", "topic", topic, "event_topic", j.rec.Topic, "partition", j.rec.Partition,
 		"offset", j.rec.Offset, "class", env.Class, "err", env.Error, "parked_reason", env.ParkedReason)
 	d.run.finish(j, true)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluicehq/sluice/consumer/dlq"
 	"github.com/sluicehq/sluice/contract"
+	"github.com/sluicehq/sluice/internal/tracing"
 	"github.com/sluicehq/sluice/record"
 	"github.com/sluicehq/sluice/sink"
 )
@@ -37,7 +38,8 @@ func (e *decodeError) Unwrap() error { return e.Err }
 // names when versions keeps it, else the newest when that reads the value
 // without loss), rendered as protojson and fingerprinted (sink.Fingerprint
 // of its deterministic protobuf encoding, so that another encoding of the
-// same message has the same fingerprint). The contract's rules are not
+// same message has the same fingerprint); its traceparent gives it its
+// TraceID (none without a valid one). The contract's rules are not
 // evaluated again: the gateway did before publishing, and the consumer's
 // job is to deliver. topic names the source topic (for a DLQ record, the
 // original one); the record's own partition and offset are kept. It is
@@ -82,6 +84,7 @@ func decode(versions *contract.Versions, topic string, r *kgo.Record) (_ sink.Ev
 		Offset:             r.Offset,
 		ReplayID:           h.ReplayID,
 		ReplayActor:        h.ReplayActor,
+		TraceID:            tracing.TraceIDOf(h.Traceparent),
 	}, kept, nil
 }
 

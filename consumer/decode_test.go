@@ -81,3 +81,53 @@ func TestDecodeFingerprint(t *testing.T) {
 		})
 	}
 }
+
+// TestDecodeTraceID: the event's TraceID is its record's traceparent's
+// trace id, none when the record has no traceparent or a malformed one.
+func TestDecodeTraceID(t *testing.T) {
+	versions := testVersions(t)
+	for _, tc := range []struct{ traceparent, want string }{
+		{"", ""},
+		{"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "4bf92f3577b34da6a3ce929d0e0e4736"},
+		{"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00", "4bf92f3577b34da6a3ce929d0e0e4736"},
+		{"00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01", ""},
+		{"00-00000000000000000000000000000000-00f067aa0ba902b7-01", ""},
+		{"not a traceparent", ""},
+	} {
+		r := eventRecord(t, testTopic, "e1", "k", logLine(t))
+		if tc.traceparent != "" {
+			r = withTraceparent(r, tc.traceparent)
+		}
+		ev, err := Decode(versions, testTopic, r)
+		if err != nil {
+			t.Fatalf("%q: %v", tc.traceparent, err)
+		}
+		if ev.TraceID != tc.want {
+			t.Errorf("traceparent %q: TraceID %q, want %q", tc.traceparent, ev.TraceID, tc.want)
+		}
+	}
+}
+
+// BenchmarkDecode: what reading the trace id adds to a record's decode,
+// without and with a traceparent.
+func BenchmarkDecode(b *testing.B) {
+	versions := testVersions(b)
+	v := logLine(b)
+	for _, tc := range []struct{ name, traceparent string }{
+		{"traceparent=none", ""},
+		{"traceparent=valid", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			r := eventRecord(b, testTopic, "e1", "k", v)
+			if tc.traceparent != "" {
+				r = withTraceparent(r, tc.traceparent)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Decode(versions, testTopic, r); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -5,11 +5,14 @@ import (
 	"log/slog"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+
 	"github.com/sluicehq/sluice/audit"
 	"github.com/sluicehq/sluice/consumer/dlq"
 	"github.com/sluicehq/sluice/contract"
 	"github.com/sluicehq/sluice/internal/backoff"
 	"github.com/sluicehq/sluice/internal/breaker"
+	"github.com/sluicehq/sluice/internal/tracing"
 	"github.com/sluicehq/sluice/sink"
 )
 
@@ -41,6 +44,8 @@ type deliverer struct {
 	sinkAudits        bool
 	// run ends jobs and stops Run.
 	run runner
+	// tracer starts the spans of records, writes and dead letters.
+	tracer *tracer
 }
 
 // runner is what the deliverer needs of the consumer that runs it.
@@ -64,6 +69,7 @@ func (d *deliverer) process(batch []*job) {
 	events := make([]sink.Event, 0, len(batch))
 	jobs := make([]*job, 0, len(batch))
 	for _, j := range batch {
+		d.tracer.startProcess(ctx, j)
 		topic := j.rec.Topic
 		if j.part.dlq {
 			var ok bool
@@ -118,14 +124,14 @@ func (d *deliverer) deliver(ctx context.Context, jobs []*job, events []sink.Even
 			d.abandonJobs(jobs)
 			return
 		}
-		conflicts, err := d.write(ctx, events)
+		conflicts, err := d.write(ctx, jobs, events, budget.attempts+1)
 		if err == nil {
 			d.breaker.Record(false)
-			d.reportConflicts(name, events, conflicts)
-			d.observeEndToEnd(drain, events)
+			d.reportConflicts(name, jobs, events, conflicts)
+			d.observeEndToEnd(drain, jobs, events)
 			d.auditWritten(ctx, events, conflicts)
 			for _, j := range jobs {
-				d.finished(j, outcomeWritten)
+				d.finished(j, outcomeWritten, nil)
 				d.run.finish(j, true)
 			}
 			return
@@ -158,6 +164,7 @@ func (d *deliverer) deliver(ctx context.Context, jobs []*job, events []sink.Even
 			return
 		}
 		d.m.retries.WithLabelValues(name).Inc()
+		retried(jobs, class, budget.attempts)
 		select {
 		case <-d.clock.After(d.backoff(budget.attempts, retryAfter)):
 		case <-ctx.Done():
@@ -165,21 +172,25 @@ func (d *deliverer) deliver(ctx context.Context, jobs []*job, events []sink.Even
 	}
 }
 
-// write makes one Sink.Write of events, bounded by WriteTimeout, and
-// observes its latency.
-func (d *deliverer) write(ctx context.Context, events []sink.Event) ([]sink.Conflict, error) {
+// write makes one Sink.Write of the events of jobs, the attempt-th of
+// this batch, bounded by WriteTimeout, in a `sink write` span when one of
+// jobs records, and observes its latency (with the span's trace id as an
+// exemplar).
+func (d *deliverer) write(ctx context.Context, jobs []*job, events []sink.Event, attempt int) ([]sink.Conflict, error) {
+	sctx, span := d.tracer.startWrite(ctx, jobs, attempt)
 	start := time.Now()
-	wctx, cancel := context.WithTimeout(ctx, d.cfg.WriteTimeout)
+	wctx, cancel := context.WithTimeout(sctx, d.cfg.WriteTimeout)
 	conflicts, err := d.sink.Write(wctx, events)
 	cancel()
-	d.m.sinkLatency.WithLabelValues(d.sink.Name()).Observe(time.Since(start).Seconds())
+	tracing.Observe(sctx, d.m.sinkLatency.WithLabelValues(d.sink.Name()), time.Since(start).Seconds())
+	endWrite(span, len(conflicts), err)
 	return conflicts, err
 }
 
-// observeEndToEnd observes, for each event just written, the time since
-// the gateway ingested it. Drained events are observed apart: their age is
-// their failures', not the pipeline's.
-func (d *deliverer) observeEndToEnd(drain bool, events []sink.Event) {
+// observeEndToEnd observes, for each event of jobs just written, the time
+// since the gateway ingested it. Drained events are observed apart: their
+// age is their failures', not the pipeline's.
+func (d *deliverer) observeEndToEnd(drain bool, jobs []*job, events []sink.Event) {
 	route := routeDirect
 	if drain {
 		route = routeDLQ
@@ -188,23 +199,29 @@ func (d *deliverer) observeEndToEnd(drain bool, events []sink.Event) {
 	now := d.clock.Now()
 	for i := range events {
 		if at := events[i].IngestedAt; !at.IsZero() {
-			h.Observe(max(0, now.Sub(at).Seconds()))
+			jobs[i].observe(h, max(0, now.Sub(at).Seconds()))
 		}
 	}
 }
 
 // finished counts j's outcome in sluice_consumer_events_total and, for a
-// record of a drain pass, in sluice_consumer_dlq_drained_total.
-func (d *deliverer) finished(j *job, outcome string) {
+// record of a drain pass, in sluice_consumer_dlq_drained_total, and ends
+// j's span with it; err is why j failed, nil when it did not.
+func (d *deliverer) finished(j *job, outcome string, err error) {
 	d.m.events.WithLabelValues(outcome).Inc()
 	if j.part.dlq {
 		d.m.drained.WithLabelValues(outcome).Inc()
 	}
+	if outcome == outcomeWritten && j.conflict {
+		outcome = outcomeConflict
+	}
+	d.tracer.endProcess(j, outcome, err)
 }
 
 // abandonJobs finishes jobs unwritten: their offsets are not committed.
 func (d *deliverer) abandonJobs(jobs []*job) {
 	for _, j := range jobs {
+		d.tracer.endProcess(j, outcomeAbandoned, nil)
 		d.run.finish(j, false)
 	}
 }
@@ -256,13 +273,17 @@ func (d *deliverer) spent(b *retryBudget, drain bool) bool {
 // reportConflicts counts and logs the conflicts a write reported: events
 // whose identity the sink held with another payload. The sink kept what it
 // held and recorded the copy, so their jobs finish as written.
-func (d *deliverer) reportConflicts(name string, events []sink.Event, conflicts []sink.Conflict) {
+func (d *deliverer) reportConflicts(name string, jobs []*job, events []sink.Event, conflicts []sink.Conflict) {
 	for _, cf := range conflicts {
 		if cf.Index < 0 || cf.Index >= len(events) {
 			d.log.Error("sink reported a conflict outside its batch", "sink", name, "index", cf.Index, "batch", len(events))
 			continue
 		}
 		e := &events[cf.Index]
+		if j := jobs[cf.Index]; j.span != nil {
+			j.conflict = true
+			j.event("conflict", attribute.String(attrStoredFingerprint, cf.StoredFingerprint))
+		}
 		d.m.sinkConflicts.WithLabelValues(name, e.Source).Inc()
 		d.log.Warn("sink conflict: identity held with another payload, the first kept", "sink", name,
 			"source", e.Source, "id", e.ID, "payload_fingerprint", e.PayloadFingerprint,

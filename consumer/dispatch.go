@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/sluicehq/sluice/record"
 )
@@ -22,6 +23,13 @@ type job struct {
 	source string
 	// env is the envelope of a DLQ record being drained; nil otherwise.
 	env *record.Envelope
+	// span is the record's `process {topic}` span while it records, from
+	// the deliverer's process to its end (tracer.endProcess); nil when
+	// tracing is off or the record is not sampled.
+	span trace.Span
+	// conflict is set when the sink held j's event with another payload
+	// (its span's outcome); only while span records.
+	conflict bool
 }
 
 // keyQueue holds the jobs of one key in offset order; jobs[0] is running

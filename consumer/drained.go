@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/sluicehq/sluice/consumer/dlq"
 	"github.com/sluicehq/sluice/record"
@@ -52,17 +53,22 @@ func (d *deliverer) checkDrained(source string, r *kgo.Record, env *record.Envel
 func (d *deliverer) admitDrained(ctx context.Context, j *job) (topic string, ok bool) {
 	env, err := record.ParseEnvelope(j.rec)
 	if err != nil {
+		j.event("refused", attribute.String(attrDLQReason, record.ParkedUnreadable))
 		// A DLQ record sluice did not write: park it rather than loop on
 		// it.
 		d.deadLetter(ctx, j, &failure{class: record.ClassDecode, err: err, park: record.ParkedUnreadable})
 		return "", false
 	}
 	if !env.Retryable {
-		d.finished(j, outcomeSkipped)
+		j.event("skipped", attribute.String(attrDLQClass, env.Class))
+		d.finished(j, outcomeSkipped, nil)
 		d.run.finish(j, true)
 		return "", false
 	}
 	j.env = &env
+	if j.span != nil {
+		j.span.SetAttributes(attribute.Int(attrDLQRetries, env.DLQRetries), attribute.String(attrDLQClass, env.Class))
+	}
 	// The envelope is anyone's who may write the DLQ topic: the source
 	// topic is the DLQ topic's own.
 	topic = record.SourceOf(j.rec.Topic)
@@ -70,10 +76,12 @@ func (d *deliverer) admitDrained(ctx context.Context, j *job) (topic string, ok 
 		if f.park != "" {
 			d.m.drainRefused.WithLabelValues(j.rec.Topic, f.park).Inc()
 		}
+		j.event("refused", attribute.String(attrDLQClass, f.class), attribute.String(attrDLQReason, f.park))
 		d.deadLetter(ctx, j, f)
 		return "", false
 	}
 	if err := d.run.pace(ctx, j.source); err != nil {
+		d.tracer.endProcess(j, outcomeAbandoned, nil)
 		d.run.finish(j, false)
 		return "", false
 	}

@@ -4,6 +4,8 @@ import (
 	"log/slog"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 )
 
 // Option changes a default of New.
@@ -16,12 +18,16 @@ type options struct {
 	// sources are the configured source names, the values of the source
 	// label.
 	sources []string
+	// tracerProvider traces records; the no-op provider by default.
+	tracerProvider trace.TracerProvider
 }
 
 func defaultOptions() options {
 	return options{
 		logger: slog.Default(),
 		clock:  systemClock{},
+
+		tracerProvider: noop.NewTracerProvider(),
 	}
 }
 
@@ -78,4 +84,16 @@ func sourceLabels(names []string) func(string) string {
 		}
 		return otherSource
 	}
+}
+
+// WithTracerProvider traces records with tp: a `process {topic}` span per
+// record, a `sink write {sink}` span per batch write and a span per dead
+// letter. By default, and with a nil tp, the no-op provider: no span is
+// started and no record's headers are read for its trace context.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return optionFunc(func(o *options) {
+		if tp != nil {
+			o.tracerProvider = tp
+		}
+	})
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluicehq/sluice/gateway/cloudevents"
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
+	"github.com/sluicehq/sluice/internal/tracing"
 	"github.com/sluicehq/sluice/record"
 )
 
@@ -51,7 +52,7 @@ func (s *Service) cloudEventsLimits(body int) cloudevents.Limits {
 // serveCloudEvents is POST /v1/cloudevents. The events may share the
 // body's bytes, so its memory is held until the answer.
 func (s *Service) serveCloudEvents() runtime.HandlerFunc {
-	return s.serveBatch("cloudevents", false, func(src *source, h http.Header, body []byte) (*batch, *Failure) {
+	return s.serveBatch("cloudevents", spanCloudEvents, false, func(src *source, h http.Header, body []byte) (*batch, *Failure) {
 		return s.cloudEventsBatch(src, h, body, s.now(), nil)
 	})
 }
@@ -90,6 +91,14 @@ func (s *Service) cloudEventsBatch(src *source, h http.Header, body []byte, at t
 			headers = append(headers, cloudevents.RecordHeaders(e)...)
 		}
 		b.extra = append(b.extra, headers)
+		if tp, ok := e.Extensions[tracing.HeaderTraceparent]; ok && s.tracing {
+			// Its distributed tracing extension: a link of its `send`
+			// span, when that records.
+			if b.links == nil {
+				b.links = make([]string, len(d.Events))
+			}
+			b.links[i] = tp
+		}
 	}
 	return b, nil
 }

@@ -19,6 +19,9 @@ type batch struct {
 	// besides its own (a webhook's body and signature, CloudEvents'
 	// ce_* headers).
 	extra [][]kgo.RecordHeader
+	// links is nil, or len(events): a CloudEvent's distributed tracing
+	// extension (its own traceparent) at i, for its `send` span's link.
+	links []string
 	// paid is the reservation of the request's bytes from its source's
 	// bytes_rate bucket taken before the body was read (source.prepay),
 	// or nil.

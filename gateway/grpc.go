@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluicehq/sluice/gateway/envelope"
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
+	"github.com/sluicehq/sluice/internal/tracing"
 )
 
 // gRPC: sluice serves sluice.ingest.v1.IngestService with a ServiceDesc of
@@ -212,17 +213,22 @@ func (s *Service) prepayMessage(src *source) func(int) (*rate.Reservation, *Fail
 
 // publishUnary serves Publish: one request message, one answer.
 func (s *Service) publishUnary(stream grpc.ServerStream) error {
-	ctx := stream.Context()
 	start := s.now()
-	defer func() { s.metrics.requestDuration.WithLabelValues("grpc").Observe(s.now().Sub(start).Seconds()) }()
+	ctx, span := s.startRequest(stream.Context(), spanPublish, "grpc", nil)
+	defer func() {
+		tracing.Observe(ctx, s.metrics.requestDuration.WithLabelValues("grpc"), s.now().Sub(start).Seconds())
+		span.end()
+	}()
 	fail := func(f *Failure) error {
 		s.metrics.requests.WithLabelValues("grpc", f.Reason.String()).Inc()
+		span.fail(f)
 		return f
 	}
 	src, f := s.source(ctx)
 	if f != nil {
 		return fail(f)
 	}
+	span.source(src)
 	// The message's size is not known before it arrives: the largest's
 	// charge is taken, and the rest handed back once it is in.
 	coding := callCoding(ctx)
@@ -242,8 +248,10 @@ func (s *Service) publishUnary(stream grpc.ServerStream) error {
 		return fail(in.failure)
 	}
 	hold.shrink(requestCost(in.batch.size))
+	span.decoded(in.batch)
 	resp, f := s.publishBatch(ctx, "grpc", src, in.batch)
 	if f != nil {
+		span.fail(f)
 		return f // counted by publishBatch
 	}
 	return stream.SendMsg(resp)

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
@@ -88,6 +89,9 @@ type harnessOpts struct {
 	// realKafka publishes to SLUICE_KAFKA_BROKERS, on topics of the test's
 	// own, and skips the test when it is not set.
 	realKafka bool
+	// tracer, when set, is the tracer provider of the producer, admission
+	// and the gateway.
+	tracer trace.TracerProvider
 	// service adds options to gateway.New.
 	service []gateway.Option
 	// server adds options to gateway.NewServer.
@@ -154,7 +158,15 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 	pcfg := publish.NewDefaultConfig()
 	pcfg.Brokers = h.brokers
 	pcfg.DeliveryTimeout = 5 * time.Second
-	producer, err := publish.NewProducer(pcfg, nil, publish.WithLogger(slog.New(slog.DiscardHandler)))
+	popts := []publish.Option{publish.WithLogger(slog.New(slog.DiscardHandler))}
+	aopts := []admission.Option{admission.WithLogger(slog.New(slog.DiscardHandler)), admission.WithRegisterer(h.reg)}
+	gopts := []gateway.Option{gateway.WithClock(h.clock.Now), gateway.WithRegisterer(h.reg)}
+	if o.tracer != nil {
+		popts = append(popts, publish.WithTracerProvider(o.tracer))
+		aopts = append(aopts, admission.WithTracerProvider(o.tracer))
+		gopts = append(gopts, gateway.WithTracerProvider(o.tracer))
+	}
+	producer, err := publish.NewProducer(pcfg, nil, popts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +183,7 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 	if o.admission != nil {
 		o.admission(&acfg)
 	}
-	adm, err := admission.New(acfg, producer, spool, admission.WithLogger(slog.New(slog.DiscardHandler)), admission.WithRegisterer(h.reg))
+	adm, err := admission.New(acfg, producer, spool, aopts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,8 +200,7 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 	if o.config != nil {
 		o.config(&h.cfg)
 	}
-	svc, err := gateway.New(h.cfg, gateway.Served(registry), pub,
-		append([]gateway.Option{gateway.WithClock(h.clock.Now), gateway.WithRegisterer(h.reg)}, o.service...)...)
+	svc, err := gateway.New(h.cfg, gateway.Served(registry), pub, append(gopts, o.service...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
+	"github.com/sluicehq/sluice/internal/tracing"
 )
 
 // REST: POST /v1/events is a route on grpc-gateway's mux (HandlePath),
@@ -159,7 +160,7 @@ func noSuchEndpoint() *Failure {
 // servePublish is POST /v1/events.
 func (s *Service) servePublish() runtime.HandlerFunc {
 	limits := envelopeLimitsOf(s.cfg.Limits)
-	return s.serveBatch("rest", true, func(_ *source, _ http.Header, body []byte) (*batch, *Failure) {
+	return s.serveBatch("rest", spanREST, true, func(_ *source, _ http.Header, body []byte) (*batch, *Failure) {
 		return decodeJSONBatch(body, limits)
 	})
 }
@@ -171,29 +172,38 @@ func (s *Service) servePublish() runtime.HandlerFunc {
 // the batch is published and answered. transport labels the metrics.
 // copies says the decoded events hold copies of what they need, so the
 // body's memory is handed back before publishing.
-func (s *Service) serveBatch(transport string, copies bool,
+func (s *Service) serveBatch(transport, spanName string, copies bool,
 	decode func(src *source, h http.Header, body []byte) (*batch, *Failure)) runtime.HandlerFunc {
 	decoders := newBodyDecoders(s.cfg.Limits.MaxRequestBytes)
 	return func(w http.ResponseWriter, r *http.Request, _ map[string]string) {
 		start := s.now()
-		defer func() { s.metrics.requestDuration.WithLabelValues(transport).Observe(s.now().Sub(start).Seconds()) }()
+		var span requestSpan
+		ctx := r.Context()
+		defer func() {
+			tracing.Observe(ctx, s.metrics.requestDuration.WithLabelValues(transport), s.now().Sub(start).Seconds())
+			span.end()
+		}()
 		fail := func(f *Failure) {
 			s.metrics.requests.WithLabelValues(transport, f.Reason.String()).Inc()
+			span.fail(f)
 			writeFailure(w, f)
 		}
 		ctx, cancel, f := restContext(r)
 		if f != nil {
+			ctx = r.Context()
 			skipBody(w, r)
 			fail(f)
 			return
 		}
 		defer cancel()
+		ctx, span = s.startRequest(ctx, spanName, transport, nil)
 		src, f := s.source(ctx)
 		if f != nil {
 			skipBody(w, r)
 			fail(f)
 			return
 		}
+		span.source(src)
 		leave, f := s.enterRequest(src)
 		if f != nil {
 			skipBody(w, r)
@@ -212,6 +222,7 @@ func (s *Service) serveBatch(transport string, copies bool,
 			fail(f) // a body that does not decode keeps its bytes' charge
 			return
 		}
+		span.decoded(b)
 		b.paid = paid
 		if copies {
 			hold.shrink(requestCost(len(body)))
@@ -219,6 +230,7 @@ func (s *Service) serveBatch(transport string, copies bool,
 		}
 		resp, f := s.publishBatch(ctx, transport, src, b)
 		if f != nil {
+			span.fail(f)
 			writeFailure(w, f) // counted by publishBatch
 			return
 		}
@@ -229,7 +241,8 @@ func (s *Service) serveBatch(transport string, copies bool,
 // restContext is what the service needs of a REST request beyond its
 // source (authenticateREST put that in r.Context()): Grpc-Timeout, when
 // sent, as the deadline (MALFORMED when it does not parse), and the
-// traceparent header as incoming metadata, which the records carry. It is
+// traceparent and tracestate headers as incoming metadata, which the
+// request's span is parented on and the records carry. It is
 // all that grpc-gateway's AnnotateIncomingContext gave the service, without
 // the metadata of every header, the method name and the path pattern it
 // built besides, which nothing reads.
@@ -242,8 +255,10 @@ func restContext(r *http.Request) (context.Context, context.CancelFunc, *Failure
 		}
 		ctx, cancel = context.WithTimeout(ctx, d)
 	}
-	if tp := r.Header["Traceparent"]; len(tp) > 0 {
-		ctx = metadata.NewIncomingContext(ctx, metadata.MD{traceparentMetadata: tp})
+	if len(r.Header["Traceparent"]) > 0 || len(r.Header["Tracestate"]) > 0 {
+		md := metadata.MD{}
+		restTraceMetadata(md, r.Header)
+		ctx = metadata.NewIncomingContext(ctx, md)
 	}
 	return ctx, cancel, nil
 }
@@ -494,6 +509,8 @@ func headerMatcher(key string) (string, bool) {
 		return authorizationMetadata, true
 	case traceparentMetadata:
 		return traceparentMetadata, true
+	case tracestateMetadata:
+		return tracestateMetadata, true
 	}
 	return "", false
 }

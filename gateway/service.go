@@ -16,6 +16,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/semaphore"
 	"golang.org/x/time/rate"
 	"google.golang.org/grpc/metadata"
@@ -26,6 +28,7 @@ import (
 	"github.com/sluicehq/sluice/gateway/openapi"
 	"github.com/sluicehq/sluice/gateway/webhook"
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
+	"github.com/sluicehq/sluice/internal/tracing"
 	"github.com/sluicehq/sluice/record"
 )
 
@@ -62,6 +65,10 @@ type Service struct {
 	metrics    *metrics
 	// skipValidation decodes payloads without their contracts' rules.
 	skipValidation bool
+	// tracer makes the gateway's spans when tracing is set (tracing.go);
+	// without it the gateway makes none.
+	tracer  trace.Tracer
+	tracing bool
 	// checking admits Limits.CheckingEvents events at a time to be checked.
 	checking *semaphore.Weighted
 	// memory and streamMemory are the two halves of
@@ -108,6 +115,7 @@ type options struct {
 	// skipValidation is set only by WithoutValidation, which exists only
 	// in benchmark builds.
 	skipValidation bool
+	tp             trace.TracerProvider
 }
 
 type optionFunc func(*options)
@@ -162,6 +170,7 @@ func New(cfg Config, contracts *contract.Versions, pub Admitter, opts ...Option)
 		conflictLog:    rate.NewLimiter(conflictLogRate, conflictLogBurst),
 		draining:       make(chan struct{}),
 	}
+	s.tracer, s.tracing = tracerOf(o.tp)
 	registry := contracts.Registry()
 	for _, t := range registry.Types() {
 		name := record.TopicOf(cfg.Topics, t)
@@ -417,9 +426,9 @@ func (s *Service) judge(ctx context.Context, src *source, b *batch) []*ingestv1.
 	results := make([]*ingestv1.EventResult, len(events))
 	pctx, cancel := context.WithDeadline(ctx, s.publishDeadline(ctx))
 	defer cancel()
-	traceparent := first(metadataOf(ctx), traceparentMetadata)
-	if !validTraceparent(traceparent) {
-		traceparent = ""
+	tr := s.recordTraceOf(ctx)
+	if tr.span != nil {
+		tr.links = b.links
 	}
 	ingestedAt := s.now()
 	registry := s.contracts.Registry()
@@ -430,6 +439,7 @@ func (s *Service) judge(ctx context.Context, src *source, b *batch) []*ingestv1.
 			results[i] = rejected(i, ev.GetId(), rej)
 		}
 		s.count(src, events, results)
+		tr.outcomes(results)
 		return results
 	}
 	var owners, waiters []*candidate
@@ -471,7 +481,13 @@ func (s *Service) judge(ctx context.Context, src *source, b *batch) []*ingestv1.
 	}
 	// The rest waits on Kafka or the spool, not on this CPU.
 	s.checking.Release(turn)
-	s.publish(pctx, src, owners, results, traceparent, ingestedAt)
+	if tr.span != nil {
+		tr.checked(results, len(owners)+len(waiters))
+		if s.dedup != nil {
+			tr.event("dedup", attribute.Int("owned", len(owners)), attribute.Int("waiting", len(waiters)))
+		}
+	}
+	s.publish(pctx, src, owners, results, tr, ingestedAt)
 
 	// Ids that were being published elsewhere, or repeated in this batch:
 	// wait for that attempt, then they are duplicates or ours to publish.
@@ -497,13 +513,14 @@ func (s *Service) judge(ctx context.Context, src *source, b *batch) []*ingestv1.
 			}
 			owners, again = s.claim(src, c, results, owners, again)
 		}
-		s.publish(pctx, src, owners, results, traceparent, ingestedAt)
+		s.publish(pctx, src, owners, results, tr, ingestedAt)
 		waiters = again
 	}
 	for _, c := range waiters {
 		results[c.index] = rejected(c.index, c.event.GetId(), s.unavailable("this event id is being published by another request"))
 	}
 	s.count(src, events, results)
+	tr.outcomes(results)
 	return results
 }
 
@@ -713,14 +730,24 @@ func capViolations(r *ingestv1.Rejection, n int) int {
 
 // publish sends the candidates to Kafka in batch order, so events with one
 // key keep their order, and settles their dedup claims.
-func (s *Service) publish(ctx context.Context, src *source, cands []*candidate, results []*ingestv1.EventResult, traceparent string, ingestedAt time.Time) {
+func (s *Service) publish(ctx context.Context, src *source, cands []*candidate, results []*ingestv1.EventResult, tr recordTrace, ingestedAt time.Time) {
 	if len(cands) == 0 {
 		return
 	}
 	records := make([]*kgo.Record, len(cands))
+	// sends are the events' `send` spans when the request's span records.
+	var sends []trace.Span
+	if tr.span != nil {
+		sends = make([]trace.Span, len(cands))
+	}
 	for i, c := range cands {
 		ev := c.event
 		c.topic = s.topics[ev.GetType()]
+		tp, ts := tr.tp, tr.ts
+		if sends != nil {
+			sends[i] = s.startSend(ctx, c.topic.name, ev.GetId(), tr.link(c.index))
+			tp, ts = tracing.Headers(sends[i].SpanContext())
+		}
 		records[i] = record.NewEvent(&record.Event{
 			Topic: c.topic.name,
 			// Kafka's client only reads a key; without a partition key,
@@ -733,12 +760,23 @@ func (s *Service) publish(ctx context.Context, src *source, cands []*candidate, 
 			OccurredAt:  ev.GetOccurredAt().AsTime(),
 			IngestedAt:  ingestedAt,
 			Fingerprint: c.contract.Fingerprint(),
-			Traceparent: traceparent,
+			Traceparent: tp,
+			Tracestate:  ts,
 			Attributes:  ev.GetAttributes(),
 			Extra:       c.extra,
 		})
+		if sends != nil {
+			// The producer ends the span at Kafka's ack
+			// (publish.WithTracerProvider). The context has no deadline:
+			// the client fails a record whose context is done.
+			records[i].Context = trace.ContextWithSpan(context.Background(), sends[i])
+		}
 	}
 	admitted := s.pub.Admit(ctx, records)
+	for i, span := range sends {
+		endSend(span, admitted[i])
+	}
+	tr.admitted(admitted)
 	// The accepted results are one allocation with their Kafka positions,
 	// and the spooled ones' positions one more; they share their
 	// durability.

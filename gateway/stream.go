@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc"
 
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
+	"github.com/sluicehq/sluice/internal/tracing"
 )
 
 // streamWatch notices a PublishStream that makes no progress for
@@ -286,10 +287,14 @@ func (ss *streamSession) start(r streamRead) bool {
 func (ss *streamSession) judge(b *streamBatch, in *batch, begun time.Time) {
 	s := ss.svc
 	defer close(b.done)
+	// A span per batch, not per stream: a stream may live for hours.
+	ctx, span := s.startRequest(ss.ctx, spanPublishStream, "grpc-stream", ss.src)
 	defer func() {
-		s.metrics.requestDuration.WithLabelValues("grpc-stream").Observe(s.now().Sub(begun).Seconds())
+		tracing.Observe(ctx, s.metrics.requestDuration.WithLabelValues("grpc-stream"), s.now().Sub(begun).Seconds())
+		span.end()
 	}()
-	b.results = s.judgeStreamBatch(ss.ctx, ss.src, in)
+	span.decoded(in)
+	b.results = s.judgeStreamBatch(ctx, ss.src, in)
 }
 
 // end closes the reader's and the sender's queues, waits for the sender's

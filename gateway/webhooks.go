@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.yaml.in/yaml/v3"
+	"google.golang.org/grpc/metadata"
 
 	"github.com/sluicehq/sluice/contract"
 	"github.com/sluicehq/sluice/gateway/webhook"
@@ -16,6 +17,7 @@ import (
 	"github.com/sluicehq/sluice/internal/clip"
 	"github.com/sluicehq/sluice/internal/eventmap"
 	"github.com/sluicehq/sluice/internal/strictyaml"
+	"github.com/sluicehq/sluice/internal/tracing"
 	"github.com/sluicehq/sluice/record"
 )
 
@@ -260,9 +262,15 @@ func (s *Service) webhookRoutes(next http.Handler) http.Handler {
 // serveWebhook is POST /v1/webhooks/{source}.
 func (s *Service) serveWebhook(w http.ResponseWriter, r *http.Request) {
 	start := s.now()
-	defer func() { s.metrics.requestDuration.WithLabelValues("webhook").Observe(s.now().Sub(start).Seconds()) }()
+	ctx := r.Context()
+	var span requestSpan
+	defer func() {
+		tracing.Observe(ctx, s.metrics.requestDuration.WithLabelValues("webhook"), s.now().Sub(start).Seconds())
+		span.end()
+	}()
 	fail := func(f *Failure) {
 		s.metrics.requests.WithLabelValues("webhook", f.Reason.String()).Inc()
+		span.fail(f)
 		writeWebhookFailure(w, f)
 	}
 	name := strings.TrimPrefix(r.URL.EscapedPath(), webhookPath)
@@ -280,6 +288,14 @@ func (s *Service) serveWebhook(w http.ResponseWriter, r *http.Request) {
 		writeFailureStatus(w, &Failure{Reason: ingestv1.Reason_MALFORMED, Message: "method " + r.Method + " not allowed: webhooks are POST"}, http.StatusMethodNotAllowed)
 		return
 	}
+	// The sender's traceparent and tracestate headers, when sent, are the
+	// parent of the request's span (and the records' trace context).
+	if len(r.Header["Traceparent"]) > 0 || len(r.Header["Tracestate"]) > 0 {
+		md := metadata.MD{}
+		restTraceMetadata(md, r.Header)
+		ctx = metadata.NewIncomingContext(ctx, md)
+	}
+	ctx, span = s.startRequest(ctx, spanWebhook, "webhook", ws.src)
 	body, hold, f := s.readWebhook(w, r, ws)
 	if f != nil {
 		fail(f)
@@ -297,7 +313,7 @@ func (s *Service) serveWebhook(w http.ResponseWriter, r *http.Request) {
 	}
 	// Verified: the body moves from the source's pool to the request
 	// memory every authenticated request is charged to.
-	ctx := withSource(r.Context(), ws.src)
+	ctx = withSource(ctx, ws.src)
 	leave, f := s.enterRequest(ws.src)
 	if f != nil {
 		fail(f)
@@ -320,8 +336,10 @@ func (s *Service) serveWebhook(w http.ResponseWriter, r *http.Request) {
 		fail(f)
 		return
 	}
+	span.decoded(b)
 	resp, f := s.publishBatch(ctx, "webhook", ws.src, b)
 	if f != nil {
+		span.fail(f)
 		writeWebhookFailure(w, f) // counted by publishBatch
 		return
 	}

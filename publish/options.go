@@ -4,6 +4,8 @@ import (
 	"log/slog"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 )
 
 // Option configures a Producer beyond its Config: what the caller's
@@ -14,6 +16,7 @@ type options struct {
 	registerer prometheus.Registerer
 	logger     *slog.Logger
 	topics     []string
+	tracing    bool
 }
 
 type option struct{ fn func(*options) }
@@ -42,4 +45,19 @@ func WithLogger(l *slog.Logger) Option {
 // They come from configuration, so that label's values are bounded.
 func WithTopics(topics ...string) Option {
 	return option{func(o *options) { o.topics = append(o.topics, topics...) }}
+}
+
+// WithTracerProvider has the producer end, at Kafka's answer, the span a
+// record's Context carries when it records (the gateway's `send {topic}`
+// span, whose context the record's traceparent is), with the record's
+// partition and offset or the error, and its latency histogram carry the
+// trace id of a sampled caller as an exemplar. The producer starts no span
+// of its own (nor does it take kotel's hooks, which would replace the
+// record's trace context and cost a span per record). The default, or a
+// nil or no-op tp, leaves record contexts alone.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return option{func(o *options) {
+		_, off := tp.(noop.TracerProvider)
+		o.tracing = tp != nil && !off
+	}}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,6 +13,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/sluicehq/sluice/internal/tracing"
 )
 
 // Producer produces records to Kafka idempotently with acks=all. It is safe
@@ -23,6 +29,9 @@ type Producer struct {
 	registerer prometheus.Registerer // nil when metrics are not registered
 	log        *slog.Logger
 	topics     topicWatch // WithTopics, and what CheckTopics found
+	// tracing: WithTracerProvider was given; the producer ends the span a
+	// record's Context carries at its ack.
+	tracing bool
 
 	mu        sync.Mutex
 	closed    bool          // Close was called: Publish refuses new calls
@@ -145,7 +154,7 @@ func NewProducer(cfg Config, conn []kgo.Opt, opts ...Option) (*Producer, error) 
 	if err != nil {
 		return nil, fmt.Errorf("publish: kafka client: %w", err)
 	}
-	p := &Producer{cfg: cfg, client: client, log: o.logger, topics: newTopicWatch(o.topics)}
+	p := &Producer{cfg: cfg, client: client, log: o.logger, topics: newTopicWatch(o.topics), tracing: o.tracing}
 	p.budget.maxRecords, p.budget.maxBytes = int64(cfg.MaxBufferedRecords), cfg.MaxBufferedBytes
 	p.metrics = newMetrics(func() float64 { return float64(client.BufferedProduceRecords()) }, p.topics.topics)
 	if o.registerer != nil {
@@ -304,10 +313,13 @@ func (p *Producer) Send(ctx context.Context, records []*kgo.Record) *Sent {
 		// together to keep the idempotent sequence gapless), and a record
 		// is bounded by DeliveryTimeout anyway. The budget has room for
 		// it, so the client takes it without waiting.
-		p.client.TryProduce(context.Background(), r, func(_ *kgo.Record, err error) {
+		p.client.TryProduce(context.Background(), r, func(r *kgo.Record, err error) {
 			p.budget.give(size)
 			if err == nil {
-				p.metrics.latency.Observe(time.Since(s.start).Seconds())
+				tracing.Observe(ctx, p.metrics.latency, time.Since(s.start).Seconds())
+			}
+			if p.tracing {
+				endRecordSpan(r, err)
 			}
 			// Settled before the answer is delivered: a Wait that got every
 			// answer finds the Send settled.
@@ -465,4 +477,22 @@ func (p *Producer) checkOpen() error {
 		return ErrClosed
 	}
 	return nil
+}
+
+// endRecordSpan ends the span r.Context carries, when it records (the
+// gateway's `send {topic}` span), at Kafka's answer: with the record's
+// partition and offset, or the error. Records without one cost a lookup.
+func endRecordSpan(r *kgo.Record, err error) {
+	span := trace.SpanFromContext(r.Context)
+	if !span.IsRecording() {
+		return
+	}
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+	} else {
+		span.SetAttributes(attribute.String(tracing.AttrPartition, strconv.Itoa(int(r.Partition))),
+			attribute.Int64(tracing.AttrOffset, r.Offset))
+	}
+	span.End()
 }

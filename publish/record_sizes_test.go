@@ -19,7 +19,7 @@ import (
 func TestBatchMaxBytesHoldsSizes(t *testing.T) {
 	const topic = "ingest.limits"
 	l := record.Limits{Value: 8 << 10, ID: 128, Type: 800, Key: 1024, Source: 64, Topic: len(topic),
-		Fingerprint: 39, Traceparent: 55, Attributes: 16, AttributeKey: 64, AttributeValue: 1024}
+		Fingerprint: 39, Traceparent: 55, Tracestate: 512, Attributes: 16, AttributeKey: 64, AttributeValue: 1024}
 	fill := func(n int, c byte) string { return strings.Repeat(string(c), n) }
 	attrs := map[string]string{}
 	for i := range l.Attributes {
@@ -29,7 +29,7 @@ func TestBatchMaxBytesHoldsSizes(t *testing.T) {
 		Topic: topic, Key: []byte(fill(l.Key, 'p')), Value: make([]byte, l.Value),
 		ID: fill(l.ID, 'i'), Type: fill(l.Type, 't'), Source: fill(l.Source, 's'),
 		OccurredAt: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), IngestedAt: time.Now(),
-		Fingerprint: fill(l.Fingerprint, 'f'), Traceparent: fill(l.Traceparent, '0'), Attributes: attrs,
+		Fingerprint: fill(l.Fingerprint, 'f'), Traceparent: fill(l.Traceparent, '0'), Tracestate: fill(l.Tracestate, 's'), Attributes: attrs,
 	})
 	sz := l.Sizes()
 	if got := recordSize(rec); got > int64(sz.Client) {

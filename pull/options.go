@@ -7,7 +7,11 @@ import (
 	"os"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
 	"github.com/sluicehq/sluice/internal/backoff"
+	"github.com/sluicehq/sluice/internal/tracing"
 )
 
 // Clock is the pollers' time: every wait goes through Sleep, so tests
@@ -46,6 +50,7 @@ type options struct {
 	client  *http.Client
 	getenv  func(string) string
 	jitter  backoff.Jitter
+	tracer  trace.Tracer // nil: no spans
 }
 
 type optionFunc func(*options)
@@ -60,6 +65,20 @@ func defaultOptions() options {
 		getenv: os.Getenv,
 		jitter: backoff.Full,
 	}
+}
+
+// WithTracerProvider makes a root `poll {poller}` INTERNAL span with tp's
+// tracer (tracing.TracerName) around the admission of each page: the
+// page's events are judged under it, so their records carry its trace
+// context (or their own `send` spans' when it records). It overrides the
+// default of a no-op provider, with which the poller makes no span and
+// its records carry no trace context. A nil tp keeps the default.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return optionFunc(func(o *options) {
+		if _, off := tp.(noop.TracerProvider); tp != nil && !off {
+			o.tracer = tp.Tracer(tracing.TracerName)
+		}
+	})
 }
 
 // WithClock replaces the wall clock.

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/time/rate"
 
 	ingestv1 "github.com/sluicehq/sluice/gen/sluice/ingest/v1"
@@ -24,6 +26,7 @@ import (
 	"github.com/sluicehq/sluice/internal/jsonpointer"
 	"github.com/sluicehq/sluice/internal/outbound"
 	"github.com/sluicehq/sluice/internal/retryafter"
+	"github.com/sluicehq/sluice/internal/tracing"
 )
 
 // Ingester judges pulled events under a source name and answers every
@@ -117,6 +120,7 @@ type Poller struct {
 	breaker *breaker.Breaker // transient failures open it; any answer closes it
 	source  string
 	mapping *eventmap.Mapping // Config.Mapping
+	tracer  trace.Tracer      // nil: no spans (WithTracerProvider)
 
 	// Owned by Run.
 	failures    int       // consecutive failed attempts, for backoff
@@ -158,7 +162,7 @@ func NewPoller(cfg Config, ing Ingester, store CursorStore, opts ...Option) (*Po
 	client := outbound.StayOnOrigin(o.client)
 	p := &Poller{
 		cfg: cfg, ing: ing, store: store, clock: o.clock, metrics: o.metrics, client: client, origin: origin, mapping: mapping,
-		jitter: o.jitter, source: cfg.SourceName(),
+		jitter: o.jitter, source: cfg.SourceName(), tracer: o.tracer,
 		log: o.log.With("poller", cfg.Name),
 		creds: &credentials{cfg: cfg.Auth, partner: cfg.Name, getenv: o.getenv, client: client,
 			timeout: cfg.RequestTimeout, now: o.clock.Now, metrics: o.metrics},
@@ -387,6 +391,35 @@ func (p *Poller) noteLimits(h http.Header) {
 	}
 }
 
+// ingest judges a page's events, under a root `poll {poller}` span when
+// the poller traces.
+func (p *Poller) ingest(ctx context.Context, events []*ingestv1.Event) []*ingestv1.EventResult {
+	if p.tracer == nil {
+		return p.ing.Ingest(ctx, p.source, events)
+	}
+	sctx, span := p.tracer.Start(ctx, "poll "+p.cfg.Name, trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindInternal),
+		trace.WithAttributes(attribute.String(tracing.AttrSource, p.source), attribute.String(tracing.AttrTransport, "poller"),
+			attribute.Int(tracing.AttrEvents, len(events))))
+	defer span.End()
+	results := p.ing.Ingest(sctx, p.source, events)
+	if span.IsRecording() {
+		var accepted, duplicate, rejected int
+		for _, r := range results {
+			switch r.GetOutcome() {
+			case ingestv1.Outcome_ACCEPTED:
+				accepted++
+			case ingestv1.Outcome_DUPLICATE:
+				duplicate++
+			case ingestv1.Outcome_REJECTED:
+				rejected++
+			}
+		}
+		span.SetAttributes(attribute.Int(tracing.AttrOutcome+".accepted", accepted),
+			attribute.Int(tracing.AttrOutcome+".duplicate", duplicate), attribute.Int(tracing.AttrOutcome+".rejected", rejected))
+	}
+	return results
+}
+
 // admit maps and admits a page's items and saves the next position once
 // every item is acknowledged or refused for good.
 func (p *Poller) admit(ctx context.Context, pos Position, pg *page) (time.Duration, string, error) {
@@ -409,7 +442,7 @@ func (p *Poller) admit(ctx context.Context, pos Position, pg *page) (time.Durati
 	}
 	var results []*ingestv1.EventResult
 	if len(events) > 0 {
-		results = p.ing.Ingest(ctx, p.source, events)
+		results = p.ingest(ctx, events)
 	}
 	if ctx.Err() != nil {
 		return 0, "", nil

@@ -57,6 +57,10 @@ type Decision struct {
 	Detail     string    `json:"detail,omitempty"`
 	ReplayID   string    `json:"replay_id,omitempty"`
 	Actor      string    `json:"actor,omitempty"`
+	// TraceID is the trace id of the record's traceparent (audit.Row's
+	// TraceID); absent when empty, and in the records of binaries that
+	// did not write it.
+	TraceID string `json:"trace_id,omitempty"`
 }
 
 // NewDecision is d as a record of AuditTopic, keyed by IdentityKey of its

@@ -24,8 +24,8 @@
 // its value is the contract message in protobuf binary. Its headers come in
 // a fixed order: sluice-event-id, sluice-event-type, sluice-source,
 // sluice-occurred-at, sluice-ingested-at, sluice-schema-fingerprint,
-// traceparent (when the caller sent one), then sluice-attr-<key> for each
-// attribute, sorted by key, then any extra headers (Event.Extra). Times are
+// traceparent and tracestate (when the record carries a trace context),
+// then sluice-attr-<key> for each attribute, sorted by key, then any extra headers (Event.Extra). Times are
 // internal/utctime's layout: RFC 3339 in UTC with nine fractional digits.
 //
 // An event a signed webhook delivered carries, as extra headers,

@@ -306,15 +306,17 @@ func NewParkedCopy(topic string, r *kgo.Record, env *Envelope, maxBytes int) (*k
 
 // Bounds of what a record published by the gateway carries besides its
 // value, from the Event contract (proto/sluice/ingest/v1) and the record
-// format (NewEvent). The gateway does not bound source names nor
-// the caller's traceparent: maxSourceBytes and maxTraceparentBytes are
-// assumptions, and a record over them is still parked, cut to fit.
+// format (NewEvent). The gateway does not bound source names:
+// maxSourceBytes is an assumption, as are maxTraceparentBytes and
+// maxTracestateBytes for a record another producer wrote, and a record
+// over them is still parked, cut to fit.
 const (
 	maxKeyBytes            = 256 * utf8.UTFMax // partition_key: 256 characters; else the event id
 	maxEventIDBytes        = 128               // id: 128 ASCII characters
 	maxEventTypeBytes      = 200               // type: 200 characters, a protobuf full name (ASCII)
 	maxSourceBytes         = 256
 	maxTraceparentBytes    = 512 // a W3C traceparent of version 00 takes 55
+	maxTracestateBytes     = 512 // the gateway drops a longer one (tracing.MaxTracestateBytes)
 	fingerprintBytes       = len("sha256:") + 32
 	maxAttributes          = 16
 	maxAttributeKeyBytes   = 64                // ASCII
@@ -347,6 +349,7 @@ func DeadLetterBound(valueBytes, maxErrorBytes int, group string) int {
 		{Key: HeaderIngestedAt, Value: ts},
 		{Key: HeaderFingerprint, Value: x(fingerprintBytes)},
 		{Key: HeaderTraceparent, Value: x(maxTraceparentBytes)},
+		{Key: HeaderTracestate, Value: x(maxTracestateBytes)},
 		{Key: HeaderReplayID, Value: x(MaxReplayIDBytes)},
 		{Key: HeaderReplayActor, Value: x(MaxReplayActorBytes)},
 	}

@@ -22,6 +22,7 @@ const (
 	HeaderIngestedAt      = "sluice-ingested-at"
 	HeaderFingerprint     = "sluice-schema-fingerprint"
 	HeaderTraceparent     = "traceparent"
+	HeaderTracestate      = "tracestate"
 	AttributeHeaderPrefix = "sluice-attr-"
 	// HeaderReplayID and HeaderReplayActor are on a record an operator's
 	// replay produced (WithReplay): the replay's id and who asked for it.
@@ -66,8 +67,10 @@ type Event struct {
 	OccurredAt, IngestedAt time.Time
 	// Fingerprint identifies the schema Value was validated against.
 	Fingerprint string
-	// Traceparent is the caller's W3C traceparent; no header when empty.
-	Traceparent string
+	// Traceparent and Tracestate are the W3C trace context the record
+	// carries (the caller's, or the span of the event's publish when
+	// tracing samples it); no header when empty.
+	Traceparent, Tracestate string
 	// Attributes become headers AttributeHeaderPrefix+key, sorted by key.
 	Attributes map[string]string
 	// Extra headers follow the attributes as they are: a webhook's
@@ -78,7 +81,8 @@ type Event struct {
 
 // NewEvent builds the record for e. Headers come in a fixed order: event
 // id, type, source, occurred-at, ingested-at, schema fingerprint,
-// traceparent (when set), then the attributes sorted by key. Key and Value
+// traceparent and tracestate (each when set), then the attributes sorted by
+// key. Key and Value
 // are not copied.
 //
 // The record's timestamp is left unset: the client stamps it when Publish
@@ -95,7 +99,7 @@ func NewEvent(e *Event) *kgo.Record {
 	// One allocation holds every header value and one every attribute
 	// header name; the three-index slices keep a value from growing into
 	// the next.
-	size := len(e.ID) + len(e.Type) + len(e.Source) + 2*len(utctime.Layout) + len(e.Fingerprint) + len(e.Traceparent)
+	size := len(e.ID) + len(e.Type) + len(e.Source) + 2*len(utctime.Layout) + len(e.Fingerprint) + len(e.Traceparent) + len(e.Tracestate)
 	nameSize := 0
 	for _, k := range attrKeys {
 		size += len(e.Attributes[k])
@@ -115,6 +119,9 @@ func NewEvent(e *Event) *kgo.Record {
 
 	n := 6 + len(attrKeys) + len(e.Extra)
 	if e.Traceparent != "" {
+		n++
+	}
+	if e.Tracestate != "" {
 		n++
 	}
 	// The record and its headers are one allocation when they fit.
@@ -138,6 +145,9 @@ func NewEvent(e *Event) *kgo.Record {
 	)
 	if e.Traceparent != "" {
 		headers = append(headers, kgo.RecordHeader{Key: HeaderTraceparent, Value: value(e.Traceparent)})
+	}
+	if e.Tracestate != "" {
+		headers = append(headers, kgo.RecordHeader{Key: HeaderTracestate, Value: value(e.Tracestate)})
 	}
 	if len(attrKeys) > 0 {
 		var names strings.Builder
@@ -172,6 +182,7 @@ type EventHeaders struct {
 	OccurredAt, IngestedAt time.Time // in UTC
 	Fingerprint            string
 	Traceparent            string            // empty when the record has none
+	Tracestate             string            // empty when the record has none
 	Attributes             map[string]string // nil when the record has none
 	// ReplayID and ReplayActor are the replay's that produced the record
 	// (WithReplay); empty for a record the gateway published.
@@ -209,10 +220,10 @@ func ParseEvent(r *kgo.Record) (EventHeaders, error) {
 		// known are the headers ParseEvent reads, the required ones
 		// first; seen marks the ones met, by index in known.
 		known = [...]string{HeaderEventID, HeaderEventType, HeaderSource, HeaderOccurredAt, HeaderIngestedAt, HeaderFingerprint,
-			HeaderTraceparent, HeaderReplayID, HeaderReplayActor}
+			HeaderTraceparent, HeaderTracestate, HeaderReplayID, HeaderReplayActor}
 		seen [len(known)]bool
 	)
-	const nRequired = len(known) - 3
+	const nRequired = len(known) - 4
 	for _, rh := range r.Headers {
 		idx := slices.Index(known[:], rh.Key)
 		if idx < 0 {
@@ -248,6 +259,8 @@ func ParseEvent(r *kgo.Record) (EventHeaders, error) {
 			h.Fingerprint = v
 		case HeaderTraceparent:
 			h.Traceparent = v
+		case HeaderTracestate:
+			h.Tracestate = v
 		case HeaderReplayID:
 			h.ReplayID, err = v, checkReplayID(v)
 		case HeaderReplayActor:
@@ -368,10 +381,10 @@ func parseTime(v string) (time.Time, error) {
 type Limits struct {
 	// Value bounds the contract message in binary.
 	Value int
-	// ID, Type, Key, Source, Topic, Fingerprint and Traceparent bound
-	// those fields; Key is the partition key, and the ID when that is
+	// ID, Type, Key, Source, Topic, Fingerprint, Traceparent and
+	// Tracestate bound those fields; Key is the partition key, and the ID when that is
 	// longer (the record is keyed by the id when the event has no key).
-	ID, Type, Key, Source, Topic, Fingerprint, Traceparent int
+	ID, Type, Key, Source, Topic, Fingerprint, Traceparent, Tracestate int
 	// Attributes bounds their number; AttributeKey and AttributeValue
 	// each one's key and value.
 	Attributes, AttributeKey, AttributeValue int
@@ -408,7 +421,7 @@ const (
 // Sizes returns the most bytes a record within l takes.
 func (l Limits) Sizes() Sizes {
 	key := max(l.Key, l.ID)
-	headers := 6 + 1 + l.Attributes + l.ExtraHeaders
+	headers := 6 + 2 + l.Attributes + l.ExtraHeaders
 	client := key + l.Value + l.ExtraBytes +
 		len(HeaderEventID) + l.ID +
 		len(HeaderEventType) + l.Type +
@@ -417,6 +430,7 @@ func (l Limits) Sizes() Sizes {
 		len(HeaderIngestedAt) + len(utctime.Layout) +
 		len(HeaderFingerprint) + l.Fingerprint +
 		len(HeaderTraceparent) + l.Traceparent +
+		len(HeaderTracestate) + l.Tracestate +
 		l.Attributes*(len(AttributeHeaderPrefix)+l.AttributeKey+l.AttributeValue)
 	return Sizes{
 		Client:  client,

@@ -23,6 +23,7 @@ func testEvent() *Event {
 		IngestedAt:  time.Date(2026, 3, 1, 11, 0, 1, 0, time.UTC),
 		Fingerprint: "sha256:abc",
 		Traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+		Tracestate:  "rojo=00f067aa0ba902b7",
 		Attributes:  map[string]string{"zone": "b", "channel": "web", "a": ""},
 	}
 }
@@ -38,6 +39,7 @@ func TestNewEvent(t *testing.T) {
 		{Key: "sluice-ingested-at", Value: []byte("2026-03-01T11:00:01.000000000Z")},
 		{Key: "sluice-schema-fingerprint", Value: []byte("sha256:abc")},
 		{Key: "traceparent", Value: []byte(e.Traceparent)},
+		{Key: "tracestate", Value: []byte("rojo=00f067aa0ba902b7")},
 		{Key: "sluice-attr-a", Value: []byte("")},
 		{Key: "sluice-attr-channel", Value: []byte("web")},
 		{Key: "sluice-attr-zone", Value: []byte("b")},
@@ -69,7 +71,7 @@ func TestNewEventMinimal(t *testing.T) {
 		t.Errorf("key %q, want the event id", r.Key)
 	}
 	for _, h := range r.Headers {
-		if h.Key == HeaderTraceparent || strings.HasPrefix(h.Key, AttributeHeaderPrefix) {
+		if h.Key == HeaderTraceparent || h.Key == HeaderTracestate || strings.HasPrefix(h.Key, AttributeHeaderPrefix) {
 			t.Errorf("unexpected header %q", h.Key)
 		}
 	}
@@ -90,7 +92,7 @@ func TestParseEventRoundTrip(t *testing.T) {
 		want := EventHeaders{
 			ID: e.ID, Type: e.Type, Source: e.Source,
 			OccurredAt: e.OccurredAt.UTC(), IngestedAt: e.IngestedAt.UTC(),
-			Fingerprint: e.Fingerprint, Traceparent: e.Traceparent, Attributes: e.Attributes,
+			Fingerprint: e.Fingerprint, Traceparent: e.Traceparent, Tracestate: e.Tracestate, Attributes: e.Attributes,
 		}
 		if !reflect.DeepEqual(h, want) {
 			t.Errorf("ParseEvent\n got %+v\nwant %+v", h, want)
@@ -158,10 +160,10 @@ func TestParseEventIgnoresOthers(t *testing.T) {
 // FuzzParseEvent checks that ParseEvent never panics and that what it
 // accepts survives NewEvent unchanged.
 func FuzzParseEvent(f *testing.F) {
-	f.Add("id", "type", "src", "2026-03-01T11:00:00.000000005Z", "2026-03-01T11:00:00Z", "fp", "tp", "k", "v")
-	f.Add("", "", "", "", "", "", "", "", "")
-	f.Add("id", "t", "s", "2026-03-01T11:00:00+01:00", "0001-01-01T00:00:00Z", "", "", "", "")
-	f.Fuzz(func(t *testing.T, id, typ, src, occurred, ingested, fp, tp, attrKey, attrValue string) {
+	f.Add("id", "type", "src", "2026-03-01T11:00:00.000000005Z", "2026-03-01T11:00:00Z", "fp", "tp", "ts", "k", "v")
+	f.Add("", "", "", "", "", "", "", "", "", "")
+	f.Add("id", "t", "s", "2026-03-01T11:00:00+01:00", "0001-01-01T00:00:00Z", "", "", "", "", "")
+	f.Fuzz(func(t *testing.T, id, typ, src, occurred, ingested, fp, tp, ts, attrKey, attrValue string) {
 		r := &kgo.Record{Headers: []kgo.RecordHeader{
 			{Key: HeaderEventID, Value: []byte(id)},
 			{Key: HeaderEventType, Value: []byte(typ)},
@@ -170,6 +172,7 @@ func FuzzParseEvent(f *testing.F) {
 			{Key: HeaderIngestedAt, Value: []byte(ingested)},
 			{Key: HeaderFingerprint, Value: []byte(fp)},
 			{Key: HeaderTraceparent, Value: []byte(tp)},
+			{Key: HeaderTracestate, Value: []byte(ts)},
 			{Key: AttributeHeaderPrefix + attrKey, Value: []byte(attrValue)},
 		}}
 		h, err := ParseEvent(r)
@@ -181,7 +184,7 @@ func FuzzParseEvent(f *testing.F) {
 		}
 		again, err := ParseEvent(NewEvent(&Event{
 			ID: h.ID, Type: h.Type, Source: h.Source, OccurredAt: h.OccurredAt, IngestedAt: h.IngestedAt,
-			Fingerprint: h.Fingerprint, Traceparent: h.Traceparent, Attributes: h.Attributes,
+			Fingerprint: h.Fingerprint, Traceparent: h.Traceparent, Tracestate: h.Tracestate, Attributes: h.Attributes,
 		}))
 		if err != nil {
 			t.Fatalf("re-encoded headers do not parse: %v", err)
@@ -202,7 +205,7 @@ func TestSizes(t *testing.T) {
 	// header.
 	sigName := WebhookHeaderPrefix + "stripe-signature"
 	l := Limits{Value: 8 << 10, ID: 128, Type: 800, Key: 1024, Source: 64, Topic: len(topic),
-		Fingerprint: 39, Traceparent: 55, Attributes: 16, AttributeKey: 64, AttributeValue: 1024,
+		Fingerprint: 39, Traceparent: 55, Tracestate: 512, Attributes: 16, AttributeKey: 64, AttributeValue: 1024,
 		ExtraHeaders: 3, ExtraBytes: len(HeaderWebhookScheme) + 6 + len(HeaderWebhookBody) + 16<<10 + len(sigName) + 200}
 	fill := func(n int, c byte) string { return strings.Repeat(string(c), n) }
 	extra := []kgo.RecordHeader{
@@ -218,9 +221,9 @@ func TestSizes(t *testing.T) {
 		Topic: topic, Key: []byte(fill(l.Key, 'p')), Value: make([]byte, l.Value),
 		ID: fill(l.ID, 'i'), Type: fill(l.Type, 't'), Source: fill(l.Source, 's'),
 		OccurredAt: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), IngestedAt: time.Now(),
-		Fingerprint: fill(l.Fingerprint, 'f'), Traceparent: fill(l.Traceparent, '0'), Attributes: attrs, Extra: extra,
+		Fingerprint: fill(l.Fingerprint, 'f'), Traceparent: fill(l.Traceparent, '0'), Tracestate: fill(l.Tracestate, 'r'), Attributes: attrs, Extra: extra,
 	})
-	if n := len(rec.Headers); n != 6+1+l.Attributes+len(extra) || rec.Headers[n-1].Key != sigName {
+	if n := len(rec.Headers); n != 6+2+l.Attributes+len(extra) || rec.Headers[n-1].Key != sigName {
 		t.Fatalf("%d headers, the last %q: the extra headers come last", n, rec.Headers[n-1].Key)
 	}
 	if _, err := ParseEvent(rec); err != nil {

@@ -165,6 +165,8 @@ func headerKey(k []byte) string {
 		return HeaderFingerprint
 	case HeaderTraceparent:
 		return HeaderTraceparent
+	case HeaderTracestate:
+		return HeaderTracestate
 	}
 	return string(k)
 }

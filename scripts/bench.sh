@@ -3,7 +3,7 @@
 # baselines measured in the same run, written to docs/benchmarks.md (below
 # its "scripts/bench.sh writes below this line" marker).
 #
-#   scripts/bench.sh [--quick] [--profile] [--rounds N] [--tls | --client | --latency]
+#   scripts/bench.sh [--quick] [--profile] [--rounds N] [--tls | --client | --latency | --tracing]
 #
 #   --quick     one short round and a short overload (about three minutes)
 #   --latency   only the matrix's latency-by-concurrency table: per round, one
@@ -23,6 +23,16 @@
 #               (ECDSA P-256 certificate from openssl), side by side;
 #               prints its table and writes bench-out/tls.md, not
 #               docs/benchmarks.md
+#   --tracing   only the tracing rows: per round, the gRPC and REST ×10
+#               workloads against a gateway with tracing off, at 1% and at
+#               100% (a fresh gateway each, in rotating order), exporting
+#               over OTLP/HTTP to `sluice loadgen serve-otlp` on the load's
+#               CPU; prints its table and writes bench-out/tracing.md, not
+#               docs/benchmarks.md. The full matrix has the same rows.
+#               SLUICE_BENCH_TRACE_RATIOS=off,0.01,1 (the default) names
+#               the three gateways' sampler ratios, "off" for no tracing
+#               block: off,off,off checks that the rows measure nothing but
+#               tracing.
 #   --profile   save CPU and allocation profiles of the gateway under the
 #               heaviest workload (gRPC Publish) and under both REST
 #               workloads to bench-out/, print the top 15 of each, and
@@ -46,6 +56,7 @@ QUICK=0
 TLS_ONLY=0
 CLIENT_ONLY=0
 LATENCY_ONLY=0
+TRACING_ONLY=0
 PROFILE=0
 ROUNDS=5
 while [ $# -gt 0 ]; do
@@ -54,6 +65,7 @@ while [ $# -gt 0 ]; do
 	--tls) TLS_ONLY=1 ;;
 	--client) CLIENT_ONLY=1 ;;
 	--latency) LATENCY_ONLY=1 ;;
+	--tracing) TRACING_ONLY=1 ;;
 	--profile) PROFILE=1 ;;
 	--rounds)
 		[ $# -ge 2 ] || { echo "bench: --rounds needs a number" >&2; exit 2; }
@@ -61,7 +73,7 @@ while [ $# -gt 0 ]; do
 		shift
 		;;
 	-h | --help)
-		sed -n '2,39p' "$0"
+		sed -n '2,49p' "$0"
 		exit 0
 		;;
 	*)
@@ -72,7 +84,10 @@ while [ $# -gt 0 ]; do
 	shift
 done
 case "$ROUNDS" in '' | *[!0-9]*) echo "bench: --rounds must be a number" >&2; exit 2 ;; esac
-[ $((TLS_ONLY + CLIENT_ONLY + LATENCY_ONLY)) -le 1 ] || { echo "bench: --tls, --client and --latency are separate runs" >&2; exit 2; }
+[ $((TLS_ONLY + CLIENT_ONLY + LATENCY_ONLY + TRACING_ONLY)) -le 1 ] || { echo "bench: --tls, --client, --latency and --tracing are separate runs" >&2; exit 2; }
+# The tracing rows' three gateways: each a sampler ratio, or off.
+IFS=, read -r -a TRACE_RATIOS <<<"${SLUICE_BENCH_TRACE_RATIOS:-off,0.01,1}"
+[ "${#TRACE_RATIOS[@]}" = 3 ] || { echo "bench: SLUICE_BENCH_TRACE_RATIOS must name three ratios (off or 0..1)" >&2; exit 2; }
 
 if [ "$QUICK" = 1 ]; then
 	ROUNDS=1
@@ -190,9 +205,13 @@ broker_down() {
 # start a gateway on CPU 0 with GOMAXPROCS=1; sets GW_PID, GW_GRPC,
 # GW_HTTP and GW_ADMIN (the admin listener: /metrics and, when PPROF is
 # set, /debug/pprof/; GW_PPROF is then the same address). A non-empty
-# GW_LINGER sets kafka.linger; empty keeps the configured default.
+# GW_LINGER sets kafka.linger; empty keeps the configured default. A
+# non-empty GW_TRACE turns tracing on with that sampler ratio, exporting
+# over OTLP/HTTP to GW_OTLP (host:port; see trace_run).
 GW_N=0
 GW_LINGER=""
+GW_TRACE=""
+GW_OTLP=""
 # The producer's linger before issue 33 (kafka.linger's default was 5ms):
 # the latency table runs a gateway with it beside one with the default.
 OLD_LINGER=5ms
@@ -237,6 +256,18 @@ EOF
 	if [ -n "$GW_LINGER" ]; then
 		# The producer's linger, when a run sets one (see latency_pair).
 		sed -i "s|^kafka:\$|&\\n  linger: $GW_LINGER|" "$cfg"
+	fi
+	if [ -n "$GW_TRACE" ]; then
+		cat >>"$cfg" <<EOF
+tracing:
+  enabled: true
+  exporter:
+    protocol: http
+    endpoint: http://$GW_OTLP
+    insecure: true
+  sampler:
+    ratio: $GW_TRACE
+EOF
 	fi
 	if [ "$TLS_RUN" = 1 ]; then
 		# Both listeners speak TLS with the run's certificate.
@@ -508,6 +539,130 @@ client_matrix() {
 	exit 0
 }
 
+# trace_run ROUND NAME RATIO ARGS...: sluice_run of a gateway whose
+# tracing is RATIO ("off": no tracing block), exporting to a fresh
+# `loadgen serve-otlp` on the load's CPU; what the sink counted once the
+# gateway has stopped (and flushed its spans) goes to
+# $WORK/otlp-NAME-ROUND.json.
+trace_run() {
+	local round=$1 name=$2 ratio=$3 pid
+	shift 3
+	if [ "$ratio" = off ]; then
+		echo '{"spans": 0, "requests": 0, "refused": 0}' >"$WORK/otlp-$name-$round.json"
+		sluice_run "$round" "$name" false false 10m "$@"
+		return
+	fi
+	start "otlp-$name-$round" "$LOAD_CPU" GOMAXPROCS=1 -- loadgen serve-otlp --addr 127.0.0.1:0
+	pid=$LAST_PID
+	GW_OTLP=$(await "$WORK/otlp-$name-$round.out" '127\.0\.0\.1:[0-9]+' "$pid")
+	GW_TRACE=$ratio
+	sluice_run "$round" "$name" false false 10m "$@"
+	GW_TRACE=""
+	local clean=$CLEAN
+	stop "$pid"
+	tail -n 1 "$WORK/otlp-$name-$round.out" >"$WORK/otlp-$name-$round.json"
+	CLEAN=$clean
+	if [ "$(jq -r .refused "$WORK/otlp-$name-$round.json")" != 0 ]; then
+		log "the OTLP sink refused exports in $name-$round"
+		CLEAN=0
+	fi
+}
+
+# trace_round ROUND: the tracing rows' runs, gRPC then REST ×10, each
+# workload's three gateways (TRACE_RATIOS: t0 off, t1 1%, t2 100% by
+# default) in an order that rotates with the round, so that none always
+# runs first; records each figure and the ratios t1 ÷ t0 and t2 ÷ t0 of
+# gateway CPU per event, per round.
+trace_round() {
+	local round=$1 w i k n order
+	case $((round % 3)) in
+	1) order=(0 1 2) ;;
+	2) order=(1 2 0) ;;
+	0) order=(2 0 1) ;;
+	esac
+	for w in grpc rest10; do
+		for i in "${order[@]}"; do
+			if [ "$w" = grpc ]; then
+				measure trace_run "$round" "tr-$w-t$i" "${TRACE_RATIOS[$i]}"
+			else
+				measure trace_run "$round" "tr-$w-t$i" "${TRACE_RATIOS[$i]}" rest10
+			fi
+		done
+		for i in 0 1 2; do
+			n=tr-$w-t$i-$round
+			record "$round" "tr.$w.t$i.cpu" "$(j "$n" '.watched_cpu_per_event_ns / 1000')"
+			record "$round" "tr.$w.t$i.p99" "$(j "$n" '.latency.p99_ns / 1e6')"
+			# The sink counts the warm-up's spans too (sluice_run warms the
+			# same gateway up with the gRPC load).
+			record "$round" "tr.$w.t$i.spans" "$(jq -r --argjson e "$(j "$n" .accepted)" --argjson w "$(j "warm-tr-$w-t$i-$round" .accepted)" '.spans / ($e + $w)' "$WORK/otlp-$n.json")"
+		done
+		for k in 1 2; do
+			record "$round" "tr.$w.r$k" "$(awk -v a="$(j "tr-$w-t$k-$round" .watched_cpu_per_event_ns)" -v b="$(j "tr-$w-t0-$round" .watched_cpu_per_event_ns)" 'BEGIN { print (b == 0 ? "nan" : a / b) }')"
+		done
+	done
+}
+
+# trace_label I: how the tables name gateway I.
+trace_label() {
+	local r=${TRACE_RATIOS[$1]}
+	if [ "$r" = off ]; then
+		echo "off"
+	else
+		awk -v r="$r" 'BEGIN { printf "%g%%", r * 100 }'
+	fi
+}
+
+# tracing_table: the markdown table of what trace_round recorded (fmt,
+# rounds and verdict must be defined).
+tracing_table() {
+	local w label l0 l1 l2
+	l0=$(trace_label 0) l1=$(trace_label 1) l2=$(trace_label 2)
+	echo "| workload | gateway CPU per event $l0 / $l1 / $l2 (µs) | tracing $l1 ÷ $l0, CPU per event | target | tracing $l2 ÷ $l0, CPU per event | p99 $l0 / $l1 / $l2 (ms) | spans exported per event $l1 / $l2 |"
+	echo "|---|---|---|---|---|---|---|"
+	for w in grpc rest10; do
+		label="gRPC Publish, 100 events per request"
+		[ "$w" = rest10 ] && label="REST, 10 events per request"
+		echo "| $label | $(fmt "$(median "tr.$w.t0.cpu")" 2) / $(fmt "$(median "tr.$w.t1.cpu")" 2) / $(fmt "$(median "tr.$w.t2.cpu")" 2) | $(fmt "$(median "tr.$w.r1")" 3) ($(rounds "tr.$w.r1" 3)) | ≤ 1.05 ($(verdict "$(median "tr.$w.r1")" "<=" 1.05)) | $(fmt "$(median "tr.$w.r2")" 3) ($(rounds "tr.$w.r2" 3)) | $(fmt "$(median "tr.$w.t0.p99")" 1) / $(fmt "$(median "tr.$w.t1.p99")" 1) / $(fmt "$(median "tr.$w.t2.p99")" 1) | $(fmt "$(median "tr.$w.t1.spans")" 3) / $(fmt "$(median "tr.$w.t2.spans")" 3) |"
+	done
+}
+
+# tracing_text: what the tracing table measures, for below it.
+tracing_text() {
+	cat <<EOF
+Per workload and round, three gateways, each started fresh with its own broker, warmed up for $WARM, then loaded
+for $DUR: tracing $(trace_label 0), $(trace_label 1) and $(trace_label 2) (\`tracing.sampler.ratio\`; the load's requests carry no
+traceparent, so the ratio alone decides), in an order that rotates with the round. A tracing gateway exports
+over OTLP/HTTP to \`sluice loadgen serve-otlp\` on the load's CPU, which counts the spans and throws them away.
+CPU per event is the gateway's user+system CPU over the events accepted; each ratio is the median of per-round
+ratios of the same round's gateways (per round in brackets). Spans per event: the sink's count, after the
+gateway's shutdown flushed its batches, over the events accepted in the warm-up and the measurement; at 100%
+a gateway makes a send span per event and a server span per request (1.01 for gRPC, 1.1 for REST ×10), so
+less means spans the SDK's batcher dropped.
+EOF
+}
+
+# tracing_matrix: the table of --tracing; the script ends after it.
+tracing_matrix() {
+	for round in $(seq 1 "$ROUNDS"); do
+		log "tracing round $round of $ROUNDS"
+		trace_round "$round"
+	done
+	fmt() { awk -v v="$1" -v d="${2:-0}" 'BEGIN { printf "%.*f", d, v }'; }
+	rounds() { awk -v d="$2" '{ printf "%s%.*f", (NR > 1 ? " · " : ""), d, $1 }' "$WORK/m.$1"; }
+	verdict() { awk -v v="$1" -v t="$3" -v op="$2" 'BEGIN { ok = (op == "<=") ? (v <= t) : (v >= t); print (ok ? "met" : "**missed**") }'; }
+	{
+		echo "# The price of tracing"
+		echo
+		echo "\`scripts/bench.sh --tracing --rounds $ROUNDS\` on $STARTED, SLUICE_BENCH_TRACE_RATIOS=$(IFS=,; echo "${TRACE_RATIOS[*]}")."
+		echo
+		tracing_table
+		echo
+		tracing_text
+	} >"$OUT/tracing.md"
+	cat "$OUT/tracing.md"
+	exit 0
+}
+
 # The latency-by-concurrency table: one-event REST requests (the REST
 # workload) from this many workers at once, against a gateway with the
 # old linger and one with the configured default.
@@ -618,6 +773,7 @@ STARTED=$(date -u +%FT%TZ)
 [ "$TLS_ONLY" = 1 ] && tls_matrix
 [ "$CLIENT_ONLY" = 1 ] && client_matrix
 [ "$LATENCY_ONLY" = 1 ] && latency_matrix
+[ "$TRACING_ONLY" = 1 ] && tracing_matrix
 
 for round in $(seq 1 "$ROUNDS"); do
 	log "round $round of $ROUNDS"
@@ -631,6 +787,7 @@ for round in $(seq 1 "$ROUNDS"); do
 	measure sluice_run "$round" novalidate false true 10m
 	measure sluice_run "$round" nodedup false false 0s
 	latency_round "$round"
+	trace_round "$round"
 
 	# Capacity per core: events (or requests) per CPU-second of the system
 	# under test. On a shared machine the process may get less than its
@@ -815,6 +972,12 @@ need a profile split; the whole process is what a source producing directly woul
 $(latency_table)
 
 $(latency_text)
+
+### The price of tracing
+
+$(tracing_table)
+
+$(tracing_text)
 
 ### Overload: open loop at 2 × the measured maximum
 

@@ -12,13 +12,19 @@ import (
 
 // WrittenRow is the written row of e, written by the sink named sinkName at
 // at, with detail "" (the write stored e), audit.DetailDuplicate or
-// audit.DetailConflict.
+// audit.DetailConflict. A TraceID that is not one (audit.ValidTraceID) is
+// left out.
 func WrittenRow(e *Event, sinkName string, at time.Time, detail string) audit.Row {
-	return audit.Row{
+	r := audit.Row{
 		Source: e.Source, EventID: e.ID, Action: audit.Written, At: at,
 		Topic: e.Topic, Partition: e.Partition, Offset: e.Offset, EventType: e.Type,
 		Group: e.Group, Sink: sinkName, Detail: detail, ReplayID: e.ReplayID, Actor: e.ReplayActor,
+		TraceID: e.TraceID,
 	}
+	if !audit.ValidTraceID(r.TraceID) {
+		r.TraceID = ""
+	}
+	return r
 }
 
 // auditColumns are the columns of an audit table, in the order audit.Row
@@ -27,7 +33,7 @@ func WrittenRow(e *Event, sinkName string, at time.Time, detail string) audit.Ro
 const (
 	auditColumns = `source, event_id, sequence, action, decided_at, topic, kafka_partition, kafka_offset,
 	event_type, consumer_group, sink, error_class, error, attempt, dlq_retries, retryable, detail,
-	replay_id, replay_actor`
+	replay_id, replay_actor, trace_id`
 	auditDecisionKey = `source, event_id, action, topic, kafka_partition, kafka_offset, attempt, dlq_retries, replay_id`
 )
 
@@ -37,7 +43,8 @@ const maxAuditTextBytes = 4096
 // prepareAudit checks rows and returns them as a table sink stores them:
 // repeats within rows dropped, the first kept; free text (Error, Detail)
 // made valid UTF-8 without NUL and cut to maxAuditTextBytes; At, when
-// zero, set to now, and in UTC. A row no table can store (an identity
+// zero, set to now, and in UTC; a TraceID that is not one
+// (audit.ValidTraceID) dropped, since it says nothing about the decision. A row no table can store (an identity
 // Write would refuse, an unknown action, other text that is not UTF-8 or
 // holds NUL) fails the whole call with a Permanent error wrapping
 // ErrInvalidAuditRow.
@@ -56,6 +63,9 @@ func prepareAudit(rows []audit.Row, now time.Time) ([]audit.Row, error) {
 		}
 		seen[k] = true
 		r.Error, r.Detail = auditText(r.Error), auditText(r.Detail)
+		if !audit.ValidTraceID(r.TraceID) {
+			r.TraceID = ""
+		}
 		if r.At.IsZero() {
 			r.At = now
 		}

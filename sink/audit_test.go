@@ -151,17 +151,23 @@ func runAudit(t *testing.T, impl auditImpl) {
 		if got := auditRows(t, s, batch[1])[0]; got.Group != "g1" || got.ReplayID != "r-1" || got.Actor != "ops" {
 			t.Fatalf("written row of a replayed event = %+v, want its group, replay id and actor", got)
 		}
+		if got := auditRows(t, s, batch[2])[0]; got.TraceID == "" || got.TraceID != batch[2].TraceID {
+			t.Fatalf("written row's trace id %q, want the event's %q", got.TraceID, batch[2].TraceID)
+		}
 
 		// Decisions without a write come after, in the order recorded.
 		clock.Advance(time.Minute)
 		e := batch[0]
 		dead := audit.Row{Source: e.Source, EventID: e.ID, Action: audit.DeadLettered, At: clock.Now().Add(-time.Second),
 			Topic: e.Topic, Partition: e.Partition, Offset: e.Offset, EventType: e.Type, Group: "g", Sink: impl.name,
-			Class: "transient", Error: "down", Attempt: 5, Retryable: true}
+			Class: "transient", Error: "down", Attempt: 5, Retryable: true, TraceID: e.TraceID}
 		retried := audit.Row{Source: e.Source, EventID: e.ID, Action: audit.Retried, Topic: e.Topic + ".dlq", Partition: 2, Offset: 7,
-			EventType: e.Type, Group: "g", Sink: impl.name, Class: "transient", Attempt: 5, Retryable: true}
+			EventType: e.Type, Group: "g", Sink: impl.name, Class: "transient", Attempt: 5, Retryable: true,
+			TraceID: "0af7651916cd43dd8448eb211c80319c"}
+		// A trace id that is not one is dropped, the row kept.
 		parked := audit.Row{Source: e.Source, EventID: e.ID, Action: audit.Parked, At: clock.Now(), Topic: e.Topic + ".dlq", Partition: 2, Offset: 9,
-			EventType: e.Type, Group: "g", Sink: impl.name, Class: "transient", Error: "down", Attempt: 6, DLQRetries: 1, Detail: "max_retries"}
+			EventType: e.Type, Group: "g", Sink: impl.name, Class: "transient", Error: "down", Attempt: 6, DLQRetries: 1, Detail: "max_retries",
+			TraceID: "not\x00a trace id"}
 		if err := s.Audit(ctx, []audit.Row{dead, retried}); err != nil {
 			t.Fatalf("Audit: %v", err)
 		}
@@ -169,6 +175,7 @@ func runAudit(t *testing.T, impl auditImpl) {
 			t.Fatalf("Audit: %v", err)
 		}
 		retried.At = clock.Now() // stamped by the sink
+		parked.TraceID = ""
 		wantRows(t, impl.precision, auditRows(t, s, e), []audit.Row{written(e, impl.name, writtenAt, ""), dead, retried, parked})
 		if rows := auditRows(t, s, Event{Source: "nobody", ID: e.ID}); len(rows) != 0 {
 			t.Fatalf("rows of an identity never audited: %+v", rows)
@@ -510,8 +517,8 @@ func TestSQLiteMigrateV2(t *testing.T) {
 		}
 		versions = append(versions, v)
 	}
-	if !slices.Equal(versions, []int{2, 3}) {
-		t.Fatalf("recorded versions = %v, want [2 3]", versions)
+	if !slices.Equal(versions, []int{2, 3, 4}) {
+		t.Fatalf("recorded versions = %v, want [2 3 4]", versions)
 	}
 }
 

@@ -65,7 +65,8 @@
 // migrate), and MigrateSQLite brings
 // an older file up. Every migration statement is idempotent. Upgrading
 // PostgreSQL: stop the older consumers, run sluice sink migrate, start
-// the new ones. Events stored before version 3 have no audit rows.
+// the new ones. Events stored before version 3 have no audit rows; audit
+// rows stored before version 4 have an empty trace id.
 //
 // # HTTP
 //

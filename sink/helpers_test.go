@@ -46,6 +46,10 @@ func (c *testClock) Advance(d time.Duration) {
 func testEvent(n int) Event {
 	base := time.Date(2026, 11, 28, 12, 0, 0, 123456789, time.FixedZone("X", 3600))
 	value := []byte{0x0a, 0xff, byte(n), 0x00, 0x80}
+	traceID := fmt.Sprintf("4bf92f3577b34da6a3ce929d%08x", n)
+	if n%4 == 3 {
+		traceID = "" // a record without a traceparent
+	}
 	return Event{
 		ID:                 fmt.Sprintf("evt-%04d", n),
 		Type:               "orders.created",
@@ -60,6 +64,7 @@ func testEvent(n int) Event {
 		Topic:              "ingest.orders.created",
 		Partition:          int32(n % 4),
 		Offset:             int64(1000 + n),
+		TraceID:            traceID,
 	}
 }
 

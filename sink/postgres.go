@@ -59,7 +59,7 @@ var (
 
 // PostgresSchemaVersion is the newest version of the table layout Migrate
 // creates; OpenPostgres refuses a table at any other.
-const PostgresSchemaVersion = 3
+const PostgresSchemaVersion = 4
 
 // postgresMigrations[v-1] brings a table from version v-1 to v; %[1]s is
 // the quoted table name, %[2]s the bare one (for index names). Each
@@ -152,6 +152,11 @@ CREATE TABLE IF NOT EXISTS "%[2]s_conflicts" (
 	PRIMARY KEY (source, event_id, sequence),
 	UNIQUE (` + auditDecisionKey + `)
 );`,
+
+	// Version 4 adds the audit rows' trace_id: the trace id of the
+	// record decided about, '' for the rows already held. A column with a
+	// constant default is added without rewriting the table.
+	`ALTER TABLE "%[2]s_audit" ADD COLUMN IF NOT EXISTS trace_id text NOT NULL DEFAULT '';`,
 }
 
 // migrationsTable records which versions of which sink table are applied.
@@ -336,10 +341,11 @@ JOIN %s AS t ON t.source = u.src AND t.event_id = u.id`, table),
 SELECT b.src, b.id,
 	coalesce((SELECT max(a.sequence) FROM %[1]s AS a WHERE a.source = b.src AND a.event_id = b.id), 0)
 		+ row_number() OVER (PARTITION BY b.src, b.id ORDER BY b.ord),
-	b.act, b.dat, b.tp, b.kp, b.ko, b.ty, b.grp, b.snk, b.cls, b.err, b.att, b.dr, b.rt, b.det, b.rid, b.ra
+	b.act, b.dat, b.tp, b.kp, b.ko, b.ty, b.grp, b.snk, b.cls, b.err, b.att, b.dr, b.rt, b.det, b.rid, b.ra, b.tid
 FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::text[], $6::int4[], $7::int8[], $8::text[],
-	$9::text[], $10::text[], $11::text[], $12::text[], $13::int4[], $14::int4[], $15::bool[], $16::text[], $17::text[], $18::text[])
-	WITH ORDINALITY AS b(src, id, act, dat, tp, kp, ko, ty, grp, snk, cls, err, att, dr, rt, det, rid, ra, ord)
+	$9::text[], $10::text[], $11::text[], $12::text[], $13::int4[], $14::int4[], $15::bool[], $16::text[], $17::text[], $18::text[],
+	$19::text[])
+	WITH ORDINALITY AS b(src, id, act, dat, tp, kp, ko, ty, grp, snk, cls, err, att, dr, rt, det, rid, ra, tid, ord)
 LEFT JOIN LATERAL (SELECT true AS held FROM %[1]s AS a
 	WHERE (a.source, a.event_id, a.action, a.topic, a.kafka_partition, a.kafka_offset, a.attempt, a.dlq_retries, a.replay_id)
 		= (b.src, b.id, b.act, b.tp, b.kp, b.ko, b.att, b.dr, b.rid)
@@ -527,11 +533,11 @@ func (p *Postgres) insertAudit(ctx context.Context, tx pgx.Tx, rows []audit.Row)
 		return nil
 	}
 	var (
-		srcs, ids, acts, topics, types, groups, sinks, classes, errs, details, replays, actors []string
-		ats                                                                                    []time.Time
-		parts, attempts, retries                                                               []int32
-		offsets                                                                                []int64
-		retryable                                                                              []bool
+		srcs, ids, acts, topics, types, groups, sinks, classes, errs, details, replays, actors, traces []string
+		ats                                                                                            []time.Time
+		parts, attempts, retries                                                                       []int32
+		offsets                                                                                        []int64
+		retryable                                                                                      []bool
 	)
 	for i := range rows {
 		r := &rows[i]
@@ -541,10 +547,10 @@ func (p *Postgres) insertAudit(ctx context.Context, tx pgx.Tx, rows []audit.Row)
 		groups, sinks, classes, errs = append(groups, r.Group), append(sinks, r.Sink), append(classes, r.Class), append(errs, r.Error)
 		attempts, retries = append(attempts, int32(r.Attempt)), append(retries, int32(r.DLQRetries))
 		retryable, details = append(retryable, r.Retryable), append(details, r.Detail)
-		replays, actors = append(replays, r.ReplayID), append(actors, r.Actor)
+		replays, actors, traces = append(replays, r.ReplayID), append(actors, r.Actor), append(traces, r.TraceID)
 	}
 	_, err := tx.Exec(ctx, p.auditInsert, srcs, ids, acts, ats, topics, parts, offsets, types,
-		groups, sinks, classes, errs, attempts, retries, retryable, details, replays, actors)
+		groups, sinks, classes, errs, attempts, retries, retryable, details, replays, actors, traces)
 	return err
 }
 
@@ -598,7 +604,7 @@ func (p *Postgres) AuditRows(ctx context.Context, source, id string) ([]audit.Ro
 	)
 	if _, err := pgx.ForEachRow(rows, []any{&r.Source, &r.EventID, &r.Sequence, &action, &r.At, &r.Topic, &r.Partition, &r.Offset,
 		&r.EventType, &r.Group, &r.Sink, &r.Class, &r.Error, &r.Attempt, &r.DLQRetries, &r.Retryable,
-		&r.Detail, &r.ReplayID, &r.Actor}, func() error {
+		&r.Detail, &r.ReplayID, &r.Actor, &r.TraceID}, func() error {
 		r.Action, r.At = audit.Action(action), r.At.UTC()
 		out = append(out, r)
 		return nil

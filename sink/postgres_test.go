@@ -83,7 +83,9 @@ func TestPostgresDDL(t *testing.T) {
 		"VALUES ('events', 1) ON CONFLICT DO NOTHING;", "VALUES ('events', 2) ON CONFLICT DO NOTHING;",
 		"-- version 3", `CREATE TABLE IF NOT EXISTS "events_audit"`, "PRIMARY KEY (source, event_id, sequence)",
 		"UNIQUE (source, event_id, action, topic, kafka_partition, kafka_offset, attempt, dlq_retries, replay_id)",
-		"VALUES ('events', 3) ON CONFLICT DO NOTHING;"} {
+		"VALUES ('events', 3) ON CONFLICT DO NOTHING;",
+		"-- version 4", `ALTER TABLE "events_audit" ADD COLUMN IF NOT EXISTS trace_id text NOT NULL DEFAULT ''`,
+		"VALUES ('events', 4) ON CONFLICT DO NOTHING;"} {
 		if !strings.Contains(ddl, want) {
 			t.Errorf("DDL lacks %q:\n%s", want, ddl)
 		}
@@ -194,13 +196,13 @@ func TestIntegrationPostgresMigrateV1(t *testing.T) {
 	refusedThenMigrated(t, 1,
 		func() error { _, err := OpenPostgres(ctx, cfg); return err },
 		func() error { return Migrate(ctx, dsn, table) })
-	// Versions 2 and 3 applied but not recorded (an interrupted run, or a
+	// Versions 2 to 4 applied but not recorded (an interrupted run, or a
 	// hand-applied DDL) run again cleanly.
 	if _, err := conn.Exec(ctx, "DELETE FROM sluice_sink_migrations WHERE table_name = $1 AND version >= 2", table); err != nil {
 		t.Fatal(err)
 	}
 	if err := Migrate(ctx, dsn, table); err != nil {
-		t.Fatalf("Migrate over unrecorded versions 2 and 3: %v", err)
+		t.Fatalf("Migrate over unrecorded versions 2 to 4: %v", err)
 	}
 
 	var pk string
@@ -219,8 +221,8 @@ func TestIntegrationPostgresMigrateV1(t *testing.T) {
 	if versions, err = pgx.CollectRows(rows, pgx.RowTo[int]); err != nil {
 		t.Fatal(err)
 	}
-	if fmt.Sprint(versions) != "[1 2 3]" {
-		t.Errorf("recorded versions = %v, want [1 2 3]", versions)
+	if fmt.Sprint(versions) != "[1 2 3 4]" {
+		t.Errorf("recorded versions = %v, want [1 2 3 4]", versions)
 	}
 
 	p, err := OpenPostgres(ctx, cfg)

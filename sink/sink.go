@@ -36,6 +36,10 @@ type Event struct {
 	// the table sinks store them in its written audit row.
 	Group                 string
 	ReplayID, ReplayActor string
+	// TraceID is the trace id of the record's traceparent header (32
+	// lowercase hex digits), "" when it has none: not part of the event
+	// either; the table sinks store it in the written audit row.
+	TraceID string
 }
 
 // Conflict is an event of a batch whose identity the sink already held

@@ -44,8 +44,8 @@ var (
 // creates a missing table at it and refuses any other. Version 1 is the
 // layout of the binaries that recorded no version: event_id alone the
 // primary key, no payload_fingerprint, no conflicts table. Version 2 has
-// no audit table.
-const SQLiteSchemaVersion = 3
+// no audit table; version 3 no trace_id in it.
+const SQLiteSchemaVersion = 4
 
 // sqliteTable and sqliteConflictsTable create the tables of the newest
 // version; %[1]s is the quoted name. Times are text in utctime.Layout (UTC,
@@ -110,6 +110,7 @@ const (
 	detail          TEXT NOT NULL,
 	replay_id       TEXT NOT NULL,
 	replay_actor    TEXT NOT NULL,
+	trace_id        TEXT NOT NULL DEFAULT '',
 	PRIMARY KEY (source, event_id, sequence),
 	UNIQUE (` + auditDecisionKey + `)
 )`
@@ -141,6 +142,7 @@ const (
 var sqliteMigrations = [SQLiteSchemaVersion - 1]func(ctx context.Context, tx *sql.Tx, table string, now time.Time) error{
 	migrateSQLiteV2,
 	migrateSQLiteV3,
+	migrateSQLiteV4,
 }
 
 // openSQLiteWriter opens the writer connection of cfg's file.
@@ -216,7 +218,7 @@ func OpenSQLite(ctx context.Context, cfg SQLiteConfig, opts ...Option) (*SQLite,
 		// The writer is the file's only one (IMMEDIATE transactions, in
 		// this process and any other), so max + 1 is the next sequence.
 		auditInsert: fmt.Sprintf(`INSERT INTO %[1]s (%[2]s)
-			SELECT ?1, ?2, coalesce(max(sequence), 0) + 1, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18
+			SELECT ?1, ?2, coalesce(max(sequence), 0) + 1, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19
 			FROM %[1]s WHERE source = ?1 AND event_id = ?2
 			ON CONFLICT (%[3]s) DO NOTHING`, audit, auditColumns, auditDecisionKey),
 		auditRows: sqliteAuditRowsQuery(audit),
@@ -427,6 +429,25 @@ func migrateSQLiteV3(ctx context.Context, tx *sql.Tx, table string, _ time.Time)
 	return nil
 }
 
+// migrateSQLiteV4 adds the audit table's trace_id, empty for the rows it
+// holds. SQLite has no ADD COLUMN IF NOT EXISTS: the column is added
+// when the table does not have it (a version 3 table, or an audit table
+// version 3 created from this binary's DDL).
+func migrateSQLiteV4(ctx context.Context, tx *sql.Tx, table string, _ time.Time) error {
+	auditTable := quoteIdent(table + auditSuffix)
+	var n int
+	if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM pragma_table_info(?) WHERE name = 'trace_id'", table+auditSuffix).Scan(&n); err != nil {
+		return fmt.Errorf("read the columns of %s: %w", auditTable, err)
+	}
+	if n > 0 {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, "ALTER TABLE "+auditTable+" ADD COLUMN trace_id TEXT NOT NULL DEFAULT ''"); err != nil {
+		return fmt.Errorf("add trace_id to %s: %w", auditTable, err)
+	}
+	return nil
+}
+
 // Name returns "sqlite".
 func (s *SQLite) Name() string { return KindSQLite }
 
@@ -552,7 +573,7 @@ func (s *SQLite) writtenDetail(ctx context.Context, tx *sql.Tx, i int, e *Event,
 // (utctime.Format of r.At).
 func sqliteAuditArgs(r *audit.Row, at string) []any {
 	return []any{r.Source, r.EventID, string(r.Action), at, r.Topic, r.Partition, r.Offset, r.EventType,
-		r.Group, r.Sink, r.Class, r.Error, r.Attempt, r.DLQRetries, r.Retryable, r.Detail, r.ReplayID, r.Actor}
+		r.Group, r.Sink, r.Class, r.Error, r.Attempt, r.DLQRetries, r.Retryable, r.Detail, r.ReplayID, r.Actor, r.TraceID}
 }
 
 // Audit records rows in one transaction, each after the rows the table
@@ -618,7 +639,7 @@ func sqliteAuditRows(ctx context.Context, db *sql.DB, query, source, id string) 
 		)
 		if err := rs.Scan(&r.Source, &r.EventID, &r.Sequence, &action, &at, &r.Topic, &r.Partition, &r.Offset,
 			&r.EventType, &r.Group, &r.Sink, &r.Class, &r.Error, &r.Attempt, &r.DLQRetries, &r.Retryable,
-			&r.Detail, &r.ReplayID, &r.Actor); err != nil {
+			&r.Detail, &r.ReplayID, &r.Actor, &r.TraceID); err != nil {
 			return nil, fmt.Errorf("sink: sqlite: audit rows: %w", err)
 		}
 		r.Action = audit.Action(action)

@@ -71,6 +71,8 @@ func TestCheckNamesTheField(t *testing.T) {
 		{"examples.shop.v1.OrderPlaced: orders.placed", "examples.shop.v1.Nope: orders.placed", "topics.examples.shop.v1.Nope: not one of contracts.types"},
 		{"key_env: [SLUICE_LOGS_API_KEY]", "key_env: [SLUICE_CHECK_UNSET]", "sources[1].key_env"},
 		{"max_event_bytes: 262144", "max_event_bytez: 1", "gateway.limits.max_event_bytez: unknown key (did you mean max_event_bytes?)"},
+		{"tracing:                        # OpenTelemetry spans over OTLP, for every role; off by default\n  enabled: false",
+			"tracing:\n  enabled: true", "tracing.exporter.endpoint: must be set when tracing is enabled"},
 	} {
 		t.Run(c.want, func(t *testing.T) {
 			cfg := strings.Replace(base, c.from, c.to, 1)

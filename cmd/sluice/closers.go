@@ -5,6 +5,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/sluicehq/sluice/internal/tracing"
 )
 
 // closers is a stack of shutdown steps: each component's step is pushed
@@ -35,6 +37,7 @@ type process struct {
 	log      *slog.Logger
 	pipeline closers
 	late     closers
+	tracing  *tracing.Provider // nil until startTracing
 }
 
 func newProcess(log *slog.Logger) *process { return newProcessOn(prometheus.NewRegistry(), log) }

@@ -21,6 +21,7 @@ import (
 	"github.com/sluicehq/sluice/internal/admin"
 	"github.com/sluicehq/sluice/internal/peers"
 	"github.com/sluicehq/sluice/internal/tlsfiles"
+	"github.com/sluicehq/sluice/internal/tracing"
 	"github.com/sluicehq/sluice/publish"
 	"github.com/sluicehq/sluice/pull"
 	"github.com/sluicehq/sluice/pull/ownership"
@@ -74,6 +75,9 @@ type fileConfig struct {
 	// (÷ N alive) of every source's events/s and bytes/s. Without
 	// heartbeat_topic, a gateway enforces the whole rates, alone.
 	Cluster peers.Config `yaml:"cluster"`
+	// Tracing is OpenTelemetry tracing, the same block for every role:
+	// off by default; on, spans go over OTLP to exporter.endpoint.
+	Tracing tracing.Config `yaml:"tracing"`
 	// Consumer is sluice consumer's group, the topics it reads, its
 	// retries, breaker and DLQ.
 	Consumer consumer.Config `yaml:"consumer"`
@@ -234,6 +238,7 @@ func defaultFileConfig() fileConfig {
 
 		PollerOwnership: ownership.NewDefaultConfig(),
 		Cluster:         peers.NewDefaultConfig(),
+		Tracing:         tracing.NewDefaultConfig(),
 	}
 }
 
@@ -302,6 +307,9 @@ func (c fileConfig) validate() error {
 	}
 	if err := c.validateCluster(); err != nil {
 		return err
+	}
+	if err := c.Tracing.Validate(); err != nil {
+		return fmt.Errorf("config: %w", err)
 	}
 	if err := c.checkPollerSources(); err != nil {
 		return err
@@ -551,6 +559,9 @@ func (c fileConfig) validateConsumer() error {
 	if err := c.Sink.Validate(); err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
+	if err := c.Tracing.Validate(); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
 	if c.roles.gateway {
 		return c.checkConsumerReads()
 	}
@@ -577,6 +588,10 @@ func (c fileConfig) validateClient() error {
 	}
 	if err := c.validateTopics(); err != nil {
 		return err
+	}
+	// dlq replay traces with the file's tracing block.
+	if err := c.Tracing.Validate(); err != nil {
+		return fmt.Errorf("config: %w", err)
 	}
 	return c.validateLog()
 }

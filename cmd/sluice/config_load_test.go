@@ -49,6 +49,8 @@ sink: {sqlite: {path: db/events.db}}
 admin:
   tls: {cert_file: admin/a.crt, key_file: admin/a.key, client_ca_file: admin/ca.crt}
   auth: {token_file: admin/token}
+tracing:
+  exporter: {tls: {ca_file: otel/ca.crt, cert_file: otel/c.crt, key_file: otel/c.key}}
 `
 	if err := os.WriteFile(path, []byte(raw), 0o600); err != nil {
 		t.Fatal(err)
@@ -78,6 +80,9 @@ admin:
 		&cfg.Admin.TLS.KeyFile:                         in("admin/a.key"),
 		&cfg.Admin.TLS.ClientCAFile:                    in("admin/ca.crt"),
 		&cfg.Admin.Auth.TokenFile:                      in("admin/token"),
+		&cfg.Tracing.Exporter.TLS.CAFile:               in("otel/ca.crt"),
+		&cfg.Tracing.Exporter.TLS.CertFile:             in("otel/c.crt"),
+		&cfg.Tracing.Exporter.TLS.KeyFile:              in("otel/c.key"),
 	} {
 		if *got != want {
 			t.Errorf("got %s, want %s", *got, want)
@@ -88,7 +93,8 @@ admin:
 	covered := []string{"contracts.descriptor_set", "gateway.grpc_tls.cert_file", "gateway.grpc_tls.key_file", "gateway.grpc_tls.client_ca_file",
 		"gateway.http_tls.cert_file", "gateway.http_tls.key_file", "gateway.http_tls.client_ca_file", "sources[].webhook.secret_files",
 		"kafka.tls.ca_file", "kafka.tls.cert_file", "kafka.tls.key_file", "kafka.sasl.password_file", "spool.dir", "sink.sqlite.path",
-		"admin.tls.cert_file", "admin.tls.key_file", "admin.tls.client_ca_file", "admin.auth.token_file"}
+		"admin.tls.cert_file", "admin.tls.key_file", "admin.tls.client_ca_file", "admin.auth.token_file",
+		"tracing.exporter.tls.ca_file", "tracing.exporter.tls.cert_file", "tracing.exporter.tls.key_file"}
 	for _, e := range configEntries() {
 		if isPathKey(e.key) && !slices.Contains(covered, e.path) {
 			t.Errorf("%s names a file: add it to this test", e.path)

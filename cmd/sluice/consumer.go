@@ -61,6 +61,9 @@ func runConsumerCmd(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	p := newProcess(log)
 	defer p.close()
+	if err := p.startTracing(ctx, cfg.Tracing, "consumer"); err != nil {
+		return err
+	}
 	s, err := sink.Open(ctx, cfg.Sink)
 	if err != nil {
 		return err
@@ -100,7 +103,8 @@ func runConsumerCmd(ctx context.Context, args []string, stdout, stderr io.Writer
 // close after it. The caller runs the consumer. opts are added to the
 // consumer's registerer and logger.
 func (p *process) startConsumer(ccfg consumer.Config, versions *contract.Versions, s sink.Sink, conn []kgo.Opt, opts ...consumer.Option) (*consumer.Consumer, []admin.Option, error) {
-	opts = append([]consumer.Option{consumer.WithRegisterer(p.reg), consumer.WithLogger(p.log)}, opts...)
+	opts = append([]consumer.Option{consumer.WithRegisterer(p.reg), consumer.WithLogger(p.log),
+		consumer.WithTracerProvider(p.tracerProvider())}, opts...)
 	c, err := consumer.New(ccfg, versions, s, conn, opts...)
 	if err != nil {
 		return nil, nil, err

@@ -199,6 +199,9 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	// admin listener, whose trace route reads the sink's audit table.
 	p := newProcess(log)
 	defer p.close()
+	if err := p.startTracing(ctx, cfg.Tracing, "dev"); err != nil {
+		return err
+	}
 	db, err := sink.OpenSQLite(ctx, scfg)
 	if err != nil {
 		return err

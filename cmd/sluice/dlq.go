@@ -19,6 +19,7 @@ import (
 	"github.com/sluicehq/sluice/contract"
 	"github.com/sluicehq/sluice/internal/clip"
 	"github.com/sluicehq/sluice/internal/kafkaconn"
+	"github.com/sluicehq/sluice/internal/tracing"
 	"github.com/sluicehq/sluice/record"
 	"github.com/sluicehq/sluice/sink"
 )
@@ -112,6 +113,7 @@ func runDLQCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var registryErr error
 	var ingest []string
 	var sinkCfg sink.Config
+	tracingCfg := tracing.NewDefaultConfig()
 	switch {
 	case *path != "":
 		cfg, err := loadConfig(*path, nil, fileConfig.validateClient)
@@ -124,6 +126,7 @@ func runDLQCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		ccfg := consumerConfig(cfg)
 		ingest = ccfg.SourceTopics()
 		sinkCfg = cfg.Sink
+		tracingCfg = cfg.Tracing
 	case sub == "replay":
 		return errors.New("dlq replay: --config is required: the ingest topics and contracts come from it")
 	case *brokers == "":
@@ -183,9 +186,23 @@ func runDLQCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return fmt.Errorf("dlq replay: %w", err)
 		}
 		defer closeAuditor()
+		// The replay's spans (a root per job, one per record linked to
+		// the dead letter's trace) go where the file's tracing block
+		// sends them, exported before the command returns.
+		tp, err := tracing.New(ctx, tracingCfg, "dlq")
+		if err != nil {
+			return fmt.Errorf("dlq replay: %w", err)
+		}
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), tracingCfg.Exporter.Timeout)
+			defer cancel()
+			if err := tp.Shutdown(sctx); err != nil {
+				fmt.Fprintf(stderr, "dlq replay: tracing: spans not exported: %v\n", err)
+			}
+		}()
 		rep, err := dlq.Replay(ctx, kopts, *topic, sel, dlq.ReplayOptions{
 			DryRun: *dryRun, Rate: *rate, Actor: *actor, Progress: stderr,
-			Topics: ingest, Registry: registry, Auditor: auditor,
+			Topics: ingest, Registry: registry, Auditor: auditor, TracerProvider: tp.TracerProvider(),
 			Each: func(d dlq.DeadLetter, refused error) {
 				switch {
 				case refused != nil:

@@ -19,6 +19,7 @@ import (
 	"github.com/sluicehq/sluice/gateway"
 	"github.com/sluicehq/sluice/internal/admin"
 	"github.com/sluicehq/sluice/publish"
+	"github.com/sluicehq/sluice/pull"
 )
 
 // shutdownGrace bounds a graceful shutdown: requests in flight get this
@@ -67,6 +68,9 @@ func runGatewayCmd(ctx context.Context, args []string, stdout, stderr io.Writer)
 func serve(ctx context.Context, cfg fileConfig, versions *contract.Versions, log *slog.Logger, started func(srv *gateway.Server, adminAddr string)) error {
 	p := newProcess(log)
 	defer p.close()
+	if err := p.startTracing(ctx, cfg.Tracing, "gateway"); err != nil {
+		return err
+	}
 	return p.serveGateway(ctx, cfg, versions, nil, started)
 }
 
@@ -85,7 +89,7 @@ type gatewayTier struct {
 // Each step is pushed on p's stacks as it succeeds, so that a failure
 // closes what was built.
 func (p *process) startGateway(ctx context.Context, cfg fileConfig, versions *contract.Versions) (*gatewayTier, error) {
-	log, reg := p.log, p.reg
+	log, reg, tp := p.log, p.reg, p.tracerProvider()
 	registry := versions.Registry()
 	logDecoders(log, registry)
 	cfg.warnInsecure(log, true)
@@ -103,7 +107,7 @@ func (p *process) startGateway(ctx context.Context, cfg fileConfig, versions *co
 	// The producer knows the gateway's topics: admission's readiness asks
 	// the cluster for them (adm.Ready, below), and so does the start check.
 	producer, err := publish.NewProducer(cfg.Kafka, conn, publish.WithRegisterer(reg), publish.WithLogger(log),
-		publish.WithTopics(cfg.topics()...))
+		publish.WithTopics(cfg.topics()...), publish.WithTracerProvider(tp))
 	if err != nil {
 		return nil, err
 	}
@@ -127,7 +131,7 @@ func (p *process) startGateway(ctx context.Context, cfg fileConfig, versions *co
 		log.Warn("no spool.dir: with Kafka down, events are refused instead of spooled")
 	}
 	adm, err := admission.New(cfg.Admission, producer, spool, admission.WithRegisterer(reg), admission.WithLogger(log),
-		admission.WithSourceShares(cfg.Gateway.SourceShares(), cfg.Gateway.Limits.ReservedShare))
+		admission.WithSourceShares(cfg.Gateway.SourceShares(), cfg.Gateway.Limits.ReservedShare), admission.WithTracerProvider(tp))
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +142,8 @@ func (p *process) startGateway(ctx context.Context, cfg fileConfig, versions *co
 	// nothing on its disk.
 	p.pipeline.push(func() { flushSpool(adm, cfg.Admission.ShutdownDrain, log) })
 	svc, err := gateway.New(cfg.Gateway, versions, adm,
-		append([]gateway.Option{gateway.WithRegisterer(reg), gateway.WithLogger(log)}, benchGatewayOptions(log)...)...)
+		append([]gateway.Option{gateway.WithRegisterer(reg), gateway.WithLogger(log), gateway.WithTracerProvider(tp)},
+			benchGatewayOptions(log)...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -199,7 +204,7 @@ func (p *process) serveGateway(ctx context.Context, cfg fileConfig, versions *co
 	})
 	log.Info("gateway serving", "grpc", g.srv.GRPCAddr(), "http", g.srv.HTTPAddr(),
 		"types", len(g.registry.Types()), "sources", len(cfg.Gateway.Sources), "mode", g.adm.Mode().String())
-	stopPollers, err := startPollers(ctx, cfg, g.conn, g.svc, p.reg, log)
+	stopPollers, err := startPollers(ctx, cfg, g.conn, g.svc, p.reg, log, pull.WithTracerProvider(p.tracerProvider()))
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -13,11 +14,15 @@ import (
 	"github.com/sluicehq/sluice/tools/loadgen"
 )
 
-// runLoadgenCmd is `sluice loadgen`: one bounded run against a target, and
-// `sluice loadgen serve-baseline`: a transport baseline to run against.
+// runLoadgenCmd is `sluice loadgen`: one bounded run against a target,
+// `sluice loadgen serve-baseline`: a transport baseline to run against,
+// and `sluice loadgen serve-otlp`: an OTLP/HTTP sink that counts spans.
 func runLoadgenCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "serve-baseline" {
 		return runServeBaseline(ctx, args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "serve-otlp" {
+		return runServeOTLP(ctx, args[1:], stdout, stderr)
 	}
 	def := loadgen.NewDefaultConfig()
 	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
@@ -116,4 +121,28 @@ func runServeBaseline(ctx context.Context, args []string, stdout, stderr io.Writ
 	return loadgen.ServeBaseline(ctx, *kind, *addr, func(a net.Addr) {
 		fmt.Fprintf(stdout, "baseline %s listening on %s\n", *kind, a)
 	})
+}
+
+// runServeOTLP is `sluice loadgen serve-otlp`: an OTLP/HTTP trace receiver
+// (protobuf, POST /v1/traces) that counts the spans it is sent, answers
+// 200 and keeps nothing; GET /stats answers the counts as JSON, and they
+// are printed as JSON when it stops (SIGINT or SIGTERM). The benchmark
+// points a tracing gateway at it.
+func runServeOTLP(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("loadgen serve-otlp", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("addr", "127.0.0.1:0", "listen address")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("loadgen serve-otlp: unexpected argument %q", fs.Arg(0))
+	}
+	st, err := loadgen.ServeOTLP(ctx, *addr, func(a net.Addr) {
+		fmt.Fprintf(stdout, "otlp sink listening on %s\n", a)
+	})
+	if err != nil {
+		return err
+	}
+	return json.NewEncoder(stdout).Encode(st)
 }

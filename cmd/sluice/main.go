@@ -15,6 +15,7 @@
 //	sluice spool inspect DIR           print a spool's segments, cursor, pending records and damage (read-only)
 //	sluice loadgen [flags]             send load to a gateway (or Kafka directly) and report throughput and latency
 //	sluice loadgen serve-baseline      a plain HTTP or gRPC server to measure the transport floor against
+//	sluice loadgen serve-otlp          an OTLP/HTTP endpoint that counts the spans it is sent
 //	sluice kfake --addr ADDR           the in-memory Kafka of "sluice dev" as a process of its own
 //	sluice version                     print the version, commit and build time of this binary (also --version, -v)
 //
@@ -94,7 +95,8 @@ var commands = []command{
 		run: runSpoolCmd},
 	{name: "loadgen", synopses: [][2]string{
 		{"sluice loadgen [flags]", "send load to a gateway (or Kafka directly) and report throughput and latency"},
-		{"sluice loadgen serve-baseline", "a plain HTTP or gRPC server to measure the transport floor against"}},
+		{"sluice loadgen serve-baseline", "a plain HTTP or gRPC server to measure the transport floor against"},
+		{"sluice loadgen serve-otlp", "an OTLP/HTTP endpoint that counts the spans it is sent"}},
 		run: runLoadgenCmd},
 	{name: "kfake", synopses: [][2]string{{"sluice kfake --addr ADDR", "the in-memory Kafka of \"sluice dev\" as a process of its own"}},
 		run: runKfakeCmd},

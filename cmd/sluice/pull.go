@@ -23,13 +23,14 @@ var _ pull.Ingester = (*gateway.Service)(nil)
 // pollers' consumer group and returns a stop that leaves the group and
 // waits for every poller. With no pollers configured it does nothing. A bad
 // poller config or a cursor topic with the wrong partition count is an
-// error, so start-up stops with it.
-func startPollers(ctx context.Context, cfg fileConfig, conn []kgo.Opt, ing pull.Ingester, reg prometheus.Registerer, log *slog.Logger) (stop func(), err error) {
+// error, so start-up stops with it. Every poller takes opts.
+func startPollers(ctx context.Context, cfg fileConfig, conn []kgo.Opt, ing pull.Ingester, reg prometheus.Registerer, log *slog.Logger, opts ...pull.Option) (stop func(), err error) {
 	if len(cfg.Pollers) == 0 {
 		return func() {}, nil
 	}
 	oc := cfg.PollerOwnership
-	r, err := ownership.NewRunner(oc, conn, cfg.Pollers, ing, ownership.WithRegisterer(reg), ownership.WithLogger(log))
+	r, err := ownership.NewRunner(oc, conn, cfg.Pollers, ing, ownership.WithRegisterer(reg), ownership.WithLogger(log),
+		ownership.WithPollerOptions(opts...))
 	if err != nil {
 		return nil, fmt.Errorf("config: pollers: %w", err)
 	}

@@ -23,8 +23,10 @@ const traceUsage = `usage:
 
 Says where the event (S, ID) is: IN_SINK, IN_DLQ (and when a drain tries it
 again), PARKED, PENDING (in its source topic past the consumer group's
-committed offset, with the partition's lag) or UNKNOWN; then its path, every
-audit row the consumer tier wrote about it, and what was searched.
+committed offset, with the partition's lag) or UNKNOWN; a "trace <id>" line
+with the W3C trace id of its record's traceparent, when it had one; then its
+path, every audit row the consumer tier wrote about it (each with its trace
+id), and what was searched.
 
 The config's consumer block names the group, the source topics and the drain
 settings, its kafka block the connection, its sink block the audit table (an

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
 	"encoding/json"
 	"errors"
@@ -25,6 +26,7 @@ import (
 	"github.com/sluicehq/sluice/internal/contracttest"
 	"github.com/sluicehq/sluice/internal/eventtest"
 	"github.com/sluicehq/sluice/internal/kafkatest"
+	"github.com/sluicehq/sluice/internal/tracing"
 	"github.com/sluicehq/sluice/internal/waitfor"
 	"github.com/sluicehq/sluice/record"
 	"github.com/sluicehq/sluice/sink"
@@ -202,6 +204,12 @@ log: {level: warn}
 			default:
 				recs = append(recs, eventtest.Record(t, w.topic, n, n, value))
 			}
+			// Each record but poison's carries its caller's traceparent,
+			// as the gateway publishes it with tracing off.
+			if tp := e2eTraceparent(n); tp != "" {
+				r := recs[len(recs)-1]
+				r.Headers = append(r.Headers, kgo.RecordHeader{Key: record.HeaderTraceparent, Value: []byte(tp)})
+			}
 		}
 		eventtest.Produce(t, w.brokers, recs...)
 		out := map[string]int64{}
@@ -266,11 +274,17 @@ log: {level: warn}
 			if a.Written == nil || a.Written.Inferred || a.Written.From != (trace.Position{Topic: w.topic, Offset: at["written"]}) {
 				return fmt.Errorf("written %+v", a.Written)
 			}
+			if id := e2eTraceID("written"); a.TraceID != id || a.Audit[0].TraceID != id {
+				return fmt.Errorf("trace id %q, row's %q; want the caller's %q", a.TraceID, a.Audit[0].TraceID, id)
+			}
 			return nil
 		})
 	})
 	both(cfg1, "poison", func(a *trace.Answer) error {
 		return wantTrail(a, trace.InDLQ, []rowWant{{audit.DeadLettered, w.topic, at["poison"], record.ClassDecode, 0}}, func() error {
+			if a.TraceID != "" {
+				return fmt.Errorf("trace id %q of a record without a traceparent", a.TraceID)
+			}
 			d := a.DeadLetter
 			// Attempts count sink writes; a record that does not decode had none.
 			if d == nil || d.Class != record.ClassDecode || d.Retryable || d.Attempts != 0 || d.Next == nil || d.Next.Retried {
@@ -284,6 +298,9 @@ log: {level: warn}
 		code, out, errOut := runTrace("--config", cfg1, "--source", "test", "--id", name)
 		if code != 0 || !strings.HasPrefix(out, string(status)+"  test/"+name) || !strings.Contains(out, "audit rows (1)") {
 			t.Errorf("sluice trace %s: exit %d\n%s%s", name, code, out, errOut)
+		}
+		if id := e2eTraceID(name); id != "" && !strings.Contains(out, "\ntrace "+id+"\n\npath\n") {
+			t.Errorf("sluice trace %s: no line \"trace %s\" under the status\n%s", name, id, out)
 		}
 		t.Logf("$ sluice trace --config consumer.yaml --source test --id %s\n%s", name, out)
 	}
@@ -318,6 +335,9 @@ log: {level: warn}
 			p := a.Pending
 			if p == nil || p.Record == nil || *p.Record != (trace.Position{Topic: w.topic, Offset: at["held"]}) || p.Lag < 1 {
 				return fmt.Errorf("pending %+v", p)
+			}
+			if a.TraceID != e2eTraceID("held") {
+				return fmt.Errorf("trace id %q of the pending copy, want %q", a.TraceID, e2eTraceID("held"))
 			}
 			return nil
 		})
@@ -358,6 +378,19 @@ log: {level: warn}
 			if a.Written == nil || a.Written.ReplayID != rp.ReplayID || a.Written.Actor != "ops" {
 				return fmt.Errorf("written %+v", a.Written)
 			}
+			// The replayed record kept the dead letter's traceparent (no
+			// tracer: the replay starts no trace of its own), so the
+			// replayed row and its written row, like the consumer's other
+			// rows, have the caller's trace id; the answer has the
+			// written row's.
+			for _, r := range a.Audit {
+				if r.TraceID != e2eTraceID("later") {
+					return fmt.Errorf("%s row's trace id %q, want %q", r.Action, r.TraceID, e2eTraceID("later"))
+				}
+			}
+			if a.TraceID != wr.TraceID {
+				return fmt.Errorf("trace id %q, want the written row's %q", a.TraceID, wr.TraceID)
+			}
 			return nil
 		})
 	})
@@ -367,6 +400,19 @@ log: {level: warn}
 	}
 	t.Logf("$ sluice trace --config consumer.yaml --source test --id later\n%s", out)
 }
+
+// e2eTraceparent is the caller's traceparent of the event named name, a
+// sampled one whose trace id is made of the name; none for a poison one.
+func e2eTraceparent(name string) string {
+	if strings.HasPrefix(name, "poison") {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(name))
+	return fmt.Sprintf("00-%x-%x-01", sum[:16], sum[16:24])
+}
+
+// e2eTraceID is the trace id of e2eTraceparent(name), "" for none.
+func e2eTraceID(name string) string { return tracing.TraceIDOf(e2eTraceparent(name)) }
 
 // rowWant is what an audit row must hold: its action, the record it was
 // about (offset -1: any), its error class and DLQ retries.

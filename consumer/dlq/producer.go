@@ -9,9 +9,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/sluicehq/sluice/internal/backoff"
 	"github.com/sluicehq/sluice/internal/clip"
+	"github.com/sluicehq/sluice/internal/tracing"
 	"github.com/sluicehq/sluice/publish"
 	"github.com/sluicehq/sluice/record"
 )
@@ -177,6 +180,10 @@ func (p *Producer) Send(ctx context.Context, topic string, src *kgo.Record, env 
 		// Kafka will never take it: park a copy cut to fit instead.
 		refused := topic
 		topic = record.ParkedTopic(record.SourceOf(refused))
+		if span := trace.SpanFromContext(ctx); span.IsRecording() {
+			span.AddEvent("refused", trace.WithAttributes(attribute.String(tracing.AttrDestination, refused),
+				attribute.String("error.message", err.Error())))
+		}
 		env, err = p.parkRefused(ctx, src, env, refused, err)
 	}
 	return topic, env, err
@@ -206,6 +213,10 @@ func (p *Producer) produce(ctx context.Context, rec *kgo.Record) error {
 			return err
 		}
 		p.m.errors.WithLabelValues(rec.Topic, "retryable").Inc()
+		if span := trace.SpanFromContext(ctx); span.IsRecording() {
+			span.AddEvent("retry", trace.WithAttributes(attribute.Int("sluice.attempt", attempt),
+				attribute.String("error.message", err.Error())))
+		}
 		if held, ok := p.warn.allow(p.clock.Now()); ok {
 			p.log.Warn("dead-letter produce failing, retrying", "topic", rec.Topic, "attempt", attempt,
 				"failures_not_logged", held, "err", err)

@@ -13,6 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/sluicehq/sluice/internal/backoff"
 	"github.com/sluicehq/sluice/record"
@@ -187,6 +189,11 @@ func TestProducerSend(t *testing.T) {
 
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
+			// Send's retries and refusals are events on the span in ctx.
+			spans := tracetest.NewSpanRecorder()
+			tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+			defer func() { _ = tp.Shutdown(context.Background()) }()
+			ctx, span := tp.Tracer("test").Start(ctx, "dead_letter")
 			type sent struct {
 				topic string
 				env   record.Envelope
@@ -211,6 +218,14 @@ func TestProducerSend(t *testing.T) {
 			case got = <-done:
 			case <-time.After(30 * time.Second):
 				t.Fatal("Send did not return")
+			}
+			span.End()
+			events := map[string]int{}
+			for _, ev := range spans.Ended()[0].Events() {
+				events[ev.Name]++
+			}
+			if (events["retry"] >= 3) != (tt.transient != "") || (events["refused"] == 1) != (len(tt.refused) > 0) {
+				t.Fatalf("span events %v", events)
 			}
 
 			switch tt.wantErr {

@@ -8,15 +8,21 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 	"golang.org/x/time/rate"
 
 	"github.com/sluicehq/sluice/audit"
 	"github.com/sluicehq/sluice/contract"
+	"github.com/sluicehq/sluice/internal/tracing"
 	"github.com/sluicehq/sluice/record"
 )
 
@@ -57,6 +63,11 @@ type ReplayOptions struct {
 	// passes the config's SQL sink). When nil, the rows go to
 	// record.AuditTopic as Decisions, through the replay's client.
 	Auditor audit.Writer
+	// TracerProvider traces the replay: a root `replay {topic}` span, and
+	// a `replay record` span per record produced, its child, linked to the
+	// trace the dead letter carries; the replayed record carries the
+	// `replay record` span's context. The no-op provider when nil.
+	TracerProvider trace.TracerProvider
 }
 
 // Audit record actions. A replay writes AuditStarted before it produces
@@ -149,6 +160,53 @@ var (
 // replay ends, however it ends. The report is returned even when the
 // replay fails part way.
 func Replay(ctx context.Context, conn []kgo.Opt, topic string, sel Selection, opts ReplayOptions) (ReplayReport, error) {
+	tp := opts.TracerProvider
+	if tp == nil {
+		tp = noop.NewTracerProvider()
+	}
+	tr := tp.Tracer(tracing.TracerName)
+	// A replay is an operator's act, not part of any event's trace: a root
+	// span, whose records link to their events' traces.
+	ctx, span := tr.Start(ctx, "replay "+topic, trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindInternal),
+		trace.WithAttributes(
+			attribute.String(attrReplayActor, opts.Actor),
+			attribute.String(attrReplayTopic, topic),
+			attribute.Bool(attrReplayDryRun, opts.DryRun),
+		))
+	rep, err := replay(ctx, tr, conn, topic, sel, opts)
+	if span.IsRecording() {
+		span.SetAttributes(
+			attribute.String(attrReplayID, rep.ReplayID),
+			attribute.String(tracing.AttrDestination, rep.Destination),
+			attribute.Int(attrReplayScanned, rep.Scanned),
+			attribute.Int(attrReplayMatched, rep.Matched),
+			attribute.Int(attrReplayReplayed, rep.Replayed),
+			attribute.Int(attrReplayRefused, rep.Unreadable+rep.Mismatched+rep.Invalid),
+		)
+		if err != nil {
+			span.SetStatus(codes.Error, err.Error())
+		}
+	}
+	span.End()
+	return rep, err
+}
+
+// Attribute keys of a replay's spans.
+const (
+	attrReplayID       = "sluice.replay.id"
+	attrReplayActor    = "sluice.replay.actor"
+	attrReplayTopic    = "sluice.replay.topic"
+	attrReplayDryRun   = "sluice.replay.dry_run"
+	attrReplayScanned  = "sluice.replay.scanned"
+	attrReplayMatched  = "sluice.replay.matched"
+	attrReplayReplayed = "sluice.replay.replayed"
+	attrReplayRefused  = "sluice.replay.refused"
+	attrReplayReason   = "sluice.replay.reason"
+)
+
+// replay is Replay in the span of the replay, with tr for its records'
+// spans.
+func replay(ctx context.Context, tr trace.Tracer, conn []kgo.Opt, topic string, sel Selection, opts ReplayOptions) (ReplayReport, error) {
 	now := opts.Now
 	if now == nil {
 		now = time.Now
@@ -236,6 +294,12 @@ func Replay(ctx context.Context, conn []kgo.Opt, topic string, sel Selection, op
 			opts.Each(d, refused)
 		}
 		if refused != nil {
+			if span := trace.SpanFromContext(ctx); span.IsRecording() {
+				span.AddEvent("refused", trace.WithAttributes(
+					attribute.String(tracing.AttrEventID, d.Event.ID),
+					attribute.Int64(tracing.AttrOffset, r.Offset),
+					attribute.String(attrReplayReason, refused.(*ReplayRefusal).Reason)))
+			}
 			return nil
 		}
 		if !opts.DryRun {
@@ -246,13 +310,26 @@ func Replay(ctx context.Context, conn []kgo.Opt, topic string, sel Selection, op
 			if err != nil {
 				return err // CheckReplay passed: cannot happen
 			}
+			rctx, rspan := startReplayRecord(ctx, tr, r, &d, dest)
+			if rspan.IsRecording() {
+				// The replayed record continues the replay's trace; the
+				// event's own is reached through the span's link.
+				headers = withTraceContext(headers, rspan.SpanContext())
+			}
 			out := &kgo.Record{Topic: dest, Key: r.Key, Value: r.Value, Headers: headers}
-			pctx, cancel := context.WithTimeout(ctx, adminTimeout)
+			pctx, cancel := context.WithTimeout(rctx, adminTimeout)
 			err = cl.ProduceSync(pctx, out).FirstErr()
 			cancel()
 			if err != nil {
+				rspan.SetStatus(codes.Error, err.Error())
+				rspan.End()
 				return fmt.Errorf("dlq: replay to %s: %w", out.Topic, err)
 			}
+			if rspan.IsRecording() {
+				rspan.SetAttributes(attribute.String(tracing.AttrPartition, strconv.Itoa(int(out.Partition))),
+					attribute.Int64(tracing.AttrOffset, out.Offset))
+			}
+			rspan.End()
 			rep.Replayed++ // in Kafka, audited or not
 			if err := auditReplayed(ctx, auditor, &d, out, rep.ReplayID, opts.Actor, now()); err != nil {
 				return err
@@ -279,15 +356,62 @@ func Replay(ctx context.Context, conn []kgo.Opt, topic string, sel Selection, op
 	return rep, runErr
 }
 
+// startReplayRecord starts the `replay record` span of dead letter r
+// (read as d), child of the replay's span in ctx, linked to the span
+// context of the traceparent r kept from its event.
+func startReplayRecord(ctx context.Context, tr trace.Tracer, r *kgo.Record, d *DeadLetter, dest string) (context.Context, trace.Span) {
+	opts := []trace.SpanStartOption{
+		trace.WithSpanKind(trace.SpanKindProducer),
+		trace.WithAttributes(
+			attribute.String(tracing.AttrMessagingSystem, tracing.MessagingSystemKafka),
+			attribute.String(tracing.AttrDestination, dest),
+			attribute.String(tracing.AttrOperationType, tracing.OperationSend),
+			attribute.String(tracing.AttrEventID, d.Event.ID),
+		),
+	}
+	if sc := trace.SpanContextFromContext(tracing.FromRecord(context.Background(), r.Headers)); sc.IsValid() {
+		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc}))
+	}
+	return tr.Start(ctx, "replay record", opts...)
+}
+
+// withTraceContext is headers with their traceparent and tracestate
+// replaced by sc's (no tracestate when sc has none).
+func withTraceContext(headers []kgo.RecordHeader, sc trace.SpanContext) []kgo.RecordHeader {
+	tp, ts := tracing.Headers(sc)
+	out := headers[:0]
+	for _, h := range headers {
+		if h.Key != record.HeaderTraceparent && h.Key != record.HeaderTracestate {
+			out = append(out, h)
+		}
+	}
+	out = append(out, kgo.RecordHeader{Key: record.HeaderTraceparent, Value: []byte(tp)})
+	if ts != "" {
+		out = append(out, kgo.RecordHeader{Key: record.HeaderTracestate, Value: []byte(ts)})
+	}
+	return out
+}
+
+// traceIDOf is the trace id of r's traceparent, "" when it has none.
+func traceIDOf(r *kgo.Record) string {
+	for _, h := range r.Headers {
+		if h.Key == record.HeaderTraceparent {
+			return tracing.TraceIDOf(string(h.Value))
+		}
+	}
+	return ""
+}
+
 // auditReplayed records the replayed row of d, produced as out, under its
-// own deadline.
+// own deadline. The row's trace id is out's: the replay's own trace when
+// tracing recorded it, else the event's.
 func auditReplayed(ctx context.Context, a audit.Writer, d *DeadLetter, out *kgo.Record, id, actor string, at time.Time) error {
 	row := audit.Row{
 		Source: d.Event.Source, EventID: d.Event.ID, Action: audit.Replayed, At: at,
 		Topic: d.Record.Topic, Partition: d.Record.Partition, Offset: d.Record.Offset, EventType: d.Event.Type,
 		Class: d.Envelope.Class, Attempt: d.Envelope.Attempts, DLQRetries: d.Envelope.DLQRetries,
 		Detail:   fmt.Sprintf("%s/%d@%d", out.Topic, out.Partition, out.Offset),
-		ReplayID: id, Actor: actor,
+		ReplayID: id, Actor: actor, TraceID: traceIDOf(out),
 	}
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), adminTimeout)
 	defer cancel()

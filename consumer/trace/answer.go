@@ -51,6 +51,13 @@ type Answer struct {
 	// Summary is the status line: one sentence saying where and since
 	// when, and what comes next.
 	Summary string `json:"summary"`
+	// TraceID is the W3C trace id (32 lowercase hex digits) of the
+	// record the status is about: the written row's, the latest dead
+	// letter's, the pending copy's; when that one has none, the newest
+	// known of the event's rows, then of its records. Empty when none had
+	// a traceparent. Each audit row has its own: a replay's record carries
+	// the replay's trace.
+	TraceID string `json:"trace_id,omitempty"`
 	// Written is set for IN_SINK, DeadLetter for IN_DLQ and PARKED,
 	// Pending for PENDING.
 	Written    *Written    `json:"written,omitempty"`
@@ -198,12 +205,15 @@ type Row struct {
 	Detail     string `json:"detail,omitempty"`
 	ReplayID   string `json:"replay_id,omitempty"`
 	Actor      string `json:"actor,omitempty"`
+	// TraceID is the trace id of the record decided about.
+	TraceID string `json:"trace_id,omitempty"`
 }
 
 func rowOf(r audit.Row) Row {
 	return Row{Sequence: r.Sequence, Action: string(r.Action), At: r.At.UTC(), Topic: r.Topic, Partition: r.Partition,
 		Offset: r.Offset, EventType: r.EventType, Group: r.Group, Sink: r.Sink, Class: r.Class, Error: r.Error,
-		Attempt: r.Attempt, DLQRetries: r.DLQRetries, Retryable: r.Retryable, Detail: r.Detail, ReplayID: r.ReplayID, Actor: r.Actor}
+		Attempt: r.Attempt, DLQRetries: r.DLQRetries, Retryable: r.Retryable, Detail: r.Detail, ReplayID: r.ReplayID, Actor: r.Actor,
+		TraceID: r.TraceID}
 }
 
 // Search is one thing searched: the audit table, or a topic's partitions.

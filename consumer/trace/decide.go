@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluicehq/sluice/audit"
 	"github.com/sluicehq/sluice/internal/clip"
+	"github.com/sluicehq/sluice/internal/tracing"
 	"github.com/sluicehq/sluice/record"
 )
 
@@ -152,8 +153,35 @@ func besideTable(table, topic []audit.Row) []audit.Row {
 	return out
 }
 
-// decide sets the lookup's status and answer from what it found.
+// decide sets the lookup's status and answer from what it found, and
+// then its trace id.
 func decide(lk *lookup) {
+	lk.decideStatus()
+	lk.fallbackTraceID()
+}
+
+// fallbackTraceID sets a TraceID the status did not: the newest row's
+// that has one, else the newest record's found.
+func (lk *lookup) fallbackTraceID() {
+	a := lk.a
+	for i := len(lk.rows) - 1; i >= 0 && a.TraceID == ""; i-- {
+		a.TraceID = lk.rows[i].TraceID
+	}
+	var newest *found
+	for _, fs := range [][]found{lk.letters, lk.copies} {
+		for i := range fs {
+			f := &fs[i]
+			if tracing.TraceIDOf(f.ev.Traceparent) != "" && (newest == nil || f.ev.IngestedAt.After(newest.ev.IngestedAt)) {
+				newest = f
+			}
+		}
+	}
+	if a.TraceID == "" && newest != nil {
+		a.TraceID = tracing.TraceIDOf(newest.ev.Traceparent)
+	}
+}
+
+func (lk *lookup) decideStatus() {
 	a := lk.a
 	switch {
 	case lk.rowsFrom == "" && len(lk.topicRows) > 0:
@@ -164,6 +192,9 @@ func decide(lk *lookup) {
 	}
 	rows := lk.rows
 	for i := range rows {
+		if !audit.ValidTraceID(rows[i].TraceID) { // a table written by hand
+			rows[i].TraceID = ""
+		}
 		from := lk.rowsFrom
 		if from == FromAuditTable && rows[i].Sequence == 0 {
 			from = FromAuditTopic
@@ -268,6 +299,7 @@ func (lk *lookup) inSink(w *audit.Row) {
 		from = *p
 	}
 	a.Written = &Written{At: w.At.UTC(), Sink: w.Sink, Group: w.Group, From: from, ReplayID: w.ReplayID, Actor: w.Actor}
+	a.TraceID = w.TraceID
 	where := "the sink"
 	if w.Sink != "" {
 		where = "sink " + w.Sink
@@ -294,6 +326,7 @@ func (lk *lookup) inSink(w *audit.Row) {
 func (lk *lookup) inDLQFromRows(last *audit.Row) {
 	a := lk.a
 	a.Status = InDLQ
+	a.TraceID = last.TraceID
 	dl := lastRow(lk.rows, audit.DeadLettered)
 	if dl == nil {
 		dl = last
@@ -382,6 +415,7 @@ func (lk *lookup) nextDrain(d *DeadLetter) *NextDrain {
 func (lk *lookup) parkedFromRow(p *audit.Row) {
 	a := lk.a
 	a.Status = Parked
+	a.TraceID = p.TraceID
 	source := record.SourceOf(p.Topic)
 	d := &DeadLetter{Topic: record.ParkedTopic(source), At: p.At.UTC(), Class: p.Class, Error: p.Error,
 		Retryable: p.Retryable, Attempts: p.Attempt, DLQRetries: countRows(lk.rows, audit.Retried),
@@ -433,6 +467,7 @@ func (lk *lookup) pending(c *found, replay *audit.Row) {
 	a.Status = Pending
 	p := &PendingAt{Group: lk.t.group}
 	if c == nil {
+		a.TraceID = replay.TraceID
 		dest := record.SourceOf(replay.Topic)
 		p.Note = fmt.Sprintf("replayed at %s (replay %s by %s) to %s; the copy was not found past the group's committed offsets",
 			stamp(replay.At), replay.ReplayID, replay.Actor, dest)
@@ -447,6 +482,7 @@ func (lk *lookup) pending(c *found, replay *audit.Row) {
 	if o, ok := lk.starts.Lookup(c.pos.Topic, c.pos.Partition); ok {
 		start = o.Offset
 	}
+	a.TraceID = tracing.TraceIDOf(c.ev.Traceparent)
 	pos := c.pos
 	p.Record = &pos
 	p.IngestedAt = c.ev.IngestedAt.UTC()
@@ -510,6 +546,7 @@ func (lk *lookup) cutSearch(what ...string) bool {
 // without audit rows.
 func (lk *lookup) fromLetter(f *found) {
 	a := lk.a
+	a.TraceID = tracing.TraceIDOf(f.ev.Traceparent)
 	pos := f.pos
 	d := &DeadLetter{Topic: pos.Topic, Record: &pos}
 	if f.envErr != nil {

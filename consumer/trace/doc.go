@@ -1,7 +1,9 @@
 // Package trace answers "where is my event?" for one identity, (source,
 // id): in the sink, in its DLQ, parked, pending in its source topic, or
 // unknown, with the path it took, every audit row the consumer tier wrote
-// about it, and what was searched to say so. It is the consumer tier's
+// about it, and what was searched to say so. The answer and each row
+// carry the W3C trace id of their record's traceparent (Answer.TraceID),
+// which finds the event's trace in a tracing backend. It is the consumer tier's
 // view, read-only: sluice trace and the consumer's admin endpoint GET
 // /v1/trace/{source}/{id} print its Answer.
 //

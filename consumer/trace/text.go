@@ -21,10 +21,14 @@ func (a *Answer) WriteJSON(w io.Writer) error {
 	return err
 }
 
-// WriteText writes a for a terminal: the status line, the path, every
-// audit row as a table, and what was searched.
+// WriteText writes a for a terminal: the status line, a "trace <id>"
+// line when the answer has a trace id, the path, every audit row as a
+// table, and what was searched.
 func (a *Answer) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "%s  %s/%s: %s\n", a.Status, a.Source, a.ID, a.Summary)
+	if a.TraceID != "" {
+		fmt.Fprintf(w, "trace %s\n", a.TraceID)
+	}
 
 	fmt.Fprintf(w, "\npath\n")
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -45,7 +49,7 @@ func (a *Answer) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "\naudit rows (%d)\n", len(a.Audit))
 	if len(a.Audit) > 0 {
 		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "  SEQ\tACTION\tAT\tRECORD\tTYPE\tGROUP\tSINK\tCLASS\tRETRYABLE\tATTEMPT\tDLQ RETRIES\tDETAIL\tREPLAY\tACTOR\tERROR")
+		fmt.Fprintln(tw, "  SEQ\tACTION\tAT\tRECORD\tTYPE\tGROUP\tSINK\tCLASS\tRETRYABLE\tATTEMPT\tDLQ RETRIES\tDETAIL\tREPLAY\tACTOR\tTRACE\tERROR")
 		for _, r := range a.Audit {
 			rec := "-"
 			if r.Topic != "" {
@@ -55,9 +59,9 @@ func (a *Answer) WriteText(w io.Writer) error {
 			if r.Attempt > 0 {
 				attempt = strconv.Itoa(r.Attempt)
 			}
-			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%v\t%s\t%d\t%s\t%s\t%s\t%s\n", r.Sequence, r.Action, textTime(r.At), rec,
+			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%v\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", r.Sequence, r.Action, textTime(r.At), rec,
 				dash(r.EventType), dash(r.Group), dash(r.Sink), dash(r.Class), r.Retryable, attempt, r.DLQRetries, dash(r.Detail),
-				dash(r.ReplayID), dash(r.Actor), dash(oneLine(r.Error, 80)))
+				dash(r.ReplayID), dash(r.Actor), dash(r.TraceID), dash(oneLine(r.Error, 80)))
 		}
 		tw.Flush()
 	}

@@ -247,3 +247,50 @@ func TestChecker(t *testing.T) {
 	}
 	c.Stop()
 }
+
+// TestMetricsExemplars: a scraper that asks for OpenMetrics, as Prometheus
+// does, gets the latency histograms' exemplars (the trace ids); the text
+// format, which has no exemplars, stays the default.
+func TestMetricsExemplars(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	h := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "admin_test_seconds", Help: "A test histogram.", Buckets: []float64{1}})
+	reg.MustRegister(h)
+	h.(prometheus.ExemplarObserver).ObserveWithExemplar(0.5, prometheus.Labels{"trace_id": "4bf92f3577b34da6a3ce929d0e0e4736"})
+	s, err := New(Config{Addr: "127.0.0.1:0"}, reg, WithLogger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Start()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = s.Shutdown(ctx)
+	})
+	client := &http.Client{Timeout: 10 * time.Second}
+	scrape := func(accept string) string {
+		req, err := http.NewRequest(http.MethodGet, "http://"+s.Addr()+"/metrics", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if accept != "" {
+			req.Header.Set("Accept", accept)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	const exemplar = `# {trace_id="4bf92f3577b34da6a3ce929d0e0e4736"} 0.5`
+	if body := scrape("application/openmetrics-text;version=1.0.0"); !strings.Contains(body, exemplar) {
+		t.Errorf("OpenMetrics scrape has no exemplar %q:\n%s", exemplar, body)
+	}
+	if body := scrape(""); strings.Contains(body, "trace_id") || !strings.Contains(body, "admin_test_seconds_count 1") {
+		t.Errorf("text scrape:\n%s", body)
+	}
+}

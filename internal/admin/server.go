@@ -106,7 +106,10 @@ func New(cfg Config, g prometheus.Gatherer, opts ...Option) (*Server, error) {
 		o.tls = r.Config()
 	}
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
+	// OpenMetrics when the scraper asks for it (Prometheus does): the
+	// latency histograms' exemplars, which carry trace ids, are only in
+	// that format.
+	mux.Handle("GET /metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{EnableOpenMetrics: true}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.WriteHeader(http.StatusOK)
 	})

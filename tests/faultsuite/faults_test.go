@@ -1157,7 +1157,8 @@ func trailString(trail []audit.Row) string {
 // scenario (one query) and returns each identity's rows in sequence
 // order, then those the consumer recorded in sluice.audit while the
 // table did not take them, with the columns a decision names (all but
-// sequence, decided_at, error, replay_id and replay_actor).
+// sequence, decided_at, error, replay_id and replay_actor; trace_id
+// included, so that the two trails must agree on it).
 func (s *system) auditTrails(scope eventScope) map[string][]audit.Row {
 	s.t.Helper()
 	out := s.auditTable(scope)
@@ -1186,7 +1187,7 @@ func (s *system) auditTable(scope eventScope) map[string][]audit.Row {
 	}
 	defer conn.Close(context.Background())
 	rows, err := conn.Query(ctx, fmt.Sprintf(`SELECT source, event_id, action, topic, kafka_partition, kafka_offset, event_type,
-	consumer_group, sink, error_class, attempt, dlq_retries, retryable, detail
+	consumer_group, sink, error_class, attempt, dlq_retries, retryable, detail, trace_id
 FROM %s_audit WHERE %s ORDER BY source, event_id, sequence`, s.table, scope.where()), scope.arg())
 	if err != nil {
 		s.t.Logf("audit: %v (retrying)", err)
@@ -1198,7 +1199,7 @@ FROM %s_audit WHERE %s ORDER BY source, event_id, sequence`, s.table, scope.wher
 		var row audit.Row
 		var action string
 		if err := rows.Scan(&row.Source, &row.EventID, &action, &row.Topic, &row.Partition, &row.Offset, &row.EventType,
-			&row.Group, &row.Sink, &row.Class, &row.Attempt, &row.DLQRetries, &row.Retryable, &row.Detail); err != nil {
+			&row.Group, &row.Sink, &row.Class, &row.Attempt, &row.DLQRetries, &row.Retryable, &row.Detail, &row.TraceID); err != nil {
 			s.t.Fatal(err)
 		}
 		row.Action = audit.Action(action)
